@@ -1,0 +1,34 @@
+"""subagents: delegate tasks to child coding agents.
+
+The public API is small; names are imported on first use so that
+``python -m subagents.supervisor`` starts fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from subagents.api import run, start
+    from subagents.runs import InputError, RunHandle, RunRequest
+
+__all__ = ["InputError", "RunHandle", "RunRequest", "run", "start"]
+
+_LAZY = {
+    "run": "subagents.api",
+    "start": "subagents.api",
+    "InputError": "subagents.runs",
+    "RunHandle": "subagents.runs",
+    "RunRequest": "subagents.runs",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'subagents' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,100 @@
+"""Writing run artifacts: private modes, atomic JSON, and the write-once result."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def make_private_dir(path: Path) -> None:
+    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    # mkdir's mode is filtered by the umask; make sure of it.
+    os.chmod(path, DIR_MODE)
+
+
+def open_private(path: Path, mode: str = "wb", buffering: int = -1) -> Any:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
+    fd = os.open(path, flags, FILE_MODE)
+    return os.fdopen(fd, mode, buffering=buffering)
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _write_temp(path: Path, data: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open_private(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename."""
+    tmp = _write_temp(path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n")
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def publish_once(path: Path, obj: Any) -> bool:
+    """Write ``obj`` to ``path`` atomically unless ``path`` already exists.
+
+    Uses a hard link, which fails when the name is taken, so two writers racing
+    (the supervisor and a monitor that found it dead) never replace each other's
+    result. Returns True when this call wrote it.
+    """
+    tmp = _write_temp(path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    _fsync_dir(path.parent)
+    return True
+
+
+def read_json(path: Path) -> Any:
+    with open(path, "rb") as f:
+        return json.loads(f.read())
+
+
+def read_tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a file as text ('' when unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Every complete JSON line of an events file; a torn or bad line is skipped."""
+    out: list[dict[str, Any]] = []
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        for line in f:
+            with contextlib.suppress(ValueError):
+                obj = json.loads(line)
+                if isinstance(obj, dict):
+                    out.append(obj)
+    return out

@@ -1,0 +1,121 @@
+"""What a backend is: a command-line builder plus a stateful stream normalizer.
+
+The supervisor imports only this module and the one backend it runs, so nothing
+here may pull in heavy dependencies.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from subagents import events as ev
+
+
+class BackendError(Exception):
+    """A request this backend cannot serve (missing binary, unsupported option)."""
+
+
+@dataclass
+class CommandRequest:
+    """What a run asks of a backend's command line."""
+
+    task: str
+    cwd: str
+    model: str | None = None
+    tools: list[str] | None = None
+    system_prompt: str | None = None
+    # A file the caller wrote the system prompt to, for CLIs that take a path.
+    system_prompt_file: str | None = None
+    thinking: str | None = None
+    extra_args: list[str] = field(default_factory=list)
+
+
+class Normalizer(ABC):
+    """Turns one CLI's stdout objects into canonical events, one run at a time.
+
+    The supervisor reads these attributes after every ``feed``:
+
+    ``terminal``  True while the last thing seen ended the run (arms completion);
+                  set back to False by further activity (disarms it).
+    ``failed``    the CLI itself said the run failed, whatever the stop reason.
+    """
+
+    def __init__(self) -> None:
+        self.terminal = False
+        self.failed = False
+        self.final_text = ""
+        self.stop_reason: str | None = None
+        self.raw_stop_reason: str | None = None
+        self.model: str | None = None
+        self.error_message: str | None = None
+        self.usage: dict[str, Any] = ev.empty_usage()
+        self.tool_calls = 0
+        self.saw_answer = False
+
+    # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
+    # the cheap way to keep up with chatty streams (pi repeats the whole partial
+    # message on every delta).
+    skip_prefixes: tuple[bytes, ...] = ()
+
+    def wants(self, line: bytes | bytearray, start: int = 0) -> bool:
+        return not any(line.startswith(p, start) for p in self.skip_prefixes)
+
+    @abstractmethod
+    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+        """Take one parsed stdout object; return the canonical events it yields."""
+
+    def finish(self) -> list[ev.Event]:
+        """The stream ended: return any events still held back."""
+        return []
+
+    # Helpers for subclasses.
+
+    def _answer(
+        self,
+        text: str,
+        raw_stop: str | None,
+        model: str | None,
+        usage: dict[str, Any] | None = None,
+        has_tool_calls: bool = False,
+    ) -> ev.Event:
+        """Record an assistant message and decide whether it is terminal."""
+        stop = ev.canonical_stop_reason(raw_stop)
+        if stop is None and has_tool_calls:
+            stop = ev.TOOL_USE
+        self.stop_reason = stop
+        self.raw_stop_reason = raw_stop
+        if model:
+            self.model = model
+        if text.strip():
+            self.final_text = text
+            self.saw_answer = True
+        self.terminal = ev.is_terminal(stop)
+        return ev.assistant_text(text, stop, raw_stop, model or self.model, usage)
+
+
+class Backend(ABC):
+    """One agent CLI."""
+
+    name: str = ""
+    default_binary: str = ""
+    install_hint: str = ""
+    # Capabilities; asking for one a backend lacks is an error, never silently ignored.
+    supports_tools: bool = False
+    supports_system_prompt: bool = False
+
+    def binary_env_var(self) -> str:
+        return f"SUBAGENTS_{self.name.upper()}_BIN"
+
+    @abstractmethod
+    def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
+        """The child's argv (never a shell string)."""
+
+    def child_env(self, req: CommandRequest) -> dict[str, str]:
+        """Extra environment for the child beyond what every run gets."""
+        return {}
+
+    @abstractmethod
+    def normalizer(self) -> Normalizer:
+        ...

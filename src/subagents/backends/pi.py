@@ -1,0 +1,133 @@
+"""pi (`@mariozechner/pi-coding-agent`) in json mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from subagents import events as ev
+from subagents.backends.base import Backend, CommandRequest, Normalizer
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+    )
+
+
+def _pi_usage(u: Any) -> dict[str, Any]:
+    if not isinstance(u, dict):
+        return ev.empty_usage()
+    cost = u.get("cost")
+    total_cost = cost.get("total") if isinstance(cost, dict) else cost
+    return {
+        "input": u.get("input") or 0,
+        "output": u.get("output") or 0,
+        "cacheRead": u.get("cacheRead") or 0,
+        "cacheWrite": u.get("cacheWrite") or 0,
+        "totalTokens": u.get("totalTokens") or 0,
+        "cost": total_cost if isinstance(total_cost, (int, float)) else None,
+    }
+
+
+# Events after which the run is plainly still going: they disarm a pending completion.
+_ACTIVITY = frozenset({"agent_start", "turn_start", "tool_execution_start", "auto_retry_start", "compaction_start"})
+
+
+class PiNormalizer(Normalizer):
+    # pi repeats the whole partial message on every delta; the final message comes
+    # again in message_end, so these lines are mirrored but never parsed.
+    skip_prefixes = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
+
+    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+        t = obj.get("type")
+        if t in _ACTIVITY:
+            self.terminal = False
+        if t == "message_end":
+            return self._message_end(obj.get("message"))
+        if t == "tool_execution_start":
+            self.tool_calls += 1
+            return [ev.tool_call(str(obj.get("toolCallId", "")), str(obj.get("toolName", "")), obj.get("args"))]
+        if t == "tool_execution_end":
+            result = obj.get("result")
+            text = _text_of(result.get("content")) if isinstance(result, dict) else ""
+            return [
+                ev.tool_result(
+                    str(obj.get("toolCallId", "")), str(obj.get("toolName", "")), bool(obj.get("isError")), text
+                )
+            ]
+        if t == "auto_retry_start":
+            self.failed = False
+            msg = f"retrying after error (attempt {obj.get('attempt')}/{obj.get('maxAttempts')}): {obj.get('errorMessage', '')}"
+            return [ev.notice("warn", msg)]
+        if t == "auto_retry_end" and not obj.get("success"):
+            # Retries exhausted: the error message that preceded them is the end.
+            self.terminal = ev.is_terminal(self.stop_reason)
+            return [ev.notice("error", f"retries exhausted: {obj.get('finalError', '')}")]
+        if t == "agent_settled":
+            self.terminal = self.terminal or ev.is_terminal(self.stop_reason)
+        return []
+
+    def _message_end(self, msg: Any) -> list[ev.Event]:
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            return []
+        content = msg.get("content")
+        parts = content if isinstance(content, list) else []
+        text = _text_of(parts)
+        has_calls = any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
+        out: list[ev.Event] = []
+        for p in parts:
+            if isinstance(p, dict) and p.get("type") == "thinking" and str(p.get("thinking", "")).strip():
+                out.append(ev.thinking(str(p["thinking"])))
+        usage = _pi_usage(msg.get("usage"))
+        ev.add_usage(self.usage, usage)
+        raw_stop = msg.get("stopReason")
+        out.append(
+            self._answer(text, raw_stop if isinstance(raw_stop, str) else None, msg.get("model"), usage, has_calls)
+        )
+        if self.stop_reason == ev.ERROR or self.stop_reason == ev.ABORTED:
+            self.failed = True
+            self.error_message = str(msg.get("errorMessage") or f"model stopped with {self.stop_reason}")
+            out.append(ev.error(self.error_message, fatal=False))
+        elif self.stop_reason in ev.TERMINAL_SUCCESS:
+            self.failed = False
+        out.append(ev.usage(dict(self.usage)))
+        return out
+
+
+class PiBackend(Backend):
+    name = "pi"
+    default_binary = "pi"
+    install_hint = "npm install -g @mariozechner/pi-coding-agent"
+    supports_tools = True
+    supports_system_prompt = True
+
+    def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
+        argv = [binary, "--mode", "json", "-p", "--no-session"]
+        if req.model:
+            provider, sep, model_id = req.model.partition("/")
+            if sep and provider and model_id:
+                argv += ["--provider", provider, "--model", model_id]
+            else:
+                argv += ["--model", req.model]
+        if req.thinking:
+            argv += ["--thinking", req.thinking]
+        if req.tools is not None:
+            argv += ["--tools", ",".join(req.tools)]
+        if req.system_prompt_file:
+            argv += ["--append-system-prompt", req.system_prompt_file]
+        argv += req.extra_args
+        # pi takes the task as a positional message; a task starting with "-" or "@"
+        # would be read as an option or a file reference, so those are prefixed.
+        argv.append(req.task if not req.task.startswith(("-", "@")) else " " + req.task)
+        return argv
+
+    def child_env(self, req: CommandRequest) -> dict[str, str]:
+        # A pi-subagents extension in the child's pi must not offer delegation again.
+        return {"PI_SUBAGENTS_CHILD": "1"}
+
+    def normalizer(self) -> Normalizer:
+        return PiNormalizer()

@@ -1,0 +1,298 @@
+"""Settings: defaults < user config file < project config file < ``SUBAGENTS_*`` environment.
+
+The user file is ``<user config dir>/config.toml`` (``~/.config/subagents/config.toml`` on
+Linux; ``$SUBAGENTS_CONFIG_DIR`` overrides the directory). The project file is
+``.subagents/config.toml`` in the working directory or its nearest ancestor that has one.
+
+A project file comes from the repository being worked on, so it may not set what would let a
+repository run code or trust itself: ``bins``, ``hooks`` and ``agent_scope`` are accepted only
+from the user file and the environment.
+
+Every problem raises :class:`ConfigError` with one line naming the file (or the environment
+variable) and the field.
+
+The supervisor does not import this module; it may use pydantic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from subagents import paths
+
+APP_NAME = "subagents"
+CONFIG_FILE = "config.toml"
+PROJECT_DIR = ".subagents"
+
+# Settings a project file may not set (see the module docstring).
+PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope"})
+
+
+class ConfigError(Exception):
+    """A configuration problem, as one line naming the file and the field."""
+
+
+class Hook(BaseModel):
+    """A command run on lifecycle events (``on``: e.g. ``["complete", "error"]``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    on: list[str]
+    command: list[str] = Field(min_length=1)
+    timeout: float = Field(default=10.0, gt=0)
+
+
+class Settings(BaseModel):
+    """Effective settings. Times are in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_backend: str = Field(default="pi", min_length=1)
+    default_agent: str | None = None
+    runner: Literal["process", "tmux"] = "process"
+    concurrency: int = Field(default=4, ge=1)
+    max_parallel_tasks: int = Field(default=8, ge=1)
+    max_spawns_per_job: int = Field(default=32, ge=1)
+    # None: no timeout. TOML has no null, so ``timeout = 0`` also means none.
+    timeout: float | None = None
+    grace: float = Field(default=0.25, ge=0)
+    kill_grace: float = Field(default=2.0, ge=0)
+    max_depth: int = Field(default=2, ge=0)
+    agent_scope: Literal["user", "both"] = "user"
+    bins: dict[str, str] = Field(default_factory=dict)
+    hooks: list[Hook] = Field(default_factory=list)
+    notify_desktop: bool = False
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: float | None) -> float | None:
+        if value is None or value == 0:
+            return None
+        if value < 0:
+            raise ValueError("must be a positive number of seconds (0 means no timeout)")
+        return value
+
+    @field_validator("default_agent")
+    @classmethod
+    def _default_agent(cls, value: str | None) -> str | None:
+        return value or None
+
+
+# Environment variable -> setting. ``SUBAGENTS_<BACKEND>_BIN`` is handled apart.
+ENV_SETTINGS: dict[str, str] = {
+    f"SUBAGENTS_{name.upper()}": name
+    for name in (
+        "default_backend",
+        "default_agent",
+        "runner",
+        "concurrency",
+        "max_parallel_tasks",
+        "max_spawns_per_job",
+        "timeout",
+        "grace",
+        "kill_grace",
+        "max_depth",
+        "agent_scope",
+        "notify_desktop",
+    )
+}
+_BIN_RE = re.compile(r"^SUBAGENTS_([A-Z0-9_]+)_BIN$")
+_NONE_WORDS = frozenset({"none", "null", "off"})
+
+
+def _env(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if env is None else env
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$HOME`` from *env* (so tests can use a temp home), else the user's home."""
+    home = _env(env).get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _expand(value: str, env: Mapping[str, str] | None) -> Path:
+    if value == "~" or value.startswith("~/"):
+        return home_dir(env) / value[2:]
+    return Path(value)
+
+
+def _xdg(env: Mapping[str, str] | None, var: str, fallback: str) -> Path | None:
+    """The XDG location of this app on Linux-like systems, honouring *env*; else None."""
+    if sys.platform in ("win32", "darwin"):
+        return None
+    base = _env(env).get(var, "").strip()
+    root = Path(base) if base and os.path.isabs(base) else home_dir(env) / fallback
+    return root / APP_NAME
+
+
+def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """``$SUBAGENTS_CONFIG_DIR``, else the platform's user config dir for subagents."""
+    override = _env(env).get("SUBAGENTS_CONFIG_DIR")
+    if override:
+        return _expand(override, env)
+    return _xdg(env, "XDG_CONFIG_HOME", ".config") or Path(
+        platformdirs.user_config_dir(APP_NAME)
+    )
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$SUBAGENTS_HOME``, else the platform's user state dir (``~/.local/state/subagents``).
+
+    One implementation, shared with the supervisor: :func:`subagents.paths.state_home`.
+    """
+    return paths.state_home(env)
+
+
+def user_config_file(env: Mapping[str, str] | None = None) -> Path:
+    return user_config_dir(env) / CONFIG_FILE
+
+
+def find_project_config(cwd: Path) -> Path | None:
+    """``.subagents/config.toml`` in *cwd* or its nearest ancestor that has one."""
+    start = cwd.resolve()
+    for directory in (start, *start.parents):
+        candidate = directory / PROJECT_DIR / CONFIG_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]) -> str:
+    """One line for the first problem, e.g. ``/x/config.toml: concurrency: Input should ...``.
+
+    *field_names* maps a top-level setting to the name the user wrote (an env variable).
+    """
+    errors = error.errors()
+    first = errors[0]
+    loc = [str(part) for part in first["loc"]]
+    if loc and loc[0] in field_names:
+        label = field_names[loc[0]]
+        if loc[0] == "bins" and len(loc) > 1:
+            label = f"SUBAGENTS_{loc[1].upper()}_BIN"
+    else:
+        label = ".".join(loc) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        if len(loc) == 1:
+            message = "unknown setting (known: " + ", ".join(Settings.model_fields) + ")"
+        else:
+            message = "unknown key"
+    else:
+        message = first["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return _one_line(f"{where}: {label}: {message}{more}")
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        if "end of document" in message:  # name the line there too
+            with contextlib.suppress(OSError):
+                lines = path.read_bytes().count(b"\n") + 1
+                message = message.replace("end of document", f"end of document, line {lines}")
+        raise ConfigError(_one_line(f"{path}: invalid TOML: {message}")) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(_one_line(f"{path}: not valid UTF-8: {exc}")) from None
+    except OSError as exc:
+        raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
+
+
+def _check(
+    layer: Mapping[str, Any],
+    where: str,
+    field_names: Mapping[str, str] | None = None,
+    *,
+    strict: bool = False,
+) -> None:
+    try:
+        Settings.model_validate(layer, strict=strict)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, where, field_names or {})) from None
+
+
+def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> dict[str, Any]:
+    layer = _read_toml(path)
+    if project:
+        forbidden = sorted(PROJECT_FORBIDDEN & layer.keys())
+        if forbidden:
+            raise ConfigError(
+                f"{path}: {forbidden[0]}: not allowed in a project config (it comes from the "
+                f"repository); set it in {user_config_file(env)} or the environment"
+            )
+    # TOML has types: "4" or true is not a concurrency there (the environment has only strings).
+    _check(layer, str(path), strict=True)
+    return layer
+
+
+def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    names: dict[str, str] = {}
+    for var, setting in ENV_SETTINGS.items():
+        raw = env.get(var)
+        if raw is None or raw.strip() == "":
+            continue  # an empty variable counts as unset
+        value: Any = raw.strip()
+        if setting in ("timeout", "default_agent") and value.lower() in _NONE_WORDS:
+            value = None
+        layer[setting] = value
+        names[setting] = var
+    bins: dict[str, str] = {}
+    for var, raw in env.items():
+        match = _BIN_RE.match(var)
+        if match and raw.strip():
+            bins[match.group(1).lower()] = raw.strip()
+    if bins:
+        layer["bins"] = bins
+        names["bins"] = "SUBAGENTS_<BACKEND>_BIN"
+    _check(layer, "environment", names)
+    return layer
+
+
+def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
+    for key, value in layer.items():
+        if key == "bins" and isinstance(value, Mapping):
+            base["bins"] = {**base.get("bins", {}), **value}
+        elif key == "hooks" and isinstance(value, list):
+            base["hooks"] = [*base.get("hooks", []), *value]
+        else:
+            base[key] = value
+
+
+def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Effective settings for work in *cwd*, merged lowest first:
+    defaults < user file < project file < ``SUBAGENTS_*`` environment.
+
+    ``bins`` merge per backend; ``hooks`` from every layer add up; anything else a later
+    layer sets replaces the earlier value. Raises :class:`ConfigError`.
+    """
+    environ = _env(env)
+    merged: dict[str, Any] = {}
+    user_file = user_config_file(environ)
+    if user_file.is_file():
+        _merge(merged, _file_layer(user_file, project=False, env=environ))
+    project_file = find_project_config(cwd if cwd is not None else Path.cwd())
+    if project_file is not None and project_file.resolve() != user_file.resolve():
+        _merge(merged, _file_layer(project_file, project=True, env=environ))
+    _merge(merged, _env_layer(environ))
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as exc:  # pragma: no cover - each layer was checked alone
+        raise ConfigError(_describe(exc, "settings", {})) from None

@@ -1,0 +1,177 @@
+"""Following a run from the parent's side: its events as they land, its result when it
+exists, and a supervisor that died without writing one.
+
+Waiting uses inotify where there is one (a wake-up per write, no polling); elsewhere
+a short sleep. Either way the supervisor's liveness is checked every second, so
+nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from subagents import procs
+from subagents.artifacts import publish_once, read_events, read_json
+from subagents.result import attach_diagnostics, build_result
+from subagents.runners.base import SUPERVISOR_FILE, Launched
+from subagents.runspec import RunSpec
+
+LIVENESS_EVERY = 1.0
+POLL_FALLBACK = 0.05
+# A supervisor that has not yet recorded itself gets this long before it counts as lost.
+START_PATIENCE = 10.0
+
+
+class _Waker:
+    """Sleeps until something in the run directory changes (or a timeout)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self._ino: Any = None
+        try:
+            from inotify_simple import INotify, flags
+
+            ino = INotify()
+            ino.add_watch(
+                str(run_dir), flags.CREATE | flags.MODIFY | flags.MOVED_TO | flags.CLOSE_WRITE
+            )
+            self._ino = ino
+        except (ImportError, OSError):
+            self._ino = None
+
+    def wait(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if self._ino is None:
+            time.sleep(min(seconds, POLL_FALLBACK))
+            return
+        self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
+
+    def close(self) -> None:
+        if self._ino is not None:
+            self._ino.close()
+            self._ino = None
+
+
+class RunMonitor:
+    def __init__(self, run_dir: Path, launched: Launched | None = None) -> None:
+        self.run_dir = run_dir
+        self.launched = launched
+        self._offset = 0
+        self._partial = b""
+        self._created = time.monotonic()
+
+    # ---- events ----------------------------------------------------------
+
+    def new_events(self) -> list[dict[str, Any]]:
+        """Events appended since the last call (complete lines only)."""
+        path = self.run_dir / "events.jsonl"
+        try:
+            with open(path, "rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        if not data:
+            return []
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                out.append(json.loads(line))
+        return out
+
+    # ---- result and liveness --------------------------------------------
+
+    def result(self) -> dict[str, Any] | None:
+        try:
+            data = read_json(self.run_dir / "result.json")
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def supervisor_alive(self) -> bool:
+        if self.launched is not None:
+            return self.launched.alive()
+        try:
+            ident = read_json(self.run_dir / SUPERVISOR_FILE)
+        except (FileNotFoundError, ValueError):
+            # Not recorded yet: give a starting supervisor a moment.
+            return time.monotonic() - self._created < START_PATIENCE
+        return procs.is_alive(ident)
+
+    def wait(
+        self,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | None:
+        """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        waker = _Waker(self.run_dir)
+        try:
+            next_check = time.monotonic() + LIVENESS_EVERY
+            while True:
+                for event in self.new_events():
+                    if on_event is not None:
+                        on_event(event)
+                result = self.result()
+                if result is not None:
+                    if on_event is not None:
+                        for event in self.new_events():
+                            on_event(event)
+                    return result
+                now = time.monotonic()
+                if now >= next_check:
+                    next_check = now + LIVENESS_EVERY
+                    if not self.supervisor_alive():
+                        return self.recover_dead_supervisor()
+                if deadline is not None and now >= deadline:
+                    return None
+                until = next_check if deadline is None else min(next_check, deadline)
+                waker.wait(until - now)
+        finally:
+            waker.close()
+
+    def follow(self, timeout: float | None = None) -> Iterator[dict[str, Any]]:
+        """Yield events as they land; stops when the run is over."""
+        batch: list[dict[str, Any]] = []
+        self.wait(on_event=batch.append, timeout=timeout)
+        yield from batch
+
+    def recover_dead_supervisor(self) -> dict[str, Any]:
+        """The supervisor is gone without a result: clean up after it and write one."""
+        result = self.result()
+        if result is not None:  # it finished just now
+            return result
+        events = read_events(self.run_dir / "events.jsonl")
+        child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
+        if isinstance(child_pid, int) and child_pid > 0:
+            procs.kill_group(child_pid)
+        try:
+            spec = RunSpec.from_dict(read_json(self.run_dir / "meta.json"))
+        except (OSError, ValueError, TypeError):
+            spec = RunSpec(runId=self.run_dir.name, backend="unknown", task="", cwd="", argv=[])
+        message = "the supervisor died without writing a result"
+        if isinstance(child_pid, int):
+            message += f"; its child (pid {child_pid}) was killed"
+        started = spec.createdAt or time.time()
+        result = build_result(
+            spec,
+            self.run_dir,
+            status="failed",
+            started_at=started,
+            error_message=message,
+            tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),
+        )
+        attach_diagnostics(result, self.run_dir)
+        publish_once(self.run_dir / "result.json", result)
+        # Whoever won the race to publish, that is the result.
+        final = self.result()
+        return final if final is not None else result

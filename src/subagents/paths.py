@@ -1,0 +1,29 @@
+"""Where state lives: ``$SUBAGENTS_HOME`` or the platform's user state dir."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def state_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    explicit = env.get("SUBAGENTS_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    from platformdirs import user_state_dir
+
+    return Path(user_state_dir("subagents"))
+
+
+def runs_dir(home: Path) -> Path:
+    return home / "runs"
+
+
+def jobs_dir(home: Path) -> Path:
+    return home / "jobs"
+
+
+def sessions_dir(home: Path) -> Path:
+    return home / "sessions"

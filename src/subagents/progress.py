@@ -1,0 +1,530 @@
+"""Humanized progress lines from canonical events.
+
+One formatter serves the live CLI display, ``transcript.md`` and MCP progress
+messages, so they all say the same thing. Standard library only: the supervisor
+imports this module.
+
+Tool activity is described from the arguments actually present, never invented.
+Every backend's tool names map onto a small set of *kinds* through one table
+(:data:`TOOL_KINDS`); a new backend only adds entries there (and, if its CLI spells
+an argument differently, an alias in the kind's ``keys``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "KINDS",
+    "TOOL_KINDS",
+    "ProgressFormatter",
+    "humanize_tool_call",
+    "transcript_entry",
+]
+
+ELLIPSIS: Final = "…"
+NEWLINE_MARK: Final = " ↵ "
+
+# Limits for the shortened (line/activity) form.
+PATH_LIMIT: Final = 60
+COMMAND_LIMIT: Final = 80
+TEXT_LIMIT: Final = 60
+THINKING_LIMIT: Final = 80
+# How many tool calls a formatter remembers for their results.
+MEMORY_LIMIT: Final = 2000
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What a tool call is about: its text and how to shorten it."""
+
+    text: str
+    style: str  # "path" | "command" | "text"
+    verb: str | None = None  # overrides the kind's wording (e.g. a file_change that deletes)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of tool activity is worded.
+
+    ``call``/``done``/``failed`` are format strings taking the subject as ``{}``;
+    ``keys`` are the argument names that may hold the subject (first present wins);
+    ``style`` says how the subject is shortened for a progress line; ``extract``
+    replaces the key lookup for tools whose subject is structured.
+    """
+
+    call: str
+    done: str
+    failed: str
+    keys: tuple[str, ...] = ()
+    style: str = "text"
+    extract: Callable[[Mapping[str, Any]], _Subject | None] | None = None
+
+
+def _file_change_subject(args: Mapping[str, Any]) -> _Subject | None:
+    """Codex ``file_change``: ``{"changes": [{"path": ..., "kind": "add|update|delete"}]}``."""
+    changes = args.get("changes")
+    if not isinstance(changes, list):
+        return None
+    paths: list[str] = []
+    kinds: set[str] = set()
+    for change in changes:
+        if isinstance(change, Mapping) and isinstance(change.get("path"), str) and change["path"]:
+            paths.append(change["path"])
+            kinds.add(str(change.get("kind") or "update"))
+    return _paths_subject(paths, kinds)
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
+
+
+def _patch_subject(args: Mapping[str, Any]) -> _Subject | None:
+    """OpenCode ``patch``: file names read from the ``*** Update File: x`` lines of the patch."""
+    for key in ("patchText", "patch", "input"):
+        value = args.get(key)
+        if isinstance(value, str):
+            found = _PATCH_FILE.findall(value)
+            if found:
+                return _paths_subject(
+                    [path for _, path in found], {op.lower() for op, _ in found}
+                )
+    return None
+
+
+_CHANGE_VERBS: Final = {"add": "write", "update": "edit", "delete": "delete"}
+
+
+def _paths_subject(paths: list[str], kinds: set[str]) -> _Subject | None:
+    if not paths:
+        return None
+    verb = _CHANGE_VERBS.get(next(iter(kinds)), "edit") if len(kinds) == 1 else "edit"
+    if len(paths) == 1:
+        return _Subject(paths[0], "path", verb)
+    return _Subject(f"{len(paths)} files: " + ", ".join(paths), "text", verb)
+
+
+def _mcp_subject(args: Mapping[str, Any]) -> _Subject | None:
+    """Codex ``mcp_tool_call``: ``{"server", "tool", "arguments"}``."""
+    server, tool = args.get("server"), args.get("tool")
+    if isinstance(tool, str) and tool:
+        name = f"{server}.{tool}" if isinstance(server, str) and server else tool
+        return _Subject(name, "text")
+    return None
+
+
+_PATH_KEYS: Final = ("path", "file_path", "filePath", "absolute_path", "filename", "file")
+
+KINDS: Final[dict[str, Kind]] = {
+    "read": Kind(
+        "Reading {}", "Finished reading {}", "Read failed: {}",
+        keys=(*_PATH_KEYS, "paths", "include"), style="path",
+    ),
+    "search": Kind(
+        "Searching code for {}", "Search finished", "Search failed: {}",
+        keys=("pattern", "query", "regex"),
+    ),
+    "find": Kind(
+        "Scanning for {}", "Scan finished", "Scan failed: {}",
+        keys=("pattern", "glob", "query"),
+    ),
+    "list": Kind(
+        "Listing {}", "Finished listing {}", "Listing failed: {}",
+        keys=("path", "dir_path", "dirPath", "directory", "absolute_path"), style="path",
+    ),
+    "edit": Kind("Editing {}", "Finished editing {}", "Edit failed: {}", keys=_PATH_KEYS, style="path"),
+    "write": Kind("Writing {}", "Finished writing {}", "Write failed: {}", keys=_PATH_KEYS, style="path"),
+    "delete": Kind("Deleting {}", "Finished deleting {}", "Delete failed: {}", keys=_PATH_KEYS, style="path"),
+    "shell": Kind("$ {}", "Command finished", "Command failed: {}", keys=("command", "cmd"), style="command"),
+    "fetch": Kind("Fetching {}", "Fetch finished", "Fetch failed: {}", keys=("url", "prompt")),
+    "web_search": Kind(
+        "Searching the web for {}", "Web search finished", "Web search failed: {}", keys=("query",)
+    ),
+    "task": Kind(
+        "Delegating: {}", "Delegation finished", "Delegation failed: {}",
+        keys=("description", "prompt"),
+    ),
+    "todo": Kind("Updating the todo list", "Todo list updated", "Todo list update failed"),
+    "mcp": Kind("Calling {}", "{} finished", "{} failed", extract=_mcp_subject),
+    "file_change": Kind(
+        "Editing {}", "Finished editing {}", "Edit failed: {}", extract=_file_change_subject
+    ),
+    "patch": Kind("Editing {}", "Finished editing {}", "Edit failed: {}", extract=_patch_subject),
+}
+
+# Tool name (as each backend's normalizer emits it) -> kind. Looked up exactly, then lower-cased.
+TOOL_KINDS: Final[dict[str, str]] = {
+    # pi
+    "read": "read", "bash": "shell", "edit": "edit", "write": "write",
+    "grep": "search", "find": "find", "ls": "list",
+    # Claude Code
+    "Read": "read", "Bash": "shell", "Edit": "edit", "MultiEdit": "edit", "Write": "write",
+    "Grep": "search", "Glob": "find", "LS": "list", "WebFetch": "fetch",
+    "WebSearch": "web_search", "Task": "task", "TodoWrite": "todo", "NotebookEdit": "edit",
+    # Codex (item types)
+    "command_execution": "shell", "file_change": "file_change",
+    "mcp_tool_call": "mcp", "web_search": "web_search",
+    # Gemini CLI
+    "read_file": "read", "read_many_files": "read", "run_shell_command": "shell",
+    "replace": "edit", "write_file": "write", "search_file_content": "search",
+    "glob": "find", "list_directory": "list", "web_fetch": "fetch",
+    "google_web_search": "web_search",
+    # OpenCode (read/bash/edit/write/grep/glob above)
+    "list": "list", "patch": "patch", "webfetch": "fetch", "todowrite": "todo",
+}
+
+
+def _kind_of(tool_name: str) -> Kind | None:
+    key = TOOL_KINDS.get(tool_name) or TOOL_KINDS.get(tool_name.lower())
+    return KINDS.get(key) if key else None
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _as_mapping(args: Any) -> Mapping[str, Any]:
+    if isinstance(args, Mapping):
+        return args
+    if isinstance(args, str):  # some CLIs hand arguments over as a JSON string
+        try:
+            decoded = json.loads(args)
+        except ValueError:
+            return {}
+        if isinstance(decoded, Mapping):
+            return decoded
+    return {}
+
+
+_SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
+
+
+def _unwrap_shell(argv: list[str]) -> str:
+    """``/bin/bash -lc 'npm test'`` -> ``npm test`` (Codex wraps every command so)."""
+    if (
+        len(argv) == 3
+        and os.path.basename(argv[0]) in _SHELLS
+        and argv[1] in ("-c", "-lc", "-ic", "-lic")
+    ):
+        return argv[2]
+    return shlex.join(argv)
+
+
+def _command_text(value: Any) -> str | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return _unwrap_shell(list(value))
+    if isinstance(value, str) and value.strip():
+        try:
+            argv = shlex.split(value)
+        except ValueError:
+            return value.strip()
+        unwrapped = _unwrap_shell(argv)
+        return unwrapped if unwrapped != shlex.join(argv) else value.strip()
+    return None
+
+
+def _value_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value if value.strip() else None
+    if isinstance(value, list):
+        items = [str(v) for v in value if isinstance(v, str | int | float) and str(v).strip()]
+        return ", ".join(items) if items else None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return str(value)
+    return None
+
+
+def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
+    if kind.extract is not None:
+        return kind.extract(args)
+    for key in kind.keys:
+        if key not in args:
+            continue
+        if kind.style == "command":
+            text = _command_text(args[key])
+        else:
+            text = _value_text(args[key])
+            if isinstance(args[key], list) and text is not None:
+                return _Subject(text, "text")
+        if text is not None:
+            return _Subject(text, kind.style)
+    return None
+
+
+# --------------------------------------------------------------------------- shortening
+
+
+def _one_line(text: str) -> str:
+    return NEWLINE_MARK.join(part.strip() for part in text.strip().splitlines())
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _head(text: str, limit: int) -> str:
+    """Keep the head of ``text``: at most ``limit`` characters including the ellipsis."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def _tail_path(path: str, limit: int) -> str:
+    """Keep the tail of a long path, cut at a separator when one is close."""
+    if len(path) <= limit:
+        return path
+    tail = path[-(limit - 1):]
+    slash = tail.find("/")
+    if 0 <= slash < len(tail) - 1 and len(tail) - slash >= limit // 2:
+        tail = tail[slash:]
+    return ELLIPSIS + tail
+
+
+def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
+    text = subject.text
+    if not shorten:
+        return _one_line(text)
+    if subject.style == "path":
+        if cwd and text.startswith(cwd.rstrip("/") + "/") and len(text) > len(cwd) + 1:
+            text = text[len(cwd.rstrip("/")) + 1:]
+        return _tail_path(_one_line(text), PATH_LIMIT)
+    if subject.style == "command":
+        lines = text.strip().splitlines()
+        first = lines[0].strip() if lines else ""
+        if len(lines) > 1:
+            first += " " + ELLIPSIS
+        return _head(first, COMMAND_LIMIT)
+    return _head(_collapse(text), TEXT_LIMIT)
+
+
+def _describe(
+    tool_name: str, args: Any, outcome: str | None, *, shorten: bool, cwd: str | None = None
+) -> str:
+    """Word a tool call (``outcome`` None) or its result (``"done"``/``"failed"``)."""
+    name = tool_name or "tool"
+    kind = _kind_of(name)
+    subject = _subject(kind, _as_mapping(args)) if kind is not None else None
+    if kind is None or subject is None:
+        if outcome is None:
+            return f"Running {name}"
+        return f"{name} {'failed' if outcome == 'failed' else 'finished'}"
+    if subject.verb is not None:  # a file change that adds or deletes words itself so
+        kind = KINDS.get(subject.verb, kind)
+    template = {None: kind.call, "done": kind.done}.get(outcome, kind.failed)
+    if "{}" not in template:
+        return template
+    return template.replace("{}", _render_subject(subject, shorten, cwd))
+
+
+def humanize_tool_call(tool_name: str, args: Any) -> str:
+    """One line saying what a tool call does, with full paths and commands.
+
+    ``humanize_tool_call("read", {"path": "src/auth.ts"})`` -> ``"Reading src/auth.ts"``;
+    an unknown tool, or a known one missing the argument it needs, -> ``"Running <tool>"``.
+    """
+    return _describe(tool_name, args, None, shorten=False)
+
+
+# --------------------------------------------------------------------------- formatter
+
+
+def _duration(ms: Any) -> str | None:
+    if not isinstance(ms, int | float) or isinstance(ms, bool) or ms < 0:
+        return None
+    seconds = ms / 1000.0
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    total = int(seconds)
+    if total < 3600:
+        return f"{total // 60}m {total % 60}s"
+    return f"{total // 3600}h {total % 3600 // 60}m"
+
+
+_WARN_LEVELS: Final = frozenset({"warn", "warning", "error", "fatal", "critical"})
+
+
+class ProgressFormatter:
+    """Turns canonical events into short progress lines.
+
+    Stateful: it remembers tool calls by ``toolCallId`` so results can say what
+    finished, and the latest activity for a status line. Feeding the same event
+    twice is harmless.
+    """
+
+    def __init__(self, max_len: int | None = None) -> None:
+        self.max_len = max_len
+        self._calls: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._pending: OrderedDict[str, None] = OrderedDict()
+        self._activity: str | None = None
+        self._cwd: str | None = None
+
+    # public
+
+    def line(self, event: dict[str, Any]) -> str | None:
+        """The progress line for ``event``, or None when there is nothing to show."""
+        text = self._text(event, shorten=True)
+        return None if text is None else self._cap(text)
+
+    def activity(self) -> str | None:
+        """Short "current activity" for a status line (None before anything happened)."""
+        return None if self._activity is None else self._cap(self._activity)
+
+    # internals
+
+    def _cap(self, text: str) -> str:
+        return text if self.max_len is None else _head(text, self.max_len)
+
+    def _remember(self, call_id: str, tool_name: str, args: Any) -> None:
+        self._calls[call_id] = (tool_name, args)
+        self._calls.move_to_end(call_id)
+        while len(self._calls) > MEMORY_LIMIT:
+            self._calls.popitem(last=False)
+
+    def _call_text(self, call_id: str, *, shorten: bool) -> str | None:
+        remembered = self._calls.get(call_id)
+        if remembered is None:
+            return None
+        return _describe(remembered[0], remembered[1], None, shorten=shorten, cwd=self._cwd)
+
+    def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
+        """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
+        etype = event.get("type")
+        if etype == "assistant_text":
+            text = event.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return None
+            self._activity = "Writing answer"
+            return _collapse(text) if shorten else text.strip()
+        if etype == "thinking":
+            text = event.get("text")
+            self._activity = "Thinking"
+            if not isinstance(text, str) or not text.strip():
+                return None
+            return "Thinking: " + (_head(_collapse(text), THINKING_LIMIT) if shorten else text.strip())
+        if etype == "tool_call":
+            return self._tool_call(event, shorten=shorten)
+        if etype == "tool_result":
+            return self._tool_result(event, shorten=shorten)
+        if etype == "notice":
+            message = str(event.get("message") or "").strip()
+            level = str(event.get("level") or "info").lower()
+            if not message or level == "debug":
+                return None
+            message = _collapse(message) if shorten else message
+            return f"⚠ {message}" if level in _WARN_LEVELS else message
+        if etype == "error":
+            message = str(event.get("message") or "").strip() or "unknown error"
+            text = "Error: " + (_collapse(message) if shorten else message)
+            if event.get("fatal"):
+                self._activity = text
+            return text
+        if etype == "run_started":
+            cwd = event.get("cwd")
+            self._cwd = cwd if isinstance(cwd, str) and cwd else None
+            backend = event.get("backend") or "agent"
+            model = event.get("model")
+            text = f"Started {backend}" + (f" ({model})" if model else "")
+            self._activity = "Starting"
+            return text
+        if etype == "run_finished":
+            text = f"Finished: {event.get('status') or 'unknown'}"
+            took = _duration(event.get("durationMs"))
+            if took:
+                text += f" in {took}"
+            self._activity = text
+            return text
+        return None  # usage (the status line shows tokens) and anything unknown
+
+    def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+        call_id = event.get("toolCallId")
+        name = str(event.get("toolName") or "tool")
+        args = event.get("args")
+        if isinstance(call_id, str) and call_id:
+            self._remember(call_id, name, args)
+            self._pending[call_id] = None
+            self._pending.move_to_end(call_id)
+            while len(self._pending) > MEMORY_LIMIT:
+                self._pending.popitem(last=False)
+        self._activity = _describe(name, args, None, shorten=True, cwd=self._cwd)
+        return _describe(name, args, None, shorten=shorten, cwd=self._cwd)
+
+    def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+        call_id = event.get("toolCallId")
+        outcome = "failed" if event.get("isError") else "done"
+        remembered = self._calls.get(call_id) if isinstance(call_id, str) else None
+        if remembered is not None:
+            name, args = remembered
+        else:
+            name, args = str(event.get("toolName") or "tool"), None
+        if isinstance(call_id, str):
+            self._pending.pop(call_id, None)
+        text = _describe(name, args, outcome, shorten=shorten, cwd=self._cwd)
+        if self._pending:  # another call is still running: that is the current activity
+            latest = next(reversed(self._pending))
+            self._activity = self._call_text(latest, shorten=True) or text
+        else:
+            self._activity = _describe(name, args, outcome, shorten=True, cwd=self._cwd)
+        return text
+
+
+# --------------------------------------------------------------------------- transcript
+
+TRANSCRIPT_ERROR_TEXT: Final = 800
+
+
+def _fence_for(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
+
+
+def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
+    """Markdown chunk for ``transcript.md``; chunks are meant to be concatenated as they are.
+
+    Uses the same wording as :meth:`ProgressFormatter.line` (with full paths and
+    commands) and updates ``formatter``'s state the same way.
+    """
+    text = formatter._text(event, shorten=False)
+    if text is None:
+        return None
+    etype = event.get("type")
+    if etype in ("run_started", "run_finished"):
+        return f"\n## {text}\n\n"
+    if etype == "assistant_text":
+        return f"\n{text}\n\n"
+    if etype == "thinking":
+        return "\n" + _quote(text) + "\n\n"
+    if etype == "tool_call":
+        return f"- {text}\n"
+    if etype == "tool_result":
+        if not event.get("isError"):
+            return f"- {text}\n"
+        chunk = f"- ✗ {text}\n"
+        output = str(event.get("text") or "").strip()
+        if output:
+            if len(output) > TRANSCRIPT_ERROR_TEXT:
+                output = output[:TRANSCRIPT_ERROR_TEXT] + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
+            fence = _fence_for(output)
+            body = "\n".join("  " + line for line in output.splitlines())
+            chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"
+        return chunk
+    if etype == "error":
+        return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
+    if etype == "notice":
+        return "\n" + _quote(text) + "\n\n"
+    return f"\n{text}\n\n"

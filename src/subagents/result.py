@@ -1,0 +1,101 @@
+"""The shape of ``result.json``, built the same way by the supervisor and by a monitor."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from subagents import events as ev
+from subagents.runspec import RunSpec
+
+STATUSES = ("completed", "failed", "aborted", "timeout")
+
+# CLI exit codes for each status (DESIGN: Command line).
+EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130, "timeout": 124}
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def artifact_paths(run_dir: Path) -> dict[str, str]:
+    d = run_dir.resolve()
+    return {
+        "events": str(d / "events.jsonl"),
+        "raw": str(d / "raw.jsonl"),
+        "transcript": str(d / "transcript.md"),
+        "stderr": str(d / "stderr.log"),
+    }
+
+
+def build_result(
+    spec: RunSpec,
+    run_dir: Path,
+    *,
+    status: str,
+    started_at: float,
+    completed_at: float | None = None,
+    stop_reason: str | None = None,
+    raw_stop_reason: str | None = None,
+    final_text: str = "",
+    error_message: str | None = None,
+    exit_code: int | None = None,
+    signal: str | None = None,
+    forced_cleanup: bool = False,
+    usage: dict[str, Any] | None = None,
+    tool_calls: int = 0,
+    model: str | None = None,
+    diagnostics: str | None = None,
+) -> dict[str, Any]:
+    assert status in STATUSES, status
+    done = completed_at if completed_at is not None else time.time()
+    return {
+        "runId": spec.runId,
+        "jobId": spec.jobId,
+        "agent": spec.agent,
+        "agentSource": spec.agentSource,
+        "backend": spec.backend,
+        "task": spec.task,
+        "cwd": spec.cwd,
+        "requestedModel": spec.requestedModel,
+        "model": model,
+        "status": status,
+        "stopReason": stop_reason,
+        "rawStopReason": raw_stop_reason,
+        "finalText": final_text,
+        "errorMessage": error_message,
+        "exitCode": exit_code,
+        "signal": signal,
+        "forcedCleanup": forced_cleanup,
+        "usage": usage if usage is not None else ev.empty_usage(),
+        "toolCalls": tool_calls,
+        "startedAt": iso(started_at),
+        "completedAt": iso(done),
+        "durationMs": max(0, round((done - started_at) * 1000)),
+        "paths": artifact_paths(run_dir),
+        "diagnostics": diagnostics if status != "completed" else None,
+    }
+
+
+STDERR_TAIL_BYTES = 4000
+
+
+def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Render the failure body from what the run left on disk; never raises."""
+    from subagents.artifacts import read_events, read_tail
+
+    try:
+        from subagents import diagnostics
+
+        result["diagnostics"] = diagnostics.render(
+            result,
+            read_events(run_dir / "events.jsonl"),
+            stderr_tail=read_tail(run_dir / "stderr.log", STDERR_TAIL_BYTES),
+            raw_path=result["paths"]["raw"],
+            events_path=result["paths"]["events"],
+        )
+    except Exception as exc:  # diagnostics must never block result.json
+        result["diagnostics"] = f"## Error\n{result.get('errorMessage')}\n\n(diagnostics failed: {exc!r})\n"
+    return result

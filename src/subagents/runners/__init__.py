@@ -1,0 +1,22 @@
+"""Runners launch a run's supervisor; only the launch mechanics differ between them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from subagents.runners.base import Launched, RunnerError
+
+
+def launch(run_dir: Path, runner: str = "process") -> Launched:
+    if runner == "process":
+        from subagents.runners import process
+
+        return process.launch(run_dir)
+    if runner == "tmux":
+        from subagents.runners import tmux
+
+        return tmux.launch(run_dir)
+    raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
+
+
+__all__ = ["Launched", "RunnerError", "launch"]

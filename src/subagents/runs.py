@@ -1,0 +1,222 @@
+"""Starting one run: validate the request, write its run directory, launch its supervisor,
+and hand back a handle to follow, wait for or stop it.
+
+Everything that can be wrong with a request is found here, before anything is
+spawned, and raised as one ``InputError`` line.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subagents import ids, paths, procs
+from subagents.artifacts import make_private_dir, open_private, write_json_atomic
+from subagents.backends import BackendError, CommandRequest, get_backend
+from subagents.backends.base import Backend
+from subagents.monitor import RunMonitor
+from subagents.runners import Launched, RunnerError, launch
+from subagents.runspec import RunSpec
+
+
+class InputError(Exception):
+    """Bad input: one line naming the problem; the CLI exits 2."""
+
+
+@dataclass
+class RunRequest:
+    task: str
+    backend: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    timeout: float | None = None
+    tools: list[str] | None = None
+    system_prompt: str | None = None
+    thinking: str | None = None
+    agent: str | None = None
+    agent_source: str | None = None
+    job_id: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    runner: str | None = None
+
+
+@dataclass
+class Limits:
+    """The settings a run needs; filled from config by the caller."""
+
+    default_backend: str = "pi"
+    grace: float = 0.25
+    kill_grace: float = 2.0
+    max_depth: int = 2
+    timeout: float | None = None
+    runner: str = "process"
+    bins: dict[str, str] = field(default_factory=dict)
+
+
+def current_depth(env: Mapping[str, str]) -> int:
+    try:
+        return max(0, int(env.get("SUBAGENTS_DEPTH", "0")))
+    except ValueError:
+        return 0
+
+
+def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> str:
+    var = backend.binary_env_var()
+    configured = env.get(var) or limits.bins.get(backend.name)
+    wanted = configured or backend.default_binary
+    if os.sep in wanted:
+        if os.path.isfile(wanted) and os.access(wanted, os.X_OK):
+            return wanted
+        raise InputError(f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)")
+    found = shutil.which(wanted, path=env.get("PATH"))
+    if found is None:
+        hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
+        raise InputError(f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}")
+    return found
+
+
+def check_capabilities(backend: Backend, req: RunRequest) -> None:
+    if req.tools is not None and not backend.supports_tools:
+        raise InputError(f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend")
+    if req.system_prompt and not backend.supports_system_prompt:
+        raise InputError(f"backend {backend.name} cannot take a system prompt; choose another backend")
+
+
+def prepare(
+    req: RunRequest,
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> tuple[RunSpec, Path]:
+    """Validate ``req`` and write its run directory with ``meta.json``."""
+    limits = limits or Limits()
+    env = os.environ if env is None else env
+    if not req.task or not req.task.strip():
+        raise InputError("the task is empty")
+    depth = current_depth(env) + 1
+    if depth > limits.max_depth:
+        raise InputError(
+            f"refusing to delegate: nesting depth {depth} would exceed the maximum of {limits.max_depth}"
+            " (SUBAGENTS_DEPTH; raise max_depth in config to allow it)"
+        )
+    name = req.backend or limits.default_backend
+    try:
+        backend = get_backend(name)
+    except BackendError as exc:
+        raise InputError(str(exc)) from None
+    check_capabilities(backend, req)
+    cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
+    if not cwd.is_dir():
+        raise InputError(f"working directory does not exist or is not a directory: {cwd}")
+    cwd = cwd.resolve()
+    binary = resolve_binary(backend, limits, env)
+    home = home or paths.state_home(env)
+    run_id = ids.new_id()
+    run_dir = paths.runs_dir(home) / run_id
+    make_private_dir(run_dir)
+    command = CommandRequest(
+        task=req.task, cwd=str(cwd), model=req.model, tools=req.tools, thinking=req.thinking,
+        system_prompt=req.system_prompt,
+    )
+    if req.system_prompt:
+        prompt_file = run_dir / "system-prompt.md"
+        with open_private(prompt_file, "w") as f:
+            f.write(req.system_prompt)
+        command.system_prompt_file = str(prompt_file)
+    spec = RunSpec(
+        runId=run_id,
+        jobId=req.job_id,
+        backend=backend.name,
+        agent=req.agent,
+        agentSource=req.agent_source,
+        task=req.task,
+        cwd=str(cwd),
+        requestedModel=req.model,
+        argv=backend.build_argv(binary, command),
+        env={**backend.child_env(command), **req.env},
+        timeout=req.timeout if req.timeout is not None else limits.timeout,
+        grace=limits.grace,
+        killGrace=limits.kill_grace,
+        depth=depth,
+        createdAt=time.time(),
+        echo=(req.runner or limits.runner) == "tmux",
+    )
+    write_json_atomic(run_dir / "meta.json", spec.to_dict())
+    return spec, run_dir
+
+
+class RunHandle:
+    """A started run: follow its events, wait for its result, or stop it."""
+
+    def __init__(self, spec: RunSpec, run_dir: Path, launched: Launched) -> None:
+        self.spec = spec
+        self.run_id = spec.runId
+        self.run_dir = run_dir
+        self.launched = launched
+        self.monitor = RunMonitor(run_dir, launched)
+
+    def wait(
+        self,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | None:
+        return self.monitor.wait(on_event=on_event, timeout=timeout)
+
+    def result(self) -> dict[str, Any] | None:
+        return self.monitor.result()
+
+    def stop(self, on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Abort the run: the supervisor kills the child's group and writes ``aborted``.
+
+        Bounded: if the supervisor does not answer, it is killed and the result is
+        written here.
+        """
+        if self.result() is None and self.launched.alive():
+            procs.kill_group(self.launched.pid, signal.SIGTERM)
+            done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
+            if done is not None:
+                return done
+            procs.kill_group(self.launched.pid, signal.SIGKILL)
+        done = self.wait(on_event=on_event, timeout=5.0)
+        return done if done is not None else self.monitor.recover_dead_supervisor()
+
+
+def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> RunHandle:
+    try:
+        launched = launch(run_dir, runner)
+    except RunnerError as exc:
+        raise InputError(str(exc)) from None
+    return RunHandle(spec, run_dir, launched)
+
+
+def start(
+    req: RunRequest,
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> RunHandle:
+    limits = limits or Limits()
+    spec, run_dir = prepare(req, limits, env, home)
+    return start_prepared(spec, run_dir, req.runner or limits.runner)
+
+
+def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Limits:
+    """Limits from the effective config (raises ``config.ConfigError``)."""
+    from subagents.config import load_settings
+
+    s = load_settings(cwd, env)
+    return Limits(
+        default_backend=s.default_backend,
+        grace=s.grace,
+        kill_grace=s.kill_grace,
+        max_depth=s.max_depth,
+        timeout=s.timeout,
+        runner=s.runner,
+        bins=dict(s.bins),
+    )

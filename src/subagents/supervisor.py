@@ -1,0 +1,470 @@
+"""The supervisor: one process per run that owns the child agent.
+
+It spawns the CLI in its own process group with stdin at /dev/null, mirrors
+stdout to ``raw.jsonl``, normalizes it to ``events.jsonl`` and ``transcript.md``,
+decides completion from the stream (never from the exit code alone) and writes
+``result.json`` last, once, atomically.
+
+Run as ``python -m subagents.supervisor RUN_DIR``. It imports only the standard
+library and the small modules it needs, so it starts fast and stays small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from subagents import events as ev
+from subagents.artifacts import dumps, open_private, publish_once, read_json, read_tail
+from subagents.backends import get_backend
+from subagents.backends.base import Normalizer
+from subagents.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result
+from subagents.runspec import RunSpec
+
+READ_SIZE = 1 << 20
+# After the child exits, how long to keep reading a stdout that a grandchild holds open.
+DRAIN_AFTER_EXIT = 0.2
+# With no pidfd (not Linux), how often to look for the child's exit.
+POLL_EXIT = 0.05
+MAX_NOISE_NOTICES = 20
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def killpg(pgid: int, sig: int) -> bool:
+    """Signal a process group; False when it no longer exists."""
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    return True
+
+
+class Supervisor:
+    def __init__(self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None) -> None:
+        self.run_dir = run_dir
+        self.spec = spec
+        self.echo = echo
+        self.seq = 0
+        self.started_at = time.time()
+        self.t0 = time.monotonic()
+        self.norm: Normalizer | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pgid = 0
+        # Completion state.
+        self.grace_at: float | None = None
+        self.kill_at: float | None = None
+        self.drain_until: float | None = None
+        self.timeout_at = self.t0 + spec.timeout if spec.timeout else None
+        self.forced_cleanup = False
+        self.stop_cause: str | None = None  # "timeout" | "aborted"
+        self.abort_signal: str | None = None
+        self.noise_lines = 0
+        self.buf = bytearray()
+        self.eof = False
+        from subagents.progress import ProgressFormatter, transcript_entry
+
+        self._fmt = ProgressFormatter()
+        self._transcript_entry = transcript_entry
+        self._echo_fmt = ProgressFormatter()
+        self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb")
+        self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=READ_SIZE)
+        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w")
+        self.stderr_f: IO[bytes] = open_private(run_dir / "stderr.log", "wb", buffering=0)
+
+    # ---- artifacts -------------------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        self.seq += 1
+        record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
+        try:
+            self.events_f.write(dumps(record) + b"\n")
+            entry = self._transcript_entry(record, self._fmt)
+            if entry:
+                self.transcript_f.write(entry)
+        except OSError:
+            pass  # artifacts are best effort; result.json must still be written
+        if self.echo is not None:
+            line = self._echo_fmt.line(record)
+            if line:
+                self.echo(line)
+
+    def flush(self) -> None:
+        for f in (self.events_f, self.transcript_f, self.raw_f):
+            with contextlib.suppress(OSError):
+                f.flush()
+
+    # ---- stream ----------------------------------------------------------
+
+    def handle_line(self, buf: bytearray, start: int, end: int) -> None:
+        assert self.norm is not None
+        if start == end or not self.norm.wants(buf, start):
+            return
+        line = bytes(buf[start:end])
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            self.noise_lines += 1
+            if line.strip() and self.noise_lines <= MAX_NOISE_NOTICES:
+                preview = line[:200].decode("utf-8", "replace")
+                self.emit(ev.notice("warn", f"non-JSON line on stdout ({len(line)} bytes): {preview}"))
+            return
+        was_terminal = self.norm.terminal
+        try:
+            produced = self.norm.feed(obj)
+        except Exception as exc:  # a normalizer bug must not lose the run
+            produced = [ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")]
+        for event in produced:
+            self.emit(event)
+        if self.norm.terminal and not was_terminal:
+            self.arm()
+        elif was_terminal and not self.norm.terminal:
+            self.disarm()
+
+    def on_data(self, data: bytes) -> None:
+        with contextlib.suppress(OSError):
+            self.raw_f.write(data)
+        buf = self.buf
+        buf += data
+        start = 0
+        find = buf.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            self.handle_line(buf, start, nl)
+            start = nl + 1
+        if start:
+            del buf[:start]
+
+    def end_of_stream(self) -> None:
+        if self.buf:
+            self.handle_line(self.buf, 0, len(self.buf))
+            self.buf.clear()
+        if self.norm is not None:
+            for event in self.norm.finish():
+                self.emit(event)
+
+    # ---- completion ------------------------------------------------------
+
+    def arm(self) -> None:
+        if self.kill_at is None:
+            self.grace_at = time.monotonic() + self.spec.grace
+
+    def disarm(self) -> None:
+        self.grace_at = None
+
+    def child_alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    def terminate_group(self, cause: str | None) -> None:
+        """SIGTERM the child's group now, SIGKILL after the kill grace."""
+        if cause and self.stop_cause is None and not (self.norm and self.norm.terminal):
+            self.stop_cause = cause
+        if self.kill_at is None:
+            killpg(self.pgid, signal.SIGTERM)
+            self.kill_at = time.monotonic() + self.spec.killGrace
+        self.grace_at = None
+
+    def on_deadlines(self, now: float) -> None:
+        if not self.child_alive():
+            return
+        if self.grace_at is not None and now >= self.grace_at:
+            self.forced_cleanup = True
+            self.terminate_group(None)
+        if self.timeout_at is not None and now >= self.timeout_at and self.kill_at is None:
+            self.emit(ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child"))
+            self.terminate_group("timeout")
+        if self.kill_at is not None and now >= self.kill_at:
+            killpg(self.pgid, signal.SIGKILL)
+            self.kill_at = now + 3600  # sent; nothing more to escalate to
+
+    def on_signal(self, signum: int) -> None:
+        if self.abort_signal is not None:
+            killpg(self.pgid, signal.SIGKILL)  # asked twice: no more patience
+            return
+        self.abort_signal = signal_name(signum)
+        self.emit(ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child"))
+        if self.child_alive():
+            self.terminate_group("aborted")
+        elif self.stop_cause is None and not (self.norm and self.norm.terminal):
+            self.stop_cause = "aborted"
+
+    def next_wakeup(self, now: float) -> float | None:
+        points = [t for t in (self.grace_at, self.kill_at, self.timeout_at, self.drain_until) if t is not None]
+        if self.child_alive() and not self._have_pidfd:
+            points.append(now + POLL_EXIT)
+        if not points:
+            return None
+        return max(0.0, min(points) - now)
+
+    # ---- main loop -------------------------------------------------------
+
+    def spawn(self) -> str | None:
+        """Start the child; return an error message when it could not start."""
+        spec = self.spec
+        env = dict(os.environ)
+        env.update(spec.env)
+        env["SUBAGENTS_CHILD"] = "1"
+        env["SUBAGENTS_DEPTH"] = str(spec.depth)
+        try:
+            self.proc = subprocess.Popen(
+                spec.argv,
+                cwd=spec.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr_f,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:
+            what = exc.strerror or str(exc)
+            target = spec.cwd if isinstance(exc, NotADirectoryError) or exc.filename == spec.cwd else spec.argv[0]
+            return f"could not start {spec.argv[0]!r}: {what}: {target}"
+        self.pgid = self.proc.pid
+        return None
+
+    def run(self) -> dict[str, Any]:
+        self.norm = get_backend(self.spec.backend).normalizer()
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        previous_wakeup = signal.set_wakeup_fd(wake_w)
+        handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        for s in handled:
+            signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
+        try:
+            spawn_error = self.spawn()
+            if spawn_error is not None:
+                self.emit(ev.error(spawn_error, fatal=True))
+                return self.finish(spawn_error=spawn_error)
+            assert self.proc is not None and self.proc.stdout is not None
+            self.emit(ev.run_started(self.spec.backend, self.spec.agent, self.spec.requestedModel, self.spec.cwd, self.proc.pid))
+            self.flush()
+            self.loop(wake_r)
+            return self.finish()
+        finally:
+            signal.set_wakeup_fd(previous_wakeup)
+            for fd in (wake_r, wake_w):
+                os.close(fd)
+
+    _have_pidfd = False
+
+    def loop(self, wake_r: int) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        out_fd = self.proc.stdout.fileno()
+        os.set_blocking(out_fd, False)
+        sel = selectors.DefaultSelector()
+        sel.register(out_fd, selectors.EVENT_READ, "out")
+        sel.register(wake_r, selectors.EVENT_READ, "signal")
+        pidfd = -1
+        if hasattr(os, "pidfd_open"):
+            with contextlib.suppress(OSError):
+                pidfd = os.pidfd_open(self.proc.pid)
+                sel.register(pidfd, selectors.EVENT_READ, "exit")
+                self._have_pidfd = True
+        try:
+            while True:
+                now = time.monotonic()
+                self.on_deadlines(now)
+                if not self.child_alive():
+                    if self.eof:
+                        break
+                    if self.drain_until is None:
+                        self.drain_until = now + DRAIN_AFTER_EXIT
+                    elif now >= self.drain_until:
+                        break
+                for key, _ in sel.select(self.next_wakeup(now)):
+                    if key.data == "out":
+                        self.read_out(out_fd, sel)
+                    elif key.data == "exit":
+                        sel.unregister(pidfd)
+                        self.proc.poll()
+                    else:
+                        self.read_signals(wake_r)
+                if not self._have_pidfd:
+                    self.proc.poll()
+        finally:
+            sel.close()
+            if pidfd >= 0:
+                os.close(pidfd)
+            self.end_of_stream()
+            self.flush()
+
+    def read_out(self, fd: int, sel: selectors.BaseSelector) -> None:
+        # Read everything available now so a chatty child never backs up its pipe.
+        while True:
+            try:
+                data = os.read(fd, READ_SIZE)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            if not data:
+                self.eof = True
+                sel.unregister(fd)
+                break
+            self.on_data(data)
+            if len(data) < READ_SIZE:
+                break
+        self.flush()
+
+    def read_signals(self, wake_r: int) -> None:
+        with contextlib.suppress(BlockingIOError):
+            for signum in os.read(wake_r, 64):
+                self.on_signal(signum)
+
+    # ---- outcome ---------------------------------------------------------
+
+    def cleanup_group(self) -> None:
+        """Whatever the child left in its group (a grandchild holding stdout) goes too."""
+        if not self.pgid or not killpg(self.pgid, signal.SIGTERM):
+            return
+        deadline = time.monotonic() + self.spec.killGrace
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if not killpg(self.pgid, 0):
+                return
+        killpg(self.pgid, signal.SIGKILL)
+
+    def finish(self, spawn_error: str | None = None) -> dict[str, Any]:
+        norm = self.norm
+        assert norm is not None
+        proc = self.proc
+        exit_code: int | None = None
+        sig: str | None = None
+        if proc is not None:
+            rc = proc.wait()
+            if rc < 0:
+                sig = signal_name(-rc)
+            else:
+                exit_code = rc
+            self.cleanup_group()
+        error: str | None = spawn_error
+        if spawn_error:
+            status = "failed"
+        elif self.stop_cause == "timeout":
+            status, error = "timeout", f"timed out after {self.spec.timeout:g}s"
+        elif self.stop_cause == "aborted":
+            status, error = "aborted", f"aborted: the supervisor received {self.abort_signal}"
+        elif norm.terminal:
+            # The outcome comes from the captured terminal event, not from how the child ended.
+            if norm.failed or norm.stop_reason in ev.TERMINAL_FAILURE:
+                status = "failed"
+                error = norm.error_message or f"the model stopped with {norm.stop_reason}"
+            else:
+                status = "completed"
+        else:
+            status = "failed"
+            name = self.spec.backend
+            if sig is not None:
+                error = f"{name} was killed by {sig} before a final answer"
+            elif exit_code:
+                last = _last_line(read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES))
+                error = f"{name} exited with code {exit_code}" + (f": {last}" if last else "")
+            else:
+                error = f"{name} exited without a final answer"
+            if norm.error_message:
+                error = f"{error} (last error: {norm.error_message})"
+        duration_ms = round((time.monotonic() - self.t0) * 1000)
+        if status != "completed" and not spawn_error:
+            self.emit(ev.error(error or status, fatal=True))
+        self.emit(ev.run_finished(status, exit_code, sig, duration_ms))
+        self.flush()
+        result = build_result(
+            self.spec,
+            self.run_dir,
+            status=status,
+            started_at=self.started_at,
+            completed_at=self.started_at + duration_ms / 1000,
+            stop_reason=norm.stop_reason,
+            raw_stop_reason=norm.raw_stop_reason,
+            final_text=norm.final_text,
+            error_message=error,
+            exit_code=exit_code,
+            signal=sig,
+            forced_cleanup=self.forced_cleanup,
+            usage=norm.usage,
+            tool_calls=norm.tool_calls,
+            model=norm.model,
+        )
+        if status != "completed":
+            attach_diagnostics(result, self.run_dir)
+        for f in (self.events_f, self.raw_f, self.transcript_f, self.stderr_f):
+            with contextlib.suppress(OSError):
+                f.close()
+        publish_once(self.run_dir / "result.json", result)
+        return result
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        if line.strip():
+            return line.strip()[:300]
+    return ""
+
+
+def fail_before_start(run_dir: Path, message: str) -> None:
+    """Could not even read the spec: still leave a failed result behind."""
+    now = time.time()
+    spec = RunSpec(runId=run_dir.name, backend="unknown", task="", cwd="", argv=[])
+    with contextlib.suppress(Exception):
+        spec = RunSpec.from_dict(read_json(run_dir / "meta.json"))
+    result = attach_diagnostics(
+        build_result(spec, run_dir, status="failed", started_at=now, error_message=message), run_dir
+    )
+    publish_once(run_dir / "result.json", result)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m subagents.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = Path(args[0])
+    try:
+        spec = RunSpec.from_dict(read_json(run_dir / "meta.json"))
+    except (OSError, ValueError, TypeError) as exc:
+        fail_before_start(run_dir, f"could not read the run spec: {exc}")
+        return 1
+    echo = None
+    if spec.echo:
+
+        def echo(line: str) -> None:
+            with contextlib.suppress(OSError):
+                print(line, flush=True)
+
+    sup: Supervisor | None = None
+    try:
+        sup = Supervisor(run_dir, spec, echo)
+        result = sup.run()
+    except Exception as exc:
+        # A bug here must neither orphan the child nor leave the caller without a result.
+        if sup is not None and sup.pgid:
+            killpg(sup.pgid, signal.SIGKILL)
+        fail_before_start(run_dir, f"supervisor error: {exc!r}")
+        return 1
+    return 0 if result["status"] == "completed" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
