@@ -223,9 +223,7 @@ def user_agent_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     environ = _env(env)
     home = home_dir(environ)
     pi_dir = Path(environ["PI_CODING_AGENT_DIR"]) if environ.get("PI_CODING_AGENT_DIR") else None
-    claude_dir = (
-        Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else None
-    )
+    claude_dir = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else None
     return [
         (pi_dir or home / ".pi" / "agent") / "agents",
         (claude_dir or home / ".claude") / "agents",

@@ -140,9 +140,7 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     override = _env(env).get("SUBAGENTS_CONFIG_DIR")
     if override:
         return _expand(override, env)
-    return _xdg(env, "XDG_CONFIG_HOME", ".config") or Path(
-        platformdirs.user_config_dir(APP_NAME)
-    )
+    return _xdg(env, "XDG_CONFIG_HOME", ".config") or Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def state_home(env: Mapping[str, str] | None = None) -> Path:

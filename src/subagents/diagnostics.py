@@ -24,7 +24,9 @@ STDERR_LIMIT: Final = 2000
 ACTIVITY_CALLS: Final = 20
 ACTIVITY_LINE_LIMIT: Final = 256
 PARTIAL_LIMIT: Final = 1500
-NOTHING_CAPTURED: Final = "Nothing was captured from the child: no output, no stderr, no error message."
+NOTHING_CAPTURED: Final = (
+    "Nothing was captured from the child: no output, no stderr, no error message."
+)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
@@ -84,7 +86,10 @@ def _error_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
     if not text:
         return ""
     if len(text) > ERROR_LIMIT:
-        text = text[:ERROR_LIMIT] + f"\n… [{len(text) - ERROR_LIMIT} more characters of the error message]"
+        text = (
+            text[:ERROR_LIMIT]
+            + f"\n… [{len(text) - ERROR_LIMIT} more characters of the error message]"
+        )
     return "## Error\n\n" + text
 
 
@@ -165,7 +170,14 @@ def _usage_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
             if event.get("type") in ("assistant_text", "run_started") and event.get("model"):
                 model = event["model"]
                 break
-    tokens = {key: _number(usage.get(key)) for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")} if usage else {}
+    tokens = (
+        {
+            key: _number(usage.get(key))
+            for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+        }
+        if usage
+        else {}
+    )
     cost = usage.get("cost") if usage else None
     if not any(tokens.values()) and cost is None and not model:
         return ""
@@ -180,7 +192,9 @@ def _usage_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
             f"(total {total:,})"
         )
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        lines.append(f"- cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else f"- cost: ${cost:g}")
+        lines.append(
+            f"- cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else f"- cost: ${cost:g}"
+        )
     else:
         lines.append("- cost not reported")
     lines.append(f"- model: {model}" if model else "- model not reported")
@@ -213,7 +227,9 @@ def _partial_section(text: str) -> str:
 def _postmortem_section(raw_path: str | None) -> str:
     if not raw_path or not os.path.isfile(raw_path):
         return ""
-    return "## Post-mortem\n\nThe child's raw stream: " + _inline_code(f"jq . < {shlex.quote(raw_path)}")
+    return "## Post-mortem\n\nThe child's raw stream: " + _inline_code(
+        f"jq . < {shlex.quote(raw_path)}"
+    )
 
 
 # --------------------------------------------------------------------------- render

@@ -95,9 +95,7 @@ def _patch_subject(args: Mapping[str, Any]) -> _Subject | None:
         if isinstance(value, str):
             found = _PATCH_FILE.findall(value)
             if found:
-                return _paths_subject(
-                    [path for _, path in found], {op.lower() for op, _ in found}
-                )
+                return _paths_subject([path for _, path in found], {op.lower() for op, _ in found})
     return None
 
 
@@ -126,31 +124,51 @@ _PATH_KEYS: Final = ("path", "file_path", "filePath", "absolute_path", "filename
 
 KINDS: Final[dict[str, Kind]] = {
     "read": Kind(
-        "Reading {}", "Finished reading {}", "Read failed: {}",
-        keys=(*_PATH_KEYS, "paths", "include"), style="path",
+        "Reading {}",
+        "Finished reading {}",
+        "Read failed: {}",
+        keys=(*_PATH_KEYS, "paths", "include"),
+        style="path",
     ),
     "search": Kind(
-        "Searching code for {}", "Search finished", "Search failed: {}",
+        "Searching code for {}",
+        "Search finished",
+        "Search failed: {}",
         keys=("pattern", "query", "regex"),
     ),
     "find": Kind(
-        "Scanning for {}", "Scan finished", "Scan failed: {}",
+        "Scanning for {}",
+        "Scan finished",
+        "Scan failed: {}",
         keys=("pattern", "glob", "query"),
     ),
     "list": Kind(
-        "Listing {}", "Finished listing {}", "Listing failed: {}",
-        keys=("path", "dir_path", "dirPath", "directory", "absolute_path"), style="path",
+        "Listing {}",
+        "Finished listing {}",
+        "Listing failed: {}",
+        keys=("path", "dir_path", "dirPath", "directory", "absolute_path"),
+        style="path",
     ),
-    "edit": Kind("Editing {}", "Finished editing {}", "Edit failed: {}", keys=_PATH_KEYS, style="path"),
-    "write": Kind("Writing {}", "Finished writing {}", "Write failed: {}", keys=_PATH_KEYS, style="path"),
-    "delete": Kind("Deleting {}", "Finished deleting {}", "Delete failed: {}", keys=_PATH_KEYS, style="path"),
-    "shell": Kind("$ {}", "Command finished", "Command failed: {}", keys=("command", "cmd"), style="command"),
+    "edit": Kind(
+        "Editing {}", "Finished editing {}", "Edit failed: {}", keys=_PATH_KEYS, style="path"
+    ),
+    "write": Kind(
+        "Writing {}", "Finished writing {}", "Write failed: {}", keys=_PATH_KEYS, style="path"
+    ),
+    "delete": Kind(
+        "Deleting {}", "Finished deleting {}", "Delete failed: {}", keys=_PATH_KEYS, style="path"
+    ),
+    "shell": Kind(
+        "$ {}", "Command finished", "Command failed: {}", keys=("command", "cmd"), style="command"
+    ),
     "fetch": Kind("Fetching {}", "Fetch finished", "Fetch failed: {}", keys=("url", "prompt")),
     "web_search": Kind(
         "Searching the web for {}", "Web search finished", "Web search failed: {}", keys=("query",)
     ),
     "task": Kind(
-        "Delegating: {}", "Delegation finished", "Delegation failed: {}",
+        "Delegating: {}",
+        "Delegation finished",
+        "Delegation failed: {}",
         keys=("description", "prompt"),
     ),
     "todo": Kind("Updating the todo list", "Todo list updated", "Todo list update failed"),
@@ -164,22 +182,48 @@ KINDS: Final[dict[str, Kind]] = {
 # Tool name (as each backend's normalizer emits it) -> kind. Looked up exactly, then lower-cased.
 TOOL_KINDS: Final[dict[str, str]] = {
     # pi
-    "read": "read", "bash": "shell", "edit": "edit", "write": "write",
-    "grep": "search", "find": "find", "ls": "list",
+    "read": "read",
+    "bash": "shell",
+    "edit": "edit",
+    "write": "write",
+    "grep": "search",
+    "find": "find",
+    "ls": "list",
     # Claude Code
-    "Read": "read", "Bash": "shell", "Edit": "edit", "MultiEdit": "edit", "Write": "write",
-    "Grep": "search", "Glob": "find", "LS": "list", "WebFetch": "fetch",
-    "WebSearch": "web_search", "Task": "task", "TodoWrite": "todo", "NotebookEdit": "edit",
+    "Read": "read",
+    "Bash": "shell",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "write",
+    "Grep": "search",
+    "Glob": "find",
+    "LS": "list",
+    "WebFetch": "fetch",
+    "WebSearch": "web_search",
+    "Task": "task",
+    "TodoWrite": "todo",
+    "NotebookEdit": "edit",
     # Codex (item types)
-    "command_execution": "shell", "file_change": "file_change",
-    "mcp_tool_call": "mcp", "web_search": "web_search",
+    "command_execution": "shell",
+    "file_change": "file_change",
+    "mcp_tool_call": "mcp",
+    "web_search": "web_search",
     # Gemini CLI
-    "read_file": "read", "read_many_files": "read", "run_shell_command": "shell",
-    "replace": "edit", "write_file": "write", "search_file_content": "search",
-    "glob": "find", "list_directory": "list", "web_fetch": "fetch",
+    "read_file": "read",
+    "read_many_files": "read",
+    "run_shell_command": "shell",
+    "replace": "edit",
+    "write_file": "write",
+    "search_file_content": "search",
+    "glob": "find",
+    "list_directory": "list",
+    "web_fetch": "fetch",
     "google_web_search": "web_search",
     # OpenCode (read/bash/edit/write/grep/glob above)
-    "list": "list", "patch": "patch", "webfetch": "fetch", "todowrite": "todo",
+    "list": "list",
+    "patch": "patch",
+    "webfetch": "fetch",
+    "todowrite": "todo",
 }
 
 
@@ -247,6 +291,8 @@ def _value_text(value: Any) -> str | None:
 def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
     if kind.extract is not None:
         return kind.extract(args)
+    if not kind.keys:  # the wording needs no argument (e.g. the todo list)
+        return _Subject("", "text")
     for key in kind.keys:
         if key not in args:
             continue
@@ -285,7 +331,7 @@ def _tail_path(path: str, limit: int) -> str:
     """Keep the tail of a long path, cut at a separator when one is close."""
     if len(path) <= limit:
         return path
-    tail = path[-(limit - 1):]
+    tail = path[-(limit - 1) :]
     slash = tail.find("/")
     if 0 <= slash < len(tail) - 1 and len(tail) - slash >= limit // 2:
         tail = tail[slash:]
@@ -298,7 +344,7 @@ def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
         return _one_line(text)
     if subject.style == "path":
         if cwd and text.startswith(cwd.rstrip("/") + "/") and len(text) > len(cwd) + 1:
-            text = text[len(cwd.rstrip("/")) + 1:]
+            text = text[len(cwd.rstrip("/")) + 1 :]
         return _tail_path(_one_line(text), PATH_LIMIT)
     if subject.style == "command":
         lines = text.strip().splitlines()
@@ -412,7 +458,9 @@ class ProgressFormatter:
             self._activity = "Thinking"
             if not isinstance(text, str) or not text.strip():
                 return None
-            return "Thinking: " + (_head(_collapse(text), THINKING_LIMIT) if shorten else text.strip())
+            return "Thinking: " + (
+                _head(_collapse(text), THINKING_LIMIT) if shorten else text.strip()
+            )
         if etype == "tool_call":
             return self._tool_call(event, shorten=shorten)
         if etype == "tool_result":
@@ -518,7 +566,10 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
         output = str(event.get("text") or "").strip()
         if output:
             if len(output) > TRANSCRIPT_ERROR_TEXT:
-                output = output[:TRANSCRIPT_ERROR_TEXT] + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
+                output = (
+                    output[:TRANSCRIPT_ERROR_TEXT]
+                    + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
+                )
             fence = _fence_for(output)
             body = "\n".join("  " + line for line in output.splitlines())
             chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"

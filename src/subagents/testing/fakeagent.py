@@ -1,0 +1,106 @@
+"""A scriptable fake agent CLI: emits any backend's stream with any timing.
+
+It ignores its arguments (so it can stand in for any backend's binary) and reads
+its script, a JSON list of steps, from the file named by ``$SUBAGENTS_FAKE_SCRIPT``.
+Steps, run in order:
+
+``{"emit": obj}``             one JSON line on stdout (a string is written as is)
+``{"replay": path, "delay": s}``  every line of a captured stream, ``delay`` apart
+``{"sleep": s}``              pause
+``{"stderr": text}``          write to stderr
+``{"big_line": n}``           one non-JSON line of ``n`` bytes
+``{"ignore_sigterm": true}``  from now on SIGTERM does nothing
+``{"grandchild": s, "pidfile": path}``  fork a process that keeps stdout open for ``s`` seconds
+``{"pidfile": path}``         write this process's pid
+``{"kill": "SIGKILL"}``       die by that signal
+``{"exit": code}``            exit now
+``{"hang": true}``            linger forever (until killed)
+
+After the last step it exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SCRIPT_ENV = "SUBAGENTS_FAKE_SCRIPT"
+
+
+def _out(data: bytes) -> None:
+    os.write(1, data) if len(data) < 65536 else sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def run_step(step: dict[str, Any]) -> None:
+    if "emit" in step:
+        item = step["emit"]
+        text = item if isinstance(item, str) else json.dumps(item, separators=(",", ":"))
+        _out(text.encode() + b"\n")
+    elif "replay" in step:
+        delay = float(step.get("delay", 0))
+        for line in Path(step["replay"]).read_bytes().splitlines(keepends=True):
+            _out(line if line.endswith(b"\n") else line + b"\n")
+            if delay:
+                time.sleep(delay)
+    elif "sleep" in step:
+        time.sleep(float(step["sleep"]))
+    elif "stderr" in step:
+        sys.stderr.write(str(step["stderr"]))
+        sys.stderr.flush()
+    elif "big_line" in step:
+        _out(b"x" * int(step["big_line"]) + b"\n")
+    elif step.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    elif "grandchild" in step:
+        pid = os.fork()
+        if pid == 0:  # keeps the inherited stdout open
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            time.sleep(float(step["grandchild"]))
+            os._exit(0)
+        if "pidfile" in step:
+            Path(step["pidfile"]).write_text(str(pid))
+    elif "pidfile" in step:
+        Path(step["pidfile"]).write_text(str(os.getpid()))
+    elif "kill" in step:
+        os.kill(os.getpid(), getattr(signal, str(step["kill"])))
+        time.sleep(5)
+    elif "exit" in step:
+        sys.stdout.flush()
+        os._exit(int(step["exit"]))
+    elif step.get("hang"):
+        while True:
+            time.sleep(3600)
+    else:
+        raise SystemExit(f"fakeagent: unknown step {step!r}")
+
+
+def main() -> None:
+    path = os.environ.get(SCRIPT_ENV)
+    if not path:
+        raise SystemExit(f"fakeagent: ${SCRIPT_ENV} is not set")
+    for step in json.loads(Path(path).read_text()):
+        run_step(step)
+
+
+def write_launcher(directory: Path, name: str = "fake-agent") -> Path:
+    """An executable that runs this fake agent with the current interpreter."""
+    path = directory / name
+    path.write_text(f"#!{sys.executable}\nfrom subagents.testing.fakeagent import main\nmain()\n")
+    path.chmod(0o755)
+    return path
+
+
+def write_script(directory: Path, steps: list[dict[str, Any]], name: str = "script.json") -> Path:
+    path = directory / name
+    path.write_text(json.dumps(steps))
+    return path
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from subagents.runs import Limits, RunHandle, RunRequest, start
+from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+FIXTURES = Path(__file__).parent / "fixtures"
+STREAMS = FIXTURES / "streams"
+
+
+@pytest.fixture(autouse=True)
+def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own SUBAGENTS_HOME and config dir; nothing leaks between tests."""
+    home = tmp_path / "state"
+    monkeypatch.setenv("SUBAGENTS_HOME", str(home))
+    monkeypatch.setenv("SUBAGENTS_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.delenv("SUBAGENTS_DEPTH", raising=False)
+    monkeypatch.delenv("SUBAGENTS_CHILD", raising=False)
+    return home
+
+
+@dataclass
+class Fake:
+    """A fake pi: ``run(steps)`` starts a real supervisor whose child plays ``steps``."""
+
+    dir: Path
+    launcher: Path
+    grace: float = 0.25
+    kill_grace: float = 1.0
+    counter: int = 0
+
+    def env(self, steps: list[dict[str, Any]]) -> dict[str, str]:
+        self.counter += 1
+        script = write_script(self.dir, steps, name=f"script{self.counter}.json")
+        return {SCRIPT_ENV: str(script)}
+
+    def start(self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any) -> RunHandle:
+        env = {**os.environ, "SUBAGENTS_PI_BIN": str(self.launcher)}
+        req = RunRequest(task="do it", backend="pi", cwd=str(self.dir), env=self.env(steps), timeout=timeout, **kw)
+        return start(req, Limits(grace=self.grace, kill_grace=self.kill_grace), env=env)
+
+    def run(self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any) -> dict[str, Any]:
+        handle = self.start(steps, timeout=timeout, **kw)
+        result = handle.wait(timeout=60)
+        assert result is not None, "run did not finish within 60 s"
+        return result
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Fake:
+    d = tmp_path / "fake"
+    d.mkdir()
+    return Fake(d, write_launcher(d))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture
+def reap_group() -> Iterator[list[int]]:
+    """Process groups a test created; any left alive fail the test and are killed."""
+    groups: list[int] = []
+    yield groups
+    leftover = []
+    for pgid in groups:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            continue
+        leftover.append(pgid)
+        os.killpg(pgid, signal.SIGKILL)
+    assert not leftover, f"process groups still alive: {leftover}"
+
+
+needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the real pi CLI is not installed")

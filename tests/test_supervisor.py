@@ -1,0 +1,284 @@
+"""The supervisor's completion semantics, through real processes and signals.
+
+Each test starts a real supervisor (via the process runner) whose child is the
+scriptable fake agent playing a pi stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pistream as pi
+import pytest
+from conftest import Fake, pid_alive
+
+from subagents.artifacts import read_events
+
+
+def _ts(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def _events(result: dict) -> list[dict]:
+    return read_events(Path(result["paths"]["events"]))
+
+
+def test_normal_end(fake: Fake) -> None:
+    result = fake.run(pi.answer("All done."))
+    assert result["status"] == "completed"
+    assert result["finalText"] == "All done."
+    assert result["stopReason"] == "stop"
+    assert result["exitCode"] == 0 and result["signal"] is None
+    assert result["toolCalls"] == 1
+    assert result["usage"]["input"] == 20 and result["usage"]["output"] == 10
+    assert result["usage"]["cost"] == pytest.approx(0.002)
+    assert result["diagnostics"] is None
+    run_dir = Path(result["paths"]["events"]).parent
+    for name in ("meta.json", "raw.jsonl", "events.jsonl", "transcript.md", "stderr.log", "result.json"):
+        assert (run_dir / name).exists(), name
+        assert (run_dir / name).stat().st_mode & 0o777 == 0o600, name
+    assert run_dir.stat().st_mode & 0o777 == 0o700
+    types = [e["type"] for e in _events(result)]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert [e["seq"] for e in _events(result)] == list(range(1, len(types) + 1))
+    assert "All done." in (run_dir / "transcript.md").read_text()
+
+
+def test_lingering_child_is_cleaned_up_and_still_completed(fake: Fake) -> None:
+    result = fake.run([*pi.start(), pi.text_end("Final answer."), *pi.end(), {"hang": True}])
+    assert result["status"] == "completed"
+    assert result["finalText"] == "Final answer."
+    assert result["forcedCleanup"] is True
+    assert result["signal"] == "SIGTERM"
+    final_event = next(e for e in _events(result) if e["type"] == "assistant_text")
+    assert _ts(result["completedAt"]) - final_event["ts"] < 1.0
+
+
+def test_tool_use_then_slow_tool_is_not_killed(fake: Fake) -> None:
+    steps = [*pi.start(), *pi.tool_use(), {"sleep": 3}, *pi.tool_end(), pi.text_end("The later answer."), *pi.end()]
+    result = fake.run(steps)
+    assert result["status"] == "completed"
+    assert result["finalText"] == "The later answer."
+    assert result["forcedCleanup"] is False
+    assert result["exitCode"] == 0
+
+
+def test_tool_use_turn_with_text_is_not_the_end(fake: Fake) -> None:
+    # Text plus a tool call in one message, then silence: toolUse never arms completion.
+    call = {"type": "toolCall", "id": "c9", "name": "bash", "arguments": {"command": "sleep 2"}}
+    msg = pi.assistant([{"type": "text", "text": "Let me check."}, call], "toolUse")
+    steps = [*pi.start(), {"emit": {"type": "message_end", "message": msg}}, {"sleep": 2},
+             pi.text_end("Checked."), *pi.end()]
+    result = fake.run(steps)
+    assert result["status"] == "completed" and result["finalText"] == "Checked."
+    assert result["forcedCleanup"] is False
+
+
+def test_child_ignoring_sigterm_is_killed(fake: Fake) -> None:
+    steps = [{"ignore_sigterm": True}, *pi.start(), pi.text_end("Done anyway."), *pi.end(), {"hang": True}]
+    result = fake.run(steps)
+    assert result["status"] == "completed"
+    assert result["finalText"] == "Done anyway."
+    assert result["forcedCleanup"] is True
+    assert result["signal"] == "SIGKILL"
+
+
+def test_death_by_sigkill_mid_run_is_a_named_failure(fake: Fake) -> None:
+    result = fake.run([*pi.start(), *pi.tool_use(), {"kill": "SIGKILL"}])
+    assert result["status"] == "failed"
+    assert result["signal"] == "SIGKILL"
+    assert "SIGKILL" in result["errorMessage"]
+    assert result["finalText"] == ""
+    assert "SIGKILL" in result["diagnostics"]
+
+
+def test_exit_zero_without_an_answer_fails(fake: Fake) -> None:
+    result = fake.run([*pi.start(), {"exit": 0}])
+    assert result["status"] == "failed"
+    assert result["exitCode"] == 0
+    assert "without a final answer" in result["errorMessage"]
+
+
+def test_nonzero_exit_names_the_code_and_stderr(fake: Fake) -> None:
+    result = fake.run([{"stderr": "boom: provider unreachable\n"}, {"exit": 3}])
+    assert result["status"] == "failed"
+    assert result["exitCode"] == 3
+    assert "code 3" in result["errorMessage"]
+    assert "boom: provider unreachable" in result["errorMessage"]
+    assert "boom: provider unreachable" in result["diagnostics"]
+
+
+def test_model_error_fails_even_with_exit_zero(fake: Fake) -> None:
+    # pi's json mode exits 0 when the model errored: the stream decides.
+    steps = [*pi.start(), pi.text_end("", stop="error", errorMessage="500 upstream exploded"), *pi.end()]
+    result = fake.run(steps)
+    assert result["status"] == "failed"
+    assert result["exitCode"] == 0
+    assert result["errorMessage"] == "500 upstream exploded"
+
+
+def test_auto_retry_reopens_the_run(fake: Fake) -> None:
+    steps = [
+        *pi.start(),
+        pi.text_end("", stop="error", errorMessage="503 overloaded"),
+        *pi.end(),
+        {"emit": {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 1500, "errorMessage": "503 overloaded"}},
+        {"sleep": 1.5},  # longer than the grace window: disarmed by the retry notice
+        *pi.start(),
+        pi.text_end("Recovered."),
+        *pi.end(),
+    ]
+    result = fake.run(steps)
+    assert result["status"] == "completed"
+    assert result["finalText"] == "Recovered."
+    assert result["forcedCleanup"] is False
+    notices = [e for e in _events(result) if e["type"] == "notice"]
+    assert any("retrying" in e["message"] for e in notices)
+
+
+def test_retries_exhausted_is_a_failure(fake: Fake) -> None:
+    steps = [
+        *pi.start(), pi.text_end("", stop="error", errorMessage="500 nope"), *pi.end(),
+        {"emit": {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 1, "delayMs": 10, "errorMessage": "500 nope"}},
+        *pi.start(), pi.text_end("", stop="error", errorMessage="500 nope"), *pi.end(),
+        {"emit": {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "500 nope"}},
+    ]
+    result = fake.run(steps)
+    assert result["status"] == "failed"
+    assert result["errorMessage"] == "500 nope"
+
+
+def test_noise_and_a_5mb_line_are_recorded_not_fatal(fake: Fake) -> None:
+    steps = [*pi.start(), {"emit": "this is not json"}, {"big_line": 5_000_000}, {"emit": "[1, 2]"},
+             pi.text_end("Still fine."), *pi.end()]
+    result = fake.run(steps)
+    assert result["status"] == "completed"
+    assert result["finalText"] == "Still fine."
+    raw = Path(result["paths"]["raw"])
+    assert raw.stat().st_size > 5_000_000
+    lines = raw.read_bytes().split(b"\n")
+    assert b"this is not json" in lines
+    assert max(len(x) for x in lines) == 5_000_000
+    notices = [e["message"] for e in _events(result) if e["type"] == "notice"]
+    assert any("non-JSON" in m and "5000000 bytes" in m for m in notices)
+
+
+def test_grandchild_holding_stdout_does_not_keep_the_run_alive(fake: Fake, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    steps = [*pi.start(), {"grandchild": 60, "pidfile": str(pidfile)}, pi.text_end("Bye."), *pi.end(), {"exit": 0}]
+    t0 = time.monotonic()
+    result = fake.run(steps)
+    elapsed = time.monotonic() - t0
+    assert result["status"] == "completed" and result["finalText"] == "Bye."
+    assert elapsed < 30  # not the grandchild's 60 s
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while pid_alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(grandchild)
+
+
+def test_wall_clock_timeout(fake: Fake) -> None:
+    result = fake.run([*pi.start(), *pi.tool_use(), {"sleep": 60}], timeout=1.0)
+    assert result["status"] == "timeout"
+    assert "timed out after 1s" in result["errorMessage"]
+    assert result["toolCalls"] == 1
+
+
+def test_answer_before_timeout_wins(fake: Fake) -> None:
+    # The final answer is captured, then the child lingers past the timeout: still completed.
+    fake.grace = 5.0
+    result = fake.run([*pi.start(), pi.text_end("In time."), *pi.end(), {"hang": True}], timeout=1.0)
+    assert result["status"] == "completed"
+    assert result["finalText"] == "In time."
+
+
+def test_sigterm_to_supervisor_aborts_and_kills_the_child(fake: Fake) -> None:
+    handle = fake.start([*pi.start(), *pi.tool_use(), {"sleep": 60}])
+    child = None
+    deadline = time.monotonic() + 20
+    while child is None and time.monotonic() < deadline:
+        child = next((e["pid"] for e in handle.monitor.new_events() if e["type"] == "run_started"), None)
+        time.sleep(0.05)
+    assert child is not None
+    os.kill(handle.launched.pid, signal.SIGTERM)
+    result = handle.wait(timeout=30)
+    assert result is not None
+    assert result["status"] == "aborted"
+    assert "SIGTERM" in result["errorMessage"]
+    assert not pid_alive(child)
+
+
+def test_stop_handle_aborts(fake: Fake) -> None:
+    handle = fake.start([*pi.start(), {"sleep": 60}])
+    time.sleep(0.3)
+    result = handle.stop()
+    assert result["status"] == "aborted"
+
+
+def test_supervisor_killed_by_sigkill_gives_a_failed_result(fake: Fake) -> None:
+    handle = fake.start([*pi.start(), *pi.tool_use(), {"sleep": 60}])
+    child = None
+    deadline = time.monotonic() + 20
+    while child is None and time.monotonic() < deadline:
+        child = next((e["pid"] for e in handle.monitor.new_events() if e["type"] == "run_started"), None)
+        time.sleep(0.05)
+    assert child is not None
+    os.kill(handle.launched.pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    result = handle.wait(timeout=30)
+    assert result is not None, "the monitor waited on a dead supervisor"
+    assert time.monotonic() - t0 < 10
+    assert result["status"] == "failed"
+    assert "supervisor died" in result["errorMessage"]
+    deadline = time.monotonic() + 5
+    while pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(child), "the orphaned child was left running"
+    on_disk = json.loads((handle.run_dir / "result.json").read_text())
+    assert on_disk["status"] == "failed"
+
+
+def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
+    handle_env = fake.env([])
+    from subagents.runs import Limits, RunRequest, prepare, start_prepared
+
+    spec, run_dir = prepare(
+        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=handle_env), Limits(),
+        env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
+    )
+    fake.launcher.unlink()  # gone between validation and spawn
+    result = start_prepared(spec, run_dir).wait(timeout=30)
+    assert result is not None
+    assert result["status"] == "failed"
+    assert "could not start" in result["errorMessage"]
+    assert str(fake.launcher) in result["errorMessage"]
+
+
+def test_child_env_marks_depth_and_child(fake: Fake, tmp_path: Path) -> None:
+    out = tmp_path / "env.json"
+    script = (
+        "import json, os; json.dump({k: os.environ.get(k) for k in "
+        "('SUBAGENTS_CHILD', 'SUBAGENTS_DEPTH', 'PI_SUBAGENTS_CHILD')}, open(%r, 'w'))" % str(out)
+    )
+    launcher = fake.dir / "envdump"
+    launcher.write_text(f"#!{os.sys.executable}\n{script}\n")
+    launcher.chmod(0o755)
+    fake.launcher = launcher
+    fake.run([])
+    assert json.loads(out.read_text()) == {"SUBAGENTS_CHILD": "1", "SUBAGENTS_DEPTH": "1", "PI_SUBAGENTS_CHILD": "1"}
+
+
+def test_stdin_is_dev_null(fake: Fake, tmp_path: Path) -> None:
+    out = tmp_path / "stdin.txt"
+    launcher = fake.dir / "stdincheck"
+    launcher.write_text(f"#!{os.sys.executable}\nimport os\nopen({str(out)!r}, 'w').write(os.readlink('/proc/self/fd/0'))\n")
+    launcher.chmod(0o755)
+    fake.launcher = launcher
+    fake.run([])
+    assert out.read_text() == "/dev/null"
