@@ -262,10 +262,8 @@ def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
 
 def test_child_env_marks_depth_and_child(fake: Fake, tmp_path: Path) -> None:
     out = tmp_path / "env.json"
-    script = (
-        "import json, os; json.dump({k: os.environ.get(k) for k in "
-        "('SUBAGENTS_CHILD', 'SUBAGENTS_DEPTH', 'PI_SUBAGENTS_CHILD')}, open(%r, 'w'))" % str(out)
-    )
+    keys = ("SUBAGENTS_CHILD", "SUBAGENTS_DEPTH", "PI_SUBAGENTS_CHILD")
+    script = f"import json, os; json.dump({{k: os.environ.get(k) for k in {keys!r}}}, open({str(out)!r}, 'w'))"
     launcher = fake.dir / "envdump"
     launcher.write_text(f"#!{os.sys.executable}\n{script}\n")
     launcher.chmod(0o755)

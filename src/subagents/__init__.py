@@ -6,10 +6,9 @@ The public API is small; names are imported on first use so that
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
+TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.api import run, start
     from subagents.runs import InputError, RunHandle, RunRequest
@@ -25,7 +24,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'subagents' has no attribute {name!r}")

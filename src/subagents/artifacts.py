@@ -6,7 +6,12 @@ import contextlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600

@@ -63,8 +63,9 @@ class Display:
     def __rich__(self) -> Text:
         elapsed = time.monotonic() - self.t0
         self._spinner.update()
+        frame = self._spinner.render(time.monotonic())
         status = Text.assemble(
-            self._spinner.render(time.monotonic()),
+            frame if isinstance(frame, Text) else Text(str(frame)),
             " ",
             (f"{elapsed:5.1f}s", "cyan"),
             " · ",

@@ -6,9 +6,12 @@ Events are plain dicts (cheap to build, ready for JSON). Every event carries
 
 from __future__ import annotations
 
-from typing import Any, Final
+TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
-Event = dict[str, Any]
+if TYPE_CHECKING:
+    from typing import Any, Final, TypeAlias
+
+    Event: TypeAlias = dict[str, Any]
 
 # Canonical stop reasons.
 STOP: Final = "stop"

@@ -5,10 +5,15 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from subagents import events as ev
 from subagents.runspec import RunSpec
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 STATUSES = ("completed", "failed", "aborted", "timeout")
 

@@ -2,35 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+# typing and dataclasses are not imported at run time: they slow the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_DEFAULTS: dict[str, Any] = {
+    "jobId": None,
+    "agent": None,
+    "agentSource": None,
+    "requestedModel": None,
+    "env": None,
+    "timeout": None,
+    "grace": 0.25,
+    "killGrace": 2.0,
+    "depth": 1,
+    "createdAt": 0.0,
+    "echo": False,
+}
+_REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
 
-@dataclass
 class RunSpec:
     runId: str
     backend: str
     task: str
     cwd: str
     argv: list[str]
-    jobId: str | None = None
-    agent: str | None = None
-    agentSource: str | None = None
-    requestedModel: str | None = None
+    jobId: str | None
+    agent: str | None
+    agentSource: str | None
+    requestedModel: str | None
     # Environment added to the supervisor's own for the child (never a whole environment).
-    env: dict[str, str] = field(default_factory=dict)
-    timeout: float | None = None
-    grace: float = 0.25
-    killGrace: float = 2.0
-    depth: int = 1
-    createdAt: float = 0.0
+    env: dict[str, str]
+    timeout: float | None
+    grace: float
+    killGrace: float
+    depth: int
+    createdAt: float
     # Print progress lines on the supervisor's stdout (the tmux runner's window).
-    echo: bool = False
+    echo: bool
+
+    def __init__(self, **fields: Any) -> None:
+        missing = [k for k in _REQUIRED if k not in fields]
+        if missing:
+            raise TypeError(f"RunSpec lacks {', '.join(missing)}")
+        for key, default in _DEFAULTS.items():
+            setattr(self, key, fields.get(key, default))
+        for key in _REQUIRED:
+            setattr(self, key, fields[key])
+        if self.env is None:
+            self.env = {}
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunSpec:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
+
+    def __repr__(self) -> str:
+        return f"RunSpec({self.to_dict()!r})"

@@ -21,7 +21,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
 
 from subagents import events as ev
 from subagents.artifacts import dumps, open_private, publish_once, read_json, read_tail
@@ -30,12 +29,24 @@ from subagents.backends.base import Normalizer
 from subagents.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result
 from subagents.runspec import RunSpec
 
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+
 READ_SIZE = 1 << 20
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
 MAX_NOISE_NOTICES = 20
+
+
+def _fcntl() -> Any:
+    import fcntl
+
+    return fcntl
 
 
 def signal_name(signum: int) -> str:
@@ -77,6 +88,7 @@ class Supervisor:
         self.abort_signal: str | None = None
         self.noise_lines = 0
         self.buf = bytearray()
+        self.chunk = bytearray(READ_SIZE)
         self.eof = False
         from subagents.progress import ProgressFormatter, transcript_entry
 
@@ -84,7 +96,9 @@ class Supervisor:
         self._transcript_entry = transcript_entry
         self._echo_fmt = ProgressFormatter()
         self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb")
-        self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=READ_SIZE)
+        # Unbuffered: each chunk read goes straight to the kernel in one write.
+        self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
+        self.dirty = False
         self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w")
         self.stderr_f: IO[bytes] = open_private(run_dir / "stderr.log", "wb", buffering=0)
 
@@ -100,13 +114,17 @@ class Supervisor:
                 self.transcript_f.write(entry)
         except OSError:
             pass  # artifacts are best effort; result.json must still be written
+        self.dirty = True
         if self.echo is not None:
             line = self._echo_fmt.line(record)
             if line:
                 self.echo(line)
 
     def flush(self) -> None:
-        for f in (self.events_f, self.transcript_f, self.raw_f):
+        if not self.dirty:
+            return
+        self.dirty = False
+        for f in (self.events_f, self.transcript_f):
             with contextlib.suppress(OSError):
                 f.flush()
 
@@ -139,7 +157,7 @@ class Supervisor:
         elif was_terminal and not self.norm.terminal:
             self.disarm()
 
-    def on_data(self, data: bytes) -> None:
+    def on_data(self, data: bytes | memoryview) -> None:
         with contextlib.suppress(OSError):
             self.raw_f.write(data)
         buf = self.buf
@@ -222,6 +240,13 @@ class Supervisor:
         """Start the child; return an error message when it could not start."""
         spec = self.spec
         env = dict(os.environ)
+        environ_file = self.run_dir / "environ.json"
+        if environ_file.exists():
+            # Launched through a runner that does not pass the caller's environment on.
+            with contextlib.suppress(OSError, ValueError):
+                env = {str(k): str(v) for k, v in read_json(environ_file).items()}
+            with contextlib.suppress(OSError):
+                environ_file.unlink()
         env.update(spec.env)
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
@@ -273,6 +298,10 @@ class Supervisor:
         assert self.proc is not None and self.proc.stdout is not None
         out_fd = self.proc.stdout.fileno()
         os.set_blocking(out_fd, False)
+        if hasattr(fcntl_mod := _fcntl(), "F_SETPIPE_SZ"):
+            # A bigger pipe means fewer wake-ups with a chatty child.
+            with contextlib.suppress(OSError):
+                fcntl_mod.fcntl(out_fd, fcntl_mod.F_SETPIPE_SZ, READ_SIZE)
         sel = selectors.DefaultSelector()
         sel.register(out_fd, selectors.EVENT_READ, "out")
         sel.register(wake_r, selectors.EVENT_READ, "signal")
@@ -312,19 +341,21 @@ class Supervisor:
 
     def read_out(self, fd: int, sel: selectors.BaseSelector) -> None:
         # Read everything available now so a chatty child never backs up its pipe.
+        # One reused buffer: a fresh megabyte per read would cost page faults.
+        chunk = self.chunk
         while True:
             try:
-                data = os.read(fd, READ_SIZE)
+                n = os.readv(fd, [chunk])
             except BlockingIOError:
                 break
             except OSError:
-                data = b""
-            if not data:
+                n = 0
+            if not n:
                 self.eof = True
                 sel.unregister(fd)
                 break
-            self.on_data(data)
-            if len(data) < READ_SIZE:
+            self.on_data(memoryview(chunk)[:n])
+            if n < READ_SIZE:
                 break
         self.flush()
 

@@ -7,29 +7,46 @@ here may pull in heavy dependencies.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any
 
 from subagents import events as ev
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class BackendError(Exception):
     """A request this backend cannot serve (missing binary, unsupported option)."""
 
 
-@dataclass
 class CommandRequest:
-    """What a run asks of a backend's command line."""
+    """What a run asks of a backend's command line.
 
-    task: str
-    cwd: str
-    model: str | None = None
-    tools: list[str] | None = None
-    system_prompt: str | None = None
-    # A file the caller wrote the system prompt to, for CLIs that take a path.
-    system_prompt_file: str | None = None
-    thinking: str | None = None
-    extra_args: list[str] = field(default_factory=list)
+    A plain class, not a dataclass: the supervisor imports this module, and
+    dataclasses costs it start-up time.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        cwd: str,
+        model: str | None = None,
+        tools: list[str] | None = None,
+        system_prompt: str | None = None,
+        system_prompt_file: str | None = None,
+        thinking: str | None = None,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self.task = task
+        self.cwd = cwd
+        self.model = model
+        self.tools = tools
+        self.system_prompt = system_prompt
+        # A file the caller wrote the system prompt to, for CLIs that take a path.
+        self.system_prompt_file = system_prompt_file
+        self.thinking = thinking
+        self.extra_args = list(extra_args or [])
 
 
 class Normalizer(ABC):

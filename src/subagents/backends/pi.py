@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _text_of(content: Any) -> str:

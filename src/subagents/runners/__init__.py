@@ -9,13 +9,13 @@ from subagents.runners.base import Launched, RunnerError
 
 def launch(run_dir: Path, runner: str = "process") -> Launched:
     if runner == "process":
-        from subagents.runners import process
+        from subagents.runners.process import launch as launch_process
 
-        return process.launch(run_dir)
+        return launch_process(run_dir)
     if runner == "tmux":
-        from subagents.runners import tmux
+        from subagents.runners.tmux import launch as launch_tmux
 
-        return tmux.launch(run_dir)
+        return launch_tmux(run_dir)
     raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
 
 

@@ -11,6 +11,8 @@ from subagents import procs
 from subagents.artifacts import write_json_atomic
 
 SUPERVISOR_FILE = "supervisor.json"
+# The caller's environment, for runners whose supervisor does not inherit it (tmux).
+ENVIRON_FILE = "environ.json"
 
 
 class RunnerError(Exception):

@@ -1,0 +1,61 @@
+"""The tmux runner: each run's supervisor in a window of the ``subagents`` tmux session,
+showing its live progress. Same supervisor, same artifacts, same semantics as the
+process runner; only the launch differs.
+
+No shell is involved: tmux gets the supervisor's argv as separate arguments and
+executes it directly. The caller's environment reaches the supervisor through a
+private file in the run directory (read and removed at start), not through tmux's
+command line, where other users could read it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import psutil
+
+from subagents.artifacts import write_json_atomic
+from subagents.runners.base import ENVIRON_FILE, Launched, RunnerError, record, supervisor_argv
+
+SESSION = "subagents"
+TIMEOUT = 10.0
+
+
+def _tmux(tmux: str, *args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [tmux, *args], capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RunnerError(f"tmux did not answer: {exc}") from exc
+
+
+def launch(run_dir: Path, session: str = SESSION) -> Launched:
+    tmux = shutil.which("tmux")
+    if tmux is None:
+        raise RunnerError("tmux not found on PATH: install it (e.g. apt-get install tmux) or use --runner process")
+    write_json_atomic(run_dir / ENVIRON_FILE, dict(os.environ))
+    if _tmux(tmux, "has-session", "-t", f"={session}").returncode != 0:
+        # Starts the tmux server too when none runs. The first window is a plain
+        # shell the user may close; runs get windows of their own.
+        started = _tmux(tmux, "new-session", "-d", "-s", session, "-n", "subagents")
+        if started.returncode != 0 and "duplicate session" not in started.stderr:
+            raise RunnerError(f"tmux could not start session {session!r}: {started.stderr.strip()}")
+    name = run_dir.name[-8:]
+    made = _tmux(
+        tmux, "new-window", "-d", "-P", "-F", "#{pane_pid}", "-t", f"={session}:", "-n", name,
+        *supervisor_argv(run_dir),
+    )
+    if made.returncode != 0:
+        raise RunnerError(f"tmux could not open a window: {made.stderr.strip()}")
+    try:
+        pid = int(made.stdout.strip().splitlines()[-1])
+        create_time = psutil.Process(pid).create_time()
+    except (ValueError, IndexError) as exc:
+        raise RunnerError(f"tmux did not report the window's process: {made.stdout!r}") from exc
+    except psutil.Error:
+        create_time = 0.0  # already done: the monitor will find its result or see it gone
+    return record(run_dir, Launched(pid, create_time, "tmux"))

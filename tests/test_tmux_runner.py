@@ -1,0 +1,87 @@
+"""The tmux runner, with real tmux: same artifacts and result as the process runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pistream as pi
+import pytest
+from conftest import Fake
+
+from subagents.runs import Limits, RunRequest, start
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@pytest.fixture
+def tmux_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private tmux server (its own socket dir), killed afterwards."""
+    sock_dir = Path(f"/tmp/sa-tmux-{os.getpid()}-{tmp_path.name[-6:]}")
+    sock_dir.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("TMUX_TMPDIR", str(sock_dir))
+    monkeypatch.delenv("TMUX", raising=False)
+    yield sock_dir
+    subprocess.run(["tmux", "kill-server"], capture_output=True, timeout=10)
+    shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def _run(fake: Fake, runner: str) -> dict:
+    env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
+    req = RunRequest(task="do it", backend="pi", cwd=str(fake.dir), env=fake.env(pi.answer("Same answer.")), runner=runner)
+    result = start(req, Limits(), env=env).wait(timeout=60)
+    assert result is not None
+    return result
+
+
+COMPARED = ("status", "finalText", "stopReason", "rawStopReason", "exitCode", "signal", "toolCalls", "usage", "model",
+            "backend", "task", "errorMessage", "diagnostics")
+
+
+def test_tmux_runner_gives_the_same_result_as_the_process_runner(fake: Fake, tmux_server: Path) -> None:
+    by_process = _run(fake, "process")
+    by_tmux = _run(fake, "tmux")
+    assert by_tmux["status"] == "completed"
+    assert {k: by_tmux[k] for k in COMPARED} == {k: by_process[k] for k in COMPARED}
+    run_dir = Path(by_tmux["paths"]["events"]).parent
+    assert sorted(p.name for p in run_dir.iterdir() if p.name != "supervisor.log") == sorted(
+        p.name for p in Path(by_process["paths"]["events"]).parent.iterdir() if p.name != "supervisor.log"
+    )
+    assert not (run_dir / "environ.json").exists()  # the caller's environment is not left on disk
+    sessions = subprocess.run(["tmux", "list-sessions", "-F", "#{session_name}"], capture_output=True, text=True)
+    assert "subagents" in sessions.stdout.split()
+
+
+def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
+    env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
+    steps = [*pi.start(), *pi.tool_use(command="echo visible-in-tmux"), {"sleep": 30}]
+    handle = start(RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps), runner="tmux"), Limits(), env=env)
+    window = handle.run_id[-8:]
+    import time
+
+    deadline = time.monotonic() + 20
+    screen = ""
+    while time.monotonic() < deadline and "visible-in-tmux" not in screen:
+        time.sleep(0.2)
+        screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", f"subagents:{window}"], capture_output=True, text=True).stdout
+    assert "$ echo visible-in-tmux" in screen
+    result = handle.stop()
+    assert result["status"] == "aborted"
+
+
+def test_missing_tmux_is_a_clear_error(fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from subagents.runs import InputError
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(InputError, match="tmux not found"):
+        start(RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"), Limits(),
+              env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)})
+    # The run directory it had made holds a failed result, not a half-written run.
+    (run_dir,) = (Path(os.environ["SUBAGENTS_HOME"]) / "runs").iterdir()
+    import json
+
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "failed" and "tmux not found" in result["errorMessage"]
