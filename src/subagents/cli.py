@@ -107,25 +107,40 @@ def emit_result(result: dict[str, Any], as_json: bool) -> None:
         click.echo(result.get("diagnostics") or result.get("errorMessage") or result.get("status"), err=True)
 
 
+DEMO_FILES = {
+    "README.md": "# todo-api\n\nA tiny service that keeps a to-do list.\n",
+    "app.py": "def add(todos, item):\n    return [*todos, item]\n",
+    "test_app.py": "from app import add\n\n\ndef test_add():\n    assert add([], 'x') == ['x']\n",
+}
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print result.json on stdout instead of the answer.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@click.option("--task", default="List the files in this directory and tell me what you see.", show_default=True)
+@click.option("--task", default="Look around this project and tell me what it is.", show_default=True)
 def demo(as_json: bool, quiet: bool, task: str) -> None:
     """Run a real pi subagent offline, against a local mock model.
 
     Starts the project's mock model server on 127.0.0.1, points pi at it with a
-    throw-away config, and runs one task through the normal run path: live
-    progress, artifacts, result.
+    throw-away config, and runs one task in a small sample project through the
+    normal run path: live progress, run directory, result. Needs pi on PATH (or
+    SUBAGENTS_PI_BIN); no network, no API key.
     """
     import tempfile
 
     from subagents.mockmodel import MockModelServer, Script, write_pi_config
     from subagents.runs import RunRequest
 
-    with tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp, MockModelServer(Script()) as server:
+    script = Script(final_text="This is a small Python project. I listed it and found: {tool_output}.")
+    with tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp, MockModelServer(script) as server:
+        project = Path(tmp) / "todo-api"
+        project.mkdir()
+        for name, text in DEMO_FILES.items():
+            (project / name).write_text(text)
         pi_env = write_pi_config(Path(tmp) / "pi-agent", server.url)
-        req = RunRequest(task=task, backend="pi", model="mock/mock-model", tools=["bash", "read", "ls"], env=pi_env)
+        req = RunRequest(
+            task=task, backend="pi", model="mock/mock-model", tools=["bash", "read", "ls"], cwd=str(project), env=pi_env
+        )
         run_foreground(req, as_json=as_json, quiet=quiet)
 
 

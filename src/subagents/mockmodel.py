@@ -1,17 +1,33 @@
-"""A loopback mock model server speaking the OpenAI Chat Completions API.
+"""A loopback mock model server speaking the APIs of the agent CLIs.
 
-Used to run real agent CLIs (pi first of all) end to end without a real model::
+Used to run real agent CLIs end to end without a real model::
 
-    with MockModelServer(Script(tool_args={"command": "ls"})) as srv:
+    with MockModelServer(Script(command="ls")) as srv:
         env = {**os.environ, **write_pi_config(tmp / "pi-agent", srv.url)}
         subprocess.run(["pi", "--mode", "json", "-p", "--no-session",
                         "--provider", "mock", "--model", "mock-model", "list files"],
                        stdin=subprocess.DEVNULL, env=env, timeout=60)
 
-Endpoints: ``POST /v1/chat/completions`` (streaming SSE and non-streaming) and
-``GET /v1/models``.  The answer is decided *statelessly* from the request's messages
-(see :class:`Script`), so concurrent runs against one server do not interfere; only
-the error budget (``error_times``) is a server-wide counter.
+One server answers every API on the same port (``srv.url`` = ``http://HOST:PORT``):
+
+=================  ==========================================================  ============
+API                endpoints                                                   used by
+=================  ==========================================================  ============
+OpenAI Chat        ``POST /v1/chat/completions`` (SSE and plain),              pi, opencode
+                   ``GET /v1/models``
+Anthropic          ``POST /v1/messages`` (SSE and plain),                      claude
+                   ``POST /v1/messages/count_tokens``, ``GET /v1/models``
+OpenAI Responses   ``POST /v1/responses`` (SSE and plain)                      codex
+Gemini             ``POST /v1beta/models/M:streamGenerateContent[?alt=sse]``,  gemini
+                   ``:generateContent``, ``:countTokens``,
+                   ``GET /v1beta/models``
+=================  ==========================================================  ============
+
+The answer is decided *statelessly* from the request's conversation (see
+:class:`Script`), so concurrent runs against one server do not interfere; only the
+error budget (``error_times``) is a server-wide counter.  The tool call is, unless the
+script names one, the calling CLI's own shell tool (:data:`SHELL_TOOLS`), so the CLI
+really runs ``Script.command``.  ``write_*_config`` point each CLI at the server.
 
 Run ``python -m subagents.mockmodel --help`` for a foreground server.
 """
@@ -21,57 +37,106 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
+    "ANTHROPIC",
+    "CHAT",
+    "CLAUDE_MODEL",
+    "CODEX_MODEL",
+    "GEMINI",
+    "GEMINI_MODEL",
     "MODEL_ID",
+    "OPENCODE_MODEL",
     "PROVIDER",
+    "RESPONSES",
+    "SHELL_TOOLS",
     "MockModelServer",
     "Script",
     "pi_argv",
+    "write_claude_config",
+    "write_codex_config",
+    "write_gemini_config",
+    "write_opencode_config",
     "write_pi_config",
 ]
 
 PROVIDER = "mock"
 MODEL_ID = "mock-model"
+CLAUDE_MODEL = "claude-sonnet-4-5"
+"""The model to pass to claude (``--model``); any name works, the mock echoes it."""
+CODEX_MODEL = MODEL_ID
+"""The model to pass to codex (``-m``); it is also the config's default."""
+GEMINI_MODEL = "gemini-2.5-flash"
+"""The model to pass to gemini (``-m``): a name gemini knows, so it needs no routing."""
+OPENCODE_MODEL = f"{PROVIDER}/{MODEL_ID}"
+"""The model to pass to opencode (``-m``): ``provider/model`` from its config."""
+
+CHAT = "chat"
+ANTHROPIC = "anthropic"
+RESPONSES = "responses"
+GEMINI = "gemini"
+
+SHELL_TOOLS: dict[str, str] = {
+    CHAT: "bash",  # pi and opencode
+    ANTHROPIC: "Bash",  # claude
+    RESPONSES: "exec_command",  # codex 0.169 (older codex: shell / shell_command)
+    GEMINI: "run_shell_command",  # gemini
+}
+"""The shell tool each API's CLI offers; the default tool call of :class:`Script`."""
+
+_CODEX_SHELLS = ("exec_command", "shell_command", "shell", "local_shell")
 _RESPONSE_ID = "chatcmpl-mock"
 _TOOL_CALL_ID = "call_mock_1"
 
 
 @dataclass
 class Script:
-    """What the mock model answers.
+    """What the mock model answers, whatever the API.
 
-    Default policy, per request:
+    Default policy, per model request:
 
-    * the conversation holds no tool result (no ``role: "tool"`` message) and
-      ``use_tool`` is true -> one tool call ``tool_name(tool_args)``
-      (``finish_reason: "tool_calls"``);
-    * otherwise -> a final text answer (``finish_reason: "stop"``).
+    * the conversation holds no tool result yet, ``use_tool`` is true and the request
+      offers the tool (a request that lists its ``tools`` and not this one, or lists
+      none, gets text) -> one tool call (OpenAI ``finish_reason: "tool_calls"``,
+      Anthropic ``stop_reason: "tool_use"``, a Responses ``function_call`` item, a
+      Gemini ``functionCall`` part);
+    * otherwise -> a final text answer.
 
-    ``final_text`` is the text of that answer; ``{tool_output}`` in it is replaced by
-    the first lines of the last tool result joined with ", ".  ``None`` means
-    "I ran <tool_name> and it printed: <those lines>" after a tool result, and
+    The tool call is ``tool_name(tool_args)``.  ``tool_name`` ``None`` means the shell
+    tool of the API asked (:data:`SHELL_TOOLS`; for Responses the first of
+    ``exec_command``/``shell_command``/``shell`` the request offers), and
+    ``tool_args`` ``None`` means the arguments that tool takes to run ``command``
+    (``{"command": command}``, ``{"cmd": command}`` for ``exec_command``, an argv
+    for ``shell``, plus a ``description`` for claude's and gemini's).
+
+    ``final_text`` is the text of the answer; ``{tool_output}`` in it is replaced by
+    the first lines of the last tool result joined with ", " (for results that wrap
+    the output, like codex's and gemini's, the part after ``Output:``).  ``None``
+    means "I ran <tool> and it printed: <those lines>" after a tool result, and
     "Hello from the mock model." when there is none.
 
-    ``error_status`` (e.g. 500) makes the first ``error_times`` chat requests (counted
-    over the server's lifetime; ``-1`` = every request) fail with that HTTP status and
-    an OpenAI-style error body carrying ``error_message``.
+    ``error_status`` (e.g. 500) makes the first ``error_times`` model requests
+    (counted over the server's lifetime; ``-1`` = every request) fail with that HTTP
+    status and the API's error body carrying ``error_message``.
 
     ``delay_s`` is slept before answering (errors too); ``chunk_delay_s`` between SSE
-    chunks; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
-    (prompt_tokens, completion_tokens) reported for every answer.
+    events; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
+    (input tokens, output tokens) reported for every answer.
     """
 
     use_tool: bool = True
-    tool_name: str = "bash"
-    tool_args: dict[str, Any] = field(default_factory=lambda: {"command": "ls"})
+    tool_name: str | None = None
+    tool_args: dict[str, Any] | None = None
+    command: str = "ls"
     final_text: str | None = None
     error_status: int | None = None
     error_times: int = 0
@@ -86,31 +151,141 @@ class Script:
 
 
 def _content_text(content: Any) -> str:
+    """Text of a message content: a string, or a list of text parts of any API."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, dict) and p.get("type") == "text"
-        )
+        return "".join(_content_text(p) for p in content)
+    if isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            return str(content["text"])
+        if "content" in content:
+            return _content_text(content["content"])
     return ""
 
 
-def _last_tool_output(messages: list[Any]) -> str | None:
+def _chat_tool_output(body: dict[str, Any]) -> str | None:
     """Text of the last ``role: "tool"`` message, or None when there is none."""
-    for msg in reversed(messages):
+    messages = body.get("messages")
+    for msg in reversed(messages if isinstance(messages, list) else []):
         if isinstance(msg, dict) and msg.get("role") == "tool":
             return _content_text(msg.get("content"))
     return None
 
 
+def _anthropic_tool_output(body: dict[str, Any]) -> str | None:
+    """Content of the last ``tool_result`` block of any message."""
+    messages = body.get("messages")
+    for msg in reversed(messages if isinstance(messages, list) else []):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if isinstance(content, list):
+            for block in reversed(content):
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    return _content_text(block.get("content"))
+    return None
+
+
+def _responses_tool_output(body: dict[str, Any]) -> str | None:
+    """Output of the last ``*_call_output`` input item."""
+    items = body.get("input")
+    for item in reversed(items if isinstance(items, list) else []):
+        if isinstance(item, dict) and str(item.get("type", "")).endswith("call_output"):
+            out = item.get("output")
+            return out if isinstance(out, str) else _content_text(out)
+    return None
+
+
+def _gemini_tool_output(body: dict[str, Any]) -> str | None:
+    """The last ``functionResponse`` part's ``response.output`` (or the whole response)."""
+    contents = body.get("contents")
+    for content in reversed(contents if isinstance(contents, list) else []):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in reversed(parts if isinstance(parts, list) else []):
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            if isinstance(fr, dict):
+                resp = fr.get("response")
+                if isinstance(resp, dict):
+                    for key in ("output", "llmContent", "error"):
+                        if isinstance(resp.get(key), str):
+                            return str(resp[key])
+                return json.dumps(resp)
+    return None
+
+
+_TOOL_OUTPUT = {
+    CHAT: _chat_tool_output,
+    ANTHROPIC: _anthropic_tool_output,
+    RESPONSES: _responses_tool_output,
+    GEMINI: _gemini_tool_output,
+}
+
+
+def _offered_tools(api: str, body: dict[str, Any]) -> set[str] | None:
+    """Names of the tools the request offers; None when it says nothing about tools."""
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return None
+    names: set[str] = set()
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        if api == GEMINI:
+            decls = tool.get("functionDeclarations") or tool.get("function_declarations")
+            for decl in decls if isinstance(decls, list) else []:
+                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                    names.add(decl["name"])
+        elif api == CHAT and isinstance(tool.get("function"), dict):
+            names.add(str(tool["function"].get("name")))
+        elif isinstance(tool.get("name"), str):
+            names.add(tool["name"])
+        elif tool.get("type") == "local_shell":
+            names.add("local_shell")
+    return names
+
+
+_OUTPUT_END = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
+
+
+def _unwrap_output(output: str) -> str:
+    """The command output inside a wrapped tool result (``...\\nOutput: ...``)."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Output:"):
+            rest = [line[len("Output:") :]]
+            for more in lines[i + 1 :]:
+                if _OUTPUT_END.match(more):
+                    break
+                rest.append(more)
+            return "\n".join(rest)
+    return output
+
+
 def _summarize(output: str, max_lines: int = 5) -> str:
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in _unwrap_output(output).splitlines() if ln.strip()]
     summary = ", ".join(lines[:max_lines])
     if len(lines) > max_lines:
         summary += ", ..."
     return summary or "(no output)"
+
+
+def _shell_args(name: str, command: str) -> dict[str, Any]:
+    if name == "exec_command":
+        return {"cmd": command}
+    if name in ("shell", "local_shell"):
+        return {"command": ["bash", "-lc", command]}
+    if name in ("Bash", "run_shell_command"):
+        return {"command": command, "description": "Run a shell command"}
+    return {"command": command}
+
+
+def _tool_name(script: Script, api: str, offered: set[str] | None) -> str:
+    if script.tool_name is not None:
+        return script.tool_name
+    if api == RESPONSES and offered:
+        for name in _CODEX_SHELLS:
+            if name in offered:
+                return name
+    return SHELL_TOOLS[api]
 
 
 @dataclass(frozen=True)
@@ -123,16 +298,20 @@ class _Answer:
         return "tool_calls" if self.tool else "stop"
 
 
-def _decide(script: Script, body: dict[str, Any]) -> _Answer:
-    messages = body.get("messages")
-    tool_output = _last_tool_output(messages if isinstance(messages, list) else [])
-    if tool_output is None and script.use_tool:
-        return _Answer(None, (script.tool_name, dict(script.tool_args)))
+def _decide(script: Script, body: dict[str, Any], api: str = CHAT) -> _Answer:
+    tool_output = _TOOL_OUTPUT[api](body)
+    offered = _offered_tools(api, body)
+    name = _tool_name(script, api, offered)
+    if tool_output is None and script.use_tool and (offered is None or name in offered):
+        args = (
+            script.tool_args if script.tool_args is not None else _shell_args(name, script.command)
+        )
+        return _Answer(None, (name, dict(args)))
     summary = _summarize(tool_output) if tool_output is not None else ""
     if script.final_text is not None:
         text = script.final_text.replace("{tool_output}", summary)
     elif tool_output is not None:
-        text = f"I ran {script.tool_name} and it printed: {summary}"
+        text = f"I ran {name} and it printed: {summary}"
     else:
         text = "Hello from the mock model."
     return _Answer(text, None)
@@ -150,7 +329,12 @@ def _split(text: str, n: int) -> list[str]:
     return [p for p in parts if p] or [text]
 
 
-# --------------------------------------------------------------------------- wire format
+def _halves(s: str) -> list[str]:
+    half = len(s) // 2
+    return [p for p in (s[:half], s[half:]) if p]
+
+
+# --------------------------------------------------------------------------- OpenAI Chat
 
 
 def _usage(script: Script) -> dict[str, int]:
@@ -184,8 +368,6 @@ def _stream_chunks(
             yield _chunk(model, created, {"content": piece})
     if answer.tool is not None:
         name, args = answer.tool
-        args_json = json.dumps(args)
-        half = len(args_json) // 2
         yield _chunk(
             model,
             created,
@@ -200,11 +382,10 @@ def _stream_chunks(
                 ]
             },
         )
-        for part in (args_json[:half], args_json[half:]):
-            if part:
-                yield _chunk(
-                    model, created, {"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
-                )
+        for part in _halves(json.dumps(args)):
+            yield _chunk(
+                model, created, {"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
+            )
     yield _chunk(model, created, {}, answer.finish_reason)
     if include_usage:
         yield {
@@ -238,7 +419,243 @@ def _completion(script: Script, answer: _Answer, model: str) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------- Anthropic
+
+
+def _anthropic_usage(script: Script, output: bool = True) -> dict[str, int]:
+    prompt, completion = script.usage
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion if output else 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _anthropic_blocks(answer: _Answer) -> list[dict[str, Any]]:
+    if answer.tool is not None:
+        name, args = answer.tool
+        return [{"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": args}]
+    return [{"type": "text", "text": answer.text or ""}]
+
+
+def _anthropic_message(script: Script, answer: _Answer, model: str) -> dict[str, Any]:
+    return {
+        "id": "msg_mock",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(answer),
+        "stop_reason": "tool_use" if answer.tool else "end_turn",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(script),
+    }
+
+
+def _anthropic_events(
+    script: Script, answer: _Answer, model: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    start = _anthropic_message(script, answer, model)
+    start.update(content=[], stop_reason=None, usage=_anthropic_usage(script, output=False))
+    yield "message_start", {"type": "message_start", "message": start}
+    (block,) = _anthropic_blocks(answer)
+    if block["type"] == "tool_use":
+        deltas = [
+            {"type": "input_json_delta", "partial_json": p}
+            for p in _halves(json.dumps(block["input"]))
+        ]
+        block = {**block, "input": {}}
+    else:
+        deltas = [
+            {"type": "text_delta", "text": p} for p in _split(block["text"], script.text_chunks)
+        ]
+        block = {"type": "text", "text": ""}
+    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}
+    for delta in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": "tool_use" if answer.tool else "end_turn",
+                "stop_sequence": None,
+            },
+            "usage": {"output_tokens": script.usage[1]},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+# --------------------------------------------------------------------------- OpenAI Responses
+
+
+def _responses_items(answer: _Answer, done: bool) -> list[dict[str, Any]]:
+    status = "completed" if done else "in_progress"
+    if answer.tool is not None:
+        name, args = answer.tool
+        return [
+            {
+                "type": "function_call",
+                "id": "fc_mock_1",
+                "call_id": _TOOL_CALL_ID,
+                "name": name,
+                "arguments": json.dumps(args) if done else "",
+                "status": status,
+            }
+        ]
+    content = [{"type": "output_text", "text": answer.text or "", "annotations": []}]
+    return [
+        {
+            "type": "message",
+            "id": "msg_mock_1",
+            "role": "assistant",
+            "status": status,
+            "content": content if done else [],
+        }
+    ]
+
+
+def _responses_object(script: Script, answer: _Answer | None, model: str) -> dict[str, Any]:
+    """The response object; ``answer`` None = the in-progress one of ``response.created``."""
+    prompt, completion = script.usage
+    obj: dict[str, Any] = {
+        "id": "resp_mock",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress" if answer is None else "completed",
+        "model": model,
+        "output": [] if answer is None else _responses_items(answer, done=True),
+        "usage": None,
+    }
+    if answer is not None:
+        obj["usage"] = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        }
+    return obj
+
+
+def _responses_events(
+    script: Script, answer: _Answer, model: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": _responses_object(script, None, model)}
+    ]
+    (item,) = _responses_items(answer, done=False)
+    (done,) = _responses_items(answer, done=True)
+    at = {"output_index": 0, "item_id": item["id"]}
+    events.append({"type": "response.output_item.added", "output_index": 0, "item": item})
+    if answer.tool is not None:
+        for part in _halves(done["arguments"]):
+            events.append({"type": "response.function_call_arguments.delta", **at, "delta": part})
+        events.append(
+            {"type": "response.function_call_arguments.done", **at, "arguments": done["arguments"]}
+        )
+    else:
+        text = answer.text or ""
+        part0 = {"type": "output_text", "text": "", "annotations": []}
+        events.append(
+            {"type": "response.content_part.added", **at, "content_index": 0, "part": part0}
+        )
+        for piece in _split(text, script.text_chunks):
+            events.append(
+                {"type": "response.output_text.delta", **at, "content_index": 0, "delta": piece}
+            )
+        events.append({"type": "response.output_text.done", **at, "content_index": 0, "text": text})
+        events.append(
+            {
+                "type": "response.content_part.done",
+                **at,
+                "content_index": 0,
+                "part": {**part0, "text": text},
+            }
+        )
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": done})
+    events.append(
+        {"type": "response.completed", "response": _responses_object(script, answer, model)}
+    )
+    for seq, event in enumerate(events):
+        event["sequence_number"] = seq
+        yield str(event["type"]), event
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def _gemini_usage(script: Script) -> dict[str, int]:
+    prompt, completion = script.usage
+    return {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": completion,
+        "totalTokenCount": prompt + completion,
+    }
+
+
+def _gemini_response(
+    script: Script, parts: list[dict[str, Any]], model: str, last: bool
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    out: dict[str, Any] = {"candidates": [candidate], "modelVersion": model, "responseId": "mock"}
+    if last:
+        candidate["finishReason"] = "STOP"
+        out["usageMetadata"] = _gemini_usage(script)
+    return out
+
+
+def _gemini_chunks(script: Script, answer: _Answer, model: str) -> list[dict[str, Any]]:
+    if answer.tool is not None:
+        name, args = answer.tool
+        call = {"functionCall": {"name": name, "args": args}}
+        return [_gemini_response(script, [call], model, last=True)]
+    pieces = _split(answer.text or "", script.text_chunks)
+    return [
+        _gemini_response(script, [{"text": p}], model, last=i == len(pieces) - 1)
+        for i, p in enumerate(pieces)
+    ]
+
+
+def _gemini_whole(script: Script, answer: _Answer, model: str) -> dict[str, Any]:
+    if answer.tool is not None:
+        return _gemini_chunks(script, answer, model)[0]
+    return _gemini_response(script, [{"text": answer.text or ""}], model, last=True)
+
+
+_GEMINI_PATH = re.compile(r"^(?:/v1beta|/v1alpha|/v1)?/models/([^/:]+):([A-Za-z]+)$")
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def _error_body(api: str, status: int, message: str) -> dict[str, Any]:
+    if api == ANTHROPIC:
+        kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if api == GEMINI:
+        name = _GEMINI_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        return {"error": {"code": status, "message": message, "status": name}}
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _count_tokens(body: Any) -> int:
+    return max(1, len(json.dumps(body)) // 4)
+
+
 # --------------------------------------------------------------------------- server
+
+_CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+_MESSAGES_PATHS = ("/v1/messages", "/messages")
+_RESPONSES_PATHS = ("/v1/responses", "/responses")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -256,6 +673,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _not_found(self, api: str = CHAT) -> None:
+        self._send_json(404, _error_body(api, 404, f"not found: {self.command} {self.path}"))
+
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             out = bytearray()
@@ -269,77 +689,155 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+    def do_HEAD(self) -> None:
+        self.server.owner._log(f"HEAD {self.path}")
+        self.send_response(200 if urlsplit(self.path).path in ("", "/") else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
     def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
+        self.server.owner._log(f"GET {self.path}")
+        path = urlsplit(self.path).path.rstrip("/")
+        if path in ("/v1/models", "/models"):
+            # one list that reads as OpenAI's and as Anthropic's
+            model = {
+                "id": MODEL_ID,
+                "object": "model",
+                "created": 0,
+                "owned_by": PROVIDER,
+                "type": "model",
+                "display_name": "Mock Model",
+                "created_at": "2025-01-01T00:00:00Z",
+            }
             self._send_json(
                 200,
                 {
                     "object": "list",
-                    "data": [
-                        {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": PROVIDER}
-                    ],
+                    "data": [model],
+                    "has_more": False,
+                    "first_id": MODEL_ID,
+                    "last_id": MODEL_ID,
                 },
             )
+        elif path in ("/v1beta/models", "/v1alpha/models"):
+            model = {
+                "name": f"models/{GEMINI_MODEL}",
+                "displayName": "Mock Model",
+                "supportedGenerationMethods": ["generateContent", "countTokens"],
+                "inputTokenLimit": 1048576,
+                "outputTokenLimit": 65536,
+            }
+            self._send_json(200, {"models": [model]})
+        elif path == "":
+            self._send_json(200, {"ok": True})
         else:
-            self._send_json(
-                404, {"error": {"message": f"not found: {self.path}", "type": "not_found"}}
-            )
+            self._not_found()
 
     def do_POST(self) -> None:
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             self._post()  # a client going away mid-answer is not an error
 
     def _post(self) -> None:
-        if self.path.split("?")[0].rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._send_json(
-                404, {"error": {"message": f"not found: {self.path}", "type": "not_found"}}
-            )
+        owner = self.server.owner
+        owner._log(f"POST {self.path}")
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/")
+        sse = True
+        gemini = _GEMINI_PATH.match(path)
+        if path in _CHAT_PATHS:
+            api = CHAT
+        elif path in _MESSAGES_PATHS:
+            api = ANTHROPIC
+        elif path in _RESPONSES_PATHS:
+            api = RESPONSES
+        elif path.endswith("/messages/count_tokens"):
+            body = self._json_body(ANTHROPIC)
+            if body is not None:
+                self._send_json(200, {"input_tokens": _count_tokens(body.get("messages"))})
             return
+        elif gemini and gemini.group(2) in ("generateContent", "streamGenerateContent"):
+            api = GEMINI
+            sse = "sse" in parse_qs(url.query).get("alt", [])
+        elif gemini and gemini.group(2) == "countTokens":
+            body = self._json_body(GEMINI)
+            if body is not None:
+                self._send_json(200, {"totalTokens": _count_tokens(body.get("contents", body))})
+            return
+        else:
+            self._not_found()
+            return
+        body = self._json_body(api)
+        if body is None:
+            return
+        script = owner.script
+        owner._record(body)
+        if script.delay_s > 0:
+            time.sleep(script.delay_s)
+        if owner._take_error(script):
+            status = script.error_status or 500
+            self._send_json(status, _error_body(api, status, script.error_message))
+            return
+        answer = _decide(script, body, api)
+        if api == GEMINI and gemini is not None:
+            model = gemini.group(1)
+            if gemini.group(2) == "generateContent":
+                self._send_json(200, _gemini_whole(script, answer, model))
+            elif sse:
+                self._stream(script, ((None, c) for c in _gemini_chunks(script, answer, model)))
+            else:
+                self._send_json(200, _gemini_chunks(script, answer, model))
+            return
+        model = str(body.get("model") or MODEL_ID)
+        stream = bool(body.get("stream"))
+        if api == ANTHROPIC:
+            if stream:
+                self._stream(script, _anthropic_events(script, answer, model))
+            else:
+                self._send_json(200, _anthropic_message(script, answer, model))
+        elif api == RESPONSES:
+            if stream:
+                self._stream(script, _responses_events(script, answer, model))
+            else:
+                self._send_json(200, _responses_object(script, answer, model))
+        elif not stream:
+            self._send_json(200, _completion(script, answer, model))
+        else:
+            opts = body.get("stream_options")
+            include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+            chunks = _stream_chunks(script, answer, model, include_usage)
+            self._stream(script, ((None, c) for c in chunks), done=True)
+
+    def _json_body(self, api: str) -> dict[str, Any] | None:
+        """The request's JSON object body; answers 400 and returns None when it is not one."""
         try:
             body = json.loads(self._read_body() or b"{}")
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            self._send_json(
-                400,
-                {
-                    "error": {
-                        "message": "body is not a JSON object",
-                        "type": "invalid_request_error",
-                    }
-                },
-            )
-            return
-        srv = self.server
-        script = srv.owner.script
-        srv.owner._record(body)
-        if script.delay_s > 0:
-            time.sleep(script.delay_s)
-        if srv.owner._take_error(script):
-            status = script.error_status or 500
-            kind = "server_error" if status >= 500 else "invalid_request_error"
-            self._send_json(
-                status, {"error": {"message": script.error_message, "type": kind, "code": None}}
-            )
-            return
-        answer = _decide(script, body)
-        model = str(body.get("model") or MODEL_ID)
-        if not body.get("stream"):
-            self._send_json(200, _completion(script, answer, model))
-            return
-        opts = body.get("stream_options")
-        include_usage = isinstance(opts, dict) and bool(opts.get("include_usage"))
+            self._send_json(400, _error_body(api, 400, "body is not a JSON object"))
+            return None
+        return body
+
+    def _stream(
+        self,
+        script: Script,
+        events: Iterator[tuple[str | None, dict[str, Any]]],
+        done: bool = False,
+    ) -> None:
+        """Send ``events`` as SSE (``event:`` lines where named); ``done`` adds ``[DONE]``."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        for i, chunk in enumerate(_stream_chunks(script, answer, model, include_usage)):
+        for i, (name, data) in enumerate(events):
             if i and script.chunk_delay_s > 0:
                 time.sleep(script.chunk_delay_s)
-            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            head = f"event: {name}\n".encode() if name else b""
+            self.wfile.write(head + b"data: " + json.dumps(data).encode() + b"\n\n")
             self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        if done:
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
 
 
 class _Server(ThreadingHTTPServer):
@@ -354,8 +852,11 @@ class MockModelServer:
     """The mock model on ``host:port`` (port 0 = a free one), served in a daemon thread.
 
     Starts at construction; use as a context manager or call :meth:`close`.
-    ``script`` may be replaced at any time; ``requests`` lists the JSON bodies of all
-    chat-completion requests received (error-answered ones included), in arrival order.
+    ``script`` may be replaced at any time.  ``requests`` lists the JSON bodies of all
+    model requests received, whatever the API (chat completions, messages, responses,
+    generateContent; error-answered ones included), in arrival order; ``http_log``
+    lists every HTTP request as ``"METHOD /path?query"`` (token counts and model lists
+    too).
     """
 
     def __init__(
@@ -364,6 +865,7 @@ class MockModelServer:
         self.script = script if script is not None else Script()
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
+        self._http_log: list[str] = []
         self._errors_sent = 0
         self._httpd = _Server((host, port), self)
         self.host = host
@@ -384,13 +886,23 @@ class MockModelServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """A snapshot copy of the chat-completion request bodies received so far."""
+        """A snapshot copy of the model request bodies received so far."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def http_log(self) -> list[str]:
+        """A snapshot copy of every HTTP request line received so far (``"POST /v1/..."``)."""
+        with self._lock:
+            return list(self._http_log)
 
     def _record(self, body: dict[str, Any]) -> None:
         with self._lock:
             self._requests.append(body)
+
+    def _log(self, line: str) -> None:
+        with self._lock:
+            self._http_log.append(line)
 
     def _take_error(self, script: Script) -> bool:
         if script.error_status is None:
@@ -482,7 +994,238 @@ def pi_argv(task: str, *, tools: str | None = None, pi: str = "pi") -> list[str]
     return [*argv, task]
 
 
+def _write_json(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2) + "\n")
+
+
+# --------------------------------------------------------------------------- claude
+
+
+def write_claude_config(
+    home: Path, base_url: str, *, max_retries: int | None = None
+) -> dict[str, str]:
+    """Point a Claude Code child at the mock's Anthropic API; return the env it needs.
+
+    Run ``claude -p --output-format stream-json --verbose --model claude-sonnet-4-5
+    -- TASK`` (:data:`CLAUDE_MODEL`; any model name works) with this env.  Claude
+    calls ``POST /v1/messages?beta=true`` (streaming) for each turn; its shell tool is
+    ``Bash`` (``{"command", "description"}``).
+
+    ``home`` becomes the child's ``HOME``, with ``.claude.json`` (onboarding done,
+    no auto-update) and ``.claude/settings.json`` allowing ``Bash`` (so ``-p`` runs
+    it without a permission prompt, whatever the command line says).
+
+    The env: ``HOME``; ``ANTHROPIC_BASE_URL`` = ``base_url`` (no ``/v1``);
+    ``ANTHROPIC_API_KEY=x``; ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``,
+    ``DISABLE_AUTOUPDATER=1``, ``DISABLE_TELEMETRY=1``, ``DISABLE_ERROR_REPORTING=1``
+    (no startup traffic elsewhere); ``ANTHROPIC_AUTH_TOKEN``, ``CLAUDECODE`` and
+    ``CLAUDE_CODE_ENTRYPOINT`` emptied (a parent Claude Code's must not leak in);
+    and, when ``max_retries`` is given, ``CLAUDE_CODE_MAX_RETRIES`` (default 10
+    with exponential backoff: pass 0 for a fast failure on HTTP errors).
+    """
+    home = Path(home)
+    home.mkdir(parents=True, exist_ok=True)
+    _write_json(
+        home / ".claude.json",
+        {
+            "hasCompletedOnboarding": True,
+            "autoUpdates": False,
+            "numStartups": 1,
+            "bypassPermissionsModeAccepted": True,
+        },
+    )
+    _write_json(home / ".claude" / "settings.json", {"permissions": {"allow": ["Bash"]}})
+    env = {
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": base_url.rstrip("/"),
+        "ANTHROPIC_API_KEY": "x",
+        "ANTHROPIC_AUTH_TOKEN": "",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDECODE": "",
+        "CLAUDE_CODE_ENTRYPOINT": "",
+    }
+    if max_retries is not None:
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(max_retries)
+    return env
+
+
+# --------------------------------------------------------------------------- codex
+
+
+def write_codex_config(
+    codex_home: Path, base_url: str, *, model: str = CODEX_MODEL, retries: int = 0
+) -> dict[str, str]:
+    """Point a Codex child at the mock's Responses API; return the env it needs.
+
+    Run ``codex exec --json --skip-git-repo-check -m mock-model TASK``
+    (:data:`CODEX_MODEL`, also the config's default model) with this env.  Codex calls
+    ``POST /v1/responses`` (streaming) for each turn; its shell tool in 0.169 is
+    ``exec_command`` (``{"cmd": ...}``), which the mock picks from the request's tools.
+    Codex warns once that it has no metadata for ``mock-model`` (an ``error`` item in
+    its stream; harmless).
+
+    Writes ``codex_home/config.toml``: ``model``, ``model_provider = "mock"``, and
+    ``[model_providers.mock]`` with ``base_url = <base_url>/v1``,
+    ``wire_api = "responses"``, ``env_key = "MOCK_API_KEY"`` and
+    ``request_max_retries`` / ``stream_max_retries`` = ``retries`` (default 0: an HTTP
+    error fails the turn at once); plus no update check and no analytics.
+
+    The env: ``CODEX_HOME``, ``MOCK_API_KEY=x``, and ``OPENAI_API_KEY`` /
+    ``OPENAI_BASE_URL`` / ``CODEX_API_KEY`` emptied (a parent's must not leak in).
+    """
+    codex_home = Path(codex_home)
+    codex_home.mkdir(parents=True, exist_ok=True)
+    url = base_url.rstrip("/") + "/v1"
+    (codex_home / "config.toml").write_text(
+        f"model = {json.dumps(model)}\n"
+        f'model_provider = "{PROVIDER}"\n'
+        "check_for_update_on_startup = false\n"
+        "\n"
+        "[analytics]\n"
+        "enabled = false\n"
+        "\n"
+        f"[model_providers.{PROVIDER}]\n"
+        'name = "Mock"\n'
+        f"base_url = {json.dumps(url)}\n"
+        'wire_api = "responses"\n'
+        'env_key = "MOCK_API_KEY"\n'
+        f"request_max_retries = {int(retries)}\n"
+        f"stream_max_retries = {int(retries)}\n"
+    )
+    return {
+        "CODEX_HOME": str(codex_home),
+        "MOCK_API_KEY": "x",
+        "OPENAI_API_KEY": "",
+        "OPENAI_BASE_URL": "",
+        "CODEX_API_KEY": "",
+    }
+
+
+# --------------------------------------------------------------------------- gemini
+
+
+def write_gemini_config(
+    home: Path, base_url: str, *, max_attempts: int | None = None
+) -> dict[str, str]:
+    """Point a Gemini CLI child at the mock's Gemini API; return the env it needs.
+
+    Run ``gemini -p TASK --output-format stream-json -m gemini-2.5-flash``
+    (:data:`GEMINI_MODEL`) with this env.  Gemini calls
+    ``POST /v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`` for each
+    turn; its shell tool is ``run_shell_command`` (``{"command", "description"}``).
+
+    ``home`` becomes the child's ``HOME``, with ``.gemini/settings.json``: API-key
+    auth (``security.auth.selectedType = "gemini-api-key"``), folder trust off, no
+    usage statistics, telemetry or auto-update, ``run_shell_command`` allowed
+    (``tools.allowed``: headless gemini otherwise refuses tools that need a
+    confirmation), and, when ``max_attempts`` is given, ``general.maxAttempts``
+    (default 10 with a 5 s backoff: pass 1 for a fast failure on HTTP 5xx; 4xx are not
+    retried).
+
+    The env: ``HOME``, ``GOOGLE_GEMINI_BASE_URL`` = ``base_url``, ``GEMINI_API_KEY=x``,
+    ``GEMINI_CLI_TRUST_WORKSPACE=true`` (what ``--skip-trust`` sets),
+    ``GEMINI_CLI_NO_RELAUNCH=true`` (no second node process), and
+    ``GOOGLE_API_KEY`` / ``GOOGLE_GENAI_USE_VERTEXAI`` / ``GOOGLE_CLOUD_PROJECT``
+    emptied.
+    """
+    home = Path(home)
+    general: dict[str, Any] = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
+    if max_attempts is not None:
+        general["maxAttempts"] = int(max_attempts)
+    _write_json(
+        home / ".gemini" / "settings.json",
+        {
+            "security": {
+                "auth": {"selectedType": "gemini-api-key"},
+                "folderTrust": {"enabled": False},
+            },
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": general,
+            "tools": {"allowed": ["run_shell_command"]},
+        },
+    )
+    return {
+        "HOME": str(home),
+        "GOOGLE_GEMINI_BASE_URL": base_url.rstrip("/"),
+        "GEMINI_API_KEY": "x",
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "GEMINI_CLI_NO_RELAUNCH": "true",
+        "GOOGLE_API_KEY": "",
+        "GOOGLE_GENAI_USE_VERTEXAI": "",
+        "GOOGLE_CLOUD_PROJECT": "",
+    }
+
+
+# --------------------------------------------------------------------------- opencode
+
+
+def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
+    """Point an OpenCode child at the mock's Chat Completions API; return its env.
+
+    Run ``opencode run --format json -m mock/mock-model TASK`` (:data:`OPENCODE_MODEL`)
+    with this env.  OpenCode calls ``POST /v1/chat/completions`` (streaming) through
+    its bundled ``@ai-sdk/openai-compatible`` provider; its shell tool is ``bash``
+    (``{"command"}``).  It retries HTTP 5xx/429 without end (2 s, 4 s, ... backoff):
+    script a 4xx to see it fail.
+
+    Writes ``config_dir/opencode.json`` with provider ``mock`` (``npm:
+    "@ai-sdk/openai-compatible"``, ``options.baseURL = <base_url>/v1``, ``apiKey``,
+    model ``mock-model``), outside the work tree, named by ``OPENCODE_CONFIG``.
+
+    The env: ``OPENCODE_CONFIG``; ``HOME`` and ``XDG_{CONFIG,DATA,CACHE,STATE}_HOME``
+    under ``config_dir/home`` (opencode keeps its database, logs and an npm cache
+    there); ``OPENCODE_DISABLE_MODELS_FETCH=1`` (no models.dev download),
+    ``OPENCODE_DISABLE_AUTOUPDATE=1``, ``OPENCODE_DISABLE_SHARE=1``.
+    """
+    config_dir = Path(config_dir)
+    home = config_dir / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {
+            PROVIDER: {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Mock",
+                "options": {"baseURL": base_url.rstrip("/") + "/v1", "apiKey": "x"},
+                "models": {
+                    MODEL_ID: {
+                        "name": "Mock Model",
+                        "tool_call": True,
+                        "limit": {"context": 128000, "output": 4096},
+                    }
+                },
+            }
+        },
+    }
+    _write_json(config_dir / "opencode.json", config)
+    return {
+        "OPENCODE_CONFIG": str(config_dir / "opencode.json"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+    }
+
+
 # --------------------------------------------------------------------------- CLI
+
+_WRITERS: dict[str, Callable[[Path, str], dict[str, str]]] = {
+    "claude": write_claude_config,
+    "codex": write_codex_config,
+    "gemini": write_gemini_config,
+    "opencode": write_opencode_config,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -495,8 +1238,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--final", dest="final_text", help="final answer text ({tool_output} is substituted)"
     )
-    p.add_argument("--tool", dest="tool_name", default="bash")
-    p.add_argument("--tool-args", default='{"command": "ls"}', help="tool arguments as JSON")
+    p.add_argument("--command", default="ls", help="shell command of the default tool call")
+    p.add_argument("--tool", dest="tool_name", help="tool to call (default: the API's shell tool)")
+    p.add_argument("--tool-args", help="tool arguments as JSON (default: run --command)")
     p.add_argument("--no-tool", action="store_true", help="answer text at once, no tool call")
     p.add_argument("--error-status", type=int)
     p.add_argument("--error-times", type=int, default=-1, help="with --error-status; -1 = always")
@@ -504,14 +1248,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between SSE chunks")
     p.add_argument("--text-chunks", type=int, default=1)
     p.add_argument("--pi-config", type=Path, metavar="DIR", help="also write a pi agent dir there")
+    for name in _WRITERS:
+        p.add_argument(
+            f"--{name}-config", type=Path, metavar="DIR", help=f"also write a {name} config there"
+        )
     a = p.parse_args(argv)
-    tool_args = json.loads(a.tool_args)
-    if not isinstance(tool_args, dict):
-        p.error("--tool-args must be a JSON object")
+    tool_args = None
+    if a.tool_args is not None:
+        tool_args = json.loads(a.tool_args)
+        if not isinstance(tool_args, dict):
+            p.error("--tool-args must be a JSON object")
     script = Script(
         use_tool=not a.no_tool,
         tool_name=a.tool_name,
         tool_args=tool_args,
+        command=a.command,
         final_text=a.final_text,
         error_status=a.error_status,
         error_times=a.error_times if a.error_status is not None else 0,
@@ -525,6 +1276,11 @@ def main(argv: list[str] | None = None) -> int:
             env = write_pi_config(a.pi_config, srv.url)
             print(" ".join(f"{k}={v}" for k, v in env.items()), flush=True)
             print(" ".join(pi_argv("TASK")), flush=True)
+        for name, writer in _WRITERS.items():
+            target = getattr(a, f"{name}_config")
+            if target is not None:
+                env = writer(target, srv.url)
+                print(f"{name}: " + " ".join(f"{k}={v}" for k, v in env.items()), flush=True)
         try:
             while True:
                 time.sleep(3600)
