@@ -10,17 +10,15 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from subagents.api import run, start
-    from subagents.runs import InputError, RunHandle, RunRequest
+    from subagents.api import BadRequest, JobHandle, run, start
 
-__all__ = ["InputError", "RunHandle", "RunRequest", "run", "start"]
+__all__ = ["BadRequest", "JobHandle", "run", "start"]
 
 _LAZY = {
     "run": "subagents.api",
     "start": "subagents.api",
-    "InputError": "subagents.runs",
-    "RunHandle": "subagents.runs",
-    "RunRequest": "subagents.runs",
+    "BadRequest": "subagents.api",
+    "JobHandle": "subagents.api",
 }
 
 

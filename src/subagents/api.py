@@ -1,45 +1,364 @@
-"""The public Python API: ``run`` (blocking) and ``start`` (a handle)."""
+"""The public Python API. The CLI and the MCP server are thin layers over it.
+
+    import subagents
+    result = subagents.run("Summarize README.md", agent="scout")      # result.json as a dict
+    job = subagents.start({"mode": "parallel", "tasks": [...]})       # background job
+    job.wait(); job.stop()
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from subagents import runs
+from subagents import paths, procs
+from subagents.artifacts import read_events
+from subagents.jobs import TERMINAL, JobIdError, JobStore
+from subagents.jobspec import JobSpec, PlanError, parse_job
+from subagents.orchestrator import EventSink, Job, JobPlan, PlanOptions, options_from_settings, plan
+
+
+class BadRequest(Exception):
+    """Bad input, as one line (the CLI exits 2, the MCP server answers a tool error)."""
+
+
+@dataclass
+class PreparedJob:
+    store: JobStore
+    job_id: str
+    plan: JobPlan
+
+
+def prepare_job(
+    spec: JobSpec | dict[str, Any],
+    *,
+    cwd: str | Path | None = None,
+    tools: list[str] | None = None,
+    runner: str | None = None,
+    agent_scope: str | None = None,
+    session: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    background: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> PreparedJob:
+    """Check and resolve a job and record it (status ``pending``); nothing runs yet."""
+    from subagents.config import ConfigError
+
+    env = os.environ if env is None else env
+    base = Path(cwd).expanduser() if cwd else Path.cwd()
+    if not base.is_dir():
+        raise BadRequest(f"working directory does not exist or is not a directory: {base}")
+    try:
+        job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
+        options = options_from_settings(base, env)
+    except (PlanError, ConfigError) as exc:
+        raise BadRequest(str(exc)) from None
+    if runner:
+        options.runner = runner
+    if agent_scope:
+        options.agent_scope = agent_scope
+    options.session = session or env.get("SUBAGENTS_SESSION") or None
+    try:
+        job_plan = plan(job_spec, options, cwd=base, env=env, extra_env=extra_env)
+    except PlanError as exc:
+        raise BadRequest(str(exc)) from None
+    if tools is not None:
+        for req in job_plan.requests:
+            req.tools = tools
+    store = JobStore(paths.state_home(env))
+    job_id = store.create(job_plan.to_dict(), agents=job_spec.agents(), background=background)
+    return PreparedJob(store, job_id, job_plan)
+
+
+def run_labels(job: PreparedJob) -> list[str]:
+    return [r.agent or r.backend or job.plan.limits.default_backend for r in job.plan.requests]
+
+
+def drive(job: PreparedJob, on_event: EventSink | None = None) -> dict[str, Any]:
+    """Run a prepared job in this process to its end (Ctrl-C or SIGTERM aborts it)."""
+    from subagents.lifecycle import lifecycle_for
+
+    previous = signal.getsignal(signal.SIGTERM)
+    in_main = _in_main_thread()
+    if in_main:
+        # `subagents stop` sends SIGTERM to whoever drives the job: abort as on Ctrl-C.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        return Job(job.store, job.job_id, job.plan).run(
+            on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
+        )
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def start_background(job: PreparedJob) -> str:
+    from subagents.jobdriver import start_background as launch
+
+    job.store.update(job.job_id, background=True)
+    launch(job.store, job.job_id)
+    return job.job_id
+
+
+# ---- following and controlling jobs -------------------------------------------------
+
+
+def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
+    state = store.load(job_id)
+    if state.get("status") not in TERMINAL:
+        state = store.recover_if_orphaned(job_id)
+    return state
+
+
+def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict[str, Any] | None:
+    """The job result once the job has ended; None if ``timeout`` ran out first."""
+    from subagents.monitor import DirWaker
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    waker = DirWaker(store.dir / job_id)
+    try:
+        next_check = time.monotonic() + 1.0
+        while True:
+            state = store.load(job_id)
+            if state.get("status") in TERMINAL and "runs" in state:
+                return state
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + 1.0
+                state = store.recover_if_orphaned(job_id)
+                if state.get("status") in TERMINAL:
+                    return state
+            if deadline is not None and now >= deadline:
+                return None
+            waker.wait(min(next_check, deadline or next_check) - now)
+    finally:
+        waker.close()
+
+
+def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
+    """Abort a job: its driver stops every run; if the driver is gone, the runs are stopped here."""
+    state = store.load(job_id)
+    if state.get("status") in TERMINAL:
+        return state
+    driver = state.get("driver")
+    if isinstance(driver, dict) and procs.is_alive(driver):
+        os.kill(int(driver["pid"]), signal.SIGTERM)
+        done = wait_job(store, job_id, timeout=grace)
+        if done is not None:
+            return done
+        procs.kill_group(int(driver["pid"]))
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            os.kill(int(driver["pid"]), signal.SIGKILL)
+    # No driver to do it: stop each run's supervisor ourselves.
+    from subagents.monitor import RunMonitor
+    from subagents.runners.base import SUPERVISOR_FILE
+
+    for run_id in store.load(job_id).get("runIds") or []:
+        if not run_id:
+            continue
+        run_dir = paths.runs_dir(store.home) / run_id
+        monitor = RunMonitor(run_dir)
+        if monitor.result() is None:
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                ident = _read(run_dir / SUPERVISOR_FILE)
+                if procs.is_alive(ident):
+                    os.kill(int(ident["pid"]), signal.SIGTERM)
+            if monitor.wait(timeout=grace) is None:
+                monitor.recover_dead_supervisor()
+    state = store.recover_if_orphaned(job_id)
+    if state.get("status") == "failed" and state.get("errorMessage", "").startswith("the job driver died"):
+        state = store.update(job_id, status="aborted", errorMessage="stopped: the job driver was gone")
+    return state
+
+
+def _read(path: Path) -> dict[str, Any]:
+    from subagents.artifacts import read_json
+
+    data = read_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
+    """What the job's newest run is doing now, from the tail of its events."""
+    from subagents.progress import ProgressFormatter
+
+    for run_id in reversed([r for r in run_ids if r]):
+        run_dir = paths.runs_dir(home) / run_id
+        if (run_dir / "result.json").exists():
+            continue
+        fmt = ProgressFormatter(max_len=60)
+        for event in read_events(run_dir / "events.jsonl")[-50:]:
+            fmt.line(event)
+        return fmt.activity()
+    return None
+
+
+def list_jobs(limit: int = 20, home: Path | None = None) -> list[dict[str, Any]]:
+    store = JobStore(home or paths.state_home())
+    items = store.list(limit)
+    for item in items:
+        if item.get("status") not in TERMINAL:
+            state = store.recover_if_orphaned(item["jobId"])
+            item["status"] = state.get("status")
+            item["activity"] = current_activity(store.home, item.get("runIds") or [])
+    return items
+
+
+def describe_job(state: dict[str, Any]) -> str:
+    lines = [f"job {state['jobId']} · {state.get('mode')} · {state.get('status')}"]
+    usage = state.get("usage") or {}
+    if state.get("durationMs") is not None:
+        cost = usage.get("cost")
+        lines.append(
+            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
+            + (f" · ${cost:.4f}" if cost is not None else "")
+        )
+    runs = state.get("runs")
+    if runs is None:
+        lines.append("runs: " + ", ".join(r or "(not started)" for r in state.get("runIds") or []) or "runs: none yet")
+    else:
+        for i, r in enumerate(runs):
+            what = (r.get("finalText") or "").strip().splitlines()[:1] if r.get("status") == "completed" else [r.get("errorMessage") or ""]
+            lines.append(f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}")
+    if state.get("finalText"):
+        lines += ["", str(state["finalText"]).rstrip()]
+    return "\n".join(lines)
+
+
+def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
+    """Each run's transcript.md, with a header per run; with ``follow``, live until the job ends."""
+    from subagents.monitor import DirWaker
+
+    offsets: dict[str, int] = {}
+    current: str | None = None
+    waker = DirWaker(store.dir / job_id) if follow else None
+    try:
+        while True:
+            state = store.load(job_id)
+            finished = state.get("status") in TERMINAL
+            for run_id in [r for r in state.get("runIds") or [] if r]:
+                path = paths.runs_dir(store.home) / run_id / "transcript.md"
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        f.seek(offsets.get(run_id, 0))
+                        chunk = f.read()
+                        offsets[run_id] = f.tell()
+                except FileNotFoundError:
+                    continue
+                if chunk:
+                    if current != run_id:
+                        yield f"\n# run {run_id}\n"
+                        current = run_id
+                    yield chunk
+            if not follow or finished:
+                return
+            assert waker is not None
+            waker.wait(0.5)
+            # Runs write in their own directories: follow those too.
+            time.sleep(0.05)
+    finally:
+        if waker is not None:
+            waker.close()
+
+
+# ---- agents ---------------------------------------------------------------------
+
+
+def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
+    from subagents.agents import discover
+    from subagents.config import load_settings
+
+    base = cwd or Path.cwd()
+    return discover(base, scope or load_settings(base).agent_scope)
+
+
+def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
+    from subagents.agents import AgentError
+    from subagents.agents import get_agent as lookup
+    from subagents.config import load_settings
+
+    base = cwd or Path.cwd()
+    try:
+        return lookup(name, base, scope or load_settings(base).agent_scope)
+    except AgentError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+# ---- the small Python API ---------------------------------------------------------
+
+
+class JobHandle:
+    """A job running in the background (its own driver process)."""
+
+    def __init__(self, store: JobStore, job_id: str) -> None:
+        self.store = store
+        self.job_id = job_id
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
+        return wait_job(self.store, self.job_id, timeout)
+
+    def stop(self) -> dict[str, Any]:
+        return stop_job(self.store, self.job_id)
+
+    def state(self) -> dict[str, Any]:
+        return job_state(self.store, self.job_id)
+
+
+def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[str, Any]:
+    if isinstance(task, str):
+        return {"mode": "single", "steps": [{"task": task, **{k: v for k, v in step.items() if v is not None}}]}
+    return task
 
 
 def start(
-    task: str,
+    task: str | dict[str, Any] | JobSpec,
     *,
+    agent: str | None = None,
     backend: str | None = None,
     model: str | None = None,
     cwd: str | Path | None = None,
     timeout: float | None = None,
-    tools: list[str] | None = None,
-    system_prompt: str | None = None,
     env: dict[str, str] | None = None,
-) -> runs.RunHandle:
-    """Start one run in the background and return its handle (``wait()``, ``stop()``)."""
-    req = runs.RunRequest(
-        task=task, backend=backend, model=model, cwd=str(cwd) if cwd else None, timeout=timeout,
-        tools=tools, system_prompt=system_prompt, env=dict(env or {}),
-    )
-    return runs.start(req, runs.limits_from_settings(Path(cwd) if cwd else None))
+) -> JobHandle:
+    """Start a job in the background (a task, or a job spec); returns its handle."""
+    job = prepare_job(_spec(task, agent=agent, backend=backend, model=model, timeout=timeout), cwd=cwd,
+                      extra_env=env, background=True)
+    start_background(job)
+    return JobHandle(job.store, job.job_id)
 
 
 def run(
-    task: str,
+    task: str | dict[str, Any] | JobSpec,
     *,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
-    **kwargs: Any,
+    agent: str | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one task to the end and return its ``result.json`` as a dict."""
-    handle = start(task, **kwargs)
-    try:
-        result = handle.wait(on_event=on_event)
-    except BaseException:
-        handle.stop()
-        raise
-    assert result is not None
+    """Run a task (or a job) here to its end. One task: its ``result.json``; a job: the job result."""
+    job = prepare_job(_spec(task, agent=agent, backend=backend, model=model, timeout=timeout), cwd=cwd, extra_env=env)
+    result = drive(job, on_event)
+    if isinstance(task, str):
+        single: dict[str, Any] = result["runs"][0]
+        return single
     return result
+
+
+__all__ = [
+    "BadRequest", "JobHandle", "JobIdError", "PlanOptions", "PreparedJob", "drive", "prepare_job", "run", "start",
+]

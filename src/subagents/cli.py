@@ -1,15 +1,14 @@
-"""The command line: a thin layer over the Python API."""
+"""The command line: a thin layer over the Python API (``subagents.api``)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-
-from subagents.result import EXIT_CODES
 
 EXIT_USAGE = 2
 
@@ -19,93 +18,325 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
-def load_limits(cwd: Path | None = None) -> Any:
-    from subagents.config import ConfigError
-    from subagents.runs import limits_from_settings
-
-    try:
-        return limits_from_settings(cwd)
-    except ConfigError as exc:
-        fail(str(exc))
+def print_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="subagents")
 def main() -> None:
-    """Delegate tasks to child coding agents and get back a result you can trust."""
+    """Delegate tasks to child coding agents and get back a result you can trust.
+
+    Exit codes: 0 completed, 1 failed, 2 bad input, 124 timeout, 130 aborted.
+    """
+
+
+# ---- run ----------------------------------------------------------------------
 
 
 @main.command()
-@click.argument("task", required=False)
-@click.option("--backend", "-b", help="Agent CLI to run (pi, ...). Default: from config, else pi.")
-@click.option("--model", "-m", help="Model, e.g. provider/id for pi.")
-@click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path), help="Working directory for the child.")
-@click.option("--timeout", type=float, help="Wall-clock limit in seconds (status 'timeout', exit 124).")
+@click.argument("tasks", nargs=-1)
+@click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")
+@click.option("--backend", "-b", help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.")
+@click.option("--model", "-m", help="Model (for pi: provider/id).")
+@click.option("--cwd", type=click.Path(path_type=Path), help="Working directory for the child(ren).")
+@click.option("--timeout", type=float, help="Wall-clock limit per run in seconds (status 'timeout', exit 124).")
 @click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
-@click.option("--json", "as_json", is_flag=True, help="Print result.json on stdout instead of the answer.")
+@click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
+@click.option("--chain", "mode", flag_value="chain", help="Run the TASKs one after another; {previous} is the previous answer.")
+@click.option("--plan", "-f", "plan_file", type=click.Path(path_type=Path), help="A plan file (YAML or JSON): mode and tasks/steps.")
+@click.option("--concurrency", "-j", type=int, help="Parallel runs at once (default 4, from config).")
+@click.option("--runner", type=click.Choice(["process", "tmux"]), help="How each run's supervisor is launched.")
+@click.option("--agent-scope", type=click.Choice(["user", "both"]), help="'both' also uses project-local agents.")
+@click.option("--session", help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').")
+@click.option("--bg", is_flag=True, help="Run in the background: print the job id and return at once.")
+@click.option("--json", "as_json", is_flag=True, help="Print result.json (one task) or the job result on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def run(
-    task: str | None,
+    tasks: tuple[str, ...],
+    agent: str | None,
     backend: str | None,
     model: str | None,
     cwd: Path | None,
     timeout: float | None,
     tools: str | None,
+    mode: str | None,
+    plan_file: Path | None,
+    concurrency: int | None,
+    runner: str | None,
+    agent_scope: str | None,
+    session: str | None,
+    bg: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
-    """Run one TASK on a child agent and print its final answer.
+    """Run TASK(s) on child agents and print the final answer.
 
-    Progress goes to stderr; stdout carries only the answer (or, with --json,
-    result.json). Exit codes: 0 completed, 1 failed, 2 bad input, 124 timeout,
-    130 aborted.
+    One TASK runs alone; with --parallel or --chain each TASK is a run of the job;
+    with --plan the job comes from a file. TASK '-' reads the task from stdin.
+    Progress goes to stderr; stdout carries only the answer, or with --json the
+    result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     """
-    from subagents.runs import RunRequest
+    from subagents.jobspec import JobSpec, PlanError, Step, load_plan, parse_job
 
-    if task is None or task == "-":
-        if task == "-" or not sys.stdin.isatty():
-            task = sys.stdin.read()
-        else:
-            fail("missing TASK (give it as an argument, or '-' to read it from stdin)")
+    if plan_file is not None:
+        if tasks:
+            fail("give either a --plan file or TASKs, not both")
+        try:
+            spec = load_plan(plan_file)
+        except PlanError as exc:
+            fail(str(exc))
+        overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
+        for step in spec.steps:
+            for key, value in overrides.items():
+                if value is not None and getattr(step, key) is None:
+                    setattr(step, key, value)
+    else:
+        items = list(tasks)
+        if items == ["-"] or (not items and not sys.stdin.isatty()):
+            items = [sys.stdin.read()]
+        if not items:
+            fail("missing TASK (give it as an argument, '-' to read it from stdin, or --plan FILE)")
+        if len(items) > 1 and mode is None:
+            fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
+        steps = [
+            {"task": t, "agent": agent, "backend": backend, "model": model, "timeout": timeout, "cwd": None}
+            for t in items
+        ]
+        try:
+            spec = parse_job({"mode": mode or "single", "steps": steps}, "arguments")
+        except PlanError as exc:
+            fail(str(exc))
+    if concurrency is not None:
+        spec = JobSpec.model_validate({**spec.model_dump(), "concurrency": concurrency})
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
-    req = RunRequest(task=task, backend=backend, model=model, cwd=str(cwd) if cwd else None, timeout=timeout, tools=tool_list)
-    run_foreground(req, as_json=as_json, quiet=quiet)
+    from subagents import api
 
-
-def run_foreground(req: Any, *, as_json: bool, quiet: bool, limits: Any = None) -> NoReturn:
-    """Start one run, show its progress, print its outcome, exit with its status code."""
-    from subagents.display import Display
-    from subagents.runs import InputError, start
-
-    limits = limits or load_limits(Path(req.cwd) if req.cwd else None)
     try:
-        handle = start(req, limits)
-    except InputError as exc:
+        job = api.prepare_job(
+            spec, cwd=cwd, tools=tool_list, runner=runner, agent_scope=agent_scope, session=session,
+        )
+    except api.BadRequest as exc:
         fail(str(exc))
-    display = Display(enabled=not quiet)
-    display.started(handle.run_id, handle.run_dir, req.backend or limits.default_backend)
-    try:
-        with display:
-            result = handle.wait(on_event=display.event)
-    except KeyboardInterrupt:
-        display.note("interrupted: stopping the run…")
-        result = handle.stop()
-    assert result is not None
+    if bg:
+        job_id = api.start_background(job)
+        if as_json:
+            print_json({"jobId": job_id})
+        else:
+            click.echo(job_id)
+            if not quiet:
+                click.echo(f"started in the background; follow with: subagents logs -f {job_id}", err=True)
+        sys.exit(0)
+    run_in_foreground(job, as_json=as_json, quiet=quiet)
+
+
+def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
+    """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    from subagents import api
+    from subagents.display import Display
+    from subagents.orchestrator import exit_code
+
+    display = Display(enabled=not quiet, labels=api.run_labels(job))
+    display.started(job)
+    with display:
+        result = api.drive(job, on_event=display.event)
     display.finished(result)
-    emit_result(result, as_json)
-    sys.exit(EXIT_CODES.get(result.get("status", "failed"), 1))
-
-
-def emit_result(result: dict[str, Any], as_json: bool) -> None:
+    single = job.plan.mode == "single" and len(result["runs"]) == 1
     if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
-        return
-    if result.get("status") == "completed":
+        print_json(result["runs"][0] if single else result)
+    else:
+        emit_answer(result)
+    sys.exit(exit_code(result))
+
+
+def emit_answer(result: dict[str, Any]) -> None:
+    """stdout: the answer(s); stderr: what went wrong."""
+    runs = result.get("runs") or []
+    if result.get("mode") == "parallel":
+        for i, r in enumerate(runs):
+            label = f"[{i + 1}] {r.get('agent') or r.get('backend') or 'run'}: {r.get('status')}"
+            click.echo(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")
+    elif result.get("status") == "completed":
         text = result.get("finalText") or ""
         click.echo(text if text.endswith("\n") else text + "\n", nl=False)
-    else:
-        click.echo(result.get("diagnostics") or result.get("errorMessage") or result.get("status"), err=True)
+    for r in runs:
+        if r.get("status") != "completed":
+            click.echo(r.get("diagnostics") or r.get("errorMessage") or r.get("status"), err=True)
 
+
+# ---- job commands ------------------------------------------------------------
+
+
+def _store() -> Any:
+    from subagents.jobs import JobStore
+
+    return JobStore()
+
+
+def _resolve(store: Any, job_id: str) -> str:
+    from subagents.jobs import JobIdError
+
+    try:
+        resolved: str = store.resolve(job_id)
+    except JobIdError as exc:
+        fail(str(exc))
+    return resolved
+
+
+def _elapsed(item: dict[str, Any]) -> str:
+    if item.get("durationMs") is not None:
+        seconds = item["durationMs"] / 1000
+    elif item.get("createdAt"):
+        seconds = time.time() - float(item["createdAt"])
+    else:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+
+@main.command()
+@click.option("--limit", "-n", default=20, show_default=True, help="How many jobs, newest first.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
+def ps(limit: int, as_json: bool) -> None:
+    """Running and recent jobs: id, agents, status, elapsed, current activity."""
+    from subagents import api
+
+    items = api.list_jobs(limit)
+    if as_json:
+        for item in items:
+            click.echo(json.dumps(item, ensure_ascii=False))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("JOB", "MODE", "AGENTS", "STATUS", "ELAPSED", "ACTIVITY"):
+        table.add_column(col, overflow="ellipsis", no_wrap=col != "ACTIVITY")
+    for item in items:
+        table.add_row(
+            item["jobId"], item.get("mode") or "", ",".join(item.get("agents") or []) or "-",
+            item.get("status") or "", _elapsed(item), item.get("activity") or "",
+        )
+    if not items:
+        click.echo("no jobs yet", err=True)
+        return
+    Console().print(table)
+
+
+@main.command()
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True, help="The whole job.json.")
+def show(job_id: str, as_json: bool) -> None:
+    """A job's result, or its state while it runs."""
+    store = _store()
+    from subagents import api
+
+    state = api.job_state(store, _resolve(store, job_id))
+    if as_json:
+        print_json(state)
+        return
+    click.echo(api.describe_job(state))
+
+
+@main.command()
+@click.argument("job_id")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing as the job goes on, until it ends.")
+def logs(job_id: str, follow: bool) -> None:
+    """The transcript of a job's runs."""
+    store = _store()
+    from subagents import api
+
+    try:
+        for chunk in api.job_transcript(store, _resolve(store, job_id), follow=follow):
+            click.echo(chunk, nl=False)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+@main.command()
+@click.argument("job_id")
+@click.option("--timeout", type=float, help="Give up after this many seconds (exit 124, the job runs on).")
+@click.option("--json", "as_json", is_flag=True, help="Print the job result.")
+def wait(job_id: str, timeout: float | None, as_json: bool) -> None:
+    """Wait for a job to end; the exit code is the job's status code."""
+    store = _store()
+    from subagents import api
+    from subagents.orchestrator import exit_code
+
+    jid = _resolve(store, job_id)
+    try:
+        result = api.wait_job(store, jid, timeout)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    if result is None:
+        fail(f"job {jid} is still running after {timeout:g}s", 124)
+    if as_json:
+        print_json(result)
+    else:
+        emit_answer(result)
+    sys.exit(exit_code(result))
+
+
+@main.command()
+@click.argument("job_id")
+def stop(job_id: str) -> None:
+    """Stop a job: every run's process group is killed; the job ends 'aborted'."""
+    store = _store()
+    from subagents import api
+
+    result = api.stop_job(store, _resolve(store, job_id))
+    click.echo(f"{result['jobId']}: {result['status']}")
+
+
+# ---- agents ------------------------------------------------------------------
+
+
+@main.group(invoke_without_command=True)
+@click.option("--agent-scope", type=click.Choice(["user", "both"]), help="'both' also lists project-local agents.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
+    """List agents: name, source, description. Broken files are reported, not hidden."""
+    ctx.obj = {"scope": agent_scope}
+    if ctx.invoked_subcommand is not None:
+        return
+    from subagents import api
+
+    found = api.discover_agents(agent_scope)
+    if as_json:
+        for a in found.agents.values():
+            click.echo(json.dumps({"name": a.name, "source": a.source, "path": str(a.path) if a.path else None,
+                                   "description": a.description, "backend": a.backend, "model": a.model}))
+    else:
+        width = max((len(n) for n in found.agents), default=4)
+        for a in sorted(found.agents.values(), key=lambda x: x.name):
+            click.echo(f"{a.name:<{width}}  {a.source:<8}  {a.description}")
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
+
+
+@agents.command("show")
+@click.argument("name")
+@click.pass_context
+def agents_show(ctx: click.Context, name: str) -> None:
+    """Print one agent definition."""
+    from subagents import api
+
+    try:
+        a = api.get_agent(name, (ctx.obj or {}).get("scope"))
+    except api.BadRequest as exc:
+        fail(str(exc))
+    click.echo(f"name: {a.name}\nsource: {a.source}" + (f" ({a.path})" if a.path else ""))
+    click.echo(f"description: {a.description}")
+    for key in ("backend", "model", "thinking", "tools", "timeout"):
+        value = getattr(a, key)
+        if value is not None:
+            click.echo(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+    click.echo("\n" + a.system_prompt.rstrip())
+
+
+# ---- demo ----------------------------------------------------------------------
 
 DEMO_FILES = {
     "README.md": "# todo-api\n\nA tiny service that keeps a to-do list.\n",
@@ -128,8 +359,9 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
     """
     import tempfile
 
+    from subagents import api
+    from subagents.jobspec import parse_job
     from subagents.mockmodel import MockModelServer, Script, write_pi_config
-    from subagents.runs import RunRequest
 
     script = Script(final_text="This is a small Python project. I listed it and found: {tool_output}.")
     with tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp, MockModelServer(script) as server:
@@ -138,10 +370,12 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
         for name, text in DEMO_FILES.items():
             (project / name).write_text(text)
         pi_env = write_pi_config(Path(tmp) / "pi-agent", server.url)
-        req = RunRequest(
-            task=task, backend="pi", model="mock/mock-model", tools=["bash", "read", "ls"], cwd=str(project), env=pi_env
-        )
-        run_foreground(req, as_json=as_json, quiet=quiet)
+        spec = parse_job({"mode": "single", "steps": [{"task": task, "backend": "pi", "model": "mock/mock-model"}]})
+        try:
+            job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
+        except api.BadRequest as exc:
+            fail(str(exc))
+        run_in_foreground(job, as_json=as_json, quiet=quiet)
 
 
 if __name__ == "__main__":

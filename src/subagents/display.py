@@ -1,18 +1,18 @@
-"""What `subagents run` shows on stderr while a run goes on.
+"""What `subagents run` shows on stderr while a job goes on.
 
-On a terminal: a rich live status (spinner, elapsed time, current activity, tool
-count, tokens, cost) above the scrolling progress lines. Off a terminal: plain
-progress lines. Never anything on stdout.
+On a terminal: a rich live status per run (spinner, elapsed time, current activity,
+tool count, tokens, cost) below the scrolling progress lines. Off a terminal: plain
+progress lines. ``--quiet``: nothing. Never anything on stdout.
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
@@ -24,25 +24,34 @@ def _tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
-class Display:
-    def __init__(self, enabled: bool = True, console: Console | None = None) -> None:
-        self.enabled = enabled
-        self.console = console or Console(stderr=True, highlight=False)
-        self.live_mode = enabled and self.console.is_terminal
-        self.fmt = ProgressFormatter(max_len=max(40, self.console.width - 4) if self.live_mode else None)
-        self.t0 = time.monotonic()
+class _RunState:
+    def __init__(self, label: str, max_len: int | None) -> None:
+        self.label = label
+        self.fmt = ProgressFormatter(max_len=max_len)
+        self.t0: float | None = None
         self.tools = 0
         self.usage: dict[str, Any] = {}
-        self.label = ""
+        self.status: str | None = None
+
+
+class Display:
+    def __init__(self, enabled: bool = True, labels: list[str] | None = None, console: Console | None = None) -> None:
+        self.enabled = enabled
+        self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+        self.live_mode = enabled and self.console.is_terminal
+        labels = labels or ["run"]
+        self.multi = len(labels) > 1
+        width = max(40, self.console.width - 4) if self.live_mode else None
+        self.runs = [_RunState(f"[{i + 1}] {label}" if self.multi else label, width) for i, label in enumerate(labels)]
         self._live: Live | None = None
+        self._lock = threading.Lock()
         self._spinner = Spinner("dots")
 
     # ---- lifecycle -------------------------------------------------------
 
-    def started(self, run_id: str, run_dir: Path, backend: str) -> None:
-        self.label = run_id
+    def started(self, job: Any) -> None:
         if self.enabled:
-            self.console.print(f"[dim]run {run_id} ({backend}) · {run_dir}[/dim]")
+            self.console.print(Text(f"job {job.job_id} ({job.plan.mode}) · {job.store.dir / job.job_id}", style="dim"))
 
     def __enter__(self) -> Display:
         if self.live_mode:
@@ -51,47 +60,52 @@ class Display:
         return self
 
     def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if self._live is not None:
             self._live.__exit__(exc_type, exc, tb)
             self._live = None
 
-    def __rich__(self) -> Text:
-        elapsed = time.monotonic() - self.t0
-        self._spinner.update()
-        frame = self._spinner.render(time.monotonic())
-        status = Text.assemble(
-            frame if isinstance(frame, Text) else Text(str(frame)),
-            " ",
-            (f"{elapsed:5.1f}s", "cyan"),
-            " · ",
-            (self.fmt.activity() or "Starting", "bold"),
-        )
-        status.append(f" · {self.tools} tools", style="dim")
-        total = int(self.usage.get("totalTokens") or 0)
+    def _status_line(self, run: _RunState) -> Text:
+        now = time.monotonic()
+        frame = self._spinner.render(now)
+        line = Text.assemble(frame if isinstance(frame, Text) else Text(str(frame)), " ")
+        if self.multi:
+            line.append(f"{run.label} ", style="bold")
+        line.append(f"{now - (run.t0 or now):5.1f}s", style="cyan")
+        line.append(" · ")
+        line.append(run.fmt.activity() or "Starting", style="bold")
+        line.append(f" · {run.tools} tools", style="dim")
+        total = int(run.usage.get("totalTokens") or 0)
         if total:
-            status.append(f" · {_tokens(total)} tok", style="dim")
-        cost = self.usage.get("cost")
-        if cost:
-            status.append(f" · ${cost:.4f}", style="dim")
-        status.truncate(self.console.width, overflow="ellipsis")
-        return status
+            line.append(f" · {_tokens(total)} tok", style="dim")
+        if run.usage.get("cost"):
+            line.append(f" · ${run.usage['cost']:.4f}", style="dim")
+        line.truncate(self.console.width, overflow="ellipsis")
+        return line
+
+    def __rich__(self) -> Group:
+        with self._lock:
+            active = [r for r in self.runs if r.t0 is not None and r.status is None]
+            return Group(*(self._status_line(r) for r in active))
 
     # ---- events ----------------------------------------------------------
 
-    def event(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        if kind == "tool_call":
-            self.tools += 1
-        elif kind == "usage":
-            self.usage = event
-        line = self.fmt.line(event)
+    def event(self, index: int, event: dict[str, Any]) -> None:
+        with self._lock:
+            run = self.runs[index] if index < len(self.runs) else self.runs[-1]
+            kind = event.get("type")
+            if kind == "run_started":
+                run.t0 = time.monotonic()
+            elif kind == "tool_call":
+                run.tools += 1
+            elif kind == "usage":
+                run.usage = event
+            elif kind == "run_finished":
+                run.status = str(event.get("status"))
+            line = run.fmt.line(event)
         if line and self.enabled:
-            self.console.print(Text(line), soft_wrap=not self.live_mode)
+            self.console.print(Text(f"{run.label}: " if self.multi else "") + Text(line))
 
     def note(self, message: str) -> None:
         if self.enabled:
@@ -100,12 +114,16 @@ class Display:
     def finished(self, result: dict[str, Any]) -> None:
         if not self.enabled:
             return
-        status = result.get("status")
-        colour = "green" if status == "completed" else "red"
-        usage = result.get("usage") or {}
-        bits = [f"{(result.get('durationMs') or 0) / 1000:.1f}s", f"{result.get('toolCalls', 0)} tools"]
-        if usage.get("totalTokens"):
-            bits.append(f"{_tokens(int(usage['totalTokens']))} tokens")
-        if usage.get("cost") is not None:
-            bits.append(f"${usage['cost']:.4f}")
-        self.console.print(f"[{colour}]{status}[/{colour}] [dim]{' · '.join(bits)} · run {result.get('runId')}[/dim]")
+        for r in result.get("runs") or []:
+            status = r.get("status")
+            colour = "green" if status == "completed" else "red"
+            usage = r.get("usage") or {}
+            bits = [f"{(r.get('durationMs') or 0) / 1000:.1f}s", f"{r.get('toolCalls', 0)} tools"]
+            if usage.get("totalTokens"):
+                bits.append(f"{_tokens(int(usage['totalTokens']))} tokens")
+            if usage.get("cost") is not None:
+                bits.append(f"${usage['cost']:.4f}")
+            who = r.get("agent") or r.get("backend") or "run"
+            self.console.print(
+                f"[{colour}]{status}[/{colour}] [dim]{who} · {' · '.join(bits)} · run {r.get('runId')}[/dim]"
+            )

@@ -27,7 +27,7 @@ POLL_FALLBACK = 0.05
 START_PATIENCE = 10.0
 
 
-class _Waker:
+class DirWaker:
     """Sleeps until something in the run directory changes (or a timeout)."""
 
     def __init__(self, run_dir: Path) -> None:
@@ -114,7 +114,7 @@ class RunMonitor:
     ) -> dict[str, Any] | None:
         """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        waker = _Waker(self.run_dir)
+        waker = DirWaker(self.run_dir)
         try:
             next_check = time.monotonic() + LIVENESS_EVERY
             while True:

@@ -88,15 +88,18 @@ def check_capabilities(backend: Backend, req: RunRequest) -> None:
         raise InputError(f"backend {backend.name} cannot take a system prompt; choose another backend")
 
 
-def prepare(
-    req: RunRequest,
-    limits: Limits | None = None,
-    env: Mapping[str, str] | None = None,
-    home: Path | None = None,
-) -> tuple[RunSpec, Path]:
-    """Validate ``req`` and write its run directory with ``meta.json``."""
-    limits = limits or Limits()
-    env = os.environ if env is None else env
+@dataclass
+class Checked:
+    """A request that passed every check, with what the checks found."""
+
+    backend: Backend
+    binary: str
+    cwd: Path
+    depth: int
+
+
+def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
+    """Everything that can be wrong with ``req``, found without creating anything."""
     if not req.task or not req.task.strip():
         raise InputError("the task is empty")
     depth = current_depth(env) + 1
@@ -114,8 +117,20 @@ def prepare(
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}")
-    cwd = cwd.resolve()
-    binary = resolve_binary(backend, limits, env)
+    return Checked(backend, resolve_binary(backend, limits, env), cwd.resolve(), depth)
+
+
+def prepare(
+    req: RunRequest,
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> tuple[RunSpec, Path]:
+    """Validate ``req`` and write its run directory with ``meta.json``."""
+    limits = limits or Limits()
+    env = os.environ if env is None else env
+    checked = check(req, limits, env)
+    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     home = home or paths.state_home(env)
     run_id = ids.new_id()
     run_dir = paths.runs_dir(home) / run_id

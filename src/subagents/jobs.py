@@ -1,0 +1,211 @@
+"""The job store: ``$SUBAGENTS_HOME/jobs/<job-id>/job.json`` per job, plus a SQLite index
+that makes ``ps`` fast. The files are the truth: the index is rebuilt from them when
+missing, and re-read for any job it does not hold as finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from subagents import ids, paths, procs
+from subagents.artifacts import make_private_dir, read_json, write_json_atomic
+
+JOB_FILE = "job.json"
+TERMINAL = frozenset({"completed", "failed", "aborted", "timeout"})
+_SCHEMA = """
+create table if not exists jobs (
+    job_id text primary key,
+    mode text,
+    agents text,
+    status text,
+    created real,
+    started_at text,
+    completed_at text,
+    duration_ms integer,
+    run_ids text,
+    session text
+)
+"""
+
+
+class JobIdError(Exception):
+    """An unknown, ambiguous or malformed id, as one line."""
+
+
+class JobStore:
+    def __init__(self, home: Path | None = None) -> None:
+        self.home = home or paths.state_home()
+        self.dir = paths.jobs_dir(self.home)
+        self._lock = threading.Lock()
+
+    # ---- files -----------------------------------------------------------
+
+    def path(self, job_id: str) -> Path:
+        return self.dir / job_id / JOB_FILE
+
+    def create(self, plan: dict[str, Any], *, agents: list[str], background: bool) -> str:
+        job_id = ids.new_id()
+        make_private_dir(self.dir / job_id)
+        state = {
+            "jobId": job_id,
+            "mode": plan["mode"],
+            "status": "pending",
+            "createdAt": time.time(),
+            "agents": agents,
+            "background": background,
+            "session": plan.get("session"),
+            "runIds": [],
+            "plan": plan,
+        }
+        self._write(job_id, state)
+        return job_id
+
+    def load(self, job_id: str) -> dict[str, Any]:
+        data = read_json(self.path(job_id))
+        if not isinstance(data, dict):
+            raise ValueError(f"{self.path(job_id)}: not a job")
+        return data
+
+    def update(self, job_id: str, **fields: Any) -> dict[str, Any]:
+        with self._lock:
+            state = self.load(job_id)
+            if state.get("status") in TERMINAL and "status" in fields:
+                fields.pop("status")  # a finished job stays finished
+            state.update(fields)
+            if "driverPid" in fields:
+                with contextlib.suppress(Exception):
+                    state["driver"] = procs.identity(int(fields.pop("driverPid")))
+                state.pop("driverPid", None)
+            self._write(job_id, state)
+            return state
+
+    def finish(self, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        """Record the job result; the first one recorded wins."""
+        with self._lock:
+            state = self.load(job_id)
+            if state.get("status") in TERMINAL and "runs" in state:
+                return state
+            state.update(result)
+            self._write(job_id, state)
+            return state
+
+    def _write(self, job_id: str, state: dict[str, Any]) -> None:
+        write_json_atomic(self.path(job_id), state)
+        with contextlib.suppress(sqlite3.Error):
+            self._index_upsert(state)
+
+    # ---- ids -------------------------------------------------------------
+
+    def resolve(self, prefix: str) -> str:
+        """A full job id from any unambiguous prefix."""
+        prefix = prefix.strip().lower()
+        if not ids.is_valid_id_prefix(prefix):
+            raise JobIdError(f"not a job id: {prefix!r}")
+        try:
+            names = [e.name for e in os.scandir(self.dir) if e.name.startswith(prefix) and e.is_dir()]
+        except FileNotFoundError:
+            names = []
+        if not names:
+            raise JobIdError(f"no job with id {prefix!r}")
+        if len(names) > 1:
+            shown = ", ".join(sorted(names)[:5]) + (", …" if len(names) > 5 else "")
+            raise JobIdError(f"ambiguous job id {prefix!r}: matches {len(names)} jobs ({shown})")
+        return names[0]
+
+    # ---- liveness --------------------------------------------------------
+
+    def driver_alive(self, state: dict[str, Any]) -> bool:
+        driver = state.get("driver")
+        return isinstance(driver, dict) and procs.is_alive(driver)
+
+    def recover_if_orphaned(self, job_id: str) -> dict[str, Any]:
+        """A job whose driver died before recording its end: record a failed end now."""
+        state = self.load(job_id)
+        if state.get("status") in TERMINAL or self.driver_alive(state):
+            return state
+        if state.get("status") == "pending" and time.time() - float(state.get("createdAt") or 0) < 10:
+            return state  # its driver may still be starting
+        from subagents.monitor import RunMonitor
+
+        runs = []
+        for run_id in state.get("runIds") or []:
+            if not run_id:
+                continue
+            monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
+            result = monitor.result()
+            if result is None and not monitor.supervisor_alive():
+                result = monitor.recover_dead_supervisor()
+            if result is not None:
+                runs.append(result)
+        now = time.time()
+        from subagents.orchestrator import sum_usage
+        from subagents.result import iso
+
+        return self.finish(job_id, {
+            "status": "failed",
+            "errorMessage": "the job driver died before the job ended",
+            "completedAt": iso(now),
+            "durationMs": round((now - float(state.get("createdAt") or now)) * 1000),
+            "usage": sum_usage(runs),
+            "runs": runs,
+            "finalText": None,
+        })
+
+    # ---- index -----------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        make_private_dir(self.home)
+        db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
+        db.execute(_SCHEMA)
+        return db
+
+    def _index_upsert(self, state: dict[str, Any], db: sqlite3.Connection | None = None) -> None:
+        row = (
+            state["jobId"], state.get("mode"), json.dumps(state.get("agents") or []), state.get("status"),
+            state.get("createdAt"), state.get("startedAt"), state.get("completedAt"), state.get("durationMs"),
+            json.dumps(state.get("runIds") or []), state.get("session"),
+        )
+        own = db is None
+        conn = db or self._db()
+        try:
+            conn.execute("insert or replace into jobs values (?,?,?,?,?,?,?,?,?,?)", row)
+            conn.commit()
+        finally:
+            if own:
+                conn.close()
+
+    def list(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The newest jobs, from the index, refreshed from the files where it may be stale."""
+        db = self._db()
+        try:
+            known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
+            try:
+                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir()}
+            except FileNotFoundError:
+                on_disk = set()
+            for gone in set(known) - on_disk:
+                db.execute("delete from jobs where job_id = ?", (gone,))
+            for job_id in on_disk:
+                if known.get(job_id) in TERMINAL:
+                    continue  # finished jobs never change
+                with contextlib.suppress(OSError, ValueError):
+                    self._index_upsert(self.load(job_id), db)
+            db.commit()
+            cols = ("jobId", "mode", "agents", "status", "createdAt", "startedAt", "completedAt", "durationMs", "runIds", "session")
+            rows = db.execute("select * from jobs order by job_id desc limit ?", (limit,)).fetchall()
+        finally:
+            db.close()
+        out = []
+        for row in rows:
+            item = dict(zip(cols, row, strict=True))
+            item["agents"] = json.loads(item["agents"] or "[]")
+            item["runIds"] = json.loads(item["runIds"] or "[]")
+            out.append(item)
+        return out

@@ -1,0 +1,317 @@
+"""Jobs: single, parallel (with a concurrency limit) and chain (``{previous}``), from one
+code path that serves the foreground CLI, the background job driver, the Python API
+and the MCP server alike.
+
+``plan()`` turns a ``JobSpec`` into resolved run requests, finding every problem before
+anything starts. ``Job.run()`` then runs them and writes the job result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subagents import events as ev
+from subagents.jobs import JobStore
+from subagents.jobspec import PREVIOUS, JobSpec, PlanError
+from subagents.result import EXIT_CODES, iso
+from subagents.runs import InputError, Limits, RunHandle, RunRequest, check, prepare, start_prepared
+
+# (index of the run in the job, canonical event)
+EventSink = Callable[[int, dict[str, Any]], None]
+# (lifecycle kind "start" | "end", job state or job result)
+LifecycleSink = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class JobPlan:
+    """A validated job: what to run, with which limits. Stored in ``job.json``."""
+
+    mode: str
+    requests: list[RunRequest]
+    limits: Limits
+    concurrency: int = 4
+    session: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "requests": [asdict(r) for r in self.requests],
+            "limits": asdict(self.limits),
+            "concurrency": self.concurrency,
+            "session": self.session,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
+        return cls(
+            mode=data["mode"],
+            requests=[RunRequest(**r) for r in data["requests"]],
+            limits=Limits(**data["limits"]),
+            concurrency=int(data.get("concurrency") or 4),
+            session=data.get("session"),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+@dataclass
+class PlanOptions:
+    """What the caller's settings say about jobs (filled from config)."""
+
+    limits: Limits = field(default_factory=Limits)
+    concurrency: int = 4
+    max_parallel_tasks: int = 8
+    max_spawns_per_job: int = 32
+    agent_scope: str = "user"
+    runner: str | None = None
+    session: str | None = None
+
+
+def options_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> PlanOptions:
+    from subagents.config import load_settings
+    from subagents.runs import limits_from_settings
+
+    s = load_settings(cwd, env)
+    return PlanOptions(
+        limits=limits_from_settings(cwd, env),
+        concurrency=s.concurrency,
+        max_parallel_tasks=s.max_parallel_tasks,
+        max_spawns_per_job=s.max_spawns_per_job,
+        agent_scope=s.agent_scope,
+    )
+
+
+def plan(
+    spec: JobSpec,
+    options: PlanOptions,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> JobPlan:
+    """Resolve agents and check every step; raises ``PlanError`` naming the field."""
+    from subagents.agents import AgentError, get_agent
+
+    env = os.environ if env is None else env
+    base = (cwd or Path.cwd()).resolve()
+    n = len(spec.steps)
+    if spec.mode == "parallel" and n > options.max_parallel_tasks:
+        raise PlanError(f"tasks: {n} tasks exceed the limit of {options.max_parallel_tasks} (max_parallel_tasks in config)")
+    if n > options.max_spawns_per_job:
+        raise PlanError(f"tasks: {n} runs exceed the spawn cap of {options.max_spawns_per_job} per job (max_spawns_per_job)")
+    key = "tasks" if spec.mode == "parallel" else "steps"
+    requests: list[RunRequest] = []
+    for i, step in enumerate(spec.steps):
+        where = f"{key}.{i}"
+        agent = None
+        if step.agent:
+            try:
+                agent = get_agent(step.agent, base, options.agent_scope, env)
+            except AgentError as exc:
+                raise PlanError(f"{where}.agent: {exc}") from None
+        step_cwd = Path(step.cwd).expanduser() if step.cwd else base
+        if not step_cwd.is_absolute():
+            step_cwd = base / step_cwd
+        if not step_cwd.is_dir():
+            raise PlanError(f"{where}.cwd: directory does not exist: {step_cwd}")
+        req = RunRequest(
+            task=step.task,
+            backend=step.backend or (agent.backend if agent else None),
+            model=step.model or (agent.model if agent else None),
+            cwd=str(step_cwd.resolve()),
+            timeout=step.timeout or (agent.timeout if agent else None),
+            tools=list(agent.tools) if agent and agent.tools is not None else None,
+            system_prompt=(agent.system_prompt or None) if agent else None,
+            thinking=agent.thinking if agent else None,
+            agent=agent.name if agent else None,
+            agent_source=_source_of(agent) if agent else None,
+            env=dict(extra_env or {}),
+            runner=options.runner,
+        )
+        try:
+            # {previous} is only known at run time; check the step with a stand-in.
+            check(RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}), options.limits, env)
+        except InputError as exc:
+            field_name = "task" if "task" in str(exc) else "backend"
+            raise PlanError(f"{where}.{field_name}: {exc}") from None
+        requests.append(req)
+    concurrency = max(1, min(spec.concurrency or options.concurrency, n))
+    return JobPlan(spec.mode, requests, options.limits, concurrency, options.session)
+
+
+def _source_of(agent: Any) -> str:
+    """Where an agent came from: ``builtin``, or ``user:<path>`` / ``project:<path>``."""
+    if agent.source == "builtin" or agent.path is None:
+        return str(agent.source)
+    return f"{agent.source}:{agent.path}"
+
+
+def sum_usage(results: list[dict[str, Any]]) -> dict[str, Any]:
+    total = ev.empty_usage()
+    for r in results:
+        ev.add_usage(total, r.get("usage") or {})
+    return total
+
+
+def not_started(req: RunRequest, why: str) -> dict[str, Any]:
+    """The place of a run the job never started (it was stopped first)."""
+    return {
+        "runId": None, "agent": req.agent, "backend": req.backend, "task": req.task, "status": "aborted",
+        "errorMessage": why, "finalText": "", "usage": ev.empty_usage(), "toolCalls": 0,
+    }
+
+
+class Job:
+    """One job's execution. Thread-safe ``cancel()``; ``run()`` blocks until the end."""
+
+    def __init__(self, store: JobStore, job_id: str, job_plan: JobPlan, env: Mapping[str, str] | None = None) -> None:
+        self.store = store
+        self.job_id = job_id
+        self.plan = job_plan
+        self.env = dict(os.environ if env is None else env)
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+        self._handles: dict[int, RunHandle] = {}
+        self._run_ids: list[str | None] = [None] * len(job_plan.requests)
+
+    # ---- control ---------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the job: no new runs start; running ones are aborted."""
+        self._cancelled.set()
+        with self._lock:
+            handles = list(self._handles.values())
+        stoppers = [threading.Thread(target=h.stop, daemon=True) for h in handles]
+        for t in stoppers:
+            t.start()
+        for t in stoppers:
+            t.join(timeout=30)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    # ---- running ---------------------------------------------------------
+
+    def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
+        if self.cancelled:
+            return not_started(req, "not started: the job was stopped")
+        req = RunRequest(**{**asdict(req), "job_id": self.job_id})
+        try:
+            spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
+        except InputError as exc:
+            return {**not_started(req, str(exc)), "status": "failed"}
+        try:
+            handle = start_prepared(spec, run_dir, req.runner or self.plan.limits.runner)
+        except InputError as exc:
+            return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
+        with self._lock:
+            self._handles[index] = handle
+            self._run_ids[index] = handle.run_id
+        self.store.update(self.job_id, runIds=list(self._run_ids))
+        if self.cancelled:  # stopped while this run was starting
+            handle.stop()
+        sink = (lambda e: on_event(index, e)) if on_event is not None else None
+        result = handle.wait(on_event=sink)
+        if result is None:  # cannot happen without a timeout, but never hang on it
+            result = handle.stop()
+        with self._lock:
+            self._handles.pop(index, None)
+        return result
+
+    def _parallel(self, on_event: EventSink | None) -> list[dict[str, Any]]:
+        reqs = self.plan.requests
+        with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="subagents-run") as pool:
+            futures: list[Future[dict[str, Any]]] = [
+                pool.submit(self._run_one, i, r, on_event) for i, r in enumerate(reqs)
+            ]
+            return [f.result() for f in futures]
+
+    def _chain(self, on_event: EventSink | None) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
+        previous = ""
+        for i, req in enumerate(self.plan.requests):
+            if self.cancelled:
+                break
+            step = RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, previous)})
+            result = self._run_one(i, step, on_event)
+            results.append(result)
+            if result.get("status") != "completed":
+                break  # the chain stops at the first step that does not complete
+            previous = result.get("finalText") or ""
+        return results
+
+    def run(self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None) -> dict[str, Any]:
+        started = time.time()
+        state = self.store.update(self.job_id, status="running", startedAt=iso(started), driverPid=os.getpid())
+        if lifecycle is not None:
+            with contextlib.suppress(Exception):
+                lifecycle("start", state)
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["runs"] = self._chain(on_event) if self.plan.mode == "chain" else self._parallel(on_event)
+            except BaseException as exc:  # surfaced below, in the caller's thread
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=work, name="subagents-job", daemon=True)
+        worker.start()
+        try:
+            # Waiting in slices keeps the caller's thread free to take Ctrl-C.
+            while not done.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            self.cancel()
+            done.wait(60)
+        if "error" in box:
+            raise box["error"]
+        result = self._finish(box.get("runs", []), started)
+        if lifecycle is not None:
+            with contextlib.suppress(Exception):
+                lifecycle("end", result)
+        return result
+
+    def _finish(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
+        completed_at = time.time()
+        statuses = [r.get("status") for r in runs]
+        if runs and all(s == "completed" for s in statuses) and (self.plan.mode != "chain" or len(runs) == len(self.plan.requests)):
+            status = "completed"
+        elif self.cancelled:
+            status = "aborted"
+        else:
+            status = next((s for s in statuses if s != "completed"), "aborted") or "failed"
+        final_text: str | None = None
+        if self.plan.mode == "single" and runs:
+            final_text = runs[0].get("finalText")
+        elif self.plan.mode == "chain" and status == "completed":
+            final_text = runs[-1].get("finalText")
+        result = {
+            "jobId": self.job_id,
+            "mode": self.plan.mode,
+            "status": status,
+            "startedAt": iso(started),
+            "completedAt": iso(completed_at),
+            "durationMs": round((completed_at - started) * 1000),
+            "usage": sum_usage(runs),
+            "runs": runs,
+            "finalText": final_text,
+        }
+        self.store.finish(self.job_id, result)
+        return result
+
+
+def exit_code(job_result: dict[str, Any]) -> int:
+    return EXIT_CODES.get(str(job_result.get("status")), 1)

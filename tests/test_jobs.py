@@ -1,0 +1,233 @@
+"""Jobs through the real CLI: parallel, chain, background, ps/show/logs/wait/stop, plans."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+from conftest import Fake, pid_alive
+from test_cli_run import cli
+
+from subagents.testing.fakeagent import SCRIPT_ENV
+
+
+def bin_env(fake: Fake) -> dict[str, str]:
+    return {"SUBAGENTS_PI_BIN": str(fake.launcher)}
+
+
+def timed_child(fake: Fake, log: Path, seconds: float, answer: str) -> Path:
+    """A fake pi that logs when it starts and ends, sleeps, then answers."""
+    script = fake.dir / "timed.py"
+    script.write_text(
+        "import json, os, sys, time\n"
+        f"log = {str(log)!r}\n"
+        "def note(what):\n"
+        "    with open(log, 'a') as f: f.write(f'{what} {os.getpid()} {time.time()}\\n')\n"
+        "note('start')\n"
+        f"time.sleep({seconds})\n"
+        f"msg = {{'role': 'assistant', 'content': [{{'type': 'text', 'text': {answer!r} + ' ' + sys.argv[-1]}}], 'stopReason': 'stop', 'model': 'm'}}\n"
+        "print(json.dumps({'type': 'message_end', 'message': msg}), flush=True)\n"
+        "note('end')\n"
+    )
+    launcher = fake.dir / "timed-pi"
+    launcher.write_text(f"#!{os.sys.executable}\nexec(open({str(script)!r}).read())\n")
+    launcher.chmod(0o755)
+    return launcher
+
+
+def test_parallel_six_tasks_at_concurrency_two(fake: Fake, tmp_path: Path) -> None:
+    log = tmp_path / "lifetimes.log"
+    launcher = timed_child(fake, log, 0.5, "answer to")
+    tasks = [f"task-{i}" for i in range(6)]
+    p = cli(["run", "--parallel", "-j", "2", "--json", *tasks], {"SUBAGENTS_PI_BIN": str(launcher)})
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)
+    assert job["mode"] == "parallel" and job["status"] == "completed"
+    assert [r["finalText"] for r in job["runs"]] == [f"answer to task-{i}" for i in range(6)]
+    assert job["finalText"] is None
+    # Never more than 2 children alive at once.
+    spans: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        what, pid, ts = line.split()
+        spans.setdefault(pid, []).append(float(ts))
+    assert len(spans) == 6
+    points = sorted([(s[0], 1) for s in spans.values()] + [(s[1], -1) for s in spans.values()])
+    alive = peak = 0
+    for _, step in points:
+        alive += step
+        peak = max(peak, alive)
+    assert peak == 2
+
+
+def test_chain_passes_previous_and_stops_at_a_failure(fake: Fake, tmp_path: Path) -> None:
+    launcher = timed_child(fake, tmp_path / "chain.log", 0, "got")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("mode: chain\nsteps:\n  - task: first\n  - task: 'then use {previous}'\n")
+    p = cli(["run", "-f", str(plan), "--json"], {"SUBAGENTS_PI_BIN": str(launcher)})
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)
+    assert job["runs"][0]["finalText"] == "got first"
+    assert job["runs"][1]["task"] == "then use got first"
+    assert job["finalText"] == job["runs"][1]["finalText"] == "got then use got first"
+    assert job["usage"]["totalTokens"] == 0
+
+    # A failing first step: the chain stops there.
+    steps: list[dict[str, Any]] = [{"exit": 3}]
+    plan.write_text(json.dumps({"mode": "chain", "steps": [{"task": "a"}, {"task": "b {previous}"}]}))
+    p = cli(["run", "-f", str(plan), "--json"], {**bin_env(fake), **fake.env(steps)})
+    assert p.returncode == 1
+    job = json.loads(p.stdout)
+    assert job["status"] == "failed" and len(job["runs"]) == 1
+    assert job["finalText"] is None
+
+
+def _job_id(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 0, p.stderr
+    return str(json.loads(p.stdout)["jobId"])
+
+
+def test_background_job_survives_the_caller_and_wait_returns_its_status(fake: Fake) -> None:
+    steps = [*pi.start(), {"sleep": 1.5}, pi.text_end("Background done."), *pi.end()]
+    t0 = time.monotonic()
+    p = cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(steps)})
+    job_id = _job_id(p)
+    assert time.monotonic() - t0 < 1.5 + 5  # returned without waiting for the job... (bounded)
+    # The caller has exited; the job goes on.
+    state = json.loads(cli(["show", "--json", job_id[:12]]).stdout)
+    assert state["jobId"] == job_id
+    w = cli(["wait", job_id, "--json"])
+    assert w.returncode == 0, w.stderr
+    result = json.loads(w.stdout)
+    assert result["status"] == "completed" and result["finalText"] == "Background done."
+    ps = cli(["ps", "--json"])
+    rows = [json.loads(x) for x in ps.stdout.splitlines()]
+    assert any(r["jobId"] == job_id and r["status"] == "completed" for r in rows)
+    logs = cli(["logs", job_id])
+    assert "Background done." in logs.stdout
+    shown = cli(["show", job_id])
+    assert "completed" in shown.stdout and "Background done." in shown.stdout
+
+
+def test_wait_exit_code_is_the_job_status(fake: Fake) -> None:
+    job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([{"exit": 5}])}))
+    w = cli(["wait", job_id])
+    assert w.returncode == 1
+    assert "exited with code 5" in w.stderr
+
+
+def test_wait_timeout_leaves_the_job_running(fake: Fake) -> None:
+    job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 30}])}))
+    w = cli(["wait", job_id, "--timeout", "0.5"])
+    assert w.returncode == 124
+    assert "still running" in w.stderr
+    s = cli(["stop", job_id])
+    assert s.returncode == 0 and "aborted" in s.stdout
+
+
+def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> None:
+    pidfiles = [tmp_path / f"child{i}.pid" for i in range(2)]
+    scripts = []
+    for i, pf in enumerate(pidfiles):
+        scripts.append(fake.env([{"pidfile": str(pf)}, {"grandchild": 60, "pidfile": str(pf) + ".gc"},
+                                 *pi.start(), *pi.tool_use(), {"sleep": 60}])[SCRIPT_ENV])
+    # Each parallel run plays its own script: the launcher picks one by task text.
+    chooser = fake.dir / "choose-pi"
+    chooser.write_text(
+        f"#!{os.sys.executable}\nimport os, sys\n"
+        f"scripts = {scripts!r}\n"
+        "os.environ['SUBAGENTS_FAKE_SCRIPT'] = scripts[int(sys.argv[-1][-1])]\n"
+        "from subagents.testing.fakeagent import main\nmain()\n"
+    )
+    chooser.chmod(0o755)
+    job_id = _job_id(cli(["run", "--bg", "--json", "--parallel", "t0", "t1"], {"SUBAGENTS_PI_BIN": str(chooser)}))
+    deadline = time.monotonic() + 30
+    while not all(Path(str(pf) + ".gc").exists() for pf in pidfiles) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pids = [int(pf.read_text()) for pf in pidfiles] + [int(Path(str(pf) + ".gc").read_text()) for pf in pidfiles]
+    state = json.loads((Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json").read_text())
+    driver = state["driver"]["pid"]
+    s = cli(["stop", job_id])
+    assert s.returncode == 0, s.stderr
+    assert f"{job_id}: aborted" in s.stdout
+    deadline = time.monotonic() + 10
+    while any(pid_alive(p) for p in [*pids, driver]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in [*pids, driver] if pid_alive(p)]
+    result = json.loads(cli(["show", "--json", job_id]).stdout)
+    assert result["status"] == "aborted"
+    assert [r["status"] for r in result["runs"]] == ["aborted", "aborted"]
+
+
+def test_unknown_and_ambiguous_ids(fake: Fake) -> None:
+    for cmd in (["show", "zzzz"], ["wait", "zzzz"], ["stop", "zzzz"], ["logs", "zzzz"]):
+        p = cli(cmd)
+        assert p.returncode == 2 and "no job with id 'zzzz'" in p.stderr, (cmd, p.stderr)
+    a = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
+    b = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
+    common = os.path.commonprefix([a, b])
+    p = cli(["show", common])
+    assert p.returncode == 2 and "ambiguous job id" in p.stderr
+    assert cli(["show", "../etc"]).returncode == 2
+    cli(["wait", a])
+    cli(["wait", b])
+
+
+def test_bad_plans_are_rejected_before_anything_starts(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
+    cases = {
+        "unknown-agent.yaml": ("mode: parallel\ntasks:\n  - task: x\n    agent: nobody\n", "tasks.0.agent: unknown agent 'nobody'"),
+        "bad-mode.yaml": ("mode: sideways\ntasks:\n  - task: x\n", "mode: unknown mode 'sideways'"),
+        "empty.yaml": ("mode: parallel\ntasks: []\n", "the job has no tasks"),
+        "no-cwd.yaml": (f"mode: chain\nsteps:\n  - task: x\n    cwd: {tmp_path}/missing\n", "steps.0.cwd: directory does not exist"),
+        "broken.yaml": ("mode: parallel\ntasks: [\n", "invalid YAML at line"),
+        "extra.yaml": ("mode: parallel\ntasks:\n  - task: x\n    colour: red\n", "tasks.0.colour: unknown field"),
+        "empty-task.yaml": ("mode: single\ntasks:\n  - task: '  '\n", "tasks.0.task: the task is empty"),
+    }
+    for name, (text, needle) in cases.items():
+        plan = tmp_path / name
+        plan.write_text(text)
+        p = cli(["run", "-f", str(plan)], bin_env(fake))
+        assert p.returncode == 2, (name, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], (name, p.stderr)
+    too_many = tmp_path / "many.json"
+    too_many.write_text(json.dumps({"mode": "parallel", "tasks": [{"task": str(i)} for i in range(9)]}))
+    p = cli(["run", "-f", str(too_many)], bin_env(fake))
+    assert p.returncode == 2 and "exceed the limit of 8" in p.stderr
+    assert not (isolated_state / "jobs").exists() and not (isolated_state / "runs").exists()
+
+
+def test_agents_list_show_and_run(fake: Fake, tmp_path: Path) -> None:
+    p = cli(["agents"])
+    assert p.returncode == 0
+    names = [line.split()[0] for line in p.stdout.splitlines()]
+    assert {"general", "scout", "planner", "worker", "reviewer"} <= set(names)
+    shown = cli(["agents", "show", "scout"])
+    assert shown.returncode == 0 and "name: scout" in shown.stdout and "source: builtin" in shown.stdout
+    assert cli(["agents", "show", "nobody"]).returncode == 2
+    # A run with an agent: its system prompt and tools reach pi's command line.
+    r = cli(["run", "--json", "--agent", "scout", "look"], {**bin_env(fake), **fake.env(pi.answer("seen"))})
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["agent"] == "scout" and result["agentSource"] == "builtin"
+    meta = json.loads((Path(result["paths"]["events"]).parent / "meta.json").read_text())
+    argv = meta["argv"]
+    assert "--append-system-prompt" in argv and "--tools" in argv
+    prompt_file = Path(argv[argv.index("--append-system-prompt") + 1])
+    assert "scout" in prompt_file.read_text().lower()
+
+
+def test_project_agents_need_opt_in(fake: Fake, tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".subagents" / "agents").mkdir(parents=True)
+    (project / ".subagents" / "agents" / "local.md").write_text("---\nname: local\ndescription: from the repo\n---\nBe local.\n")
+    env = {**bin_env(fake), **fake.env(pi.answer("ok"))}
+    refused = cli(["run", "--agent", "local", "--cwd", str(project), "x"], env, cwd=project)
+    assert refused.returncode == 2 and "--agent-scope both" in refused.stderr
+    allowed = cli(["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project)
+    assert allowed.returncode == 0, allowed.stderr
+    assert json.loads(allowed.stdout)["agentSource"].startswith("project:")
