@@ -53,7 +53,7 @@ def test_parallel_six_tasks_at_concurrency_two(fake: Fake, tmp_path: Path) -> No
     # Never more than 2 children alive at once.
     spans: dict[str, list[float]] = {}
     for line in log.read_text().splitlines():
-        what, pid, ts = line.split()
+        _what, pid, ts = line.split()
         spans.setdefault(pid, []).append(float(ts))
     assert len(spans) == 6
     points = sorted([(s[0], 1) for s in spans.values()] + [(s[1], -1) for s in spans.values()])
@@ -132,7 +132,7 @@ def test_wait_timeout_leaves_the_job_running(fake: Fake) -> None:
 def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> None:
     pidfiles = [tmp_path / f"child{i}.pid" for i in range(2)]
     scripts = []
-    for i, pf in enumerate(pidfiles):
+    for pf in pidfiles:
         scripts.append(fake.env([{"pidfile": str(pf)}, {"grandchild": 60, "pidfile": str(pf) + ".gc"},
                                  *pi.start(), *pi.tool_use(), {"sleep": 60}])[SCRIPT_ENV])
     # Each parallel run plays its own script: the launcher picks one by task text.
@@ -169,7 +169,7 @@ def test_unknown_and_ambiguous_ids(fake: Fake) -> None:
         assert p.returncode == 2 and "no job with id 'zzzz'" in p.stderr, (cmd, p.stderr)
     a = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
     b = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
-    common = os.path.commonprefix([a, b])
+    common = next(a[:i] for i in range(len(a), 0, -1) if b.startswith(a[:i]))
     p = cli(["show", common])
     assert p.returncode == 2 and "ambiguous job id" in p.stderr
     assert cli(["show", "../etc"]).returncode == 2
@@ -231,3 +231,15 @@ def test_project_agents_need_opt_in(fake: Fake, tmp_path: Path) -> None:
     allowed = cli(["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project)
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["agentSource"].startswith("project:")
+
+
+def test_config_default_agent_and_env_override(fake: Fake, tmp_path: Path) -> None:
+    config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.toml").write_text('default_agent = "reviewer"\nconcurrency = 3\n')
+    r = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("ok"))})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["agent"] == "reviewer"
+    (config_dir / "config.toml").write_text("concurrency = 'many'\n")
+    bad = cli(["run", "x"], bin_env(fake))
+    assert bad.returncode == 2 and "concurrency" in bad.stderr and "config.toml" in bad.stderr

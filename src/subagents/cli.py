@@ -77,7 +77,7 @@ def run(
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     """
-    from subagents.jobspec import JobSpec, PlanError, Step, load_plan, parse_job
+    from subagents.jobspec import JobSpec, PlanError, load_plan, parse_job
 
     if plan_file is not None:
         if tasks:

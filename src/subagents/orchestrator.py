@@ -72,6 +72,7 @@ class PlanOptions:
     max_parallel_tasks: int = 8
     max_spawns_per_job: int = 32
     agent_scope: str = "user"
+    default_agent: str | None = None
     runner: str | None = None
     session: str | None = None
 
@@ -87,6 +88,7 @@ def options_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None
         max_parallel_tasks=s.max_parallel_tasks,
         max_spawns_per_job=s.max_spawns_per_job,
         agent_scope=s.agent_scope,
+        default_agent=s.default_agent,
     )
 
 
@@ -113,9 +115,10 @@ def plan(
     for i, step in enumerate(spec.steps):
         where = f"{key}.{i}"
         agent = None
-        if step.agent:
+        agent_name = step.agent or options.default_agent
+        if agent_name:
             try:
-                agent = get_agent(step.agent, base, options.agent_scope, env)
+                agent = get_agent(agent_name, base, options.agent_scope, env)
             except AgentError as exc:
                 raise PlanError(f"{where}.agent: {exc}") from None
         step_cwd = Path(step.cwd).expanduser() if step.cwd else base
