@@ -280,3 +280,22 @@ def test_stdin_is_dev_null(fake: Fake, tmp_path: Path) -> None:
     fake.launcher = launcher
     fake.run([])
     assert out.read_text() == "/dev/null"
+
+
+def test_sigkill_after_thirty_tool_calls_diagnostics(fake: Fake) -> None:
+    steps = [*pi.start()]
+    for i in range(30):
+        steps += [*pi.tool_use(f"c{i}", f"cat file{i}.txt"), *pi.tool_end(f"c{i}", f"contents {i}")]
+    steps += [{"stderr": "about to die\n"}, {"kill": "SIGKILL"}]
+    result = fake.run(steps)
+    assert result["status"] == "failed" and result["signal"] == "SIGKILL"
+    assert result["toolCalls"] == 30
+    diag = result["diagnostics"]
+    sections = [line for line in diag.splitlines() if line.startswith("## ")]
+    assert sections[:3] == ["## Error", "## Status", "## stderr (tail)"]
+    assert "## Activity" in sections and "## Post-mortem" in sections
+    assert "signal=SIGKILL" in diag
+    assert "10 earlier tool calls not shown" in diag
+    assert result["paths"]["events"] in diag
+    assert "cat file29.txt" in diag and "cat file10.txt" in diag and "cat file9.txt" not in diag
+    assert f"jq . < {result['paths']['raw']}" in diag.replace("'", "")

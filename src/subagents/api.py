@@ -63,7 +63,13 @@ def prepare_job(
         options.runner = runner
     if agent_scope:
         options.agent_scope = agent_scope
-    options.session = session or env.get("SUBAGENTS_SESSION") or None
+    from subagents import sessionlog
+
+    try:
+        options.session = session or sessionlog.default_session_id(env)
+        sessionlog.session_path(paths.state_home(env), options.session)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
     try:
         job_plan = plan(job_spec, options, cwd=base, env=env, extra_env=extra_env)
     except PlanError as exc:

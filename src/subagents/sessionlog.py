@@ -1,0 +1,695 @@
+"""The session log: one small lifecycle entry per job event, appended to
+``$SUBAGENTS_HOME/sessions/<session-id>.jsonl``.
+
+Entries are lifecycle records only (start / complete / error / aborted), never progress
+ticks; detail lives in the run directories. Every append is one ``write`` of one whole line
+to a file opened with ``O_APPEND``, under an exclusive ``flock`` held just for that write, so
+any number of writers in any number of processes never interleave. Readers skip a torn
+(unterminated or unparseable) line.
+
+Standard library only, and cheap to import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+try:  # not on Windows; there appends stay single writes, without the lock
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+# typing itself is not imported at run time (import cost).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import threading
+    from typing import Any
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+ENV_SESSION = "SUBAGENTS_SESSION"
+DEFAULT_SESSION = "default"
+
+EVENT_TYPES = ("subagent:start", "subagent:complete", "subagent:error", "subagent:aborted")
+# Short spellings accepted wherever a user names an event (hooks' ``on``, history filters).
+SHORT_EVENT_TYPES = {
+    "start": "subagent:start",
+    "complete": "subagent:complete",
+    "error": "subagent:error",
+    "aborted": "subagent:aborted",
+}
+MODES = ("single", "parallel", "chain")
+ENTRY_STATUSES = ("completed", "failed", "aborted")
+USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
+SUMMARY_MAX = 200
+
+ENTRY_KEYS = (
+    "type",
+    "timestamp",
+    "eventType",
+    "jobId",
+    "requestedBy",
+    "startedAt",
+    "completedAt",
+    "durationMs",
+    "model",
+    "usage",
+    "agentName",
+    "pid",
+    "mode",
+    "status",
+    "summary",
+)
+
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
+_DURATION_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_POLL = 0.05  # fallback wait between looks at the file, where there is no inotify
+_STOP_EVERY = 0.5  # follow() checks its stop condition at least this often
+
+
+# ---- where --------------------------------------------------------------------------
+
+
+def _check_session_id(session_id: str, what: str = "session id") -> str:
+    if not isinstance(session_id, str) or not _SESSION_ID_RE.fullmatch(session_id):
+        raise ValueError(
+            f"invalid {what} {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ -"
+        )
+    if session_id.startswith("."):
+        raise ValueError(f"invalid {what} {session_id!r}: must not start with '.'")
+    return session_id
+
+
+def session_path(home: Path, session_id: str) -> Path:
+    """``home/sessions/<session_id>.jsonl``; ValueError for an id that is not path-safe
+    (1-128 characters from ``A-Za-z0-9._-``, not starting with ``.``)."""
+    return Path(home) / "sessions" / f"{_check_session_id(session_id)}.jsonl"
+
+
+def default_session_id(env: Mapping[str, str] | None = None) -> str:
+    """The session new entries go to: ``$SUBAGENTS_SESSION`` when set (and not empty),
+    else ``"default"`` — one log for everything a user runs unless a parent names its own
+    session. ValueError when ``$SUBAGENTS_SESSION`` is not a valid session id."""
+    environ = os.environ if env is None else env
+    value = environ.get(ENV_SESSION, "").strip()
+    if not value:
+        return DEFAULT_SESSION
+    return _check_session_id(value, f"${ENV_SESSION}")
+
+
+# ---- entries ------------------------------------------------------------------------
+
+
+def iso_now() -> str:
+    return _iso(time.time())
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _when(value: float | str | None) -> str | None:
+    """An epoch time becomes ISO-8601 UTC; an ISO string (result.json's) is kept."""
+    if value is None or isinstance(value, str):
+        return value
+    return _iso(float(value))
+
+
+def _epoch(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            dt = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return dt.timestamp()
+    return None
+
+
+def normalize_event_type(name: str) -> str | None:
+    """``subagent:complete`` or its short form ``complete`` -> ``subagent:complete``;
+    None for anything else."""
+    if name in EVENT_TYPES:
+        return name
+    return SHORT_EVENT_TYPES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def event_type_for(status: str) -> str:
+    """The eventType that ends a job with *status*: completed -> ``subagent:complete``,
+    aborted -> ``subagent:aborted``, failed or timeout -> ``subagent:error``."""
+    if status == "completed":
+        return "subagent:complete"
+    if status == "aborted":
+        return "subagent:aborted"
+    if status in ("failed", "timeout"):
+        return "subagent:error"
+    raise ValueError(f"unknown status {status!r}: expected completed, failed, aborted or timeout")
+
+
+def _login() -> str | None:
+    try:
+        import getpass
+
+        name = getpass.getuser()
+    except Exception:  # no USER/LOGNAME and no passwd entry, etc.
+        return None
+    return name or None
+
+
+def _clip(text: str, limit: int = SUMMARY_MAX) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    out: dict[str, Any] = {}
+    for key in USAGE_KEYS:
+        value = usage.get(key)
+        out[key] = value if key == "cost" else (value or 0)
+    return out
+
+
+def entry(
+    event_type: str,
+    *,
+    job_id: str | None,
+    mode: str,
+    agent_name: str | None,
+    model: str | None,
+    pid: int | None,
+    status: str | None = None,
+    started_at: float | str | None = None,
+    completed_at: float | str | None = None,
+    duration_ms: int | None = None,
+    usage: Mapping[str, Any] | None = None,
+    summary: str = "",
+    requested_by: str | None = None,
+) -> dict[str, Any]:
+    """One session-log entry, exactly DESIGN's shape (see ``ENTRY_KEYS``).
+
+    - ``event_type``: one of ``EVENT_TYPES`` (ValueError otherwise).
+    - ``status``: completed | failed | aborted, or None (a start); ``timeout`` is recorded as
+      ``failed`` (the summary says it timed out). ValueError for anything else.
+    - ``mode``: single | parallel | chain (ValueError otherwise).
+    - ``agent_name``: for parallel and chain jobs, the agents joined with ``", "``.
+    - times: epoch seconds (written as ISO-8601 UTC) or ISO strings as in result.json;
+      ``durationMs`` is derived from them when not given and both are known.
+    - ``usage``: result.json's usage shape (``input, output, cacheRead, cacheWrite,
+      totalTokens, cost``); missing counts become 0, a missing cost null.
+    - ``requestedBy``: *requested_by*, else the user's login when known, else ``"assistant"``.
+    - ``summary``: whitespace collapsed, at most 200 characters (cut with ``…``).
+    """
+    if event_type not in EVENT_TYPES:
+        raise ValueError(
+            f"invalid eventType {event_type!r}: expected one of {', '.join(EVENT_TYPES)}"
+        )
+    if mode not in MODES:
+        raise ValueError(f"invalid mode {mode!r}: expected single, parallel or chain")
+    if status == "timeout":
+        status = "failed"
+    if status is not None and status not in ENTRY_STATUSES:
+        raise ValueError(f"invalid status {status!r}: expected completed, failed or aborted")
+    if duration_ms is None:
+        start, end = _epoch(started_at), _epoch(completed_at)
+        if start is not None and end is not None:
+            duration_ms = max(0, round((end - start) * 1000))
+    return {
+        "type": "agent_event",
+        "timestamp": iso_now(),
+        "eventType": event_type,
+        "jobId": job_id,
+        "requestedBy": requested_by or _login() or "assistant",
+        "startedAt": _when(started_at),
+        "completedAt": _when(completed_at),
+        "durationMs": duration_ms,
+        "model": model,
+        "usage": _usage(usage),
+        "agentName": agent_name,
+        "pid": pid,
+        "mode": mode,
+        "status": status,
+        "summary": _clip(summary),
+    }
+
+
+def _runs(job_result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    runs = job_result.get("runs") or []
+    return [r for r in runs if isinstance(r, Mapping)]
+
+
+def _agent(run: Mapping[str, Any]) -> str:
+    return str(run.get("agent") or run.get("backend") or "agent")
+
+
+def agent_names(job_result: Mapping[str, Any]) -> str | None:
+    """The job's agents in run order, repeats dropped, joined with ``", "``."""
+    names = list(dict.fromkeys(_agent(r) for r in _runs(job_result)))
+    return ", ".join(names) if names else None
+
+
+def _first_line(text: Any) -> str:
+    for line in str(text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _why(run: Mapping[str, Any]) -> str:
+    message = _first_line(run.get("errorMessage"))
+    if message:
+        return message
+    status = run.get("status")
+    return "timed out" if status == "timeout" else str(status or "unknown")
+
+
+def _word(run: Mapping[str, Any]) -> str:
+    status = str(run.get("status") or "unknown")
+    return "failed" if status == "timeout" else status
+
+
+def _quote(text: Any) -> str:
+    line = _first_line(text)
+    return f'"{line}"' if line else "(no answer)"
+
+
+def summarize(job_result: Mapping[str, Any]) -> str:
+    """At most 200 characters saying what happened, from a job result
+    (``{jobId, mode, status, runs: [result.json…], finalText, usage, durationMs}``), e.g.
+    ``completed: scout — "first line of the answer"``, ``failed: worker — pi exited with
+    code 3``, ``parallel 3/4 completed; failed: reviewer — timed out after 60s``."""
+    mode = str(job_result.get("mode") or "single")
+    status = str(job_result.get("status") or "unknown")
+    runs = _runs(job_result)
+    if not runs:
+        why = _first_line(job_result.get("errorMessage"))
+        return _clip(f"{status}: {mode} job" + (f" — {why}" if why else ""))
+    bad = [r for r in runs if r.get("status") != "completed"]
+    if mode == "single" or (len(runs) == 1 and mode != "parallel"):
+        run = runs[0]
+        run_status = str(run.get("status") or status)
+        word = "failed" if run_status == "timeout" else run_status
+        if run_status == "completed":
+            detail = _quote(run.get("finalText") or job_result.get("finalText"))
+        else:
+            detail = _why(run)
+        return _clip(f"{word}: {_agent(run)} — {detail}")
+    done = len(runs) - len(bad)
+    if mode == "chain":
+        if not bad:
+            last = runs[-1]
+            return _clip(
+                f"chain {done}/{len(runs)} completed: {_agent(last)} — "
+                f"{_quote(last.get('finalText') or job_result.get('finalText'))}"
+            )
+        first_bad = bad[0]
+        step = runs.index(first_bad) + 1
+        word = _word(first_bad)
+        return _clip(
+            f"chain {done}/{len(runs)} completed; {word} at step {step}: "
+            f"{_agent(first_bad)} — {_why(first_bad)}"
+        )
+    # parallel
+    head = f"parallel {done}/{len(runs)} completed"
+    if not bad:
+        return _clip(f"{head}: {agent_names(job_result)}")
+    parts = []
+    for run in bad:
+        word = _word(run)
+        parts.append(f"{word}: {_agent(run)} — {_why(run)}")
+    return _clip(f"{head}; " + "; ".join(parts))
+
+
+def entry_for_job(
+    job_result: Mapping[str, Any],
+    *,
+    pid: int | None = None,
+    requested_by: str | None = None,
+) -> dict[str, Any]:
+    """The closing entry for a finished job result (eventType from its status)."""
+    status = str(job_result.get("status") or "failed")
+    runs = _runs(job_result)
+    models = list(
+        dict.fromkeys(
+            str(r.get("model") or r.get("requestedModel"))
+            for r in runs
+            if r.get("model") or r.get("requestedModel")
+        )
+    )
+    usage = job_result.get("usage")
+    return entry(
+        event_type_for(status),
+        job_id=job_result.get("jobId"),
+        mode=str(job_result.get("mode") or "single"),
+        agent_name=agent_names(job_result),
+        model=", ".join(models) if models else None,
+        pid=pid,
+        status=status,
+        started_at=job_result.get("startedAt"),
+        completed_at=job_result.get("completedAt"),
+        duration_ms=job_result.get("durationMs"),
+        usage=usage if isinstance(usage, Mapping) else None,
+        summary=summarize(job_result),
+        requested_by=requested_by,
+    )
+
+
+# ---- writing ------------------------------------------------------------------------
+
+
+def _make_dirs(directory: Path) -> None:
+    if directory.is_dir():
+        return
+    missing = []
+    d = directory
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(d, DIR_MODE)  # mkdir's mode is filtered by the umask
+
+
+def append(path: Path, obj: Mapping[str, Any]) -> None:
+    """Append *obj* as one compact JSON line: ONE ``os.write`` of the whole line, to a file
+    opened ``O_APPEND|O_CREAT`` (mode 0600; missing parent dirs are made 0700), under an
+    exclusive ``flock`` held just for the write, then ``fsync``.
+
+    Should an earlier writer have died mid-line (a torn tail), the line starts with a newline
+    so that the new entry stays whole and readable. Raises OSError / TypeError / ValueError.
+    """
+    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    path = Path(path)
+    _make_dirs(path.parent)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            written = os.write(fd, data)
+            while written < len(data):  # only on a short write (e.g. disk nearly full)
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# ---- reading ------------------------------------------------------------------------
+
+
+class ReadResult:
+    """What :func:`read_with_problems` found (a plain class: dataclasses import slowly)."""
+
+    __slots__ = ("bad_lines", "entries", "torn_tail")
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.bad_lines = 0  # complete lines that are not a JSON object (skipped)
+        self.torn_tail = False  # the last line was unterminated or unparseable (skipped)
+
+    def __repr__(self) -> str:
+        return (
+            f"ReadResult(entries=<{len(self.entries)}>, bad_lines={self.bad_lines}, "
+            f"torn_tail={self.torn_tail})"
+        )
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:  # includes UnicodeDecodeError
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def read_with_problems(path: Path) -> ReadResult:
+    """All complete entries of *path* and a count of what was skipped. A missing file
+    reads as empty."""
+    out = ReadResult()
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return out
+    lines = data.split(b"\n")
+    tail = lines.pop()  # after the last newline: empty, or an unterminated line
+    if tail.strip():
+        out.torn_tail = True
+    complete = [line for line in lines if line.strip()]
+    for i, line in enumerate(complete):
+        obj = _parse_line(line)
+        if obj is not None:
+            out.entries.append(obj)
+        elif i == len(complete) - 1 and not tail.strip():
+            out.torn_tail = True
+        else:
+            out.bad_lines += 1
+    return out
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """All complete entries of *path*; torn or bad lines are skipped silently."""
+    return read_with_problems(path).entries
+
+
+# ---- following ----------------------------------------------------------------------
+
+
+class _Waker:
+    """Sleeps until the directory holding the log changes, or a timeout.
+
+    Uses inotify on the directory (which also sees the file being created); where there is
+    none, or the directory does not exist yet, a short sleep."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._ino: Any = None
+        self._watching = False
+
+    def _watch(self) -> None:
+        if self._watching:
+            return
+        try:
+            if self._ino is None:
+                from inotify_simple import INotify
+
+                self._ino = INotify()
+            from inotify_simple import flags
+
+            self._ino.add_watch(
+                str(self._dir),
+                flags.CREATE
+                | flags.MODIFY
+                | flags.MOVED_TO
+                | flags.CLOSE_WRITE
+                | flags.DELETE_SELF
+                | flags.MOVE_SELF,
+            )
+            self._watching = True
+        except (ImportError, OSError):
+            self._watching = False
+
+    def arm(self) -> None:
+        """Watch before looking, so no write between a look and a wait is missed."""
+        self._watch()
+
+    def wait(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if not self._watching:
+            time.sleep(min(seconds, _POLL))
+            return
+        from inotify_simple import flags
+
+        events = self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
+        for event in events:
+            if event.mask & (flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF):
+                self._watching = False  # directory went away; look again next time
+
+    def close(self) -> None:
+        if self._ino is not None:
+            self._ino.close()
+            self._ino = None
+            self._watching = False
+
+
+def _stopper(stop: Callable[[], bool] | threading.Event | None) -> Callable[[], bool]:
+    if stop is None:
+        return lambda: False
+    is_set = getattr(stop, "is_set", None)
+    if callable(is_set):
+        return lambda: bool(is_set())
+    if callable(stop):
+        return lambda: bool(stop())
+    raise TypeError("stop must be a callable, a threading.Event or None")
+
+
+def follow(
+    path: Path,
+    *,
+    stop: Callable[[], bool] | threading.Event | None = None,
+    from_start: bool = False,
+) -> Iterator[dict[str, Any]]:
+    """Yield each complete entry appended to *path*, as soon as it lands.
+
+    ``from_start``: first yield the entries already there; else only new ones. The file
+    need not exist yet (entries are yielded from its beginning once it appears). Never yields
+    a partial line; skips torn and bad lines. Waits with inotify where available (a ~50 ms
+    sleep elsewhere) and checks *stop* at least every 0.5 s; returns once it is true.
+    A file that shrinks or is replaced is read again from its start.
+    """
+    path = Path(path)
+    should_stop = _stopper(stop)
+    waker = _Waker(path.parent)
+    offset = 0
+    ident: tuple[int, int] | None = None
+    partial = b""
+    try:
+        waker.arm()
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            pass
+        else:
+            ident = (st.st_dev, st.st_ino)
+            if not from_start:
+                # Start at the end. A torn tail there is harmless: the next append starts
+                # with a newline (see append), which ends it as an empty line.
+                offset = st.st_size
+        while True:
+            waker.arm()
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                fd = -1
+            if fd >= 0:
+                try:
+                    st = os.fstat(fd)
+                    now_ident = (st.st_dev, st.st_ino)
+                    if ident is None:
+                        ident = now_ident  # appeared since we started: read it all
+                    elif ident != now_ident or st.st_size < offset:
+                        ident, offset, partial = now_ident, 0, b""  # replaced or truncated
+                    chunks = []
+                    while True:
+                        chunk = os.pread(fd, 1 << 20, offset)
+                        if not chunk:
+                            break
+                        chunks.append(chunk)
+                        offset += len(chunk)
+                finally:
+                    os.close(fd)
+                if chunks:
+                    data = partial + b"".join(chunks)
+                    lines = data.split(b"\n")
+                    partial = lines.pop()
+                    for line in lines:
+                        obj = _parse_line(line) if line.strip() else None
+                        if obj is not None:
+                            yield obj
+            if should_stop():
+                return
+            waker.wait(_STOP_EVERY)
+            if should_stop():
+                return
+    finally:
+        waker.close()
+
+
+# ---- history filters ----------------------------------------------------------------
+
+
+def parse_since(text: str, *, now: float | None = None) -> float:
+    """``"45s"``, ``"30m"``, ``"2h"``, ``"1d"``, ``"2w"`` (that long ago) or an ISO date or
+    date/time (``2026-01-05``, ``2026-01-05T14:30``, ``…Z`` / ``+02:00``; without a zone it
+    is local time) -> epoch seconds. ValueError with a clear message otherwise."""
+    raw = str(text).strip()
+    match = _DURATION_RE.fullmatch(raw)
+    if match:
+        amount = float(match.group(1)) * _UNIT_SECONDS[match.group(2).lower()]
+        return (time.time() if now is None else now) - amount
+    try:
+        dt = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(
+            f"invalid time {text!r}: use a duration ago like 45s, 30m, 2h, 1d, 2w "
+            "or an ISO date/time like 2026-01-05 or 2026-01-05T14:30"
+        ) from None
+    return dt.timestamp()
+
+
+def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
+    if value is None:
+        return None
+    return {value} if isinstance(value, str) else set(value)
+
+
+def select(
+    entries: Iterable[Mapping[str, Any]],
+    *,
+    status: str | Iterable[str] | None = None,
+    agent: str | Iterable[str] | None = None,
+    since: float | None = None,
+    event_types: str | Iterable[str] | None = None,
+    job_id: str | None = None,
+) -> list[dict[str, Any]]:
+    """The entries that pass every given filter, in order.
+
+    ``status``: entry status(es) (``timeout`` matches ``failed``, as it is recorded);
+    ``agent``: matches ``agentName`` or one of its ``", "``-joined names; ``since``: epoch
+    seconds (see :func:`parse_since`), entries at or after it; ``event_types``: full or short
+    forms (``complete``); ``job_id``: the job id or a prefix of it.
+    """
+    statuses = _as_set(status)
+    if statuses is not None and "timeout" in statuses:
+        statuses.add("failed")
+    agents = _as_set(agent)
+    types: set[str] | None = None
+    wanted = _as_set(event_types)
+    if wanted is not None:
+        types = set()
+        for name in wanted:
+            full = normalize_event_type(name)
+            if full is None:
+                raise ValueError(
+                    f"unknown event type {name!r}: expected one of "
+                    f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
+                )
+            types.add(full)
+    out: list[dict[str, Any]] = []
+    for item in entries:
+        if statuses is not None and item.get("status") not in statuses:
+            continue
+        if types is not None and item.get("eventType") not in types:
+            continue
+        if agents is not None:
+            name = str(item.get("agentName") or "")
+            names = {name, *(part.strip() for part in name.split(","))}
+            if not agents & names:
+                continue
+        if job_id is not None and not str(item.get("jobId") or "").startswith(job_id):
+            continue
+        if since is not None:
+            when = _epoch(item.get("timestamp"))
+            if when is None or when < since:
+                continue
+        out.append(dict(item))
+    return out
