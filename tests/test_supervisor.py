@@ -18,6 +18,7 @@ import pytest
 from conftest import Fake, pid_alive
 
 from subagents.artifacts import read_events
+from subagents.runs import RunHandle
 
 
 def _ts(iso: str) -> float:
@@ -26,6 +27,17 @@ def _ts(iso: str) -> float:
 
 def _events(result: dict) -> list[dict]:
     return read_events(Path(result["paths"]["events"]))
+
+
+def child_pid(handle: RunHandle) -> int:
+    """The child's pid, from its run_started event."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for e in handle.monitor.new_events():
+            if e["type"] == "run_started":
+                return int(e["pid"])
+        time.sleep(0.05)
+    raise AssertionError("the run never started")
 
 
 def test_normal_end(fake: Fake) -> None:
@@ -200,12 +212,7 @@ def test_answer_before_timeout_wins(fake: Fake) -> None:
 
 def test_sigterm_to_supervisor_aborts_and_kills_the_child(fake: Fake) -> None:
     handle = fake.start([*pi.start(), *pi.tool_use(), {"sleep": 60}])
-    child = None
-    deadline = time.monotonic() + 20
-    while child is None and time.monotonic() < deadline:
-        child = next((e["pid"] for e in handle.monitor.new_events() if e["type"] == "run_started"), None)
-        time.sleep(0.05)
-    assert child is not None
+    child = child_pid(handle)
     os.kill(handle.launched.pid, signal.SIGTERM)
     result = handle.wait(timeout=30)
     assert result is not None
@@ -223,12 +230,7 @@ def test_stop_handle_aborts(fake: Fake) -> None:
 
 def test_supervisor_killed_by_sigkill_gives_a_failed_result(fake: Fake) -> None:
     handle = fake.start([*pi.start(), *pi.tool_use(), {"sleep": 60}])
-    child = None
-    deadline = time.monotonic() + 20
-    while child is None and time.monotonic() < deadline:
-        child = next((e["pid"] for e in handle.monitor.new_events() if e["type"] == "run_started"), None)
-        time.sleep(0.05)
-    assert child is not None
+    child = child_pid(handle)
     os.kill(handle.launched.pid, signal.SIGKILL)
     t0 = time.monotonic()
     result = handle.wait(timeout=30)
