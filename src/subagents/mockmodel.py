@@ -105,28 +105,34 @@ class Script:
     Default policy, per model request:
 
     * the conversation holds no tool result yet, ``use_tool`` is true and the request
-      offers the tool (a request that lists its ``tools`` and not this one, or lists
-      none, gets text) -> one tool call (OpenAI ``finish_reason: "tool_calls"``,
-      Anthropic ``stop_reason: "tool_use"``, a Responses ``function_call`` item, a
-      Gemini ``functionCall`` part);
+      does not rule the tool out (a request whose ``tools`` list lacks it, or is
+      empty, gets text: e.g. a title request; one with no ``tools`` key gets the
+      call) -> one tool call (OpenAI ``finish_reason: "tool_calls"``, Anthropic
+      ``stop_reason: "tool_use"``, a Responses ``function_call`` item, a Gemini
+      ``functionCall`` part);
     * otherwise -> a final text answer.
 
     The tool call is ``tool_name(tool_args)``.  ``tool_name`` ``None`` means the shell
     tool of the API asked (:data:`SHELL_TOOLS`; for Responses the first of
     ``exec_command``/``shell_command``/``shell`` the request offers), and
     ``tool_args`` ``None`` means the arguments that tool takes to run ``command``
-    (``{"command": command}``, ``{"cmd": command}`` for ``exec_command``, an argv
-    for ``shell``, plus a ``description`` for claude's and gemini's).
+    (``{"command": command}``; ``{"cmd": command, "login": false}`` for
+    ``exec_command``; an argv for ``shell``; plus a ``description`` for claude's and
+    gemini's).
 
     ``final_text`` is the text of the answer; ``{tool_output}`` in it is replaced by
-    the first lines of the last tool result joined with ", " (for results that wrap
-    the output, like codex's and gemini's, the part after ``Output:``).  ``None``
+    the first lines of the last tool result joined with ", " (of a result that wraps
+    the output, like codex's ``exec_command``, the part after ``Output:``; claude's
+    ``<system-reminder>`` notes left out).  ``None``
     means "I ran <tool> and it printed: <those lines>" after a tool result, and
     "Hello from the mock model." when there is none.
 
     ``error_status`` (e.g. 500) makes the first ``error_times`` model requests
     (counted over the server's lifetime; ``-1`` = every request) fail with that HTTP
-    status and the API's error body carrying ``error_message``.
+    status and the API's error body carrying ``error_message``; with
+    ``retry_after_ms`` set, those answers also carry ``retry-after-ms`` (and
+    ``retry-after`` in whole seconds), which clients that retry on their own (opencode,
+    the OpenAI and Anthropic SDKs) honour: 0 makes their retries immediate.
 
     ``delay_s`` is slept before answering (errors too); ``chunk_delay_s`` between SSE
     events; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
@@ -141,6 +147,7 @@ class Script:
     error_status: int | None = None
     error_times: int = 0
     error_message: str = "mock server error"
+    retry_after_ms: int | None = None
     delay_s: float = 0.0
     chunk_delay_s: float = 0.0
     text_chunks: int = 1
@@ -244,10 +251,13 @@ def _offered_tools(api: str, body: dict[str, Any]) -> set[str] | None:
 
 
 _OUTPUT_END = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
+_REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
 
 def _unwrap_output(output: str) -> str:
-    """The command output inside a wrapped tool result (``...\\nOutput: ...``)."""
+    """The command output inside a wrapped tool result (``...\\nOutput: ...``), without
+    the ``<system-reminder>`` notes claude appends."""
+    output = _REMINDER.sub("", output)
     lines = output.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("Output:"):
@@ -270,7 +280,7 @@ def _summarize(output: str, max_lines: int = 5) -> str:
 
 def _shell_args(name: str, command: str) -> dict[str, Any]:
     if name == "exec_command":
-        return {"cmd": command}
+        return {"cmd": command, "login": False}  # no login shell: no profile noise
     if name in ("shell", "local_shell"):
         return {"command": ["bash", "-lc", command]}
     if name in ("Bash", "run_shell_command"):
@@ -665,11 +675,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _send_json(self, status: int, obj: Any) -> None:
+    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -775,7 +787,11 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(script.delay_s)
         if owner._take_error(script):
             status = script.error_status or 500
-            self._send_json(status, _error_body(api, status, script.error_message))
+            headers = {}
+            if script.retry_after_ms is not None:
+                ms = max(0, script.retry_after_ms)
+                headers = {"retry-after-ms": str(ms), "retry-after": str(-(-ms // 1000))}
+            self._send_json(status, _error_body(api, status, script.error_message), headers)
             return
         answer = _decide(script, body, api)
         if api == GEMINI and gemini is not None:
@@ -1128,7 +1144,9 @@ def write_gemini_config(
 
     The env: ``HOME``, ``GOOGLE_GEMINI_BASE_URL`` = ``base_url``, ``GEMINI_API_KEY=x``,
     ``GEMINI_CLI_TRUST_WORKSPACE=true`` (what ``--skip-trust`` sets),
-    ``GEMINI_CLI_NO_RELAUNCH=true`` (no second node process), and
+    ``GEMINI_CLI_NO_RELAUNCH=true`` (no second node process), ``TMPDIR`` =
+    ``home/tmp`` (gemini drops an error report file in the temp dir on every API
+    error), and
     ``GOOGLE_API_KEY`` / ``GOOGLE_GENAI_USE_VERTEXAI`` / ``GOOGLE_CLOUD_PROJECT``
     emptied.
     """
@@ -1146,11 +1164,16 @@ def write_gemini_config(
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
             "general": general,
-            "tools": {"allowed": ["run_shell_command"]},
         },
     )
+    (home / ".gemini" / "policies").mkdir(exist_ok=True)
+    (home / ".gemini" / "policies" / "mock.toml").write_text(
+        '[[rule]]\ntoolName = "run_shell_command"\ndecision = "allow"\npriority = 100\n'
+    )
+    (home / "tmp").mkdir(exist_ok=True)
     return {
         "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
         "GOOGLE_GEMINI_BASE_URL": base_url.rstrip("/"),
         "GEMINI_API_KEY": "x",
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
@@ -1244,6 +1267,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-tool", action="store_true", help="answer text at once, no tool call")
     p.add_argument("--error-status", type=int)
     p.add_argument("--error-times", type=int, default=-1, help="with --error-status; -1 = always")
+    p.add_argument(
+        "--retry-after-ms", type=int, help="with --error-status: a retry-after-ms header"
+    )
     p.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between SSE chunks")
     p.add_argument("--text-chunks", type=int, default=1)
@@ -1266,6 +1292,7 @@ def main(argv: list[str] | None = None) -> int:
         final_text=a.final_text,
         error_status=a.error_status,
         error_times=a.error_times if a.error_status is not None else 0,
+        retry_after_ms=a.retry_after_ms,
         delay_s=a.delay,
         chunk_delay_s=a.chunk_delay,
         text_chunks=a.text_chunks,

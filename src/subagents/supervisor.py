@@ -248,6 +248,8 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 environ_file.unlink()
         env.update(spec.env)
+        # Some CLIs (opencode) take their working directory from $PWD, not from getcwd().
+        env["PWD"] = spec.cwd
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
         try:

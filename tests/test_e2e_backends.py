@@ -1,0 +1,110 @@
+"""End to end through our own run path: ``runs.start`` -> supervisor -> the real agent
+CLI -> the loopback mock model, for every backend but pi (its own tests cover it).
+
+Each test is skipped, with its reason, when that CLI is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents import mockmodel as mm
+from subagents.mockmodel import MockModelServer, Script
+from subagents.runs import Limits, RunRequest, start
+
+FINAL = "Listed: {tool_output}."
+FINAL_TEXT = "Listed: a.txt, b.py."
+
+# name -> (model to pass, config writer with the fewest retries)
+BACKENDS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
+    "claude": (mm.CLAUDE_MODEL, lambda d, url: mm.write_claude_config(d, url, max_retries=0)),
+    "codex": (mm.CODEX_MODEL, lambda d, url: mm.write_codex_config(d, url)),
+    "gemini": (mm.GEMINI_MODEL, lambda d, url: mm.write_gemini_config(d, url, max_attempts=1)),
+    "opencode": (mm.OPENCODE_MODEL, lambda d, url: mm.write_opencode_config(d, url)),
+}
+
+# The canonical tool_call name of the shell command each backend reports.
+SHELL_TOOL_EVENT = {
+    "claude": "Bash",
+    "codex": "command_execution",
+    "gemini": "run_shell_command",
+    "opencode": "bash",
+}
+
+# The error each CLI passes on with the mock's message in it: codex replaces a 5xx
+# body with a generic text, so it gets a 400.
+ERROR_STATUS = {"claude": 500, "codex": 400, "gemini": 500, "opencode": 500}
+
+
+def params() -> list[Any]:
+    out = []
+    for name in BACKENDS:
+        marks = [
+            pytest.mark.skipif(
+                shutil.which(name) is None, reason=f"the {name} CLI is not installed"
+            )
+        ]
+        out.append(pytest.param(name, marks=marks))
+    return out
+
+
+
+
+def run(tmp_path: Path, name: str, script: Script) -> tuple[dict[str, Any], int]:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "b.py").write_text("b = 1\n")
+    model, writer = BACKENDS[name]
+    with MockModelServer(script) as srv:
+        env = writer(tmp_path / f"{name}-config", srv.url)
+        req = RunRequest(task="list files", backend=name, cwd=str(work), env=env, model=model)
+        handle = start(req, Limits(default_backend=name))
+        result = handle.wait(timeout=120)
+        n = len(srv.requests)
+    assert result is not None, f"{name} run did not finish"
+    return result, n
+
+
+def events_of(result: dict[str, Any]) -> list[dict[str, Any]]:
+    lines = Path(result["paths"]["events"]).read_text().splitlines()
+    return [json.loads(x) for x in lines if x.strip()]
+
+
+@pytest.mark.parametrize("name", params())
+def test_backend_runs_real_cli_to_completion(tmp_path: Path, name: str) -> None:
+    result, n_requests = run(tmp_path, name, Script(final_text=FINAL))
+    stderr = Path(result["paths"]["stderr"]).read_text()[-2000:]
+    assert result["status"] == "completed", (result.get("errorMessage"), stderr)
+    assert result["backend"] == name
+    assert result["finalText"] == FINAL_TEXT
+    assert result["toolCalls"] >= 1
+    assert result["stopReason"] == "stop"
+    assert n_requests >= 2
+    events = events_of(result)
+    call = next(e for e in events if e["type"] == "tool_call")
+    assert call["toolName"] == SHELL_TOOL_EVENT[name]
+    tool_result = next(e for e in events if e["type"] == "tool_result")
+    assert "a.txt" in tool_result["text"] and tool_result["isError"] is False
+    assert events[-1]["type"] == "run_finished"
+
+
+@pytest.mark.parametrize("name", params())
+def test_backend_server_error_is_a_failure_with_the_message(tmp_path: Path, name: str) -> None:
+    script = Script(
+        error_status=ERROR_STATUS[name],
+        error_times=-1,
+        error_message="mock model is down",
+        retry_after_ms=0,  # opencode retries 5xx by itself: make that immediate
+    )
+    result, _ = run(tmp_path, name, script)
+    assert result["status"] == "failed"
+    assert "mock model is down" in (result["errorMessage"] or ""), result
+    assert result["diagnostics"]
+    assert result["toolCalls"] == 0

@@ -1,0 +1,634 @@
+"""The mock model's Anthropic, Responses and Gemini APIs, and the real agent CLIs
+(claude, codex, gemini, opencode) run against it.
+
+The CLI tests are skipped, each with its reason, when that CLI's binary is not on PATH;
+install them with::
+
+    npm install -g @anthropic-ai/claude-code@2.1.330 @openai/codex@0.169.0 \\
+        @google/gemini-cli@0.61.0 opencode-ai@1.18.33
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents import mockmodel as mm
+from subagents.mockmodel import MockModelServer, Script
+
+FINAL = "Listed: {tool_output}."
+FINAL_TEXT = "Listed: a.txt, b.py."
+
+
+# --------------------------------------------------------------------------- HTTP helpers
+
+
+def post(url: str, body: Any, *, raw: bool = False) -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, dict(resp.headers), resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, dict(err.headers), err.read()
+
+
+def sse_events(raw: bytes) -> list[tuple[str | None, Any]]:
+    """(event name or None, parsed data) for each SSE block."""
+    out: list[tuple[str | None, Any]] = []
+    for block in raw.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        name = None
+        data = ""
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line[len("event: ") :]
+            elif line.startswith("data: "):
+                data += line[len("data: ") :]
+        out.append((name, data if data == "[DONE]" else json.loads(data)))
+    return out
+
+
+ANTHROPIC_TOOLS = [{"name": "Bash", "input_schema": {"type": "object"}}]
+ANTHROPIC_USER = {"role": "user", "content": [{"type": "text", "text": "list files"}]}
+ANTHROPIC_AFTER_TOOL = [
+    ANTHROPIC_USER,
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": "a.txt\nb.py\n\n<system-reminder>\nnote\n</system-reminder>",
+            }
+        ],
+    },
+]
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def test_anthropic_streaming_tool_use_then_text() -> None:
+    with MockModelServer(Script(final_text=FINAL, text_chunks=3)) as srv:
+        url = srv.url + "/v1/messages?beta=true"
+        body = {"model": "claude-x", "messages": [ANTHROPIC_USER], "tools": ANTHROPIC_TOOLS}
+        status, headers, raw = post(url, {**body, "stream": True})
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+        events = sse_events(raw)
+        names = [n for n, _ in events]
+        assert names == [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+        assert all(d["type"] == n for n, d in events)
+        start = events[0][1]["message"]
+        assert start["model"] == "claude-x" and start["role"] == "assistant"
+        assert start["content"] == [] and start["usage"]["input_tokens"] == 10
+        block = events[1][1]["content_block"]
+        assert block == {"type": "tool_use", "id": "toolu_mock_1", "name": "Bash", "input": {}}
+        deltas = [d["delta"] for n, d in events if n == "content_block_delta"]
+        assert {d["type"] for d in deltas} == {"input_json_delta"}
+        args = json.loads("".join(d["partial_json"] for d in deltas))
+        assert args == {"command": "ls", "description": "Run a shell command"}
+        msg_delta = events[5][1]
+        assert msg_delta["delta"]["stop_reason"] == "tool_use"
+        assert msg_delta["usage"]["output_tokens"] == 5
+
+        _, _, raw = post(url, {**body, "messages": ANTHROPIC_AFTER_TOOL, "stream": True})
+        events = sse_events(raw)
+        assert events[1][1]["content_block"] == {"type": "text", "text": ""}
+        text = "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta")
+        assert text == FINAL_TEXT  # the system reminder is not part of the output
+        delta = next(d for n, d in events if n == "message_delta")
+        assert delta["delta"]["stop_reason"] == "end_turn"
+        assert len(srv.requests) == 2
+        assert srv.http_log == ["POST /v1/messages?beta=true"] * 2
+
+
+def test_anthropic_non_streaming_count_tokens_and_models() -> None:
+    with MockModelServer() as srv:
+        _, _, raw = post(srv.url + "/v1/messages", {"messages": [ANTHROPIC_USER]})
+        msg = json.loads(raw)
+        assert msg["type"] == "message" and msg["stop_reason"] == "tool_use"
+        assert msg["content"][0]["type"] == "tool_use" and msg["content"][0]["name"] == "Bash"
+        assert msg["usage"] == {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        }
+        status, _, raw = post(srv.url + "/v1/messages/count_tokens", {"messages": [ANTHROPIC_USER]})
+        assert status == 200 and json.loads(raw)["input_tokens"] > 0
+        with urllib.request.urlopen(srv.url + "/v1/models", timeout=10) as resp:
+            models = json.loads(resp.read())
+        assert models["data"][0]["id"] == mm.MODEL_ID and models["data"][0]["type"] == "model"
+        assert models["has_more"] is False
+        assert len(srv.requests) == 1  # token counts and model lists are not model requests
+        assert srv.http_log[1:] == ["POST /v1/messages/count_tokens", "GET /v1/models"]
+
+
+def test_request_without_the_tool_gets_text() -> None:
+    # e.g. a side request (a title) that offers no tools, or other tools only
+    with MockModelServer(Script(final_text="hi")) as srv:
+        for tools in ([], [{"name": "Read", "input_schema": {}}]):
+            body = {"messages": [ANTHROPIC_USER], "tools": tools}
+            msg = json.loads(post(srv.url + "/v1/messages", body)[2])
+            assert msg["stop_reason"] == "end_turn"
+            assert msg["content"] == [{"type": "text", "text": "hi"}]
+
+
+# --------------------------------------------------------------------------- Responses
+
+
+def responses_tools(*names: str) -> list[dict[str, Any]]:
+    return [{"type": "function", "name": n, "parameters": {}} for n in names] + [
+        {"type": "web_search"}
+    ]
+
+
+RESPONSES_USER = {
+    "type": "message",
+    "role": "user",
+    "content": [{"type": "input_text", "text": "x"}],
+}
+
+
+def test_responses_streaming_function_call_then_text() -> None:
+    with MockModelServer(Script(final_text=FINAL, text_chunks=2)) as srv:
+        url = srv.url + "/v1/responses"
+        body = {
+            "model": "m",
+            "stream": True,
+            "input": [RESPONSES_USER],
+            "tools": responses_tools("exec_command", "write_stdin"),
+        }
+        status, headers, raw = post(url, body)
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+        events = sse_events(raw)
+        assert all(d["type"] == n for n, d in events)
+        assert [d["sequence_number"] for _, d in events] == list(range(len(events)))
+        names = [n for n, _ in events]
+        assert names[0] == "response.created" and names[-1] == "response.completed"
+        added = next(d for n, d in events if n == "response.output_item.added")["item"]
+        assert added["type"] == "function_call" and added["name"] == "exec_command"
+        done = next(d for n, d in events if n == "response.output_item.done")["item"]
+        assert done["call_id"] == "call_mock_1"
+        assert json.loads(done["arguments"]) == {"cmd": "ls", "login": False}
+        deltas = "".join(
+            d["delta"] for n, d in events if n == "response.function_call_arguments.delta"
+        )
+        assert deltas == done["arguments"]
+        completed = events[-1][1]["response"]
+        assert completed["status"] == "completed" and completed["id"]
+        assert completed["usage"]["input_tokens"] == 10
+        assert completed["usage"]["total_tokens"] == 15
+        assert completed["output"] == [done]
+
+        output = (
+            "Chunk ID: ab12\nWall time: 0.01 seconds\nProcess exited with code 0\n"
+            "Original token count: 3\nOutput:\na.txt\nb.py\n"
+        )
+        call = {"type": "function_call", "call_id": "call_mock_1", "name": "exec_command"}
+        result = {"type": "function_call_output", "call_id": "call_mock_1", "output": output}
+        _, _, raw = post(url, {**body, "input": [RESPONSES_USER, call, result]})
+        events = sse_events(raw)
+        added = next(d for n, d in events if n == "response.output_item.added")["item"]
+        assert added["type"] == "message" and added["role"] == "assistant"
+        text = "".join(d["delta"] for n, d in events if n == "response.output_text.delta")
+        assert text == FINAL_TEXT  # the exec_command header lines are not output
+        done = next(d for n, d in events if n == "response.output_item.done")["item"]
+        assert done["content"] == [{"type": "output_text", "text": FINAL_TEXT, "annotations": []}]
+
+
+@pytest.mark.parametrize(
+    ("offered", "name", "args"),
+    [
+        (("shell_command",), "shell_command", {"command": "ls"}),
+        (("shell",), "shell", {"command": ["bash", "-lc", "ls"]}),
+    ],
+)
+def test_responses_picks_the_offered_shell(
+    offered: tuple[str, ...], name: str, args: dict[str, Any]
+) -> None:
+    with MockModelServer() as srv:
+        body = {"input": [RESPONSES_USER], "tools": responses_tools(*offered)}
+        obj = json.loads(post(srv.url + "/v1/responses", body)[2])
+    assert obj["object"] == "response" and obj["status"] == "completed"
+    (item,) = obj["output"]
+    assert item["name"] == name and json.loads(item["arguments"]) == args
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+GEMINI_TOOLS = [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {}}]}]
+GEMINI_USER = {"role": "user", "parts": [{"text": "list files"}]}
+
+
+def test_gemini_sse_function_call_then_text() -> None:
+    with MockModelServer(Script(final_text=FINAL, text_chunks=2, command="echo hi")) as srv:
+        url = srv.url + "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        body = {"contents": [GEMINI_USER], "tools": GEMINI_TOOLS}
+        status, headers, raw = post(url, body)
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+        (event,) = sse_events(raw)
+        assert event[0] is None
+        chunk = event[1]
+        cand = chunk["candidates"][0]
+        assert cand["content"]["role"] == "model" and cand["finishReason"] == "STOP"
+        assert cand["content"]["parts"] == [
+            {
+                "functionCall": {
+                    "name": "run_shell_command",
+                    "args": {"command": "echo hi", "description": "Run a shell command"},
+                }
+            }
+        ]
+        assert chunk["usageMetadata"] == {
+            "promptTokenCount": 10,
+            "candidatesTokenCount": 5,
+            "totalTokenCount": 15,
+        }
+        assert chunk["modelVersion"] == "gemini-2.5-flash"
+
+        reply = {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "name": "run_shell_command",
+                        "response": {"output": "a.txt\nb.py"},
+                    }
+                }
+            ],
+        }
+        call = {"role": "model", "parts": cand["content"]["parts"]}
+        _, _, raw = post(url, {**body, "contents": [GEMINI_USER, call, reply]})
+        chunks = [d for _, d in sse_events(raw)]
+        assert len(chunks) == 2
+        text = "".join(c["candidates"][0]["content"]["parts"][0]["text"] for c in chunks)
+        assert text == FINAL_TEXT
+        assert "finishReason" not in chunks[0]["candidates"][0]
+        assert chunks[-1]["candidates"][0]["finishReason"] == "STOP"
+        assert "usageMetadata" in chunks[-1]
+
+
+def test_gemini_generate_content_count_tokens_and_json_stream() -> None:
+    with MockModelServer(Script(use_tool=False, final_text="hi")) as srv:
+        base = srv.url + "/v1beta/models/m1"
+        whole = json.loads(post(base + ":generateContent", {"contents": [GEMINI_USER]})[2])
+        assert whole["candidates"][0]["content"]["parts"] == [{"text": "hi"}]
+        count = json.loads(post(base + ":countTokens", {"contents": [GEMINI_USER]})[2])
+        assert count["totalTokens"] > 0
+        arr = json.loads(post(base + ":streamGenerateContent", {"contents": [GEMINI_USER]})[2])
+        assert isinstance(arr, list) and arr[-1]["candidates"][0]["finishReason"] == "STOP"
+        assert len(srv.requests) == 2
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@pytest.mark.parametrize(
+    ("path", "expect"),
+    [
+        ("/v1/messages", {"type": "error", "error": {"type": "api_error", "message": "boom"}}),
+        (
+            "/v1/responses",
+            {"error": {"message": "boom", "type": "server_error", "code": None}},
+        ),
+        (
+            "/v1beta/models/m:streamGenerateContent?alt=sse",
+            {"error": {"code": 500, "message": "boom", "status": "INTERNAL"}},
+        ),
+    ],
+)
+def test_error_bodies_per_api(path: str, expect: dict[str, Any]) -> None:
+    script = Script(error_status=500, error_times=1, error_message="boom", retry_after_ms=0)
+    with MockModelServer(script) as srv:
+        status, headers, raw = post(srv.url + path, {"messages": [], "input": [], "contents": []})
+        assert status == 500 and json.loads(raw) == expect
+        assert headers["retry-after-ms"] == "0" and headers["retry-after"] == "0"
+        status, _, _ = post(srv.url + path, {"messages": [], "input": [], "contents": []})
+        assert status == 200  # the error budget is spent
+        assert len(srv.requests) == 2
+
+
+def test_unknown_endpoint_is_404() -> None:
+    with MockModelServer() as srv:
+        status, _, raw = post(srv.url + "/v1/nope", {})
+        assert status == 404 and "not found" in json.loads(raw)["error"]["message"]
+        assert srv.requests == []
+
+
+# --------------------------------------------------------------------------- config writers
+
+
+def test_write_configs(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/"
+    env = mm.write_claude_config(tmp_path / "claude", url, max_retries=0)
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert env["HOME"] == str(tmp_path / "claude") and env["CLAUDE_CODE_MAX_RETRIES"] == "0"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    settings = json.loads((tmp_path / "claude/.claude/settings.json").read_text())
+    assert settings["permissions"]["allow"] == ["Bash"]
+
+    env = mm.write_codex_config(tmp_path / "codex", url)
+    toml = (tmp_path / "codex/config.toml").read_text()
+    assert 'model_provider = "mock"' in toml and 'wire_api = "responses"' in toml
+    assert 'base_url = "http://127.0.0.1:9/v1"' in toml and "request_max_retries = 0" in toml
+    assert env["CODEX_HOME"] == str(tmp_path / "codex") and env["MOCK_API_KEY"] == "x"
+
+    env = mm.write_gemini_config(tmp_path / "gemini", url, max_attempts=1)
+    settings = json.loads((tmp_path / "gemini/.gemini/settings.json").read_text())
+    assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
+    assert settings["general"]["maxAttempts"] == 1
+    assert (tmp_path / "gemini/.gemini/policies/mock.toml").is_file()
+    assert env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9" and env["GEMINI_API_KEY"]
+
+    env = mm.write_opencode_config(tmp_path / "oc", url)
+    config = json.loads(Path(env["OPENCODE_CONFIG"]).read_text())
+    provider = config["provider"]["mock"]
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:9/v1"
+    assert mm.MODEL_ID in provider["models"]
+    assert mm.OPENCODE_MODEL == "mock/mock-model"
+
+
+# --------------------------------------------------------------------------- the real CLIs
+
+
+@dataclass(frozen=True)
+class Cli:
+    name: str
+    argv: Callable[[list[str]], list[str]]
+    config: Callable[[Path, str], dict[str, str]]
+    extra: dict[str, list[str]] = field(default_factory=dict)
+    """Flag sets to also try; "" (none) always runs. The README's fixture commands
+    carry these; the config writers make them unnecessary."""
+
+
+TASK = "list files"
+
+CLIS = {
+    "claude": Cli(
+        "claude",
+        lambda flags: [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--model",
+            mm.CLAUDE_MODEL,
+            *flags,
+            "--",
+            TASK,
+        ],
+        lambda d, url: mm.write_claude_config(d, url, max_retries=0),
+        {"allowed": ["--allowedTools", "Bash"]},
+    ),
+    "codex": Cli(
+        "codex",
+        lambda flags: [
+            "codex",
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "-m",
+            mm.CODEX_MODEL,
+            *flags,
+            TASK,
+        ],
+        lambda d, url: mm.write_codex_config(d, url),
+        {"bypass": ["--ephemeral", "--dangerously-bypass-approvals-and-sandbox"]},
+    ),
+    "gemini": Cli(
+        "gemini",
+        lambda flags: [
+            "gemini",
+            "-p",
+            TASK,
+            "--output-format",
+            "stream-json",
+            "-m",
+            mm.GEMINI_MODEL,
+            *flags,
+        ],
+        lambda d, url: mm.write_gemini_config(d, url, max_attempts=1),
+        {"yolo": ["--approval-mode", "yolo", "--skip-trust"]},
+    ),
+    "opencode": Cli(
+        "opencode",
+        lambda flags: [
+            "opencode",
+            "run",
+            "--format",
+            "json",
+            "-m",
+            mm.OPENCODE_MODEL,
+            *flags,
+            TASK,
+        ],
+        lambda d, url: mm.write_opencode_config(d, url),
+    ),
+}
+
+
+def needs(name: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(
+        shutil.which(name) is None, reason=f"the {name} CLI is not installed (npm install -g ...)"
+    )
+
+
+def cli_params() -> list[Any]:
+    out = []
+    for name, cli in CLIS.items():
+        for variant in ["", *cli.extra]:
+            out.append(
+                pytest.param(
+                    name, variant, id=f"{name}-{variant}" if variant else name, marks=needs(name)
+                )
+            )
+    return out
+
+
+@dataclass
+class Ran:
+    rc: int
+    events: list[dict[str, Any]]
+    stderr: str
+    requests: int
+
+
+def run_cli(tmp_path: Path, name: str, script: Script, variant: str = "") -> Ran:
+    cli = CLIS[name]
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    (work / "b.py").write_text("b = 1\n")
+    with MockModelServer(script) as srv:
+        env = {**os.environ, **cli.config(tmp_path / f"{name}-config", srv.url)}
+        # opencode takes its directory from $PWD, not from its real cwd: keep them equal.
+        env["PWD"] = str(work)
+        proc = subprocess.run(
+            cli.argv(cli.extra.get(variant, [])),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            cwd=work,
+            env=env,
+            timeout=90,
+        )
+        n = len(srv.requests)
+    events = []
+    for line in proc.stdout.split("\n"):
+        if line.strip():
+            with contextlib.suppress(ValueError):  # a non-JSON line is noise
+                events.append(json.loads(line))
+    return Ran(proc.returncode, events, proc.stderr, n)
+
+
+def check_success(name: str, ran: Ran) -> None:
+    """A shell tool call ran `ls` (its output shows a.txt), then the scripted final text."""
+    ev = ran.events
+    assert ran.rc == 0, ran.stderr[-2000:]
+    if name == "claude":
+        (call,) = [
+            b
+            for e in ev
+            if e["type"] == "assistant"
+            for b in e["message"]["content"]
+            if b["type"] == "tool_use"
+        ]
+        assert call["name"] == "Bash" and call["input"]["command"] == "ls"
+        (res,) = [
+            b
+            for e in ev
+            if e["type"] == "user"
+            for b in e["message"]["content"]
+            if b.get("type") == "tool_result"
+        ]
+        assert res["tool_use_id"] == call["id"] and res["is_error"] is False
+        assert "a.txt" in str(res["content"]) and "b.py" in str(res["content"])
+        last = ev[-1]
+        assert last["type"] == "result" and last["is_error"] is False
+        assert last["subtype"] == "success" and last["result"] == FINAL_TEXT
+        assert last["usage"]["output_tokens"] > 0
+    elif name == "codex":
+        (cmd,) = [
+            e["item"]
+            for e in ev
+            if e["type"] == "item.completed" and e["item"]["type"] == "command_execution"
+        ]
+        assert cmd["command"].endswith("ls") and cmd["exit_code"] == 0
+        assert cmd["aggregated_output"].split() == ["a.txt", "b.py"]
+        (msg,) = [
+            e["item"]
+            for e in ev
+            if e["type"] == "item.completed" and e["item"]["type"] == "agent_message"
+        ]
+        assert msg["text"] == FINAL_TEXT
+        assert ev[-1]["type"] == "turn.completed"
+        assert ev[-1]["usage"]["input_tokens"] == 20  # two requests of 10
+    elif name == "gemini":
+        (use,) = [e for e in ev if e["type"] == "tool_use"]
+        assert use["tool_name"] == "run_shell_command" and use["parameters"]["command"] == "ls"
+        (res,) = [e for e in ev if e["type"] == "tool_result"]
+        assert res["tool_id"] == use["tool_id"] and res["status"] == "success"
+        assert res["output"].split() == ["a.txt", "b.py"]
+        text = "".join(
+            e["content"] for e in ev if e["type"] == "message" and e["role"] == "assistant"
+        )
+        assert text == FINAL_TEXT
+        assert ev[-1]["type"] == "result" and ev[-1]["status"] == "success"
+        assert ev[-1]["stats"]["tool_calls"] == 1
+    else:
+        (tool,) = [e["part"] for e in ev if e["type"] == "tool_use"]
+        assert tool["tool"] == "bash" and tool["state"]["input"] == {"command": "ls"}
+        assert tool["state"]["status"] == "completed"
+        assert tool["state"]["output"].split() == ["a.txt", "b.py"]
+        (text,) = [e["part"]["text"] for e in ev if e["type"] == "text"]
+        assert text == FINAL_TEXT
+        finishes = [e["part"]["reason"] for e in ev if e["type"] == "step_finish"]
+        assert finishes == ["tool-calls", "stop"]
+
+
+@pytest.mark.parametrize(("name", "variant"), cli_params())
+def test_real_cli_runs_the_shell_tool_then_answers(tmp_path: Path, name: str, variant: str) -> None:
+    ran = run_cli(tmp_path, name, Script(final_text=FINAL), variant)
+    check_success(name, ran)
+    # the turn with the tool call and the final one (opencode adds a title request)
+    assert ran.requests == (3 if name == "opencode" else 2)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=needs(n)) for n in CLIS])
+def test_real_cli_server_error(tmp_path: Path, name: str) -> None:
+    # retry-after-ms 0: opencode retries 5xx by itself (5 times) and the header makes
+    # that immediate; the other CLIs are configured not to retry at all.
+    script = Script(error_status=500, error_times=-1, retry_after_ms=0)
+    ran = run_cli(tmp_path, name, script)
+    ev = ran.events
+    if name == "claude":
+        last = ev[-1]
+        assert last["type"] == "result" and last["is_error"] is True
+        assert "500" in last["result"] and "mock server error" in last["result"]
+        assert ran.rc == 1 and ran.requests == 1
+    elif name == "codex":
+        assert ev[-1]["type"] == "turn.failed" and ev[-1]["error"]["message"]
+        assert any(e["type"] == "error" for e in ev)
+        assert ran.rc == 1 and ran.requests == 1
+    elif name == "gemini":
+        last = ev[-1]
+        assert last["type"] == "result" and last["status"] == "error"
+        assert "mock server error" in last["error"]["message"]
+        assert ran.rc == 500 % 256  # gemini exits with the HTTP status (mod 256)
+        assert ran.requests == 1
+    else:
+        (err,) = [e for e in ev if e["type"] == "error"]
+        assert err["error"]["name"] == "APIError"
+        assert err["error"]["data"]["message"] == "mock server error"
+        assert err["error"]["data"]["statusCode"] == 500
+        assert not [e for e in ev if e["type"] == "step_finish"]
+        assert ran.rc == 1
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=needs(n)) for n in ("codex", "opencode")])
+def test_real_cli_client_error_shows_the_message(tmp_path: Path, name: str) -> None:
+    # codex replaces a 5xx body with a generic "high demand" text; a 4xx keeps it.
+    # opencode does not retry a 4xx whose text names no server error.
+    script = Script(error_status=400, error_times=-1, error_message="mock invalid request")
+    ran = run_cli(tmp_path, name, script)
+    assert ran.rc == 1
+    if name == "codex":
+        assert "mock invalid request" in ran.events[-1]["error"]["message"]
+        assert ran.events[-1]["type"] == "turn.failed"
+    else:
+        (err,) = [e for e in ran.events if e["type"] == "error"]
+        assert err["error"]["data"]["isRetryable"] is False
+        assert err["error"]["data"]["message"] == "mock invalid request"
