@@ -264,14 +264,17 @@ def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
 
 def test_child_env_marks_depth_and_child(fake: Fake, tmp_path: Path) -> None:
     out = tmp_path / "env.json"
-    keys = ("SUBAGENTS_CHILD", "SUBAGENTS_DEPTH", "PI_SUBAGENTS_CHILD")
+    keys = ("SUBAGENTS_CHILD", "SUBAGENTS_DEPTH", "PI_SUBAGENTS_CHILD", "PWD")
     script = f"import json, os; json.dump({{k: os.environ.get(k) for k in {keys!r}}}, open({str(out)!r}, 'w'))"
     launcher = fake.dir / "envdump"
     launcher.write_text(f"#!{os.sys.executable}\n{script}\n")
     launcher.chmod(0o755)
     fake.launcher = launcher
     fake.run([])
-    assert json.loads(out.read_text()) == {"SUBAGENTS_CHILD": "1", "SUBAGENTS_DEPTH": "1", "PI_SUBAGENTS_CHILD": "1"}
+    # PWD too: some CLIs (opencode) take their working directory from it.
+    assert json.loads(out.read_text()) == {
+        "SUBAGENTS_CHILD": "1", "SUBAGENTS_DEPTH": "1", "PI_SUBAGENTS_CHILD": "1", "PWD": str(fake.dir.resolve()),
+    }
 
 
 def test_stdin_is_dev_null(fake: Fake, tmp_path: Path) -> None:

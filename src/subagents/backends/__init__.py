@@ -13,6 +13,10 @@ __all__ = ["Backend", "BackendError", "CommandRequest", "Normalizer", "get_backe
 
 _BUILTIN: dict[str, str] = {
     "pi": "subagents.backends.pi:PiBackend",
+    "claude": "subagents.backends.claude:ClaudeBackend",
+    "codex": "subagents.backends.codex:CodexBackend",
+    "gemini": "subagents.backends.gemini:GeminiBackend",
+    "opencode": "subagents.backends.opencode:OpenCodeBackend",
 }
 
 

@@ -13,6 +13,7 @@ from subagents import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 
@@ -136,3 +137,17 @@ class Backend(ABC):
     @abstractmethod
     def normalizer(self) -> Normalizer:
         ...
+
+    # Optional hooks for `subagents doctor`.
+
+    def version_argv(self, binary: str) -> list[str]:
+        """The argv that prints the CLI's version (first line of stdout)."""
+        return [binary, "--version"]
+
+    def credentials_hint(self, env: Mapping[str, str]) -> tuple[bool, str] | None:
+        """Whether the CLI looks set up with credentials: ``(ok, short reason)``.
+
+        ``None`` means this backend cannot tell; doctor then falls back to what it
+        knows about the built-in CLIs, or reports the credentials as unchecked.
+        """
+        return None

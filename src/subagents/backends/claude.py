@@ -1,0 +1,269 @@
+"""Claude Code (`@anthropic-ai/claude-code`) in print mode with stream-json output.
+
+Stream facts (claude 2.1, see tests/fixtures/streams/claude*.jsonl):
+
+* one ``assistant`` line per content block, several sharing a message id, each
+  repeating that message's usage; ``stop_reason`` is always null there, so a
+  tool-use turn is known from its ``tool_use`` blocks;
+* tool results come back in ``user`` lines as ``tool_result`` blocks;
+* ``result`` is the last line: it carries the stop reason, the run's usage and
+  ``total_cost_usd``; it may say ``subtype: success`` with ``is_error: true``
+  (an API error), which is a failure;
+* ``stream_event`` lines (``--include-partial-messages``) repeat what the
+  ``assistant`` lines say, so they are never parsed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from subagents import events as ev
+from subagents.backends.base import Backend, CommandRequest, Normalizer
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# What a root user may run without prompts (claude refuses bypassPermissions as root).
+ROOT_ALLOWED_TOOLS = (
+    "Bash",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "Read",
+    "Glob",
+    "Grep",
+    "LS",
+    "NotebookEdit",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+    "Task",
+)
+
+
+def _block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
+    if not isinstance(u, dict):
+        u = {}
+    inp = int(u.get("input_tokens") or 0)
+    out = int(u.get("output_tokens") or 0)
+    cache_read = int(u.get("cache_read_input_tokens") or 0)
+    cache_write = int(u.get("cache_creation_input_tokens") or 0)
+    return {
+        "input": inp,
+        "output": out,
+        "cacheRead": cache_read,
+        "cacheWrite": cache_write,
+        "totalTokens": inp + out + cache_read + cache_write,
+        "cost": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    }
+
+
+def _errors_text(obj: dict[str, Any]) -> str:
+    errors = obj.get("errors")
+    if isinstance(errors, list):
+        return "; ".join(str(e) for e in errors if e)
+    return ""
+
+
+class ClaudeNormalizer(Normalizer):
+    skip_prefixes = (b'{"type":"stream_event"',)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._tool_names: dict[str, str] = {}
+        # Usage per assistant message id: claude repeats it on every block of a message.
+        self._message_usage: dict[str, dict[str, Any]] = {}
+
+    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+        t = obj.get("type")
+        if t == "assistant":
+            self.terminal = False
+            return self._assistant(obj)
+        if t == "user":
+            self.terminal = False
+            return self._user(obj)
+        if t == "result":
+            return self._result(obj)
+        if t == "system":
+            return self._system(obj)
+        return []
+
+    def _system(self, obj: dict[str, Any]) -> list[ev.Event]:
+        sub = obj.get("subtype")
+        if sub == "init":
+            model = obj.get("model")
+            if isinstance(model, str) and model and not self.model:
+                self.model = model
+            return []
+        if sub == "api_retry":
+            self.terminal = False
+            why = obj.get("error_status") or obj.get("error") or "error"
+            msg = f"API request failed ({why}); retry {obj.get('attempt')}/{obj.get('max_retries')}"
+            delay = obj.get("retry_delay_ms")
+            if isinstance(delay, (int, float)):
+                msg += f" in {delay / 1000:.1f}s"
+            return [ev.notice("warn", msg)]
+        return []
+
+    def _assistant(self, obj: dict[str, Any]) -> list[ev.Event]:
+        msg = obj.get("message")
+        if not isinstance(msg, dict):
+            return []
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else []
+        nested = obj.get("parent_tool_use_id") is not None  # a sub-agent's message (Task tool)
+        out: list[ev.Event] = []
+        texts: list[str] = []
+        has_calls = False
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            bt = b.get("type")
+            if bt == "text" and not nested:
+                texts.append(str(b.get("text", "")))
+            elif bt == "thinking" and not nested and str(b.get("thinking", "")).strip():
+                out.append(ev.thinking(str(b["thinking"])))
+            elif bt == "tool_use":
+                has_calls = True
+                call_id = str(b.get("id", ""))
+                name = str(b.get("name", ""))
+                self._tool_names[call_id] = name
+                self.tool_calls += 1
+                out.append(ev.tool_call(call_id, name, b.get("input")))
+        if nested:
+            return out
+        model = msg.get("model") if isinstance(msg.get("model"), str) else None
+        raw = msg.get("stop_reason")
+        answer = self._answer(
+            "\n".join(texts), raw if isinstance(raw, str) else None, model, has_tool_calls=has_calls
+        )
+        if texts:
+            out.insert(0, answer)
+        # The result, not an assistant line, ends the run.
+        self.terminal = False
+        msg_id = msg.get("id")
+        if isinstance(msg_id, str) and isinstance(msg.get("usage"), dict):
+            self._message_usage[msg_id] = _claude_usage(msg["usage"])
+            total = ev.empty_usage()
+            for part in self._message_usage.values():
+                ev.add_usage(total, part)
+            self.usage = total
+            out.append(ev.usage(dict(total)))
+        return out
+
+    def _user(self, obj: dict[str, Any]) -> list[ev.Event]:
+        msg = obj.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            return []
+        out: list[ev.Event] = []
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                call_id = str(b.get("tool_use_id", ""))
+                out.append(
+                    ev.tool_result(
+                        call_id,
+                        self._tool_names.get(call_id, ""),
+                        bool(b.get("is_error")),
+                        _block_text(b.get("content")),
+                    )
+                )
+        return out
+
+    def _result(self, obj: dict[str, Any]) -> list[ev.Event]:
+        subtype = obj.get("subtype")
+        failed = bool(obj.get("is_error")) or (subtype is not None and subtype != "success")
+        raw = obj.get("stop_reason")
+        raw = raw if isinstance(raw, str) else None
+        stop = ev.canonical_stop_reason(raw)
+        if stop is None:
+            stop = ev.ERROR if failed else ev.STOP
+        self.stop_reason, self.raw_stop_reason = stop, raw
+        self.terminal = True
+        self.failed = failed
+        self.usage = _claude_usage(obj.get("usage"), obj.get("total_cost_usd"))
+        out: list[ev.Event] = []
+        text = obj.get("result")
+        if failed:
+            self.error_message = self._failure_message(obj)
+            out.append(ev.error(self.error_message, fatal=False))
+        elif isinstance(text, str) and text.strip():
+            self.final_text = text
+            self.saw_answer = True
+        denials = obj.get("permission_denials")
+        if isinstance(denials, list) and denials:
+            names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
+            out.append(ev.notice("warn", f"claude denied {len(denials)} tool call(s): {', '.join(names)}"))
+        out.append(ev.usage(dict(self.usage)))
+        return out
+
+    @staticmethod
+    def _failure_message(obj: dict[str, Any]) -> str:
+        subtype = obj.get("subtype")
+        errors = _errors_text(obj)
+        if subtype == "error_max_turns":
+            turns = obj.get("num_turns")
+            msg = "claude stopped at its turn limit (error_max_turns)"
+            if turns is not None:
+                msg += f" after {turns} turns"
+            return msg + (f": {errors}" if errors else "")
+        if subtype not in (None, "success"):
+            return f"claude ended with {subtype}" + (f": {errors}" if errors else "")
+        text = obj.get("result")
+        detail = text.strip() if isinstance(text, str) and text.strip() else errors
+        status = obj.get("api_error_status")
+        prefix = f"claude reported an error (API status {status})" if status else "claude reported an error"
+        return prefix + (f": {detail}" if detail else "")
+
+
+class ClaudeBackend(Backend):
+    name = "claude"
+    default_binary = "claude"
+    install_hint = "npm install -g @anthropic-ai/claude-code"
+    supports_tools = True
+    supports_system_prompt = True
+
+    def _is_root(self) -> bool:
+        return hasattr(os, "geteuid") and os.geteuid() == 0
+
+    def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
+        argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
+        # Headless: nothing may wait for a permission answer. claude refuses
+        # bypassPermissions for root, so root gets an explicit allow list instead
+        # (in print mode anything not allowed is denied, never asked).
+        if self._is_root():
+            allowed = req.tools if req.tools is not None else list(ROOT_ALLOWED_TOOLS)
+            argv += ["--permission-mode", "acceptEdits"]
+            if allowed:
+                argv.append("--allowedTools=" + ",".join(allowed))
+        else:
+            argv += ["--permission-mode", "bypassPermissions"]
+        # `--opt=value` forms: a value starting with "-" is never read as an option.
+        if req.model:
+            argv.append("--model=" + req.model)
+        if req.tools is not None:
+            argv.append("--tools=" + ",".join(req.tools))  # "" = no tools
+        prompt = req.system_prompt
+        if not prompt and req.system_prompt_file:
+            with open(req.system_prompt_file, encoding="utf-8") as f:
+                prompt = f.read()
+        if prompt:
+            argv.append("--append-system-prompt=" + prompt)
+        argv += req.extra_args
+        argv += ["--", req.task]
+        return argv
+
+    def normalizer(self) -> Normalizer:
+        return ClaudeNormalizer()

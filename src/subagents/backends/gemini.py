@@ -1,0 +1,178 @@
+"""Gemini CLI (`@google/gemini-cli`) with ``--output-format stream-json``.
+
+Stream facts (gemini 0.61, see tests/fixtures/streams/gemini*.jsonl):
+
+* ``init`` names the model; ``message`` lines with ``role: assistant`` arrive as
+  ``delta: true`` chunks to accumulate;
+* ``tool_use`` / ``tool_result`` pair up by ``tool_id`` (the result has no name);
+* ``error`` lines have a ``severity`` (warning | error) and are not the end;
+* ``result`` is the last line: ``status`` success | error, usage in ``stats``,
+  no cost; with status error the message is in ``error.message`` or, for an
+  invalid stream (e.g. a truncated answer), in the ``error`` line before it;
+* the exit code may be an HTTP status mod 256 (400 -> 144): never read it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from subagents import events as ev
+from subagents.backends.base import Backend, CommandRequest, Normalizer
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# How gemini says an answer was cut at the token limit (MAX_TOKENS_EXCEEDED_SUGGESTION).
+_TRUNCATED_MARKERS = ("truncated because it exceeded the token limit", "MAX_TOKENS")
+
+
+def _gemini_usage(stats: Any) -> dict[str, Any]:
+    if not isinstance(stats, dict):
+        return ev.empty_usage()
+    total_in = int(stats.get("input_tokens") or 0)
+    cached = int(stats.get("cached") or 0)
+    fresh = stats.get("input")
+    out = int(stats.get("output_tokens") or 0)
+    total = stats.get("total_tokens")
+    inp = int(fresh) if isinstance(fresh, int) else max(0, total_in - cached)
+    return {
+        "input": inp,
+        "output": out,
+        "cacheRead": cached,
+        "cacheWrite": 0,
+        "totalTokens": int(total) if isinstance(total, int) else inp + cached + out,
+        "cost": None,  # gemini reports no cost
+    }
+
+
+def _api_error(message: str) -> str:
+    """``[API Error: {"error": {"message": "..."}}]`` -> ``API error: ...``; else as is."""
+    prefix = "[API Error: "
+    if not (message.startswith(prefix) and message.endswith("]")):
+        return message
+    inner = message[len(prefix) : -1].strip()
+    try:
+        body = json.loads(inner)
+    except ValueError:
+        return f"API error: {inner}"
+    err = body.get("error") if isinstance(body, dict) else None
+    text = err.get("message") if isinstance(err, dict) else None
+    return f"API error: {text}" if isinstance(text, str) and text else f"API error: {inner}"
+
+
+class GeminiNormalizer(Normalizer):
+    def __init__(self) -> None:
+        super().__init__()
+        self._text: list[str] = []
+        self._tool_names: dict[str, str] = {}
+        self._truncated = False
+        self._last_error: str | None = None
+
+    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+        t = obj.get("type")
+        if t == "message":
+            if obj.get("role") == "assistant":
+                self.terminal = False
+                content = obj.get("content")
+                text = content if isinstance(content, str) else ""
+                if obj.get("delta"):
+                    self._text.append(text)
+                else:  # a whole message
+                    self._text = [text]
+            return []
+        if t == "tool_use":
+            self.terminal = False
+            out = self._flush(ev.TOOL_USE)
+            call_id = str(obj.get("tool_id", ""))
+            name = str(obj.get("tool_name", ""))
+            self._tool_names[call_id] = name
+            self.tool_calls += 1
+            out.append(ev.tool_call(call_id, name, obj.get("parameters")))
+            return out
+        if t == "tool_result":
+            call_id = str(obj.get("tool_id", ""))
+            is_error = obj.get("status") == "error"
+            output = obj.get("output")
+            err = obj.get("error")
+            if is_error and isinstance(err, dict) and err.get("message") and not output:
+                output = err["message"]
+            return [ev.tool_result(call_id, self._tool_names.get(call_id, ""), is_error, str(output or ""))]
+        if t == "error":
+            message = str(obj.get("message") or "").strip()
+            if any(m in message for m in _TRUNCATED_MARKERS):
+                self._truncated = True
+            if obj.get("severity") == "error":
+                self._last_error = message or self._last_error
+                return [ev.notice("error", message)] if message else []
+            return [ev.notice("warn", message)] if message else []
+        if t == "result":
+            return self._result(obj)
+        if t == "init":
+            model = obj.get("model")
+            if isinstance(model, str) and model:
+                self.model = model
+        return []
+
+    def _flush(self, stop: str | None) -> list[ev.Event]:
+        """Emit the text gathered so far as one assistant message ending with ``stop``."""
+        text = "".join(self._text)
+        self._text = []
+        self.stop_reason, self.raw_stop_reason = stop, None
+        if not text.strip():
+            return []
+        self.final_text = text
+        self.saw_answer = True
+        return [ev.assistant_text(text, stop, None, self.model)]
+
+    def _result(self, obj: dict[str, Any]) -> list[ev.Event]:
+        stats = obj.get("stats")
+        models = stats.get("models") if isinstance(stats, dict) else None
+        if isinstance(models, dict) and len(models) == 1:
+            self.model = str(next(iter(models)))  # the model that actually answered
+        self.usage = _gemini_usage(stats)
+        failed = obj.get("status") != "success"
+        # Gemini gives no stop reason; derive it (length when the stream said the
+        # answer was cut, which it may still call a success).
+        stop = ev.LENGTH if self._truncated else (ev.ERROR if failed else ev.STOP)
+        out = self._flush(stop)
+        self.terminal = True
+        self.failed = failed
+        if failed:
+            err = obj.get("error")
+            message = err.get("message") if isinstance(err, dict) else None
+            message = _api_error(str(message)) if message else self._last_error
+            self.error_message = message or f"gemini ended with status {obj.get('status')!r}"
+            out.append(ev.error(self.error_message, fatal=False))
+        out.append(ev.usage(dict(self.usage)))
+        return out
+
+    def finish(self) -> list[ev.Event]:
+        # The stream stopped mid-answer: keep what was said (not terminal).
+        return self._flush(None) if self._text else []
+
+
+class GeminiBackend(Backend):
+    name = "gemini"
+    default_binary = "gemini"
+    install_hint = "npm install -g @google/gemini-cli"
+    # Gemini CLI has no per-run tool allow list (only settings and policy files) and
+    # only a full system-prompt replacement (GEMINI_SYSTEM_MD), not an addition.
+    supports_tools = False
+    supports_system_prompt = False
+
+    def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
+        # "--prompt=TASK" keeps a task starting with "-" a value; a leading "/" would
+        # be taken for a slash command, so such a task gets a leading space.
+        task = " " + req.task if req.task.startswith("/") else req.task
+        argv = [binary, "--prompt=" + task, "--output-format", "stream-json"]
+        if req.model:
+            argv.append("--model=" + req.model)
+        # Headless: approve every tool call; trust the working directory for this run.
+        argv += ["--approval-mode", "yolo", "--skip-trust"]
+        argv += req.extra_args
+        return argv
+
+    def normalizer(self) -> Normalizer:
+        return GeminiNormalizer()

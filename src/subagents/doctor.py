@@ -1,0 +1,258 @@
+"""`subagents doctor`: which agent CLIs are installed, which version, and whether
+they look set up with credentials.
+
+Credentials are only looked for (an environment variable is set, a login or
+config file exists); nothing is read out, printed or sent anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from subagents.backends import BackendError, get_backend, known_backends
+from subagents.runs import InputError, Limits, resolve_binary
+
+VERSION_TIMEOUT = 10.0
+
+
+@dataclass
+class BackendCheck:
+    name: str
+    binary: str | None  # resolved path, or None when not found
+    version: str | None  # first line of `<bin> --version`
+    usable: bool
+    reason: str  # short: what is missing, or what was found
+    install_hint: str | None = None  # how to install it, when it is missing
+
+
+# --------------------------------------------------------------------------- credentials
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _set(env: Mapping[str, str], *names: str) -> str | None:
+    """The first of ``names`` set to a non-empty value (the name, never the value)."""
+    for name in names:
+        if env.get(name, "").strip():
+            return name
+    return None
+
+
+def _first_file(*paths: Path) -> Path | None:
+    for path in paths:
+        if path.is_file():
+            return path
+    return None
+
+
+def _tilde(path: Path, env: Mapping[str, str]) -> str:
+    home = str(_home(env))
+    text = str(path)
+    return "~" + text[len(home) :] if home not in ("", "/") and text.startswith(home + os.sep) else text
+
+
+_PROVIDER_KEYS = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "MISTRAL_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "CEREBRAS_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+)
+
+_NO_CREDENTIALS = "no credentials found"
+
+
+def _claude(env: Mapping[str, str]) -> tuple[bool, str]:
+    found = _set(env, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+    if found:
+        return True, f"{found} is set"
+    found = _set(env, "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
+    if found:
+        return True, f"{found} is set (cloud provider credentials not checked)"
+    config_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else _home(env) / ".claude"
+    creds = _first_file(config_dir / ".credentials.json")
+    if creds:
+        return True, f"logged in ({_tilde(creds, env)})"
+    if config_dir.is_dir():
+        return True, f"{_tilde(config_dir, env)} exists (login not verified)"
+    return False, f"{_NO_CREDENTIALS}: set ANTHROPIC_API_KEY or run `claude` once to log in"
+
+
+def _codex(env: Mapping[str, str]) -> tuple[bool, str]:
+    found = _set(env, "OPENAI_API_KEY", "CODEX_API_KEY")
+    if found:
+        return True, f"{found} is set"
+    codex_home = Path(env["CODEX_HOME"]) if env.get("CODEX_HOME") else _home(env) / ".codex"
+    auth = _first_file(codex_home / "auth.json")
+    if auth:
+        return True, f"logged in ({_tilde(auth, env)})"
+    config = _first_file(codex_home / "config.toml")
+    if config:
+        return True, f"{_tilde(config, env)} present (provider credentials not verified)"
+    return False, f"{_NO_CREDENTIALS}: set OPENAI_API_KEY or run `codex login`"
+
+
+def _gemini(env: Mapping[str, str]) -> tuple[bool, str]:
+    found = _set(env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+    if found:
+        return True, f"{found} is set"
+    if _set(env, "GOOGLE_GENAI_USE_VERTEXAI") and _set(env, "GOOGLE_CLOUD_PROJECT"):
+        return True, "Vertex AI configured (GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_CLOUD_PROJECT)"
+    gemini_dir = _home(env) / ".gemini"
+    creds = _first_file(gemini_dir / "oauth_creds.json")
+    if creds:
+        return True, f"logged in ({_tilde(creds, env)})"
+    settings = _first_file(gemini_dir / "settings.json")
+    if settings:
+        return True, f"{_tilde(settings, env)} present (login not verified)"
+    return False, f"{_NO_CREDENTIALS}: set GEMINI_API_KEY or run `gemini` once to log in"
+
+
+def _opencode(env: Mapping[str, str]) -> tuple[bool, str]:
+    data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else _home(env) / ".local" / "share"
+    auth = _first_file(data / "opencode" / "auth.json")
+    if auth:
+        return True, f"logged in ({_tilde(auth, env)})"
+    found = _set(env, *_PROVIDER_KEYS)
+    if found:
+        return True, f"{found} is set"
+    config_home = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else _home(env) / ".config"
+    configured = [Path(env["OPENCODE_CONFIG"])] if env.get("OPENCODE_CONFIG") else []
+    config = _first_file(
+        *configured, config_home / "opencode" / "opencode.json", config_home / "opencode" / "opencode.jsonc"
+    )
+    if config:
+        return True, f"{_tilde(config, env)} present (provider credentials not verified)"
+    return False, f"{_NO_CREDENTIALS}: run `opencode auth login` or set a provider API key"
+
+
+def _pi(env: Mapping[str, str]) -> tuple[bool, str]:
+    agent_dir = env.get("PI_CODING_AGENT_DIR")
+    base = Path(agent_dir) if agent_dir else _home(env) / ".pi" / "agent"
+    found_file = _first_file(base / "models.json", base / "auth.json")
+    if found_file:
+        return True, f"{_tilde(found_file, env)} present"
+    if agent_dir and base.is_dir():
+        return True, f"PI_CODING_AGENT_DIR is set ({agent_dir}; credentials not verified)"
+    found = _set(env, *_PROVIDER_KEYS)
+    if found:
+        return True, f"{found} is set"
+    return False, f"{_NO_CREDENTIALS}: set a provider API key or configure ~/.pi/agent/models.json"
+
+
+_CREDENTIALS: dict[str, Callable[[Mapping[str, str]], tuple[bool, str]]] = {
+    "claude": _claude,
+    "codex": _codex,
+    "gemini": _gemini,
+    "opencode": _opencode,
+    "pi": _pi,
+}
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _first_line(data: bytes) -> str:
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``(version, None)`` or ``(None, why it could not be read)``."""
+    what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,  # its own group, so a timeout kills all of it
+        )
+    except OSError as exc:
+        return None, f"could not run it: {exc.strerror or exc}"
+    try:
+        out, err = proc.communicate(timeout=VERSION_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=2.0)
+        proc.kill()
+        proc.wait()
+        return None, f"{what} did not answer within {VERSION_TIMEOUT:g}s"
+    if proc.returncode != 0:
+        detail = _first_line(err) or _first_line(out)
+        return None, f"{what} failed (exit {proc.returncode})" + (f": {detail}" if detail else "")
+    line = _first_line(out) or _first_line(err)
+    return (line or "unknown"), None
+
+
+def check_backend(name: str, env: Mapping[str, str] | None = None, limits: Limits | None = None) -> BackendCheck:
+    env = os.environ if env is None else env
+    try:
+        backend = get_backend(name)
+    except BackendError as exc:
+        return BackendCheck(name, None, None, False, str(exc))
+    except Exception as exc:  # a broken plugin must not break doctor
+        return BackendCheck(name, None, None, False, f"could not load the backend: {exc!r}")
+    hint = backend.install_hint or None
+    limits = limits or Limits()
+    try:
+        binary = resolve_binary(backend, limits, env)
+    except InputError as exc:
+        configured = env.get(backend.binary_env_var()) or limits.bins.get(backend.name)
+        # A configured path that is wrong says so; a plain miss gets the short story.
+        reason = str(exc) if configured else f"{backend.default_binary!r} not found on PATH"
+        return BackendCheck(name, None, None, False, reason, hint)
+    version, problem = _version(backend.version_argv(binary), env)
+    if problem is not None:
+        return BackendCheck(name, binary, None, False, problem, hint)
+    creds = backend.credentials_hint(env)
+    if creds is None:
+        check = _CREDENTIALS.get(backend.name) or _CREDENTIALS.get(name)
+        creds = check(env) if check else (True, "credentials not checked")
+    usable, reason = creds
+    return BackendCheck(name, binary, version, usable, reason)
+
+
+def check_backends(env: Mapping[str, str] | None = None, limits: Limits | None = None) -> list[BackendCheck]:
+    """Every known backend (built-in and plugins), in name order; version checks run in parallel."""
+    env = os.environ if env is None else env
+    names = known_backends()
+    with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
+        return list(pool.map(lambda n: check_backend(n, env, limits), names))
+
+
+def render_text(checks: list[BackendCheck]) -> str:
+    """A plain aligned table, one backend a line, then install hints for missing ones."""
+    header = ("BACKEND", "STATUS", "VERSION", "BINARY", "NOTE")
+    rows = [header]
+    for c in checks:
+        status = "ok" if c.usable else ("missing" if c.binary is None else "not ready")
+        rows.append((c.name, status, c.version or "-", c.binary or "-", c.reason))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows]
+    hints = [f"  {c.name}: {c.install_hint}" for c in checks if c.binary is None and c.install_hint]
+    if hints:
+        lines += ["", "To install:", *hints]
+    return "\n".join(line.rstrip() for line in lines) + "\n"

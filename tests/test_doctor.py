@@ -1,0 +1,116 @@
+"""`subagents doctor`: binaries found on a temp PATH, versions, credentials, install hints."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+import subagents.doctor as doctor
+from subagents.doctor import BackendCheck, check_backend, check_backends, render_text
+
+
+def fake_cli(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, str]:
+    """An environment with an empty HOME and a PATH holding only a fake `codex`."""
+    home = tmp_path / "home"
+    home.mkdir()
+    bindir = tmp_path / "bin"
+    fake_cli(bindir, "codex", 'echo "codex-cli 9.9.9"; echo "second line"')
+    return {"PATH": str(bindir), "HOME": str(home)}
+
+
+def by_name(checks: list[BackendCheck]) -> dict[str, BackendCheck]:
+    return {c.name: c for c in checks}
+
+
+def test_found_with_version_but_no_credentials(world: dict[str, str], tmp_path: Path) -> None:
+    c = check_backend("codex", world)
+    assert c.binary == str(tmp_path / "bin" / "codex")
+    assert c.version == "codex-cli 9.9.9"
+    assert not c.usable
+    assert "OPENAI_API_KEY" in c.reason and c.install_hint is None
+
+
+def test_credentials_from_env_name_only(world: dict[str, str]) -> None:
+    c = check_backend("codex", {**world, "OPENAI_API_KEY": "sk-secret-value"})
+    assert c.usable and c.reason == "OPENAI_API_KEY is set"
+    assert "sk-secret-value" not in render_text([c])
+
+
+def test_credentials_from_codex_home(world: dict[str, str], tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    (codex_home / "auth.json").write_text("{}")
+    c = check_backend("codex", {**world, "CODEX_HOME": str(codex_home)})
+    assert c.usable and c.reason.startswith("logged in")
+
+
+def test_missing_binary_has_an_install_hint(world: dict[str, str]) -> None:
+    c = check_backend("claude", world)
+    assert c.binary is None and c.version is None and not c.usable
+    assert c.reason == "'claude' not found on PATH"
+    assert c.install_hint == "npm install -g @anthropic-ai/claude-code"
+
+
+def test_binary_override_env_var(world: dict[str, str], tmp_path: Path) -> None:
+    gem = fake_cli(tmp_path / "elsewhere", "my-gemini", "echo 0.61.0")
+    c = check_backend("gemini", {**world, "SUBAGENTS_GEMINI_BIN": str(gem), "GEMINI_API_KEY": "x"})
+    assert (c.binary, c.version, c.usable) == (str(gem), "0.61.0", True)
+    bad = check_backend("gemini", {**world, "SUBAGENTS_GEMINI_BIN": str(tmp_path / "nope")})
+    assert bad.binary is None and "SUBAGENTS_GEMINI_BIN" in bad.reason
+
+
+def test_version_failure_and_timeout(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_cli(Path(world["PATH"]), "opencode", 'echo "native binary not installed" >&2; exit 3')
+    c = check_backend("opencode", world)
+    assert c.binary is not None and c.version is None and not c.usable
+    assert c.reason == "`opencode --version` failed (exit 3): native binary not installed"
+    # A CLI that hangs (even through a child holding the pipe) is cut off in time.
+    sleep = shutil.which("sleep")  # the temp PATH holds only the fakes
+    fake_cli(Path(world["PATH"]), "pi", f"{sleep} 30 & {sleep} 30")
+    monkeypatch.setattr(doctor, "VERSION_TIMEOUT", 0.5)
+    t0 = time.monotonic()
+    c = check_backend("pi", world)
+    assert time.monotonic() - t0 < 5
+    assert c.version is None and "did not answer within 0.5s" in c.reason
+
+
+def test_pi_credentials_from_agent_dir(world: dict[str, str], tmp_path: Path) -> None:
+    fake_cli(Path(world["PATH"]), "pi", "echo 0.73.1")
+    assert not check_backend("pi", world).usable
+    agent_dir = tmp_path / "pi-agent"
+    agent_dir.mkdir()
+    (agent_dir / "models.json").write_text("{}")
+    c = check_backend("pi", {**world, "PI_CODING_AGENT_DIR": str(agent_dir)})
+    assert c.usable and "models.json" in c.reason
+
+
+def test_check_backends_covers_all_and_renders_a_table(world: dict[str, str]) -> None:
+    checks = check_backends(world)
+    names = [c.name for c in checks]
+    assert names == sorted(names) and {"pi", "claude", "codex", "gemini", "opencode"} <= set(names)
+    found = by_name(checks)
+    assert found["codex"].version == "codex-cli 9.9.9"
+    assert found["claude"].binary is None
+    text = render_text(checks)
+    lines = text.splitlines()
+    assert lines[0].split() == ["BACKEND", "STATUS", "VERSION", "BINARY", "NOTE"]
+    rows = {line.split()[0]: line for line in lines[1 : 1 + len(checks)]}
+    # Aligned: every row's status column starts where the header's does.
+    col = lines[0].index("STATUS")
+    assert all(row[col - 2 : col] == "  " and row[col] != " " for row in rows.values())
+    assert rows["codex"].split()[1:3] == ["not", "ready"]
+    assert rows["claude"].split()[1] == "missing"
+    assert "To install:" in lines
+    assert "  claude: npm install -g @anthropic-ai/claude-code" in lines
