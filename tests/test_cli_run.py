@@ -138,3 +138,13 @@ def test_real_pi_provider_error_is_a_failure_with_the_message(tmp_path: Path) ->
     assert "500" in result["errorMessage"] and "mock server error" in result["errorMessage"]
     assert result["exitCode"] == 0  # pi exits 0 here: the stream told us it failed
     assert "## Error" in result["diagnostics"]
+
+
+def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> None:
+    env = {"PATH": str(tmp_path), **{f"SUBAGENTS_{b.upper()}_BIN": "" for b in ("pi", "claude", "codex", "gemini", "opencode")}}
+    p = cli(["doctor"], env)
+    assert p.returncode == 0, p.stderr
+    assert "npm install -g @mariozechner/pi-coding-agent" in p.stdout
+    rows = [json.loads(x) for x in cli(["doctor", "--json"], env).stdout.splitlines()]
+    assert {r["name"] for r in rows} == {"pi", "claude", "codex", "gemini", "opencode"}
+    assert all(r["binary"] is None and r["usable"] is False for r in rows)

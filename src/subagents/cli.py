@@ -406,6 +406,31 @@ def agents_show(ctx: click.Context, name: str) -> None:
     click.echo("\n" + a.system_prompt.rstrip())
 
 
+# ---- doctor --------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def doctor(as_json: bool) -> None:
+    """For each backend: found or not, version, whether it looks usable, how to install it."""
+    from dataclasses import asdict
+
+    from subagents.config import ConfigError
+    from subagents.doctor import check_backends, render_text
+    from subagents.runs import limits_from_settings
+
+    try:
+        limits = limits_from_settings()  # config [bins] count, as for a run
+    except ConfigError as exc:
+        fail(str(exc))
+    checks = check_backends(limits=limits)
+    if as_json:
+        for c in checks:
+            click.echo(json.dumps(asdict(c), ensure_ascii=False))
+    else:
+        click.echo(render_text(checks), nl=False)
+
+
 # ---- demo ----------------------------------------------------------------------
 
 DEMO_FILES = {
@@ -446,6 +471,28 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
         except api.BadRequest as exc:
             fail(str(exc))
         run_in_foreground(job, as_json=as_json, quiet=quiet)
+
+
+# ---- MCP server ------------------------------------------------------------------------
+
+
+@main.command("mcp")
+@click.option("--http", "http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token required).")
+@click.option("--port", type=int, default=8765, show_default=True, help="With --http: the port (0 picks a free one).")
+def mcp_server(http: bool, port: int) -> None:
+    """Serve the subagents MCP server: stdio, or with --http streamable HTTP on 127.0.0.1.
+
+    With --http every request needs `Authorization: Bearer <token>`: the token is
+    $SUBAGENTS_MCP_TOKEN, else a new one printed on stderr at start. See docs/mcp.md.
+    """
+    try:
+        from subagents import mcp
+    except ImportError as exc:
+        fail(f"the MCP server needs the 'mcp' package (pip install 'mcp>=2.3'): {exc}")
+    if http:
+        mcp.serve_http(port)
+    else:
+        mcp.serve_stdio()
 
 
 if __name__ == "__main__":
