@@ -243,3 +243,29 @@ def test_config_default_agent_and_env_override(fake: Fake, tmp_path: Path) -> No
     (config_dir / "config.toml").write_text("concurrency = 'many'\n")
     bad = cli(["run", "x"], bin_env(fake))
     assert bad.returncode == 2 and "concurrency" in bad.stderr and "config.toml" in bad.stderr
+
+
+def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: Path) -> None:
+    import signal as sig
+
+    pidfile = tmp_path / "child.pid"
+    job_id = _job_id(cli(["run", "--bg", "--json", "x"],
+                         {**bin_env(fake), **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}))
+    job_file = Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json"
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    driver = json.loads(job_file.read_text())["driver"]["pid"]
+    os.kill(driver, sig.SIGKILL)  # the driver is gone; its run goes on
+    # Someone looking meanwhile does not declare the job over while its run lives.
+    time.sleep(0.5)
+    assert json.loads(cli(["show", "--json", job_id]).stdout)["status"] == "running"
+    s = cli(["stop", job_id])
+    assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
+    child = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while pid_alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(child)
+    state = json.loads(job_file.read_text())
+    assert state["status"] == "aborted" and state["runs"][0]["status"] == "aborted"

@@ -154,39 +154,38 @@ def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict
 
 
 def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
-    """Abort a job: its driver stops every run; if the driver is gone, the runs are stopped here."""
+    """Abort a job: its driver stops every run. Whatever the driver did not stop (it was
+    gone, or hung) is stopped here, so no process of the job is left alive."""
     state = store.load(job_id)
     if state.get("status") in TERMINAL:
         return state
     driver = state.get("driver")
     if isinstance(driver, dict) and procs.is_alive(driver):
         os.kill(int(driver["pid"]), signal.SIGTERM)
-        done = wait_job(store, job_id, timeout=grace)
-        if done is not None:
-            return done
-        procs.kill_group(int(driver["pid"]))
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            os.kill(int(driver["pid"]), signal.SIGKILL)
-    # No driver to do it: stop each run's supervisor ourselves.
+        if wait_job(store, job_id, timeout=grace) is None and procs.is_alive(driver):
+            with contextlib.suppress(OSError):
+                os.kill(int(driver["pid"]), signal.SIGKILL)
+    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    return store.recover_if_orphaned(job_id, status="aborted", message="stopped; its driver was gone")
+
+
+def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
     from subagents.monitor import RunMonitor
     from subagents.runners.base import SUPERVISOR_FILE
 
-    for run_id in store.load(job_id).get("runIds") or []:
+    for run_id in run_ids:
         if not run_id:
             continue
         run_dir = paths.runs_dir(store.home) / run_id
         monitor = RunMonitor(run_dir)
-        if monitor.result() is None:
-            with contextlib.suppress(OSError, ValueError, KeyError):
-                ident = _read(run_dir / SUPERVISOR_FILE)
-                if procs.is_alive(ident):
-                    os.kill(int(ident["pid"]), signal.SIGTERM)
-            if monitor.wait(timeout=grace) is None:
-                monitor.recover_dead_supervisor()
-    state = store.recover_if_orphaned(job_id)
-    if state.get("status") == "failed" and state.get("errorMessage", "").startswith("the job driver died"):
-        state = store.update(job_id, status="aborted", errorMessage="stopped: the job driver was gone")
-    return state
+        if monitor.result() is not None:
+            continue
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            ident = _read(run_dir / SUPERVISOR_FILE)
+            if procs.is_alive(ident):
+                os.kill(int(ident["pid"]), signal.SIGTERM)
+        if monitor.wait(timeout=grace) is None:
+            monitor.recover_dead_supervisor()
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -125,8 +125,11 @@ class JobStore:
         driver = state.get("driver")
         return isinstance(driver, dict) and procs.is_alive(driver)
 
-    def recover_if_orphaned(self, job_id: str) -> dict[str, Any]:
-        """A job whose driver died before recording its end: record a failed end now."""
+    def recover_if_orphaned(
+        self, job_id: str, *, status: str = "failed", message: str = "the job driver died before the job ended"
+    ) -> dict[str, Any]:
+        """A job whose driver died before recording its end: once its runs are over, record
+        its end now (``status``, ``message``)."""
         state = self.load(job_id)
         if state.get("status") in TERMINAL or self.driver_alive(state):
             return state
@@ -140,17 +143,18 @@ class JobStore:
                 continue
             monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
             result = monitor.result()
-            if result is None and not monitor.supervisor_alive():
+            if result is None:
+                if monitor.supervisor_alive():
+                    return state  # a run goes on without its driver: the job ends when it does
                 result = monitor.recover_dead_supervisor()
-            if result is not None:
-                runs.append(result)
+            runs.append(result)
         now = time.time()
         from subagents.orchestrator import sum_usage
         from subagents.result import iso
 
         return self.finish(job_id, {
-            "status": "failed",
-            "errorMessage": "the job driver died before the job ended",
+            "status": status,
+            "errorMessage": message,
             "completedAt": iso(now),
             "durationMs": round((now - float(state.get("createdAt") or now)) * 1000),
             "usage": sum_usage(runs),
