@@ -1,0 +1,361 @@
+"""The MCP server, through the official SDK client: a spawned `subagents mcp` over stdio
+(and over streamable HTTP), whose children are the fake agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pistream as pi
+import pytest
+from conftest import Fake, pid_alive
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+from subagents.jobs import JobStore
+from subagents.testing.fakeagent import SCRIPT_ENV
+
+pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
+
+TIMEOUT = 60  # every test's bound, seconds
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, **(extra or {})}
+
+
+def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
+    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
+
+
+def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
+    """A fake pi from a Python body; ``task`` is the task text (the last argument)."""
+    script = fake.dir / f"{name}.py"
+    script.write_text(
+        "import json, os, sys, time\n"
+        "task = sys.argv[-1]\n"
+        "def answer(text):\n"
+        "    msg = {'role': 'assistant', 'content': [{'type': 'text', 'text': text}], 'stopReason': 'stop', 'model': 'm'}\n"
+        "    print(json.dumps({'type': 'message_end', 'message': msg}), flush=True)\n"
+        + body
+    )
+    launcher = fake.dir / name
+    launcher.write_text(f"#!{sys.executable}\nexec(open({str(script)!r}).read())\n")
+    launcher.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(launcher)}
+
+
+@asynccontextmanager
+async def connect(env: dict[str, str], *, mode: str = "auto", **kw: Any) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "subagents.cli", "mcp"], env=server_env(env))
+    async with Client(params, mode=mode, **kw) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def run(main: Callable[[], Any]) -> None:
+    async def bounded() -> None:
+        with anyio.fail_after(TIMEOUT):
+            await main()
+
+    anyio.run(bounded)
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+# ---- tools ---------------------------------------------------------------------------------
+
+
+def test_lists_the_tools_and_the_job_resource() -> None:
+    async def main() -> None:
+        async with connect({}) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == {"subagent", "subagent_status", "subagent_result", "subagent_cancel", "list_agents"}
+            props = tools["subagent"].input_schema["properties"]
+            assert {"task", "tasks", "chain", "agent", "cwd", "model", "background", "concurrency"} <= set(props)
+            assert tools["subagent"].description and "{previous}" in tools["subagent"].description
+            assert tools["subagent_result"].input_schema["required"] == ["job_id"]
+            templates = (await client.list_resource_templates()).resource_templates
+            assert [t.uri_template for t in templates] == ["subagent://jobs/{id}"]
+            agents = await client.call_tool("list_agents", {})
+            assert not agents.is_error and "scout" in text_of(agents)
+
+    run(main)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # the 2026 envelope and the 2025 handshake
+def test_foreground_call_streams_progress_and_returns_the_answer(fake: Fake, isolated_state: Path, mode: str) -> None:
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async def main() -> None:
+        async with connect(fake_env(fake, pi.answer("The answer.")), mode=mode) as client:
+            result = await client.call_tool("subagent", {"task": "do the thing"}, progress_callback=on_progress)
+        assert not result.is_error, text_of(result)
+        assert text_of(result) == "The answer."
+        job = result.structured_content
+        assert job is not None and job["status"] == "completed" and job["mode"] == "single"
+        assert job["finalText"] == "The answer." and job["runs"][0]["finalText"] == "The answer."
+        assert messages and messages[0].startswith(f"job {job['jobId']} started")
+        assert any("$ ls" in m for m in messages), messages  # the shared formatter's tool line
+        assert all(len(m) <= 200 for m in messages)
+        # The connection is a session in the lifecycle log.
+        logs = list((isolated_state / "sessions").glob("mcp-*.jsonl"))
+        assert len(logs) == 1
+        kinds = [json.loads(line)["eventType"] for line in logs[0].read_text().splitlines()]
+        assert kinds == ["subagent:start", "subagent:complete"]
+
+    run(main)
+
+
+def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
+    env = script_launcher(fake, "echo-pi", "time.sleep(0.3 if task == 'alpha' else 0)\nanswer('echo: ' + task)\n")
+
+    async def main() -> None:
+        async with connect(env) as client:
+            result = await client.call_tool("subagent", {"tasks": ["alpha", {"task": "beta"}]})
+        assert not result.is_error, text_of(result)
+        job = result.structured_content
+        assert job is not None and job["mode"] == "parallel" and job["status"] == "completed"
+        assert [r["finalText"] for r in job["runs"]] == ["echo: alpha", "echo: beta"]
+        text = text_of(result)
+        assert text.index("echo: alpha") < text.index("echo: beta")
+
+    run(main)
+
+
+def test_a_failed_run_is_an_error_result_with_diagnostics(fake: Fake) -> None:
+    async def main() -> None:
+        steps: list[dict[str, Any]] = [*pi.start(), {"stderr": "model exploded\n"}, {"exit": 3}]
+        async with connect(fake_env(fake, steps)) as client:
+            result = await client.call_tool("subagent", {"task": "x"})
+        assert result.is_error
+        assert result.structured_content is not None and result.structured_content["status"] == "failed"
+        assert "model exploded" in text_of(result)
+
+    run(main)
+
+
+def test_background_job_then_result(fake: Fake) -> None:
+    async def main() -> None:
+        async with connect(fake_env(fake, pi.answer("Background answer."))) as client:
+            started = await client.call_tool("subagent", {"task": "later", "background": True})
+            assert not started.is_error, text_of(started)
+            job_id = (started.structured_content or {})["jobId"]
+            assert json.loads(text_of(started).splitlines()[0]) == {"jobId": job_id}
+            result = await client.call_tool("subagent_result", {"job_id": job_id, "wait_seconds": 30})
+            assert not result.is_error, text_of(result)
+            assert text_of(result) == "Background answer."
+            assert (result.structured_content or {})["status"] == "completed"
+            status = await client.call_tool("subagent_status", {"job_id": job_id[:12]})
+            assert (status.structured_content or {})["status"] == "completed"
+            resource = await client.read_resource(f"subagent://jobs/{job_id}")
+            state = json.loads(getattr(resource.contents[0], "text", ""))
+            assert state["jobId"] == job_id and state["status"] == "completed" and state["background"] is True
+
+    run(main)
+
+
+def test_result_says_still_running_when_the_wait_ends_first(fake: Fake) -> None:
+    env = script_launcher(fake, "slow-pi", "time.sleep(30)\nanswer('late')\n")
+
+    async def main() -> None:
+        async with connect(env) as client:
+            started = await client.call_tool("subagent", {"task": "slow", "background": True})
+            job_id = (started.structured_content or {})["jobId"]
+            result = await client.call_tool("subagent_result", {"job_id": job_id, "wait_seconds": 0.5})
+            assert not result.is_error and "still running" in text_of(result)
+            cancelled = await client.call_tool("subagent_cancel", {"job_id": job_id})
+            assert (cancelled.structured_content or {})["status"] == "aborted", text_of(cancelled)
+
+    run(main)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode: str) -> None:
+    gate = tmp_path / "gate"
+    env = script_launcher(
+        fake, "gated-pi",
+        f"deadline = time.time() + 30\nwhile not os.path.exists({str(gate)!r}) and time.time() < deadline:\n"
+        "    time.sleep(0.05)\nanswer('done')\n",
+    )
+    updated: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/resources/updated":
+            updated.append(str(message.params.uri))
+            got.set()
+
+    async def main() -> None:
+        async with connect(env, mode=mode, message_handler=on_message) as client:
+            started = await client.call_tool("subagent", {"task": "wait for the gate", "background": True})
+            uri = f"subagent://jobs/{(started.structured_content or {})['jobId']}"
+            if mode == "legacy":
+                await client.subscribe_resource(uri)
+                gate.write_text("go")
+                await got.wait()
+            else:
+                async with client.listen(resource_subscriptions=[uri]) as sub:
+                    gate.write_text("go")
+                    async for event in sub:
+                        updated.append(str(getattr(event, "uri", "")))
+                        break
+            assert updated == [uri]
+
+    run(main)
+
+
+def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(fake: Fake, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}]
+    messages: list[str] = []
+    heartbeat = anyio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+        if (message or "").startswith("still running"):
+            heartbeat.set()
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+            scope = anyio.CancelScope()
+
+            async def call() -> None:
+                with scope:
+                    await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await heartbeat.wait()  # a quiet run still reports (at least every 10 s)
+                assert pidfile.exists()
+                scope.cancel()
+            pid = int(pidfile.read_text())
+            job_id = re.match(r"job (\S+) started", messages[0]).group(1)  # type: ignore[union-attr]
+            store = JobStore()
+            deadline = time.monotonic() + 30
+            while (pid_alive(pid) or store.load(job_id).get("status") != "aborted") and time.monotonic() < deadline:
+                await anyio.sleep(0.1)
+            assert not pid_alive(pid), "the child outlived the cancelled call"
+            assert store.load(job_id)["status"] == "aborted"
+            status = await client.call_tool("subagent_status", {"job_id": job_id})
+            assert (status.structured_content or {})["status"] == "aborted"
+
+    run(main)
+
+
+def test_subagent_cancel_stops_a_foreground_job_of_this_server(fake: Fake, tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}]
+    first: list[str] = []
+    results: list[CallToolResult] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        first.append(message or "")
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+
+            async def call() -> None:
+                results.append(await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                while not (pidfile.exists() and first):
+                    await anyio.sleep(0.05)
+                job_id = first[0].split()[1]
+                cancelled = await client.call_tool("subagent_cancel", {"job_id": job_id})
+                assert (cancelled.structured_content or {})["status"] == "aborted", text_of(cancelled)
+            # The foreground call ended with the aborted job, and the server is still there.
+            assert results[0].is_error and (results[0].structured_content or {})["status"] == "aborted"
+            assert not pid_alive(int(pidfile.read_text()))
+            assert not (await client.call_tool("list_agents", {})).is_error
+
+    run(main)
+
+
+def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
+    async def main() -> None:
+        async with connect(fake_env(fake, pi.answer("x"))) as client:
+            cases = [
+                ({}, "no task given"),
+                ({"task": "a", "tasks": ["b"]}, "only one of 'task', 'tasks' or 'chain'"),
+                ({"task": "   "}, "task: the task is empty"),
+                ({"task": "a", "agent": "nope"}, "agent: unknown agent 'nope'"),
+                ({"chain": ["a", {"task": "b", "agent": "nope"}]}, "chain.1.agent: unknown agent 'nope'"),
+                ({"task": "a", "cwd": "/nonexistent/dir"}, "does not exist"),
+            ]
+            for args, expected in cases:
+                result = await client.call_tool("subagent", args)
+                assert result.is_error, args
+                assert expected in text_of(result), (args, text_of(result))
+            for tool in ("subagent_status", "subagent_result", "subagent_cancel"):
+                result = await client.call_tool(tool, {"job_id": "0zzzzzzz"})
+                assert result.is_error and "no job with id" in text_of(result), text_of(result)
+
+    run(main)
+
+
+# ---- HTTP ------------------------------------------------------------------------------------
+
+
+def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
+    env = server_env({"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")})
+    env.pop("SUBAGENTS_MCP_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if "bearer token" in line:
+                ready.set()
+
+    threading.Thread(target=read_stderr, daemon=True).start()
+    try:
+        assert ready.wait(30), f"the server did not start: {lines}"
+        url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", "".join(lines)).group(1)  # type: ignore[union-attr]
+        token = re.search(r"bearer token .*: (\S+)", "".join(lines)).group(1)  # type: ignore[union-attr]
+
+        async def main() -> None:
+            async with httpx2.AsyncClient() as http:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+                denied = await http.post(url, json=body)
+                assert denied.status_code == 401
+                wrong = await http.post(url, json=body, headers={"Authorization": "Bearer nope"})
+                assert wrong.status_code == 401
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "subagent" in names
+
+        run(main)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
