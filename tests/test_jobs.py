@@ -11,6 +11,7 @@ from typing import Any
 
 import pistream as pi
 from conftest import Fake, pid_alive
+from test_cli_run import CLI as CLI_ARGS
 from test_cli_run import cli
 
 from subagents.testing.fakeagent import SCRIPT_ENV
@@ -269,3 +270,25 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
     assert not pid_alive(child)
     state = json.loads(job_file.read_text())
     assert state["status"] == "aborted" and state["runs"][0]["status"] == "aborted"
+
+
+def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path) -> None:
+    """The CLI driving a job is not killed by `stop`: its runs are, and it reports the job aborted."""
+    pidfile = tmp_path / "c.pid"
+    env = {**os.environ, **bin_env(fake), **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}
+    fg = subprocess.Popen([*CLI_ARGS, "run", "--json", "--parallel", "-j", "1", "a", "b"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    jobs = Path(os.environ["SUBAGENTS_HOME"]) / "jobs"
+    (job_id,) = [p.name for p in jobs.iterdir()]
+    s = cli(["stop", job_id])
+    assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
+    out, err = fg.communicate(timeout=30)
+    assert fg.returncode == 130, err
+    job = json.loads(out)
+    assert job["status"] == "aborted"
+    # The second task never started: the stop reached the driver before it could.
+    assert job["runs"][1]["runId"] is None and job["runs"][1]["status"] == "aborted"
+    assert not pid_alive(int(pidfile.read_text()))

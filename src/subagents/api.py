@@ -154,18 +154,31 @@ def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict
 
 
 def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
-    """Abort a job: its driver stops every run. Whatever the driver did not stop (it was
-    gone, or hung) is stopped here, so no process of the job is left alive."""
+    """Abort a job. Its driver is asked (through the job directory) to start no more runs,
+    and every running run is stopped here, so no process of the job is left alive. Only a
+    background driver is signalled: a foreground one may be a CLI or an MCP server driving
+    other jobs too."""
     state = store.load(job_id)
     if state.get("status") in TERMINAL:
         return state
+    store.request_cancel(job_id)
     driver = state.get("driver")
-    if isinstance(driver, dict) and procs.is_alive(driver):
+    if not isinstance(driver, dict):
+        driver = {}
+    driver_alive = procs.is_alive(driver)
+    if driver_alive and state.get("background"):
         os.kill(int(driver["pid"]), signal.SIGTERM)
-        if wait_job(store, job_id, timeout=grace) is None and procs.is_alive(driver):
+        if wait_job(store, job_id, timeout=grace) is not None:
+            return store.load(job_id)
+    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    if driver_alive:
+        # The driver records the end itself once its runs are over.
+        done = wait_job(store, job_id, timeout=grace)
+        if done is not None:
+            return done
+        if state.get("background") and procs.is_alive(driver):
             with contextlib.suppress(OSError):
                 os.kill(int(driver["pid"]), signal.SIGKILL)
-    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
     return store.recover_if_orphaned(job_id, status="aborted", message="stopped; its driver was gone")
 
 

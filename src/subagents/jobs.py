@@ -18,6 +18,8 @@ from subagents import ids, paths, procs
 from subagents.artifacts import make_private_dir, read_json, write_json_atomic
 
 JOB_FILE = "job.json"
+# Written by `stop` (any process): the job's driver starts no more runs once it exists.
+CANCEL_FILE = "cancel-requested"
 TERMINAL = frozenset({"completed", "failed", "aborted", "timeout"})
 _SCHEMA = """
 create table if not exists jobs (
@@ -100,6 +102,12 @@ class JobStore:
         write_json_atomic(self.path(job_id), state)
         with contextlib.suppress(sqlite3.Error):
             self._index_upsert(state)
+
+    def request_cancel(self, job_id: str) -> None:
+        (self.dir / job_id / CANCEL_FILE).touch()
+
+    def cancel_requested(self, job_id: str) -> bool:
+        return (self.dir / job_id / CANCEL_FILE).exists()
 
     # ---- ids -------------------------------------------------------------
 

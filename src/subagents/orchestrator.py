@@ -201,6 +201,9 @@ class Job:
 
     @property
     def cancelled(self) -> bool:
+        # Another process (`subagents stop`) asks through the job directory.
+        if not self._cancelled.is_set() and self.store.cancel_requested(self.job_id):
+            self._cancelled.set()
         return self._cancelled.is_set()
 
     # ---- running ---------------------------------------------------------
