@@ -128,8 +128,14 @@ def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
     return state
 
 
-def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict[str, Any] | None:
-    """The job result once the job has ended; None if ``timeout`` ran out first."""
+def wait_job(
+    store: JobStore, job_id: str, timeout: float | None = None, *, orphaned_as: tuple[str, str] | None = None
+) -> dict[str, Any] | None:
+    """The job result once the job has ended; None if ``timeout`` ran out first.
+
+    A job whose driver is gone is ended (``orphaned_as``: status and message) once its
+    runs are over, so this never waits on a dead driver.
+    """
     from subagents.monitor import DirWaker
 
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -143,7 +149,7 @@ def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + 1.0
-                state = store.recover_if_orphaned(job_id)
+                state = store.recover_if_orphaned(job_id, **_orphan_args(orphaned_as))
                 if state.get("status") in TERMINAL:
                     return state
             if deadline is not None and now >= deadline:
@@ -151,6 +157,13 @@ def wait_job(store: JobStore, job_id: str, timeout: float | None = None) -> dict
             waker.wait(min(next_check, deadline or next_check) - now)
     finally:
         waker.close()
+
+
+def _orphan_args(orphaned_as: tuple[str, str] | None) -> dict[str, str]:
+    return {} if orphaned_as is None else {"status": orphaned_as[0], "message": orphaned_as[1]}
+
+
+STOPPED_ORPHAN = ("aborted", "stopped; its driver was gone")
 
 
 def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
@@ -171,15 +184,16 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
         if wait_job(store, job_id, timeout=grace) is not None:
             return store.load(job_id)
     _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
-    if driver_alive:
-        # The driver records the end itself once its runs are over.
-        done = wait_job(store, job_id, timeout=grace)
-        if done is not None:
-            return done
-        if state.get("background") and procs.is_alive(driver):
-            with contextlib.suppress(OSError):
-                os.kill(int(driver["pid"]), signal.SIGKILL)
-    return store.recover_if_orphaned(job_id, status="aborted", message="stopped; its driver was gone")
+    # The driver (one that is alive, or one still starting) records the end itself once
+    # it sees the request and its runs are over; a gone driver's job is ended here.
+    done = wait_job(store, job_id, timeout=grace, orphaned_as=STOPPED_ORPHAN)
+    if done is not None:
+        return done
+    if state.get("background") and procs.is_alive(driver):
+        with contextlib.suppress(OSError):
+            os.kill(int(driver["pid"]), signal.SIGKILL)
+    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    return store.recover_if_orphaned(job_id, status=STOPPED_ORPHAN[0], message=STOPPED_ORPHAN[1])
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
