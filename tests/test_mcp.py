@@ -110,7 +110,9 @@ def test_foreground_call_streams_progress_and_returns_the_answer(fake: Fake, iso
         assert text_of(result) == "The answer."
         job = result.structured_content
         assert job is not None and job["status"] == "completed" and job["mode"] == "single"
-        assert job["finalText"] == "The answer." and job["runs"][0]["finalText"] == "The answer."
+        assert job["answer"] == "The answer." and job["runs"][0]["finalText"] == "The answer."
+        assert list(job)[:2] == ["status", "answer"]  # what a parent model reads first
+        assert "paths" not in job["runs"][0]  # compact: the full result is the job resource
         assert messages and messages[0].startswith(f"job {job['jobId']} started")
         assert any("$ ls" in m for m in messages), messages  # the shared formatter's tool line
         assert all(len(m) <= 200 for m in messages)
@@ -133,6 +135,7 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
         job = result.structured_content
         assert job is not None and job["mode"] == "parallel" and job["status"] == "completed"
         assert [r["finalText"] for r in job["runs"]] == ["echo: alpha", "echo: beta"]
+        assert job["answer"] == ["echo: alpha", "echo: beta"]
         text = text_of(result)
         assert text.index("echo: alpha") < text.index("echo: beta")
 

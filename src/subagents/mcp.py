@@ -172,10 +172,30 @@ def answer_text(result: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+RUN_KEYS = ("runId", "agent", "backend", "model", "status", "finalText", "errorMessage", "toolCalls", "durationMs")
+
+
+def compact_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The structured result a parent model reads (some clients show it instead of the text):
+    status and answer first, each run without its paths and bulky fields. The whole job
+    result stays available as the resource ``subagent://jobs/{id}``."""
+    runs = result.get("runs") or []
+    out: dict[str, Any] = {"status": result.get("status"), "answer": result.get("finalText")}
+    if result.get("mode") == "parallel":
+        out["answer"] = [r.get("finalText") for r in runs]
+    out.update({"jobId": result.get("jobId"), "mode": result.get("mode"), "usage": result.get("usage"),
+                "durationMs": result.get("durationMs")})
+    out["runs"] = [{k: r.get(k) for k in RUN_KEYS if r.get(k) is not None} for r in runs]
+    failures = [r.get("diagnostics") for r in runs if r.get("status") != "completed" and r.get("diagnostics")]
+    if failures:
+        out["diagnostics"] = failures
+    return out
+
+
 def result_to_tool_result(result: dict[str, Any]) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=answer_text(result))],
-        structured_content=result,
+        structured_content=compact_result(result),
         is_error=result.get("status") != "completed",
     )
 

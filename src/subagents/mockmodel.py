@@ -27,7 +27,7 @@ The answer is decided *statelessly* from the request's conversation (see
 :class:`Script`), so concurrent runs against one server do not interfere; only the
 error budget (``error_times``) is a server-wide counter.  The tool call is, unless the
 script names one, the calling CLI's own shell tool (:data:`SHELL_TOOLS`), so the CLI
-really runs ``Script.command``.  ``write_*_config`` point each CLI at the server.
+really runs ``Script.command``; ``Script.per_api`` gives an API a script of its own.  ``write_*_config`` point each CLI at the server.
 
 Run ``python -m subagents.mockmodel --help`` for a foreground server.
 """
@@ -41,7 +41,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,13 @@ class Script:
     ``delay_s`` is slept before answering (errors too); ``chunk_delay_s`` between SSE
     events; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
     (input tokens, output tokens) reported for every answer.
+
+    ``per_api`` maps an API (:data:`CHAT`, :data:`ANTHROPIC`, :data:`RESPONSES`,
+    :data:`GEMINI`) to the script that answers that API's requests instead of this one
+    (its own tool call, final text, errors, delays and usage), so one server can drive
+    different CLIs differently: e.g. claude calls an MCP tool while the pi that tool
+    runs calls ``bash``.  Overrides are not nested (an override's ``per_api`` is
+    ignored); the error budget stays one server-wide counter.
     """
 
     use_tool: bool = True
@@ -152,6 +159,11 @@ class Script:
     chunk_delay_s: float = 0.0
     text_chunks: int = 1
     usage: tuple[int, int] = (10, 5)
+    per_api: dict[str, Script] = field(default_factory=dict)
+
+    def for_api(self, api: str) -> Script:
+        """The script that answers ``api``'s requests: its ``per_api`` entry, else self."""
+        return self.per_api.get(api, self)
 
 
 # --------------------------------------------------------------------------- policy
@@ -781,7 +793,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._json_body(api)
         if body is None:
             return
-        script = owner.script
+        script = owner.script.for_api(api)
         owner._record(body)
         if script.delay_s > 0:
             time.sleep(script.delay_s)
