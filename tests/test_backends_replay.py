@@ -572,13 +572,18 @@ def test_opencode_argv() -> None:
 
 
 @pytest.mark.parametrize(
-    ("backend", "tools", "system_prompt"),
-    [("claude", True, True), ("codex", False, True), ("gemini", False, False), ("opencode", False, False)],
+    ("backend", "tools", "system_prompt", "thinking"),
+    [("pi", True, True, True), ("claude", True, True, False), ("codex", False, True, False),
+     ("gemini", False, False, False), ("opencode", False, False, False)],
 )
-def test_capabilities(backend: str, tools: bool, system_prompt: bool) -> None:
+def test_capabilities(backend: str, tools: bool, system_prompt: bool, thinking: bool) -> None:
     b = get_backend(backend)
-    assert (b.supports_tools, b.supports_system_prompt) == (tools, system_prompt)
-    for wanted, supported in ((RunRequest(task="t", tools=["read"]), tools), (RunRequest(task="t", system_prompt="p"), system_prompt)):
+    assert (b.supports_tools, b.supports_system_prompt, b.supports_thinking) == (tools, system_prompt, thinking)
+    for wanted, supported in (
+        (RunRequest(task="t", tools=["read"]), tools),
+        (RunRequest(task="t", system_prompt="p"), system_prompt),
+        (RunRequest(task="t", thinking="high"), thinking),
+    ):
         if supported:
             check_capabilities(b, wanted)
         else:

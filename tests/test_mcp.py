@@ -362,3 +362,19 @@ def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+
+
+def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from subagents.mcp import http_token
+
+    config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "config.toml").write_text('mcp_token = "from-config"\n')
+    monkeypatch.delenv("SUBAGENTS_MCP_TOKEN", raising=False)
+    assert http_token() == ("from-config", False)
+    monkeypatch.setenv("SUBAGENTS_MCP_TOKEN", "from-env")
+    assert http_token() == ("from-env", False)
+    (config_dir / "config.toml").write_text("")
+    monkeypatch.delenv("SUBAGENTS_MCP_TOKEN")
+    token, generated = http_token()
+    assert generated and len(token) >= 32

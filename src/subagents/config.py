@@ -35,7 +35,7 @@ CONFIG_FILE = "config.toml"
 PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
-PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope"})
+PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
 
 
 class ConfigError(Exception):
@@ -72,6 +72,8 @@ class Settings(BaseModel):
     bins: dict[str, str] = Field(default_factory=dict)
     hooks: list[Hook] = Field(default_factory=list)
     notify_desktop: bool = False
+    # The bearer token `subagents mcp --http` requires (generated and printed when unset).
+    mcp_token: str | None = None
 
     @field_validator("timeout")
     @classmethod
@@ -104,6 +106,7 @@ ENV_SETTINGS: dict[str, str] = {
         "max_depth",
         "agent_scope",
         "notify_desktop",
+        "mcp_token",
     )
 }
 _BIN_RE = re.compile(r"^SUBAGENTS_([A-Z0-9_]+)_BIN$")

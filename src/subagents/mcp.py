@@ -698,9 +698,12 @@ class BearerAuth:
 
 
 def http_token(env: dict[str, str] | None = None) -> tuple[str, bool]:
-    """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else a new random one (second item True)."""
+    """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else ``mcp_token`` in the user config, else a
+    new random one (second item True)."""
+    from subagents.config import load_settings
+
     env = dict(os.environ) if env is None else env
-    token = (env.get(TOKEN_ENV) or "").strip()
+    token = (load_settings(env=env).mcp_token or "").strip()  # the env var overrides the file
     if token:
         return token, False
     return secrets.token_urlsafe(32), True

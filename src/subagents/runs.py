@@ -84,6 +84,10 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
 def check_capabilities(backend: Backend, req: RunRequest) -> None:
     if req.tools is not None and not backend.supports_tools:
         raise InputError(f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend")
+    if req.thinking and not backend.supports_thinking:
+        raise InputError(
+            f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend"
+        )
     if req.system_prompt and not backend.supports_system_prompt:
         raise InputError(f"backend {backend.name} cannot take a system prompt; choose another backend")
 

@@ -122,6 +122,7 @@ class Backend(ABC):
     # Capabilities; asking for one a backend lacks is an error, never silently ignored.
     supports_tools: bool = False
     supports_system_prompt: bool = False
+    supports_thinking: bool = False
 
     def binary_env_var(self) -> str:
         return f"SUBAGENTS_{self.name.upper()}_BIN"

@@ -107,6 +107,7 @@ class PiBackend(Backend):
     install_hint = "npm install -g @mariozechner/pi-coding-agent"
     supports_tools = True
     supports_system_prompt = True
+    supports_thinking = True
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "--mode", "json", "-p", "--no-session"]
