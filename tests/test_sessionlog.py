@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from subagents import sessionlog
+from subagents.waker import DirWaker
 
 # The entry shape, copied from DESIGN.md ("Session log") on purpose: not imported.
 DESIGN_KEYS = {
@@ -186,7 +187,7 @@ def follower() -> Iterator[list[Follower]]:
 @pytest.fixture(params=["inotify", "polling"])
 def wait_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "polling":
-        monkeypatch.setattr(sessionlog._Waker, "_watch", lambda self: None)
+        monkeypatch.setattr(DirWaker, "_watch", lambda self: None)
     return str(request.param)
 
 

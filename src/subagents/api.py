@@ -136,10 +136,11 @@ def wait_job(
     A job whose driver is gone is ended (``orphaned_as``: status and message) once its
     runs are over, so this never waits on a dead driver.
     """
-    from subagents.monitor import DirWaker
+    from subagents.waker import DirWaker
 
     deadline = None if timeout is None else time.monotonic() + timeout
     waker = DirWaker(store.dir / job_id)
+    waker.arm()  # before the first look, so no write in between is missed
     try:
         next_check = time.monotonic() + 1.0
         while True:
@@ -271,7 +272,7 @@ def describe_job(state: dict[str, Any]) -> str:
 
 def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
     """Each run's transcript.md, with a header per run; with ``follow``, live until the job ends."""
-    from subagents.monitor import DirWaker
+    from subagents.waker import DirWaker
 
     offsets: dict[str, int] = {}
     current: str | None = None

@@ -20,41 +20,11 @@ from subagents.artifacts import publish_once, read_events, read_json
 from subagents.result import attach_diagnostics, build_result
 from subagents.runners.base import SUPERVISOR_FILE, Launched
 from subagents.runspec import RunSpec
+from subagents.waker import DirWaker
 
 LIVENESS_EVERY = 1.0
-POLL_FALLBACK = 0.05
 # A supervisor that has not yet recorded itself gets this long before it counts as lost.
 START_PATIENCE = 10.0
-
-
-class DirWaker:
-    """Sleeps until something in the run directory changes (or a timeout)."""
-
-    def __init__(self, run_dir: Path) -> None:
-        self._ino: Any = None
-        try:
-            from inotify_simple import INotify, flags
-
-            ino = INotify()
-            ino.add_watch(
-                str(run_dir), flags.CREATE | flags.MODIFY | flags.MOVED_TO | flags.CLOSE_WRITE
-            )
-            self._ino = ino
-        except (ImportError, OSError):
-            self._ino = None
-
-    def wait(self, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        if self._ino is None:
-            time.sleep(min(seconds, POLL_FALLBACK))
-            return
-        self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
-
-    def close(self) -> None:
-        if self._ino is not None:
-            self._ino.close()
-            self._ino = None
 
 
 class RunMonitor:
@@ -115,6 +85,7 @@ class RunMonitor:
         """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         waker = DirWaker(self.run_dir)
+        waker.arm()  # before the first look, so no write in between is missed
         try:
             next_check = time.monotonic() + LIVENESS_EVERY
             while True:

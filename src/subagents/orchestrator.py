@@ -284,13 +284,16 @@ class Job:
             done.wait(60)
         if "error" in box:
             raise box["error"]
-        result = self._finish(box.get("runs", []), started)
+        result = self._result(box.get("runs", []), started)
+        # The lifecycle entry first, the job result last: whoever sees the job over
+        # (`wait`, `stop`) finds its record already written.
         if lifecycle is not None:
             with contextlib.suppress(Exception):
                 lifecycle("end", result)
+        self.store.finish(self.job_id, result)
         return result
 
-    def _finish(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
         completed_at = time.time()
         statuses = [r.get("status") for r in runs]
         if runs and all(s == "completed" for s in statuses) and (self.plan.mode != "chain" or len(runs) == len(self.plan.requests)):
@@ -315,7 +318,6 @@ class Job:
             "runs": runs,
             "finalText": final_text,
         }
-        self.store.finish(self.job_id, result)
         return result
 
 

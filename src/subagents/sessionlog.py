@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from subagents.waker import DirWaker
+
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
 except ImportError:  # pragma: no cover
@@ -71,7 +73,6 @@ ENTRY_KEYS = (
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _DURATION_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_POLL = 0.05  # fallback wait between looks at the file, where there is no inotify
 _STOP_EVERY = 0.5  # follow() checks its stop condition at least this often
 
 
@@ -473,64 +474,6 @@ def read(path: Path) -> list[dict[str, Any]]:
 # ---- following ----------------------------------------------------------------------
 
 
-class _Waker:
-    """Sleeps until the directory holding the log changes, or a timeout.
-
-    Uses inotify on the directory (which also sees the file being created); where there is
-    none, or the directory does not exist yet, a short sleep."""
-
-    def __init__(self, directory: Path) -> None:
-        self._dir = directory
-        self._ino: Any = None
-        self._watching = False
-
-    def _watch(self) -> None:
-        if self._watching:
-            return
-        try:
-            if self._ino is None:
-                from inotify_simple import INotify
-
-                self._ino = INotify()
-            from inotify_simple import flags
-
-            self._ino.add_watch(
-                str(self._dir),
-                flags.CREATE
-                | flags.MODIFY
-                | flags.MOVED_TO
-                | flags.CLOSE_WRITE
-                | flags.DELETE_SELF
-                | flags.MOVE_SELF,
-            )
-            self._watching = True
-        except (ImportError, OSError):
-            self._watching = False
-
-    def arm(self) -> None:
-        """Watch before looking, so no write between a look and a wait is missed."""
-        self._watch()
-
-    def wait(self, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        if not self._watching:
-            time.sleep(min(seconds, _POLL))
-            return
-        from inotify_simple import flags
-
-        events = self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
-        for event in events:
-            if event.mask & (flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF):
-                self._watching = False  # directory went away; look again next time
-
-    def close(self) -> None:
-        if self._ino is not None:
-            self._ino.close()
-            self._ino = None
-            self._watching = False
-
-
 def _stopper(stop: Callable[[], bool] | threading.Event | None) -> Callable[[], bool]:
     if stop is None:
         return lambda: False
@@ -558,7 +501,7 @@ def follow(
     """
     path = Path(path)
     should_stop = _stopper(stop)
-    waker = _Waker(path.parent)
+    waker = DirWaker(path.parent)
     offset = 0
     ident: tuple[int, int] | None = None
     partial = b""

@@ -1,0 +1,72 @@
+"""Waiting for a directory to change: inotify where there is one, else a short sleep.
+
+Used by everything that follows files another process writes (run events, results,
+job state, session logs), so none of them busy-loops.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+POLL_FALLBACK = 0.05  # seconds between looks where there is no inotify
+
+
+class DirWaker:
+    """Sleeps until the directory holding the log changes, or a timeout.
+
+    Uses inotify on the directory (which also sees the file being created); where there is
+    none, or the directory does not exist yet, a short sleep."""
+
+    def __init__(self, directory: Path) -> None:
+        self._dir = directory
+        self._ino: Any = None
+        self._watching = False
+
+    def _watch(self) -> None:
+        if self._watching:
+            return
+        try:
+            if self._ino is None:
+                from inotify_simple import INotify
+
+                self._ino = INotify()
+            from inotify_simple import flags
+
+            self._ino.add_watch(
+                str(self._dir),
+                flags.CREATE
+                | flags.MODIFY
+                | flags.MOVED_TO
+                | flags.CLOSE_WRITE
+                | flags.DELETE_SELF
+                | flags.MOVE_SELF,
+            )
+            self._watching = True
+        except (ImportError, OSError):
+            self._watching = False
+
+    def arm(self) -> None:
+        """Watch before looking, so no write between a look and a wait is missed."""
+        self._watch()
+
+    def wait(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        self._watch()
+        if not self._watching:
+            time.sleep(min(seconds, POLL_FALLBACK))
+            return
+        from inotify_simple import flags
+
+        events = self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
+        for event in events:
+            if event.mask & (flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF):
+                self._watching = False  # directory went away; look again next time
+
+    def close(self) -> None:
+        if self._ino is not None:
+            self._ino.close()
+            self._ino = None
+            self._watching = False
