@@ -292,3 +292,23 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
     # The second task never started: the stop reached the driver before it could.
     assert job["runs"][1]["runId"] is None and job["runs"][1]["status"] == "aborted"
     assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) -> None:
+    ids = [_job_id(cli(["run", "--json", "--bg", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))})) for i in range(3)]
+    for job_id in ids:
+        assert cli(["wait", job_id]).returncode == 0
+    def listed() -> dict[str, str]:
+        return {r["jobId"]: r["status"] for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())}
+    assert listed() == dict.fromkeys(ids, "completed")
+    (isolated_state / "index.sqlite").unlink()  # missing: rebuilt
+    assert listed() == dict.fromkeys(ids, "completed")
+    import shutil
+    import sqlite3
+
+    shutil.rmtree(isolated_state / "jobs" / ids[0])  # a job gone from disk leaves the index too
+    db = sqlite3.connect(isolated_state / "index.sqlite")
+    db.execute("update jobs set status = 'running' where job_id = ?", (ids[1],))  # stale: re-read
+    db.commit()
+    db.close()
+    assert listed() == dict.fromkeys(ids[1:], "completed")
