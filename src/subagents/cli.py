@@ -18,6 +18,17 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
+def exit_now(code: int) -> NoReturn:
+    """Exit once everything is written, without the interpreter's teardown of every loaded
+    module (60-100 ms with pydantic and rich loaded): a caller waiting on us sees the end sooner.
+    Every file of the job was closed before; only our own output needs flushing."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
 
@@ -146,7 +157,7 @@ def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
         print_json(result["runs"][0] if single else result)
     else:
         emit_answer(result)
-    sys.exit(exit_code(result))
+    exit_now(exit_code(result))
 
 
 def emit_answer(result: dict[str, Any]) -> None:

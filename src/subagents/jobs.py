@@ -175,6 +175,8 @@ class JobStore:
     def _db(self) -> sqlite3.Connection:
         make_private_dir(self.home)
         db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
+        # The index is a cache of the job files, rebuilt from them when lost: no fsyncs for it.
+        db.execute("pragma synchronous = off")
         db.execute(_SCHEMA)
         return db
 
