@@ -18,8 +18,11 @@ import re
 import shlex
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+
+# typing and dataclasses are not imported at run time: the supervisor imports this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
 
 __all__ = [
     "KINDS",
@@ -44,16 +47,23 @@ MEMORY_LIMIT: Final = 2000
 # --------------------------------------------------------------------------- kinds
 
 
-@dataclass(frozen=True)
 class _Subject:
     """What a tool call is about: its text and how to shorten it."""
 
-    text: str
-    style: str  # "path" | "command" | "text"
-    verb: str | None = None  # overrides the kind's wording (e.g. a file_change that deletes)
+    __slots__ = ("style", "text", "verb")
+
+    def __init__(self, text: str, style: str, verb: str | None = None) -> None:
+        self.text = text
+        self.style = style  # "path" | "command" | "text"
+        self.verb = verb  # overrides the kind's wording (e.g. a file_change that deletes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Subject) and (self.text, self.style, self.verb) == (other.text, other.style, other.verb)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.style, self.verb))
 
 
-@dataclass(frozen=True)
 class Kind:
     """How one kind of tool activity is worded.
 
@@ -63,12 +73,23 @@ class Kind:
     replaces the key lookup for tools whose subject is structured.
     """
 
-    call: str
-    done: str
-    failed: str
-    keys: tuple[str, ...] = ()
-    style: str = "text"
-    extract: Callable[[Mapping[str, Any]], _Subject | None] | None = None
+    __slots__ = ("call", "done", "extract", "failed", "keys", "style")
+
+    def __init__(
+        self,
+        call: str,
+        done: str,
+        failed: str,
+        keys: tuple[str, ...] = (),
+        style: str = "text",
+        extract: Callable[[Mapping[str, Any]], _Subject | None] | None = None,
+    ) -> None:
+        self.call = call
+        self.done = done
+        self.failed = failed
+        self.keys = keys
+        self.style = style
+        self.extract = extract
 
 
 def _file_change_subject(args: Mapping[str, Any]) -> _Subject | None:
