@@ -312,3 +312,24 @@ def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) ->
     db.commit()
     db.close()
     assert listed() == dict.fromkeys(ids[1:], "completed")
+
+
+def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake) -> None:
+    steps = [*pi.start(), *pi.tool_use(command="make test"), {"sleep": 2}, *pi.tool_end(), pi.text_end("Followed."), *pi.end()]
+    job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(steps)}))
+    follower = subprocess.Popen([*CLI_ARGS, "logs", "-f", job_id], stdout=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, env=os.environ.copy())
+    activity = None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        rows = {r["jobId"]: r for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())}
+        activity = rows[job_id].get("activity")
+        if activity and "make test" in activity:
+            break
+        time.sleep(0.1)
+    assert activity == "$ make test"
+    table = cli(["ps"]).stdout
+    assert job_id in table and "running" in table
+    out, _ = follower.communicate(timeout=30)  # ends by itself when the job does
+    assert follower.returncode == 0
+    assert out.index("$ make test") < out.index("Followed.")
