@@ -128,7 +128,11 @@ def run(
             spec, cwd=cwd, tools=tool_list, runner=runner, agent_scope=agent_scope, session=session,
         )
     except api.BadRequest as exc:
-        fail(str(exc))
+        message = str(exc)
+        if plan_file is None and len(spec.steps) == 1:
+            # One task from the command line: "steps.0.backend: …" names no field the user typed.
+            message = message.removeprefix("steps.0.").split(": ", 1)[-1] if message.startswith("steps.0.") else message
+        fail(message)
     if bg:
         job_id = api.start_background(job)
         if as_json:
