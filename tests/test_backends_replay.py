@@ -589,3 +589,20 @@ def test_capabilities(backend: str, tools: bool, system_prompt: bool, thinking: 
         else:
             with pytest.raises(InputError):
                 check_capabilities(b, wanted)
+
+
+def test_agent_tools_are_spelled_for_the_backend() -> None:
+    from subagents.backends.claude import ClaudeBackend
+    from subagents.backends.pi import PiBackend
+    from subagents.backends.tools import tools_for
+
+    # The built-in scout's pi names on claude (which has no LS: Glob lists too).
+    assert tools_for("claude", ["read", "grep", "find", "ls"]) == ["Read", "Grep", "Glob"]
+    # A Claude Code agent file on pi; an unknown (extension) tool passes through.
+    assert tools_for("pi", ["Read", "Grep", "Glob", "LS", "MultiEdit", "my_ext_tool"]) == [
+        "read", "grep", "find", "ls", "edit", "my_ext_tool",
+    ]
+    pi_argv = PiBackend().build_argv("pi", CommandRequest(task="t", cwd="/w", tools=["Read", "Bash"]))
+    assert pi_argv[pi_argv.index("--tools") + 1] == "read,bash"
+    claude_argv = ClaudeBackend().build_argv("claude", CommandRequest(task="t", cwd="/w", tools=["read", "bash"]))
+    assert "--tools=Read,Bash" in claude_argv

@@ -19,6 +19,7 @@ import os
 
 from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.tools import tools_for
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -240,11 +241,12 @@ class ClaudeBackend(Backend):
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
+        tools = tools_for("claude", req.tools) if req.tools is not None else None
         # Headless: nothing may wait for a permission answer. claude refuses
         # bypassPermissions for root, so root gets an explicit allow list instead
         # (in print mode anything not allowed is denied, never asked).
         if self._is_root():
-            allowed = req.tools if req.tools is not None else list(ROOT_ALLOWED_TOOLS)
+            allowed = tools if tools is not None else list(ROOT_ALLOWED_TOOLS)
             argv += ["--permission-mode", "acceptEdits"]
             if allowed:
                 argv.append("--allowedTools=" + ",".join(allowed))
@@ -253,8 +255,8 @@ class ClaudeBackend(Backend):
         # `--opt=value` forms: a value starting with "-" is never read as an option.
         if req.model:
             argv.append("--model=" + req.model)
-        if req.tools is not None:
-            argv.append("--tools=" + ",".join(req.tools))  # "" = no tools
+        if tools is not None:
+            argv.append("--tools=" + ",".join(tools))  # "" = no tools
         prompt = req.system_prompt
         if not prompt and req.system_prompt_file:
             with open(req.system_prompt_file, encoding="utf-8") as f:

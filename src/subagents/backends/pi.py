@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.tools import tools_for
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -120,7 +121,7 @@ class PiBackend(Backend):
         if req.thinking:
             argv += ["--thinking", req.thinking]
         if req.tools is not None:
-            argv += ["--tools", ",".join(req.tools)]
+            argv += ["--tools", ",".join(tools_for("pi", req.tools))]
         if req.system_prompt_file:
             argv += ["--append-system-prompt", req.system_prompt_file]
         argv += req.extra_args
