@@ -31,29 +31,56 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
     with tempfile.TemporaryDirectory(prefix="subagents-bench-") as tmp:
         work = Path(tmp)
-        final = json.dumps({"type": "message_end", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "done"}], "stopReason": "stop", "model": "m"}})
+        final = json.dumps(
+            {
+                "type": "message_end",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "done"}],
+                    "stopReason": "stop",
+                    "model": "m",
+                },
+            }
+        )
         child = work / "child"
         child.write_text(f"#!/bin/sh\nsleep {args.child_seconds}\necho '{final}'\n")
         child.chmod(0o755)
-        env = {**os.environ, "SUBAGENTS_HOME": str(work / "home"), "SUBAGENTS_PI_BIN": str(child),
-               "SUBAGENTS_CONFIG_DIR": str(work / "config"), "SUBAGENTS_MAX_PARALLEL_TASKS": str(args.runs),
-               "SUBAGENTS_MAX_SPAWNS_PER_JOB": str(args.runs)}
+        env = {
+            **os.environ,
+            "SUBAGENTS_HOME": str(work / "home"),
+            "SUBAGENTS_PI_BIN": str(child),
+            "SUBAGENTS_CONFIG_DIR": str(work / "config"),
+            "SUBAGENTS_MAX_PARALLEL_TASKS": str(args.runs),
+            "SUBAGENTS_MAX_SPAWNS_PER_JOB": str(args.runs),
+        }
         plan = work / "plan.json"
-        plan.write_text(json.dumps({"mode": "parallel", "concurrency": args.concurrency,
-                                    "tasks": [{"task": f"t{i}"} for i in range(args.runs)]}))
+        plan.write_text(
+            json.dumps(
+                {
+                    "mode": "parallel",
+                    "concurrency": args.concurrency,
+                    "tasks": [{"task": f"t{i}"} for i in range(args.runs)],
+                }
+            )
+        )
         t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "subagents.cli", "run", "--json", "-q", "-f", str(plan)],
-                           env=env, capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "run", "--json", "-q", "-f", str(plan)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         assert p.returncode == 0, p.stderr
         job = json.loads(p.stdout)
         assert len(job["runs"]) == args.runs and job["status"] == "completed"
     ideal = args.runs * args.child_seconds / args.concurrency
     per_run = wall * args.concurrency / args.runs - args.child_seconds
-    print(f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
-          f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
-          f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms")
+    print(
+        f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
+        f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
+        f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -39,7 +39,9 @@ def sh_script(path: Path, body: str) -> Path:
 
 
 def pi_lines(steps: list[dict]) -> bytes:
-    return b"".join(json.dumps(s["emit"], separators=(",", ":")).encode() + b"\n" for s in steps if "emit" in s)
+    return b"".join(
+        json.dumps(s["emit"], separators=(",", ":")).encode() + b"\n" for s in steps if "emit" in s
+    )
 
 
 def prepared(work: Path, binary: Path, env: dict[str, str] | None = None) -> Path:
@@ -74,8 +76,12 @@ def bench_return(work: Path, runs: int) -> list[float]:
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(child), "SUBAGENTS_HOME": str(work / "home")}
     out = []
     for _ in range(runs):
-        p = subprocess.run([sys.executable, "-m", "subagents.cli", "run", "-q", "x"], env=env,
-                           capture_output=True, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "run", "-q", "x"],
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+        )
         t_end = time.time()
         assert p.returncode == 0, p.stderr
         out.append((t_end - float(stamp.read_text())) * 1000)
@@ -95,7 +101,21 @@ def make_big_stream(path: Path, mb: int) -> int:
             if len(text) > 200_000:  # start a new message, as a new turn would
                 text = ""
             msg = pi.assistant([{"type": "text", "text": text}], "stop")
-            line = json.dumps({"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "delta": "x", "partial": msg}, "message": msg}, separators=(",", ":")).encode() + b"\n"
+            line = (
+                json.dumps(
+                    {
+                        "type": "message_update",
+                        "assistantMessageEvent": {
+                            "type": "text_delta",
+                            "delta": "x",
+                            "partial": msg,
+                        },
+                        "message": msg,
+                    },
+                    separators=(",", ":"),
+                ).encode()
+                + b"\n"
+            )
             f.write(line)
             size += len(line)
         for s in [pi.text_end("final"), *pi.end()]:
@@ -127,7 +147,13 @@ def bench_ingest(work: Path, mb: int) -> tuple[float, float, float, int]:
         rates.append(size / 1e6 / elapsed)
         own_rates.append(size / 1e6 / (result["durationMs"] / 1000))
         rss = max(rss, usage.ru_maxrss)  # KiB on Linux
-    return statistics.median(rates), statistics.median(own_rates), size / 1e6 / statistics.median(cats), rss / 1024, size
+    return (
+        statistics.median(rates),
+        statistics.median(own_rates),
+        size / 1e6 / statistics.median(cats),
+        rss / 1024,
+        size,
+    )
 
 
 def main() -> None:
@@ -143,14 +169,20 @@ def main() -> None:
         spawn = bench_spawn(work, args.runs)
         ret = bench_return(work, args.runs)
         rate, own_rate, cat_rate, rss, size = bench_ingest(work, args.mb)
-    print(f"supervisor start -> child spawned: median {statistics.median(spawn):.1f} ms "
-          f"(min {min(spawn):.1f}, max {max(spawn):.1f}, n={len(spawn)})  [floor: <= 100 ms]")
-    print(f"final event -> `subagents run` returns: median {statistics.median(ret):.1f} ms "
-          f"(min {min(ret):.1f}, max {max(ret):.1f}, n={len(ret)})  [floor: <= 100 ms]")
+    print(
+        f"supervisor start -> child spawned: median {statistics.median(spawn):.1f} ms "
+        f"(min {min(spawn):.1f}, max {max(spawn):.1f}, n={len(spawn)})  [floor: <= 100 ms]"
+    )
+    print(
+        f"final event -> `subagents run` returns: median {statistics.median(ret):.1f} ms "
+        f"(min {min(ret):.1f}, max {max(ret):.1f}, n={len(ret)})  [floor: <= 100 ms]"
+    )
     print(f"supervisor peak RSS (ingesting {size / 1e6:.0f} MB): {rss:.1f} MB  [floor: <= 30 MB]")
-    print(f"ingest: {rate:.0f} MB/s through the supervisor, process start to exit "
-          f"({own_rate:.0f} MB/s from child spawn to result.json); "
-          f"cat to /dev/null: {cat_rate:.0f} MB/s, ratio {rate / cat_rate:.2f}  [floor: >= 200 MB/s]")
+    print(
+        f"ingest: {rate:.0f} MB/s through the supervisor, process start to exit "
+        f"({own_rate:.0f} MB/s from child spawn to result.json); "
+        f"cat to /dev/null: {cat_rate:.0f} MB/s, ratio {rate / cat_rate:.2f}  [floor: >= 200 MB/s]"
+    )
 
 
 if __name__ == "__main__":

@@ -47,12 +47,23 @@ class Fake:
         script = write_script(self.dir, steps, name=f"script{self.counter}.json")
         return {SCRIPT_ENV: str(script)}
 
-    def start(self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any) -> RunHandle:
+    def start(
+        self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any
+    ) -> RunHandle:
         env = {**os.environ, "SUBAGENTS_PI_BIN": str(self.launcher)}
-        req = RunRequest(task="do it", backend="pi", cwd=str(self.dir), env=self.env(steps), timeout=timeout, **kw)
+        req = RunRequest(
+            task="do it",
+            backend="pi",
+            cwd=str(self.dir),
+            env=self.env(steps),
+            timeout=timeout,
+            **kw,
+        )
         return start(req, Limits(grace=self.grace, kill_grace=self.kill_grace), env=env)
 
-    def run(self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any) -> dict[str, Any]:
+    def run(
+        self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any
+    ) -> dict[str, Any]:
         handle = self.start(steps, timeout=timeout, **kw)
         result = handle.wait(timeout=60)
         assert result is not None, "run did not finish within 60 s"

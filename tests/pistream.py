@@ -7,14 +7,26 @@ from typing import Any
 
 def usage(inp: int = 10, out: int = 5, cost: float = 0.001) -> dict[str, Any]:
     return {
-        "input": inp, "output": out, "cacheRead": 0, "cacheWrite": 0, "totalTokens": inp + out,
+        "input": inp,
+        "output": out,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": inp + out,
         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
     }
 
 
 def assistant(content: list[dict[str, Any]], stop: str, **extra: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "api": "openai-completions", "provider": "mock",
-            "model": "mock-model", "usage": usage(), "stopReason": stop, **extra}
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": "openai-completions",
+        "provider": "mock",
+        "model": "mock-model",
+        "usage": usage(),
+        "stopReason": stop,
+        **extra,
+    }
 
 
 def start() -> list[dict[str, Any]]:
@@ -22,26 +34,53 @@ def start() -> list[dict[str, Any]]:
 
 
 def text_end(text: str, stop: str = "stop", **extra: Any) -> dict[str, Any]:
-    return {"emit": {"type": "message_end", "message": assistant([{"type": "text", "text": text}], stop, **extra)}}
+    return {
+        "emit": {
+            "type": "message_end",
+            "message": assistant([{"type": "text", "text": text}], stop, **extra),
+        }
+    }
 
 
 def partial(text: str) -> dict[str, Any]:
     msg = assistant([{"type": "text", "text": text}], "stop")
-    return {"emit": {"type": "message_update", "assistantMessageEvent": {"type": "text_delta", "partial": msg}, "message": msg}}
+    return {
+        "emit": {
+            "type": "message_update",
+            "assistantMessageEvent": {"type": "text_delta", "partial": msg},
+            "message": msg,
+        }
+    }
 
 
 def tool_use(call_id: str = "c1", command: str = "ls") -> list[dict[str, Any]]:
     call = {"type": "toolCall", "id": call_id, "name": "bash", "arguments": {"command": command}}
     return [
         {"emit": {"type": "message_end", "message": assistant([call], "toolUse")}},
-        {"emit": {"type": "tool_execution_start", "toolCallId": call_id, "toolName": "bash", "args": {"command": command}}},
+        {
+            "emit": {
+                "type": "tool_execution_start",
+                "toolCallId": call_id,
+                "toolName": "bash",
+                "args": {"command": command},
+            }
+        },
     ]
 
 
-def tool_end(call_id: str = "c1", output: str = "a.txt\n", is_error: bool = False) -> list[dict[str, Any]]:
+def tool_end(
+    call_id: str = "c1", output: str = "a.txt\n", is_error: bool = False
+) -> list[dict[str, Any]]:
     return [
-        {"emit": {"type": "tool_execution_end", "toolCallId": call_id, "toolName": "bash",
-                  "result": {"content": [{"type": "text", "text": output}]}, "isError": is_error}},
+        {
+            "emit": {
+                "type": "tool_execution_end",
+                "toolCallId": call_id,
+                "toolName": "bash",
+                "result": {"content": [{"type": "text", "text": output}]},
+                "isError": is_error,
+            }
+        },
         {"emit": {"type": "turn_end"}},
         {"emit": {"type": "turn_start"}},
     ]

@@ -35,7 +35,14 @@ CASES: dict[str, tuple[str, Case]] = {
             final_text="All done.",
             stop_reason="stop",
             tool_calls=1,
-            usage={"input": 200, "output": 24, "cacheRead": 50, "cacheWrite": 100, "totalTokens": 374, "cost": 0.00135},
+            usage={
+                "input": 200,
+                "output": 24,
+                "cacheRead": 50,
+                "cacheWrite": 100,
+                "totalTokens": 374,
+                "cost": 0.00135,
+            },
             model="claude-sonnet-4-5",
             event_types=RUN_EVENTS,
         ),
@@ -48,7 +55,14 @@ CASES: dict[str, tuple[str, Case]] = {
             final_text="All done.",
             stop_reason="stop",
             tool_calls=1,
-            usage={"input": 200, "output": 24, "cacheRead": 50, "cacheWrite": 100, "totalTokens": 374, "cost": 0.00135},
+            usage={
+                "input": 200,
+                "output": 24,
+                "cacheRead": 50,
+                "cacheWrite": 100,
+                "totalTokens": 374,
+                "cost": 0.00135,
+            },
             model="claude-sonnet-4-5",
             event_types=RUN_EVENTS,
         ),
@@ -75,7 +89,14 @@ CASES: dict[str, tuple[str, Case]] = {
             stop_reason="stop",
             tool_calls=1,
             # input_tokens 300 include 60 cached ones.
-            usage={"input": 240, "output": 30, "cacheRead": 60, "cacheWrite": 0, "totalTokens": 330, "cost": None},
+            usage={
+                "input": 240,
+                "output": 30,
+                "cacheRead": 60,
+                "cacheWrite": 0,
+                "totalTokens": 330,
+                "cost": None,
+            },
             event_types=(*RUN_EVENTS, "notice"),
         ),
     ),
@@ -99,7 +120,14 @@ CASES: dict[str, tuple[str, Case]] = {
             final_text="All done.",
             stop_reason="stop",
             tool_calls=1,
-            usage={"input": 320, "output": 30, "cacheRead": 80, "cacheWrite": 0, "totalTokens": 430, "cost": None},
+            usage={
+                "input": 320,
+                "output": 30,
+                "cacheRead": 80,
+                "cacheWrite": 0,
+                "totalTokens": 430,
+                "cost": None,
+            },
             model="gemini-2.5-flash",
             event_types=RUN_EVENTS,
         ),
@@ -124,7 +152,14 @@ CASES: dict[str, tuple[str, Case]] = {
             final_text="All done.",
             stop_reason="stop",
             tool_calls=1,
-            usage={"input": 200, "output": 24, "cacheRead": 40, "cacheWrite": 0, "totalTokens": 264, "cost": 0.0},
+            usage={
+                "input": 200,
+                "output": 24,
+                "cacheRead": 40,
+                "cacheWrite": 0,
+                "totalTokens": 264,
+                "cost": 0.0,
+            },
             event_types=RUN_EVENTS,
         ),
     ),
@@ -148,7 +183,9 @@ def test_captured_stream_conforms(name: str, tmp_path: Path) -> None:
     assert not check_backend(backend, [case], tmp_path)
 
 
-@pytest.mark.parametrize("name", ["claude.maxturns", "codex.error400", "gemini.error400", "opencode.error400"])
+@pytest.mark.parametrize(
+    "name", ["claude.maxturns", "codex.error400", "gemini.error400", "opencode.error400"]
+)
 def test_error_streams_fail_even_with_exit_zero(name: str, tmp_path: Path) -> None:
     """The outcome comes from the stream: a CLI that reports failure fails, whatever its exit code."""
     backend, case = CASES[name]
@@ -163,7 +200,9 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
     b = get_backend(backend)
     env = {b.binary_env_var(): str(launcher), SCRIPT_ENV: str(script), "PATH": "/usr/bin:/bin"}
     handle = start(
-        RunRequest(task="t", backend=backend, model=model, cwd=str(work), env={SCRIPT_ENV: str(script)}),
+        RunRequest(
+            task="t", backend=backend, model=model, cwd=str(work), env={SCRIPT_ENV: str(script)}
+        ),
         Limits(default_backend=backend, grace=0.25, kill_grace=1.0),
         env=env,
         home=work / "home",
@@ -176,7 +215,9 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
 @pytest.mark.parametrize("backend", ["codex", "opencode"])
 def test_requested_model_is_not_assumed(backend: str, tmp_path: Path) -> None:
     """Codex and OpenCode name no model in their stream: the result's model stays null."""
-    result = _replay_with_model(backend, STREAMS / f"{backend}.jsonl", "some/requested-model", tmp_path)
+    result = _replay_with_model(
+        backend, STREAMS / f"{backend}.jsonl", "some/requested-model", tmp_path
+    )
     assert result["status"] == "completed"
     assert result["requestedModel"] == "some/requested-model"
     assert result["model"] is None
@@ -199,7 +240,9 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 # Claude
 
 
-def claude_assistant(msg_id: str, *blocks: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
+def claude_assistant(
+    msg_id: str, *blocks: dict[str, Any], parent: str | None = None
+) -> dict[str, Any]:
     return {
         "type": "assistant",
         "message": {
@@ -242,7 +285,9 @@ def test_claude_tool_use_turn_is_not_terminal_and_result_is() -> None:
         norm,
         [
             claude_assistant("m1", {"type": "text", "text": "Let me look."}),
-            claude_assistant("m1", {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}),
+            claude_assistant(
+                "m1", {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+            ),
         ],
     )
     assert norm.stop_reason == "toolUse" and not norm.terminal
@@ -250,20 +295,55 @@ def test_claude_tool_use_turn_is_not_terminal_and_result_is() -> None:
     out = norm.feed(
         {
             "type": "user",
-            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "a.txt"}], "is_error": True}]},
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "a.txt"}],
+                        "is_error": True,
+                    }
+                ]
+            },
         }
     )
     assert out == [
-        {"type": "tool_result", "toolCallId": "t1", "toolName": "Bash", "isError": True, "text": "a.txt", "truncated": False}
+        {
+            "type": "tool_result",
+            "toolCallId": "t1",
+            "toolName": "Bash",
+            "isError": True,
+            "text": "a.txt",
+            "truncated": False,
+        }
     ]
-    norm.feed({"type": "result", "subtype": "success", "is_error": False, "result": "Done: a.txt", "stop_reason": "end_turn"})
+    norm.feed(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "Done: a.txt",
+            "stop_reason": "end_turn",
+        }
+    )
     assert norm.terminal and not norm.failed
-    assert (norm.stop_reason, norm.raw_stop_reason, norm.final_text) == ("stop", "end_turn", "Done: a.txt")
+    assert (norm.stop_reason, norm.raw_stop_reason, norm.final_text) == (
+        "stop",
+        "end_turn",
+        "Done: a.txt",
+    )
 
 
 def test_claude_result_without_stop_reason_is_derived() -> None:
     norm = get_backend("claude").normalizer()
-    norm.feed({"type": "result", "subtype": "error_during_execution", "is_error": True, "errors": ["boom"]})
+    norm.feed(
+        {
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": True,
+            "errors": ["boom"],
+        }
+    )
     assert norm.terminal and norm.failed
     assert (norm.stop_reason, norm.raw_stop_reason) == ("error", None)
     assert norm.error_message == "claude ended with error_during_execution: boom"
@@ -292,8 +372,23 @@ def test_claude_skips_partial_message_lines_and_reports_retries() -> None:
     norm = get_backend("claude").normalizer()
     assert not norm.wants(b'{"type":"stream_event","event":{"type":"content_block_delta"}}')
     assert norm.wants(b'{"type":"assistant","message":{}}')
-    out = norm.feed({"type": "system", "subtype": "api_retry", "attempt": 2, "max_retries": 10, "retry_delay_ms": 1500, "error_status": 529})
-    assert out == [{"type": "notice", "level": "warn", "message": "API request failed (529); retry 2/10 in 1.5s"}]
+    out = norm.feed(
+        {
+            "type": "system",
+            "subtype": "api_retry",
+            "attempt": 2,
+            "max_retries": 10,
+            "retry_delay_ms": 1500,
+            "error_status": 529,
+        }
+    )
+    assert out == [
+        {
+            "type": "notice",
+            "level": "warn",
+            "message": "API request failed (529); retry 2/10 in 1.5s",
+        }
+    ]
     assert not norm.terminal
 
 
@@ -305,8 +400,14 @@ def test_codex_reconnect_error_then_turn_completed_is_completed(tmp_path: Path) 
         {"type": "thread.started", "thread_id": "x"},
         {"type": "turn.started"},
         {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
-        {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": "Recovered."}},
-        {"type": "turn.completed", "usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 5}},
+        {
+            "type": "item.completed",
+            "item": {"id": "item_1", "type": "agent_message", "text": "Recovered."},
+        },
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 5},
+        },
     ]
     norm = get_backend("codex").normalizer()
     norm.feed(lines[0])
@@ -319,39 +420,97 @@ def test_codex_reconnect_error_then_turn_completed_is_completed(tmp_path: Path) 
     # Through a real supervisor: completed, with the notice recorded.
     stream = tmp_path / "codex.reconnect.jsonl"
     stream.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    case = Case(stream, status="completed", final_text="Recovered.", stop_reason="stop", event_types=("notice",))
+    case = Case(
+        stream,
+        status="completed",
+        final_text="Recovered.",
+        stop_reason="stop",
+        event_types=("notice",),
+    )
     assert not check_backend("codex", [case], tmp_path / "work")
 
 
 def test_codex_items_map_to_tool_calls() -> None:
     norm = get_backend("codex").normalizer()
-    cmd = {"id": "i1", "type": "command_execution", "command": "false", "aggregated_output": "", "exit_code": None, "status": "in_progress"}
+    cmd = {
+        "id": "i1",
+        "type": "command_execution",
+        "command": "false",
+        "aggregated_output": "",
+        "exit_code": None,
+        "status": "in_progress",
+    }
     out = norm.feed({"type": "item.started", "item": cmd})
-    assert out == [{"type": "tool_call", "toolCallId": "i1", "toolName": "command_execution", "args": {"command": "false"}}]
+    assert out == [
+        {
+            "type": "tool_call",
+            "toolCallId": "i1",
+            "toolName": "command_execution",
+            "args": {"command": "false"},
+        }
+    ]
     assert norm.stop_reason == "toolUse" and not norm.terminal
-    out = norm.feed({"type": "item.completed", "item": {**cmd, "aggregated_output": "oops", "exit_code": 1, "status": "failed"}})
+    out = norm.feed(
+        {
+            "type": "item.completed",
+            "item": {**cmd, "aggregated_output": "oops", "exit_code": 1, "status": "failed"},
+        }
+    )
     assert types(out) == ["tool_result"] and out[0]["isError"] and out[0]["text"] == "oops"
     # file_change arrives only completed: call and result together.
-    change = {"id": "i2", "type": "file_change", "changes": [{"path": "a.py", "kind": "update"}], "status": "completed"}
+    change = {
+        "id": "i2",
+        "type": "file_change",
+        "changes": [{"path": "a.py", "kind": "update"}],
+        "status": "completed",
+    }
     out = norm.feed({"type": "item.completed", "item": change})
     assert types(out) == ["tool_call", "tool_result"]
     assert out[0]["args"] == {"changes": [{"path": "a.py", "kind": "update"}]}
     assert out[1]["text"] == "update a.py" and not out[1]["isError"]
-    mcp = {"id": "i3", "type": "mcp_tool_call", "server": "fs", "tool": "read", "arguments": {}, "result": None, "error": {"message": "denied"}, "status": "failed"}
+    mcp = {
+        "id": "i3",
+        "type": "mcp_tool_call",
+        "server": "fs",
+        "tool": "read",
+        "arguments": {},
+        "result": None,
+        "error": {"message": "denied"},
+        "status": "failed",
+    }
     out = norm.feed({"type": "item.completed", "item": mcp})
     assert out[-1]["isError"] and out[-1]["text"] == "denied"
-    out = norm.feed({"type": "item.completed", "item": {"id": "i4", "type": "reasoning", "text": "hmm"}})
+    out = norm.feed(
+        {"type": "item.completed", "item": {"id": "i4", "type": "reasoning", "text": "hmm"}}
+    )
     assert out == [{"type": "thinking", "text": "hmm"}]
     assert norm.tool_calls == 3
 
 
 def test_codex_usage_is_a_running_total_not_summed() -> None:
     norm = get_backend("codex").normalizer()
-    norm.feed({"type": "turn.completed", "usage": {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 10}})
+    norm.feed(
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 10},
+        }
+    )
     norm.feed({"type": "turn.started"})
     assert not norm.terminal  # a new turn disarms
-    norm.feed({"type": "turn.completed", "usage": {"input_tokens": 250, "cached_input_tokens": 100, "output_tokens": 30}})
-    assert norm.usage == {"input": 150, "output": 30, "cacheRead": 100, "cacheWrite": 0, "totalTokens": 280, "cost": None}
+    norm.feed(
+        {
+            "type": "turn.completed",
+            "usage": {"input_tokens": 250, "cached_input_tokens": 100, "output_tokens": 30},
+        }
+    )
+    assert norm.usage == {
+        "input": 150,
+        "output": 30,
+        "cacheRead": 100,
+        "cacheWrite": 0,
+        "totalTokens": 280,
+        "cost": None,
+    }
     assert norm.model is None
 
 
@@ -373,7 +532,12 @@ def test_gemini_accumulates_deltas_and_flushes_at_tool_use() -> None:
             {"type": "message", "role": "user", "content": "hi"},
             {"type": "message", "role": "assistant", "content": "Let me ", "delta": True},
             {"type": "message", "role": "assistant", "content": "check.", "delta": True},
-            {"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "c1", "parameters": {"command": "ls"}},
+            {
+                "type": "tool_use",
+                "tool_name": "run_shell_command",
+                "tool_id": "c1",
+                "parameters": {"command": "ls"},
+            },
         ],
     )
     assert types(out) == ["assistant_text", "tool_call"]
@@ -382,29 +546,63 @@ def test_gemini_accumulates_deltas_and_flushes_at_tool_use() -> None:
     out = feed_all(
         norm,
         [
-            {"type": "tool_result", "tool_id": "c1", "status": "error", "error": {"type": "X", "message": "no such dir"}},
+            {
+                "type": "tool_result",
+                "tool_id": "c1",
+                "status": "error",
+                "error": {"type": "X", "message": "no such dir"},
+            },
             {"type": "message", "role": "assistant", "content": "All ", "delta": True},
             {"type": "message", "role": "assistant", "content": "good.", "delta": True},
         ],
     )
-    assert out[0]["toolName"] == "run_shell_command" and out[0]["isError"] and out[0]["text"] == "no such dir"
+    assert (
+        out[0]["toolName"] == "run_shell_command"
+        and out[0]["isError"]
+        and out[0]["text"] == "no such dir"
+    )
     assert not norm.terminal
-    norm.feed({"type": "result", "status": "success", "stats": {"total_tokens": 12, "input_tokens": 10, "output_tokens": 2, "cached": 4, "input": 6}})
+    norm.feed(
+        {
+            "type": "result",
+            "status": "success",
+            "stats": {
+                "total_tokens": 12,
+                "input_tokens": 10,
+                "output_tokens": 2,
+                "cached": 4,
+                "input": 6,
+            },
+        }
+    )
     assert norm.terminal and not norm.failed
     assert (norm.final_text, norm.stop_reason, norm.model) == ("All good.", "stop", "gemini-x")
-    assert norm.usage == {"input": 6, "output": 2, "cacheRead": 4, "cacheWrite": 0, "totalTokens": 12, "cost": None}
+    assert norm.usage == {
+        "input": 6,
+        "output": 2,
+        "cacheRead": 4,
+        "cacheWrite": 0,
+        "totalTokens": 12,
+        "cost": None,
+    }
 
 
 def test_gemini_warning_is_not_the_end_and_truncation_is_length() -> None:
     norm = get_backend("gemini").normalizer()
-    out = norm.feed({"type": "error", "severity": "warning", "message": "Agent execution blocked: hook"})
+    out = norm.feed(
+        {"type": "error", "severity": "warning", "message": "Agent execution blocked: hook"}
+    )
     assert out == [{"type": "notice", "level": "warn", "message": "Agent execution blocked: hook"}]
     assert not norm.terminal and not norm.failed
     feed_all(
         norm,
         [
             {"type": "message", "role": "assistant", "content": "Partial answ", "delta": True},
-            {"type": "error", "severity": "error", "message": "Model response was truncated because it exceeded the token limit."},
+            {
+                "type": "error",
+                "severity": "error",
+                "message": "Model response was truncated because it exceeded the token limit.",
+            },
             {"type": "result", "status": "success", "stats": {}},
         ],
     )
@@ -417,7 +615,11 @@ def test_gemini_error_result_takes_the_message_of_the_error_line() -> None:
     feed_all(
         norm,
         [
-            {"type": "error", "severity": "error", "message": "The model response was blocked due to safety settings."},
+            {
+                "type": "error",
+                "severity": "error",
+                "message": "The model response was blocked due to safety settings.",
+            },
             {"type": "result", "status": "error", "stats": {}},
         ],
     )
@@ -434,7 +636,13 @@ def oc_step_finish(reason: str, inp: int, out: int, cost: float = 0.01) -> dict[
         "part": {
             "type": "step-finish",
             "reason": reason,
-            "tokens": {"total": inp + out + 3, "input": inp, "output": out, "reasoning": 1, "cache": {"read": 2, "write": 0}},
+            "tokens": {
+                "total": inp + out + 3,
+                "input": inp,
+                "output": out,
+                "reasoning": 1,
+                "cache": {"read": 2, "write": 0},
+            },
             "cost": cost,
         },
     }
@@ -444,9 +652,16 @@ def test_opencode_tool_calls_step_then_stop_step() -> None:
     norm = get_backend("opencode").normalizer()
     tool = {
         "type": "tool_use",
-        "part": {"type": "tool", "tool": "bash", "callID": "c1", "state": {"status": "completed", "input": {"command": "ls"}, "output": "a\n"}},
+        "part": {
+            "type": "tool",
+            "tool": "bash",
+            "callID": "c1",
+            "state": {"status": "completed", "input": {"command": "ls"}, "output": "a\n"},
+        },
     }
-    out = feed_all(norm, [{"type": "step_start", "part": {}}, tool, oc_step_finish("tool-calls", 10, 5)])
+    out = feed_all(
+        norm, [{"type": "step_start", "part": {}}, tool, oc_step_finish("tool-calls", 10, 5)]
+    )
     assert types(out) == ["tool_call", "tool_result", "usage"]
     assert norm.stop_reason == "toolUse" and not norm.terminal
     out = feed_all(
@@ -459,7 +674,14 @@ def test_opencode_tool_calls_step_then_stop_step() -> None:
     )
     assert norm.terminal and not norm.failed
     assert (norm.final_text, norm.stop_reason, norm.raw_stop_reason) == ("Done.", "stop", "stop")
-    assert norm.usage == {"input": 30, "output": 14, "cacheRead": 4, "cacheWrite": 0, "totalTokens": 48, "cost": pytest.approx(0.02)}
+    assert norm.usage == {
+        "input": 30,
+        "output": 14,
+        "cacheRead": 4,
+        "cacheWrite": 0,
+        "totalTokens": 48,
+        "cost": pytest.approx(0.02),
+    }
     assert norm.tool_calls == 1
     norm.feed({"type": "step_start", "part": {}})
     assert not norm.terminal  # another step after all: not the end
@@ -467,7 +689,9 @@ def test_opencode_tool_calls_step_then_stop_step() -> None:
 
 def test_opencode_error_event_fails_with_its_message() -> None:
     norm = get_backend("opencode").normalizer()
-    norm.feed({"type": "error", "error": {"name": "ProviderAuthError", "data": {"message": "bad key"}}})
+    norm.feed(
+        {"type": "error", "error": {"name": "ProviderAuthError", "data": {"message": "bad key"}}}
+    )
     assert norm.terminal and norm.failed
     assert norm.error_message == "ProviderAuthError: bad key"
 
@@ -475,12 +699,23 @@ def test_opencode_error_event_fails_with_its_message() -> None:
 def test_opencode_failed_tool_and_unfinished_step_text() -> None:
     norm = get_backend("opencode").normalizer()
     out = norm.feed(
-        {"type": "tool_use", "part": {"tool": "read", "callID": "c2", "state": {"status": "error", "input": {"filePath": "x"}, "error": "not found"}}}
+        {
+            "type": "tool_use",
+            "part": {
+                "tool": "read",
+                "callID": "c2",
+                "state": {"status": "error", "input": {"filePath": "x"}, "error": "not found"},
+            },
+        }
     )
     assert out[1]["isError"] and out[1]["text"] == "not found"
     norm.feed({"type": "text", "part": {"text": "half an answer"}})
     out = norm.finish()
-    assert types(out) == ["assistant_text"] and norm.final_text == "half an answer" and not norm.terminal
+    assert (
+        types(out) == ["assistant_text"]
+        and norm.final_text == "half an answer"
+        and not norm.terminal
+    )
 
 
 def test_fixture_streams_normalize_directly() -> None:
@@ -488,7 +723,11 @@ def test_fixture_streams_normalize_directly() -> None:
     norm, _ = normalize_stream("codex", STREAMS / "codex.jsonl")
     assert norm.model is None and norm.usage["cost"] is None
     norm, _ = normalize_stream("gemini", STREAMS / "gemini.error400.jsonl")
-    assert norm.failed and norm.model == "mock-bad" and norm.error_message == f"API error: {MOCK_ERROR}"
+    assert (
+        norm.failed
+        and norm.model == "mock-bad"
+        and norm.error_message == f"API error: {MOCK_ERROR}"
+    )
 
 
 # --------------------------------------------------------------------------- command lines
@@ -509,7 +748,15 @@ def test_registry_knows_the_builtins() -> None:
 def test_claude_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     b = ClaudeBackend()
     monkeypatch.setattr(b, "_is_root", lambda: False)
-    argv = b.build_argv("/bin/claude", req("-rf everything", model="claude-sonnet-4-5", tools=["Bash", "Read"], system_prompt="Be brief."))
+    argv = b.build_argv(
+        "/bin/claude",
+        req(
+            "-rf everything",
+            model="claude-sonnet-4-5",
+            tools=["Bash", "Read"],
+            system_prompt="Be brief.",
+        ),
+    )
     assert argv == [
         "/bin/claude", "-p", "--output-format", "stream-json", "--verbose",
         "--permission-mode", "bypassPermissions",
@@ -519,7 +766,9 @@ def test_claude_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     assert b.build_argv("claude", req("hi", tools=[]))[-3] == "--tools="  # no tools at all
 
 
-def test_claude_argv_as_root_uses_an_allow_list(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_claude_argv_as_root_uses_an_allow_list(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """claude refuses bypassPermissions for root; root gets allowed tools instead of prompts."""
     b = ClaudeBackend()
     monkeypatch.setattr(b, "_is_root", lambda: True)
@@ -535,7 +784,9 @@ def test_claude_argv_as_root_uses_an_allow_list(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_codex_argv() -> None:
-    argv = CodexBackend().build_argv("codex", req("-h", model="gpt-5", system_prompt='Say "hi"\nthen stop'))
+    argv = CodexBackend().build_argv(
+        "codex", req("-h", model="gpt-5", system_prompt='Say "hi"\nthen stop')
+    )
     assert argv == [
         "codex", "exec", "--json", "--skip-git-repo-check", "--ephemeral",
         "--dangerously-bypass-approvals-and-sandbox", "--cd=/work/repo", "--model=gpt-5",
@@ -547,7 +798,10 @@ def test_codex_argv() -> None:
 
     value = argv[8].split("=", 2)[2]
     assert tomllib.loads("x = " + value)["x"] == 'Say "hi"\nthen stop'
-    assert CodexBackend().build_argv("codex", req("-"))[-2:] == ["--", " -"]  # "-" alone would read stdin
+    assert CodexBackend().build_argv("codex", req("-"))[-2:] == [
+        "--",
+        " -",
+    ]  # "-" alone would read stdin
 
 
 def test_gemini_argv() -> None:
@@ -557,11 +811,15 @@ def test_gemini_argv() -> None:
         "--approval-mode", "yolo", "--skip-trust",
     ]  # fmt: skip
     # A leading "/" would run a slash command (e.g. /init writes GEMINI.md).
-    assert GeminiBackend().build_argv("gemini", req("/init the repo"))[1] == "--prompt= /init the repo"
+    assert (
+        GeminiBackend().build_argv("gemini", req("/init the repo"))[1] == "--prompt= /init the repo"
+    )
 
 
 def test_opencode_argv() -> None:
-    argv = OpenCodeBackend().build_argv("opencode", req("-x fix  42", model="anthropic/claude-sonnet-4-5"))
+    argv = OpenCodeBackend().build_argv(
+        "opencode", req("-x fix  42", model="anthropic/claude-sonnet-4-5")
+    )
     assert argv == [
         "opencode", "run", "--format", "json", "--model=anthropic/claude-sonnet-4-5", "--auto",
         "--message=-x", "--message=fix", "--message=", "--message=42",
@@ -573,12 +831,21 @@ def test_opencode_argv() -> None:
 
 @pytest.mark.parametrize(
     ("backend", "tools", "system_prompt", "thinking"),
-    [("pi", True, True, True), ("claude", True, True, False), ("codex", False, True, False),
-     ("gemini", False, False, False), ("opencode", False, False, False)],
+    [
+        ("pi", True, True, True),
+        ("claude", True, True, False),
+        ("codex", False, True, False),
+        ("gemini", False, False, False),
+        ("opencode", False, False, False),
+    ],
 )
 def test_capabilities(backend: str, tools: bool, system_prompt: bool, thinking: bool) -> None:
     b = get_backend(backend)
-    assert (b.supports_tools, b.supports_system_prompt, b.supports_thinking) == (tools, system_prompt, thinking)
+    assert (b.supports_tools, b.supports_system_prompt, b.supports_thinking) == (
+        tools,
+        system_prompt,
+        thinking,
+    )
     for wanted, supported in (
         (RunRequest(task="t", tools=["read"]), tools),
         (RunRequest(task="t", system_prompt="p"), system_prompt),
@@ -600,9 +867,18 @@ def test_agent_tools_are_spelled_for_the_backend() -> None:
     assert tools_for("claude", ["read", "grep", "find", "ls"]) == ["Read", "Grep", "Glob"]
     # A Claude Code agent file on pi; an unknown (extension) tool passes through.
     assert tools_for("pi", ["Read", "Grep", "Glob", "LS", "MultiEdit", "my_ext_tool"]) == [
-        "read", "grep", "find", "ls", "edit", "my_ext_tool",
+        "read",
+        "grep",
+        "find",
+        "ls",
+        "edit",
+        "my_ext_tool",
     ]
-    pi_argv = PiBackend().build_argv("pi", CommandRequest(task="t", cwd="/w", tools=["Read", "Bash"]))
+    pi_argv = PiBackend().build_argv(
+        "pi", CommandRequest(task="t", cwd="/w", tools=["Read", "Bash"])
+    )
     assert pi_argv[pi_argv.index("--tools") + 1] == "read,bash"
-    claude_argv = ClaudeBackend().build_argv("claude", CommandRequest(task="t", cwd="/w", tools=["read", "bash"]))
+    claude_argv = ClaudeBackend().build_argv(
+        "claude", CommandRequest(task="t", cwd="/w", tools=["read", "bash"])
+    )
     assert "--tools=Read,Bash" in claude_argv

@@ -20,10 +20,17 @@ from subagents.mockmodel import MockModelServer, Script, write_pi_config
 CLI = [sys.executable, "-m", "subagents.cli"]
 
 
-def cli(args: list[str], env: dict[str, str] | None = None, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
+def cli(
+    args: list[str], env: dict[str, str] | None = None, timeout: float = 120, **kw: Any
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CLI, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})}, **kw,
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        **kw,
     )
 
 
@@ -68,11 +75,19 @@ def _one_line_exit_2(p: subprocess.CompletedProcess[str], needle: str) -> None:
 
 def test_bad_input_is_one_line_and_exit_2(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
     _one_line_exit_2(cli(["run", "--backend", "nope", "x"]), "unknown backend 'nope'")
-    _one_line_exit_2(cli(["run", "x"], {"SUBAGENTS_PI_BIN": str(tmp_path / "missing-pi")}), "not found")
-    _one_line_exit_2(cli(["run", "x"], {"PATH": str(tmp_path), "SUBAGENTS_PI_BIN": ""}), "not found on PATH")
-    _one_line_exit_2(cli(["run", "--cwd", str(tmp_path / "nowhere"), "x"], fake_env(fake, [])), "does not exist")
+    _one_line_exit_2(
+        cli(["run", "x"], {"SUBAGENTS_PI_BIN": str(tmp_path / "missing-pi")}), "not found"
+    )
+    _one_line_exit_2(
+        cli(["run", "x"], {"PATH": str(tmp_path), "SUBAGENTS_PI_BIN": ""}), "not found on PATH"
+    )
+    _one_line_exit_2(
+        cli(["run", "--cwd", str(tmp_path / "nowhere"), "x"], fake_env(fake, [])), "does not exist"
+    )
     _one_line_exit_2(cli(["run", "   "], fake_env(fake, [])), "task is empty")
-    _one_line_exit_2(cli(["run", "x"], {**fake_env(fake, []), "SUBAGENTS_DEPTH": "2"}), "nesting depth 3")
+    _one_line_exit_2(
+        cli(["run", "x"], {**fake_env(fake, []), "SUBAGENTS_DEPTH": "2"}), "nesting depth 3"
+    )
     # None of these created a run directory.
     assert not (isolated_state / "runs").exists() or not any((isolated_state / "runs").iterdir())
 
@@ -80,8 +95,14 @@ def test_bad_input_is_one_line_and_exit_2(fake: Fake, tmp_path: Path, isolated_s
 def test_ctrl_c_aborts_cleanly(fake: Fake, tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     env = {**os.environ, **fake_env(fake, [{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}
-    proc = subprocess.Popen([*CLI, "run", "x"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [*CLI, "run", "x"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -106,8 +127,20 @@ def test_real_pi_against_the_mock_model(tmp_path: Path) -> None:
     script = Script(final_text="Found: {tool_output}")
     with MockModelServer(script) as server:
         env = write_pi_config(tmp_path / "pi-agent", server.url)
-        p = cli(["run", "--json", "--model", "mock/mock-model", "--tools", "bash,read", "--cwd", str(work),
-                 "List the files."], env)
+        p = cli(
+            [
+                "run",
+                "--json",
+                "--model",
+                "mock/mock-model",
+                "--tools",
+                "bash,read",
+                "--cwd",
+                str(work),
+                "List the files.",
+            ],
+            env,
+        )
         assert len(server.requests) == 2
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
@@ -129,8 +162,16 @@ def test_real_pi_against_the_mock_model(tmp_path: Path) -> None:
 @needs_pi
 def test_real_pi_provider_error_is_a_failure_with_the_message(tmp_path: Path) -> None:
     with MockModelServer(Script(error_status=500, error_times=-1)) as server:
-        env = write_pi_config(tmp_path / "pi-agent", server.url,
-                              retry={"enabled": True, "maxRetries": 1, "baseDelayMs": 50, "provider": {"maxRetries": 0}})
+        env = write_pi_config(
+            tmp_path / "pi-agent",
+            server.url,
+            retry={
+                "enabled": True,
+                "maxRetries": 1,
+                "baseDelayMs": 50,
+                "provider": {"maxRetries": 0},
+            },
+        )
         p = cli(["run", "--json", "--model", "mock/mock-model", "--cwd", str(tmp_path), "hi"], env)
     assert p.returncode == 1, p.stderr
     result = json.loads(p.stdout)
@@ -141,7 +182,13 @@ def test_real_pi_provider_error_is_a_failure_with_the_message(tmp_path: Path) ->
 
 
 def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path), **{f"SUBAGENTS_{b.upper()}_BIN": "" for b in ("pi", "claude", "codex", "gemini", "opencode")}}
+    env = {
+        "PATH": str(tmp_path),
+        **{
+            f"SUBAGENTS_{b.upper()}_BIN": ""
+            for b in ("pi", "claude", "codex", "gemini", "opencode")
+        },
+    }
     p = cli(["doctor"], env)
     assert p.returncode == 0, p.stderr
     assert "npm install -g @mariozechner/pi-coding-agent" in p.stdout

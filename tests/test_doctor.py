@@ -71,7 +71,9 @@ def test_binary_override_env_var(world: dict[str, str], tmp_path: Path) -> None:
     assert bad.binary is None and "SUBAGENTS_GEMINI_BIN" in bad.reason
 
 
-def test_version_failure_and_timeout(world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_version_failure_and_timeout(
+    world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake_cli(Path(world["PATH"]), "opencode", 'echo "native binary not installed" >&2; exit 3')
     c = check_backend("opencode", world)
     assert c.binary is not None and c.version is None and not c.usable

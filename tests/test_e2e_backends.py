@@ -108,7 +108,10 @@ def test_backend_server_error_is_a_failure_with_the_message(tmp_path: Path, name
     assert result["toolCalls"] == 0
 
 
-@pytest.mark.skipif(shutil.which("pi") is None or shutil.which("claude") is None, reason="needs the pi and claude CLIs")
+@pytest.mark.skipif(
+    shutil.which("pi") is None or shutil.which("claude") is None,
+    reason="needs the pi and claude CLIs",
+)
 def test_parallel_job_mixing_pi_and_claude(tmp_path: Path) -> None:
     import os
     import subprocess
@@ -119,16 +122,42 @@ def test_parallel_job_mixing_pi_and_claude(tmp_path: Path) -> None:
     (work / "a.txt").write_text("a\n")
     (work / "b.py").write_text("b = 1\n")
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"mode": "parallel", "tasks": [
-        {"task": "list files", "backend": "pi", "model": "mock/mock-model", "cwd": str(work)},
-        {"task": "list files", "backend": "claude", "model": mm.CLAUDE_MODEL, "cwd": str(work)},
-    ]}))
+    plan.write_text(
+        json.dumps(
+            {
+                "mode": "parallel",
+                "tasks": [
+                    {
+                        "task": "list files",
+                        "backend": "pi",
+                        "model": "mock/mock-model",
+                        "cwd": str(work),
+                    },
+                    {
+                        "task": "list files",
+                        "backend": "claude",
+                        "model": mm.CLAUDE_MODEL,
+                        "cwd": str(work),
+                    },
+                ],
+            }
+        )
+    )
     with MockModelServer(Script(final_text=FINAL)) as srv:
         # pi reads its config from PI_CODING_AGENT_DIR; claude from HOME: one env serves both.
-        env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", srv.url),
-               **mm.write_claude_config(tmp_path / "claude", srv.url, max_retries=0)}
-        p = subprocess.run([sys.executable, "-m", "subagents.cli", "run", "--json", "-f", str(plan)],
-                           capture_output=True, text=True, timeout=180, env=env, stdin=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            **mm.write_pi_config(tmp_path / "pi", srv.url),
+            **mm.write_claude_config(tmp_path / "claude", srv.url, max_retries=0),
+        }
+        p = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "run", "--json", "-f", str(plan)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
     assert job["status"] == "completed"

@@ -79,7 +79,9 @@ def test_chain_passes_previous_and_stops_at_a_failure(fake: Fake, tmp_path: Path
 
     # A failing first step: the chain stops there.
     steps: list[dict[str, Any]] = [{"exit": 3}]
-    plan.write_text(json.dumps({"mode": "chain", "steps": [{"task": "a"}, {"task": "b {previous}"}]}))
+    plan.write_text(
+        json.dumps({"mode": "chain", "steps": [{"task": "a"}, {"task": "b {previous}"}]})
+    )
     p = cli(["run", "-f", str(plan), "--json"], {**bin_env(fake), **fake.env(steps)})
     assert p.returncode == 1
     job = json.loads(p.stdout)
@@ -115,14 +117,21 @@ def test_background_job_survives_the_caller_and_wait_returns_its_status(fake: Fa
 
 
 def test_wait_exit_code_is_the_job_status(fake: Fake) -> None:
-    job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([{"exit": 5}])}))
+    job_id = _job_id(
+        cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([{"exit": 5}])})
+    )
     w = cli(["wait", job_id])
     assert w.returncode == 1
     assert "exited with code 5" in w.stderr
 
 
 def test_wait_timeout_leaves_the_job_running(fake: Fake) -> None:
-    job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 30}])}))
+    job_id = _job_id(
+        cli(
+            ["run", "--bg", "--json", "x"],
+            {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 30}])},
+        )
+    )
     w = cli(["wait", job_id, "--timeout", "0.5"])
     assert w.returncode == 124
     assert "still running" in w.stderr
@@ -134,8 +143,17 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
     pidfiles = [tmp_path / f"child{i}.pid" for i in range(2)]
     scripts = []
     for pf in pidfiles:
-        scripts.append(fake.env([{"pidfile": str(pf)}, {"grandchild": 60, "pidfile": str(pf) + ".gc"},
-                                 *pi.start(), *pi.tool_use(), {"sleep": 60}])[SCRIPT_ENV])
+        scripts.append(
+            fake.env(
+                [
+                    {"pidfile": str(pf)},
+                    {"grandchild": 60, "pidfile": str(pf) + ".gc"},
+                    *pi.start(),
+                    *pi.tool_use(),
+                    {"sleep": 60},
+                ]
+            )[SCRIPT_ENV]
+        )
     # Each parallel run plays its own script: the launcher picks one by task text.
     chooser = fake.dir / "choose-pi"
     chooser.write_text(
@@ -145,12 +163,20 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
         "from subagents.testing.fakeagent import main\nmain()\n"
     )
     chooser.chmod(0o755)
-    job_id = _job_id(cli(["run", "--bg", "--json", "--parallel", "t0", "t1"], {"SUBAGENTS_PI_BIN": str(chooser)}))
+    job_id = _job_id(
+        cli(["run", "--bg", "--json", "--parallel", "t0", "t1"], {"SUBAGENTS_PI_BIN": str(chooser)})
+    )
     deadline = time.monotonic() + 30
-    while not all(Path(str(pf) + ".gc").exists() for pf in pidfiles) and time.monotonic() < deadline:
+    while (
+        not all(Path(str(pf) + ".gc").exists() for pf in pidfiles) and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
-    pids = [int(pf.read_text()) for pf in pidfiles] + [int(Path(str(pf) + ".gc").read_text()) for pf in pidfiles]
-    state = json.loads((Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json").read_text())
+    pids = [int(pf.read_text()) for pf in pidfiles] + [
+        int(Path(str(pf) + ".gc").read_text()) for pf in pidfiles
+    ]
+    state = json.loads(
+        (Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json").read_text()
+    )
     driver = state["driver"]["pid"]
     s = cli(["stop", job_id])
     assert s.returncode == 0, s.stderr
@@ -178,15 +204,29 @@ def test_unknown_and_ambiguous_ids(fake: Fake) -> None:
     cli(["wait", b])
 
 
-def test_bad_plans_are_rejected_before_anything_starts(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
+def test_bad_plans_are_rejected_before_anything_starts(
+    fake: Fake, tmp_path: Path, isolated_state: Path
+) -> None:
     cases = {
-        "unknown-agent.yaml": ("mode: parallel\ntasks:\n  - task: x\n    agent: nobody\n", "tasks.0.agent: unknown agent 'nobody'"),
+        "unknown-agent.yaml": (
+            "mode: parallel\ntasks:\n  - task: x\n    agent: nobody\n",
+            "tasks.0.agent: unknown agent 'nobody'",
+        ),
         "bad-mode.yaml": ("mode: sideways\ntasks:\n  - task: x\n", "mode: unknown mode 'sideways'"),
         "empty.yaml": ("mode: parallel\ntasks: []\n", "the job has no tasks"),
-        "no-cwd.yaml": (f"mode: chain\nsteps:\n  - task: x\n    cwd: {tmp_path}/missing\n", "steps.0.cwd: directory does not exist"),
+        "no-cwd.yaml": (
+            f"mode: chain\nsteps:\n  - task: x\n    cwd: {tmp_path}/missing\n",
+            "steps.0.cwd: directory does not exist",
+        ),
         "broken.yaml": ("mode: parallel\ntasks: [\n", "invalid YAML at line"),
-        "extra.yaml": ("mode: parallel\ntasks:\n  - task: x\n    colour: red\n", "tasks.0.colour: unknown field"),
-        "empty-task.yaml": ("mode: single\ntasks:\n  - task: '  '\n", "tasks.0.task: the task is empty"),
+        "extra.yaml": (
+            "mode: parallel\ntasks:\n  - task: x\n    colour: red\n",
+            "tasks.0.colour: unknown field",
+        ),
+        "empty-task.yaml": (
+            "mode: single\ntasks:\n  - task: '  '\n",
+            "tasks.0.task: the task is empty",
+        ),
     }
     for name, (text, needle) in cases.items():
         plan = tmp_path / name
@@ -196,7 +236,9 @@ def test_bad_plans_are_rejected_before_anything_starts(fake: Fake, tmp_path: Pat
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (name, p.stderr)
     too_many = tmp_path / "many.json"
-    too_many.write_text(json.dumps({"mode": "parallel", "tasks": [{"task": str(i)} for i in range(9)]}))
+    too_many.write_text(
+        json.dumps({"mode": "parallel", "tasks": [{"task": str(i)} for i in range(9)]})
+    )
     p = cli(["run", "-f", str(too_many)], bin_env(fake))
     assert p.returncode == 2 and "exceed the limit of 8" in p.stderr
     assert not (isolated_state / "jobs").exists() and not (isolated_state / "runs").exists()
@@ -208,10 +250,17 @@ def test_agents_list_show_and_run(fake: Fake, tmp_path: Path) -> None:
     names = [line.split()[0] for line in p.stdout.splitlines()]
     assert {"general", "scout", "planner", "worker", "reviewer"} <= set(names)
     shown = cli(["agents", "show", "scout"])
-    assert shown.returncode == 0 and "name: scout" in shown.stdout and "source: builtin" in shown.stdout
+    assert (
+        shown.returncode == 0
+        and "name: scout" in shown.stdout
+        and "source: builtin" in shown.stdout
+    )
     assert cli(["agents", "show", "nobody"]).returncode == 2
     # A run with an agent: its system prompt and tools reach pi's command line.
-    r = cli(["run", "--json", "--agent", "scout", "look"], {**bin_env(fake), **fake.env(pi.answer("seen"))})
+    r = cli(
+        ["run", "--json", "--agent", "scout", "look"],
+        {**bin_env(fake), **fake.env(pi.answer("seen"))},
+    )
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout)
     assert result["agent"] == "scout" and result["agentSource"] == "builtin"
@@ -225,11 +274,15 @@ def test_agents_list_show_and_run(fake: Fake, tmp_path: Path) -> None:
 def test_project_agents_need_opt_in(fake: Fake, tmp_path: Path) -> None:
     project = tmp_path / "repo"
     (project / ".subagents" / "agents").mkdir(parents=True)
-    (project / ".subagents" / "agents" / "local.md").write_text("---\nname: local\ndescription: from the repo\n---\nBe local.\n")
+    (project / ".subagents" / "agents" / "local.md").write_text(
+        "---\nname: local\ndescription: from the repo\n---\nBe local.\n"
+    )
     env = {**bin_env(fake), **fake.env(pi.answer("ok"))}
     refused = cli(["run", "--agent", "local", "--cwd", str(project), "x"], env, cwd=project)
     assert refused.returncode == 2 and "--agent-scope both" in refused.stderr
-    allowed = cli(["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project)
+    allowed = cli(
+        ["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project
+    )
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["agentSource"].startswith("project:")
 
@@ -250,8 +303,12 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
     import signal as sig
 
     pidfile = tmp_path / "child.pid"
-    job_id = _job_id(cli(["run", "--bg", "--json", "x"],
-                         {**bin_env(fake), **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}))
+    job_id = _job_id(
+        cli(
+            ["run", "--bg", "--json", "x"],
+            {**bin_env(fake), **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])},
+        )
+    )
     job_file = Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json"
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline:
@@ -275,9 +332,19 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
 def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path) -> None:
     """The CLI driving a job is not killed by `stop`: its runs are, and it reports the job aborted."""
     pidfile = tmp_path / "c.pid"
-    env = {**os.environ, **bin_env(fake), **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}
-    fg = subprocess.Popen([*CLI_ARGS, "run", "--json", "--parallel", "-j", "1", "a", "b"], stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env)
+    env = {
+        **os.environ,
+        **bin_env(fake),
+        **fake.env([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}]),
+    }
+    fg = subprocess.Popen(
+        [*CLI_ARGS, "run", "--json", "--parallel", "-j", "1", "a", "b"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -295,11 +362,21 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
 
 
 def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) -> None:
-    ids = [_job_id(cli(["run", "--json", "--bg", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))})) for i in range(3)]
+    ids = [
+        _job_id(
+            cli(["run", "--json", "--bg", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))})
+        )
+        for i in range(3)
+    ]
     for job_id in ids:
         assert cli(["wait", job_id]).returncode == 0
+
     def listed() -> dict[str, str]:
-        return {r["jobId"]: r["status"] for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())}
+        return {
+            r["jobId"]: r["status"]
+            for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())
+        }
+
     assert listed() == dict.fromkeys(ids, "completed")
     (isolated_state / "index.sqlite").unlink()  # missing: rebuilt
     assert listed() == dict.fromkeys(ids, "completed")
@@ -315,10 +392,22 @@ def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) ->
 
 
 def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake) -> None:
-    steps = [*pi.start(), *pi.tool_use(command="make test"), {"sleep": 2}, *pi.tool_end(), pi.text_end("Followed."), *pi.end()]
+    steps = [
+        *pi.start(),
+        *pi.tool_use(command="make test"),
+        {"sleep": 2},
+        *pi.tool_end(),
+        pi.text_end("Followed."),
+        *pi.end(),
+    ]
     job_id = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(steps)}))
-    follower = subprocess.Popen([*CLI_ARGS, "logs", "-f", job_id], stdout=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL, env=os.environ.copy())
+    follower = subprocess.Popen(
+        [*CLI_ARGS, "logs", "-f", job_id],
+        stdout=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
     activity = None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

@@ -32,11 +32,15 @@ def _wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-unty
     return False
 
 
-def test_background_job_records_its_end_and_runs_its_hook(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
+def test_background_job_records_its_end_and_runs_its_hook(
+    fake: Fake, tmp_path: Path, isolated_state: Path
+) -> None:
     hook_out = tmp_path / "hook.json"
     hook = tmp_path / "hook.py"
     hook.write_text(f"import sys\nopen({str(hook_out)!r}, 'w').write(sys.stdin.read())\n")
-    _config(f'[[hooks]]\non = ["subagent:complete", "error"]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(hook))}]\n')
+    _config(
+        f'[[hooks]]\non = ["subagent:complete", "error"]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(hook))}]\n'
+    )
     steps = [*pi.start(), {"sleep": 1.0}, pi.text_end("Recorded."), *pi.end()]
     p = cli(["run", "--bg", "--json", "--session", "s1", "x"], {**bin_env(fake), **fake.env(steps)})
     assert p.returncode == 0, p.stderr
@@ -47,15 +51,32 @@ def test_background_job_records_its_end_and_runs_its_hook(fake: Fake, tmp_path: 
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:complete"]
     start, end = entries
     assert start["jobId"] == end["jobId"] == job_id
-    assert set(end) == {"type", "timestamp", "eventType", "jobId", "requestedBy", "startedAt", "completedAt",
-                        "durationMs", "model", "usage", "agentName", "pid", "mode", "status", "summary"}
+    assert set(end) == {
+        "type",
+        "timestamp",
+        "eventType",
+        "jobId",
+        "requestedBy",
+        "startedAt",
+        "completedAt",
+        "durationMs",
+        "model",
+        "usage",
+        "agentName",
+        "pid",
+        "mode",
+        "status",
+        "summary",
+    }
     assert end["status"] == "completed" and end["mode"] == "single" and len(end["summary"]) <= 200
     assert "Recorded." in end["summary"]
     assert end["usage"]["totalTokens"] == 15
     assert json.loads(hook_out.read_text()) == end
 
 
-def test_a_hanging_hook_never_changes_or_delays_the_result(fake: Fake, isolated_state: Path) -> None:
+def test_a_hanging_hook_never_changes_or_delays_the_result(
+    fake: Fake, isolated_state: Path
+) -> None:
     _config('[[hooks]]\non = ["complete"]\ncommand = ["sleep", "60"]\ntimeout = 1\n')
     t0 = time.monotonic()
     p = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("Unaffected."))})
@@ -71,7 +92,12 @@ def test_a_hanging_hook_never_changes_or_delays_the_result(fake: Fake, isolated_
 
 def test_failed_and_aborted_jobs_are_recorded(fake: Fake, isolated_state: Path) -> None:
     cli(["run", "x"], {**bin_env(fake), **fake.env([{"exit": 7}])})
-    job_id = json.loads(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 60}])}).stdout)["jobId"]
+    job_id = json.loads(
+        cli(
+            ["run", "--bg", "--json", "x"],
+            {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 60}])},
+        ).stdout
+    )["jobId"]
     assert cli(["stop", job_id]).returncode == 0
     entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
     ends = [e for e in entries if e["eventType"] != "subagent:start"]
@@ -90,8 +116,13 @@ def test_watch_shows_an_entry_within_a_second(fake: Fake, isolated_state: Path) 
     import threading
 
     log = isolated_state / "sessions" / "w.jsonl"
-    watcher = subprocess.Popen([*CLI, "watch", "--session", "w"], stdout=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL, env=os.environ.copy())
+    watcher = subprocess.Popen(
+        [*CLI, "watch", "--session", "w"],
+        stdout=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
     lines: queue.Queue[tuple[float, str]] = queue.Queue()
 
     def read() -> None:
@@ -107,8 +138,17 @@ def test_watch_shows_an_entry_within_a_second(fake: Fake, isolated_state: Path) 
         for i in range(60):
             job_id = f"j{i}"
             appended[job_id] = time.monotonic()
-            sessionlog.append(log, sessionlog.entry("subagent:start", job_id=job_id, mode="single",
-                                                    agent_name="scout", model=None, pid=1))
+            sessionlog.append(
+                log,
+                sessionlog.entry(
+                    "subagent:start",
+                    job_id=job_id,
+                    mode="single",
+                    agent_name="scout",
+                    model=None,
+                    pid=1,
+                ),
+            )
             try:
                 seen, line = lines.get(timeout=1.5)
             except queue.Empty:

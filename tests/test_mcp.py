@@ -48,8 +48,7 @@ def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
         "task = sys.argv[-1]\n"
         "def answer(text):\n"
         "    msg = {'role': 'assistant', 'content': [{'type': 'text', 'text': text}], 'stopReason': 'stop', 'model': 'm'}\n"
-        "    print(json.dumps({'type': 'message_end', 'message': msg}), flush=True)\n"
-        + body
+        "    print(json.dumps({'type': 'message_end', 'message': msg}), flush=True)\n" + body
     )
     launcher = fake.dir / name
     launcher.write_text(f"#!{sys.executable}\nexec(open({str(script)!r}).read())\n")
@@ -59,7 +58,9 @@ def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def connect(env: dict[str, str], *, mode: str = "auto", **kw: Any) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "subagents.cli", "mcp"], env=server_env(env))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "subagents.cli", "mcp"], env=server_env(env)
+    )
     async with Client(params, mode=mode, **kw) as client:  # type: ignore[arg-type]
         yield client
 
@@ -83,9 +84,24 @@ def test_lists_the_tools_and_the_job_resource() -> None:
     async def main() -> None:
         async with connect({}) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            assert set(tools) == {"subagent", "subagent_status", "subagent_result", "subagent_cancel", "list_agents"}
+            assert set(tools) == {
+                "subagent",
+                "subagent_status",
+                "subagent_result",
+                "subagent_cancel",
+                "list_agents",
+            }
             props = tools["subagent"].input_schema["properties"]
-            assert {"task", "tasks", "chain", "agent", "cwd", "model", "background", "concurrency"} <= set(props)
+            assert {
+                "task",
+                "tasks",
+                "chain",
+                "agent",
+                "cwd",
+                "model",
+                "background",
+                "concurrency",
+            } <= set(props)
             assert tools["subagent"].description and "{previous}" in tools["subagent"].description
             assert tools["subagent_result"].input_schema["required"] == ["job_id"]
             templates = (await client.list_resource_templates()).resource_templates
@@ -97,7 +113,9 @@ def test_lists_the_tools_and_the_job_resource() -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])  # the 2026 envelope and the 2025 handshake
-def test_foreground_call_streams_progress_and_returns_the_answer(fake: Fake, isolated_state: Path, mode: str) -> None:
+def test_foreground_call_streams_progress_and_returns_the_answer(
+    fake: Fake, isolated_state: Path, mode: str
+) -> None:
     messages: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -105,7 +123,9 @@ def test_foreground_call_streams_progress_and_returns_the_answer(fake: Fake, iso
 
     async def main() -> None:
         async with connect(fake_env(fake, pi.answer("The answer.")), mode=mode) as client:
-            result = await client.call_tool("subagent", {"task": "do the thing"}, progress_callback=on_progress)
+            result = await client.call_tool(
+                "subagent", {"task": "do the thing"}, progress_callback=on_progress
+            )
         assert not result.is_error, text_of(result)
         assert text_of(result) == "The answer."
         job = result.structured_content
@@ -126,7 +146,9 @@ def test_foreground_call_streams_progress_and_returns_the_answer(fake: Fake, iso
 
 
 def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
-    env = script_launcher(fake, "echo-pi", "time.sleep(0.3 if task == 'alpha' else 0)\nanswer('echo: ' + task)\n")
+    env = script_launcher(
+        fake, "echo-pi", "time.sleep(0.3 if task == 'alpha' else 0)\nanswer('echo: ' + task)\n"
+    )
 
     async def main() -> None:
         async with connect(env) as client:
@@ -148,7 +170,10 @@ def test_a_failed_run_is_an_error_result_with_diagnostics(fake: Fake) -> None:
         async with connect(fake_env(fake, steps)) as client:
             result = await client.call_tool("subagent", {"task": "x"})
         assert result.is_error
-        assert result.structured_content is not None and result.structured_content["status"] == "failed"
+        assert (
+            result.structured_content is not None
+            and result.structured_content["status"] == "failed"
+        )
         assert "model exploded" in text_of(result)
 
     run(main)
@@ -161,7 +186,9 @@ def test_background_job_then_result(fake: Fake) -> None:
             assert not started.is_error, text_of(started)
             job_id = (started.structured_content or {})["jobId"]
             assert json.loads(text_of(started).splitlines()[0]) == {"jobId": job_id}
-            result = await client.call_tool("subagent_result", {"job_id": job_id, "wait_seconds": 30})
+            result = await client.call_tool(
+                "subagent_result", {"job_id": job_id, "wait_seconds": 30}
+            )
             assert not result.is_error, text_of(result)
             assert text_of(result) == "Background answer."
             assert (result.structured_content or {})["status"] == "completed"
@@ -169,7 +196,11 @@ def test_background_job_then_result(fake: Fake) -> None:
             assert (status.structured_content or {})["status"] == "completed"
             resource = await client.read_resource(f"subagent://jobs/{job_id}")
             state = json.loads(getattr(resource.contents[0], "text", ""))
-            assert state["jobId"] == job_id and state["status"] == "completed" and state["background"] is True
+            assert (
+                state["jobId"] == job_id
+                and state["status"] == "completed"
+                and state["background"] is True
+            )
 
     run(main)
 
@@ -181,7 +212,9 @@ def test_result_says_still_running_when_the_wait_ends_first(fake: Fake) -> None:
         async with connect(env) as client:
             started = await client.call_tool("subagent", {"task": "slow", "background": True})
             job_id = (started.structured_content or {})["jobId"]
-            result = await client.call_tool("subagent_result", {"job_id": job_id, "wait_seconds": 0.5})
+            result = await client.call_tool(
+                "subagent_result", {"job_id": job_id, "wait_seconds": 0.5}
+            )
             assert not result.is_error and "still running" in text_of(result)
             cancelled = await client.call_tool("subagent_cancel", {"job_id": job_id})
             assert (cancelled.structured_content or {})["status"] == "aborted", text_of(cancelled)
@@ -193,7 +226,8 @@ def test_result_says_still_running_when_the_wait_ends_first(fake: Fake) -> None:
 def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode: str) -> None:
     gate = tmp_path / "gate"
     env = script_launcher(
-        fake, "gated-pi",
+        fake,
+        "gated-pi",
         f"deadline = time.time() + 30\nwhile not os.path.exists({str(gate)!r}) and time.time() < deadline:\n"
         "    time.sleep(0.05)\nanswer('done')\n",
     )
@@ -207,7 +241,9 @@ def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode:
 
     async def main() -> None:
         async with connect(env, mode=mode, message_handler=on_message) as client:
-            started = await client.call_tool("subagent", {"task": "wait for the gate", "background": True})
+            started = await client.call_tool(
+                "subagent", {"task": "wait for the gate", "background": True}
+            )
             uri = f"subagent://jobs/{(started.structured_content or {})['jobId']}"
             if mode == "legacy":
                 await client.subscribe_resource(uri)
@@ -224,7 +260,9 @@ def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode:
     run(main)
 
 
-def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(fake: Fake, tmp_path: Path) -> None:
+def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(
+    fake: Fake, tmp_path: Path
+) -> None:
     pidfile = tmp_path / "child.pid"
     steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}]
     messages: list[str] = []
@@ -241,7 +279,9 @@ def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(fake: F
 
             async def call() -> None:
                 with scope:
-                    await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress)
+                    await client.call_tool(
+                        "subagent", {"task": "sleep"}, progress_callback=on_progress
+                    )
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
@@ -252,7 +292,9 @@ def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(fake: F
             job_id = re.match(r"job (\S+) started", messages[0]).group(1)  # type: ignore[union-attr]
             store = JobStore()
             deadline = time.monotonic() + 30
-            while (pid_alive(pid) or store.load(job_id).get("status") != "aborted") and time.monotonic() < deadline:
+            while (
+                pid_alive(pid) or store.load(job_id).get("status") != "aborted"
+            ) and time.monotonic() < deadline:
                 await anyio.sleep(0.1)
             assert not pid_alive(pid), "the child outlived the cancelled call"
             assert store.load(job_id)["status"] == "aborted"
@@ -275,7 +317,11 @@ def test_subagent_cancel_stops_a_foreground_job_of_this_server(fake: Fake, tmp_p
         async with connect(fake_env(fake, steps)) as client:
 
             async def call() -> None:
-                results.append(await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress))
+                results.append(
+                    await client.call_tool(
+                        "subagent", {"task": "sleep"}, progress_callback=on_progress
+                    )
+                )
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
@@ -283,9 +329,13 @@ def test_subagent_cancel_stops_a_foreground_job_of_this_server(fake: Fake, tmp_p
                     await anyio.sleep(0.05)
                 job_id = first[0].split()[1]
                 cancelled = await client.call_tool("subagent_cancel", {"job_id": job_id})
-                assert (cancelled.structured_content or {})["status"] == "aborted", text_of(cancelled)
+                assert (cancelled.structured_content or {})["status"] == "aborted", text_of(
+                    cancelled
+                )
             # The foreground call ended with the aborted job, and the server is still there.
-            assert results[0].is_error and (results[0].structured_content or {})["status"] == "aborted"
+            assert (
+                results[0].is_error and (results[0].structured_content or {})["status"] == "aborted"
+            )
             assert not pid_alive(int(pidfile.read_text()))
             assert not (await client.call_tool("list_agents", {})).is_error
 
@@ -300,7 +350,10 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
                 ({"task": "a", "tasks": ["b"]}, "only one of 'task', 'tasks' or 'chain'"),
                 ({"task": "   "}, "task: the task is empty"),
                 ({"task": "a", "agent": "nope"}, "agent: unknown agent 'nope'"),
-                ({"chain": ["a", {"task": "b", "agent": "nope"}]}, "chain.1.agent: unknown agent 'nope'"),
+                (
+                    {"chain": ["a", {"task": "b", "agent": "nope"}]},
+                    "chain.1.agent: unknown agent 'nope'",
+                ),
                 ({"task": "a", "cwd": "/nonexistent/dir"}, "does not exist"),
             ]
             for args, expected in cases:
@@ -318,11 +371,17 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
 
 
 def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
-    env = server_env({"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")})
+    env = server_env(
+        {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
+    )
     env.pop("SUBAGENTS_MCP_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
-        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lines: list[str] = []
     ready = threading.Event()

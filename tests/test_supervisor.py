@@ -51,7 +51,14 @@ def test_normal_end(fake: Fake) -> None:
     assert result["usage"]["cost"] == pytest.approx(0.002)
     assert result["diagnostics"] is None
     run_dir = Path(result["paths"]["events"]).parent
-    for name in ("meta.json", "raw.jsonl", "events.jsonl", "transcript.md", "stderr.log", "result.json"):
+    for name in (
+        "meta.json",
+        "raw.jsonl",
+        "events.jsonl",
+        "transcript.md",
+        "stderr.log",
+        "result.json",
+    ):
         assert (run_dir / name).exists(), name
         assert (run_dir / name).stat().st_mode & 0o777 == 0o600, name
     assert run_dir.stat().st_mode & 0o777 == 0o700
@@ -72,7 +79,14 @@ def test_lingering_child_is_cleaned_up_and_still_completed(fake: Fake) -> None:
 
 
 def test_tool_use_then_slow_tool_is_not_killed(fake: Fake) -> None:
-    steps = [*pi.start(), *pi.tool_use(), {"sleep": 3}, *pi.tool_end(), pi.text_end("The later answer."), *pi.end()]
+    steps = [
+        *pi.start(),
+        *pi.tool_use(),
+        {"sleep": 3},
+        *pi.tool_end(),
+        pi.text_end("The later answer."),
+        *pi.end(),
+    ]
     result = fake.run(steps)
     assert result["status"] == "completed"
     assert result["finalText"] == "The later answer."
@@ -84,15 +98,26 @@ def test_tool_use_turn_with_text_is_not_the_end(fake: Fake) -> None:
     # Text plus a tool call in one message, then silence: toolUse never arms completion.
     call = {"type": "toolCall", "id": "c9", "name": "bash", "arguments": {"command": "sleep 2"}}
     msg = pi.assistant([{"type": "text", "text": "Let me check."}, call], "toolUse")
-    steps = [*pi.start(), {"emit": {"type": "message_end", "message": msg}}, {"sleep": 2},
-             pi.text_end("Checked."), *pi.end()]
+    steps = [
+        *pi.start(),
+        {"emit": {"type": "message_end", "message": msg}},
+        {"sleep": 2},
+        pi.text_end("Checked."),
+        *pi.end(),
+    ]
     result = fake.run(steps)
     assert result["status"] == "completed" and result["finalText"] == "Checked."
     assert result["forcedCleanup"] is False
 
 
 def test_child_ignoring_sigterm_is_killed(fake: Fake) -> None:
-    steps = [{"ignore_sigterm": True}, *pi.start(), pi.text_end("Done anyway."), *pi.end(), {"hang": True}]
+    steps = [
+        {"ignore_sigterm": True},
+        *pi.start(),
+        pi.text_end("Done anyway."),
+        *pi.end(),
+        {"hang": True},
+    ]
     result = fake.run(steps)
     assert result["status"] == "completed"
     assert result["finalText"] == "Done anyway."
@@ -127,7 +152,11 @@ def test_nonzero_exit_names_the_code_and_stderr(fake: Fake) -> None:
 
 def test_model_error_fails_even_with_exit_zero(fake: Fake) -> None:
     # pi's json mode exits 0 when the model errored: the stream decides.
-    steps = [*pi.start(), pi.text_end("", stop="error", errorMessage="500 upstream exploded"), *pi.end()]
+    steps = [
+        *pi.start(),
+        pi.text_end("", stop="error", errorMessage="500 upstream exploded"),
+        *pi.end(),
+    ]
     result = fake.run(steps)
     assert result["status"] == "failed"
     assert result["exitCode"] == 0
@@ -139,7 +168,15 @@ def test_auto_retry_reopens_the_run(fake: Fake) -> None:
         *pi.start(),
         pi.text_end("", stop="error", errorMessage="503 overloaded"),
         *pi.end(),
-        {"emit": {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 1500, "errorMessage": "503 overloaded"}},
+        {
+            "emit": {
+                "type": "auto_retry_start",
+                "attempt": 1,
+                "maxAttempts": 3,
+                "delayMs": 1500,
+                "errorMessage": "503 overloaded",
+            }
+        },
         {"sleep": 1.5},  # longer than the grace window: disarmed by the retry notice
         *pi.start(),
         pi.text_end("Recovered."),
@@ -155,10 +192,29 @@ def test_auto_retry_reopens_the_run(fake: Fake) -> None:
 
 def test_retries_exhausted_is_a_failure(fake: Fake) -> None:
     steps = [
-        *pi.start(), pi.text_end("", stop="error", errorMessage="500 nope"), *pi.end(),
-        {"emit": {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 1, "delayMs": 10, "errorMessage": "500 nope"}},
-        *pi.start(), pi.text_end("", stop="error", errorMessage="500 nope"), *pi.end(),
-        {"emit": {"type": "auto_retry_end", "success": False, "attempt": 1, "finalError": "500 nope"}},
+        *pi.start(),
+        pi.text_end("", stop="error", errorMessage="500 nope"),
+        *pi.end(),
+        {
+            "emit": {
+                "type": "auto_retry_start",
+                "attempt": 1,
+                "maxAttempts": 1,
+                "delayMs": 10,
+                "errorMessage": "500 nope",
+            }
+        },
+        *pi.start(),
+        pi.text_end("", stop="error", errorMessage="500 nope"),
+        *pi.end(),
+        {
+            "emit": {
+                "type": "auto_retry_end",
+                "success": False,
+                "attempt": 1,
+                "finalError": "500 nope",
+            }
+        },
     ]
     result = fake.run(steps)
     assert result["status"] == "failed"
@@ -166,8 +222,14 @@ def test_retries_exhausted_is_a_failure(fake: Fake) -> None:
 
 
 def test_noise_and_a_5mb_line_are_recorded_not_fatal(fake: Fake) -> None:
-    steps = [*pi.start(), {"emit": "this is not json"}, {"big_line": 5_000_000}, {"emit": "[1, 2]"},
-             pi.text_end("Still fine."), *pi.end()]
+    steps = [
+        *pi.start(),
+        {"emit": "this is not json"},
+        {"big_line": 5_000_000},
+        {"emit": "[1, 2]"},
+        pi.text_end("Still fine."),
+        *pi.end(),
+    ]
     result = fake.run(steps)
     assert result["status"] == "completed"
     assert result["finalText"] == "Still fine."
@@ -182,7 +244,13 @@ def test_noise_and_a_5mb_line_are_recorded_not_fatal(fake: Fake) -> None:
 
 def test_grandchild_holding_stdout_does_not_keep_the_run_alive(fake: Fake, tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    steps = [*pi.start(), {"grandchild": 60, "pidfile": str(pidfile)}, pi.text_end("Bye."), *pi.end(), {"exit": 0}]
+    steps = [
+        *pi.start(),
+        {"grandchild": 60, "pidfile": str(pidfile)},
+        pi.text_end("Bye."),
+        *pi.end(),
+        {"exit": 0},
+    ]
     t0 = time.monotonic()
     result = fake.run(steps)
     elapsed = time.monotonic() - t0
@@ -205,7 +273,9 @@ def test_wall_clock_timeout(fake: Fake) -> None:
 def test_answer_before_timeout_wins(fake: Fake) -> None:
     # The final answer is captured, then the child lingers past the timeout: still completed.
     fake.grace = 5.0
-    result = fake.run([*pi.start(), pi.text_end("In time."), *pi.end(), {"hang": True}], timeout=1.0)
+    result = fake.run(
+        [*pi.start(), pi.text_end("In time."), *pi.end(), {"hang": True}], timeout=1.0
+    )
     assert result["status"] == "completed"
     assert result["finalText"] == "In time."
 
@@ -251,7 +321,8 @@ def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
     from subagents.runs import Limits, RunRequest, prepare, start_prepared
 
     spec, run_dir = prepare(
-        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=handle_env), Limits(),
+        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=handle_env),
+        Limits(),
         env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
     )
     fake.launcher.unlink()  # gone between validation and spawn
@@ -273,14 +344,19 @@ def test_child_env_marks_depth_and_child(fake: Fake, tmp_path: Path) -> None:
     fake.run([])
     # PWD too: some CLIs (opencode) take their working directory from it.
     assert json.loads(out.read_text()) == {
-        "SUBAGENTS_CHILD": "1", "SUBAGENTS_DEPTH": "1", "PI_SUBAGENTS_CHILD": "1", "PWD": str(fake.dir.resolve()),
+        "SUBAGENTS_CHILD": "1",
+        "SUBAGENTS_DEPTH": "1",
+        "PI_SUBAGENTS_CHILD": "1",
+        "PWD": str(fake.dir.resolve()),
     }
 
 
 def test_stdin_is_dev_null(fake: Fake, tmp_path: Path) -> None:
     out = tmp_path / "stdin.txt"
     launcher = fake.dir / "stdincheck"
-    launcher.write_text(f"#!{os.sys.executable}\nimport os\nopen({str(out)!r}, 'w').write(os.readlink('/proc/self/fd/0'))\n")
+    launcher.write_text(
+        f"#!{os.sys.executable}\nimport os\nopen({str(out)!r}, 'w').write(os.readlink('/proc/self/fd/0'))\n"
+    )
     launcher.chmod(0o755)
     fake.launcher = launcher
     fake.run([])

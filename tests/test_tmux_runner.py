@@ -31,36 +31,66 @@ def tmux_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 def _run(fake: Fake, runner: str) -> dict:
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
-    req = RunRequest(task="do it", backend="pi", cwd=str(fake.dir), env=fake.env(pi.answer("Same answer.")), runner=runner)
+    req = RunRequest(
+        task="do it",
+        backend="pi",
+        cwd=str(fake.dir),
+        env=fake.env(pi.answer("Same answer.")),
+        runner=runner,
+    )
     result = start(req, Limits(), env=env).wait(timeout=60)
     assert result is not None
     return result
 
 
-COMPARED = ("status", "finalText", "stopReason", "rawStopReason", "exitCode", "signal", "toolCalls", "usage", "model",
-            "backend", "task", "errorMessage", "diagnostics")
+COMPARED = (
+    "status",
+    "finalText",
+    "stopReason",
+    "rawStopReason",
+    "exitCode",
+    "signal",
+    "toolCalls",
+    "usage",
+    "model",
+    "backend",
+    "task",
+    "errorMessage",
+    "diagnostics",
+)
 
 
-def test_tmux_runner_gives_the_same_result_as_the_process_runner(fake: Fake, tmux_server: Path) -> None:
+def test_tmux_runner_gives_the_same_result_as_the_process_runner(
+    fake: Fake, tmux_server: Path
+) -> None:
     by_process = _run(fake, "process")
     by_tmux = _run(fake, "tmux")
     assert by_tmux["status"] == "completed"
     assert {k: by_tmux[k] for k in COMPARED} == {k: by_process[k] for k in COMPARED}
     run_dir = Path(by_tmux["paths"]["events"]).parent
+
     def artifacts(d: Path) -> list[str]:
         # supervisor.log is the process runner's own; dot files are a writer's temp files.
-        return sorted(p.name for p in d.iterdir() if p.name != "supervisor.log" and not p.name.startswith("."))
+        return sorted(
+            p.name for p in d.iterdir() if p.name != "supervisor.log" and not p.name.startswith(".")
+        )
 
     assert artifacts(run_dir) == artifacts(Path(by_process["paths"]["events"]).parent)
     assert not (run_dir / "environ.json").exists()  # the caller's environment is not left on disk
-    sessions = subprocess.run(["tmux", "list-sessions", "-F", "#{session_name}"], capture_output=True, text=True)
+    sessions = subprocess.run(
+        ["tmux", "list-sessions", "-F", "#{session_name}"], capture_output=True, text=True
+    )
     assert "subagents" in sessions.stdout.split()
 
 
 def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
     steps = [*pi.start(), *pi.tool_use(command="echo visible-in-tmux"), {"sleep": 30}]
-    handle = start(RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps), runner="tmux"), Limits(), env=env)
+    handle = start(
+        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps), runner="tmux"),
+        Limits(),
+        env=env,
+    )
     window = handle.run_id[-8:]
     import time
 
@@ -68,19 +98,28 @@ def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
     screen = ""
     while time.monotonic() < deadline and "visible-in-tmux" not in screen:
         time.sleep(0.2)
-        screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", f"subagents:{window}"], capture_output=True, text=True).stdout
+        screen = subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", f"subagents:{window}"],
+            capture_output=True,
+            text=True,
+        ).stdout
     assert "$ echo visible-in-tmux" in screen
     result = handle.stop()
     assert result["status"] == "aborted"
 
 
-def test_missing_tmux_is_a_clear_error(fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_tmux_is_a_clear_error(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from subagents.runs import InputError
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(InputError, match="tmux not found"):
-        start(RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"), Limits(),
-              env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)})
+        start(
+            RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"),
+            Limits(),
+            env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
+        )
     # The run directory it had made holds a failed result, not a half-written run.
     (run_dir,) = (Path(os.environ["SUBAGENTS_HOME"]) / "runs").iterdir()
     import json

@@ -1,9 +1,9 @@
 """The public Python API. The CLI and the MCP server are thin layers over it.
 
-    import subagents
-    result = subagents.run("Summarize README.md", agent="scout")      # result.json as a dict
-    job = subagents.start({"mode": "parallel", "tasks": [...]})       # background job
-    job.wait(); job.stop()
+import subagents
+result = subagents.run("Summarize README.md", agent="scout")      # result.json as a dict
+job = subagents.start({"mode": "parallel", "tasks": [...]})       # background job
+job.wait(); job.stop()
 """
 
 from __future__ import annotations
@@ -129,7 +129,11 @@ def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
 
 
 def wait_job(
-    store: JobStore, job_id: str, timeout: float | None = None, *, orphaned_as: tuple[str, str] | None = None
+    store: JobStore,
+    job_id: str,
+    timeout: float | None = None,
+    *,
+    orphaned_as: tuple[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """The job result once the job has ended; None if ``timeout`` ran out first.
 
@@ -260,11 +264,20 @@ def describe_job(state: dict[str, Any]) -> str:
         )
     runs = state.get("runs")
     if runs is None:
-        lines.append("runs: " + ", ".join(r or "(not started)" for r in state.get("runIds") or []) or "runs: none yet")
+        lines.append(
+            "runs: " + ", ".join(r or "(not started)" for r in state.get("runIds") or [])
+            or "runs: none yet"
+        )
     else:
         for i, r in enumerate(runs):
-            what = (r.get("finalText") or "").strip().splitlines()[:1] if r.get("status") == "completed" else [r.get("errorMessage") or ""]
-            lines.append(f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}")
+            what = (
+                (r.get("finalText") or "").strip().splitlines()[:1]
+                if r.get("status") == "completed"
+                else [r.get("errorMessage") or ""]
+            )
+            lines.append(
+                f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}"
+            )
     if state.get("finalText"):
         lines += ["", str(state["finalText"]).rstrip()]
     return "\n".join(lines)
@@ -351,7 +364,10 @@ class JobHandle:
 
 def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[str, Any]:
     if isinstance(task, str):
-        return {"mode": "single", "steps": [{"task": task, **{k: v for k, v in step.items() if v is not None}}]}
+        return {
+            "mode": "single",
+            "steps": [{"task": task, **{k: v for k, v in step.items() if v is not None}}],
+        }
     return task
 
 
@@ -366,8 +382,12 @@ def start(
     env: dict[str, str] | None = None,
 ) -> JobHandle:
     """Start a job in the background (a task, or a job spec); returns its handle."""
-    job = prepare_job(_spec(task, agent=agent, backend=backend, model=model, timeout=timeout), cwd=cwd,
-                      extra_env=env, background=True)
+    job = prepare_job(
+        _spec(task, agent=agent, backend=backend, model=model, timeout=timeout),
+        cwd=cwd,
+        extra_env=env,
+        background=True,
+    )
     start_background(job)
     return JobHandle(job.store, job.job_id)
 
@@ -384,7 +404,11 @@ def run(
     on_event: Callable[[int, dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run a task (or a job) here to its end. One task: its ``result.json``; a job: the job result."""
-    job = prepare_job(_spec(task, agent=agent, backend=backend, model=model, timeout=timeout), cwd=cwd, extra_env=env)
+    job = prepare_job(
+        _spec(task, agent=agent, backend=backend, model=model, timeout=timeout),
+        cwd=cwd,
+        extra_env=env,
+    )
     result = drive(job, on_event)
     if isinstance(task, str):
         single: dict[str, Any] = result["runs"][0]
@@ -393,5 +417,13 @@ def run(
 
 
 __all__ = [
-    "BadRequest", "JobHandle", "JobIdError", "PlanOptions", "PreparedJob", "drive", "prepare_job", "run", "start",
+    "BadRequest",
+    "JobHandle",
+    "JobIdError",
+    "PlanOptions",
+    "PreparedJob",
+    "drive",
+    "prepare_job",
+    "run",
+    "start",
 ]

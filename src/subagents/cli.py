@@ -48,20 +48,61 @@ def main() -> None:
 @main.command()
 @click.argument("tasks", nargs=-1)
 @click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")
-@click.option("--backend", "-b", help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.")
+@click.option(
+    "--backend",
+    "-b",
+    help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.",
+)
 @click.option("--model", "-m", help="Model (for pi: provider/id).")
-@click.option("--cwd", type=click.Path(path_type=Path), help="Working directory for the child(ren).")
-@click.option("--timeout", type=float, help="Wall-clock limit per run in seconds (status 'timeout', exit 124).")
+@click.option(
+    "--cwd", type=click.Path(path_type=Path), help="Working directory for the child(ren)."
+)
+@click.option(
+    "--timeout",
+    type=float,
+    help="Wall-clock limit per run in seconds (status 'timeout', exit 124).",
+)
 @click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
-@click.option("--chain", "mode", flag_value="chain", help="Run the TASKs one after another; {previous} is the previous answer.")
-@click.option("--plan", "-f", "plan_file", type=click.Path(path_type=Path), help="A plan file (YAML or JSON): mode and tasks/steps.")
-@click.option("--concurrency", "-j", type=int, help="Parallel runs at once (default 4, from config).")
-@click.option("--runner", type=click.Choice(["process", "tmux"]), help="How each run's supervisor is launched.")
-@click.option("--agent-scope", type=click.Choice(["user", "both"]), help="'both' also uses project-local agents.")
-@click.option("--session", help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').")
-@click.option("--bg", is_flag=True, help="Run in the background: print the job id and return at once.")
-@click.option("--json", "as_json", is_flag=True, help="Print result.json (one task) or the job result on stdout.")
+@click.option(
+    "--chain",
+    "mode",
+    flag_value="chain",
+    help="Run the TASKs one after another; {previous} is the previous answer.",
+)
+@click.option(
+    "--plan",
+    "-f",
+    "plan_file",
+    type=click.Path(path_type=Path),
+    help="A plan file (YAML or JSON): mode and tasks/steps.",
+)
+@click.option(
+    "--concurrency", "-j", type=int, help="Parallel runs at once (default 4, from config)."
+)
+@click.option(
+    "--runner",
+    type=click.Choice(["process", "tmux"]),
+    help="How each run's supervisor is launched.",
+)
+@click.option(
+    "--agent-scope",
+    type=click.Choice(["user", "both"]),
+    help="'both' also uses project-local agents.",
+)
+@click.option(
+    "--session",
+    help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').",
+)
+@click.option(
+    "--bg", is_flag=True, help="Run in the background: print the job id and return at once."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print result.json (one task) or the job result on stdout.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 def run(
     tasks: tuple[str, ...],
@@ -111,7 +152,14 @@ def run(
         if len(items) > 1 and mode is None:
             fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
         steps = [
-            {"task": t, "agent": agent, "backend": backend, "model": model, "timeout": timeout, "cwd": None}
+            {
+                "task": t,
+                "agent": agent,
+                "backend": backend,
+                "model": model,
+                "timeout": timeout,
+                "cwd": None,
+            }
             for t in items
         ]
         try:
@@ -125,13 +173,22 @@ def run(
 
     try:
         job = api.prepare_job(
-            spec, cwd=cwd, tools=tool_list, runner=runner, agent_scope=agent_scope, session=session,
+            spec,
+            cwd=cwd,
+            tools=tool_list,
+            runner=runner,
+            agent_scope=agent_scope,
+            session=session,
         )
     except api.BadRequest as exc:
         message = str(exc)
         if plan_file is None and len(spec.steps) == 1:
             # One task from the command line: "steps.0.backend: …" names no field the user typed.
-            message = message.removeprefix("steps.0.").split(": ", 1)[-1] if message.startswith("steps.0.") else message
+            message = (
+                message.removeprefix("steps.0.").split(": ", 1)[-1]
+                if message.startswith("steps.0.")
+                else message
+            )
         fail(message)
     if bg:
         job_id = api.start_background(job)
@@ -140,7 +197,9 @@ def run(
         else:
             click.echo(job_id)
             if not quiet:
-                click.echo(f"started in the background; follow with: subagents logs -f {job_id}", err=True)
+                click.echo(
+                    f"started in the background; follow with: subagents logs -f {job_id}", err=True
+                )
         sys.exit(0)
     run_in_foreground(job, as_json=as_json, quiet=quiet)
 
@@ -230,8 +289,12 @@ def ps(limit: int, as_json: bool) -> None:
         table.add_column(col, overflow="ellipsis", no_wrap=col != "ACTIVITY")
     for item in items:
         table.add_row(
-            item["jobId"], item.get("mode") or "", ",".join(item.get("agents") or []) or "-",
-            item.get("status") or "", _elapsed(item), item.get("activity") or "",
+            item["jobId"],
+            item.get("mode") or "",
+            ",".join(item.get("agents") or []) or "-",
+            item.get("status") or "",
+            _elapsed(item),
+            item.get("activity") or "",
         )
     if not items:
         click.echo("no jobs yet", err=True)
@@ -256,7 +319,9 @@ def show(job_id: str, as_json: bool) -> None:
 
 @main.command()
 @click.argument("job_id")
-@click.option("--follow", "-f", is_flag=True, help="Keep printing as the job goes on, until it ends.")
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing as the job goes on, until it ends."
+)
 def logs(job_id: str, follow: bool) -> None:
     """The transcript of a job's runs."""
     store = _store()
@@ -271,7 +336,9 @@ def logs(job_id: str, follow: bool) -> None:
 
 @main.command()
 @click.argument("job_id")
-@click.option("--timeout", type=float, help="Give up after this many seconds (exit 124, the job runs on).")
+@click.option(
+    "--timeout", type=float, help="Give up after this many seconds (exit 124, the job runs on)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the job result.")
 def wait(job_id: str, timeout: float | None, as_json: bool) -> None:
     """Wait for a job to end; the exit code is the job's status code."""
@@ -311,19 +378,32 @@ def _session_file(session: str | None) -> Path:
     from subagents import paths, sessionlog
 
     try:
-        return sessionlog.session_path(paths.state_home(), session or sessionlog.default_session_id())
+        return sessionlog.session_path(
+            paths.state_home(), session or sessionlog.default_session_id()
+        )
     except ValueError as exc:
         fail(str(exc))
 
 
 @main.command()
 @click.option("--session", "-s", help="Session (default: $SUBAGENTS_SESSION or 'default').")
-@click.option("--status", type=click.Choice(["completed", "failed", "aborted"]), help="Only jobs that ended so.")
+@click.option(
+    "--status",
+    type=click.Choice(["completed", "failed", "aborted"]),
+    help="Only jobs that ended so.",
+)
 @click.option("--agent", help="Only jobs that ran this agent.")
 @click.option("--since", help="Only entries since: 45s, 30m, 2h, 1d, 2w or an ISO date/time.")
 @click.option("--all", "all_events", is_flag=True, help="Start entries too, not only ends.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, as stored.")
-def history(session: str | None, status: str | None, agent: str | None, since: str | None, all_events: bool, as_json: bool) -> None:
+def history(
+    session: str | None,
+    status: str | None,
+    agent: str | None,
+    since: str | None,
+    all_events: bool,
+    as_json: bool,
+) -> None:
     """What ran in a session: when, for whom, at what cost, and how it ended."""
     from subagents import sessionlog
 
@@ -333,7 +413,9 @@ def history(session: str | None, status: str | None, agent: str | None, since: s
         fail(str(exc))
     entries = sessionlog.read(_session_file(session))
     ends = None if all_events else ["subagent:complete", "subagent:error", "subagent:aborted"]
-    entries = sessionlog.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
+    entries = sessionlog.select(
+        entries, status=status, agent=agent, since=since_ts, event_types=ends
+    )
     if as_json:
         for e in entries:
             click.echo(json.dumps(e, ensure_ascii=False))
@@ -346,15 +428,20 @@ def history(session: str | None, status: str | None, agent: str | None, since: s
 
     table = Table(box=None, pad_edge=False)
     for col in ("TIME", "JOB", "EVENT", "AGENT", "DURATION", "TOKENS", "COST", "SUMMARY"):
-        table.add_column(col, overflow="fold" if col == "SUMMARY" else "ellipsis", no_wrap=col != "SUMMARY")
+        table.add_column(
+            col, overflow="fold" if col == "SUMMARY" else "ellipsis", no_wrap=col != "SUMMARY"
+        )
     for e in entries:
         usage = e.get("usage") or {}
         cost = usage.get("cost")
         table.add_row(
-            str(e.get("timestamp", ""))[:19].replace("T", " "), str(e.get("jobId") or ""),
-            str(e.get("eventType", "")).removeprefix("subagent:"), str(e.get("agentName") or "-"),
+            str(e.get("timestamp", ""))[:19].replace("T", " "),
+            str(e.get("jobId") or ""),
+            str(e.get("eventType", "")).removeprefix("subagent:"),
+            str(e.get("agentName") or "-"),
             f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
-            str(usage.get("totalTokens") or ""), f"${cost:.4f}" if cost is not None else "",
+            str(usage.get("totalTokens") or ""),
+            f"${cost:.4f}" if cost is not None else "",
             str(e.get("summary") or ""),
         )
     Console().print(table)
@@ -378,7 +465,11 @@ def watch(session: str | None) -> None:
 
 
 @main.group(invoke_without_command=True)
-@click.option("--agent-scope", type=click.Choice(["user", "both"]), help="'both' also lists project-local agents.")
+@click.option(
+    "--agent-scope",
+    type=click.Choice(["user", "both"]),
+    help="'both' also lists project-local agents.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
@@ -391,8 +482,18 @@ def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
     found = api.discover_agents(agent_scope)
     if as_json:
         for a in found.agents.values():
-            click.echo(json.dumps({"name": a.name, "source": a.source, "path": str(a.path) if a.path else None,
-                                   "description": a.description, "backend": a.backend, "model": a.model}))
+            click.echo(
+                json.dumps(
+                    {
+                        "name": a.name,
+                        "source": a.source,
+                        "path": str(a.path) if a.path else None,
+                        "description": a.description,
+                        "backend": a.backend,
+                        "model": a.model,
+                    }
+                )
+            )
     else:
         width = max((len(n) for n in found.agents), default=4)
         for a in sorted(found.agents.values(), key=lambda x: x.name):
@@ -456,9 +557,13 @@ DEMO_FILES = {
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="Print result.json on stdout instead of the answer.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print result.json on stdout instead of the answer."
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@click.option("--task", default="Look around this project and tell me what it is.", show_default=True)
+@click.option(
+    "--task", default="Look around this project and tell me what it is.", show_default=True
+)
 def demo(as_json: bool, quiet: bool, task: str) -> None:
     """Run a real pi subagent offline, against a local mock model.
 
@@ -473,14 +578,24 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
     from subagents.jobspec import parse_job
     from subagents.mockmodel import MockModelServer, Script, write_pi_config
 
-    script = Script(final_text="This is a small Python project. I listed it and found: {tool_output}.")
-    with tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp, MockModelServer(script) as server:
+    script = Script(
+        final_text="This is a small Python project. I listed it and found: {tool_output}."
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp,
+        MockModelServer(script) as server,
+    ):
         project = Path(tmp) / "todo-api"
         project.mkdir()
         for name, text in DEMO_FILES.items():
             (project / name).write_text(text)
         pi_env = write_pi_config(Path(tmp) / "pi-agent", server.url)
-        spec = parse_job({"mode": "single", "steps": [{"task": task, "backend": "pi", "model": "mock/mock-model"}]})
+        spec = parse_job(
+            {
+                "mode": "single",
+                "steps": [{"task": task, "backend": "pi", "model": "mock/mock-model"}],
+            }
+        )
         try:
             job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
         except api.BadRequest as exc:
@@ -492,8 +607,19 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
 
 
 @main.command("mcp")
-@click.option("--http", "http", is_flag=True, help="Serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token required).")
-@click.option("--port", type=int, default=8765, show_default=True, help="With --http: the port (0 picks a free one).")
+@click.option(
+    "--http",
+    "http",
+    is_flag=True,
+    help="Serve streamable HTTP on 127.0.0.1 instead of stdio (bearer token required).",
+)
+@click.option(
+    "--port",
+    type=int,
+    default=8765,
+    show_default=True,
+    help="With --http: the port (0 picks a free one).",
+)
 def mcp_server(http: bool, port: int) -> None:
     """Serve the subagents MCP server: stdio, or with --http streamable HTTP on 127.0.0.1.
 

@@ -35,14 +35,19 @@ class _RunState:
 
 
 class Display:
-    def __init__(self, enabled: bool = True, labels: list[str] | None = None, console: Console | None = None) -> None:
+    def __init__(
+        self, enabled: bool = True, labels: list[str] | None = None, console: Console | None = None
+    ) -> None:
         self.enabled = enabled
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
         self.live_mode = enabled and self.console.is_terminal
         labels = labels or ["run"]
         self.multi = len(labels) > 1
         width = max(40, self.console.width - 4) if self.live_mode else None
-        self.runs = [_RunState(f"[{i + 1}] {label}" if self.multi else label, width) for i, label in enumerate(labels)]
+        self.runs = [
+            _RunState(f"[{i + 1}] {label}" if self.multi else label, width)
+            for i, label in enumerate(labels)
+        ]
         self._live: Live | None = None
         self._lock = threading.Lock()
         self._spinner = Spinner("dots")
@@ -51,7 +56,12 @@ class Display:
 
     def started(self, job: Any) -> None:
         if self.enabled:
-            self.console.print(Text(f"job {job.job_id} ({job.plan.mode}) · {job.store.dir / job.job_id}", style="dim"))
+            self.console.print(
+                Text(
+                    f"job {job.job_id} ({job.plan.mode}) · {job.store.dir / job.job_id}",
+                    style="dim",
+                )
+            )
 
     def __enter__(self) -> Display:
         if self.live_mode:
@@ -60,7 +70,10 @@ class Display:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         if self._live is not None:
             self._live.__exit__(exc_type, exc, tb)

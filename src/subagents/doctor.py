@@ -58,7 +58,11 @@ def _first_file(*paths: Path) -> Path | None:
 def _tilde(path: Path, env: Mapping[str, str]) -> str:
     home = str(_home(env))
     text = str(path)
-    return "~" + text[len(home) :] if home not in ("", "/") and text.startswith(home + os.sep) else text
+    return (
+        "~" + text[len(home) :]
+        if home not in ("", "/") and text.startswith(home + os.sep)
+        else text
+    )
 
 
 _PROVIDER_KEYS = (
@@ -83,10 +87,14 @@ def _claude(env: Mapping[str, str]) -> tuple[bool, str]:
     found = _set(env, "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
     if found:
         return True, f"{found} is set"
-    found = _set(env, "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY")
+    found = _set(
+        env, "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"
+    )
     if found:
         return True, f"{found} is set (cloud provider credentials not checked)"
-    config_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else _home(env) / ".claude"
+    config_dir = (
+        Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else _home(env) / ".claude"
+    )
     creds = _first_file(config_dir / ".credentials.json")
     if creds:
         return True, f"logged in ({_tilde(creds, env)})"
@@ -126,17 +134,23 @@ def _gemini(env: Mapping[str, str]) -> tuple[bool, str]:
 
 
 def _opencode(env: Mapping[str, str]) -> tuple[bool, str]:
-    data = Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else _home(env) / ".local" / "share"
+    data = (
+        Path(env["XDG_DATA_HOME"]) if env.get("XDG_DATA_HOME") else _home(env) / ".local" / "share"
+    )
     auth = _first_file(data / "opencode" / "auth.json")
     if auth:
         return True, f"logged in ({_tilde(auth, env)})"
     found = _set(env, *_PROVIDER_KEYS)
     if found:
         return True, f"{found} is set"
-    config_home = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else _home(env) / ".config"
+    config_home = (
+        Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else _home(env) / ".config"
+    )
     configured = [Path(env["OPENCODE_CONFIG"])] if env.get("OPENCODE_CONFIG") else []
     config = _first_file(
-        *configured, config_home / "opencode" / "opencode.json", config_home / "opencode" / "opencode.jsonc"
+        *configured,
+        config_home / "opencode" / "opencode.json",
+        config_home / "opencode" / "opencode.jsonc",
     )
     if config:
         return True, f"{_tilde(config, env)} present (provider credentials not verified)"
@@ -207,7 +221,9 @@ def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str |
     return (line or "unknown"), None
 
 
-def check_backend(name: str, env: Mapping[str, str] | None = None, limits: Limits | None = None) -> BackendCheck:
+def check_backend(
+    name: str, env: Mapping[str, str] | None = None, limits: Limits | None = None
+) -> BackendCheck:
     env = os.environ if env is None else env
     try:
         backend = get_backend(name)
@@ -235,7 +251,9 @@ def check_backend(name: str, env: Mapping[str, str] | None = None, limits: Limit
     return BackendCheck(name, binary, version, usable, reason)
 
 
-def check_backends(env: Mapping[str, str] | None = None, limits: Limits | None = None) -> list[BackendCheck]:
+def check_backends(
+    env: Mapping[str, str] | None = None, limits: Limits | None = None
+) -> list[BackendCheck]:
     """Every known backend (built-in and plugins), in name order; version checks run in parallel."""
     env = os.environ if env is None else env
     names = known_backends()
@@ -251,7 +269,10 @@ def render_text(checks: list[BackendCheck]) -> str:
         status = "ok" if c.usable else ("missing" if c.binary is None else "not ready")
         rows.append((c.name, status, c.version or "-", c.binary or "-", c.reason))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1] for r in rows]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ]
     hints = [f"  {c.name}: {c.install_hint}" for c in checks if c.binary is None and c.install_hint]
     if hints:
         lines += ["", "To install:", *hints]

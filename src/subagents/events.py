@@ -97,7 +97,14 @@ def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_started(backend: str, agent: str | None, model: str | None, cwd: str, pid: int) -> Event:
-    return {"type": "run_started", "backend": backend, "agent": agent, "model": model, "cwd": cwd, "pid": pid}
+    return {
+        "type": "run_started",
+        "backend": backend,
+        "agent": agent,
+        "model": model,
+        "cwd": cwd,
+        "pid": pid,
+    }
 
 
 def assistant_text(

@@ -117,7 +117,9 @@ class JobStore:
         if not ids.is_valid_id_prefix(prefix):
             raise JobIdError(f"not a job id: {prefix!r}")
         try:
-            names = [e.name for e in os.scandir(self.dir) if e.name.startswith(prefix) and e.is_dir()]
+            names = [
+                e.name for e in os.scandir(self.dir) if e.name.startswith(prefix) and e.is_dir()
+            ]
         except FileNotFoundError:
             names = []
         if not names:
@@ -134,14 +136,21 @@ class JobStore:
         return isinstance(driver, dict) and procs.is_alive(driver)
 
     def recover_if_orphaned(
-        self, job_id: str, *, status: str = "failed", message: str = "the job driver died before the job ended"
+        self,
+        job_id: str,
+        *,
+        status: str = "failed",
+        message: str = "the job driver died before the job ended",
     ) -> dict[str, Any]:
         """A job whose driver died before recording its end: once its runs are over, record
         its end now (``status``, ``message``)."""
         state = self.load(job_id)
         if state.get("status") in TERMINAL or self.driver_alive(state):
             return state
-        if state.get("status") == "pending" and time.time() - float(state.get("createdAt") or 0) < 10:
+        if (
+            state.get("status") == "pending"
+            and time.time() - float(state.get("createdAt") or 0) < 10
+        ):
             return state  # its driver may still be starting
         from subagents.monitor import RunMonitor
 
@@ -160,15 +169,18 @@ class JobStore:
         from subagents.orchestrator import sum_usage
         from subagents.result import iso
 
-        return self.finish(job_id, {
-            "status": status,
-            "errorMessage": message,
-            "completedAt": iso(now),
-            "durationMs": round((now - float(state.get("createdAt") or now)) * 1000),
-            "usage": sum_usage(runs),
-            "runs": runs,
-            "finalText": None,
-        })
+        return self.finish(
+            job_id,
+            {
+                "status": status,
+                "errorMessage": message,
+                "completedAt": iso(now),
+                "durationMs": round((now - float(state.get("createdAt") or now)) * 1000),
+                "usage": sum_usage(runs),
+                "runs": runs,
+                "finalText": None,
+            },
+        )
 
     # ---- index -----------------------------------------------------------
 
@@ -182,9 +194,16 @@ class JobStore:
 
     def _index_upsert(self, state: dict[str, Any], db: sqlite3.Connection | None = None) -> None:
         row = (
-            state["jobId"], state.get("mode"), json.dumps(state.get("agents") or []), state.get("status"),
-            state.get("createdAt"), state.get("startedAt"), state.get("completedAt"), state.get("durationMs"),
-            json.dumps(state.get("runIds") or []), state.get("session"),
+            state["jobId"],
+            state.get("mode"),
+            json.dumps(state.get("agents") or []),
+            state.get("status"),
+            state.get("createdAt"),
+            state.get("startedAt"),
+            state.get("completedAt"),
+            state.get("durationMs"),
+            json.dumps(state.get("runIds") or []),
+            state.get("session"),
         )
         own = db is None
         conn = db or self._db()
@@ -212,8 +231,21 @@ class JobStore:
                 with contextlib.suppress(OSError, ValueError):
                     self._index_upsert(self.load(job_id), db)
             db.commit()
-            cols = ("jobId", "mode", "agents", "status", "createdAt", "startedAt", "completedAt", "durationMs", "runIds", "session")
-            rows = db.execute("select * from jobs order by job_id desc limit ?", (limit,)).fetchall()
+            cols = (
+                "jobId",
+                "mode",
+                "agents",
+                "status",
+                "createdAt",
+                "startedAt",
+                "completedAt",
+                "durationMs",
+                "runIds",
+                "session",
+            )
+            rows = db.execute(
+                "select * from jobs order by job_id desc limit ?", (limit,)
+            ).fetchall()
         finally:
             db.close()
         out = []

@@ -80,12 +80,25 @@ class StepArg(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: str = Field(description="What the child agent should do; self-contained (the child sees nothing else).")
-    agent: str | None = Field(default=None, description="Named agent for this step (see list_agents); default: the call's `agent`.")
-    cwd: str | None = Field(default=None, description="Working directory for this step (relative to the call's cwd).")
-    model: str | None = Field(default=None, description="Model for this step (for pi: provider/id).")
-    backend: str | None = Field(default=None, description="Agent CLI: pi, claude, codex, gemini or opencode.")
-    timeout: float | None = Field(default=None, gt=0, description="Wall-clock limit for this step, seconds.")
+    task: str = Field(
+        description="What the child agent should do; self-contained (the child sees nothing else)."
+    )
+    agent: str | None = Field(
+        default=None,
+        description="Named agent for this step (see list_agents); default: the call's `agent`.",
+    )
+    cwd: str | None = Field(
+        default=None, description="Working directory for this step (relative to the call's cwd)."
+    )
+    model: str | None = Field(
+        default=None, description="Model for this step (for pi: provider/id)."
+    )
+    backend: str | None = Field(
+        default=None, description="Agent CLI: pi, claude, codex, gemini or opencode."
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="Wall-clock limit for this step, seconds."
+    )
 
 
 StepList = list[str | StepArg]
@@ -146,7 +159,9 @@ def _run_label(index: int, run: dict[str, Any]) -> str:
 
 
 def _failure_text(run: dict[str, Any]) -> str:
-    return str(run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}").rstrip()
+    return str(
+        run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}"
+    ).rstrip()
 
 
 def answer_text(result: dict[str, Any]) -> str:
@@ -157,7 +172,11 @@ def answer_text(result: dict[str, Any]) -> str:
     if result.get("mode") == "parallel":
         parts = [f"job {job_id} · parallel · {status}"]
         for i, run in enumerate(runs):
-            body = (run.get("finalText") or "").rstrip() if run.get("status") == "completed" else _failure_text(run)
+            body = (
+                (run.get("finalText") or "").rstrip()
+                if run.get("status") == "completed"
+                else _failure_text(run)
+            )
             parts.append(f"## {_run_label(i, run)}: {run.get('status')}\n\n{body}")
         return "\n\n".join(parts)
     if status == "completed":
@@ -172,7 +191,17 @@ def answer_text(result: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-RUN_KEYS = ("runId", "agent", "backend", "model", "status", "finalText", "errorMessage", "toolCalls", "durationMs")
+RUN_KEYS = (
+    "runId",
+    "agent",
+    "backend",
+    "model",
+    "status",
+    "finalText",
+    "errorMessage",
+    "toolCalls",
+    "durationMs",
+)
 
 
 def compact_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -183,10 +212,20 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"status": result.get("status"), "answer": result.get("finalText")}
     if result.get("mode") == "parallel":
         out["answer"] = [r.get("finalText") for r in runs]
-    out.update({"jobId": result.get("jobId"), "mode": result.get("mode"), "usage": result.get("usage"),
-                "durationMs": result.get("durationMs")})
+    out.update(
+        {
+            "jobId": result.get("jobId"),
+            "mode": result.get("mode"),
+            "usage": result.get("usage"),
+            "durationMs": result.get("durationMs"),
+        }
+    )
     out["runs"] = [{k: r.get(k) for k in RUN_KEYS if r.get(k) is not None} for r in runs]
-    failures = [r.get("diagnostics") for r in runs if r.get("status") != "completed" and r.get("diagnostics")]
+    failures = [
+        r.get("diagnostics")
+        for r in runs
+        if r.get("status") != "completed" and r.get("diagnostics")
+    ]
     if failures:
         out["diagnostics"] = failures
     return out
@@ -202,14 +241,37 @@ def result_to_tool_result(result: dict[str, Any]) -> CallToolResult:
 
 def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any]:
     """A compact view of a job's state: what subagent_status answers."""
-    keys = ("jobId", "mode", "status", "background", "session", "agents", "startedAt", "completedAt",
-            "durationMs", "usage", "runIds", "errorMessage")
+    keys = (
+        "jobId",
+        "mode",
+        "status",
+        "background",
+        "session",
+        "agents",
+        "startedAt",
+        "completedAt",
+        "durationMs",
+        "usage",
+        "runIds",
+        "errorMessage",
+    )
     summary = {k: state[k] for k in keys if state.get(k) is not None}
     if activity:
         summary["activity"] = activity
     if state.get("runs") is not None:
         summary["runs"] = [
-            {k: r.get(k) for k in ("runId", "agent", "backend", "status", "errorMessage", "durationMs", "toolCalls")}
+            {
+                k: r.get(k)
+                for k in (
+                    "runId",
+                    "agent",
+                    "backend",
+                    "status",
+                    "errorMessage",
+                    "durationMs",
+                    "toolCalls",
+                )
+            }
             for r in state["runs"]
         ]
         summary["finalText"] = state.get("finalText")
@@ -225,13 +287,21 @@ class SubagentsMCP:
     def __init__(self, home: Any = None) -> None:
         self.home = home or paths.state_home()
         self.store = JobStore(self.home)
-        self.session_id = f"mcp-{ids.new_id()}"  # one lifecycle session per server process / connection
+        self.session_id = (
+            f"mcp-{ids.new_id()}"  # one lifecycle session per server process / connection
+        )
         self.bus = InMemorySubscriptionBus()
         self.mcp: MCPServer[Any] = MCPServer(
-            SERVER_NAME, instructions=INSTRUCTIONS, version=_version(), subscriptions=self.bus, log_level="WARNING",
+            SERVER_NAME,
+            instructions=INSTRUCTIONS,
+            version=_version(),
+            subscriptions=self.bus,
+            log_level="WARNING",
         )
         self._running: dict[str, Job] = {}  # foreground jobs driven here
-        self._subscribers: dict[str, dict[str, ServerSession]] = {}  # uri -> connection key -> session
+        self._subscribers: dict[
+            str, dict[str, ServerSession]
+        ] = {}  # uri -> connection key -> session
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._register()
@@ -255,12 +325,18 @@ class SubagentsMCP:
         sid = headers.get("mcp-session-id") if headers is not None else None
         return str(sid) if sid else "stdio"
 
-    async def _on_subscribe(self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
+    async def _on_subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
         with self._lock:
-            self._subscribers.setdefault(str(params.uri), {})[self._connection_key(ctx)] = ctx.session
+            self._subscribers.setdefault(str(params.uri), {})[self._connection_key(ctx)] = (
+                ctx.session
+            )
         return EmptyResult()
 
-    async def _on_unsubscribe(self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams) -> EmptyResult:
+    async def _on_unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
         with self._lock:
             self._subscribers.get(str(params.uri), {}).pop(self._connection_key(ctx), None)
         return EmptyResult()
@@ -291,45 +367,86 @@ class SubagentsMCP:
                     return
                 if done is not None:
                     with contextlib.suppress(Exception):
-                        anyio.from_thread.run(self.notify_job_updated, watch.job_id, token=watch.token)
+                        anyio.from_thread.run(
+                            self.notify_job_updated, watch.job_id, token=watch.token
+                        )
                     return
 
-        threading.Thread(target=run, name=f"subagents-mcp-watch-{watch.job_id}", daemon=True).start()
+        threading.Thread(
+            target=run, name=f"subagents-mcp-watch-{watch.job_id}", daemon=True
+        ).start()
 
     # ---- tools -------------------------------------------------------------------------
 
     def _register(self) -> None:
         mcp = self.mcp
-        read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-        mcp.add_tool(
-            self.subagent, name="subagent", title="Delegate to a subagent", description=SUBAGENT_DESCRIPTION,
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True),
+        read_only = ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         )
-        mcp.add_tool(self.subagent_status, name="subagent_status", title="Job status", annotations=read_only,
-                     description="The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id.")
         mcp.add_tool(
-            self.subagent_result, name="subagent_result", title="Job result", annotations=read_only,
+            self.subagent,
+            name="subagent",
+            title="Delegate to a subagent",
+            description=SUBAGENT_DESCRIPTION,
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=True,
+            ),
+        )
+        mcp.add_tool(
+            self.subagent_status,
+            name="subagent_status",
+            title="Job status",
+            annotations=read_only,
+            description="The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id.",
+        )
+        mcp.add_tool(
+            self.subagent_result,
+            name="subagent_result",
+            title="Job result",
+            annotations=read_only,
             description=(
                 "The answer of a job (as `subagent` returns it), waiting up to `wait_seconds` (max 600) for it to end. "
                 "If the job is still running when the wait ends, says so: call again to keep waiting."
             ),
         )
         mcp.add_tool(
-            self.subagent_cancel, name="subagent_cancel", title="Cancel a job",
-            annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+            self.subagent_cancel,
+            name="subagent_cancel",
+            title="Cancel a job",
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
             description="Stop a job: every run's process group is killed and the job ends 'aborted'.",
         )
-        mcp.add_tool(self.list_agents, name="list_agents", title="List agents", annotations=read_only,
-                     description="The named agents `subagent` accepts as `agent`: name, source, description, backend, model, tools.")
+        mcp.add_tool(
+            self.list_agents,
+            name="list_agents",
+            title="List agents",
+            annotations=read_only,
+            description="The named agents `subagent` accepts as `agent`: name, source, description, backend, model, tools.",
+        )
         mcp.resource(
-            JOB_URI, name="job", title="Subagent job", mime_type="application/json",
+            JOB_URI,
+            name="job",
+            title="Subagent job",
+            mime_type="application/json",
             description="A job's state (job.json): status, runs, usage, final answer when done.",
         )(self.job_resource)
         # 2025-era clients subscribe with resources/subscribe (MCPServer serves only the 2026 listen
         # streams): serve it on the low-level server so both kinds of client get job-ended updates.
         lowlevel = self.mcp._lowlevel_server
-        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self._on_subscribe)
-        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe)
+        lowlevel.add_request_handler(
+            "resources/subscribe", SubscribeRequestParams, self._on_subscribe
+        )
+        lowlevel.add_request_handler(
+            "resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe
+        )
 
     def _resolve(self, job_id: str) -> str:
         try:
@@ -340,19 +457,59 @@ class SubagentsMCP:
     async def subagent(
         self,
         ctx: Context,
-        task: Annotated[str | None, Field(description="One task for one child agent (self-contained).")] = None,
-        agent: Annotated[str | None, Field(description="Named agent (see list_agents); for `tasks`/`chain`, the default for every step.")] = None,
-        tasks: Annotated[StepList | None, Field(description="Several independent tasks, run side by side.")] = None,
-        chain: Annotated[StepList | None, Field(description="Steps run in order; '{previous}' in a step is the previous step's answer.")] = None,
-        cwd: Annotated[str | None, Field(description="Working directory for the child(ren); default: the server's.")] = None,
-        model: Annotated[str | None, Field(description="Model for every step that does not set one (for pi: provider/id).")] = None,
-        backend: Annotated[str | None, Field(description="Agent CLI for every step that does not set one: pi, claude, codex, gemini, opencode.")] = None,
-        timeout: Annotated[float | None, Field(gt=0, description="Wall-clock limit per run, seconds.")] = None,
-        background: Annotated[bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")] = False,
-        concurrency: Annotated[int | None, Field(ge=1, description="For `tasks`: how many run at once (default from config, 4).")] = None,
+        task: Annotated[
+            str | None, Field(description="One task for one child agent (self-contained).")
+        ] = None,
+        agent: Annotated[
+            str | None,
+            Field(
+                description="Named agent (see list_agents); for `tasks`/`chain`, the default for every step."
+            ),
+        ] = None,
+        tasks: Annotated[
+            StepList | None, Field(description="Several independent tasks, run side by side.")
+        ] = None,
+        chain: Annotated[
+            StepList | None,
+            Field(
+                description="Steps run in order; '{previous}' in a step is the previous step's answer."
+            ),
+        ] = None,
+        cwd: Annotated[
+            str | None,
+            Field(description="Working directory for the child(ren); default: the server's."),
+        ] = None,
+        model: Annotated[
+            str | None,
+            Field(description="Model for every step that does not set one (for pi: provider/id)."),
+        ] = None,
+        backend: Annotated[
+            str | None,
+            Field(
+                description="Agent CLI for every step that does not set one: pi, claude, codex, gemini, opencode."
+            ),
+        ] = None,
+        timeout: Annotated[
+            float | None, Field(gt=0, description="Wall-clock limit per run, seconds.")
+        ] = None,
+        background: Annotated[
+            bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")
+        ] = False,
+        concurrency: Annotated[
+            int | None,
+            Field(ge=1, description="For `tasks`: how many run at once (default from config, 4)."),
+        ] = None,
     ) -> CallToolResult:
-        mode, spec = build_spec(task=task, tasks=tasks, chain=chain, agent=agent, model=model, backend=backend,
-                                timeout=timeout, concurrency=concurrency)
+        mode, spec = build_spec(
+            task=task,
+            tasks=tasks,
+            chain=chain,
+            agent=agent,
+            model=model,
+            backend=backend,
+            timeout=timeout,
+            concurrency=concurrency,
+        )
         session = self.session_for(ctx)
         try:
             prepared = await anyio.to_thread.run_sync(
@@ -364,9 +521,13 @@ class SubagentsMCP:
         if background:
             job_id = await anyio.to_thread.run_sync(api.start_background, prepared)
             self._watch_in_background(_Watch(job_id, token))
-            text = (json.dumps({"jobId": job_id}) + "\nThe job runs in the background: follow it with "
-                    f"subagent_status / subagent_result(job_id=\"{job_id}\", wait_seconds=…) or read {job_uri(job_id)}.")
-            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id})
+            text = (
+                json.dumps({"jobId": job_id}) + "\nThe job runs in the background: follow it with "
+                f'subagent_status / subagent_result(job_id="{job_id}", wait_seconds=…) or read {job_uri(job_id)}.'
+            )
+            return CallToolResult(
+                content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id}
+            )
         result = await self._run_foreground(ctx, prepared)
         return result_to_tool_result(result)
 
@@ -394,10 +555,16 @@ class SubagentsMCP:
         with self._lock:
             self._running[prepared.job_id] = job
         try:
-            await reporter.send(f"job {prepared.job_id} started: {prepared.plan.mode}, "
-                                f"{len(prepared.plan.requests)} run(s)")
-            threading.Thread(target=work, name=f"subagents-mcp-job-{prepared.job_id}", daemon=True).start()
-            await reporter.pump()  # returns once the job has ended: the worker closes the reporter last
+            await reporter.send(
+                f"job {prepared.job_id} started: {prepared.plan.mode}, "
+                f"{len(prepared.plan.requests)} run(s)"
+            )
+            threading.Thread(
+                target=work, name=f"subagents-mcp-job-{prepared.job_id}", daemon=True
+            ).start()
+            await (
+                reporter.pump()
+            )  # returns once the job has ended: the worker closes the reporter last
         finally:
             if not finished.is_set():
                 # The call was cancelled (or the client went away): abort the job and wait for its
@@ -415,7 +582,8 @@ class SubagentsMCP:
         return result
 
     async def subagent_status(
-        self, job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
+        self,
+        job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
     ) -> CallToolResult:
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -423,7 +591,9 @@ class SubagentsMCP:
         text = api.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=summary)
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=summary
+        )
 
     def _state_and_activity(self, job_id: str) -> tuple[dict[str, Any], str | None]:
         state = api.job_state(self.store, job_id)
@@ -436,7 +606,13 @@ class SubagentsMCP:
         self,
         ctx: Context,
         job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
-        wait_seconds: Annotated[float, Field(ge=0, description="Wait up to this many seconds for the job to end (max 600; 0: answer at once).")] = 0,
+        wait_seconds: Annotated[
+            float,
+            Field(
+                ge=0,
+                description="Wait up to this many seconds for the job to end (max 600; 0: answer at once).",
+            ),
+        ] = 0,
     ) -> CallToolResult:
         jid = self._resolve(job_id)
         wait = min(max(0.0, float(wait_seconds)), MAX_WAIT_SECONDS)
@@ -446,7 +622,9 @@ class SubagentsMCP:
         while True:
             left = deadline - time.monotonic()
             result = await anyio.to_thread.run_sync(
-                functools.partial(api.wait_job, self.store, jid, timeout=max(0.0, min(left, HEARTBEAT_SECONDS))),
+                functools.partial(
+                    api.wait_job, self.store, jid, timeout=max(0.0, min(left, HEARTBEAT_SECONDS))
+                ),
                 abandon_on_cancel=True,
             )
             if result is not None:
@@ -456,18 +634,30 @@ class SubagentsMCP:
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
             progress += 1
             with contextlib.suppress(Exception):
-                await ctx.report_progress(progress, None, _cap(f"still running: {activity or state.get('status')} "
-                                                              f"({_elapsed(time.monotonic() - started)})"))
+                await ctx.report_progress(
+                    progress,
+                    None,
+                    _cap(
+                        f"still running: {activity or state.get('status')} "
+                        f"({_elapsed(time.monotonic() - started)})"
+                    ),
+                )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
             return result_to_tool_result(state)
-        text = (f"job {jid} is still running ({state.get('status')}"
-                + (f": {activity}" if activity else "")
-                + "). Call subagent_result again with wait_seconds to keep waiting, or subagent_cancel to stop it.")
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=status_summary(state, activity))
+        text = (
+            f"job {jid} is still running ({state.get('status')}"
+            + (f": {activity}" if activity else "")
+            + "). Call subagent_result again with wait_seconds to keep waiting, or subagent_cancel to stop it."
+        )
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=status_summary(state, activity),
+        )
 
     async def subagent_cancel(
-        self, job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
+        self,
+        job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
     ) -> CallToolResult:
         jid = self._resolve(job_id)
         with self._lock:
@@ -476,29 +666,47 @@ class SubagentsMCP:
             if local is not None:
                 # Driven by this server: stop it here (signalling its driver would stop the server).
                 await anyio.to_thread.run_sync(local.cancel)
-                ended = await anyio.to_thread.run_sync(functools.partial(api.wait_job, self.store, jid, CANCEL_WAIT_SECONDS))
+                ended = await anyio.to_thread.run_sync(
+                    functools.partial(api.wait_job, self.store, jid, CANCEL_WAIT_SECONDS)
+                )
                 state = ended or api.job_state(self.store, jid)
             else:
                 before = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
                 if before.get("status") in TERMINAL:
                     text = f"job {jid} had already ended: {before.get('status')}"
-                    return CallToolResult(content=[TextContent(type="text", text=text)],
-                                          structured_content=status_summary(before, None))
+                    return CallToolResult(
+                        content=[TextContent(type="text", text=text)],
+                        structured_content=status_summary(before, None),
+                    )
                 state = await anyio.to_thread.run_sync(api.stop_job, self.store, jid)
         text = f"job {jid}: {state.get('status')}"
-        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=status_summary(state, None))
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)],
+            structured_content=status_summary(state, None),
+        )
 
     async def list_agents(self) -> CallToolResult:
         found = await anyio.to_thread.run_sync(api.discover_agents)
         agents = [
-            {"name": a.name, "source": a.source, "description": a.description, "backend": a.backend,
-             "model": a.model, "tools": a.tools, "path": str(a.path) if a.path else None}
+            {
+                "name": a.name,
+                "source": a.source,
+                "description": a.description,
+                "backend": a.backend,
+                "model": a.model,
+                "tools": a.tools,
+                "path": str(a.path) if a.path else None,
+            }
             for a in sorted(found.agents.values(), key=lambda a: a.name)
         ]
-        lines = [f"- {a['name']} ({a['source']}): {a['description']}" for a in agents] or ["no agents found"]
+        lines = [f"- {a['name']} ({a['source']}): {a['description']}" for a in agents] or [
+            "no agents found"
+        ]
         lines += [f"warning: {p}" for p in found.problems]
-        return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))],
-                              structured_content={"agents": agents, "problems": [str(p) for p in found.problems]})
+        return CallToolResult(
+            content=[TextContent(type="text", text="\n".join(lines))],
+            structured_content={"agents": agents, "problems": [str(p) for p in found.problems]},
+        )
 
     async def job_resource(self, id: str) -> str:  # the URI template names it {id}
         try:
@@ -546,7 +754,9 @@ class _ProgressReporter:
 
     def heartbeat(self) -> str:
         with self.lock:
-            index = self.last_index if self.last_index in self.active else next(iter(self.active), None)
+            index = (
+                self.last_index if self.last_index in self.active else next(iter(self.active), None)
+            )
             activity = self.formatters[index].activity() if index is not None else None
         what = activity or "starting"
         if self.multi and index is not None:
@@ -586,15 +796,30 @@ def build_spec(
     concurrency: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
-    given = [name for name, value in (("task", task), ("tasks", tasks), ("chain", chain)) if value is not None]
+    given = [
+        name
+        for name, value in (("task", task), ("tasks", tasks), ("chain", chain))
+        if value is not None
+    ]
     if not given:
-        raise ToolError("no task given: pass 'task' (one task), 'tasks' (several, in parallel) or 'chain' (steps in order)")
+        raise ToolError(
+            "no task given: pass 'task' (one task), 'tasks' (several, in parallel) or 'chain' (steps in order)"
+        )
     if len(given) > 1:
-        raise ToolError(f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}")
-    defaults: dict[str, Any] = {"agent": agent, "model": model, "backend": backend, "timeout": timeout}
+        raise ToolError(
+            f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}"
+        )
+    defaults: dict[str, Any] = {
+        "agent": agent,
+        "model": model,
+        "backend": backend,
+        "timeout": timeout,
+    }
 
     def step(item: str | StepArg) -> dict[str, Any]:
-        data: dict[str, Any] = {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
+        data: dict[str, Any] = (
+            {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
+        )
         for key, value in defaults.items():
             if value is not None and data.get(key) is None:
                 data[key] = value
@@ -650,7 +875,9 @@ async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
     async with anyio.create_task_group() as tg:
 
         async def watch_signals() -> None:
-            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            with anyio.open_signal_receiver(
+                signal.SIGTERM, signal.SIGINT, signal.SIGHUP
+            ) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
@@ -688,12 +915,23 @@ class BearerAuth:
         if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": "invalid_token",
-                           "error_description": "missing or wrong bearer token (see SUBAGENTS_MCP_TOKEN)"}).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'Bearer realm="subagents", error="invalid_token"'),
-        ]})
+        body = json.dumps(
+            {
+                "error": "invalid_token",
+                "error_description": "missing or wrong bearer token (see SUBAGENTS_MCP_TOKEN)",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="subagents", error="invalid_token"'),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -722,11 +960,21 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
         sock.bind(("127.0.0.1", port))
     except OSError as exc:
         sock.close()
-        raise SystemExit(f"subagents: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+        raise SystemExit(
+            f"subagents: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+        ) from None
     actual = sock.getsockname()[1]
-    print(f"subagents mcp: serving streamable HTTP at http://127.0.0.1:{actual}/mcp", file=sys.stderr, flush=True)
+    print(
+        f"subagents mcp: serving streamable HTTP at http://127.0.0.1:{actual}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
     if generated:
-        print(f"subagents mcp: bearer token (set {TOKEN_ENV} to choose one): {token}", file=sys.stderr, flush=True)
+        print(
+            f"subagents mcp: bearer token (set {TOKEN_ENV} to choose one): {token}",
+            file=sys.stderr,
+            flush=True,
+        )
     else:
         print(f"subagents mcp: bearer token from {TOKEN_ENV}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)

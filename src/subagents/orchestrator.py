@@ -77,7 +77,9 @@ class PlanOptions:
     session: str | None = None
 
 
-def options_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> PlanOptions:
+def options_from_settings(
+    cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> PlanOptions:
     from subagents.config import load_settings
     from subagents.runs import limits_from_settings
 
@@ -107,9 +109,13 @@ def plan(
     base = (cwd or Path.cwd()).resolve()
     n = len(spec.steps)
     if spec.mode == "parallel" and n > options.max_parallel_tasks:
-        raise PlanError(f"tasks: {n} tasks exceed the limit of {options.max_parallel_tasks} (max_parallel_tasks in config)")
+        raise PlanError(
+            f"tasks: {n} tasks exceed the limit of {options.max_parallel_tasks} (max_parallel_tasks in config)"
+        )
     if n > options.max_spawns_per_job:
-        raise PlanError(f"tasks: {n} runs exceed the spawn cap of {options.max_spawns_per_job} per job (max_spawns_per_job)")
+        raise PlanError(
+            f"tasks: {n} runs exceed the spawn cap of {options.max_spawns_per_job} per job (max_spawns_per_job)"
+        )
     key = "tasks" if spec.mode == "parallel" else "steps"
     requests: list[RunRequest] = []
     for i, step in enumerate(spec.steps):
@@ -142,7 +148,11 @@ def plan(
         )
         try:
             # {previous} is only known at run time; check the step with a stand-in.
-            check(RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}), options.limits, env)
+            check(
+                RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}),
+                options.limits,
+                env,
+            )
         except InputError as exc:
             field_name = "task" if "task" in str(exc) else "backend"
             raise PlanError(f"{where}.{field_name}: {exc}") from None
@@ -168,15 +178,24 @@ def sum_usage(results: list[dict[str, Any]]) -> dict[str, Any]:
 def not_started(req: RunRequest, why: str) -> dict[str, Any]:
     """The place of a run the job never started (it was stopped first)."""
     return {
-        "runId": None, "agent": req.agent, "backend": req.backend, "task": req.task, "status": "aborted",
-        "errorMessage": why, "finalText": "", "usage": ev.empty_usage(), "toolCalls": 0,
+        "runId": None,
+        "agent": req.agent,
+        "backend": req.backend,
+        "task": req.task,
+        "status": "aborted",
+        "errorMessage": why,
+        "finalText": "",
+        "usage": ev.empty_usage(),
+        "toolCalls": 0,
     }
 
 
 class Job:
     """One job's execution. Thread-safe ``cancel()``; ``run()`` blocks until the end."""
 
-    def __init__(self, store: JobStore, job_id: str, job_plan: JobPlan, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, store: JobStore, job_id: str, job_plan: JobPlan, env: Mapping[str, str] | None = None
+    ) -> None:
         self.store = store
         self.job_id = job_id
         self.plan = job_plan
@@ -236,7 +255,9 @@ class Job:
 
     def _parallel(self, on_event: EventSink | None) -> list[dict[str, Any]]:
         reqs = self.plan.requests
-        with ThreadPoolExecutor(max_workers=self.plan.concurrency, thread_name_prefix="subagents-run") as pool:
+        with ThreadPoolExecutor(
+            max_workers=self.plan.concurrency, thread_name_prefix="subagents-run"
+        ) as pool:
             futures: list[Future[dict[str, Any]]] = [
                 pool.submit(self._run_one, i, r, on_event) for i, r in enumerate(reqs)
             ]
@@ -256,9 +277,13 @@ class Job:
             previous = result.get("finalText") or ""
         return results
 
-    def run(self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None) -> dict[str, Any]:
+    def run(
+        self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
+    ) -> dict[str, Any]:
         started = time.time()
-        state = self.store.update(self.job_id, status="running", startedAt=iso(started), driverPid=os.getpid())
+        state = self.store.update(
+            self.job_id, status="running", startedAt=iso(started), driverPid=os.getpid()
+        )
         if lifecycle is not None:
             with contextlib.suppress(Exception):
                 lifecycle("start", state)
@@ -267,7 +292,9 @@ class Job:
 
         def work() -> None:
             try:
-                box["runs"] = self._chain(on_event) if self.plan.mode == "chain" else self._parallel(on_event)
+                box["runs"] = (
+                    self._chain(on_event) if self.plan.mode == "chain" else self._parallel(on_event)
+                )
             except BaseException as exc:  # surfaced below, in the caller's thread
                 box["error"] = exc
             finally:
@@ -296,7 +323,11 @@ class Job:
     def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
         completed_at = time.time()
         statuses = [r.get("status") for r in runs]
-        if runs and all(s == "completed" for s in statuses) and (self.plan.mode != "chain" or len(runs) == len(self.plan.requests)):
+        if (
+            runs
+            and all(s == "completed" for s in statuses)
+            and (self.plan.mode != "chain" or len(runs) == len(self.plan.requests))
+        ):
             status = "completed"
         elif self.cancelled:
             status = "aborted"

@@ -58,7 +58,11 @@ class _Subject:
         self.verb = verb  # overrides the kind's wording (e.g. a file_change that deletes)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Subject) and (self.text, self.style, self.verb) == (other.text, other.style, other.verb)
+        return isinstance(other, _Subject) and (self.text, self.style, self.verb) == (
+            other.text,
+            other.style,
+            other.verb,
+        )
 
     def __hash__(self) -> int:
         return hash((self.text, self.style, self.verb))

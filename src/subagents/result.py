@@ -102,5 +102,7 @@ def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
             events_path=result["paths"]["events"],
         )
     except Exception as exc:  # diagnostics must never block result.json
-        result["diagnostics"] = f"## Error\n{result.get('errorMessage')}\n\n(diagnostics failed: {exc!r})\n"
+        result["diagnostics"] = (
+            f"## Error\n{result.get('errorMessage')}\n\n(diagnostics failed: {exc!r})\n"
+        )
     return result

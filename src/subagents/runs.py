@@ -73,23 +73,31 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
     if os.sep in wanted:
         if os.path.isfile(wanted) and os.access(wanted, os.X_OK):
             return wanted
-        raise InputError(f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)")
+        raise InputError(
+            f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)"
+        )
     found = shutil.which(wanted, path=env.get("PATH"))
     if found is None:
         hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
-        raise InputError(f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}")
+        raise InputError(
+            f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}"
+        )
     return found
 
 
 def check_capabilities(backend: Backend, req: RunRequest) -> None:
     if req.tools is not None and not backend.supports_tools:
-        raise InputError(f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend")
+        raise InputError(
+            f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend"
+        )
     if req.thinking and not backend.supports_thinking:
         raise InputError(
             f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend"
         )
     if req.system_prompt and not backend.supports_system_prompt:
-        raise InputError(f"backend {backend.name} cannot take a system prompt; choose another backend")
+        raise InputError(
+            f"backend {backend.name} cannot take a system prompt; choose another backend"
+        )
 
 
 @dataclass
@@ -140,7 +148,11 @@ def prepare(
     run_dir = paths.runs_dir(home) / run_id
     make_private_dir(run_dir)
     command = CommandRequest(
-        task=req.task, cwd=str(cwd), model=req.model, tools=req.tools, thinking=req.thinking,
+        task=req.task,
+        cwd=str(cwd),
+        model=req.model,
+        tools=req.tools,
+        thinking=req.thinking,
         system_prompt=req.system_prompt,
     )
     if req.system_prompt:
@@ -214,7 +226,9 @@ def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> Run
         from subagents.artifacts import publish_once
         from subagents.result import build_result
 
-        failed = build_result(spec, run_dir, status="failed", started_at=time.time(), error_message=str(exc))
+        failed = build_result(
+            spec, run_dir, status="failed", started_at=time.time(), error_message=str(exc)
+        )
         publish_once(run_dir / "result.json", failed)
         raise InputError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)

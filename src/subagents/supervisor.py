@@ -68,7 +68,9 @@ def killpg(pgid: int, sig: int) -> bool:
 
 
 class Supervisor:
-    def __init__(self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None
+    ) -> None:
         self.run_dir = run_dir
         self.spec = spec
         self.echo = echo
@@ -143,13 +145,17 @@ class Supervisor:
             self.noise_lines += 1
             if line.strip() and self.noise_lines <= MAX_NOISE_NOTICES:
                 preview = line[:200].decode("utf-8", "replace")
-                self.emit(ev.notice("warn", f"non-JSON line on stdout ({len(line)} bytes): {preview}"))
+                self.emit(
+                    ev.notice("warn", f"non-JSON line on stdout ({len(line)} bytes): {preview}")
+                )
             return
         was_terminal = self.norm.terminal
         try:
             produced = self.norm.feed(obj)
         except Exception as exc:  # a normalizer bug must not lose the run
-            produced = [ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")]
+            produced = [
+                ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")
+            ]
         for event in produced:
             self.emit(event)
         if self.norm.terminal and not was_terminal:
@@ -209,7 +215,9 @@ class Supervisor:
             self.forced_cleanup = True
             self.terminate_group(None)
         if self.timeout_at is not None and now >= self.timeout_at and self.kill_at is None:
-            self.emit(ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child"))
+            self.emit(
+                ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child")
+            )
             self.terminate_group("timeout")
         if self.kill_at is not None and now >= self.kill_at:
             killpg(self.pgid, signal.SIGKILL)
@@ -220,14 +228,20 @@ class Supervisor:
             killpg(self.pgid, signal.SIGKILL)  # asked twice: no more patience
             return
         self.abort_signal = signal_name(signum)
-        self.emit(ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child"))
+        self.emit(
+            ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child")
+        )
         if self.child_alive():
             self.terminate_group("aborted")
         elif self.stop_cause is None and not (self.norm and self.norm.terminal):
             self.stop_cause = "aborted"
 
     def next_wakeup(self, now: float) -> float | None:
-        points = [t for t in (self.grace_at, self.kill_at, self.timeout_at, self.drain_until) if t is not None]
+        points = [
+            t
+            for t in (self.grace_at, self.kill_at, self.timeout_at, self.drain_until)
+            if t is not None
+        ]
         if self.child_alive() and not self._have_pidfd:
             points.append(now + POLL_EXIT)
         if not points:
@@ -265,7 +279,11 @@ class Supervisor:
             )
         except OSError as exc:
             what = exc.strerror or str(exc)
-            target = spec.cwd if isinstance(exc, NotADirectoryError) or exc.filename == spec.cwd else spec.argv[0]
+            target = (
+                spec.cwd
+                if isinstance(exc, NotADirectoryError) or exc.filename == spec.cwd
+                else spec.argv[0]
+            )
             return f"could not start {spec.argv[0]!r}: {what}: {target}"
         self.pgid = self.proc.pid
         return None
@@ -285,7 +303,15 @@ class Supervisor:
                 self.emit(ev.error(spawn_error, fatal=True))
                 return self.finish(spawn_error=spawn_error)
             assert self.proc is not None and self.proc.stdout is not None
-            self.emit(ev.run_started(self.spec.backend, self.spec.agent, self.spec.requestedModel, self.spec.cwd, self.proc.pid))
+            self.emit(
+                ev.run_started(
+                    self.spec.backend,
+                    self.spec.agent,
+                    self.spec.requestedModel,
+                    self.spec.cwd,
+                    self.proc.pid,
+                )
+            )
             self.flush()
             self.loop(wake_r)
             return self.finish()

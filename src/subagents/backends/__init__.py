@@ -9,7 +9,14 @@ import importlib
 
 from subagents.backends.base import Backend, BackendError, CommandRequest, Normalizer
 
-__all__ = ["Backend", "BackendError", "CommandRequest", "Normalizer", "get_backend", "known_backends"]
+__all__ = [
+    "Backend",
+    "BackendError",
+    "CommandRequest",
+    "Normalizer",
+    "get_backend",
+    "known_backends",
+]
 
 _BUILTIN: dict[str, str] = {
     "pi": "subagents.backends.pi:PiBackend",

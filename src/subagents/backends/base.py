@@ -136,8 +136,7 @@ class Backend(ABC):
         return {}
 
     @abstractmethod
-    def normalizer(self) -> Normalizer:
-        ...
+    def normalizer(self) -> Normalizer: ...
 
     # Optional hooks for `subagents doctor`.
 

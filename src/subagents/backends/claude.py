@@ -67,7 +67,9 @@ def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
         "cacheRead": cache_read,
         "cacheWrite": cache_write,
         "totalTokens": inp + out + cache_read + cache_write,
-        "cost": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        "cost": float(cost)
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool)
+        else None,
     }
 
 
@@ -206,7 +208,9 @@ class ClaudeNormalizer(Normalizer):
         denials = obj.get("permission_denials")
         if isinstance(denials, list) and denials:
             names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
-            out.append(ev.notice("warn", f"claude denied {len(denials)} tool call(s): {', '.join(names)}"))
+            out.append(
+                ev.notice("warn", f"claude denied {len(denials)} tool call(s): {', '.join(names)}")
+            )
         out.append(ev.usage(dict(self.usage)))
         return out
 
@@ -225,7 +229,11 @@ class ClaudeNormalizer(Normalizer):
         text = obj.get("result")
         detail = text.strip() if isinstance(text, str) and text.strip() else errors
         status = obj.get("api_error_status")
-        prefix = f"claude reported an error (API status {status})" if status else "claude reported an error"
+        prefix = (
+            f"claude reported an error (API status {status})"
+            if status
+            else "claude reported an error"
+        )
         return prefix + (f": {detail}" if detail else "")
 
 

@@ -71,7 +71,11 @@ def _tool_args(item: dict[str, Any]) -> dict[str, Any]:
     if kind == "file_change":
         return {"changes": item.get("changes") or []}
     if kind == "mcp_tool_call":
-        return {"server": item.get("server"), "tool": item.get("tool"), "arguments": item.get("arguments")}
+        return {
+            "server": item.get("server"),
+            "tool": item.get("tool"),
+            "arguments": item.get("arguments"),
+        }
     if kind == "web_search":
         return {"query": item.get("query", "")}
     return {}
@@ -100,7 +104,9 @@ def _tool_outcome(item: dict[str, Any]) -> tuple[bool, str]:
         text = ""
         if isinstance(content, list):
             text = "\n".join(
-                str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"
+                str(c.get("text", ""))
+                for c in content
+                if isinstance(c, dict) and c.get("type") == "text"
             )
         return failed, text
     return failed, ""

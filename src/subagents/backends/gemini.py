@@ -98,7 +98,11 @@ class GeminiNormalizer(Normalizer):
             err = obj.get("error")
             if is_error and isinstance(err, dict) and err.get("message") and not output:
                 output = err["message"]
-            return [ev.tool_result(call_id, self._tool_names.get(call_id, ""), is_error, str(output or ""))]
+            return [
+                ev.tool_result(
+                    call_id, self._tool_names.get(call_id, ""), is_error, str(output or "")
+                )
+            ]
         if t == "error":
             message = str(obj.get("message") or "").strip()
             if any(m in message for m in _TRUNCATED_MARKERS):

@@ -32,7 +32,11 @@ def _step_usage(part: dict[str, Any]) -> dict[str, Any]:
     tokens = tokens if isinstance(tokens, dict) else {}
     cache = tokens.get("cache")
     cache = cache if isinstance(cache, dict) else {}
-    inp, out, reasoning = _int(tokens.get("input")), _int(tokens.get("output")), _int(tokens.get("reasoning"))
+    inp, out, reasoning = (
+        _int(tokens.get("input")),
+        _int(tokens.get("output")),
+        _int(tokens.get("reasoning")),
+    )
     read, write = _int(cache.get("read")), _int(cache.get("write"))
     total = tokens.get("total")
     cost = part.get("cost")
@@ -42,7 +46,9 @@ def _step_usage(part: dict[str, Any]) -> dict[str, Any]:
         "cacheRead": read,
         "cacheWrite": write,
         "totalTokens": _int(total) if total is not None else inp + out + reasoning + read + write,
-        "cost": float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        "cost": float(cost)
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool)
+        else None,
     }
 
 

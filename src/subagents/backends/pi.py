@@ -18,7 +18,9 @@ def _text_of(content: Any) -> str:
     if not isinstance(content, list):
         return ""
     return "".join(
-        part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        part.get("text", "")
+        for part in content
+        if isinstance(part, dict) and part.get("type") == "text"
     )
 
 
@@ -38,7 +40,9 @@ def _pi_usage(u: Any) -> dict[str, Any]:
 
 
 # Events after which the run is plainly still going: they disarm a pending completion.
-_ACTIVITY = frozenset({"agent_start", "turn_start", "tool_execution_start", "auto_retry_start", "compaction_start"})
+_ACTIVITY = frozenset(
+    {"agent_start", "turn_start", "tool_execution_start", "auto_retry_start", "compaction_start"}
+)
 
 
 class PiNormalizer(Normalizer):
@@ -54,13 +58,20 @@ class PiNormalizer(Normalizer):
             return self._message_end(obj.get("message"))
         if t == "tool_execution_start":
             self.tool_calls += 1
-            return [ev.tool_call(str(obj.get("toolCallId", "")), str(obj.get("toolName", "")), obj.get("args"))]
+            return [
+                ev.tool_call(
+                    str(obj.get("toolCallId", "")), str(obj.get("toolName", "")), obj.get("args")
+                )
+            ]
         if t == "tool_execution_end":
             result = obj.get("result")
             text = _text_of(result.get("content")) if isinstance(result, dict) else ""
             return [
                 ev.tool_result(
-                    str(obj.get("toolCallId", "")), str(obj.get("toolName", "")), bool(obj.get("isError")), text
+                    str(obj.get("toolCallId", "")),
+                    str(obj.get("toolName", "")),
+                    bool(obj.get("isError")),
+                    text,
                 )
             ]
         if t == "auto_retry_start":
@@ -84,17 +95,29 @@ class PiNormalizer(Normalizer):
         has_calls = any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
         out: list[ev.Event] = []
         for p in parts:
-            if isinstance(p, dict) and p.get("type") == "thinking" and str(p.get("thinking", "")).strip():
+            if (
+                isinstance(p, dict)
+                and p.get("type") == "thinking"
+                and str(p.get("thinking", "")).strip()
+            ):
                 out.append(ev.thinking(str(p["thinking"])))
         usage = _pi_usage(msg.get("usage"))
         ev.add_usage(self.usage, usage)
         raw_stop = msg.get("stopReason")
         out.append(
-            self._answer(text, raw_stop if isinstance(raw_stop, str) else None, msg.get("model"), usage, has_calls)
+            self._answer(
+                text,
+                raw_stop if isinstance(raw_stop, str) else None,
+                msg.get("model"),
+                usage,
+                has_calls,
+            )
         )
         if self.stop_reason == ev.ERROR or self.stop_reason == ev.ABORTED:
             self.failed = True
-            self.error_message = str(msg.get("errorMessage") or f"model stopped with {self.stop_reason}")
+            self.error_message = str(
+                msg.get("errorMessage") or f"model stopped with {self.stop_reason}"
+            )
             out.append(ev.error(self.error_message, fatal=False))
         elif self.stop_reason in ev.TERMINAL_SUCCESS:
             self.failed = False

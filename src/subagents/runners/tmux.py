@@ -36,7 +36,9 @@ def _tmux(tmux: str, *args: str) -> subprocess.CompletedProcess[str]:
 def launch(run_dir: Path, session: str = SESSION) -> Launched:
     tmux = shutil.which("tmux")
     if tmux is None:
-        raise RunnerError("tmux not found on PATH: install it (e.g. apt-get install tmux) or use --runner process")
+        raise RunnerError(
+            "tmux not found on PATH: install it (e.g. apt-get install tmux) or use --runner process"
+        )
     write_json_atomic(run_dir / ENVIRON_FILE, dict(os.environ))
     if _tmux(tmux, "has-session", "-t", f"={session}").returncode != 0:
         # Starts the tmux server too when none runs. The first window is a plain
@@ -46,7 +48,16 @@ def launch(run_dir: Path, session: str = SESSION) -> Launched:
             raise RunnerError(f"tmux could not start session {session!r}: {started.stderr.strip()}")
     name = run_dir.name[-8:]
     made = _tmux(
-        tmux, "new-window", "-d", "-P", "-F", "#{pane_pid}", "-t", f"={session}:", "-n", name,
+        tmux,
+        "new-window",
+        "-d",
+        "-P",
+        "-F",
+        "#{pane_pid}",
+        "-t",
+        f"={session}:",
+        "-n",
+        name,
         *supervisor_argv(run_dir),
     )
     if made.returncode != 0:

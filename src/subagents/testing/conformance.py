@@ -76,7 +76,9 @@ def replay_run(
     b = get_backend(backend)
     env = {b.binary_env_var(): str(launcher), SCRIPT_ENV: str(script), "PATH": "/usr/bin:/bin"}
     handle = start(
-        RunRequest(task="conformance replay", backend=backend, cwd=str(work), env={SCRIPT_ENV: str(script)}),
+        RunRequest(
+            task="conformance replay", backend=backend, cwd=str(work), env={SCRIPT_ENV: str(script)}
+        ),
         Limits(default_backend=backend, grace=0.25, kill_grace=1.0, timeout=timeout),
         env=env,
         home=work / "home",
@@ -87,7 +89,9 @@ def replay_run(
     return result, read_events(handle.run_dir / "events.jsonl")
 
 
-def _compare(case: Case, result: dict[str, Any], events: list[dict[str, Any]], label: str) -> list[str]:
+def _compare(
+    case: Case, result: dict[str, Any], events: list[dict[str, Any]], label: str
+) -> list[str]:
     problems: list[str] = []
 
     def expect(what: str, got: Any, want: Any) -> None:
@@ -106,8 +110,12 @@ def _compare(case: Case, result: dict[str, Any], events: list[dict[str, Any]], l
     usage = result.get("usage") or {}
     for key, want in case.usage.items():
         expect(f"usage.{key}", usage.get(key), want)
-    if case.error_contains is not None and case.error_contains not in (result.get("errorMessage") or ""):
-        problems.append(f"{label}: errorMessage {result.get('errorMessage')!r} lacks {case.error_contains!r}")
+    if case.error_contains is not None and case.error_contains not in (
+        result.get("errorMessage") or ""
+    ):
+        problems.append(
+            f"{label}: errorMessage {result.get('errorMessage')!r} lacks {case.error_contains!r}"
+        )
     types = {e.get("type") for e in events}
     for t in case.event_types:
         if t not in types:
