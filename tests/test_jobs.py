@@ -422,3 +422,11 @@ def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake) -> None:
     out, _ = follower.communicate(timeout=30)  # ends by itself when the job does
     assert follower.returncode == 0
     assert out.index("$ make test") < out.index("Followed.")
+
+
+def test_a_run_id_finds_its_job(fake: Fake) -> None:
+    r = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("by run id"))})
+    result = json.loads(r.stdout)
+    shown = cli(["show", "--json", result["runId"]])
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["jobId"] == result["jobId"]

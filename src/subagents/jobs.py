@@ -41,6 +41,13 @@ class JobIdError(Exception):
     """An unknown, ambiguous or malformed id, as one line."""
 
 
+def _matching(directory: Path, prefix: str) -> list[str]:
+    try:
+        return [e.name for e in os.scandir(directory) if e.name.startswith(prefix) and e.is_dir()]
+    except FileNotFoundError:
+        return []
+
+
 class JobStore:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home or paths.state_home()
@@ -112,16 +119,20 @@ class JobStore:
     # ---- ids -------------------------------------------------------------
 
     def resolve(self, prefix: str) -> str:
-        """A full job id from any unambiguous prefix."""
+        """A full job id from any unambiguous prefix of a job id, or of one of its run ids
+        (the CLI prints run ids too)."""
         prefix = prefix.strip().lower()
         if not ids.is_valid_id_prefix(prefix):
             raise JobIdError(f"not a job id: {prefix!r}")
-        try:
-            names = [
-                e.name for e in os.scandir(self.dir) if e.name.startswith(prefix) and e.is_dir()
-            ]
-        except FileNotFoundError:
-            names = []
+        names = _matching(self.dir, prefix)
+        if not names:
+            job_ids = set()
+            for run_id in _matching(paths.runs_dir(self.home), prefix):
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    job_ids.add(
+                        read_json(paths.runs_dir(self.home) / run_id / "meta.json").get("jobId")
+                    )
+            names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
             raise JobIdError(f"no job with id {prefix!r}")
         if len(names) > 1:
