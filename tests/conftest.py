@@ -4,7 +4,8 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,16 @@ def fake(tmp_path: Path) -> Fake:
     d = tmp_path / "fake"
     d.mkdir()
     return Fake(d, write_launcher(d))
+
+
+def eventually(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
+    """Whether ``predicate`` comes true within ``timeout`` (a generous bound, not a timing)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
 
 
 def pid_alive(pid: int) -> bool:

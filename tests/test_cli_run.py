@@ -7,13 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pistream as pi
 import psutil
-from conftest import Fake, needs_pi, pid_alive
+from conftest import Fake, eventually, needs_pi, pid_alive
 
 from subagents.mockmodel import MockModelServer, Script, write_pi_config
 
@@ -103,20 +102,14 @@ def test_ctrl_c_aborts_cleanly(fake: Fake, tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
         env=env,
     )
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pidfile.exists()
+    assert eventually(pidfile.exists)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "aborted" in err
     assert out == ""
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(child)
+    assert eventually(lambda: not pid_alive(child), 5)
 
 
 @needs_pi

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pistream as pi
-from conftest import Fake, pid_alive
+from conftest import Fake, eventually, pid_alive
 from test_cli_run import CLI as CLI_ARGS
 from test_cli_run import cli
 
@@ -166,11 +166,7 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
     job_id = _job_id(
         cli(["run", "--bg", "--json", "--parallel", "t0", "t1"], {"SUBAGENTS_PI_BIN": str(chooser)})
     )
-    deadline = time.monotonic() + 30
-    while (
-        not all(Path(str(pf) + ".gc").exists() for pf in pidfiles) and time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
+    assert eventually(lambda: all(Path(str(pf) + ".gc").exists() for pf in pidfiles))
     pids = [int(pf.read_text()) for pf in pidfiles] + [
         int(Path(str(pf) + ".gc").read_text()) for pf in pidfiles
     ]
@@ -181,10 +177,7 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
     s = cli(["stop", job_id])
     assert s.returncode == 0, s.stderr
     assert f"{job_id}: aborted" in s.stdout
-    deadline = time.monotonic() + 10
-    while any(pid_alive(p) for p in [*pids, driver]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in [*pids, driver] if pid_alive(p)]
+    assert eventually(lambda: not any(pid_alive(p) for p in [*pids, driver]), 10)
     result = json.loads(cli(["show", "--json", job_id]).stdout)
     assert result["status"] == "aborted"
     assert [r["status"] for r in result["runs"]] == ["aborted", "aborted"]
@@ -310,9 +303,7 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
         )
     )
     job_file = Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json"
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert eventually(pidfile.exists)
     driver = json.loads(job_file.read_text())["driver"]["pid"]
     os.kill(driver, sig.SIGKILL)  # the driver is gone; its run goes on
     # Someone looking meanwhile does not declare the job over while its run lives.
@@ -321,10 +312,7 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
     s = cli(["stop", job_id])
     assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
     child = int(pidfile.read_text())
-    deadline = time.monotonic() + 10
-    while pid_alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(child)
+    assert eventually(lambda: not pid_alive(child), 10)
     state = json.loads(job_file.read_text())
     assert state["status"] == "aborted" and state["runs"][0]["status"] == "aborted"
 
@@ -345,9 +333,7 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
         stdin=subprocess.DEVNULL,
         env=env,
     )
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert eventually(pidfile.exists)
     jobs = Path(os.environ["SUBAGENTS_HOME"]) / "jobs"
     (job_id,) = [p.name for p in jobs.iterdir()]
     s = cli(["stop", job_id])

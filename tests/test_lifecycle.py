@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pistream as pi
-from conftest import Fake
+from conftest import Fake, eventually
 from test_cli_run import CLI, cli
 from test_jobs import bin_env
 
@@ -21,15 +21,6 @@ def _config(text: str) -> None:
     d = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
     d.mkdir(parents=True, exist_ok=True)
     (d / "config.toml").write_text(text)
-
-
-def _wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_background_job_records_its_end_and_runs_its_hook(
@@ -46,7 +37,7 @@ def test_background_job_records_its_end_and_runs_its_hook(
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]  # the caller has exited by now
     log = isolated_state / "sessions" / "s1.jsonl"
-    assert _wait_for(lambda: hook_out.exists() and hook_out.read_text().strip() != "")
+    assert eventually(lambda: hook_out.exists() and hook_out.read_text().strip() != "")
     entries = sessionlog.read(log)
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:complete"]
     start, end = entries
@@ -85,7 +76,7 @@ def test_a_hanging_hook_never_changes_or_delays_the_result(
     assert json.loads(p.stdout)["finalText"] == "Unaffected."
     assert elapsed < 30  # not held up by the hook's 60 s
     hooks_log = isolated_state / "hooks.log.jsonl"
-    assert _wait_for(lambda: hooks_log.exists() and "timeout" in hooks_log.read_text())
+    assert eventually(lambda: hooks_log.exists() and "timeout" in hooks_log.read_text())
     outcome = json.loads(hooks_log.read_text().splitlines()[-1])
     assert outcome["outcome"] == "timeout"
 
@@ -166,3 +157,20 @@ def test_watch_shows_an_entry_within_a_second(fake: Fake, isolated_state: Path) 
 def test_bad_session_name_is_rejected(fake: Fake) -> None:
     p = cli(["run", "--session", "../escape", "x"], bin_env(fake))
     assert p.returncode == 2 and "session" in p.stderr
+
+
+def test_a_job_stopped_at_any_moment_still_records_its_end(
+    fake: Fake, isolated_state: Path
+) -> None:
+    # `stop` right after `--bg` lands anywhere in the driver's start: while it imports,
+    # records its start, or starts its run. The end is recorded every time.
+    env = {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 60}])}
+    job_ids = []
+    for delay in (0.0, 0.1, 0.3, 0.6):
+        job_id = json.loads(cli(["run", "--bg", "--json", "x"], env).stdout)["jobId"]
+        time.sleep(delay)
+        assert cli(["stop", job_id]).returncode == 0
+        job_ids.append(job_id)
+    entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
+    aborted = [e["jobId"] for e in entries if e["eventType"] == "subagent:aborted"]
+    assert aborted == job_ids

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pistream as pi
 import pytest
-from conftest import Fake, pid_alive
+from conftest import Fake, eventually, pid_alive
 
 from subagents.artifacts import read_events
 from subagents.runs import RunHandle
@@ -257,10 +257,7 @@ def test_grandchild_holding_stdout_does_not_keep_the_run_alive(fake: Fake, tmp_p
     assert result["status"] == "completed" and result["finalText"] == "Bye."
     assert elapsed < 30  # not the grandchild's 60 s
     grandchild = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while pid_alive(grandchild) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(grandchild)
+    assert eventually(lambda: not pid_alive(grandchild), 5)
 
 
 def test_wall_clock_timeout(fake: Fake) -> None:
@@ -308,10 +305,7 @@ def test_supervisor_killed_by_sigkill_gives_a_failed_result(fake: Fake) -> None:
     assert time.monotonic() - t0 < 10
     assert result["status"] == "failed"
     assert "supervisor died" in result["errorMessage"]
-    deadline = time.monotonic() + 5
-    while pid_alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pid_alive(child), "the orphaned child was left running"
+    assert eventually(lambda: not pid_alive(child), 5), "the orphaned child was left running"
     on_disk = json.loads((handle.run_dir / "result.json").read_text())
     assert on_disk["status"] == "failed"
 
@@ -380,3 +374,17 @@ def test_sigkill_after_thirty_tool_calls_diagnostics(fake: Fake) -> None:
     assert result["paths"]["events"] in diag
     assert "cat file29.txt" in diag and "cat file10.txt" in diag and "cat file9.txt" not in diag
     assert f"jq . < {result['paths']['raw']}" in diag.replace("'", "")
+
+
+def test_stop_at_any_moment_of_the_start_is_an_abort(fake: Fake, tmp_path: Path) -> None:
+    # Stopped while the supervisor is still starting (or just spawned its child): aborted,
+    # never "failed", and no child left behind.
+    for i in range(5):
+        pidfile = tmp_path / f"child{i}.pid"
+        handle = fake.start([{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])
+        time.sleep(0.02 * i)
+        result = handle.stop()
+        assert result["status"] == "aborted", (i, result["errorMessage"])
+        if pidfile.exists():
+            child = int(pidfile.read_text())
+            assert eventually(lambda child=child: not pid_alive(child), 10)

@@ -87,21 +87,19 @@ def run_labels(job: PreparedJob) -> list[str]:
 
 
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> dict[str, Any]:
-    """Run a prepared job in this process to its end (Ctrl-C or SIGTERM aborts it)."""
+    """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
+    SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
     from subagents.lifecycle import lifecycle_for
 
-    previous = signal.getsignal(signal.SIGTERM)
-    in_main = _in_main_thread()
-    if in_main:
-        # `subagents stop` sends SIGTERM to whoever drives the job: abort as on Ctrl-C.
-        signal.signal(signal.SIGTERM, signal.default_int_handler)
+    runner = Job(job.store, job.job_id, job.plan)
+    restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
     try:
-        return Job(job.store, job.job_id, job.plan).run(
+        return runner.run(
             on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
         )
     finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
+        if restore is not None:
+            restore()
 
 
 def _in_main_thread() -> bool:
@@ -212,6 +210,7 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
         monitor = RunMonitor(run_dir)
         if monitor.result() is not None:
             continue
+        monitor.stop_requested = True
         with contextlib.suppress(OSError, ValueError, KeyError):
             ident = _read(run_dir / SUPERVISOR_FILE)
             if procs.is_alive(ident):

@@ -34,7 +34,8 @@ def dumps(obj: Any) -> bytes:
 
 
 def _write_temp(path: Path, data: bytes) -> Path:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # Unique per writer: two threads of one process may race to publish the same file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     with open_private(tmp, "wb") as f:
         f.write(data)
         f.flush()

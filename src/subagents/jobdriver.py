@@ -15,6 +15,8 @@ from pathlib import Path
 from subagents.artifacts import open_private
 from subagents.jobs import JobStore
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
 
 def start_background(store: JobStore, job_id: str) -> int:
     """Launch the driver for a stored job; returns its pid at once."""
@@ -37,16 +39,21 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m subagents.jobdriver JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0]).resolve()
+    # Until the job exists, a stop request is only remembered; then it cancels the job,
+    # which goes on to record its end (a signal never cuts the driver short).
+    asked: list[int] = []
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda signum, _frame: asked.append(signum))
     store = JobStore(job_dir.parent.parent)
-    # The job is stopped by SIGTERM/SIGHUP as by Ctrl-C: Job.run cancels every run.
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.default_int_handler)
     from subagents.lifecycle import lifecycle_for
     from subagents.orchestrator import Job, JobPlan, exit_code
 
     state = store.load(job_dir.name)
     plan = JobPlan.from_dict(state["plan"])
     job = Job(store, job_dir.name, plan)
+    job.stop_on_signals(STOP_SIGNALS)
+    if asked:
+        job.cancel_soon()
     result = job.run(lifecycle=lifecycle_for(store.home, plan, background=True))
     return exit_code(result)
 

@@ -34,6 +34,9 @@ class RunMonitor:
         self._offset = 0
         self._partial = b""
         self._created = time.monotonic()
+        # Set by whoever stops the run: a supervisor that then dies without a result
+        # (say, killed while it was still starting) leaves an aborted run, not a failed one.
+        self.stop_requested = False
 
     # ---- events ----------------------------------------------------------
 
@@ -116,6 +119,13 @@ class RunMonitor:
         self.wait(on_event=batch.append, timeout=timeout)
         yield from batch
 
+    def _job_cancel_requested(self, job_id: str | None) -> bool:
+        """Whether the run's job was asked to stop (by any process): see jobs.CANCEL_FILE."""
+        from subagents.jobs import CANCEL_FILE
+
+        home = self.run_dir.parent.parent
+        return bool(job_id) and (home / "jobs" / str(job_id) / CANCEL_FILE).exists()
+
     def recover_dead_supervisor(self) -> dict[str, Any]:
         """The supervisor is gone without a result: clean up after it and write one."""
         result = self.result()
@@ -129,14 +139,20 @@ class RunMonitor:
             spec = RunSpec.from_dict(read_json(self.run_dir / "meta.json"))
         except (OSError, ValueError, TypeError):
             spec = RunSpec(runId=self.run_dir.name, backend="unknown", task="", cwd="", argv=[])
-        message = "the supervisor died without writing a result"
+        if self.stop_requested or self._job_cancel_requested(spec.jobId):
+            status, message = (
+                "aborted",
+                "aborted: the run was stopped; its supervisor ended without a result",
+            )
+        else:
+            status, message = "failed", "the supervisor died without writing a result"
         if isinstance(child_pid, int):
             message += f"; its child (pid {child_pid}) was killed"
         started = spec.createdAt or time.time()
         result = build_result(
             spec,
             self.run_dir,
-            status="failed",
+            status=status,
             started_at=started,
             error_message=message,
             tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),

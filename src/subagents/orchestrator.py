@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -217,6 +218,25 @@ class Job:
             t.start()
         for t in stoppers:
             t.join(timeout=30)
+
+    def cancel_soon(self) -> None:
+        """``cancel()`` without waiting for it: safe in a signal handler."""
+        self._cancelled.set()
+        threading.Thread(target=self.cancel, name="subagents-cancel", daemon=True).start()
+
+    def stop_on_signals(self, signals: tuple[int, ...]) -> Callable[[], None]:
+        """Make ``signals`` cancel this job instead of raising wherever the main thread is,
+        so the job always goes on to record its end. Returns a function restoring the
+        previous handlers. Main thread only."""
+        previous = {sig: signal.getsignal(sig) for sig in signals}
+        for sig in signals:
+            signal.signal(sig, lambda *_: self.cancel_soon())
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+        return restore
 
     @property
     def cancelled(self) -> bool:

@@ -208,6 +208,7 @@ class RunHandle:
         Bounded: if the supervisor does not answer, it is killed and the result is
         written here.
         """
+        self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
             procs.kill_group(self.launched.pid, signal.SIGTERM)
             done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)

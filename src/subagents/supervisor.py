@@ -11,11 +11,19 @@ library and the small modules it needs, so it starts fast and stays small.
 
 from __future__ import annotations
 
+import signal
+
+# Run as a program, a stop request that comes while it is still starting is remembered
+# (and honoured before anything is spawned) instead of killing it without a result.
+_EARLY_SIGNALS: list[int] = []
+if __name__ == "__main__":
+    for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(_sig, lambda signum, _frame: _EARLY_SIGNALS.append(signum))
+
 import contextlib
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import time
@@ -298,6 +306,9 @@ class Supervisor:
         for s in handled:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
+            if _EARLY_SIGNALS:  # asked to stop before the child was even spawned
+                self.on_signal(_EARLY_SIGNALS[0])
+                return self.finish()
             spawn_error = self.spawn()
             if spawn_error is not None:
                 self.emit(ev.error(spawn_error, fatal=True))
