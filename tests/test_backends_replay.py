@@ -26,45 +26,37 @@ RUN_EVENTS = ("assistant_text", "tool_call", "tool_result", "usage")
 
 # --------------------------------------------------------------------------- replay (conformance kit)
 
+# What the captured successful claude run must come to.
+CLAUDE_SUCCESS: dict[str, Any] = {
+    "status": "completed",
+    "final_text": "All done.",
+    "stop_reason": "stop",
+    "tool_calls": 1,
+    "usage": {
+        "input": 200,
+        "output": 24,
+        "cacheRead": 50,
+        "cacheWrite": 100,
+        "totalTokens": 374,
+        "cost": 0.00135,
+    },
+    "model": "claude-sonnet-4-5",
+    "event_types": RUN_EVENTS,
+}
+
 CASES: dict[str, tuple[str, Case]] = {
     "claude": (
         "claude",
         Case(
             STREAMS / "claude.jsonl",
-            status="completed",
-            final_text="All done.",
-            stop_reason="stop",
-            tool_calls=1,
-            usage={
-                "input": 200,
-                "output": 24,
-                "cacheRead": 50,
-                "cacheWrite": 100,
-                "totalTokens": 374,
-                "cost": 0.00135,
-            },
-            model="claude-sonnet-4-5",
-            event_types=RUN_EVENTS,
+            **CLAUDE_SUCCESS,
         ),
     ),
     "claude.partial": (
         "claude",
         Case(
-            STREAMS / "claude.partial.jsonl",
-            status="completed",
-            final_text="All done.",
-            stop_reason="stop",
-            tool_calls=1,
-            usage={
-                "input": 200,
-                "output": 24,
-                "cacheRead": 50,
-                "cacheWrite": 100,
-                "totalTokens": 374,
-                "cost": 0.00135,
-            },
-            model="claude-sonnet-4-5",
-            event_types=RUN_EVENTS,
+            STREAMS / "claude.partial.jsonl",  # the same run, with stream_event lines
+            **CLAUDE_SUCCESS,
         ),
     ),
     "claude.maxturns": (
