@@ -155,8 +155,7 @@ def plan(
                 env,
             )
         except InputError as exc:
-            field_name = "task" if "task" in str(exc) else "backend"
-            raise PlanError(f"{where}.{field_name}: {exc}") from None
+            raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or options.concurrency, n))
     return JobPlan(spec.mode, requests, options.limits, concurrency, options.session)

@@ -26,7 +26,12 @@ from subagents.runspec import RunSpec
 
 
 class InputError(Exception):
-    """Bad input: one line naming the problem; the CLI exits 2."""
+    """Bad input: one line naming the problem; the CLI exits 2. ``field`` names the
+    request field at fault, when one is (a plan reports it as ``steps.N.<field>``)."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass
@@ -74,13 +79,15 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
         if os.path.isfile(wanted) and os.access(wanted, os.X_OK):
             return wanted
         raise InputError(
-            f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)"
+            f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)",
+            "backend",
         )
     found = shutil.which(wanted, path=env.get("PATH"))
     if found is None:
         hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
         raise InputError(
-            f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}"
+            f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}",
+            "backend",
         )
     return found
 
@@ -88,15 +95,18 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
 def check_capabilities(backend: Backend, req: RunRequest) -> None:
     if req.tools is not None and not backend.supports_tools:
         raise InputError(
-            f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend"
+            f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend",
+            "backend",
         )
     if req.thinking and not backend.supports_thinking:
         raise InputError(
-            f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend"
+            f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend",
+            "backend",
         )
     if req.system_prompt and not backend.supports_system_prompt:
         raise InputError(
-            f"backend {backend.name} cannot take a system prompt; choose another backend"
+            f"backend {backend.name} cannot take a system prompt; choose another backend",
+            "backend",
         )
 
 
@@ -113,7 +123,7 @@ class Checked:
 def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     """Everything that can be wrong with ``req``, found without creating anything."""
     if not req.task or not req.task.strip():
-        raise InputError("the task is empty")
+        raise InputError("the task is empty", "task")
     depth = current_depth(env) + 1
     if depth > limits.max_depth:
         raise InputError(
@@ -124,11 +134,11 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     try:
         backend = get_backend(name)
     except BackendError as exc:
-        raise InputError(str(exc)) from None
+        raise InputError(str(exc), "backend") from None
     check_capabilities(backend, req)
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
-        raise InputError(f"working directory does not exist or is not a directory: {cwd}")
+        raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
     return Checked(backend, resolve_binary(backend, limits, env), cwd.resolve(), depth)
 
 
