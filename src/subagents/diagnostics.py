@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
-from subagents.progress import humanize_tool_call
+from subagents.progress import humanize_tool_call, one_line
 
 __all__ = ["render"]
 
@@ -47,10 +47,6 @@ def _inline_code(text: str) -> str:
     marks = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{marks}{pad}{text}{pad}{marks}"
-
-
-def _one_line(text: str) -> str:
-    return " ↵ ".join(part.strip() for part in text.strip().splitlines())
 
 
 def _cut_line(text: str, suffix: str, limit: int) -> str:
@@ -150,7 +146,7 @@ def _activity_section(events: list[dict[str, Any]], events_path: str | None) -> 
         lines.append(f"… {left_out} earlier tool {noun} not shown{where}")
         lines.append("")
     for call in shown:
-        text = _one_line(humanize_tool_call(str(call.get("toolName") or "tool"), call.get("args")))
+        text = one_line(humanize_tool_call(str(call.get("toolName") or "tool"), call.get("args")))
         call_id = call.get("toolCallId")
         if isinstance(call_id, str) and call_id in outcomes:
             suffix = " (failed)" if outcomes[call_id] else " (ok)"

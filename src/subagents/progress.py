@@ -335,7 +335,8 @@ def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
 # --------------------------------------------------------------------------- shortening
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """Lines joined with a visible mark, so a multi-line value stays one line."""
     return NEWLINE_MARK.join(part.strip() for part in text.strip().splitlines())
 
 
@@ -366,11 +367,11 @@ def _tail_path(path: str, limit: int) -> str:
 def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
     text = subject.text
     if not shorten:
-        return _one_line(text)
+        return one_line(text)
     if subject.style == "path":
         if cwd and text.startswith(cwd.rstrip("/") + "/") and len(text) > len(cwd) + 1:
             text = text[len(cwd.rstrip("/")) + 1 :]
-        return _tail_path(_one_line(text), PATH_LIMIT)
+        return _tail_path(one_line(text), PATH_LIMIT)
     if subject.style == "command":
         lines = text.strip().splitlines()
         first = lines[0].strip() if lines else ""

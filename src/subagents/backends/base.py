@@ -21,6 +21,18 @@ class BackendError(Exception):
     """A request this backend cannot serve (missing binary, unsupported option)."""
 
 
+def text_blocks(content: Any, sep: str = "") -> str:
+    """The text of a message's content: a string, or the ``{"type": "text"}`` blocks of a
+    list (the shape pi, Claude and Codex all use), joined with ``sep``."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return sep.join(
+        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
 class CommandRequest:
     """What a run asks of a backend's command line.
 

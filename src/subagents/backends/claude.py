@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 
 from subagents import events as ev
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -42,16 +42,6 @@ ROOT_ALLOWED_TOOLS = (
     "TodoWrite",
     "Task",
 )
-
-
-def _block_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
-    )
 
 
 def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
@@ -180,7 +170,7 @@ class ClaudeNormalizer(Normalizer):
                         call_id,
                         self._tool_names.get(call_id, ""),
                         bool(b.get("is_error")),
-                        _block_text(b.get("content")),
+                        text_blocks(b.get("content"), "\n"),
                     )
                 )
         return out

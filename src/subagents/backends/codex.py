@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from subagents import events as ev
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -101,14 +101,7 @@ def _tool_outcome(item: dict[str, Any]) -> tuple[bool, str]:
             return True, str(err["message"])
         result = item.get("result")
         content = result.get("content") if isinstance(result, dict) else None
-        text = ""
-        if isinstance(content, list):
-            text = "\n".join(
-                str(c.get("text", ""))
-                for c in content
-                if isinstance(c, dict) and c.get("type") == "text"
-            )
-        return failed, text
+        return failed, text_blocks(content, "\n") if isinstance(content, list) else ""
     return failed, ""
 
 

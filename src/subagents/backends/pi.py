@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 from subagents import events as ev
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        part.get("text", "")
-        for part in content
-        if isinstance(part, dict) and part.get("type") == "text"
-    )
 
 
 def _pi_usage(u: Any) -> dict[str, Any]:
@@ -65,7 +53,7 @@ class PiNormalizer(Normalizer):
             ]
         if t == "tool_execution_end":
             result = obj.get("result")
-            text = _text_of(result.get("content")) if isinstance(result, dict) else ""
+            text = text_blocks(result.get("content")) if isinstance(result, dict) else ""
             return [
                 ev.tool_result(
                     str(obj.get("toolCallId", "")),
@@ -91,7 +79,7 @@ class PiNormalizer(Normalizer):
             return []
         content = msg.get("content")
         parts = content if isinstance(content, list) else []
-        text = _text_of(parts)
+        text = text_blocks(parts)
         has_calls = any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
         out: list[ev.Event] = []
         for p in parts:
