@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from subagents import procs
-from subagents.artifacts import publish_once, read_events, read_json
-from subagents.result import attach_diagnostics, build_result
+from subagents.artifacts import read_events, read_json
+from subagents.result import publish_ended, spec_of
 from subagents.runners.base import SUPERVISOR_FILE, Launched
-from subagents.runspec import RunSpec
 from subagents.waker import DirWaker
 
 LIVENESS_EVERY = 1.0
@@ -135,10 +134,7 @@ class RunMonitor:
         child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
         if isinstance(child_pid, int) and child_pid > 0:
             procs.kill_group(child_pid)
-        try:
-            spec = RunSpec.from_dict(read_json(self.run_dir / "meta.json"))
-        except (OSError, ValueError, TypeError):
-            spec = RunSpec(runId=self.run_dir.name, backend="unknown", task="", cwd="", argv=[])
+        spec = spec_of(self.run_dir)
         if self.stop_requested or self._job_cancel_requested(spec.jobId):
             status, message = (
                 "aborted",
@@ -148,17 +144,10 @@ class RunMonitor:
             status, message = "failed", "the supervisor died without writing a result"
         if isinstance(child_pid, int):
             message += f"; its child (pid {child_pid}) was killed"
-        started = spec.createdAt or time.time()
-        result = build_result(
-            spec,
+        return publish_ended(
             self.run_dir,
+            spec=spec,
             status=status,
-            started_at=started,
             error_message=message,
             tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),
         )
-        attach_diagnostics(result, self.run_dir)
-        publish_once(self.run_dir / "result.json", result)
-        # Whoever won the race to publish, that is the result.
-        final = self.result()
-        return final if final is not None else result

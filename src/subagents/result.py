@@ -87,6 +87,41 @@ def build_result(
 STDERR_TAIL_BYTES = 4000
 
 
+def spec_of(run_dir: Path) -> RunSpec:
+    """The run's spec from ``meta.json``, or a stand-in naming only the run when unreadable."""
+    from subagents.artifacts import read_json
+
+    try:
+        return RunSpec.from_dict(read_json(run_dir / "meta.json"))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return RunSpec(runId=run_dir.name, backend="unknown", task="", cwd="", argv=[])
+
+
+def publish_ended(
+    run_dir: Path, *, status: str, error_message: str, spec: RunSpec | None = None, **fields: Any
+) -> dict[str, Any]:
+    """Write the result of a run that ended without its supervisor saying how (it could not
+    start, or died): built, diagnosed and published once like any result. Returns the result
+    that is on disk, whoever won the race to publish it."""
+    from subagents.artifacts import publish_once, read_json
+
+    spec = spec or spec_of(run_dir)
+    result = build_result(
+        spec,
+        run_dir,
+        status=status,
+        started_at=fields.pop("started_at", None) or spec.createdAt or time.time(),
+        error_message=error_message,
+        **fields,
+    )
+    publish_once(run_dir / "result.json", attach_diagnostics(result, run_dir))
+    try:
+        on_disk = read_json(run_dir / "result.json")
+    except (OSError, ValueError):
+        return result
+    return on_disk if isinstance(on_disk, dict) else result
+
+
 def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Render the failure body from what the run left on disk; never raises."""
     from subagents.artifacts import read_events, read_tail

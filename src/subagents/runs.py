@@ -234,13 +234,11 @@ def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> Run
         launched = launch(run_dir, runner)
     except RunnerError as exc:
         # The run directory exists: it must not be left without a result.
-        from subagents.artifacts import publish_once
-        from subagents.result import build_result
+        from subagents.result import publish_ended
 
-        failed = build_result(
-            spec, run_dir, status="failed", started_at=time.time(), error_message=str(exc)
+        publish_ended(
+            run_dir, spec=spec, status="failed", error_message=str(exc), started_at=time.time()
         )
-        publish_once(run_dir / "result.json", failed)
         raise InputError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)
 

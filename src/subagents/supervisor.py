@@ -34,7 +34,7 @@ from subagents import events as ev
 from subagents.artifacts import dumps, open_private, publish_once, read_json, read_tail
 from subagents.backends import get_backend
 from subagents.backends.base import Normalizer
-from subagents.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result
+from subagents.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
 from subagents.runspec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -495,14 +495,7 @@ def _last_line(text: str) -> str:
 
 def fail_before_start(run_dir: Path, message: str) -> None:
     """Could not even read the spec: still leave a failed result behind."""
-    now = time.time()
-    spec = RunSpec(runId=run_dir.name, backend="unknown", task="", cwd="", argv=[])
-    with contextlib.suppress(Exception):
-        spec = RunSpec.from_dict(read_json(run_dir / "meta.json"))
-    result = attach_diagnostics(
-        build_result(spec, run_dir, status="failed", started_at=now, error_message=message), run_dir
-    )
-    publish_once(run_dir / "result.json", result)
+    publish_ended(run_dir, status="failed", error_message=message, started_at=time.time())
 
 
 def main(argv: list[str] | None = None) -> int:
