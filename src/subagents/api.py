@@ -9,6 +9,7 @@ job.wait(); job.stop()
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents import paths, procs
-from subagents.artifacts import read_events
+from subagents.artifacts import read_tail
 from subagents.jobs import TERMINAL, JobIdError, JobStore
 from subagents.jobspec import JobSpec, PlanError, parse_job
 from subagents.orchestrator import EventSink, Job, JobPlan, PlanOptions, options_from_settings, plan
@@ -226,6 +227,9 @@ def _read(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+ACTIVITY_TAIL_BYTES = 64 * 1024
+
+
 def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     """What the job's newest run is doing now, from the tail of its events."""
     from subagents.progress import ProgressFormatter
@@ -235,8 +239,18 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
         if (run_dir / "result.json").exists():
             continue
         fmt = ProgressFormatter(max_len=60)
-        for event in read_events(run_dir / "events.jsonl")[-50:]:
-            fmt.line(event)
+        # Only the tail: a long run's events file can be large, and ps looks at every
+        # running job. Where the tail starts mid-file, its cut first line is skipped.
+        events_file = run_dir / "events.jsonl"
+        lines = read_tail(events_file, ACTIVITY_TAIL_BYTES).split("\n")
+        with contextlib.suppress(OSError):
+            if events_file.stat().st_size > ACTIVITY_TAIL_BYTES:
+                lines = lines[1:]
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    fmt.line(event)
         return fmt.activity()
     return None
 
