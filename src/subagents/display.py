@@ -120,10 +120,6 @@ class Display:
         if line and self.enabled:
             self.console.print(Text(f"{run.label}: " if self.multi else "") + Text(line))
 
-    def note(self, message: str) -> None:
-        if self.enabled:
-            self.console.print(f"[yellow]{message}[/yellow]")
-
     def finished(self, result: dict[str, Any]) -> None:
         if not self.enabled:
             return

@@ -68,10 +68,6 @@ def is_terminal(stop_reason: str | None) -> bool:
     return stop_reason in TERMINAL
 
 
-def is_success(stop_reason: str | None) -> bool:
-    return stop_reason in TERMINAL_SUCCESS
-
-
 def empty_usage() -> dict[str, Any]:
     return {
         "input": 0,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,12 +111,6 @@ class RunMonitor:
                 waker.wait(until - now)
         finally:
             waker.close()
-
-    def follow(self, timeout: float | None = None) -> Iterator[dict[str, Any]]:
-        """Yield events as they land; stops when the run is over."""
-        batch: list[dict[str, Any]] = []
-        self.wait(on_event=batch.append, timeout=timeout)
-        yield from batch
 
     def _job_cancel_requested(self, job_id: str | None) -> bool:
         """Whether the run's job was asked to stop (by any process): see jobs.CANCEL_FILE."""
