@@ -324,9 +324,9 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
             if not follow or finished:
                 return
             assert waker is not None
-            waker.wait(0.5)
-            # Runs write in their own directories: follow those too.
-            time.sleep(0.05)
+            # Wakes at once when the job's state changes (a new run, the end); transcripts
+            # grow in the runs' own directories, not watched here: look again every 0.25 s.
+            waker.wait(0.25)
     finally:
         if waker is not None:
             waker.close()
