@@ -21,6 +21,7 @@ if __name__ == "__main__":
         signal.signal(_sig, lambda signum, _frame: _EARLY_SIGNALS.append(signum))
 
 import contextlib
+import fcntl
 import json
 import os
 import selectors
@@ -49,12 +50,6 @@ DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
 MAX_NOISE_NOTICES = 20
-
-
-def _fcntl() -> Any:
-    import fcntl
-
-    return fcntl
 
 
 def signal_name(signum: int) -> str:
@@ -337,10 +332,10 @@ class Supervisor:
         assert self.proc is not None and self.proc.stdout is not None
         out_fd = self.proc.stdout.fileno()
         os.set_blocking(out_fd, False)
-        if hasattr(fcntl_mod := _fcntl(), "F_SETPIPE_SZ"):
+        if hasattr(fcntl, "F_SETPIPE_SZ"):  # Linux
             # A bigger pipe means fewer wake-ups with a chatty child.
             with contextlib.suppress(OSError):
-                fcntl_mod.fcntl(out_fd, fcntl_mod.F_SETPIPE_SZ, READ_SIZE)
+                fcntl.fcntl(out_fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
         sel = selectors.DefaultSelector()
         sel.register(out_fd, selectors.EVENT_READ, "out")
         sel.register(wake_r, selectors.EVENT_READ, "signal")
