@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import pistream as pi  # noqa: E402
 
-from subagents.runs import Limits, RunRequest, prepare  # noqa: E402
+from subagents.runs.launch import Limits, RunRequest, prepare  # noqa: E402
 
-SUPERVISOR = [sys.executable, "-m", "subagents.supervisor"]
+SUPERVISOR = [sys.executable, "-m", "subagents.runs.supervisor"]
 
 
 def sh_script(path: Path, body: str) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from subagents.runs import Limits, RunHandle, RunRequest, start
+from subagents.runs.launch import Limits, RunHandle, RunRequest, start
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 
 sys.path.insert(0, str(Path(__file__).parent))

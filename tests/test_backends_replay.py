@@ -16,7 +16,7 @@ from subagents.backends.claude import ROOT_ALLOWED_TOOLS, ClaudeBackend
 from subagents.backends.codex import CodexBackend
 from subagents.backends.gemini import GeminiBackend
 from subagents.backends.opencode import OpenCodeBackend
-from subagents.runs import InputError, Limits, RunRequest, check_capabilities, start
+from subagents.runs.launch import InputError, Limits, RunRequest, check_capabilities, start
 from subagents.testing.conformance import Case, check_backend, normalize_stream
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 

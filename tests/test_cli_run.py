@@ -14,7 +14,7 @@ import pistream as pi
 import psutil
 from conftest import Fake, eventually, needs_pi, pid_alive
 
-from subagents.mockmodel import MockModelServer, Script, write_pi_config
+from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 

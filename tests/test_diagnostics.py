@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from subagents import events as ev
-from subagents.diagnostics import NOTHING_CAPTURED, fence, render
+from subagents.core import events as ev
+from subagents.present.diagnostics import NOTHING_CAPTURED, fence, render
 
 
 def make_result(**overrides: Any) -> dict[str, Any]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import subagents.doctor as doctor
-from subagents.doctor import BackendCheck, check_backend, check_backends, render_text
+import subagents.cli.doctor as doctor
+from subagents.cli.doctor import BackendCheck, check_backend, check_backends, render_text
 
 
 def fake_cli(directory: Path, name: str, body: str) -> Path:

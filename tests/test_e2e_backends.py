@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from subagents import mockmodel as mm
-from subagents.mockmodel import MockModelServer, Script
-from subagents.runs import Limits, RunRequest, start
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.runs.launch import Limits, RunRequest, start
 
 FINAL = "Listed: {tool_output}."
 FINAL_TEXT = "Listed: a.txt, b.py."

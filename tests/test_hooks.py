@@ -15,8 +15,8 @@ from typing import Any
 import psutil
 import pytest
 
-from subagents import hooks, sessionlog
 from subagents.config import Hook
+from subagents.lifecycle import hooks, sessionlog
 
 
 def _entry(event_type: str = "subagent:complete", **kw: Any) -> dict[str, Any]:
@@ -228,7 +228,7 @@ def test_detached_hooks_outlive_the_caller(tmp_path: Path) -> None:
         """
         import sys
         from pathlib import Path
-        from subagents import hooks
+        from subagents.lifecycle import hooks
         from subagents.config import Hook
         out, log = sys.argv[1], Path(sys.argv[2])
         hook = Hook(on=["aborted"], command=["sh", "-c", 'sleep 1; cat > "$1"', "sh", out])

@@ -14,7 +14,7 @@ from conftest import Fake, eventually
 from test_cli_run import CLI, cli
 from test_jobs import bin_env
 
-from subagents import sessionlog
+from subagents.lifecycle import sessionlog
 
 
 def _config(text: str) -> None:

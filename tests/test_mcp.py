@@ -24,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from subagents.jobs import JobStore
+from subagents.jobs.store import JobStore
 from subagents.testing.fakeagent import SCRIPT_ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
@@ -424,7 +424,7 @@ def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
 
 
 def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from subagents.mcp import http_token
+    from subagents.mcp.transport import http_token
 
     config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
     config_dir.mkdir(parents=True, exist_ok=True)

@@ -23,8 +23,8 @@ from typing import Any
 import psutil
 import pytest
 
-from subagents import mockmodel as mm
-from subagents.mockmodel import MockModelServer, Script
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
 
 needs_clis = pytest.mark.skipif(
     shutil.which("claude") is None or shutil.which("pi") is None,

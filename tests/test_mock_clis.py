@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from subagents import mockmodel as mm
-from subagents.mockmodel import MockModelServer, Script
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
 
 FINAL = "Listed: {tool_output}."
 FINAL_TEXT = "Listed: a.txt, b.py."

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-import subagents.mockmodel as mm
-from subagents.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
+import subagents.demo.mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
 
 needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the pi CLI is not installed")
 
@@ -206,10 +206,10 @@ def test_write_pi_config(tmp_path: Path) -> None:
 
 
 def test_cli_serves_in_foreground() -> None:
-    src = str(Path(mm.__file__).resolve().parents[1])
+    src = str(Path(mm.__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.mockmodel", "--port", "0", "--final", "bye"],
+        [sys.executable, "-m", "subagents.demo.mockmodel", "--port", "0", "--final", "bye"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         text=True,

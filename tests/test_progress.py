@@ -11,14 +11,9 @@ from typing import Any
 import pytest
 
 import subagents
-from subagents import events as ev
-from subagents.progress import (
-    KINDS,
-    TOOL_KINDS,
-    ProgressFormatter,
-    humanize_tool_call,
-    transcript_entry,
-)
+from subagents.core import events as ev
+from subagents.present.humanize import KINDS, TOOL_KINDS, humanize_tool_call
+from subagents.present.progress import ProgressFormatter, transcript_entry
 
 # --------------------------------------------------------------------------- tool calls
 
@@ -378,7 +373,7 @@ def test_transcript_and_line_share_wording() -> None:
 
 def test_module_imports_only_stdlib() -> None:
     code = (
-        "import sys; import subagents.progress, subagents.diagnostics; "
+        "import sys; import subagents.present.progress, subagents.present.diagnostics; "
         "bad = [m for m in ('rich', 'pydantic', 'click', 'yaml', 'psutil') if m in sys.modules]; "
         "print(','.join(bad))"
     )

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from subagents import sessionlog
-from subagents.waker import DirWaker
+from subagents.core.waker import DirWaker
+from subagents.lifecycle import history, sessionlog
 
 # The entry shape, copied from DESIGN.md ("Session log") on purpose: not imported.
 DESIGN_KEYS = {
@@ -62,7 +62,7 @@ WRITER = textwrap.dedent(
     """
     import os, sys, time
     from pathlib import Path
-    from subagents import sessionlog
+    from subagents.lifecycle import history, sessionlog
     path, writer, go = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
     deadline = time.monotonic() + 30
     while not go.exists() and time.monotonic() < deadline:
@@ -163,7 +163,7 @@ class Follower:
 
     def _run(self, path: Path, kw: dict[str, Any]) -> None:
         try:
-            for obj in sessionlog.follow(path, stop=self.stop, **kw):
+            for obj in history.follow(path, stop=self.stop, **kw):
                 self.q.put((time.monotonic(), obj))
         finally:
             self.done.set()
@@ -200,7 +200,7 @@ def test_follow_yields_an_append_from_another_process_within_a_second(
     follower.append(f)
     assert f.get()[1] == {"n": 0}  # follow is running now
 
-    code = "import sys; from subagents import sessionlog; sessionlog.append(sys.argv[1], {'n': 1})"
+    code = "import sys; from subagents.lifecycle import sessionlog; sessionlog.append(sys.argv[1], {'n': 1})"
     proc = subprocess.Popen([sys.executable, "-c", code, str(log)])
     assert proc.wait(timeout=30) == 0
     appended = time.monotonic()
@@ -286,7 +286,7 @@ def test_follow_stops_on_a_callable_and_on_an_event(tmp_path: Path) -> None:
     done = threading.Event()
 
     def run() -> None:
-        out.extend(sessionlog.follow(log, stop=lambda: flag["stop"]))
+        out.extend(history.follow(log, stop=lambda: flag["stop"]))
         done.set()
 
     threading.Thread(target=run, daemon=True).start()
@@ -298,7 +298,7 @@ def test_follow_stops_on_a_callable_and_on_an_event(tmp_path: Path) -> None:
     event = threading.Event()
     event.set()
     started = time.monotonic()
-    assert list(sessionlog.follow(log, stop=event)) == []
+    assert list(history.follow(log, stop=event)) == []
     assert time.monotonic() - started < 3
 
 
@@ -538,27 +538,25 @@ def test_default_session_id() -> None:
     [("2h", 7200), ("30m", 1800), ("1d", 86400), ("45s", 45), ("2w", 1209600), (" 90M ", 5400)],
 )
 def test_parse_since_durations(text: str, seconds: int) -> None:
-    assert sessionlog.parse_since(text, now=1_000_000.0) == 1_000_000.0 - seconds
+    assert history.parse_since(text, now=1_000_000.0) == 1_000_000.0 - seconds
 
 
 def test_parse_since_iso() -> None:
     assert (
-        sessionlog.parse_since("2026-01-05T10:00:00Z")
+        history.parse_since("2026-01-05T10:00:00Z")
         == datetime(2026, 1, 5, 10, tzinfo=UTC).timestamp()
     )
     assert (
-        sessionlog.parse_since("2026-01-05T12:00:00+02:00")
+        history.parse_since("2026-01-05T12:00:00+02:00")
         == datetime(2026, 1, 5, 10, tzinfo=UTC).timestamp()
     )
-    assert (
-        sessionlog.parse_since("2026-01-05") == datetime(2026, 1, 5).timestamp()
-    )  # local midnight
+    assert history.parse_since("2026-01-05") == datetime(2026, 1, 5).timestamp()  # local midnight
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "", "5x", "-2h", "2026-13-01"])
 def test_parse_since_rejects(bad: str) -> None:
     with pytest.raises(ValueError, match=r"30m.*ISO"):
-        sessionlog.parse_since(bad)
+        history.parse_since(bad)
 
 
 def test_select() -> None:
@@ -590,21 +588,21 @@ def test_select() -> None:
     def ids(xs: list[dict[str, Any]]) -> list[tuple[str, str]]:
         return [(x["jobId"], x["eventType"]) for x in xs]
 
-    assert ids(sessionlog.select(entries, status="failed")) == [
+    assert ids(history.select(entries, status="failed")) == [
         ("j2", "subagent:error"),
         ("j3", "subagent:error"),
     ]
-    assert len(sessionlog.select(entries, status="timeout")) == 2
-    assert ids(sessionlog.select(entries, agent="reviewer")) == [("j3", "subagent:error")]
-    assert len(sessionlog.select(entries, agent="scout")) == 3
-    since = sessionlog.parse_since("2026-01-05T10:30:00Z")
-    assert ids(sessionlog.select(entries, since=since)) == [
+    assert len(history.select(entries, status="timeout")) == 2
+    assert ids(history.select(entries, agent="reviewer")) == [("j3", "subagent:error")]
+    assert len(history.select(entries, agent="scout")) == 3
+    since = history.parse_since("2026-01-05T10:30:00Z")
+    assert ids(history.select(entries, since=since)) == [
         ("j2", "subagent:error"),
         ("j3", "subagent:error"),
     ]
-    assert ids(sessionlog.select(entries, event_types=["start"])) == [("j1", "subagent:start")]
-    assert len(sessionlog.select(entries, event_types="subagent:complete")) == 1
-    assert len(sessionlog.select(entries, job_id="j1")) == 2
-    assert sessionlog.select(entries, status="failed", agent="worker", since=since) == [entries[2]]
+    assert ids(history.select(entries, event_types=["start"])) == [("j1", "subagent:start")]
+    assert len(history.select(entries, event_types="subagent:complete")) == 1
+    assert len(history.select(entries, job_id="j1")) == 2
+    assert history.select(entries, status="failed", agent="worker", since=since) == [entries[2]]
     with pytest.raises(ValueError, match="event type"):
-        sessionlog.select(entries, event_types=["finished"])
+        history.select(entries, event_types=["finished"])

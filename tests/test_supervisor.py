@@ -17,8 +17,8 @@ import pistream as pi
 import pytest
 from conftest import Fake, eventually, pid_alive
 
-from subagents.artifacts import read_events
-from subagents.runs import RunHandle
+from subagents.core.files import read_events
+from subagents.runs.launch import RunHandle
 
 
 def _ts(iso: str) -> float:
@@ -312,7 +312,7 @@ def test_supervisor_killed_by_sigkill_gives_a_failed_result(fake: Fake) -> None:
 
 def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
     handle_env = fake.env([])
-    from subagents.runs import Limits, RunRequest, prepare, start_prepared
+    from subagents.runs.launch import Limits, RunRequest, prepare, start_prepared
 
     spec, run_dir = prepare(
         RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=handle_env),

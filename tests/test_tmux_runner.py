@@ -12,7 +12,7 @@ import pistream as pi
 import pytest
 from conftest import Fake
 
-from subagents.runs import Limits, RunRequest, start
+from subagents.runs.launch import Limits, RunRequest, start
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -111,7 +111,7 @@ def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
 def test_missing_tmux_is_a_clear_error(
     fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from subagents.runs import InputError
+    from subagents.runs.launch import InputError
 
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(InputError, match="tmux not found"):

@@ -1,7 +1,7 @@
 """subagents: delegate tasks to child coding agents.
 
 The public API is small; names are imported on first use so that
-``python -m subagents.supervisor`` starts fast.
+``python -m subagents.runs.supervisor`` starts fast.
 """
 
 from __future__ import annotations

@@ -18,11 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from subagents import paths, procs
-from subagents.artifacts import read_tail
-from subagents.jobs import TERMINAL, JobIdError, JobStore
-from subagents.jobspec import JobSpec, PlanError, parse_job
-from subagents.orchestrator import EventSink, Job, JobPlan, PlanOptions, options_from_settings, plan
+from subagents.core import paths, procs
+from subagents.core.files import read_tail
+from subagents.jobs import (
+    TERMINAL,
+    EventSink,
+    Job,
+    JobIdError,
+    JobPlan,
+    JobSpec,
+    JobStore,
+    PlanError,
+    PlanOptions,
+    options_from_settings,
+    parse_job,
+    plan,
+)
 
 
 class BadRequest(Exception):
@@ -64,7 +75,7 @@ def prepare_job(
         options.runner = runner
     if agent_scope:
         options.agent_scope = agent_scope
-    from subagents import sessionlog
+    from subagents.lifecycle import sessionlog
 
     try:
         options.session = session or sessionlog.default_session_id(env)
@@ -90,7 +101,7 @@ def run_labels(job: PreparedJob) -> list[str]:
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> dict[str, Any]:
     """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
     SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
-    from subagents.lifecycle import lifecycle_for
+    from subagents.jobs import lifecycle_for
 
     runner = Job(job.store, job.job_id, job.plan)
     restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
@@ -110,7 +121,7 @@ def _in_main_thread() -> bool:
 
 
 def start_background(job: PreparedJob) -> str:
-    from subagents.jobdriver import start_background as launch
+    from subagents.jobs import start_background as launch
 
     job.store.update(job.job_id, background=True)
     launch(job.store, job.job_id)
@@ -139,7 +150,7 @@ def wait_job(
     A job whose driver is gone is ended (``orphaned_as``: status and message) once its
     runs are over, so this never waits on a dead driver.
     """
-    from subagents.waker import DirWaker
+    from subagents.core.waker import DirWaker
 
     deadline = None if timeout is None else time.monotonic() + timeout
     waker = DirWaker(store.dir / job_id)
@@ -201,8 +212,8 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.monitor import RunMonitor
-    from subagents.runners.base import SUPERVISOR_FILE
+    from subagents.runners import SUPERVISOR_FILE
+    from subagents.runs import RunMonitor
 
     for run_id in run_ids:
         if not run_id:
@@ -221,7 +232,7 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from subagents.artifacts import read_json
+    from subagents.core.files import read_json
 
     data = read_json(path)
     return data if isinstance(data, dict) else {}
@@ -232,7 +243,7 @@ ACTIVITY_TAIL_BYTES = 64 * 1024
 
 def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     """What the job's newest run is doing now, from the tail of its events."""
-    from subagents.progress import ProgressFormatter
+    from subagents.present import ProgressFormatter
 
     for run_id in reversed([r for r in run_ids if r]):
         run_dir = paths.runs_dir(home) / run_id
@@ -298,7 +309,7 @@ def describe_job(state: dict[str, Any]) -> str:
 
 def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
     """Each run's transcript.md, with a header per run; with ``follow``, live until the job ends."""
-    from subagents.waker import DirWaker
+    from subagents.core.waker import DirWaker
 
     offsets: dict[str, int] = {}
     current: str | None = None

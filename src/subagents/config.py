@@ -28,7 +28,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from subagents import paths
+from subagents.core import paths
 
 APP_NAME = "subagents"
 CONFIG_FILE = "config.toml"
@@ -149,7 +149,7 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
 def state_home(env: Mapping[str, str] | None = None) -> Path:
     """``$SUBAGENTS_HOME``, else the platform's user state dir (``~/.local/state/subagents``).
 
-    One implementation, shared with the supervisor: :func:`subagents.paths.state_home`.
+    One implementation, shared with the supervisor: :func:`subagents.core.paths.state_home`.
     """
     return paths.state_home(env)
 

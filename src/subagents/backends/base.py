@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from subagents import events as ev
+from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False

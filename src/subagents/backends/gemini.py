@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 
-from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False

@@ -14,8 +14,8 @@ Stream facts (opencode 1.18, see tests/fixtures/streams/opencode*.jsonl):
 
 from __future__ import annotations
 
-from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False

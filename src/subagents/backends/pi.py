@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from subagents import events as ev
 from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
+from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False

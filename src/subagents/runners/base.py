@@ -7,8 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from subagents import procs
-from subagents.artifacts import write_json_atomic
+from subagents.core import procs
+from subagents.core.files import write_json_atomic
 
 SUPERVISOR_FILE = "supervisor.json"
 # The caller's environment, for runners whose supervisor does not inherit it (tmux).
@@ -34,7 +34,7 @@ class Launched:
 
 
 def supervisor_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "subagents.supervisor", str(run_dir)]
+    return [sys.executable, "-m", "subagents.runs.supervisor", str(run_dir)]
 
 
 def record(run_dir: Path, launched: Launched) -> Launched:

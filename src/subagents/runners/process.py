@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 
-from subagents.artifacts import open_private
+from subagents.core.files import open_private
 from subagents.runners.base import Launched, RunnerError, record, supervisor_argv
 
 

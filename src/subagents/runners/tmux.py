@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from subagents.artifacts import write_json_atomic
+from subagents.core.files import write_json_atomic
 from subagents.runners.base import ENVIRON_FILE, Launched, RunnerError, record, supervisor_argv
 
 SESSION = "subagents"

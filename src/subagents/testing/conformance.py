@@ -65,7 +65,7 @@ def replay_run(
     timeout: float = 60.0,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run a captured stream through a real supervisor; return result.json and the events."""
-    from subagents.artifacts import read_events
+    from subagents.core.files import read_events
     from subagents.runs import Limits, RunRequest, start
 
     work.mkdir(parents=True, exist_ok=True)

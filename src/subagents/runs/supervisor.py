@@ -5,8 +5,12 @@ stdout to ``raw.jsonl``, normalizes it to ``events.jsonl`` and ``transcript.md``
 decides completion from the stream (never from the exit code alone) and writes
 ``result.json`` last, once, atomically.
 
-Run as ``python -m subagents.supervisor RUN_DIR``. It imports only the standard
+Run as ``python -m subagents.runs.supervisor RUN_DIR``. It imports only the standard
 library and the small modules it needs, so it starts fast and stays small.
+
+It is one class over 500 lines on purpose: spawning, reading, completion and cleanup
+share one event loop and its state, and splitting them would spread one state machine
+over several files.
 """
 
 from __future__ import annotations
@@ -31,12 +35,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from subagents import events as ev
-from subagents.artifacts import dumps, open_private, publish_once, read_json, read_tail
-from subagents.backends import get_backend
-from subagents.backends.base import Normalizer
-from subagents.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
-from subagents.runspec import RunSpec
+from subagents.backends import Normalizer, get_backend
+from subagents.core import events as ev
+from subagents.core.files import dumps, open_private, publish_once, read_json, read_tail
+from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
+from subagents.runs.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -95,7 +98,7 @@ class Supervisor:
         self.buf = bytearray()
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
-        from subagents.progress import ProgressFormatter, transcript_entry
+        from subagents.present import ProgressFormatter, transcript_entry
 
         self._fmt = ProgressFormatter()
         self._transcript_entry = transcript_entry
@@ -496,7 +499,7 @@ def fail_before_start(run_dir: Path, message: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m subagents.supervisor RUN_DIR", file=sys.stderr)
+        print("usage: python -m subagents.runs.supervisor RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0])
     try:

@@ -6,8 +6,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from subagents import events as ev
-from subagents.runspec import RunSpec
+from subagents.core import events as ev
+from subagents.runs.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -23,6 +23,14 @@ EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130, "timeout": 124}
 
 def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def sum_usage(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """A job's usage: the sum of its runs' usage."""
+    total = ev.empty_usage()
+    for r in results:
+        ev.add_usage(total, r.get("usage") or {})
+    return total
 
 
 def artifact_paths(run_dir: Path) -> dict[str, str]:
@@ -89,7 +97,7 @@ STDERR_TAIL_BYTES = 4000
 
 def spec_of(run_dir: Path) -> RunSpec:
     """The run's spec from ``meta.json``, or a stand-in naming only the run when unreadable."""
-    from subagents.artifacts import read_json
+    from subagents.core.files import read_json
 
     try:
         return RunSpec.from_dict(read_json(run_dir / "meta.json"))
@@ -103,7 +111,7 @@ def publish_ended(
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
     that is on disk, whoever won the race to publish it."""
-    from subagents.artifacts import publish_once, read_json
+    from subagents.core.files import publish_once, read_json
 
     spec = spec or spec_of(run_dir)
     result = build_result(
@@ -124,12 +132,12 @@ def publish_ended(
 
 def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Render the failure body from what the run left on disk; never raises."""
-    from subagents.artifacts import read_events, read_tail
+    from subagents.core.files import read_events, read_tail
 
     try:
-        from subagents import diagnostics
+        from subagents.present import render_diagnostics
 
-        result["diagnostics"] = diagnostics.render(
+        result["diagnostics"] = render_diagnostics(
             result,
             read_events(run_dir / "events.jsonl"),
             stderr_tail=read_tail(run_dir / "stderr.log", STDERR_TAIL_BYTES),

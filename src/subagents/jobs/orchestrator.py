@@ -19,11 +19,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from subagents import events as ev
-from subagents.jobs import JobStore
-from subagents.jobspec import PREVIOUS, JobSpec, PlanError
-from subagents.result import EXIT_CODES, iso
-from subagents.runs import InputError, Limits, RunHandle, RunRequest, check, prepare, start_prepared
+from subagents.core import events as ev
+from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
+from subagents.jobs.store import JobStore
+from subagents.runs import (
+    EXIT_CODES,
+    InputError,
+    Limits,
+    RunHandle,
+    RunRequest,
+    check,
+    iso,
+    prepare,
+    start_prepared,
+    sum_usage,
+)
 
 # (index of the run in the job, canonical event)
 EventSink = Callable[[int, dict[str, Any]], None]
@@ -166,13 +176,6 @@ def _source_of(agent: Any) -> str:
     if agent.source == "builtin" or agent.path is None:
         return str(agent.source)
     return f"{agent.source}:{agent.path}"
-
-
-def sum_usage(results: list[dict[str, Any]]) -> dict[str, Any]:
-    total = ev.empty_usage()
-    for r in results:
-        ev.add_usage(total, r.get("usage") or {})
-    return total
 
 
 def not_started(req: RunRequest, why: str) -> dict[str, Any]:

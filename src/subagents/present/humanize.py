@@ -1,13 +1,7 @@
-"""Humanized progress lines from canonical events.
-
-One formatter serves the live CLI display, ``transcript.md`` and MCP progress
-messages, so they all say the same thing. Standard library only: the supervisor
-imports this module.
-
-Tool activity is described from the arguments actually present, never invented.
-Every backend's tool names map onto a small set of *kinds* through one table
-(:data:`TOOL_KINDS`); a new backend only adds entries there (and, if its CLI spells
-an argument differently, an alias in the kind's ``keys``).
+"""Tool calls in words: every backend's tool names map onto a few *kinds* through one table
+(:data:`TOOL_KINDS`), and a call is described from the arguments actually present, never
+invented. A new backend only adds entries there (and, if its CLI spells an argument
+differently, an alias in the kind's ``keys``). Standard library only: the supervisor uses it.
 """
 
 from __future__ import annotations
@@ -16,7 +10,6 @@ import json
 import os
 import re
 import shlex
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 # typing and dataclasses are not imported at run time: the supervisor imports this module.
@@ -24,13 +17,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
-__all__ = [
-    "KINDS",
-    "TOOL_KINDS",
-    "ProgressFormatter",
-    "humanize_tool_call",
-    "transcript_entry",
-]
+
+__all__ = ["KINDS", "TOOL_KINDS", "humanize_tool_call", "one_line"]
 
 ELLIPSIS: Final = "…"
 NEWLINE_MARK: Final = " ↵ "
@@ -340,11 +328,11 @@ def one_line(text: str) -> str:
     return NEWLINE_MARK.join(part.strip() for part in text.strip().splitlines())
 
 
-def _collapse(text: str) -> str:
+def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
-def _head(text: str, limit: int) -> str:
+def head(text: str, limit: int) -> str:
     """Keep the head of ``text``: at most ``limit`` characters including the ellipsis."""
     if limit <= 0:
         return ""
@@ -377,11 +365,11 @@ def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
         first = lines[0].strip() if lines else ""
         if len(lines) > 1:
             first += " " + ELLIPSIS
-        return _head(first, COMMAND_LIMIT)
-    return _head(_collapse(text), TEXT_LIMIT)
+        return head(first, COMMAND_LIMIT)
+    return head(collapse(text), TEXT_LIMIT)
 
 
-def _describe(
+def describe(
     tool_name: str, args: Any, outcome: str | None, *, shorten: bool, cwd: str | None = None
 ) -> str:
     """Word a tool call (``outcome`` None) or its result (``"done"``/``"failed"``)."""
@@ -406,13 +394,13 @@ def humanize_tool_call(tool_name: str, args: Any) -> str:
     ``humanize_tool_call("read", {"path": "src/auth.ts"})`` -> ``"Reading src/auth.ts"``;
     an unknown tool, or a known one missing the argument it needs, -> ``"Running <tool>"``.
     """
-    return _describe(tool_name, args, None, shorten=False)
+    return describe(tool_name, args, None, shorten=False)
 
 
 # --------------------------------------------------------------------------- formatter
 
 
-def _duration(ms: Any) -> str | None:
+def duration(ms: Any) -> str | None:
     if not isinstance(ms, int | float) or isinstance(ms, bool) or ms < 0:
         return None
     seconds = ms / 1000.0
@@ -424,184 +412,4 @@ def _duration(ms: Any) -> str | None:
     return f"{total // 3600}h {total % 3600 // 60}m"
 
 
-_WARN_LEVELS: Final = frozenset({"warn", "warning", "error", "fatal", "critical"})
-
-
-class ProgressFormatter:
-    """Turns canonical events into short progress lines.
-
-    Stateful: it remembers tool calls by ``toolCallId`` so results can say what
-    finished, and the latest activity for a status line. Feeding the same event
-    twice is harmless.
-    """
-
-    def __init__(self, max_len: int | None = None) -> None:
-        self.max_len = max_len
-        self._calls: OrderedDict[str, tuple[str, Any]] = OrderedDict()
-        self._pending: OrderedDict[str, None] = OrderedDict()
-        self._activity: str | None = None
-        self._cwd: str | None = None
-
-    # public
-
-    def line(self, event: dict[str, Any]) -> str | None:
-        """The progress line for ``event``, or None when there is nothing to show."""
-        text = self._text(event, shorten=True)
-        return None if text is None else self._cap(text)
-
-    def activity(self) -> str | None:
-        """Short "current activity" for a status line (None before anything happened)."""
-        return None if self._activity is None else self._cap(self._activity)
-
-    # internals
-
-    def _cap(self, text: str) -> str:
-        return text if self.max_len is None else _head(text, self.max_len)
-
-    def _remember(self, call_id: str, tool_name: str, args: Any) -> None:
-        self._calls[call_id] = (tool_name, args)
-        self._calls.move_to_end(call_id)
-        while len(self._calls) > MEMORY_LIMIT:
-            self._calls.popitem(last=False)
-
-    def _call_text(self, call_id: str, *, shorten: bool) -> str | None:
-        remembered = self._calls.get(call_id)
-        if remembered is None:
-            return None
-        return _describe(remembered[0], remembered[1], None, shorten=shorten, cwd=self._cwd)
-
-    def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
-        """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
-        etype = event.get("type")
-        if etype == "assistant_text":
-            text = event.get("text")
-            if not isinstance(text, str) or not text.strip():
-                return None
-            self._activity = "Writing answer"
-            return _collapse(text) if shorten else text.strip()
-        if etype == "thinking":
-            text = event.get("text")
-            self._activity = "Thinking"
-            if not isinstance(text, str) or not text.strip():
-                return None
-            return "Thinking: " + (
-                _head(_collapse(text), THINKING_LIMIT) if shorten else text.strip()
-            )
-        if etype == "tool_call":
-            return self._tool_call(event, shorten=shorten)
-        if etype == "tool_result":
-            return self._tool_result(event, shorten=shorten)
-        if etype == "notice":
-            message = str(event.get("message") or "").strip()
-            level = str(event.get("level") or "info").lower()
-            if not message or level == "debug":
-                return None
-            message = _collapse(message) if shorten else message
-            return f"⚠ {message}" if level in _WARN_LEVELS else message
-        if etype == "error":
-            message = str(event.get("message") or "").strip() or "unknown error"
-            text = "Error: " + (_collapse(message) if shorten else message)
-            if event.get("fatal"):
-                self._activity = text
-            return text
-        if etype == "run_started":
-            cwd = event.get("cwd")
-            self._cwd = cwd if isinstance(cwd, str) and cwd else None
-            backend = event.get("backend") or "agent"
-            model = event.get("model")
-            text = f"Started {backend}" + (f" ({model})" if model else "")
-            self._activity = "Starting"
-            return text
-        if etype == "run_finished":
-            text = f"Finished: {event.get('status') or 'unknown'}"
-            took = _duration(event.get("durationMs"))
-            if took:
-                text += f" in {took}"
-            self._activity = text
-            return text
-        return None  # usage (the status line shows tokens) and anything unknown
-
-    def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
-        call_id = event.get("toolCallId")
-        name = str(event.get("toolName") or "tool")
-        args = event.get("args")
-        if isinstance(call_id, str) and call_id:
-            self._remember(call_id, name, args)
-            self._pending[call_id] = None
-            self._pending.move_to_end(call_id)
-            while len(self._pending) > MEMORY_LIMIT:
-                self._pending.popitem(last=False)
-        self._activity = _describe(name, args, None, shorten=True, cwd=self._cwd)
-        return _describe(name, args, None, shorten=shorten, cwd=self._cwd)
-
-    def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
-        call_id = event.get("toolCallId")
-        outcome = "failed" if event.get("isError") else "done"
-        remembered = self._calls.get(call_id) if isinstance(call_id, str) else None
-        if remembered is not None:
-            name, args = remembered
-        else:
-            name, args = str(event.get("toolName") or "tool"), None
-        if isinstance(call_id, str):
-            self._pending.pop(call_id, None)
-        text = _describe(name, args, outcome, shorten=shorten, cwd=self._cwd)
-        if self._pending:  # another call is still running: that is the current activity
-            latest = next(reversed(self._pending))
-            self._activity = self._call_text(latest, shorten=True) or text
-        else:
-            self._activity = _describe(name, args, outcome, shorten=True, cwd=self._cwd)
-        return text
-
-
-# --------------------------------------------------------------------------- transcript
-
-TRANSCRIPT_ERROR_TEXT: Final = 800
-
-
-def _fence_for(text: str) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _quote(text: str) -> str:
-    return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
-
-
-def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
-    """Markdown chunk for ``transcript.md``; chunks are meant to be concatenated as they are.
-
-    Uses the same wording as :meth:`ProgressFormatter.line` (with full paths and
-    commands) and updates ``formatter``'s state the same way.
-    """
-    text = formatter._text(event, shorten=False)
-    if text is None:
-        return None
-    etype = event.get("type")
-    if etype in ("run_started", "run_finished"):
-        return f"\n## {text}\n\n"
-    if etype == "assistant_text":
-        return f"\n{text}\n\n"
-    if etype == "thinking":
-        return "\n" + _quote(text) + "\n\n"
-    if etype == "tool_call":
-        return f"- {text}\n"
-    if etype == "tool_result":
-        if not event.get("isError"):
-            return f"- {text}\n"
-        chunk = f"- ✗ {text}\n"
-        output = str(event.get("text") or "").strip()
-        if output:
-            if len(output) > TRANSCRIPT_ERROR_TEXT:
-                output = (
-                    output[:TRANSCRIPT_ERROR_TEXT]
-                    + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
-                )
-            fence = _fence_for(output)
-            body = "\n".join("  " + line for line in output.splitlines())
-            chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"
-        return chunk
-    if etype == "error":
-        return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
-    if etype == "notice":
-        return "\n" + _quote(text) + "\n\n"
-    return f"\n{text}\n\n"
+WARN_LEVELS: Final = frozenset({"warn", "warning", "error", "fatal", "critical"})

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from subagents.progress import ProgressFormatter
+from subagents.present.progress import ProgressFormatter
 
 
 def _tokens(n: int) -> str:

@@ -1,7 +1,7 @@
 """The background job driver: runs one job to its end in a detached process, so the job
 finishes, records and notifies even when the caller that started it is gone.
 
-``python -m subagents.jobdriver JOB_DIR``. SIGTERM (``subagents stop``) aborts the job:
+``python -m subagents.jobs.driver JOB_DIR``. SIGTERM (``subagents stop``) aborts the job:
 every run's process group is killed and the job ends ``aborted``.
 """
 
@@ -12,8 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from subagents.artifacts import open_private
-from subagents.jobs import JobStore
+from subagents.core.files import open_private
+from subagents.jobs.store import JobStore
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -23,7 +23,7 @@ def start_background(store: JobStore, job_id: str) -> int:
     job_dir = store.dir / job_id
     with open_private(job_dir / "driver.log", "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "subagents.jobdriver", str(job_dir)],
+            [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -36,7 +36,7 @@ def start_background(store: JobStore, job_id: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m subagents.jobdriver JOB_DIR", file=sys.stderr)
+        print("usage: python -m subagents.jobs.driver JOB_DIR", file=sys.stderr)
         return 2
     job_dir = Path(args[0]).resolve()
     # Until the job exists, a stop request is only remembered; then it cancels the job,
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: asked.append(signum))
     store = JobStore(job_dir.parent.parent)
-    from subagents.lifecycle import lifecycle_for
-    from subagents.orchestrator import Job, JobPlan, exit_code
+    from subagents.jobs.orchestrator import Job, JobPlan, exit_code
+    from subagents.jobs.records import lifecycle_for
 
     state = store.load(job_dir.name)
     plan = JobPlan.from_dict(state["plan"])

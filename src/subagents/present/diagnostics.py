@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
-from subagents.progress import humanize_tool_call, one_line
+from subagents.present.humanize import humanize_tool_call, one_line
 
 __all__ = ["render"]
 

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from subagents import procs
-from subagents.artifacts import read_events, read_json
-from subagents.result import publish_ended, spec_of
-from subagents.runners.base import SUPERVISOR_FILE, Launched
-from subagents.waker import DirWaker
+from subagents.core import paths, procs
+from subagents.core.files import read_events, read_json
+from subagents.core.waker import DirWaker
+from subagents.runners import SUPERVISOR_FILE, Launched
+from subagents.runs.result import publish_ended, spec_of
 
 LIVENESS_EVERY = 1.0
 # A supervisor that has not yet recorded itself gets this long before it counts as lost.
@@ -113,11 +113,9 @@ class RunMonitor:
             waker.close()
 
     def _job_cancel_requested(self, job_id: str | None) -> bool:
-        """Whether the run's job was asked to stop (by any process): see jobs.CANCEL_FILE."""
-        from subagents.jobs import CANCEL_FILE
-
+        """Whether the run's job was asked to stop (by any process): see paths.CANCEL_FILE."""
         home = self.run_dir.parent.parent
-        return bool(job_id) and (home / "jobs" / str(job_id) / CANCEL_FILE).exists()
+        return bool(job_id) and paths.cancel_file(home, str(job_id)).exists()
 
     def recover_dead_supervisor(self) -> dict[str, Any]:
         """The supervisor is gone without a result: clean up after it and write one."""

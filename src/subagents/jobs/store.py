@@ -14,12 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from subagents import ids, paths, procs
-from subagents.artifacts import make_private_dir, read_json, write_json_atomic
+from subagents.core import ids, paths, procs
+from subagents.core.files import make_private_dir, read_json, write_json_atomic
 
 JOB_FILE = "job.json"
-# Written by `stop` (any process): the job's driver starts no more runs once it exists.
-CANCEL_FILE = "cancel-requested"
 TERMINAL = frozenset({"completed", "failed", "aborted", "timeout"})
 _SCHEMA = """
 create table if not exists jobs (
@@ -111,10 +109,10 @@ class JobStore:
             self._index_upsert(state)
 
     def request_cancel(self, job_id: str) -> None:
-        (self.dir / job_id / CANCEL_FILE).touch()
+        paths.cancel_file(self.home, job_id).touch()
 
     def cancel_requested(self, job_id: str) -> bool:
-        return (self.dir / job_id / CANCEL_FILE).exists()
+        return paths.cancel_file(self.home, job_id).exists()
 
     # ---- ids -------------------------------------------------------------
 
@@ -163,7 +161,7 @@ class JobStore:
             and time.time() - float(state.get("createdAt") or 0) < 10
         ):
             return state  # its driver may still be starting
-        from subagents.monitor import RunMonitor
+        from subagents.runs import RunMonitor
 
         runs = []
         for run_id in state.get("runIds") or []:
@@ -177,8 +175,7 @@ class JobStore:
                 result = monitor.recover_dead_supervisor()
             runs.append(result)
         now = time.time()
-        from subagents.orchestrator import sum_usage
-        from subagents.result import iso
+        from subagents.runs import iso, sum_usage
 
         return self.finish(
             job_id,

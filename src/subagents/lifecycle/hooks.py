@@ -13,7 +13,7 @@ Every outcome is appended as one JSON line to the hooks log (``$SUBAGENTS_HOME/
 hooks.log.jsonl``), with the same safe append as the session log. Nothing here raises.
 
 :func:`run_hooks_detached` runs the hooks in a helper process (``python -m
-subagents.hooks``) in its own session, so a slow hook never delays a job's result and still
+subagents.lifecycle.hooks``) in its own session, so a slow hook never delays a job's result and still
 runs when the caller exits. The helper runs the matching hooks one after another.
 
 This module does not import pydantic; any object with ``on``, ``command`` and ``timeout``
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from subagents import sessionlog
+from subagents.lifecycle import sessionlog
 
 HOOKS_LOG = "hooks.log.jsonl"
 TAIL_BYTES = 4000
@@ -348,7 +348,7 @@ def run_hooks(
 
 _HELPER_CODE = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from subagents.hooks import main; raise SystemExit(main())"
+    "from subagents.lifecycle.hooks import main; raise SystemExit(main())"
 )
 
 
@@ -390,7 +390,7 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
             _log(
                 log_path,
                 HookOutcome(
-                    command=[sys.executable, "-m", "subagents.hooks"],
+                    command=[sys.executable, "-m", "subagents.lifecycle.hooks"],
                     event_type=entry.get("eventType"),
                     job_id=entry.get("jobId"),
                     outcome="error",
@@ -400,7 +400,7 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The detached helper: ``python -m subagents.hooks [FILE]`` reads
+    """The detached helper: ``python -m subagents.lifecycle.hooks [FILE]`` reads
     ``{"entry": {...}, "hooks": [{"on", "command", "timeout"}], "logPath": "..."}`` as JSON
     from FILE or stdin and runs the hooks."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -413,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hooks = [HookSpec.from_dict(item) for item in payload["hooks"]]
         log_path = Path(payload["logPath"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"subagents.hooks: bad input: {exc}", file=sys.stderr)
+        print(f"subagents.lifecycle.hooks: bad input: {exc}", file=sys.stderr)
         return 2
     run_hooks(entry, hooks, log_path)
     return 0

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from subagents import ids, paths, procs
-from subagents.artifacts import make_private_dir, open_private, write_json_atomic
-from subagents.backends import BackendError, CommandRequest, get_backend
-from subagents.backends.base import Backend
-from subagents.monitor import RunMonitor
+from subagents.backends import Backend, BackendError, CommandRequest, get_backend
+from subagents.core import ids, paths, procs
+from subagents.core.files import make_private_dir, open_private, write_json_atomic
 from subagents.runners import Launched, RunnerError, launch
-from subagents.runspec import RunSpec
+from subagents.runs.monitor import RunMonitor
+from subagents.runs.spec import RunSpec
 
 
 class InputError(Exception):
@@ -234,7 +233,7 @@ def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> Run
         launched = launch(run_dir, runner)
     except RunnerError as exc:
         # The run directory exists: it must not be left without a result.
-        from subagents.result import publish_ended
+        from subagents.runs.result import publish_ended
 
         publish_ended(
             run_dir, spec=spec, status="failed", error_message=str(exc), started_at=time.time()

@@ -27,3 +27,12 @@ def jobs_dir(home: Path) -> Path:
 
 def sessions_dir(home: Path) -> Path:
     return home / "sessions"
+
+
+# Written by `stop` (any process) into a job's directory: the job starts no more runs,
+# and each of its runs' monitors stops its run. Part of the job directory's contract.
+CANCEL_FILE = "cancel-requested"
+
+
+def cancel_file(home: Path, job_id: str) -> Path:
+    return jobs_dir(home) / job_id / CANCEL_FILE

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from subagents import sessionlog
-from subagents.hooks import desktop_notice_hook, hooks_log_path, run_hooks_detached
-from subagents.orchestrator import JobPlan
+from subagents.jobs.orchestrator import JobPlan
+from subagents.lifecycle import sessionlog
+from subagents.lifecycle.hooks import desktop_notice_hook, hooks_log_path, run_hooks_detached
 
 
 def _hooks(cwd: Path) -> tuple[list[Any], bool]:

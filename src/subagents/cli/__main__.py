@@ -1,0 +1,3 @@
+from subagents.cli import main
+
+main()

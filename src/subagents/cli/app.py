@@ -1,0 +1,55 @@
+"""The command line: a thin layer over the Python API (``subagents.api``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+
+import click
+
+EXIT_USAGE = 2
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"subagents: {message}", err=True)
+    sys.exit(code)
+
+
+def exit_now(code: int) -> NoReturn:
+    """Exit once everything is written, without the interpreter's teardown of every loaded
+    module (60-100 ms with pydantic and rich loaded): a caller waiting on us sees the end sooner.
+    Every file of the job was closed before; only our own output needs flushing."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def print_json(obj: Any) -> None:
+    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+def emit_answer(result: dict[str, Any]) -> None:
+    """stdout: the answer(s); stderr: what went wrong."""
+    runs = result.get("runs") or []
+    if result.get("mode") == "parallel":
+        for i, r in enumerate(runs):
+            label = f"[{i + 1}] {r.get('agent') or r.get('backend') or 'run'}: {r.get('status')}"
+            click.echo(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")
+    elif result.get("status") == "completed":
+        text = result.get("finalText") or ""
+        click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+    for r in runs:
+        if r.get("status") != "completed":
+            click.echo(r.get("diagnostics") or r.get("errorMessage") or r.get("status"), err=True)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="subagents")
+def main() -> None:
+    """Delegate tasks to child coding agents and get back a result you can trust.
+
+    Exit codes: 0 completed, 1 failed, 2 bad input, 124 timeout, 130 aborted.
+    """

@@ -1,0 +1,94 @@
+"""What can run here: ``agents`` and ``doctor``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from subagents.cli.app import fail, main
+
+# ---- agents ------------------------------------------------------------------
+
+
+@main.group(invoke_without_command=True)
+@click.option(
+    "--agent-scope",
+    type=click.Choice(["user", "both"]),
+    help="'both' also lists project-local agents.",
+)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
+    """List agents: name, source, description. Broken files are reported, not hidden."""
+    ctx.obj = {"scope": agent_scope}
+    if ctx.invoked_subcommand is not None:
+        return
+    from subagents import api
+
+    found = api.discover_agents(agent_scope)
+    if as_json:
+        for a in found.agents.values():
+            click.echo(
+                json.dumps(
+                    {
+                        "name": a.name,
+                        "source": a.source,
+                        "path": str(a.path) if a.path else None,
+                        "description": a.description,
+                        "backend": a.backend,
+                        "model": a.model,
+                    }
+                )
+            )
+    else:
+        width = max((len(n) for n in found.agents), default=4)
+        for a in sorted(found.agents.values(), key=lambda x: x.name):
+            click.echo(f"{a.name:<{width}}  {a.source:<8}  {a.description}")
+    for problem in found.problems:
+        click.echo(f"warning: {problem}", err=True)
+
+
+@agents.command("show")
+@click.argument("name")
+@click.pass_context
+def agents_show(ctx: click.Context, name: str) -> None:
+    """Print one agent definition."""
+    from subagents import api
+
+    try:
+        a = api.get_agent(name, (ctx.obj or {}).get("scope"))
+    except api.BadRequest as exc:
+        fail(str(exc))
+    click.echo(f"name: {a.name}\nsource: {a.source}" + (f" ({a.path})" if a.path else ""))
+    click.echo(f"description: {a.description}")
+    for key in ("backend", "model", "thinking", "tools", "timeout"):
+        value = getattr(a, key)
+        if value is not None:
+            click.echo(f"{key}: {', '.join(value) if isinstance(value, list) else value}")
+    click.echo("\n" + a.system_prompt.rstrip())
+
+
+# ---- doctor --------------------------------------------------------------------
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True)
+def doctor(as_json: bool) -> None:
+    """For each backend: found or not, version, whether it looks usable, how to install it."""
+    from dataclasses import asdict
+
+    from subagents.cli.doctor import check_backends, render_text
+    from subagents.config import ConfigError
+    from subagents.runs import limits_from_settings
+
+    try:
+        limits = limits_from_settings()  # config [bins] count, as for a run
+    except ConfigError as exc:
+        fail(str(exc))
+    checks = check_backends(limits=limits)
+    if as_json:
+        for c in checks:
+            click.echo(json.dumps(asdict(c), ensure_ascii=False))
+    else:
+        click.echo(render_text(checks), nl=False)

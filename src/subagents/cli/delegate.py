@@ -1,0 +1,247 @@
+"""``subagents run`` and ``subagents demo``: delegate a task and show its progress and answer."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+
+# ---- run ----------------------------------------------------------------------
+
+
+@main.command()
+@click.argument("tasks", nargs=-1)
+@click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")
+@click.option(
+    "--backend",
+    "-b",
+    help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.",
+)
+@click.option("--model", "-m", help="Model (for pi: provider/id).")
+@click.option(
+    "--cwd", type=click.Path(path_type=Path), help="Working directory for the child(ren)."
+)
+@click.option(
+    "--timeout",
+    type=float,
+    help="Wall-clock limit per run in seconds (status 'timeout', exit 124).",
+)
+@click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
+@click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
+@click.option(
+    "--chain",
+    "mode",
+    flag_value="chain",
+    help="Run the TASKs one after another; {previous} is the previous answer.",
+)
+@click.option(
+    "--plan",
+    "-f",
+    "plan_file",
+    type=click.Path(path_type=Path),
+    help="A plan file (YAML or JSON): mode and tasks/steps.",
+)
+@click.option(
+    "--concurrency", "-j", type=int, help="Parallel runs at once (default 4, from config)."
+)
+@click.option(
+    "--runner",
+    type=click.Choice(["process", "tmux"]),
+    help="How each run's supervisor is launched.",
+)
+@click.option(
+    "--agent-scope",
+    type=click.Choice(["user", "both"]),
+    help="'both' also uses project-local agents.",
+)
+@click.option(
+    "--session",
+    help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').",
+)
+@click.option(
+    "--bg", is_flag=True, help="Run in the background: print the job id and return at once."
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print result.json (one task) or the job result on stdout.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+def run(
+    tasks: tuple[str, ...],
+    agent: str | None,
+    backend: str | None,
+    model: str | None,
+    cwd: Path | None,
+    timeout: float | None,
+    tools: str | None,
+    mode: str | None,
+    plan_file: Path | None,
+    concurrency: int | None,
+    runner: str | None,
+    agent_scope: str | None,
+    session: str | None,
+    bg: bool,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Run TASK(s) on child agents and print the final answer.
+
+    One TASK runs alone; with --parallel or --chain each TASK is a run of the job;
+    with --plan the job comes from a file. TASK '-' reads the task from stdin.
+    Progress goes to stderr; stdout carries only the answer, or with --json the
+    result. With --bg the job runs on after this command returns (see `ps`, `wait`).
+    """
+    from subagents.jobs import JobSpec, PlanError, load_plan, parse_job
+
+    if plan_file is not None:
+        if tasks:
+            fail("give either a --plan file or TASKs, not both")
+        try:
+            spec = load_plan(plan_file)
+        except PlanError as exc:
+            fail(str(exc))
+        overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
+        for step in spec.steps:
+            for key, value in overrides.items():
+                if value is not None and getattr(step, key) is None:
+                    setattr(step, key, value)
+    else:
+        items = list(tasks)
+        if items == ["-"] or (not items and not sys.stdin.isatty()):
+            items = [sys.stdin.read()]
+        if not items:
+            fail("missing TASK (give it as an argument, '-' to read it from stdin, or --plan FILE)")
+        if len(items) > 1 and mode is None:
+            fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
+        steps = [
+            {
+                "task": t,
+                "agent": agent,
+                "backend": backend,
+                "model": model,
+                "timeout": timeout,
+                "cwd": None,
+            }
+            for t in items
+        ]
+        try:
+            spec = parse_job({"mode": mode or "single", "steps": steps}, "arguments")
+        except PlanError as exc:
+            fail(str(exc))
+    if concurrency is not None:
+        spec = JobSpec.model_validate({**spec.model_dump(), "concurrency": concurrency})
+    tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
+    from subagents import api
+
+    try:
+        job = api.prepare_job(
+            spec,
+            cwd=cwd,
+            tools=tool_list,
+            runner=runner,
+            agent_scope=agent_scope,
+            session=session,
+        )
+    except api.BadRequest as exc:
+        message = str(exc)
+        if plan_file is None and len(spec.steps) == 1:
+            # One task from the command line: "steps.0.backend: …" names no field the user typed.
+            message = (
+                message.removeprefix("steps.0.").split(": ", 1)[-1]
+                if message.startswith("steps.0.")
+                else message
+            )
+        fail(message)
+    if bg:
+        job_id = api.start_background(job)
+        if as_json:
+            print_json({"jobId": job_id})
+        else:
+            click.echo(job_id)
+            if not quiet:
+                click.echo(
+                    f"started in the background; follow with: subagents logs -f {job_id}", err=True
+                )
+        sys.exit(0)
+    run_in_foreground(job, as_json=as_json, quiet=quiet)
+
+
+def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
+    """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    from subagents import api
+    from subagents.jobs import exit_code
+    from subagents.present import Display
+
+    display = Display(enabled=not quiet, labels=api.run_labels(job))
+    display.started(job)
+    with display:
+        result = api.drive(job, on_event=display.event)
+    display.finished(result)
+    single = job.plan.mode == "single" and len(result["runs"]) == 1
+    if as_json:
+        print_json(result["runs"][0] if single else result)
+    else:
+        emit_answer(result)
+    exit_now(exit_code(result))
+
+
+# ---- demo ----------------------------------------------------------------------
+
+DEMO_FILES = {
+    "README.md": "# todo-api\n\nA tiny service that keeps a to-do list.\n",
+    "app.py": "def add(todos, item):\n    return [*todos, item]\n",
+    "test_app.py": "from app import add\n\n\ndef test_add():\n    assert add([], 'x') == ['x']\n",
+}
+
+
+@main.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print result.json on stdout instead of the answer."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--task", default="Look around this project and tell me what it is.", show_default=True
+)
+def demo(as_json: bool, quiet: bool, task: str) -> None:
+    """Run a real pi subagent offline, against a local mock model.
+
+    Starts the project's mock model server on 127.0.0.1, points pi at it with a
+    throw-away config, and runs one task in a small sample project through the
+    normal run path: live progress, run directory, result. Needs pi on PATH (or
+    SUBAGENTS_PI_BIN); no network, no API key.
+    """
+    import tempfile
+
+    from subagents import api
+    from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
+    from subagents.jobs import parse_job
+
+    script = Script(
+        final_text="This is a small Python project. I listed it and found: {tool_output}."
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix="subagents-demo-") as tmp,
+        MockModelServer(script) as server,
+    ):
+        project = Path(tmp) / "todo-api"
+        project.mkdir()
+        for name, text in DEMO_FILES.items():
+            (project / name).write_text(text)
+        pi_env = write_pi_config(Path(tmp) / "pi-agent", server.url)
+        spec = parse_job(
+            {
+                "mode": "single",
+                "steps": [{"task": task, "backend": "pi", "model": "mock/mock-model"}],
+            }
+        )
+        try:
+            job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
+        except api.BadRequest as exc:
+            fail(str(exc))
+        run_in_foreground(job, as_json=as_json, quiet=quiet)

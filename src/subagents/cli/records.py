@@ -1,0 +1,99 @@
+"""Lifecycle records: ``history`` and ``watch``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from subagents.cli.app import fail, main
+
+# ---- lifecycle records -------------------------------------------------------------
+
+
+def _session_file(session: str | None) -> Path:
+    from subagents.core import paths
+    from subagents.lifecycle import sessionlog
+
+    try:
+        return sessionlog.session_path(
+            paths.state_home(), session or sessionlog.default_session_id()
+        )
+    except ValueError as exc:
+        fail(str(exc))
+
+
+@main.command()
+@click.option("--session", "-s", help="Session (default: $SUBAGENTS_SESSION or 'default').")
+@click.option(
+    "--status",
+    type=click.Choice(["completed", "failed", "aborted"]),
+    help="Only jobs that ended so.",
+)
+@click.option("--agent", help="Only jobs that ran this agent.")
+@click.option("--since", help="Only entries since: 45s, 30m, 2h, 1d, 2w or an ISO date/time.")
+@click.option("--all", "all_events", is_flag=True, help="Start entries too, not only ends.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines, as stored.")
+def history(
+    session: str | None,
+    status: str | None,
+    agent: str | None,
+    since: str | None,
+    all_events: bool,
+    as_json: bool,
+) -> None:
+    """What ran in a session: when, for whom, at what cost, and how it ended."""
+    from subagents.lifecycle import history, sessionlog
+
+    try:
+        since_ts = history.parse_since(since) if since else None
+    except ValueError as exc:
+        fail(str(exc))
+    entries = sessionlog.read(_session_file(session))
+    ends = None if all_events else ["subagent:complete", "subagent:error", "subagent:aborted"]
+    entries = history.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
+    if as_json:
+        for e in entries:
+            click.echo(json.dumps(e, ensure_ascii=False))
+        return
+    if not entries:
+        click.echo("no entries", err=True)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for col in ("TIME", "JOB", "EVENT", "AGENT", "DURATION", "TOKENS", "COST", "SUMMARY"):
+        table.add_column(
+            col, overflow="fold" if col == "SUMMARY" else "ellipsis", no_wrap=col != "SUMMARY"
+        )
+    for e in entries:
+        usage = e.get("usage") or {}
+        cost = usage.get("cost")
+        table.add_row(
+            str(e.get("timestamp", ""))[:19].replace("T", " "),
+            str(e.get("jobId") or ""),
+            str(e.get("eventType", "")).removeprefix("subagent:"),
+            str(e.get("agentName") or "-"),
+            f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
+            str(usage.get("totalTokens") or ""),
+            f"${cost:.4f}" if cost is not None else "",
+            str(e.get("summary") or ""),
+        )
+    Console().print(table)
+
+
+@main.command()
+@click.option("--session", "-s", help="Session (default: $SUBAGENTS_SESSION or 'default').")
+def watch(session: str | None) -> None:
+    """Print each new lifecycle entry as it is appended, until interrupted."""
+    from subagents.lifecycle import history
+
+    path = _session_file(session)
+    try:
+        for e in history.follow(path):
+            click.echo(json.dumps(e, ensure_ascii=False))
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,337 @@
+"""The wire formats: one answer encoded for OpenAI Chat, Anthropic Messages, OpenAI Responses and Gemini."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from subagents.demo.mockmodel.script import (
+    ANTHROPIC,
+    GEMINI,
+    RESPONSE_ID,
+    TOOL_CALL_ID,
+    Answer,
+    Script,
+    halves,
+    split_parts,
+)
+
+# --------------------------------------------------------------------------- OpenAI Chat
+
+
+def _usage(script: Script) -> dict[str, int]:
+    prompt, completion = script.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _chunk(
+    model: str, created: int, delta: dict[str, Any], finish: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": RESPONSE_ID,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def stream_chunks(
+    script: Script, answer: Answer, model: str, include_usage: bool
+) -> Iterator[dict[str, Any]]:
+    created = int(time.time())
+    yield _chunk(model, created, {"role": "assistant", "content": ""})
+    if answer.text is not None:
+        for piece in split_parts(answer.text, script.text_chunks):
+            yield _chunk(model, created, {"content": piece})
+    if answer.tool is not None:
+        name, args = answer.tool
+        yield _chunk(
+            model,
+            created,
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": TOOL_CALL_ID,
+                        "type": "function",
+                        "function": {"name": name, "arguments": ""},
+                    }
+                ]
+            },
+        )
+        for part in halves(json.dumps(args)):
+            yield _chunk(
+                model, created, {"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
+            )
+    yield _chunk(model, created, {}, answer.finish_reason)
+    if include_usage:
+        yield {
+            "id": RESPONSE_ID,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": _usage(script),
+        }
+
+
+def completion(script: Script, answer: Answer, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+    if answer.tool is not None:
+        name, args = answer.tool
+        message["tool_calls"] = [
+            {
+                "id": TOOL_CALL_ID,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ]
+    return {
+        "id": RESPONSE_ID,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": answer.finish_reason}],
+        "usage": _usage(script),
+    }
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def _anthropic_usage(script: Script, output: bool = True) -> dict[str, int]:
+    prompt, completion = script.usage
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion if output else 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _anthropic_blocks(answer: Answer) -> list[dict[str, Any]]:
+    if answer.tool is not None:
+        name, args = answer.tool
+        return [{"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": args}]
+    return [{"type": "text", "text": answer.text or ""}]
+
+
+def anthropic_message(script: Script, answer: Answer, model: str) -> dict[str, Any]:
+    return {
+        "id": "msg_mock",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": _anthropic_blocks(answer),
+        "stop_reason": "tool_use" if answer.tool else "end_turn",
+        "stop_sequence": None,
+        "usage": _anthropic_usage(script),
+    }
+
+
+def anthropic_events(
+    script: Script, answer: Answer, model: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    start = anthropic_message(script, answer, model)
+    start.update(content=[], stop_reason=None, usage=_anthropic_usage(script, output=False))
+    yield "message_start", {"type": "message_start", "message": start}
+    (block,) = _anthropic_blocks(answer)
+    if block["type"] == "tool_use":
+        deltas = [
+            {"type": "input_json_delta", "partial_json": p}
+            for p in halves(json.dumps(block["input"]))
+        ]
+        block = {**block, "input": {}}
+    else:
+        deltas = [
+            {"type": "text_delta", "text": p}
+            for p in split_parts(block["text"], script.text_chunks)
+        ]
+        block = {"type": "text", "text": ""}
+    yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}
+    for delta in deltas:
+        yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+    yield "content_block_stop", {"type": "content_block_stop", "index": 0}
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {
+                "stop_reason": "tool_use" if answer.tool else "end_turn",
+                "stop_sequence": None,
+            },
+            "usage": {"output_tokens": script.usage[1]},
+        },
+    )
+    yield "message_stop", {"type": "message_stop"}
+
+
+# --------------------------------------------------------------------------- OpenAI Responses
+
+
+def _responses_items(answer: Answer, done: bool) -> list[dict[str, Any]]:
+    status = "completed" if done else "in_progress"
+    if answer.tool is not None:
+        name, args = answer.tool
+        return [
+            {
+                "type": "function_call",
+                "id": "fc_mock_1",
+                "call_id": TOOL_CALL_ID,
+                "name": name,
+                "arguments": json.dumps(args) if done else "",
+                "status": status,
+            }
+        ]
+    content = [{"type": "output_text", "text": answer.text or "", "annotations": []}]
+    return [
+        {
+            "type": "message",
+            "id": "msg_mock_1",
+            "role": "assistant",
+            "status": status,
+            "content": content if done else [],
+        }
+    ]
+
+
+def responses_object(script: Script, answer: Answer | None, model: str) -> dict[str, Any]:
+    """The response object; ``answer`` None = the in-progress one of ``response.created``."""
+    prompt, completion = script.usage
+    obj: dict[str, Any] = {
+        "id": "resp_mock",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "in_progress" if answer is None else "completed",
+        "model": model,
+        "output": [] if answer is None else _responses_items(answer, done=True),
+        "usage": None,
+    }
+    if answer is not None:
+        obj["usage"] = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + completion,
+        }
+    return obj
+
+
+def responses_events(
+    script: Script, answer: Answer, model: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": responses_object(script, None, model)}
+    ]
+    (item,) = _responses_items(answer, done=False)
+    (done,) = _responses_items(answer, done=True)
+    at = {"output_index": 0, "item_id": item["id"]}
+    events.append({"type": "response.output_item.added", "output_index": 0, "item": item})
+    if answer.tool is not None:
+        for part in halves(done["arguments"]):
+            events.append({"type": "response.function_call_arguments.delta", **at, "delta": part})
+        events.append(
+            {"type": "response.function_call_arguments.done", **at, "arguments": done["arguments"]}
+        )
+    else:
+        text = answer.text or ""
+        part0 = {"type": "output_text", "text": "", "annotations": []}
+        events.append(
+            {"type": "response.content_part.added", **at, "content_index": 0, "part": part0}
+        )
+        for piece in split_parts(text, script.text_chunks):
+            events.append(
+                {"type": "response.output_text.delta", **at, "content_index": 0, "delta": piece}
+            )
+        events.append({"type": "response.output_text.done", **at, "content_index": 0, "text": text})
+        events.append(
+            {
+                "type": "response.content_part.done",
+                **at,
+                "content_index": 0,
+                "part": {**part0, "text": text},
+            }
+        )
+    events.append({"type": "response.output_item.done", "output_index": 0, "item": done})
+    events.append(
+        {"type": "response.completed", "response": responses_object(script, answer, model)}
+    )
+    for seq, event in enumerate(events):
+        event["sequence_number"] = seq
+        yield str(event["type"]), event
+
+
+# --------------------------------------------------------------------------- Gemini
+
+
+def _gemini_usage(script: Script) -> dict[str, int]:
+    prompt, completion = script.usage
+    return {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": completion,
+        "totalTokenCount": prompt + completion,
+    }
+
+
+def _gemini_response(
+    script: Script, parts: list[dict[str, Any]], model: str, last: bool
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+    out: dict[str, Any] = {"candidates": [candidate], "modelVersion": model, "responseId": "mock"}
+    if last:
+        candidate["finishReason"] = "STOP"
+        out["usageMetadata"] = _gemini_usage(script)
+    return out
+
+
+def gemini_chunks(script: Script, answer: Answer, model: str) -> list[dict[str, Any]]:
+    if answer.tool is not None:
+        name, args = answer.tool
+        call = {"functionCall": {"name": name, "args": args}}
+        return [_gemini_response(script, [call], model, last=True)]
+    pieces = split_parts(answer.text or "", script.text_chunks)
+    return [
+        _gemini_response(script, [{"text": p}], model, last=i == len(pieces) - 1)
+        for i, p in enumerate(pieces)
+    ]
+
+
+def gemini_whole(script: Script, answer: Answer, model: str) -> dict[str, Any]:
+    if answer.tool is not None:
+        return gemini_chunks(script, answer, model)[0]
+    return _gemini_response(script, [{"text": answer.text or ""}], model, last=True)
+
+
+GEMINI_PATH = re.compile(r"^(?:/v1beta|/v1alpha|/v1)?/models/([^/:]+):([A-Za-z]+)$")
+_GEMINI_STATUS = {
+    400: "INVALID_ARGUMENT",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+
+
+def error_body(api: str, status: int, message: str) -> dict[str, Any]:
+    if api == ANTHROPIC:
+        kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(
+            status, "api_error" if status >= 500 else "invalid_request_error"
+        )
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    if api == GEMINI:
+        name = _GEMINI_STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+        return {"error": {"code": status, "message": message, "status": name}}
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def count_tokens(body: Any) -> int:
+    return max(1, len(json.dumps(body)) // 4)

@@ -1,0 +1,69 @@
+"""jobs — what a caller asked for: plans and job specs, the job store and its index, the
+orchestrator (single, parallel, chain), the background job driver
+(``python -m subagents.jobs.driver JOB_DIR``) and what a job records in the session log.
+
+May import: core, config, agents, runs, lifecycle.
+"""
+
+from subagents.core.lazy import exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subagents.jobs.driver import start_background as start_background
+    from subagents.jobs.orchestrator import EventSink as EventSink
+    from subagents.jobs.orchestrator import Job as Job
+    from subagents.jobs.orchestrator import JobPlan as JobPlan
+    from subagents.jobs.orchestrator import PlanOptions as PlanOptions
+    from subagents.jobs.orchestrator import exit_code as exit_code
+    from subagents.jobs.orchestrator import options_from_settings as options_from_settings
+    from subagents.jobs.orchestrator import plan as plan
+    from subagents.jobs.records import lifecycle_for as lifecycle_for
+    from subagents.jobs.spec import PREVIOUS as PREVIOUS
+    from subagents.jobs.spec import JobSpec as JobSpec
+    from subagents.jobs.spec import PlanError as PlanError
+    from subagents.jobs.spec import load_plan as load_plan
+    from subagents.jobs.spec import parse_job as parse_job
+    from subagents.jobs.store import TERMINAL as TERMINAL
+    from subagents.jobs.store import JobIdError as JobIdError
+    from subagents.jobs.store import JobStore as JobStore
+
+_NAMES = {
+    "JobSpec": "spec",
+    "PlanError": "spec",
+    "PREVIOUS": "spec",
+    "load_plan": "spec",
+    "parse_job": "spec",
+    "JobStore": "store",
+    "JobIdError": "store",
+    "TERMINAL": "store",
+    "Job": "orchestrator",
+    "JobPlan": "orchestrator",
+    "PlanOptions": "orchestrator",
+    "EventSink": "orchestrator",
+    "plan": "orchestrator",
+    "options_from_settings": "orchestrator",
+    "exit_code": "orchestrator",
+    "start_background": "driver",
+    "lifecycle_for": "records",
+}
+__all__ = [
+    "PREVIOUS",
+    "TERMINAL",
+    "EventSink",
+    "Job",
+    "JobIdError",
+    "JobPlan",
+    "JobSpec",
+    "JobStore",
+    "PlanError",
+    "PlanOptions",
+    "exit_code",
+    "lifecycle_for",
+    "load_plan",
+    "options_from_settings",
+    "parse_job",
+    "plan",
+    "start_background",
+]
+if not TYPE_CHECKING:
+    __getattr__ = exports(__name__, _NAMES)

@@ -1,0 +1,142 @@
+"""The tools' descriptions and the subagent tool's arguments: their schema, and the job spec built from them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, ConfigDict, Field
+
+from subagents.jobs import PlanError, parse_job
+
+INSTRUCTIONS = """\
+Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run
+headless in their own processes. Use `subagent` with `task` for one task, `tasks` for several
+independent tasks side by side, or `chain` for steps where each can use the previous answer
+through the literal text {previous}. Children start with no memory of this conversation: give
+each task everything it needs. Long work: pass `background: true`, then `subagent_result`
+(with `wait_seconds`) or `subagent_status`; `subagent_cancel` stops a job. `list_agents` shows
+the named agents (model, tools, system prompt) you can pass as `agent`."""
+
+
+SUBAGENT_DESCRIPTION = """\
+Run a task on a child coding agent and return its final answer.
+
+Give exactly one of:
+- `task` (+ optional `agent`): one task;
+- `tasks`: several independent tasks run side by side (answers come back in the same order);
+- `chain`: steps run one after another; `{previous}` in a step is replaced by the previous answer.
+Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?}.
+Top-level `agent`, `model`, `backend`, `timeout` apply to every step that does not set its own.
+
+In the foreground (default) the call streams progress and returns the answer text plus the
+structured job result (status, usage, each run's result). With `background: true` it returns
+{"jobId": ...} at once; follow with subagent_status / subagent_result / subagent_cancel or
+read the resource subagent://jobs/{jobId}. A failed job returns an error result with the
+diagnostics: what went wrong, exit status, stderr tail, last tool calls."""
+
+
+class StepArg(BaseModel):
+    """One task of a parallel job or one step of a chain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(
+        description="What the child agent should do; self-contained (the child sees nothing else)."
+    )
+    agent: str | None = Field(
+        default=None,
+        description="Named agent for this step (see list_agents); default: the call's `agent`.",
+    )
+    cwd: str | None = Field(
+        default=None, description="Working directory for this step (relative to the call's cwd)."
+    )
+    model: str | None = Field(
+        default=None, description="Model for this step (for pi: provider/id)."
+    )
+    backend: str | None = Field(
+        default=None, description="Agent CLI: pi, claude, codex, gemini or opencode."
+    )
+    timeout: float | None = Field(
+        default=None, gt=0, description="Wall-clock limit for this step, seconds."
+    )
+
+
+StepList = list[str | StepArg]
+
+# ---- building the job spec from the tool's arguments ---------------------------------------
+
+
+def build_spec(
+    *,
+    task: str | None,
+    tasks: StepList | None,
+    chain: StepList | None,
+    agent: str | None = None,
+    model: str | None = None,
+    backend: str | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
+    given = [
+        name
+        for name, value in (("task", task), ("tasks", tasks), ("chain", chain))
+        if value is not None
+    ]
+    if not given:
+        raise ToolError(
+            "no task given: pass 'task' (one task), 'tasks' (several, in parallel) or 'chain' (steps in order)"
+        )
+    if len(given) > 1:
+        raise ToolError(
+            f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}"
+        )
+    defaults: dict[str, Any] = {
+        "agent": agent,
+        "model": model,
+        "backend": backend,
+        "timeout": timeout,
+    }
+
+    def step(item: str | StepArg) -> dict[str, Any]:
+        data: dict[str, Any] = (
+            {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
+        )
+        for key, value in defaults.items():
+            if value is not None and data.get(key) is None:
+                data[key] = value
+        return data
+
+    if task is not None:
+        if not task.strip():
+            raise ToolError("task: the task is empty")
+        mode, key, items = "single", "steps", [step(task)]
+    elif tasks is not None:
+        if not tasks:
+            raise ToolError("tasks: the list is empty (give at least one task)")
+        mode, key, items = "parallel", "tasks", [step(t) for t in tasks]
+    else:
+        assert chain is not None
+        if not chain:
+            raise ToolError("chain: the list is empty (give at least one step)")
+        mode, key, items = "chain", "steps", [step(t) for t in chain]
+    spec: dict[str, Any] = {"mode": mode, key: items}
+    if concurrency is not None:
+        spec["concurrency"] = concurrency
+    try:
+        parse_job(spec, "subagent")  # checked here so the message names this tool's fields
+    except PlanError as exc:
+        raise ToolError(rename_fields(str(exc), mode)) from None
+    return mode, spec
+
+
+def rename_fields(message: str, mode: str) -> str:
+    """Job-shape field names → this tool's (``steps.0.agent`` → ``agent`` or ``chain.0.agent``)."""
+    message = re.sub(r"^(subagent|job): ", "", message)
+    if mode == "single":
+        return re.sub(r"\b(steps|tasks)\.0\.", "", message)
+    if mode == "chain":
+        return re.sub(r"\bsteps\.(\d+)\.", r"chain.\1.", message)
+    return message

@@ -1,0 +1,140 @@
+"""Serving the MCP server: stdio, or streamable HTTP on 127.0.0.1 behind a bearer token."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+
+from subagents.mcp.server import SubagentsMCP
+
+DEFAULT_PORT = 8765
+
+
+TOKEN_ENV = "SUBAGENTS_MCP_TOKEN"
+
+
+async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
+    """Run ``main``; SIGTERM/SIGINT cancel it cleanly, so foreground jobs are aborted, not orphaned."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch_signals() -> None:
+            with anyio.open_signal_receiver(
+                signal.SIGTERM, signal.SIGINT, signal.SIGHUP
+            ) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch_signals)
+        await main()
+        tg.cancel_scope.cancel()
+
+
+def serve_stdio() -> None:
+    server = SubagentsMCP()
+    try:
+        anyio.run(_until_signalled, server.mcp.run_stdio_async)
+    finally:
+        server.close()
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        auth = b""
+        for name, value in scope.get("headers") or []:
+            if name.lower() == b"authorization":
+                auth = value
+                break
+        scheme, _, given = auth.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {
+                "error": "invalid_token",
+                "error_description": "missing or wrong bearer token (see SUBAGENTS_MCP_TOKEN)",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="subagents", error="invalid_token"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_token(env: dict[str, str] | None = None) -> tuple[str, bool]:
+    """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else ``mcp_token`` in the user config, else a
+    new random one (second item True)."""
+    from subagents.config import load_settings
+
+    env = dict(os.environ) if env is None else env
+    token = (load_settings(env=env).mcp_token or "").strip()  # the env var overrides the file
+    if token:
+        return token, False
+    return secrets.token_urlsafe(32), True
+
+
+def serve_http(port: int = DEFAULT_PORT) -> None:
+    """Streamable HTTP on 127.0.0.1:``port`` (0: any free port) at ``/mcp``, behind a bearer token."""
+    import uvicorn
+
+    token, generated = http_token()
+    server = SubagentsMCP()
+    app = BearerAuth(server.mcp.streamable_http_app(host="127.0.0.1"), token)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise SystemExit(
+            f"subagents: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
+        ) from None
+    actual = sock.getsockname()[1]
+    print(
+        f"subagents mcp: serving streamable HTTP at http://127.0.0.1:{actual}/mcp",
+        file=sys.stderr,
+        flush=True,
+    )
+    if generated:
+        print(
+            f"subagents mcp: bearer token (set {TOKEN_ENV} to choose one): {token}",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        print(f"subagents mcp: bearer token from {TOKEN_ENV}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
+    try:
+        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+    finally:
+        server.close()
+        sock.close()

@@ -1,0 +1,39 @@
+"""present — how things are told to a person: the shared progress formatter (one wording for
+the live view and ``transcript.md``), failure diagnostics, and the terminal display.
+
+May import: core. The supervisor uses the formatter and diagnostics, so those stay standard
+library only; ``display`` (rich) is imported only by the command line.
+"""
+
+from subagents.core.lazy import exports
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subagents.present.diagnostics import fence as fence
+    from subagents.present.diagnostics import render as render_diagnostics
+    from subagents.present.display import Display as Display
+    from subagents.present.humanize import humanize_tool_call as humanize_tool_call
+    from subagents.present.humanize import one_line as one_line
+    from subagents.present.progress import ProgressFormatter as ProgressFormatter
+    from subagents.present.progress import transcript_entry as transcript_entry
+
+_NAMES = {
+    "ProgressFormatter": "progress",
+    "transcript_entry": "progress",
+    "humanize_tool_call": "humanize",
+    "one_line": "humanize",
+    "render_diagnostics": "diagnostics:render",
+    "fence": "diagnostics",
+    "Display": "display",
+}
+__all__ = [
+    "Display",
+    "ProgressFormatter",
+    "fence",
+    "humanize_tool_call",
+    "one_line",
+    "render_diagnostics",
+    "transcript_entry",
+]
+if not TYPE_CHECKING:
+    __getattr__ = exports(__name__, _NAMES)

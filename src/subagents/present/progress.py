@@ -1,0 +1,212 @@
+"""Humanized progress lines from canonical events.
+
+One formatter serves the live CLI display, ``transcript.md`` and MCP progress
+messages, so they all say the same thing. Standard library only: the supervisor
+imports this module.
+
+Tool calls are put in words by :mod:`subagents.present.humanize`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Mapping
+
+from subagents.present.humanize import (
+    ELLIPSIS,
+    MEMORY_LIMIT,
+    THINKING_LIMIT,
+    WARN_LEVELS,
+    collapse,
+    describe,
+    duration,
+    head,
+)
+
+# typing and dataclasses are not imported at run time: the supervisor imports this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+__all__ = ["ProgressFormatter", "transcript_entry"]
+
+
+class ProgressFormatter:
+    """Turns canonical events into short progress lines.
+
+    Stateful: it remembers tool calls by ``toolCallId`` so results can say what
+    finished, and the latest activity for a status line. Feeding the same event
+    twice is harmless.
+    """
+
+    def __init__(self, max_len: int | None = None) -> None:
+        self.max_len = max_len
+        self._calls: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._pending: OrderedDict[str, None] = OrderedDict()
+        self._activity: str | None = None
+        self._cwd: str | None = None
+
+    # public
+
+    def line(self, event: dict[str, Any]) -> str | None:
+        """The progress line for ``event``, or None when there is nothing to show."""
+        text = self._text(event, shorten=True)
+        return None if text is None else self._cap(text)
+
+    def activity(self) -> str | None:
+        """Short "current activity" for a status line (None before anything happened)."""
+        return None if self._activity is None else self._cap(self._activity)
+
+    # internals
+
+    def _cap(self, text: str) -> str:
+        return text if self.max_len is None else head(text, self.max_len)
+
+    def _remember(self, call_id: str, tool_name: str, args: Any) -> None:
+        self._calls[call_id] = (tool_name, args)
+        self._calls.move_to_end(call_id)
+        while len(self._calls) > MEMORY_LIMIT:
+            self._calls.popitem(last=False)
+
+    def _call_text(self, call_id: str, *, shorten: bool) -> str | None:
+        remembered = self._calls.get(call_id)
+        if remembered is None:
+            return None
+        return describe(remembered[0], remembered[1], None, shorten=shorten, cwd=self._cwd)
+
+    def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
+        """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
+        etype = event.get("type")
+        if etype == "assistant_text":
+            text = event.get("text")
+            if not isinstance(text, str) or not text.strip():
+                return None
+            self._activity = "Writing answer"
+            return collapse(text) if shorten else text.strip()
+        if etype == "thinking":
+            text = event.get("text")
+            self._activity = "Thinking"
+            if not isinstance(text, str) or not text.strip():
+                return None
+            return "Thinking: " + (
+                head(collapse(text), THINKING_LIMIT) if shorten else text.strip()
+            )
+        if etype == "tool_call":
+            return self._tool_call(event, shorten=shorten)
+        if etype == "tool_result":
+            return self._tool_result(event, shorten=shorten)
+        if etype == "notice":
+            message = str(event.get("message") or "").strip()
+            level = str(event.get("level") or "info").lower()
+            if not message or level == "debug":
+                return None
+            message = collapse(message) if shorten else message
+            return f"⚠ {message}" if level in WARN_LEVELS else message
+        if etype == "error":
+            message = str(event.get("message") or "").strip() or "unknown error"
+            text = "Error: " + (collapse(message) if shorten else message)
+            if event.get("fatal"):
+                self._activity = text
+            return text
+        if etype == "run_started":
+            cwd = event.get("cwd")
+            self._cwd = cwd if isinstance(cwd, str) and cwd else None
+            backend = event.get("backend") or "agent"
+            model = event.get("model")
+            text = f"Started {backend}" + (f" ({model})" if model else "")
+            self._activity = "Starting"
+            return text
+        if etype == "run_finished":
+            text = f"Finished: {event.get('status') or 'unknown'}"
+            took = duration(event.get("durationMs"))
+            if took:
+                text += f" in {took}"
+            self._activity = text
+            return text
+        return None  # usage (the status line shows tokens) and anything unknown
+
+    def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+        call_id = event.get("toolCallId")
+        name = str(event.get("toolName") or "tool")
+        args = event.get("args")
+        if isinstance(call_id, str) and call_id:
+            self._remember(call_id, name, args)
+            self._pending[call_id] = None
+            self._pending.move_to_end(call_id)
+            while len(self._pending) > MEMORY_LIMIT:
+                self._pending.popitem(last=False)
+        self._activity = describe(name, args, None, shorten=True, cwd=self._cwd)
+        return describe(name, args, None, shorten=shorten, cwd=self._cwd)
+
+    def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+        call_id = event.get("toolCallId")
+        outcome = "failed" if event.get("isError") else "done"
+        remembered = self._calls.get(call_id) if isinstance(call_id, str) else None
+        if remembered is not None:
+            name, args = remembered
+        else:
+            name, args = str(event.get("toolName") or "tool"), None
+        if isinstance(call_id, str):
+            self._pending.pop(call_id, None)
+        text = describe(name, args, outcome, shorten=shorten, cwd=self._cwd)
+        if self._pending:  # another call is still running: that is the current activity
+            latest = next(reversed(self._pending))
+            self._activity = self._call_text(latest, shorten=True) or text
+        else:
+            self._activity = describe(name, args, outcome, shorten=True, cwd=self._cwd)
+        return text
+
+
+# --------------------------------------------------------------------------- transcript
+
+TRANSCRIPT_ERROR_TEXT: Final = 800
+
+
+def _fence_for(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
+
+
+def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
+    """Markdown chunk for ``transcript.md``; chunks are meant to be concatenated as they are.
+
+    Uses the same wording as :meth:`ProgressFormatter.line` (with full paths and
+    commands) and updates ``formatter``'s state the same way.
+    """
+    text = formatter._text(event, shorten=False)
+    if text is None:
+        return None
+    etype = event.get("type")
+    if etype in ("run_started", "run_finished"):
+        return f"\n## {text}\n\n"
+    if etype == "assistant_text":
+        return f"\n{text}\n\n"
+    if etype == "thinking":
+        return "\n" + _quote(text) + "\n\n"
+    if etype == "tool_call":
+        return f"- {text}\n"
+    if etype == "tool_result":
+        if not event.get("isError"):
+            return f"- {text}\n"
+        chunk = f"- ✗ {text}\n"
+        output = str(event.get("text") or "").strip()
+        if output:
+            if len(output) > TRANSCRIPT_ERROR_TEXT:
+                output = (
+                    output[:TRANSCRIPT_ERROR_TEXT]
+                    + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
+                )
+            fence = _fence_for(output)
+            body = "\n".join("  " + line for line in output.splitlines())
+            chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"
+        return chunk
+    if etype == "error":
+        return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
+    if etype == "notice":
+        return "\n" + _quote(text) + "\n\n"
+    return f"\n{text}\n\n"
