@@ -46,7 +46,27 @@ def emit_answer(result: dict[str, Any]) -> None:
             click.echo(r.get("diagnostics") or r.get("errorMessage") or r.get("status"), err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The command group: a file fault that nothing below could handle (a full disk, an
+    unwritable state dir) ends the command with one line naming it, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        import errno
+        import sqlite3
+
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # click's own handling of a closed stdout
+            from subagents.core.files import describe_os_error
+
+            fail(describe_os_error(exc), 1)
+        except sqlite3.Error as exc:
+            fail(f"the job index: {exc}", 1)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="subagents")
 def main() -> None:
     """Delegate tasks to child coding agents and get back a result you can trust.

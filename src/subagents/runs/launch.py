@@ -18,7 +18,7 @@ from typing import Any
 
 from subagents.backends import Backend, BackendError, CommandRequest, get_backend
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, open_private, write_json_atomic
+from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.runners import Launched, RunnerError, launch
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
@@ -151,11 +151,23 @@ def prepare(
     limits = limits or Limits()
     env = os.environ if env is None else env
     checked = check(req, limits, env)
-    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     home = home or paths.state_home(env)
     run_id = ids.new_id()
     run_dir = paths.runs_dir(home) / run_id
+    try:
+        return _write_run_dir(req, limits, checked, run_id, run_dir)
+    except OSError:
+        # A full disk (or an unwritable home): no half-made run directory is left behind.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _write_run_dir(
+    req: RunRequest, limits: Limits, checked: Checked, run_id: str, run_dir: Path
+) -> tuple[RunSpec, Path]:
+    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     make_private_dir(run_dir)
+    reserve_space(run_dir)
     command = CommandRequest(
         task=req.task,
         cwd=str(cwd),

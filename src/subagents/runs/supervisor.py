@@ -37,8 +37,20 @@ from pathlib import Path
 
 from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
-from subagents.core.files import dumps, open_private, publish_once, read_json, read_tail
-from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
+from subagents.core.files import (
+    describe_os_error,
+    dumps,
+    open_private,
+    read_json,
+    read_tail,
+)
+from subagents.runs.result import (
+    STDERR_TAIL_BYTES,
+    attach_diagnostics,
+    build_result,
+    publish_ended,
+    publish_result,
+)
 from subagents.runs.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -95,6 +107,8 @@ class Supervisor:
         self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
         self.noise_lines = 0
+        # The first artifact write that failed (a full disk): the run's true cause.
+        self.write_error: str | None = None
         self.buf = bytearray()
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
@@ -120,21 +134,27 @@ class Supervisor:
             entry = self._transcript_entry(record, self._fmt)
             if entry:
                 self.transcript_f.write(entry)
-        except OSError:
-            pass  # artifacts are best effort; result.json must still be written
+        except OSError as exc:  # artifacts are best effort; result.json must still be written
+            self.note_write_error(exc, "events.jsonl")
         self.dirty = True
         if self.echo is not None:
             line = self._echo_fmt.line(record)
             if line:
                 self.echo(line)
 
+    def note_write_error(self, exc: OSError, name: str) -> None:
+        if self.write_error is None:
+            self.write_error = f"could not write {name}: {describe_os_error(exc)}"
+
     def flush(self) -> None:
         if not self.dirty:
             return
         self.dirty = False
-        for f in (self.events_f, self.transcript_f):
-            with contextlib.suppress(OSError):
+        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+            try:
                 f.flush()
+            except OSError as exc:
+                self.note_write_error(exc, name)
 
     # ---- stream ----------------------------------------------------------
 
@@ -170,8 +190,10 @@ class Supervisor:
             self.disarm()
 
     def on_data(self, data: bytes | memoryview) -> None:
-        with contextlib.suppress(OSError):
+        try:
             self.raw_f.write(data)
+        except OSError as exc:
+            self.note_write_error(exc, "raw.jsonl")
         buf = self.buf
         buf += data
         start = 0
@@ -454,6 +476,17 @@ class Supervisor:
             if norm.error_message:
                 error = f"{error} (last error: {norm.error_message})"
         duration_ms = round((time.monotonic() - self.t0) * 1000)
+        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+            try:
+                f.flush()
+            except OSError as exc:
+                self.note_write_error(exc, name)
+        if self.write_error is not None and status == "completed":
+            # The answer is kept (finalText), but the run's record is not whole: say why.
+            status = "failed"
+            error = f"{self.write_error} (the answer is kept in finalText)"
+        elif self.write_error is not None:
+            error = f"{error or status}; {self.write_error}"
         if status != "completed" and not spawn_error:
             self.emit(ev.error(error or status, fatal=True))
         self.emit(ev.run_finished(status, exit_code, sig, duration_ms))
@@ -480,7 +513,7 @@ class Supervisor:
         for f in (self.events_f, self.raw_f, self.transcript_f, self.stderr_f):
             with contextlib.suppress(OSError):
                 f.close()
-        publish_once(self.run_dir / "result.json", result)
+        publish_result(self.run_dir, result)
         return result
 
 
@@ -519,10 +552,12 @@ def main(argv: list[str] | None = None) -> int:
         sup = Supervisor(run_dir, spec, echo)
         result = sup.run()
     except Exception as exc:
-        # A bug here must neither orphan the child nor leave the caller without a result.
+        # A bug or a full disk must neither orphan the child nor leave the caller without a
+        # result: the result names the cause (an OSError as one line, not its repr).
         if sup is not None and sup.pgid:
             killpg(sup.pgid, signal.SIGKILL)
-        fail_before_start(run_dir, f"supervisor error: {exc!r}")
+        why = describe_os_error(exc) if isinstance(exc, OSError) else repr(exc)
+        fail_before_start(run_dir, f"supervisor error: {why}")
         return 1
     return 0 if result["status"] == "completed" else 1
 
