@@ -362,7 +362,7 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
                 assert expected in text_of(result), (args, text_of(result))
             for tool in ("subagent_status", "subagent_result", "subagent_cancel"):
                 result = await client.call_tool(tool, {"job_id": "0zzzzzzz"})
-                assert result.is_error and "no job with id" in text_of(result), text_of(result)
+                assert result.is_error and "no job or run with id" in text_of(result), text_of(result)
 
     run(main)
 

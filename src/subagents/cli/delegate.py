@@ -113,10 +113,12 @@ def run(
                     setattr(step, key, value)
     else:
         items = list(tasks)
-        if items == ["-"] or (not items and not sys.stdin.isatty()):
-            items = [sys.stdin.read()]
         if not items:
-            fail("missing TASK (give it as an argument, '-' to read it from stdin, or --plan FILE)")
+            # Never a wait on stdin unless asked with '-': a parent that spawned us with an
+            # open pipe would hang.
+            fail(f"missing TASK; usage: {USAGE}")
+        if items == ["-"]:
+            items = [sys.stdin.read()]
         if len(items) > 1 and mode is None:
             fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
         steps = [
@@ -133,7 +135,7 @@ def run(
         try:
             spec = parse_job({"mode": mode or "single", "steps": steps}, "arguments")
         except PlanError as exc:
-            fail(str(exc))
+            fail(_for_one_task(str(exc)) if len(steps) == 1 else str(exc))
     if concurrency is not None:
         spec = JobSpec.model_validate({**spec.model_dump(), "concurrency": concurrency})
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
@@ -150,14 +152,7 @@ def run(
         )
     except api.BadRequest as exc:
         message = str(exc)
-        if plan_file is None and len(spec.steps) == 1:
-            # One task from the command line: "steps.0.backend: …" names no field the user typed.
-            message = (
-                message.removeprefix("steps.0.").split(": ", 1)[-1]
-                if message.startswith("steps.0.")
-                else message
-            )
-        fail(message)
+        fail(_for_one_task(message) if plan_file is None and len(spec.steps) == 1 else message)
     if bg:
         job_id = api.start_background(job)
         if as_json:
@@ -172,8 +167,25 @@ def run(
     run_in_foreground(job, as_json=as_json, quiet=quiet)
 
 
+USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
+
+
+def _for_one_task(message: str) -> str:
+    """One task from the command line: "steps.0.backend: …" names no field the user typed."""
+    return (
+        message.removeprefix("steps.0.").split(": ", 1)[-1]
+        if message.startswith("steps.0.")
+        else message
+    )
+
+
 def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    exit_now(drive_and_report(job, as_json=as_json, quiet=quiet))
+
+
+def drive_and_report(job: Any, *, as_json: bool, quiet: bool) -> int:
+    """Drive a job here, showing progress; print its outcome; return its exit code."""
     from subagents import api
     from subagents.jobs import exit_code
     from subagents.present import Display
@@ -188,7 +200,7 @@ def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
         print_json(result["runs"][0] if single else result)
     else:
         emit_answer(result)
-    exit_now(exit_code(result))
+    return exit_code(result)
 
 
 # ---- demo ----------------------------------------------------------------------
@@ -244,4 +256,6 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
             job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
         except api.BadRequest as exc:
             fail(str(exc))
-        run_in_foreground(job, as_json=as_json, quiet=quiet)
+        code = drive_and_report(job, as_json=as_json, quiet=quiet)
+    # Only now: the temp dir (sample project, pi config) is gone and the server stopped.
+    exit_now(code)

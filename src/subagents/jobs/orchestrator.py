@@ -206,24 +206,33 @@ class Job:
         self.env = dict(os.environ if env is None else env)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._stop_signal: int = signal.SIGTERM
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
 
     # ---- control ---------------------------------------------------------
 
-    def cancel(self) -> None:
-        """Stop the job: no new runs start; running ones are aborted."""
+    def cancel(self, sig: int | None = None) -> None:
+        """Stop the job: no new runs start; running ones are aborted. ``sig``: the signal
+        that asked for it, passed on to the runs' supervisors so their results name it."""
+        if sig is not None:
+            self._stop_signal = sig
         self._cancelled.set()
         with self._lock:
             handles = list(self._handles.values())
-        stoppers = [threading.Thread(target=h.stop, daemon=True) for h in handles]
+        stoppers = [
+            threading.Thread(target=h.stop, kwargs={"sig": self._stop_signal}, daemon=True)
+            for h in handles
+        ]
         for t in stoppers:
             t.start()
         for t in stoppers:
             t.join(timeout=30)
 
-    def cancel_soon(self) -> None:
+    def cancel_soon(self, sig: int | None = None) -> None:
         """``cancel()`` without waiting for it: safe in a signal handler."""
+        if sig is not None:
+            self._stop_signal = sig
         self._cancelled.set()
         threading.Thread(target=self.cancel, name="subagents-cancel", daemon=True).start()
 
@@ -233,7 +242,7 @@ class Job:
         previous handlers. Main thread only."""
         previous = {sig: signal.getsignal(sig) for sig in signals}
         for sig in signals:
-            signal.signal(sig, lambda *_: self.cancel_soon())
+            signal.signal(sig, lambda signum, _frame: self.cancel_soon(signum))
 
         def restore() -> None:
             for sig, handler in previous.items():
@@ -270,7 +279,7 @@ class Job:
         with contextlib.suppress(OSError):  # job.json lags on a full disk; its end has them all
             self.store.update(self.job_id, runIds=list(self._run_ids))
         if self.cancelled:  # stopped while this run was starting
-            handle.stop()
+            handle.stop(sig=self._stop_signal)
         sink = (lambda e: on_event(index, e)) if on_event is not None else None
         result = handle.wait(on_event=sink)
         if result is None:  # cannot happen without a timeout, but never hang on it
@@ -345,7 +354,7 @@ class Job:
             while not done.wait(0.5):
                 pass
         except KeyboardInterrupt:
-            self.cancel()
+            self.cancel(signal.SIGINT)
             done.wait(60)
         if "error" in box:
             raise box["error"]

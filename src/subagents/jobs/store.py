@@ -63,6 +63,12 @@ class JobIdError(Exception):
     """An unknown, ambiguous or malformed id, as one line."""
 
 
+def unknown_id(prefix: str) -> JobIdError:
+    """The one wording for an id that names nothing (a job id or a run id, malformed or not),
+    wherever an id is looked up: the CLI, the MCP tools and resources."""
+    return JobIdError(f"no job or run with id {prefix!r}")
+
+
 def _matching(directory: Path, prefix: str) -> list[str]:
     try:
         return [e.name for e in os.scandir(directory) if e.name.startswith(prefix) and e.is_dir()]
@@ -206,7 +212,7 @@ class JobStore:
         (the CLI prints run ids too)."""
         prefix = prefix.strip().lower()
         if not ids.is_valid_id_prefix(prefix):
-            raise JobIdError(f"not a job id: {prefix!r}")
+            raise unknown_id(prefix)
         names = _matching(self.dir, prefix)
         if not names:
             job_ids = set()
@@ -217,7 +223,7 @@ class JobStore:
                     )
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
-            raise JobIdError(f"no job with id {prefix!r}")
+            raise unknown_id(prefix)
         if len(names) > 1:
             shown = ", ".join(sorted(names)[:5]) + (", …" if len(names) > 5 else "")
             raise JobIdError(f"ambiguous job id {prefix!r}: matches {len(names)} jobs ({shown})")

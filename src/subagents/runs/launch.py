@@ -223,15 +223,21 @@ class RunHandle:
     def result(self) -> dict[str, Any] | None:
         return self.monitor.result()
 
-    def stop(self, on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    def stop(
+        self,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        sig: int = signal.SIGTERM,
+    ) -> dict[str, Any]:
         """Abort the run: the supervisor kills the child's group and writes ``aborted``.
+        ``sig`` is what the supervisor gets: the signal the caller itself was sent (Ctrl-C is
+        SIGINT), so the result names the signal that was sent.
 
         Bounded: if the supervisor does not answer, it is killed and the result is
         written here.
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            procs.kill_group(self.launched.pid, signal.SIGTERM)
+            procs.kill_group(self.launched.pid, sig)
             done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
             if done is not None:
                 return done

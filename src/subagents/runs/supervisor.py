@@ -85,6 +85,31 @@ def killpg(pgid: int, sig: int) -> bool:
     return True
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a member that still runs. A zombie does not count: a
+    killed grandchild is reparented to init, which may be slow to reap it (or never, in a
+    container whose PID 1 does not), and ``killpg(pgid, 0)`` still finds its zombie."""
+    if not killpg(pgid, 0):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs: the signal probe is all there is
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            # after "(comm)": state, ppid, pgrp
+            state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split(None, 3)[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != b"Z":
+            return True
+    return False
+
+
 class Supervisor:
     def __init__(
         self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None
@@ -426,13 +451,16 @@ class Supervisor:
     # ---- outcome ---------------------------------------------------------
 
     def cleanup_group(self) -> None:
-        """Whatever the child left in its group (a grandchild holding stdout) goes too."""
-        if not self.pgid or not killpg(self.pgid, signal.SIGTERM):
+        """Whatever the child left in its group (a grandchild holding stdout) goes too; a
+        process killed here makes the cleanup a forced one."""
+        if not self.pgid or not group_alive(self.pgid):
             return
+        self.forced_cleanup = True
+        killpg(self.pgid, signal.SIGTERM)
         deadline = time.monotonic() + self.spec.killGrace
         while time.monotonic() < deadline:
             time.sleep(0.02)
-            if not killpg(self.pgid, 0):
+            if not group_alive(self.pgid):
                 return
         killpg(self.pgid, signal.SIGKILL)
 
