@@ -27,6 +27,29 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+# Below this width (an 80-column terminal, a pane) tables drop their least useful columns
+# instead of cutting every cell.
+WIDE = 100
+
+
+def table(columns: list[tuple[str, dict[str, Any]]]) -> tuple[Any, Any]:
+    """A rich console and a borderless table with these (header, column options); the
+    whole cells of narrow columns (ids, statuses) are kept, the last column wraps."""
+    from rich.console import Console
+    from rich.table import Table
+
+    grid = Table(box=None, pad_edge=False)
+    for i, (header, options) in enumerate(columns):
+        last = i == len(columns) - 1
+        grid.add_column(
+            header,
+            no_wrap=not last,
+            overflow="fold" if last else "ellipsis",
+            **options,
+        )
+    return Console(), grid
+
+
 def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from subagents.cli.app import emit_answer, fail, main, print_json
+from subagents.cli.app import WIDE, emit_answer, fail, main, print_json, table
 
 # ---- job commands ------------------------------------------------------------
 
@@ -55,24 +55,32 @@ def ps(limit: int, as_json: bool) -> None:
             click.echo(json.dumps(item, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("JOB", "MODE", "AGENTS", "STATUS", "ELAPSED", "ACTIVITY"):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "ACTIVITY")
+    wide = Console().width >= WIDE
+    columns: list[tuple[str, dict[str, Any]]] = [("JOB", {"min_width": 19})]
+    if wide:
+        columns.append(("MODE", {}))
+    columns += [
+        ("AGENTS", {"max_width": 24 if wide else 12}),
+        ("STATUS", {"min_width": 9}),
+        ("ELAPSED", {"min_width": 7}),
+        ("ACTIVITY", {"ratio": 1}),
+    ]
+    console, grid = table(columns)
     for item in items:
-        table.add_row(
+        cells = [
             item["jobId"],
             item.get("mode") or "",
             ",".join(item.get("agents") or []) or "-",
             item.get("status") or "",
             _elapsed(item),
             item.get("activity") or "",
-        )
+        ]
+        grid.add_row(*(cells if wide else [cells[0], *cells[2:]]))
     if not items:
         click.echo("no jobs yet", err=True)
         return
-    Console().print(table)
+    console.print(grid)
 
 
 @main.command()

@@ -17,7 +17,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from subagents.present.progress import ProgressFormatter
+from subagents.present.progress import LINE_LIMIT, ProgressFormatter
 
 
 def _tokens(n: int) -> str:
@@ -25,7 +25,7 @@ def _tokens(n: int) -> str:
 
 
 class _RunState:
-    def __init__(self, label: str, max_len: int | None) -> None:
+    def __init__(self, label: str, max_len: int) -> None:
         self.label = label
         self.fmt = ProgressFormatter(max_len=max_len)
         self.t0: float | None = None
@@ -43,7 +43,7 @@ class Display:
         self.live_mode = enabled and self.console.is_terminal
         labels = labels or ["run"]
         self.multi = len(labels) > 1
-        width = max(40, self.console.width - 4) if self.live_mode else None
+        width = max(40, self.console.width - 4) if self.live_mode else LINE_LIMIT
         self.runs = [
             _RunState(f"[{i + 1}] {label}" if self.multi else label, width)
             for i, label in enumerate(labels)
