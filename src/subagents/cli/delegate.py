@@ -172,6 +172,7 @@ USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or
 
 def _for_one_task(message: str) -> str:
     """One task from the command line: "steps.0.backend: …" names no field the user typed."""
+    message = message.removeprefix("arguments: ")
     return (
         message.removeprefix("steps.0.").split(": ", 1)[-1]
         if message.startswith("steps.0.")

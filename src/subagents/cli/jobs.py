@@ -1,4 +1,4 @@
-"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``stop``."""
+"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``stop``, ``rm``, ``prune``."""
 
 from __future__ import annotations
 
@@ -150,3 +150,55 @@ def stop(job_id: str) -> None:
 
     result = api.stop_job(store, _resolve(store, job_id))
     click.echo(f"{result['jobId']}: {result['status']}")
+
+
+def _report_removed(done: Any) -> None:
+    for problem in done.problems:
+        click.echo(f"subagents: warning: {problem}", err=True)
+    noun = "job" if len(done.jobs) == 1 else "jobs"
+    extra = f", {done.worktrees} worktree(s)" if done.worktrees else ""
+    click.echo(f"removed {len(done.jobs)} {noun} ({done.runs} run(s){extra})")
+
+
+@main.command(name="rm")
+@click.argument("job_ids", nargs=-1, required=True)
+def rm(job_ids: tuple[str, ...]) -> None:
+    """Remove finished jobs with their runs, index rows and worktrees.
+
+    A job still running is refused (stop it first), and then nothing is removed."""
+    from subagents.jobs import JobBusyError, remove_jobs
+
+    store = _store()
+    resolved = [_resolve(store, j) for j in job_ids]
+    try:
+        done = remove_jobs(store, resolved)
+    except JobBusyError as exc:
+        fail(str(exc))
+    _report_removed(done)
+
+
+@main.command()
+@click.option(
+    "--older-than",
+    default="7d",
+    show_default=True,
+    help="Remove finished jobs that ended longer ago than this (30m, 12h, 7d, 2w).",
+)
+@click.option("--keep", type=click.IntRange(min=0), help="Always keep the N newest finished jobs.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+def prune(older_than: str, keep: int | None, dry_run: bool) -> None:
+    """Remove old finished jobs with their runs, index rows and worktrees (never a running one)."""
+    from subagents.jobs import jobs_to_prune, remove_jobs
+    from subagents.lifecycle import history
+
+    try:
+        cutoff = history.parse_since(older_than)
+    except ValueError as exc:
+        fail(f"--older-than: {exc}")
+    store = _store()
+    chosen = jobs_to_prune(store, older_than=cutoff, keep=keep)
+    if dry_run:
+        for job_id in chosen:
+            click.echo(job_id)
+        return
+    _report_removed(remove_jobs(store, chosen))

@@ -10,6 +10,9 @@ from subagents.core.lazy import exports
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subagents.jobs.driver import start_background as start_background
+    from subagents.jobs.housekeeping import JobBusyError as JobBusyError
+    from subagents.jobs.housekeeping import jobs_to_prune as jobs_to_prune
+    from subagents.jobs.housekeeping import remove_jobs as remove_jobs
     from subagents.jobs.orchestrator import EventSink as EventSink
     from subagents.jobs.orchestrator import Job as Job
     from subagents.jobs.orchestrator import JobPlan as JobPlan
@@ -45,12 +48,16 @@ _NAMES = {
     "exit_code": "orchestrator",
     "start_background": "driver",
     "lifecycle_for": "records",
+    "JobBusyError": "housekeeping",
+    "jobs_to_prune": "housekeeping",
+    "remove_jobs": "housekeeping",
 }
 __all__ = [
     "PREVIOUS",
     "TERMINAL",
     "EventSink",
     "Job",
+    "JobBusyError",
     "JobIdError",
     "JobPlan",
     "JobSpec",
@@ -58,11 +65,13 @@ __all__ = [
     "PlanError",
     "PlanOptions",
     "exit_code",
+    "jobs_to_prune",
     "lifecycle_for",
     "load_plan",
     "options_from_settings",
     "parse_job",
     "plan",
+    "remove_jobs",
     "start_background",
 ]
 if not TYPE_CHECKING:

@@ -302,6 +302,10 @@ class JobStore:
 
     # ---- index -----------------------------------------------------------
 
+    def index(self) -> sqlite3.Connection:
+        """The index, open (the caller closes it)."""
+        return self._db()
+
     def _db(self) -> sqlite3.Connection:
         make_private_dir(self.home)
         db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
@@ -343,7 +347,10 @@ class JobStore:
 
     def _list_from_files(self, limit: int) -> builtins.list[dict[str, Any]]:
         try:
-            names = sorted((e.name for e in os.scandir(self.dir) if e.is_dir()), reverse=True)
+            names = sorted(
+                (e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."),
+                reverse=True,
+            )
         except FileNotFoundError:
             names = []
         out = []
@@ -361,7 +368,7 @@ class JobStore:
         try:
             known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
             try:
-                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir()}
+                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
             except FileNotFoundError:
                 on_disk = set()
             for gone in set(known) - on_disk:
