@@ -39,7 +39,9 @@ def make_result(**overrides: Any) -> dict[str, Any]:
 def section(body: str, title: str) -> str:
     """The text of one ``## title`` section (without its header)."""
     # A header may state a count: "## Activity (25 tool calls, …)".
-    match = re.search(rf"^## {re.escape(title)}(?: \(\d[^\n]*\))?\n(.*?)(?=^## |\Z)", body, re.S | re.M)
+    match = re.search(
+        rf"^## {re.escape(title)}(?: \(\d[^\n]*\))?\n(.*?)(?=^## |\Z)", body, re.S | re.M
+    )
     assert match is not None, f"no section {title!r} in:\n{body}"
     return match.group(1).strip("\n")
 
