@@ -7,9 +7,11 @@ spawned, and raised as one ``InputError`` line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -218,7 +220,18 @@ class RunHandle:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any] | None:
-        return self.monitor.wait(on_event=on_event, timeout=timeout)
+        result = self.monitor.wait(on_event=on_event, timeout=timeout)
+        if result is not None:
+            self.reap()
+        return result
+
+    def reap(self, timeout: float = 5.0) -> None:
+        """Collect the supervisor's exit status once its result is out (it exits right after
+        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run."""
+        popen = self.launched.popen
+        if popen is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(timeout)
 
     def result(self) -> dict[str, Any] | None:
         return self.monitor.result()
