@@ -239,6 +239,7 @@ def test_supervisor_killed_ends_the_job_with_that_cause(fake: Fake, isolated_sta
     supervisor = json.loads((run_dir / "supervisor.json").read_text())["pid"]
     os.kill(supervisor, signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
+    assert out == ""
     assert proc.returncode == 1 and "Traceback" not in err
     assert "the supervisor died" in err
     assert eventually(lambda: not pid_alive(int(pidfile.read_text())), 10)
@@ -356,7 +357,9 @@ def test_rm_and_prune_remove_finished_jobs_whole(
     done = [_bg_job(fake, pi.answer(f"job {i}")) for i in range(3)]
     for job_id in done:
         assert cli(["wait", job_id]).returncode == 0
-    running = _bg_job(fake, [*pi.start(), {"sleep": 60}])
+    started = fake.dir / "started"
+    running = _bg_job(fake, [*pi.start(), {"pidfile": str(started)}, {"sleep": 60}])
+    assert eventually(started.exists)  # its driver runs it: the job is running, not pending
     # A run that recorded a git worktree: removing its job removes the worktree too.
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
