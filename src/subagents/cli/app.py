@@ -46,7 +46,31 @@ def emit_answer(result: dict[str, Any]) -> None:
             click.echo(r.get("diagnostics") or r.get("errorMessage") or r.get("status"), err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Every command's bad input ends as one line and exit 2, wherever it was found."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if not _is_bad_input(exc):
+                raise
+            fail(str(exc))
+
+
+def _is_bad_input(exc: Exception) -> bool:
+    # Looked up, not imported: a module that raised its error is loaded, and importing
+    # config (pydantic) here would slow every command's start.
+    for module, name in (("subagents.config", "ConfigError"), ("subagents.api", "BadRequest")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    return False
+
+
+@click.group(
+    cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(package_name="subagents")
 def main() -> None:
     """Delegate tasks to child coding agents and get back a result you can trust.

@@ -18,6 +18,7 @@ from typing import Any
 
 from subagents.backends import Backend, BackendError, CommandRequest, get_backend
 from subagents.core import ids, paths, procs
+from subagents.core.inputs import text_problem, timeout_problem
 from subagents.core.files import make_private_dir, open_private, write_json_atomic
 from subagents.runners import Launched, RunnerError, launch
 from subagents.runs.monitor import RunMonitor
@@ -109,6 +110,27 @@ def check_capabilities(backend: Backend, req: RunRequest) -> None:
         )
 
 
+def check_values(req: RunRequest, limits: Limits) -> None:
+    """The request's text and numbers, checked as every surface checks them."""
+    texts = {
+        "task": req.task,
+        "model": req.model,
+        "cwd": req.cwd,
+        "system_prompt": req.system_prompt,
+        "thinking": req.thinking,
+        **{f"env.{k}": v for k, v in req.env.items()},
+        **{f"tools.{i}": t for i, t in enumerate(req.tools or [])},
+    }
+    for name, value in texts.items():
+        problem = text_problem(value) if value is not None else None
+        if problem:
+            raise InputError(f"{name}: {problem}", name.split(".")[0])
+    for name, timeout in (("timeout", req.timeout), ("timeout", limits.timeout)):
+        problem = timeout_problem(timeout) if timeout is not None else None
+        if problem:
+            raise InputError(f"timeout: {problem}", name)
+
+
 @dataclass
 class Checked:
     """A request that passed every check, with what the checks found."""
@@ -123,6 +145,7 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     """Everything that can be wrong with ``req``, found without creating anything."""
     if not req.task or not req.task.strip():
         raise InputError("the task is empty", "task")
+    check_values(req, limits)
     depth = current_depth(env) + 1
     if depth > limits.max_depth:
         raise InputError(

@@ -26,7 +26,6 @@ if __name__ == "__main__":
 
 import contextlib
 import fcntl
-import json
 import os
 import selectors
 import subprocess
@@ -37,6 +36,7 @@ from pathlib import Path
 
 from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
+from subagents.core.childtext import parse_line
 from subagents.core.files import dumps, open_private, publish_once, read_json, read_tail
 from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
 from subagents.runs.spec import RunSpec
@@ -107,7 +107,9 @@ class Supervisor:
         # Unbuffered: each chunk read goes straight to the kernel in one write.
         self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
         self.dirty = False
-        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w")
+        self.transcript_f: IO[str] = open_private(
+            run_dir / "transcript.md", "w", encoding="utf-8"
+        )
         self.stderr_f: IO[bytes] = open_private(run_dir / "stderr.log", "wb", buffering=0)
 
     # ---- artifacts -------------------------------------------------------
@@ -144,7 +146,9 @@ class Supervisor:
             return
         line = bytes(buf[start:end])
         try:
-            obj = json.loads(line)
+            # Invalid UTF-8 and lone surrogates become U+FFFD here, before anything is
+            # written: the line (and the answer in it) survives, and no write can fail on it.
+            obj = parse_line(line)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
