@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from subagents.backends import Backend, BackendError, CommandRequest, get_backend
+from subagents.backends import (
+    ARGV_TASK_LIMIT,
+    MAX_TASK_BYTES,
+    Backend,
+    BackendError,
+    CommandRequest,
+    get_backend,
+)
 from subagents.core import ids, paths, procs
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.core.files import make_private_dir, open_private, write_json_atomic
@@ -131,6 +138,20 @@ def check_values(req: RunRequest, limits: Limits) -> None:
             raise InputError(f"timeout: {problem}", name)
 
 
+def check_task_size(backend: Backend, task: str) -> None:
+    size = len(task.encode())
+    if size > MAX_TASK_BYTES:
+        raise InputError(
+            f"the task is {size} bytes, over the limit of {MAX_TASK_BYTES} bytes (10 MiB)", "task"
+        )
+    if size > ARGV_TASK_LIMIT and not backend.reads_task_from_stdin:
+        raise InputError(
+            f"the task is {size} bytes; backend {backend.name} takes its task on the command"
+            f" line, which holds at most {ARGV_TASK_LIMIT} bytes",
+            "task",
+        )
+
+
 @dataclass
 class Checked:
     """A request that passed every check, with what the checks found."""
@@ -158,6 +179,7 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     except BackendError as exc:
         raise InputError(str(exc), "backend") from None
     check_capabilities(backend, req)
+    check_task_size(backend, req.task)
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
@@ -186,7 +208,13 @@ def prepare(
         tools=req.tools,
         thinking=req.thinking,
         system_prompt=req.system_prompt,
+        task_on_stdin=len(req.task.encode()) > ARGV_TASK_LIMIT,
     )
+    stdin_file = None
+    if command.task_on_stdin:
+        stdin_file = run_dir / "task.md"
+        with open_private(stdin_file, "wb") as f:
+            f.write(backend.stdin_task(req.task).encode())
     if req.system_prompt:
         prompt_file = run_dir / "system-prompt.md"
         with open_private(prompt_file, "w") as f:
@@ -209,6 +237,7 @@ def prepare(
         depth=depth,
         createdAt=time.time(),
         echo=(req.runner or limits.runner) == "tmux",
+        stdinFile=str(stdin_file) if stdin_file else None,
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir

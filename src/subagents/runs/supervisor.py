@@ -277,11 +277,17 @@ class Supervisor:
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
         try:
+            # A regular file, written whole before the run started: a CLI reading its task
+            # there sees it end, and none can wait on an open terminal.
+            stdin: Any = open(spec.stdinFile, "rb") if spec.stdinFile else subprocess.DEVNULL  # noqa: SIM115
+        except OSError as exc:
+            return f"could not open the task file {spec.stdinFile}: {exc.strerror or exc}"
+        try:
             self.proc = subprocess.Popen(
                 spec.argv,
                 cwd=spec.cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=self.stderr_f,
                 start_new_session=True,
@@ -295,6 +301,9 @@ class Supervisor:
                 else spec.argv[0]
             )
             return f"could not start {spec.argv[0]!r}: {what}: {target}"
+        finally:
+            if stdin is not subprocess.DEVNULL:
+                stdin.close()
         self.pgid = self.proc.pid
         return None
 
