@@ -68,9 +68,7 @@ def _is_bad_input(exc: Exception) -> bool:
     return False
 
 
-@click.group(
-    cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]}
-)
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="subagents")
 def main() -> None:
     """Delegate tasks to child coding agents and get back a result you can trust.

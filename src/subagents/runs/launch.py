@@ -25,8 +25,8 @@ from subagents.backends import (
     get_backend,
 )
 from subagents.core import ids, paths, procs
-from subagents.core.inputs import text_problem, timeout_problem
 from subagents.core.files import make_private_dir, open_private, write_json_atomic
+from subagents.core.inputs import text_problem, timeout_problem
 from subagents.runners import Launched, RunnerError, launch
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
