@@ -9,6 +9,7 @@ Steps, run in order:
 ``{"raw": base64}``            these bytes on stdout exactly (invalid UTF-8, anything)
 ``{"replay": path, "delay": s}``  every line of a captured stream, ``delay`` apart
 ``{"sleep": s}``              pause
+``{"wait_for": path}``        pause until ``path`` exists (a test's gate; bounded at 120 s)
 ``{"stderr": text, "times": n}``  write ``text`` (``n`` times) to stderr
 ``{"big_line": n}``           one non-JSON line of ``n`` bytes
 ``{"ignore_sigterm": true}``  from now on SIGTERM does nothing
@@ -58,6 +59,10 @@ def run_step(step: dict[str, Any]) -> None:
                 time.sleep(delay)
     elif "sleep" in step:
         time.sleep(float(step["sleep"]))
+    elif "wait_for" in step:
+        gate, until = Path(step["wait_for"]), time.monotonic() + 120
+        while not gate.exists() and time.monotonic() < until:
+            time.sleep(0.02)
     elif "stderr" in step:
         text = str(step["stderr"]) * int(step.get("times", 1))
         sys.stderr.write(text)
