@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from subagents.cli.app import WIDE, fail, main, table
+from subagents.cli.app import WIDE, echo_child_text, fail, main, table
+from subagents.core.childtext import neutralize
 
 # ---- lifecycle records -------------------------------------------------------------
 
@@ -57,7 +58,7 @@ def history(
     entries = history.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
     if as_json:
         for e in entries:
-            click.echo(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False))
         return
     if not entries:
         click.echo("no entries", err=True)
@@ -84,12 +85,15 @@ def history(
             stamp if wide else stamp[5:16],  # "MM-DD HH:MM"
             str(e.get("jobId") or ""),
             str(e.get("eventType", "")).removeprefix("subagent:"),
-            str(e.get("agentName") or "-"),
+            neutralize(str(e.get("agentName") or "-")),
             f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
         ]
         if wide:
             cells.append(str(usage.get("totalTokens") or ""))
-        cells += [f"${cost:.4f}" if cost is not None else "", str(e.get("summary") or "")]
+        cells += [
+            f"${cost:.4f}" if cost is not None else "",
+            neutralize(str(e.get("summary") or "")),
+        ]
         grid.add_row(*cells)
     console.print(grid)
 
@@ -103,6 +107,6 @@ def watch(session: str | None) -> None:
     path = _session_file(session)
     try:
         for e in history.follow(path):
-            click.echo(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False))
     except KeyboardInterrupt:
         sys.exit(130)
