@@ -41,10 +41,10 @@ if FLAG:
         def __exit__(self, *exc: object) -> None:
             self._f.close()
 
-    def open_private(path: Any, mode: str = "wb", buffering: int = -1) -> Any:
+    def open_private(path: Any, mode: str = "wb", *args: Any, **kw: Any) -> Any:
         if full() and "a" not in mode and credit[0] <= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        return FullFile(real_open(path, mode, buffering), path)
+        return FullFile(real_open(path, mode, *args, **kw), path)
 
     def release_space(directory: Any) -> bool:
         released = bool(real_release(directory))
