@@ -96,6 +96,9 @@ class ClaudeNormalizer(Normalizer):
     def _system(self, obj: dict[str, Any]) -> list[ev.Event]:
         sub = obj.get("subtype")
         if sub == "init":
+            session = obj.get("session_id")
+            if isinstance(session, str) and session:
+                self.session_id = session
             model = obj.get("model")
             if isinstance(model, str) and model and not self.model:
                 self.model = model
@@ -233,6 +236,7 @@ class ClaudeBackend(Backend):
     install_hint = "npm install -g @anthropic-ai/claude-code"
     supports_tools = True
     supports_system_prompt = True
+    can_continue = True
 
     def _is_root(self) -> bool:
         return hasattr(os, "geteuid") and os.geteuid() == 0
@@ -261,6 +265,9 @@ class ClaudeBackend(Backend):
                 prompt = f.read()
         if prompt:
             argv.append("--append-system-prompt=" + prompt)
+        if req.resume:
+            # A new session of its own that starts from the earlier run's conversation.
+            argv += ["--resume=" + req.resume, "--fork-session"]
         argv += req.extra_args
         argv += ["--", req.task]
         return argv

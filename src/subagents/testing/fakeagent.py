@@ -13,6 +13,7 @@ Steps, run in order:
 ``{"grandchild": s, "pidfile": path}``  fork a process that keeps stdout open for ``s`` seconds
 ``{"pidfile": path}``         write this process's pid
 ``{"kill": "SIGKILL"}``       die by that signal
+``{"write": path, "text": t}``  write a file (relative to the cwd; directories made)
 ``{"exit": code}``            exit now
 ``{"hang": true}``            linger forever (until killed)
 
@@ -70,6 +71,10 @@ def run_step(step: dict[str, Any]) -> None:
     elif "kill" in step:
         os.kill(os.getpid(), getattr(signal, str(step["kill"])))
         time.sleep(5)
+    elif "write" in step:
+        target = Path(step["write"])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(str(step.get("text", "")))
     elif "exit" in step:
         sys.stdout.flush()
         os._exit(int(step["exit"]))
