@@ -13,7 +13,8 @@ Steps, run in order:
 ``{"grandchild": s, "pidfile": path}``  fork a process that keeps stdout open for ``s`` seconds
 ``{"pidfile": path}``         write this process's pid
 ``{"kill": "SIGKILL"}``       die by that signal
-``{"write": path, "text": t}``  write a file (relative to the cwd; directories made)
+``{"write": path, "text": t}``  write a file (relative to the cwd; directories made;
+                              ``{task}`` in ``t`` is the last argument, the task)
 ``{"exit": code}``            exit now
 ``{"hang": true}``            linger forever (until killed)
 
@@ -74,7 +75,7 @@ def run_step(step: dict[str, Any]) -> None:
     elif "write" in step:
         target = Path(step["write"])
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(str(step.get("text", "")))
+        target.write_text(str(step.get("text", "")).replace("{task}", sys.argv[-1].strip()))
     elif "exit" in step:
         sys.stdout.flush()
         os._exit(int(step["exit"]))
