@@ -131,15 +131,15 @@ def test_an_isolated_run_continues_in_its_own_branch(fake: Fake, tmp_path: Path)
     (repo / "a.txt").write_text("a\n")
     subprocess.run(["git", "add", "."], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
-    # The fake stands in for pi and leaves a session file where pi would.
-    first_steps = [{"write": "one.txt", "text": "1\n"}, *pi.answer("one")]
-    env = fake_env(fake, first_steps)
+    # The fake stands in for pi and keeps a session file where pi would.
+    env = fake_env(
+        fake, [{"session": True}, {"write": "one.txt", "text": "1\n"}, *pi.answer("one")]
+    )
     p = cli(["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "first"], env)
     r1 = json.loads(p.stdout)
-    session_dir = Path(r1["paths"]["events"]).parent / "session"
-    session_dir.mkdir(exist_ok=True)
-    (session_dir / "s.jsonl").write_text("{}\n")
-    env = fake_env(fake, [{"write": "two.txt", "text": "2\n"}, *pi.answer("two")])
+    env = fake_env(
+        fake, [{"session": True}, {"write": "two.txt", "text": "2\n"}, *pi.answer("two")]
+    )
     p = cli(["continue", "--json", r1["runId"], "second"], env)
     assert p.returncode == 0, p.stderr
     r2 = json.loads(p.stdout)
@@ -153,3 +153,10 @@ def test_an_isolated_run_continues_in_its_own_branch(fake: Fake, tmp_path: Path)
         text=True,
     ).stdout.splitlines()
     assert len(log) == 3 and log[-1] == "init"  # both runs' commits, on one branch
+    # The continued child forked the earlier run's session.
+    forked = json.loads(
+        (Path(r2["paths"]["events"]).parent / "session" / "fake-session.jsonl").read_text()
+    )
+    assert forked["forkedFrom"] == str(
+        Path(r1["paths"]["events"]).parent / "session" / "fake-session.jsonl"
+    )
