@@ -374,7 +374,8 @@ def _run_notes(r: dict[str, Any]) -> list[str]:
             notes.append(f"      worktree: {wt['error']}")
         elif wt.get("filesChanged"):
             notes.append(
-                f"      branch {wt.get('branch')}: {wt['filesChanged']} files changed,"
+                f"      branch {wt.get('branch')}: {wt['filesChanged']}"
+                f" file{'s' if wt['filesChanged'] != 1 else ''} changed,"
                 f" +{wt.get('insertions', 0)} -{wt.get('deletions', 0)}"
                 f" (subagents apply {r.get('runId')})"
             )
