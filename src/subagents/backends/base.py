@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
+# one argument (128 KiB), with room for an option's name around it. A bigger task goes
+# through stdin to a CLI that reads it there, and is refused for one that cannot.
+ARGV_TASK_LIMIT = 100 * 1024
+# The largest task accepted at all.
+MAX_TASK_BYTES = 10 * 1024 * 1024
+
+
 class BackendError(Exception):
     """A request this backend cannot serve (missing binary, unsupported option)."""
 
@@ -52,6 +60,7 @@ class CommandRequest:
         extra_args: list[str] | None = None,
         session_dir: str | None = None,
         resume: str | None = None,
+        task_on_stdin: bool = False,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -66,6 +75,8 @@ class CommandRequest:
         # take one; and the session to resume (an id, or a file), to continue a run.
         self.session_dir = session_dir
         self.resume = resume
+        # The task reaches the child on stdin (a file in the run directory), not in argv.
+        self.task_on_stdin = task_on_stdin
 
 
 class Normalizer(ABC):
@@ -145,6 +156,8 @@ class Backend(ABC):
     supports_thinking: bool = False
     # Whether ``continue`` can resume a run's conversation (see ``resume_point``).
     can_continue: bool = False
+    # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
+    reads_task_from_stdin: bool = False
 
     def binary_env_var(self) -> str:
         return f"SUBAGENTS_{self.name.upper()}_BIN"
@@ -156,6 +169,10 @@ class Backend(ABC):
     def child_env(self, req: CommandRequest) -> dict[str, str]:
         """Extra environment for the child beyond what every run gets."""
         return {}
+
+    def stdin_task(self, task: str) -> str:
+        """The task as written to the child's stdin (``reads_task_from_stdin``)."""
+        return task
 
     @abstractmethod
     def normalizer(self) -> Normalizer: ...

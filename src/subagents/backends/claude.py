@@ -237,6 +237,7 @@ class ClaudeBackend(Backend):
     supports_tools = True
     supports_system_prompt = True
     can_continue = True
+    reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
 
     def _is_root(self) -> bool:
         return hasattr(os, "geteuid") and os.geteuid() == 0
@@ -269,7 +270,8 @@ class ClaudeBackend(Backend):
             # A new session of its own that starts from the earlier run's conversation.
             argv += ["--resume=" + req.resume, "--fork-session"]
         argv += req.extra_args
-        argv += ["--", req.task]
+        if not req.task_on_stdin:  # with no prompt argument, `claude -p` reads stdin
+            argv += ["--", req.task]
         return argv
 
     def normalizer(self) -> Normalizer:

@@ -206,6 +206,7 @@ class CodexBackend(Backend):
     supports_tools = False  # codex exec has no per-run tool allow list
     supports_system_prompt = True  # appended as developer instructions
     can_continue = True
+    reads_task_from_stdin = True  # the prompt "-": read it from stdin
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         # The session is recorded (in $CODEX_HOME) so that a run can be continued:
@@ -230,7 +231,8 @@ class CodexBackend(Backend):
             argv.append("--config=developer_instructions=" + _toml_string(prompt))
         argv += req.extra_args
         # After "--" the task is never an option; a lone "-" would mean "read stdin".
-        argv += ["--", *([req.resume] if req.resume else []), " -" if req.task == "-" else req.task]
+        task = "-" if req.task_on_stdin else " -" if req.task == "-" else req.task
+        argv += ["--", *([req.resume] if req.resume else []), task]
         return argv
 
     def normalizer(self) -> Normalizer:

@@ -31,6 +31,7 @@ _DEFAULTS: dict[str, Any] = {
     # keeps its session (pi: a directory in the run dir) or which one it resumes.
     "continuedFrom": None,
     "sessionDir": None,
+    "stdinFile": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -61,6 +62,8 @@ class RunSpec:
     toolTimeout: float | None
     continuedFrom: str | None
     sessionDir: str | None
+    # A file the child reads as its stdin (a task too big for argv); else /dev/null.
+    stdinFile: str | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
