@@ -96,6 +96,12 @@ def show(job_id: str, as_json: bool) -> None:
         print_json(state)
         return
     echo_child_text(api.describe_job(state))
+    from subagents.jobs import TERMINAL
+
+    if state.get("status") not in TERMINAL:
+        activity = api.current_activity(store.home, state.get("runIds") or [])
+        if activity:
+            echo_child_text(f"now: {activity}")
 
 
 @main.command()

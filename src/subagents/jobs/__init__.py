@@ -9,6 +9,10 @@ from subagents.core.lazy import exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from subagents.jobs.continuation import chain_of as chain_of
+    from subagents.jobs.continuation import continuation_plan as continuation_plan
+    from subagents.jobs.continuation import read_run as read_run
+    from subagents.jobs.continuation import resolve_run as resolve_run
     from subagents.jobs.driver import start_background as start_background
     from subagents.jobs.housekeeping import JobBusyError as JobBusyError
     from subagents.jobs.housekeeping import jobs_to_prune as jobs_to_prune
@@ -31,6 +35,10 @@ if TYPE_CHECKING:
     from subagents.jobs.store import JobStore as JobStore
 
 _NAMES = {
+    "read_run": "continuation",
+    "resolve_run": "continuation",
+    "chain_of": "continuation",
+    "continuation_plan": "continuation",
     "JobSpec": "spec",
     "PlanError": "spec",
     "PREVIOUS": "spec",
@@ -64,6 +72,8 @@ __all__ = [
     "JobStore",
     "PlanError",
     "PlanOptions",
+    "chain_of",
+    "continuation_plan",
     "exit_code",
     "jobs_to_prune",
     "lifecycle_for",
@@ -71,7 +81,9 @@ __all__ = [
     "options_from_settings",
     "parse_job",
     "plan",
+    "read_run",
     "remove_jobs",
+    "resolve_run",
     "start_background",
 ]
 if not TYPE_CHECKING:
