@@ -62,7 +62,9 @@ def test_marketplace_at_the_repo_root_installs_the_plugin(tmp_path: Path) -> Non
     claude("validate", str(REPO))  # the marketplace manifest
     claude("marketplace", "add", str(REPO))
     claude("install", "subagents@subagents")
-    (plugin,) = [p for p in json.loads(claude("list", "--json")) if p["id"] == "subagents@subagents"]
+    (plugin,) = [
+        p for p in json.loads(claude("list", "--json")) if p["id"] == "subagents@subagents"
+    ]
     assert plugin["enabled"] is True
     assert plugin["mcpServers"]["subagents"] == {
         "command": "subagents",
@@ -166,9 +168,7 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
     }
     script = Script(
         final_text="pi listed: {tool_output}",
-        per_api={
-            mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Started it.")
-        },
+        per_api={mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Started it.")},
     )
     with MockModelServer(script) as srv:
         env = {

@@ -6,7 +6,7 @@ its commands to it.
 
 from __future__ import annotations
 
-from subagents.cli import catalog, cost, delegate, jobs, notices, records, serve
+from subagents.cli import catalog, cost, delegate, jobs, notices, records, serve, top
 from subagents.cli.app import main
 
-__all__ = ["catalog", "cost", "delegate", "jobs", "main", "notices", "records", "serve"]
+__all__ = ["catalog", "cost", "delegate", "jobs", "main", "notices", "records", "serve", "top"]

@@ -84,8 +84,12 @@ def notices_command(session: str | None, claude_hook: bool, as_json: bool) -> No
     if claude_hook:
         if ended:
             context = notices.notice_text(ended)
-            output = {"hookSpecificOutput": {"hookEventName": HOOK_EVENT, "additionalContext": context}}
+            output = {
+                "hookSpecificOutput": {"hookEventName": HOOK_EVENT, "additionalContext": context}
+            }
             click.echo(json.dumps(output, ensure_ascii=False))
         return
     for entry in ended:
-        click.echo(json.dumps(entry, ensure_ascii=False) if as_json else notices.describe_end(entry))
+        click.echo(
+            json.dumps(entry, ensure_ascii=False) if as_json else notices.describe_end(entry)
+        )

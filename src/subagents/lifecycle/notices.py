@@ -63,9 +63,7 @@ def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[
     ValueError for a bad session id or reader name."""
     state_path = _state_file(home, session_id, reader)
     make_private_dir(state_path.parent)
-    lock_fd = os.open(
-        state_path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600
-    )
+    lock_fd = os.open(state_path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
