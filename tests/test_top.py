@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -48,9 +47,9 @@ def start_sleeping_job(tmp_path: Path, url: str) -> tuple[str, dict[str, str]]:
     work = tmp_path / "work"
     work.mkdir()
     env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", url)}
+    argv = [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
     proc = subprocess.run(
-        [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
-        + ["--cwd", str(work), "wait a while"],
+        [*argv, "--cwd", str(work), "wait a while"],
         capture_output=True,
         text=True,
         env=env,
@@ -66,7 +65,7 @@ def test_top_shows_follows_and_stops_a_running_job(
 ) -> None:
     home = Path(os.environ["SUBAGENTS_HOME"])
     with MockModelServer(Script(command="sleep 300")) as srv:
-        job_id, env = start_sleeping_job(tmp_path, srv.url)
+        job_id, _ = start_sleeping_job(tmp_path, srv.url)
         job_file = home / "jobs" / job_id / "job.json"
 
         def sleeping() -> bool:  # pi has started the mock's `sleep 300`
@@ -93,9 +92,9 @@ def test_top_shows_follows_and_stops_a_running_job(
 
         # Enter: the run's transcript, live.
         tmux("send-keys", "-t", "top", "Enter")
-        assert eventually(lambda: shows("transcript · job", "## Started pi", "- $ sleep 300"), 30), (
-            screen
-        )
+        assert eventually(
+            lambda: shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
+        ), screen
         tmux("send-keys", "-t", "top", "Escape")
         assert eventually(lambda: shows("JOB", "ELAPSED"), 30), screen
 
