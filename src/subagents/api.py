@@ -323,9 +323,11 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     return None
 
 
-def list_jobs(limit: int = 20, home: Path | None = None) -> list[dict[str, Any]]:
+def list_jobs(
+    limit: int = 20, home: Path | None = None, session: str | None = None
+) -> list[dict[str, Any]]:
     store = JobStore(home or paths.state_home())
-    items = store.list(limit)
+    items = store.list(limit, session)
     for item in items:
         if item.get("status") not in TERMINAL:
             state = store.recover_if_orphaned(item["jobId"])
