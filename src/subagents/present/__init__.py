@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from subagents.present.diagnostics import fence as fence
     from subagents.present.diagnostics import render as render_diagnostics
     from subagents.present.display import Display as Display
+    from subagents.present.feed import JsonlFeed as JsonlFeed
     from subagents.present.humanize import humanize_tool_call as humanize_tool_call
     from subagents.present.humanize import one_line as one_line
     from subagents.present.progress import ProgressFormatter as ProgressFormatter
@@ -25,9 +26,11 @@ _NAMES = {
     "render_diagnostics": "diagnostics:render",
     "fence": "diagnostics",
     "Display": "display",
+    "JsonlFeed": "feed",
 }
 __all__ = [
     "Display",
+    "JsonlFeed",
     "ProgressFormatter",
     "fence",
     "humanize_tool_call",
