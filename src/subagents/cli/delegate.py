@@ -217,9 +217,7 @@ def stop_when_gone(pid: int) -> None:
     threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
-def run_in_foreground(
-    job: Any, *, as_json: bool, quiet: bool, progress: str = "text"
-) -> NoReturn:
+def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
     from subagents import api
     from subagents.jobs import exit_code
