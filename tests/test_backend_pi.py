@@ -3,11 +3,16 @@ supervisor (the conformance kit), plus the 0.87 traps with hand-written lines.""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from subagents.backends import get_backend
+from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
+from subagents.runs.launch import Limits, RunRequest, start
 from subagents.testing.conformance import Case, check_backend
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
@@ -63,7 +68,7 @@ def test_pi_streams_conform(name: str, tmp_path: Path) -> None:
     assert check_backend("pi", [CASES[name]], tmp_path) == []
 
 
-def _error_end() -> dict:
+def _error_end() -> dict[str, Any]:
     body = '500: {"message":"mock server error","type":"server_error","code":null}'
     return {
         "type": "message_end",
@@ -97,3 +102,69 @@ def test_pi087_system_message_and_entries_are_ignored() -> None:
     norm = get_backend("pi").normalizer()
     assert norm.feed({"type": "message_end", "message": {"role": "system", "content": ""}}) == []
     assert norm.feed({"type": "entry_appended", "entry": {"type": "custom"}}) == []
+
+
+# --------------------------------------------------------------------------- both real versions
+
+REPO = Path(__file__).resolve().parent.parent
+PI_073 = REPO / ".tools" / "pi073" / "node_modules" / ".bin" / "pi"
+
+
+def _pi_bins() -> list[Any]:
+    """The pi 0.87 on PATH (scripts/setup: .tools, run by Node 22) and 0.73.1 (.tools/pi073)."""
+    out = []
+    for want, binary in (("0.87", shutil.which("pi")), ("0.73", str(PI_073))):
+        version = ""
+        if binary and Path(binary).exists():
+            p = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
+            )
+            version = (p.stdout or p.stderr).strip()  # 0.73 prints it on stderr
+        ok = version.startswith(want + ".")
+        reason = f"pi {want} not installed (./scripts/setup --test); found {version or 'none'}"
+        out.append(
+            pytest.param(binary, id=f"pi{want}", marks=pytest.mark.skipif(not ok, reason=reason))
+        )
+    return out
+
+
+def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str, Any]:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    with MockModelServer(script) as srv:
+        env = {**write_pi_config(tmp_path / "agent", srv.url, **config), "SUBAGENTS_PI_BIN": binary}
+        req = RunRequest(
+            task="list files", backend="pi", cwd=str(work), env=env, model="mock/mock-model"
+        )
+        result = start(req, Limits()).wait(timeout=120)
+    assert result is not None, "the pi run did not finish"
+    return result
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
+    result = _run(tmp_path, binary, Script(final_text="Listed: {tool_output}."))
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["finalText"] == "Listed: a.txt."
+    assert result["toolCalls"] == 1 and result["stopReason"] == "stop"
+    assert result["usage"]["totalTokens"] == 30 and result["model"] == "mock-model"
+    assert not result.get("forcedCleanup")
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary: str) -> None:
+    retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
+    result = _run(tmp_path, binary, Script(error_status=500, error_times=-1), retry=retry)
+    assert result["status"] == "failed"
+    assert result["errorMessage"] == "500 mock server error"  # both versions, same words
+    assert "## Error" in result["diagnostics"]
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_recovers_after_one_error(tmp_path: Path, binary: str) -> None:
+    retry = {"enabled": True, "maxRetries": 2, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
+    script = Script(error_status=500, error_times=1, use_tool=False, final_text="DONE")
+    result = _run(tmp_path, binary, script, retry=retry)
+    assert result["status"] == "completed" and result["finalText"] == "DONE"
+    assert result["errorMessage"] is None
