@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +211,150 @@ def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: 
     lines = [json.loads(x) for x in parent.session_file().read_text().splitlines()]
     notices = [e for e in lines if e["type"] == "custom_message"]
     assert len(notices) == 1 and job_id in str(notices[0]["content"])
+
+
+class Rpc:
+    """pi in RPC mode (long-lived, like the TUI): JSON commands in, events out."""
+
+    def __init__(self, parent: Parent) -> None:
+        argv = [*pi_argv("x")[:-1], "-e", str(EXTENSION), "--session-dir", str(parent.sessions)]
+        argv[argv.index("json")] = "rpc"
+        argv.remove("-p")
+        argv.remove("--no-session")
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=parent.work,
+            env=parent.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.put(json.loads(line))
+
+    def send(self, command: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 120
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, (
+                f"no such event within {timeout}s; seen: {[e['type'] for e in self.seen]}"
+            )
+            try:
+                event = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            self.seen.append(event)
+            if pred(event):
+                return event
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
+    args = {"task": "take your time", "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
+            update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
+            job_id = update["partialResult"]["details"]["jobId"]
+            rpc.send({"id": "2", "type": "abort"})
+            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+        finally:
+            rpc.close()
+    assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"]
+    shown = subprocess.run(
+        [str(SUBAGENTS), "show", job_id, "--json"], capture_output=True, text=True, timeout=60
+    )
+    job = json.loads(shown.stdout)
+    assert job["status"] == "aborted" and job["runs"][0]["status"] == "aborted"
+    assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start", "subagent:aborted"]
+
+
+def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_path: Path) -> None:
+    args = {"task": "say hello", "model": "mock/mock-model", "background": True}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_start")  # the notice starts a turn
+            notice = rpc.wait_for(
+                lambda e: (
+                    e["type"] == "message_end"
+                    and e["message"].get("customType") == "subagent_result"
+                )
+            )
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+        finally:
+            rpc.close()
+    message = notice["message"]
+    assert message["customType"] == "subagent_result"
+    assert "(completed)" in message["content"] and CHILD_ANSWER in message["content"]
+    events = [e["eventType"] for e in parent.agent_events()]
+    assert events == ["subagent:start", "subagent:complete"]
+
+
+def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
+    # pi -p dies on SIGINT without telling its extensions: the CLI's --parent-pid stops the job.
+    args = {"task": "take your time", "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=120)) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        argv = pi_argv("delegate it")
+        argv[-1:-1] = ["-e", str(EXTENSION)]
+        proc = subprocess.Popen(
+            argv,
+            cwd=parent.work,
+            env=parent.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert proc.stdout is not None
+        job_id = None
+        for line in proc.stdout:
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("type") == "tool_execution_update":
+                job_id = event["partialResult"]["details"]["jobId"]
+                break
+        assert job_id, "no progress update came"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        waited = subprocess.run(
+            [str(SUBAGENTS), "wait", job_id, "--json", "--timeout", "60"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    assert json.loads(waited.stdout)["status"] == "aborted"

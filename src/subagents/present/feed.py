@@ -37,11 +37,17 @@ class JsonlFeed:
         self._run_id = run_id
         self._ids: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._gone = False
 
     def _emit(self, record: dict[str, Any]) -> None:
+        if self._gone:
+            return
         # One write per record, flushed: a reader never sees half a line.
-        self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self.stream.flush()
+        try:
+            self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.stream.flush()
+        except OSError:  # the reader died (EPIPE): the job goes on to record its end
+            self._gone = True
 
     def started(self) -> None:
         with self._lock:
