@@ -73,10 +73,12 @@ class Parent:
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
 
-    def run(self, prompt: str, *extra: str) -> list[dict[str, Any]]:
+    def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
         argv = pi_argv(prompt)
         argv.remove("--no-session")
-        argv[-1:-1] = ["--session-dir", str(self.sessions), "-e", str(EXTENSION), *extra]
+        argv[-1:-1] = ["--session-dir", str(self.sessions), *extra]
+        if load:
+            argv[-1:-1] = ["-e", str(EXTENSION)]
         p = subprocess.run(
             argv,
             cwd=self.work,
@@ -358,3 +360,21 @@ def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) 
             timeout=90,
         )
     assert json.loads(waited.stdout)["status"] == "aborted"
+
+
+def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
+    args = {"task": "say hello", "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        p = subprocess.run(
+            ["pi", "install", str(EXTENSION.parent)],
+            env=parent.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        events = parent.run("delegate it", load=False)
+    end = tool_end(events)
+    assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
