@@ -119,7 +119,11 @@ def test_check_backends_covers_all_and_renders_a_table(world: dict[str, str]) ->
     assert "  claude: npm install -g @anthropic-ai/claude-code" in lines
 
 
-def npm_cli(tmp_path: Path, engines: str, body: str) -> Path:
+# How pi 0.87 dies on Node 20: a stack whose first line is a file path.
+CRASH = 'console.error("file:///x/cli.js:2"); console.error("SyntaxError: nope"); process.exit(1)'
+
+
+def npm_cli(tmp_path: Path, engines: str, body: str = CRASH) -> Path:
     """An npm-style package whose bin runs on `node` from PATH and wants ``engines``."""
     pkg = tmp_path / "node_modules" / "tool"
     (pkg / "dist").mkdir(parents=True)
@@ -141,10 +145,7 @@ needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_a_node_too_old_for_the_cli_is_named_with_the_fix(
     world: dict[str, str], tmp_path: Path
 ) -> None:
-    crash = (
-        'console.error("file:///x/cli.js:2"); console.error("SyntaxError: nope"); process.exit(1)'
-    )
-    pi = npm_cli(tmp_path, ">=999.0.0", crash)
+    pi = npm_cli(tmp_path, ">=999.0.0")
     env = {**world, "PATH": str(Path(str(NODE)).parent), "SUBAGENTS_PI_BIN": str(pi)}
     c = check_backend("pi", env)
     assert not c.usable
@@ -156,10 +157,7 @@ def test_a_node_too_old_for_the_cli_is_named_with_the_fix(
 def test_a_failing_node_cli_is_reported_by_its_error_line(
     world: dict[str, str], tmp_path: Path
 ) -> None:
-    crash = (
-        'console.error("file:///x/cli.js:2"); console.error("SyntaxError: nope"); process.exit(1)'
-    )
-    pi = npm_cli(tmp_path, ">=1.0.0", crash)  # the Node is new enough: something else broke
+    pi = npm_cli(tmp_path, ">=1.0.0")  # the Node is new enough: something else broke
     env = {**world, "PATH": str(Path(str(NODE)).parent), "SUBAGENTS_PI_BIN": str(pi)}
     c = check_backend("pi", env)
     assert not c.usable and c.reason == "`pi --version` failed (exit 1): SyntaxError: nope"

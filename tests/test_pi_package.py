@@ -92,6 +92,18 @@ class Parent:
         assert p.returncode == 0, p.stderr[-3000:]
         return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
 
+    def spawn(self, argv: list[str], stdin: int) -> subprocess.Popen[str]:
+        """pi with ``argv`` as a live process; events on its stdout."""
+        return subprocess.Popen(
+            argv,
+            cwd=self.work,
+            env=self.env,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
     def session_file(self) -> Path:
         files = list(self.sessions.rglob("*.jsonl"))
         assert len(files) == 1, files
@@ -223,15 +235,7 @@ class Rpc:
         argv[argv.index("json")] = "rpc"
         argv.remove("-p")
         argv.remove("--no-session")
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=parent.work,
-            env=parent.env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        self.proc = parent.spawn(argv, subprocess.PIPE)
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -334,15 +338,7 @@ def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) 
         add_provider(parent.agent_dir, "slow", slow.url)
         argv = pi_argv("delegate it")
         argv[-1:-1] = ["-e", str(EXTENSION)]
-        proc = subprocess.Popen(
-            argv,
-            cwd=parent.work,
-            env=parent.env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+        proc = parent.spawn(argv, subprocess.DEVNULL)
         assert proc.stdout is not None
         job_id = None
         for line in proc.stdout:
