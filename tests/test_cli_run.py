@@ -185,7 +185,7 @@ def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> 
     p = cli(["doctor"], env)
     assert p.returncode == 1, p.stderr  # nothing here could run a task
     assert "no backend is usable" in p.stderr
-    assert "npm install -g @mariozechner/pi-coding-agent" in p.stdout
+    assert "npm install -g @earendil-works/pi-coding-agent" in p.stdout
     as_json = cli(["doctor", "--json"], env)
     assert as_json.returncode == 1
     rows = [json.loads(x) for x in as_json.stdout.splitlines()]

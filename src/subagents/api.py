@@ -45,6 +45,7 @@ class PreparedJob:
     store: JobStore
     job_id: str
     plan: JobPlan
+    driver_pid: int | None = None  # set by start_background
 
 
 def prepare_job(
@@ -181,7 +182,7 @@ def start_background(job: PreparedJob) -> str:
     from subagents.jobs import start_background as launch
 
     job.store.update(job.job_id, background=True)
-    launch(job.store, job.job_id)
+    job.driver_pid = launch(job.store, job.job_id)
     return job.job_id
 
 
@@ -336,9 +337,11 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     return None
 
 
-def list_jobs(limit: int = 20, home: Path | None = None) -> list[dict[str, Any]]:
+def list_jobs(
+    limit: int = 20, home: Path | None = None, session: str | None = None
+) -> list[dict[str, Any]]:
     store = JobStore(home or paths.state_home())
-    items = store.list(limit)
+    items = store.list(limit, session)
     for item in items:
         if item.get("status") not in TERMINAL:
             state = _recovered(store, item["jobId"], item)

@@ -336,16 +336,16 @@ class JobStore:
             if own:
                 conn.close()
 
-    def list(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest jobs, from the index, refreshed from the files where it may be stale.
+    def list(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+        """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
         An index that cannot be read or written (a full disk, a broken file) is passed by:
         the job files are read instead."""
         try:
-            return self._list_indexed(limit)
+            return self._list_indexed(limit, session)
         except (sqlite3.Error, OSError):
-            return self._list_from_files(limit)
+            return self._list_from_files(limit, session)
 
-    def _list_from_files(self, limit: int) -> builtins.list[dict[str, Any]]:
+    def _list_from_files(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
         try:
             names = sorted(
                 (e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."),
@@ -353,17 +353,21 @@ class JobStore:
             )
         except FileNotFoundError:
             names = []
-        out = []
-        for job_id in names[:limit]:
+        out: builtins.list[dict[str, Any]] = []
+        for job_id in names:
+            if len(out) >= limit:
+                break
             with contextlib.suppress(OSError, ValueError):
                 state = self.load(job_id)
+                if session is not None and state.get("session") != session:
+                    continue
                 out.append({key: state.get(key) for key in _COLUMNS})
                 out[-1]["jobId"] = job_id
                 out[-1]["agents"] = list(state.get("agents") or [])
                 out[-1]["runIds"] = list(state.get("runIds") or [])
         return out
 
-    def _list_indexed(self, limit: int) -> builtins.list[dict[str, Any]]:
+    def _list_indexed(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
         db = self._db()
         try:
             known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
@@ -379,8 +383,9 @@ class JobStore:
                 with contextlib.suppress(OSError, ValueError):
                     self._index_upsert(self.load(job_id), db)
             db.commit()
+            where, args = ("where session = ?", (session,)) if session is not None else ("", ())
             rows = db.execute(
-                "select * from jobs order by job_id desc limit ?", (limit,)
+                f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
             ).fetchall()
         finally:
             db.close()

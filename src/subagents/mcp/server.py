@@ -95,12 +95,12 @@ class _Watch:
 class SubagentsMCP:
     """One MCP server (one process): its tools, its job resource and its running jobs."""
 
-    def __init__(self, home: Any = None) -> None:
+    def __init__(self, home: Any = None, session: str | None = None) -> None:
         self.home = home or paths.state_home()
         self.store = JobStore(self.home)
-        self.session_id = (
-            f"mcp-{ids.new_id()}"  # one lifecycle session per server process / connection
-        )
+        # One lifecycle session per server process / connection, unless the caller names it
+        # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).
+        self.session_id = session or f"mcp-{ids.new_id()}"
         self.bus = InMemorySubscriptionBus()
         self.mcp: MCPServer[Any] = MCPServer(
             SERVER_NAME,
