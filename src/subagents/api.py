@@ -57,6 +57,8 @@ def prepare_job(
     session: str | None = None,
     extra_env: dict[str, str] | None = None,
     background: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet."""
@@ -73,6 +75,10 @@ def prepare_job(
         raise BadRequest(str(exc)) from None
     if runner:
         options.runner = runner
+    if executor:
+        options.limits.executor = executor
+    if ray_address:
+        options.limits.ray_address = ray_address
     if agent_scope:
         options.agent_scope = agent_scope
     from subagents.lifecycle import sessionlog

@@ -116,6 +116,9 @@ def plan(
     """Resolve agents and check every step; raises ``PlanError`` naming the field."""
     from subagents.agents import AgentError, get_agent
 
+    limits = options.limits
+    if spec.executor is not None:  # the plan's choice beats config
+        limits = Limits(**{**asdict(limits), "executor": spec.executor})
     env = os.environ if env is None else env
     base = (cwd or Path.cwd()).resolve()
     n = len(spec.steps)
@@ -161,14 +164,14 @@ def plan(
             # {previous} is only known at run time; check the step with a stand-in.
             check(
                 RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}),
-                options.limits,
+                limits,
                 env,
             )
         except InputError as exc:
             raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or options.concurrency, n))
-    return JobPlan(spec.mode, requests, options.limits, concurrency, options.session)
+    return JobPlan(spec.mode, requests, limits, concurrency, options.session)
 
 
 def _source_of(agent: Any) -> str:
@@ -258,7 +261,10 @@ class Job:
         except InputError as exc:
             return {**not_started(req, str(exc)), "status": "failed"}
         try:
-            handle = start_prepared(spec, run_dir, req.runner or self.plan.limits.runner)
+            limits = self.plan.limits
+            handle = start_prepared(
+                spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+            )
         except InputError as exc:
             return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
         with self._lock:

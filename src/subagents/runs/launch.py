@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from subagents.backends import Backend, BackendError, CommandRequest, get_backend
-from subagents.core import ids, paths, procs
+from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, write_json_atomic
-from subagents.runners import Launched, RunnerError, launch
+from subagents.executors import check as check_executor
+from subagents.executors import launch
+from subagents.runners import Launched, RunnerError
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
 
@@ -61,6 +63,9 @@ class Limits:
     timeout: float | None = None
     runner: str = "process"
     bins: dict[str, str] = field(default_factory=dict)
+    # Where supervisors execute: "local", or "ray" at ray_address (else $RAY_ADDRESS).
+    executor: str = "local"
+    ray_address: str | None = None
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -135,6 +140,10 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     except BackendError as exc:
         raise InputError(str(exc), "backend") from None
     check_capabilities(backend, req)
+    try:
+        check_executor(limits.executor)
+    except RunnerError as exc:
+        raise InputError(str(exc), "executor") from None
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
@@ -219,18 +228,26 @@ class RunHandle:
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            procs.kill_group(self.launched.pid, signal.SIGTERM)
+            self.launched.terminate(signal.SIGTERM)
             done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
             if done is not None:
                 return done
-            procs.kill_group(self.launched.pid, signal.SIGKILL)
+            self.launched.terminate(signal.SIGKILL)
         done = self.wait(on_event=on_event, timeout=5.0)
         return done if done is not None else self.monitor.recover_dead_supervisor()
 
 
-def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> RunHandle:
+def start_prepared(
+    spec: RunSpec,
+    run_dir: Path,
+    runner: str = "process",
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> RunHandle:
     try:
-        launched = launch(run_dir, runner)
+        launched = launch(
+            run_dir, backend=spec.backend, runner=runner, executor=executor, address=ray_address
+        )
     except RunnerError as exc:
         # The run directory exists: it must not be left without a result.
         from subagents.runs.result import publish_ended
@@ -250,7 +267,9 @@ def start(
 ) -> RunHandle:
     limits = limits or Limits()
     spec, run_dir = prepare(req, limits, env, home)
-    return start_prepared(spec, run_dir, req.runner or limits.runner)
+    return start_prepared(
+        spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+    )
 
 
 def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Limits:
@@ -266,4 +285,6 @@ def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None 
         timeout=s.timeout,
         runner=s.runner,
         bins=dict(s.bins),
+        executor=s.executor,
+        ray_address=s.ray_address,
     )

@@ -61,10 +61,11 @@ def build_result(
     tool_calls: int = 0,
     model: str | None = None,
     diagnostics: str | None = None,
+    executor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     assert status in STATUSES, status
     done = completed_at if completed_at is not None else time.time()
-    return {
+    result = {
         "runId": spec.runId,
         "jobId": spec.jobId,
         "agent": spec.agent,
@@ -90,6 +91,9 @@ def build_result(
         "paths": artifact_paths(run_dir),
         "diagnostics": diagnostics if status != "completed" else None,
     }
+    if executor is not None:  # where it ran, when not here (the local executor)
+        result["executor"] = executor
+    return result
 
 
 STDERR_TAIL_BYTES = 4000

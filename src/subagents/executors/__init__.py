@@ -1,0 +1,57 @@
+"""executors — where a run's supervisor executes: ``local`` (this machine, through a runner)
+or ``ray`` (a Ray actor on a cluster node; the optional extra ``subagents[ray]``).
+
+Either way the caller gets a ``Launched`` whose run directory is the source of truth: the
+ray executor relays the node's artifacts and ``result.json`` into it as they are written.
+
+May import: runners, core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from subagents.runners import Launched, RunnerError
+from subagents.runners import launch as launch_runner
+
+EXECUTORS = ("local", "ray")
+RAY_MISSING = "the ray executor needs Ray: pip install 'subagents[ray]'"
+
+
+def check(executor: str) -> None:
+    """Raise ``RunnerError`` (one line) when ``executor`` cannot be used here."""
+    if executor not in EXECUTORS:
+        raise RunnerError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+    if executor == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise RunnerError(RAY_MISSING) from None
+
+
+def launch(
+    run_dir: Path,
+    *,
+    backend: str,
+    runner: str = "process",
+    executor: str = "local",
+    address: str | None = None,
+) -> Launched:
+    """Start the supervisor of the run prepared in ``run_dir``."""
+    check(executor)
+    if executor == "ray":
+        from subagents.executors.ray_relay import launch as launch_ray
+
+        return launch_ray(run_dir, backend, address)
+    return launch_runner(run_dir, runner)
+
+
+def reattach(run_dir: Path, address: str | None = None) -> Launched:
+    """Follow again a ray run started by a process that is gone (found by its actor's name)."""
+    check("ray")
+    from subagents.executors.ray_relay import reattach as reattach_ray
+
+    return reattach_ray(run_dir, address)
+
+
+__all__ = ["EXECUTORS", "RAY_MISSING", "check", "launch", "reattach"]
