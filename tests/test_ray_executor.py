@@ -119,8 +119,17 @@ def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) ->
 
 
 def started(handle: RunHandle) -> bool:
-    events = (handle.run_dir / "events.jsonl").read_text() if handle.run_dir.exists() else ""
-    return '"run_started"' in events and handle.launched.where() is not None
+    """The run's child was spawned on a node and the caller heard of it."""
+    try:
+        events = (handle.run_dir / "events.jsonl").read_text()
+    except FileNotFoundError:
+        return False
+    return '"run_started"' in events and node_of(handle) is not None
+
+
+def node_of(handle: RunHandle) -> str | None:
+    where = handle.launched.where()
+    return None if where is None else where.get("node")
 
 
 def test_parallel_job_spreads_over_the_pi_nodes(
@@ -194,7 +203,7 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
         assert marked_processes(mark), "the child should be running"
         result = handle.stop()
     assert result["status"] == "aborted", result
-    assert result["executor"] == {"kind": "ray", "node": handle.launched.where()["node"]}
+    assert result["executor"] == {"kind": "ray", "node": node_of(handle)}
     assert result["executor"]["node"] in rc.pi_node_ids()
     # The supervisor on the node killed the child's whole process group.
     assert eventually(lambda: not marked_processes(mark), 30), marked_processes(mark)
@@ -249,9 +258,9 @@ def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path
         handles = [start_ray_run(rc, work, env, m) for m in marks]
         assert eventually(lambda: all(started(h) for h in handles), 120)
         assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
-        victim_id = handles[0].launched.where()["node"]
+        victim_id = node_of(handles[0])
         victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
-        on_victim = [h.launched.where()["node"] == victim_id for h in handles]
+        on_victim = [node_of(h) == victim_id for h in handles]
         rc.cluster.remove_node(victim, allow_graceful=False)
         rc.pi_nodes.remove(victim)
         results: dict[int, dict[str, Any]] = {}

@@ -130,7 +130,7 @@ class RayLaunched(Launched):
     def _relay(self) -> None:
         try:
             self._lost = self._follow()
-        except Exception as exc:  # the relay must end with a diagnosis, never silently
+        except BaseException as exc:  # it must end with a diagnosis (Ray may raise SystemExit)
             self._lost = f"the relay of Ray actor {self.name} failed: {exc!r}"
         if self._lost is None and not self._detached.is_set():
             with contextlib.suppress(Exception):
