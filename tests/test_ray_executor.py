@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from conftest import eventually, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from subagents import api  # noqa: E402
+from subagents.core import procs  # noqa: E402
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config  # noqa: E402
 from subagents.executors import reattach  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
@@ -42,10 +45,21 @@ FINAL = "Found: {tool_output}"
 
 
 class RayCluster:
-    def __init__(self, cluster: Cluster, pi_nodes: list[Any], node_runs: Path) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        pi_nodes: list[Any],
+        node_runs: Path,
+        server: MockModelServer,
+        pi_env: dict[str, str],
+    ) -> None:
         self.cluster = cluster
         self.pi_nodes = pi_nodes
         self.node_runs = node_runs
+        # One mock model for the module (tests set its script); each node's pi is
+        # configured for it through the node's own environment, as on a real cluster.
+        self.server = server
+        self.pi_env = pi_env
 
     @property
     def address(self) -> str:
@@ -58,25 +72,39 @@ class RayCluster:
 @pytest.fixture(scope="module")
 def rc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     node_runs = tmp_path_factory.mktemp("ray-node-runs")
-    # The nodes' processes inherit this environment: their runs go under the test's tmp.
-    os.environ["SUBAGENTS_RAY_RUNS"] = str(node_runs)
-    common = {"node_ip_address": LOOPBACK, "num_cpus": 1}
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={**common, "include_dashboard": False},
-    )
-    pi_nodes = [cluster.add_node(**common, resources={"subagents-pi": PI_UNITS}) for _ in range(2)]
+    server = MockModelServer(Script(final_text=FINAL)).__enter__()
+    pi_env = write_pi_config(tmp_path_factory.mktemp("pi-agent"), server.url)
+    # The nodes' processes inherit this environment, taken back once they are started:
+    # their runs go under the test's tmp, their pi talks to the mock (offline otherwise).
+    node_env = {**pi_env, "SUBAGENTS_RAY_RUNS": str(node_runs)}
+    saved = {k: os.environ.get(k) for k in node_env}
+    os.environ.update(node_env)
+    try:
+        common = {"node_ip_address": LOOPBACK, "num_cpus": 1}
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={**common, "include_dashboard": False},
+        )
+        pi_nodes = [
+            cluster.add_node(**common, resources={"subagents-pi": PI_UNITS}) for _ in range(2)
+        ]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
     try:
         nodes = ray.nodes()
         assert len(nodes) == 3
         # Nothing of Ray's is reachable beyond the loopback interface.
         assert {n["NodeManagerAddress"] for n in nodes} == {LOOPBACK}
-        yield RayCluster(cluster, pi_nodes, node_runs)
+        yield RayCluster(cluster, pi_nodes, node_runs, server, pi_env)
     finally:
         ray.shutdown()
         cluster.shutdown()
-        os.environ.pop("SUBAGENTS_RAY_RUNS", None)
+        server.close()
 
 
 @pytest.fixture
@@ -143,26 +171,26 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         seen.append((index, str(event.get("type")), done))
 
     # Each model answer takes a second, so the runs overlap and progress has time to show.
-    with MockModelServer(Script(final_text=FINAL, delay_s=1.0)) as server:
-        env = write_pi_config(tmp_path / "pi-agent", server.url)
-        spec = parse_job(
-            {
-                "mode": "parallel",
-                "concurrency": n,
-                "tasks": [
-                    {"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(n)
-                ],
-            }
-        )
-        job = api.prepare_job(
-            spec,
-            cwd=work,
-            tools=["bash", "read"],
-            extra_env=env,
-            executor="ray",
-            ray_address=rc.address,
-        )
-        result = api.drive(job, on_event=on_event)
+    rc.server.script = Script(final_text=FINAL, delay_s=1.0)
+    env = rc.pi_env
+    spec = parse_job(
+        {
+            "mode": "parallel",
+            "concurrency": n,
+            "tasks": [
+                {"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(n)
+            ],
+        }
+    )
+    job = api.prepare_job(
+        spec,
+        cwd=work,
+        tools=["bash", "read"],
+        extra_env=env,
+        executor="ray",
+        ray_address=rc.address,
+    )
+    result = api.drive(job, on_event=on_event)
     assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
     runs = result["runs"]
     assert [r["finalText"] for r in runs] == ["Found: hello.txt"] * n
@@ -195,13 +223,13 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
 ) -> None:
     mark = uuid.uuid4().hex
     # The model never answers within the test: the run is stopped while pi waits for it.
-    with MockModelServer(Script(final_text=FINAL, delay_s=120)) as server:
-        env = write_pi_config(tmp_path / "pi-agent", server.url)
-        handle = start_ray_run(rc, work, env, mark)
-        assert eventually(lambda: started(handle), 120), "the run did not start on a node"
-        assert eventually(lambda: len(server.requests) >= 1, 60), "pi never asked the model"
-        assert marked_processes(mark), "the child should be running"
-        result = handle.stop()
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    asked = len(rc.server.requests)
+    handle = start_ray_run(rc, work, rc.pi_env, mark)
+    assert eventually(lambda: started(handle), 120), "the run did not start on a node"
+    assert eventually(lambda: len(rc.server.requests) > asked, 60), "pi never asked the model"
+    assert marked_processes(mark), "the child should be running"
+    result = handle.stop()
     assert result["status"] == "aborted", result
     assert result["executor"] == {"kind": "ray", "node": node_of(handle)}
     assert result["executor"]["node"] in rc.pi_node_ids()
@@ -231,16 +259,16 @@ def test_a_new_driver_reattaches_to_a_running_run(
     rc: RayCluster, work: Path, tmp_path: Path
 ) -> None:
     mark = uuid.uuid4().hex
-    with MockModelServer(Script(final_text=FINAL, delay_s=2.0)) as server:
-        env = write_pi_config(tmp_path / "pi-agent", server.url)
-        first = start_ray_run(rc, work, env, mark)
-        assert eventually(lambda: started(first), 120)
-        # The driver that started it goes away; the run goes on in its detached actor.
-        first.launched.detach()  # type: ignore[attr-defined]
-        assert not first.launched.alive()
-        assert not (first.run_dir / "result.json").exists()
-        again = reattach(first.run_dir, rc.address)
-        result = RunMonitor(first.run_dir, again).wait(timeout=180)
+    rc.server.script = Script(final_text=FINAL, delay_s=2.0)
+    env = rc.pi_env
+    first = start_ray_run(rc, work, env, mark)
+    assert eventually(lambda: started(first), 120)
+    # The driver that started it goes away; the run goes on in its detached actor.
+    first.launched.detach()  # type: ignore[attr-defined]
+    assert not first.launched.alive()
+    assert not (first.run_dir / "result.json").exists()
+    again = reattach(first.run_dir, rc.address)
+    result = RunMonitor(first.run_dir, again).wait(timeout=180)
     assert result is not None and result["status"] == "completed", result
     assert result["finalText"] == "Found: hello.txt"
     events = [json.loads(x) for x in (first.run_dir / "events.jsonl").read_text().splitlines()]
@@ -250,30 +278,79 @@ def test_a_new_driver_reattaches_to_a_running_run(
     assert events[-1]["type"] == "run_finished"
 
 
+def test_stop_after_the_driver_died_brings_the_run_back(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """A background job's driver is killed; its run goes on in its detached actor, and
+    `subagents stop` (another process) finds the actor by name, aborts the run on its node,
+    and relays its result home."""
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    asked = len(rc.server.requests)
+    argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work)]
+    argv += ["--model", "mock/mock-model", "List the files."]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    job_id = json.loads(p.stdout)["jobId"]
+    job_file = isolated_state / "jobs" / job_id / "job.json"
+
+    def child_pid() -> int | None:
+        ids = json.loads(job_file.read_text()).get("runIds") or []
+        events = isolated_state / "runs" / str(ids[0] if ids else "-") / "events.jsonl"
+        if not events.exists():
+            return None
+        lines = [json.loads(x) for x in events.read_text().splitlines()]
+        return next((e["pid"] for e in lines if e["type"] == "run_started"), None)
+
+    assert eventually(lambda: child_pid() is not None, 120), "the run did not start"
+    assert eventually(lambda: len(rc.server.requests) > asked, 60)
+    child = child_pid()
+    assert child is not None
+    state = json.loads(job_file.read_text())
+    os.kill(state["driver"]["pid"], signal.SIGKILL)  # its relay dies with it
+    # The nodes are on this machine, so the child's process group can be watched here.
+    time.sleep(1)
+    assert procs.group_exists(child), "the run goes on on its node"
+    s = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "stop", job_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
+    run_id = state["runIds"][0]
+    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+    assert result["status"] == "aborted", result
+    assert result["executor"]["kind"] == "ray"
+    assert result["executor"]["node"] in rc.pi_node_ids()
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
 def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:
     """Runs last: it takes one of the module's pi nodes away."""
     marks = [uuid.uuid4().hex for _ in range(3)]
-    with MockModelServer(Script(final_text=FINAL, delay_s=120)) as server:
-        env = write_pi_config(tmp_path / "pi-agent", server.url)
-        handles = [start_ray_run(rc, work, env, m) for m in marks]
-        assert eventually(lambda: all(started(h) for h in handles), 120)
-        assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
-        victim_id = node_of(handles[0])
-        victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
-        on_victim = [node_of(h) == victim_id for h in handles]
-        rc.cluster.remove_node(victim, allow_graceful=False)
-        rc.pi_nodes.remove(victim)
-        results: dict[int, dict[str, Any]] = {}
-        for i, h in enumerate(handles):
-            if on_victim[i]:
-                got = h.wait(timeout=180)
-                assert got is not None, f"run {i} on the dead node never ended"
-                results[i] = got
-        # The others are untouched by it: still running, until stopped here.
-        for i, h in enumerate(handles):
-            if not on_victim[i]:
-                assert h.result() is None
-                results[i] = h.stop()
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    env = rc.pi_env
+    handles = [start_ray_run(rc, work, env, m) for m in marks]
+    assert eventually(lambda: all(started(h) for h in handles), 120)
+    assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
+    victim_id = node_of(handles[0])
+    victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
+    on_victim = [node_of(h) == victim_id for h in handles]
+    rc.cluster.remove_node(victim, allow_graceful=False)
+    rc.pi_nodes.remove(victim)
+    results: dict[int, dict[str, Any]] = {}
+    for i, h in enumerate(handles):
+        if on_victim[i]:
+            got = h.wait(timeout=180)
+            assert got is not None, f"run {i} on the dead node never ended"
+            results[i] = got
+    # The others are untouched by it: still running, until stopped here.
+    for i, h in enumerate(handles):
+        if not on_victim[i]:
+            assert h.result() is None
+            results[i] = h.stop()
     for i, r in results.items():
         if on_victim[i]:
             assert r["status"] == "failed", r

@@ -218,7 +218,8 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.runners import SUPERVISOR_FILE
+    from subagents.executors import signal_supervisor
+    from subagents.runners import SUPERVISOR_FILE, RunnerError
     from subagents.runs import RunMonitor
 
     for run_id in run_ids:
@@ -229,10 +230,8 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
         if monitor.result() is not None:
             continue
         monitor.stop_requested = True
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            ident = _read(run_dir / SUPERVISOR_FILE)
-            if procs.is_alive(ident):
-                os.kill(int(ident["pid"]), signal.SIGTERM)
+        with contextlib.suppress(OSError, ValueError, KeyError, RunnerError):
+            signal_supervisor(run_dir, _read(run_dir / SUPERVISOR_FILE), signal.SIGTERM)
         if monitor.wait(timeout=grace) is None:
             monitor.recover_dead_supervisor()
 

@@ -9,8 +9,11 @@ May import: runners, core.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
+from subagents.core import procs
 from subagents.runners import Launched, RunnerError
 from subagents.runners import launch as launch_runner
 
@@ -54,4 +57,23 @@ def reattach(run_dir: Path, address: str | None = None) -> Launched:
     return reattach_ray(run_dir, address)
 
 
-__all__ = ["EXECUTORS", "RAY_MISSING", "check", "launch", "reattach"]
+def signal_supervisor(run_dir: Path, ident: dict[str, Any], sig: int) -> None:
+    """Signal a run's supervisor as ``supervisor.json`` records it, wherever it runs: a
+    local one by pid (checked with its start time), a ray one through its actor. A ray run
+    whose relay died with its driver gets a relay here first, so its result still comes
+    back and its actor (and the node's unit it holds) is released."""
+    where = ident.get("executor")
+    if isinstance(where, dict) and where.get("kind") == "ray":
+        check("ray")
+        from subagents.executors.ray_relay import reattach as reattach_ray
+        from subagents.executors.ray_relay import signal_run
+
+        address = str(where.get("address") or "") or None
+        if not procs.is_alive(ident):
+            reattach_ray(run_dir, address)
+        signal_run(where, sig)
+    elif procs.is_alive(ident):
+        os.kill(int(ident["pid"]), sig)
+
+
+__all__ = ["EXECUTORS", "RAY_MISSING", "check", "launch", "reattach", "signal_supervisor"]

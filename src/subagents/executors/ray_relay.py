@@ -246,8 +246,25 @@ def launch(run_dir: Path, backend: str, address: str | None) -> Launched:
         actor = host.remote(run_dir.name, meta, str(run_dir), files)
     except (ValueError, ray.exceptions.RayError) as exc:
         raise RunnerError(f"Ray could not create the run's actor: {_first_line(exc)}") from None
-    launched = RayLaunched(run_dir, ray, actor, name)
-    return record(run_dir, launched, executor={"kind": "ray", "actor": name})
+    return _recorded(run_dir, RayLaunched(run_dir, ray, actor, name))
+
+
+def _recorded(run_dir: Path, launched: RayLaunched) -> Launched:
+    # What another process needs to find the run's actor (`subagents stop`, a new driver).
+    address = launched.ray.get_runtime_context().gcs_address
+    return record(
+        run_dir, launched, executor={"kind": "ray", "actor": launched.name, "address": address}
+    )
+
+
+def signal_run(where: dict[str, Any], sig: int) -> bool:
+    """Signal the supervisor of a run recorded as ``where`` (from ``supervisor.json``)."""
+    ray = connect(str(where.get("address") or "") or None)
+    try:
+        actor = ray.get_actor(str(where.get("actor")), namespace=NAMESPACE)
+        return bool(ray.get(actor.stop.remote(int(sig)), timeout=PULL_PATIENCE))
+    except (ValueError, ray.exceptions.RayError):
+        return False
 
 
 def reattach(run_dir: Path, address: str | None) -> Launched:
@@ -257,5 +274,4 @@ def reattach(run_dir: Path, address: str | None) -> Launched:
         actor = ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
         raise RunnerError(f"no Ray actor {name} in the cluster: the run is gone") from None
-    launched = RayLaunched(run_dir, ray, actor, name)
-    return record(run_dir, launched, executor={"kind": "ray", "actor": name})
+    return _recorded(run_dir, RayLaunched(run_dir, ray, actor, name))

@@ -143,7 +143,7 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     try:
         check_executor(limits.executor)
     except RunnerError as exc:
-        raise InputError(str(exc), "executor") from None
+        raise InputError(str(exc)) from None
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
