@@ -14,7 +14,6 @@ run is wall x concurrency / runs - child time, as in bench_jobs.py.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -23,26 +22,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_jobs import child_script  # noqa: E402
+
 # Ray on loopback only (it advertises the machine's other address otherwise); no usage stats.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-
-
-def child_script(path: Path, seconds: float) -> Path:
-    final = json.dumps(
-        {
-            "type": "message_end",
-            "message": {
-                "role": "assistant",
-                "content": [{"type": "text", "text": "done"}],
-                "stopReason": "stop",
-                "model": "m",
-            },
-        }
-    )
-    path.write_text(f"#!/bin/sh\nsleep {seconds}\necho '{final}'\n")
-    path.chmod(0o755)
-    return path
 
 
 def run_job(runs: int, concurrency: int, work: Path, executor: str, address: str | None) -> float:
