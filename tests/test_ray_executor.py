@@ -278,12 +278,9 @@ def test_a_new_driver_reattaches_to_a_running_run(
     assert events[-1]["type"] == "run_finished"
 
 
-def test_stop_after_the_driver_died_brings_the_run_back(
-    rc: RayCluster, work: Path, isolated_state: Path
-) -> None:
-    """A background job's driver is killed; its run goes on in its detached actor, and
-    `subagents stop` (another process) finds the actor by name, aborts the run on its node,
-    and relays its result home."""
+def bg_ray_job_whose_driver_died(rc: RayCluster, work: Path, home: Path) -> tuple[str, str, int]:
+    """A background ray job whose driver was SIGKILLed mid-run (its relay died with it):
+    (job id, run id, the child's pid, alive on its node)."""
     rc.server.script = Script(final_text=FINAL, delay_s=120)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
@@ -292,11 +289,11 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
-    job_file = isolated_state / "jobs" / job_id / "job.json"
+    job_file = home / "jobs" / job_id / "job.json"
 
     def child_pid() -> int | None:
         ids = json.loads(job_file.read_text()).get("runIds") or []
-        events = isolated_state / "runs" / str(ids[0] if ids else "-") / "events.jsonl"
+        events = home / "runs" / str(ids[0] if ids else "-") / "events.jsonl"
         if not events.exists():
             return None
         lines = [json.loads(x) for x in events.read_text().splitlines()]
@@ -307,10 +304,19 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     child = child_pid()
     assert child is not None
     state = json.loads(job_file.read_text())
-    os.kill(state["driver"]["pid"], signal.SIGKILL)  # its relay dies with it
+    os.kill(state["driver"]["pid"], signal.SIGKILL)
     # The nodes are on this machine, so the child's process group can be watched here.
     time.sleep(1)
     assert procs.group_exists(child), "the run goes on on its node"
+    return job_id, state["runIds"][0], child
+
+
+def test_stop_after_the_driver_died_brings_the_run_back(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """`subagents stop` (another process) finds the detached actor by name, aborts the run
+    on its node, and relays its result home."""
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
     s = subprocess.run(
         [sys.executable, "-m", "subagents.cli", "stop", job_id],
         capture_output=True,
@@ -318,11 +324,30 @@ def test_stop_after_the_driver_died_brings_the_run_back(
         timeout=120,
     )
     assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
-    run_id = state["runIds"][0]
     result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
     assert result["status"] == "aborted", result
     assert result["executor"]["kind"] == "ray"
     assert result["executor"]["node"] in rc.pi_node_ids()
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """Whoever finds the job's driver dead (`subagents wait`) records the job's end, as for
+    a local run, and ends the run on its node: no actor keeps its unit, no child lingers."""
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
+    w = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "wait", "--json", job_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert w.returncode == 1, w.stdout + w.stderr
+    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+    assert result["status"] == "failed", result
+    assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
     assert eventually(lambda: not procs.group_exists(child), 30)
     assert eventually(lambda: no_ray_actor_left(run_id), 60)
 

@@ -76,4 +76,28 @@ def signal_supervisor(run_dir: Path, ident: dict[str, Any], sig: int) -> None:
         os.kill(int(ident["pid"]), sig)
 
 
-__all__ = ["EXECUTORS", "RAY_MISSING", "check", "launch", "reattach", "signal_supervisor"]
+def abandon(ident: dict[str, Any]) -> str | None:
+    """A remote run whose supervisor's host (the relay) is gone: end it where it runs, so
+    nothing is left on a node; returns what was done, for the run's error message."""
+    where = ident.get("executor")
+    if not (isinstance(where, dict) and where.get("kind") == "ray"):
+        return None
+    try:
+        check("ray")
+        from subagents.executors.ray_relay import abandon as abandon_ray
+
+        killed = abandon_ray(where)
+    except RunnerError as exc:
+        return f"its Ray actor {where.get('actor')} could not be reached: {exc}"
+    return f"its Ray actor {where.get('actor')} was " + ("killed" if killed else "already gone")
+
+
+__all__ = [
+    "EXECUTORS",
+    "RAY_MISSING",
+    "abandon",
+    "check",
+    "launch",
+    "reattach",
+    "signal_supervisor",
+]

@@ -5,8 +5,9 @@ machine, in a run directory on the node.
 The caller's relay pulls the artifacts' new bytes and, once it exists, ``result.json``;
 the supervisor owns the child's process group exactly as it does locally, so stopping a
 run is a signal to the supervisor (never ``ray.cancel``, which cannot stop a running call
-and would orphan the child). The supervisor gets SIGTERM when the actor's process dies
-(Linux: ``PR_SET_PDEATHSIG``), so a lost actor never leaves a child running on its node.
+and would orphan the child). A small keeper process stands between the actor and the
+supervisor (see ray_keeper.py), so that when the actor's process dies the supervisor gets
+SIGTERM and ends the run properly: a lost actor never leaves a child running on its node.
 
 This module imports Ray only where it asks for the node's id: the class is plain Python,
 made an actor by the relay (``ray.remote(RunHost)``).
@@ -14,7 +15,6 @@ made an actor by the relay (``ray.remote(RunHost)``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -29,6 +29,7 @@ from typing import Any
 
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
+from subagents.executors.ray_keeper import die_with_parent
 from subagents.runners import supervisor_argv
 
 # The artifacts relayed to the caller, in the order they are pulled.
@@ -46,15 +47,6 @@ def node_runs_dir() -> Path:
         if configured
         else Path(tempfile.gettempdir()) / f"subagents-ray-{os.getuid()}"
     )
-
-
-def _die_with_parent() -> None:
-    """In the supervisor before exec: SIGTERM it when the actor's process dies."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _localize(meta: dict[str, Any], caller_dir: str, node_dir: Path) -> dict[str, Any]:
@@ -88,32 +80,36 @@ class RunHost:
             with open_private(self.dir / Path(name).name, "wb") as f:
                 f.write(data)
         write_json_atomic(self.dir / "meta.json", _localize(meta, caller_dir, self.dir))
+        # The keeper (see ray_keeper.py) and the supervisor's pid, which it reports.
         self.proc: subprocess.Popen[bytes] | None = None
+        self.supervisor_pid = 0
         self.spawn_error: str | None = None
         started = threading.Event()
-        # The thread that starts the supervisor lives as long as it does: PDEATHSIG
-        # fires when the *thread* that forked it ends, not only the process.
+        # The thread that starts the keeper lives as long as it does: PDEATHSIG fires
+        # when the *thread* that forked a process ends, not only its process.
         threading.Thread(target=self._host, args=(started,), daemon=True).start()
         started.wait(30)
 
     def _host(self, started: threading.Event) -> None:
+        log = self.dir / "supervisor.log"
+        open_private(log, "ab").close()
+        keeper = [sys.executable, "-I", "-S", str(Path(__file__).with_name("ray_keeper.py"))]
         try:
-            with open_private(self.dir / "supervisor.log", "ab") as log:
-                self.proc = subprocess.Popen(
-                    supervisor_argv(self.dir),
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                    close_fds=True,
-                    preexec_fn=_die_with_parent,
-                )
-        except OSError as exc:
+            self.proc = subprocess.Popen(
+                [*keeper, str(log), *supervisor_argv(self.dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                close_fds=True,
+                preexec_fn=die_with_parent,
+            )
+            assert self.proc.stdout is not None
+            self.supervisor_pid = int(self.proc.stdout.readline() or 0)
+        except (OSError, ValueError) as exc:
             self.spawn_error = f"could not start the supervisor on Ray node {self.node_id}: {exc}"
-            return
         finally:
             started.set()
-        self.proc.wait()
+        if self.proc is not None:
+            self.proc.wait()
 
     def where(self) -> dict[str, Any]:
         return {"node": self.node_id, "dir": str(self.dir), "pid": os.getpid()}
@@ -171,9 +167,9 @@ class RunHost:
 
     def stop(self, sig: int) -> bool:
         """Signal the supervisor (its own process group): SIGTERM aborts the run."""
-        if self.proc is None or self.proc.poll() is not None:
+        if not self._alive() or not self.supervisor_pid:
             return False
-        return procs.kill_group(self.proc.pid, sig)
+        return procs.kill_group(self.supervisor_pid, sig)
 
     def close(self) -> None:
         """The caller has everything: end the supervisor if still there, drop the node's copy."""

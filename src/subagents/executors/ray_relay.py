@@ -36,6 +36,7 @@ PULL_WAIT = 0.5
 PULL_PATIENCE = 10.0
 # An actor that is unreachable (not known dead) gets this long to come back.
 UNAVAILABLE_PATIENCE = 30.0
+KILL_PATIENCE = 10.0
 _connect_lock = threading.Lock()
 
 
@@ -132,11 +133,11 @@ class RayLaunched(Launched):
             self._lost = self._follow()
         except BaseException as exc:  # it must end with a diagnosis (Ray may raise SystemExit)
             self._lost = f"the relay of Ray actor {self.name} failed: {exc!r}"
-        if self._lost is None and not self._detached.is_set():
+        if self._lost is not None and not self._detached.is_set():
+            # The actor goes, releasing its unit (and, through PDEATHSIG, whatever of the
+            # run may be left on its node).
             with contextlib.suppress(Exception):
-                self.ray.get(self.actor.close.remote(), timeout=PULL_PATIENCE)
-            with contextlib.suppress(Exception):
-                self.ray.kill(self.actor, no_restart=True)
+                _kill(self.ray, self.actor, self.name)
 
     def _follow(self) -> str | None:
         """Relay until the result is published here; return why not when it cannot be."""
@@ -169,6 +170,12 @@ class RayLaunched(Launched):
                 offsets[name] = offsets.get(name, 0) + len(data)
             result = reply["result"]
             if result is not None:
+                # The actor is released before the result is published: a caller that
+                # exits as soon as it sees the result leaves nothing holding a node's unit.
+                with contextlib.suppress(Exception):
+                    ray.get(self.actor.close.remote(), timeout=PULL_PATIENCE)
+                with contextlib.suppress(Exception):
+                    _kill(ray, self.actor, self.name)
                 self._publish(result)
                 return None
             if not reply["alive"] and not reply["chunks"]:
@@ -218,6 +225,20 @@ class RayLaunched(Launched):
         return None
 
 
+def _kill(ray: Any, actor: Any, name: str) -> bool:
+    """Kill ``actor`` and wait (bounded) until the cluster has let go of it: ``ray.kill``
+    only sends the request, which a process exiting right after would lose."""
+    ray.kill(actor, no_restart=True)
+    deadline = time.monotonic() + KILL_PATIENCE
+    while time.monotonic() < deadline:
+        try:
+            ray.get_actor(name, namespace=NAMESPACE)
+        except ValueError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
@@ -263,6 +284,17 @@ def signal_run(where: dict[str, Any], sig: int) -> bool:
     try:
         actor = ray.get_actor(str(where.get("actor")), namespace=NAMESPACE)
         return bool(ray.get(actor.stop.remote(int(sig)), timeout=PULL_PATIENCE))
+    except (ValueError, ray.exceptions.RayError):
+        return False
+
+
+def abandon(where: dict[str, Any]) -> bool:
+    """End a run whose relay is gone for good: kill its actor, whose supervisor then gets
+    SIGTERM (``PR_SET_PDEATHSIG``) and kills the child's group on the node."""
+    ray = connect(str(where.get("address") or "") or None)
+    name = str(where.get("actor"))
+    try:
+        return _kill(ray, ray.get_actor(name, namespace=NAMESPACE), name)
     except (ValueError, ray.exceptions.RayError):
         return False
 

@@ -18,6 +18,7 @@ from typing import Any
 from subagents.core import paths, procs
 from subagents.core.files import read_events, read_json
 from subagents.core.waker import DirWaker
+from subagents.executors import abandon
 from subagents.runners import SUPERVISOR_FILE, Launched
 from subagents.runs.result import publish_ended, spec_of
 
@@ -140,6 +141,12 @@ class RunMonitor:
             message += f": {lost}"
         if isinstance(child_pid, int) and not remote:
             message += f"; its child (pid {child_pid}) was killed"
+        elif remote and self.launched is None:
+            # Its relay died with the process that hosted it: end it on its node too.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                done = abandon(read_json(self.run_dir / SUPERVISOR_FILE))
+                if done:
+                    message += f"; {done}"
         result = publish_ended(
             self.run_dir,
             spec=spec,
