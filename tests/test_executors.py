@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import Fake
+from conftest import Fake, eventually
 
 from subagents.executors import RAY_MISSING
 
@@ -78,3 +79,49 @@ def test_the_local_executor_is_the_default_and_records_nothing_extra(fake: Fake)
     result = fake.run(pi.answer("Here."))
     assert result["status"] == "completed"
     assert "executor" not in result  # absent means: ran here
+
+
+def test_a_restarted_driver_follows_its_local_runs(fake: Fake, tmp_path: Path) -> None:
+    """The job driver dies mid-run and is started again: it takes up the run its
+    predecessor started (its supervisor went on alone) instead of starting it anew."""
+    import pistream as pi
+
+    from subagents.core import paths
+
+    gate, pidfile = tmp_path / "gate", tmp_path / "child.pid"
+    steps = [{"pidfile": str(pidfile)}, *pi.start(), {"wait_for": str(gate)}, *pi.answer("Done.")]
+    env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
+    p = subprocess.run(
+        [*CLI, "run", "--bg", "--json", "x"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert p.returncode == 0, p.stderr
+    job_id = json.loads(p.stdout)["jobId"]
+    job_dir = paths.jobs_dir(paths.state_home()) / job_id
+    assert eventually(pidfile.exists, 60)
+    state = json.loads((job_dir / "job.json").read_text())
+    os.kill(state["driver"]["pid"], signal.SIGKILL)
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        # The new driver has taken the job (and so its running run) over: only then the
+        # child may answer.
+        assert eventually(
+            lambda: json.loads((job_dir / "job.json").read_text())["driver"]["pid"] == driver.pid,
+            60,
+        )
+        gate.touch()
+        assert driver.wait(timeout=60) == 0
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    job = json.loads((job_dir / "job.json").read_text())
+    assert job["status"] == "completed", job
+    assert [r["runId"] for r in job["runs"]] == state["runIds"]
+    assert job["runs"][0]["finalText"] == "Done."

@@ -278,10 +278,12 @@ def test_a_new_driver_reattaches_to_a_running_run(
     assert events[-1]["type"] == "run_finished"
 
 
-def bg_ray_job_whose_driver_died(rc: RayCluster, work: Path, home: Path) -> tuple[str, str, int]:
+def bg_ray_job_whose_driver_died(
+    rc: RayCluster, work: Path, home: Path, delay: float = 120
+) -> tuple[str, str, int]:
     """A background ray job whose driver was SIGKILLed mid-run (its relay died with it):
     (job id, run id, the child's pid, alive on its node)."""
-    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    rc.server.script = Script(final_text=FINAL, delay_s=delay)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
     argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work)]
@@ -350,6 +352,76 @@ def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
     assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
     assert eventually(lambda: not procs.group_exists(child), 30)
     assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_a_restarted_driver_reattaches_to_its_runs(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """The job's driver dies and is started again: it follows the run its predecessor
+    started (found by the actor's name) instead of starting it anew, and the job completes."""
+    asked = len(rc.server.requests)
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, delay=4.0)
+    job_dir = isolated_state / "jobs" / job_id
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        w = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", "180", job_id],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert driver.wait(timeout=60) == 0
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert w.returncode == 0, w.stdout + w.stderr
+    job = json.loads(w.stdout)
+    assert [r["runId"] for r in job["runs"]] == [run_id]
+    (result,) = job["runs"]
+    assert result["status"] == "completed" and result["finalText"] == "Found: hello.txt"
+    assert result["executor"]["node"] in rc.pi_node_ids()
+    # One run, asked the model twice (the tool call, the answer): nothing was run again.
+    assert len(rc.server.requests) - asked == 2
+    run_dir = isolated_state / "runs" / run_id
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert not procs.group_exists(child)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    asked = len(rc.server.requests)
+    argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
+    argv += ["--ray-address", rc.address, "--cwd", str(work), "--model", "mock/mock-model", "x"]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        assert eventually(lambda: len(rc.server.requests) > asked, 120), "pi never asked"
+        (run_dir,) = list((isolated_state / "runs").iterdir())
+        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+        child = next(e["pid"] for e in events if e["type"] == "run_started")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_dir.name), 60)
 
 
 def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import events as ev
+from subagents.core import paths
 from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
 from subagents.jobs.store import JobStore
 from subagents.runs import (
@@ -31,6 +32,7 @@ from subagents.runs import (
     check,
     iso,
     prepare,
+    resume,
     start_prepared,
     sum_usage,
 )
@@ -210,6 +212,11 @@ class Job:
         self._cancelled = threading.Event()
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
+        # A restarted driver finds the runs its predecessor started, and follows them.
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
+                if i < len(self._run_ids) and isinstance(run_id, str):
+                    self._run_ids[i] = run_id
 
     # ---- control ---------------------------------------------------------
 
@@ -255,18 +262,22 @@ class Job:
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
-        req = RunRequest(**{**asdict(req), "job_id": self.job_id})
-        try:
-            spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
-        except InputError as exc:
-            return {**not_started(req, str(exc)), "status": "failed"}
-        try:
-            limits = self.plan.limits
-            handle = start_prepared(
-                spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
-            )
-        except InputError as exc:
-            return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
+        started = self._run_ids[index]
+        if started is not None:
+            handle = resume(paths.runs_dir(self.store.home) / started)
+        else:
+            req = RunRequest(**{**asdict(req), "job_id": self.job_id})
+            try:
+                spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
+            except InputError as exc:
+                return {**not_started(req, str(exc)), "status": "failed"}
+            try:
+                limits = self.plan.limits
+                handle = start_prepared(
+                    spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+                )
+            except InputError as exc:
+                return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
         with self._lock:
             self._handles[index] = handle
             self._run_ids[index] = handle.run_id

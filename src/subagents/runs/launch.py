@@ -7,6 +7,7 @@ spawned, and raised as one ``InputError`` line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -28,8 +29,8 @@ from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.executors import check as check_executor
-from subagents.executors import launch
-from subagents.runners import Launched, RunnerError
+from subagents.executors import launch, reattach
+from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
 
@@ -309,6 +310,31 @@ def start_prepared(
         )
         raise InputError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)
+
+
+def resume(run_dir: Path) -> RunHandle:
+    """Follow again a run whose starter is gone (a restarted job driver): its supervisor
+    goes on without it, here or on a Ray node (found again by its actor's name)."""
+    from subagents.core.files import read_json
+    from subagents.runs.result import spec_of
+
+    try:
+        ident = read_json(run_dir / SUPERVISOR_FILE)
+    except (OSError, ValueError):
+        ident = {}
+    if not isinstance(ident, dict):
+        ident = {}
+    where = ident.get("executor")
+    if isinstance(where, dict) and not (run_dir / "result.json").exists():
+        with contextlib.suppress(RunnerError):
+            launched = reattach(run_dir, str(where.get("address") or "") or None)
+            return RunHandle(spec_of(run_dir), run_dir, launched)
+    # A local supervisor (or one that is gone: the monitor then finds it dead and ends the run).
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        launched = Launched(int(ident["pid"]), float(ident["createTime"]), str(ident["runner"]))
+        launched.remote = isinstance(where, dict)
+        return RunHandle(spec_of(run_dir), run_dir, launched)
+    return RunHandle(spec_of(run_dir), run_dir, Launched(0, 0.0, "unknown"))
 
 
 def start(
