@@ -149,7 +149,8 @@ class RayLaunched(Launched):
             try:
                 reply = ray.get(ref, timeout=PULL_WAIT + PULL_PATIENCE)
             except ray.exceptions.GetTimeoutError:
-                ray.cancel(ref)  # only this pull: the supervisor is not touched
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)  # only this pull: the supervisor is not touched
                 why = self._placement_gone()
                 if why:
                     return why
