@@ -31,6 +31,27 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="Wall-clock limit per run in seconds (status 'timeout', exit 124).",
 )
 @click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
+@click.option(
+    "--isolate",
+    type=click.Choice(["worktree"]),
+    help="Each run works in its own git worktree on branch subagents/<run-id> (see `apply`).",
+)
+@click.option(
+    "--stall-timeout",
+    type=float,
+    help="Seconds without an event, with no tool call in flight, before a run is stalled"
+    " (default 300 from config; 0 = off).",
+)
+@click.option(
+    "--on-stall",
+    type=click.Choice(["notice", "abort"]),
+    help="On a stall: only say so (notice, default), or stop the run as failed (abort).",
+)
+@click.option(
+    "--tool-timeout",
+    type=float,
+    help="Seconds one tool call may run before the run is stopped as failed (default: off).",
+)
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -81,6 +102,21 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--progress",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="Progress on stderr: lines for people, or JSON records one a line for programs "
+    "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
+    "toolCount, usage; see docs/pi.md).",
+)
+@click.option(
+    "--parent-pid",
+    type=int,
+    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
+    "that started this command died. Foreground only.",
+)
 def run(
     tasks: tuple[str, ...],
     agent: str | None,
@@ -89,6 +125,10 @@ def run(
     cwd: Path | None,
     timeout: float | None,
     tools: str | None,
+    isolate: str | None,
+    stall_timeout: float | None,
+    on_stall: str | None,
+    tool_timeout: float | None,
     mode: str | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -100,6 +140,8 @@ def run(
     bg: bool,
     as_json: bool,
     quiet: bool,
+    progress: str,
+    parent_pid: int | None,
 ) -> None:
     """Run TASK(s) on child agents and print the final answer.
 
@@ -107,10 +149,20 @@ def run(
     with --plan the job comes from a file. TASK '-' reads the task from stdin.
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
+    Put `--` before a TASK that starts with '-'.
     """
     from subagents.jobs import PlanError, load_plan, parse_job
 
-    overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
+    overrides = {
+        "agent": agent,
+        "backend": backend,
+        "model": model,
+        "timeout": timeout,
+        "isolate": isolate,
+        "stall_timeout": stall_timeout,
+        "on_stall": on_stall,
+        "tool_timeout": tool_timeout,
+    }
     if plan_file is not None:
         if tasks:
             fail("give either a --plan file or TASKs, not both")
@@ -159,7 +211,7 @@ def run(
     if bg:
         job_id = api.start_background(job)
         if as_json:
-            print_json({"jobId": job_id})
+            print_json({"jobId": job_id, "pid": job.driver_pid})
         else:
             click.echo(job_id)
             if not quiet:
@@ -167,7 +219,34 @@ def run(
                     f"started in the background; follow with: subagents logs -f {job_id}", err=True
                 )
         sys.exit(0)
-    run_in_foreground(job, as_json=as_json, quiet=quiet)
+    if parent_pid is not None:
+        stop_when_gone(parent_pid)
+    run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
+
+
+def stop_when_gone(pid: int) -> None:
+    """SIGTERM this process (which stops the job, recording it 'aborted') once ``pid`` ends.
+
+    A parent killed outright (pi in print mode on Ctrl-C) never tells its children: without
+    this a foreground job would run on, orphaned."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from subagents.core import procs
+
+    try:
+        ident = procs.identity(pid)
+    except Exception:
+        fail(f"--parent-pid {pid}: no such process")
+
+    def watch() -> None:
+        while procs.is_alive(ident):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
 def _for_one_task(message: str, source: str, steps: int) -> str:
@@ -190,17 +269,28 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
 
 
-def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
+def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
     from subagents import api
     from subagents.jobs import exit_code
-    from subagents.present import Display
+    from subagents.present import Display, JsonlFeed
 
-    display = Display(enabled=not quiet, labels=api.run_labels(job))
-    display.started(job)
-    with display:
-        result = api.drive(job, on_event=display.event)
-    display.finished(result)
+    labels = api.run_labels(job)
+    if progress == "jsonl" and not quiet:
+
+        def run_id(index: int) -> str | None:
+            ids = job.store.load(job.job_id).get("runIds") or []
+            return ids[index] if index < len(ids) and ids[index] else None
+
+        feed = JsonlFeed(sys.stderr, job.job_id, job.plan.mode, labels, run_id)
+        feed.started()
+        result = api.drive(job, on_event=feed.event)
+    else:
+        display = Display(enabled=not quiet, labels=labels)
+        display.started(job)
+        with display:
+            result = api.drive(job, on_event=display.event)
+        display.finished(result)
     single = job.plan.mode == "single" and len(result["runs"]) == 1
     if as_json:
         print_json(result["runs"][0] if single else result)

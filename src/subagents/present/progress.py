@@ -10,6 +10,7 @@ Tool calls are put in words by :mod:`subagents.present.humanize`.
 from __future__ import annotations
 
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -47,6 +48,8 @@ class ProgressFormatter:
         self._pending: OrderedDict[str, None] = OrderedDict()
         self._activity: str | None = None
         self._cwd: str | None = None
+        # When the child went quiet, while the last event is the watchdog's stall notice.
+        self._stalled_since: Any = None
 
     # public
 
@@ -57,6 +60,9 @@ class ProgressFormatter:
 
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
+        since = self._stalled_since
+        if isinstance(since, (int, float)):
+            return self._cap(f"stalled for {max(0, time.time() - since):.0f} s")
         return None if self._activity is None else self._cap(neutralize(self._activity))
 
     # internals
@@ -97,6 +103,8 @@ class ProgressFormatter:
             return self._tool_call(event, shorten=shorten)
         if etype == "tool_result":
             return self._tool_result(event, shorten=shorten)
+        # Any event but a stall notice means the child is moving again.
+        self._stalled_since = event.get("since") if event.get("stalled") else None
         if etype == "notice":
             message = str(event.get("message") or "").strip()
             level = str(event.get("level") or "info").lower()
