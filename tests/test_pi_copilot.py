@@ -95,8 +95,9 @@ def test_a_second_initiator_400_is_not_retried_again(tmp_path: Path) -> None:
     result, headers = _run(tmp_path, script, option=True, retry=retry)
     assert result["status"] == "failed"
     assert len(headers) == 2  # the request with the header, one retry, no more
-    assert "github-copilot refused X-Initiator: agent; retrying once without it" in (
-        result["diagnostics"]
+    assert (
+        "github-copilot refused X-Initiator: agent; retrying once without it"
+        in (result["diagnostics"])
     )
 
 
