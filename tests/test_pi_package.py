@@ -374,3 +374,26 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
         events = parent.run("delegate it", load=False)
     end = tool_end(events)
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
+
+
+def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
+    # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
+    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
+            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
+            shown = rpc.wait_for(
+                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
+            )
+        finally:
+            rpc.close()
+    job_id = end["result"]["details"]["jobId"]
+    lines = shown["message"].splitlines()
+    assert lines[0].startswith(f"{job_id}  completed  parallel")
+    # The engine's words for the engine's numbers: the same line `subagents cost` gives.
+    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0.0000"

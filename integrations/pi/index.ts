@@ -283,7 +283,7 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("subagents", {
-		description: "This session's subagent jobs; `/subagents stop JOB` stops one",
+		description: "This session's subagent jobs and their total tokens and cost; `/subagents stop JOB` stops one",
 		handler: async (args, ctx) => {
 			const [verb, id] = args.trim().split(/\s+/);
 			if (verb === "stop" && id) {
@@ -302,6 +302,9 @@ export default function (pi: ExtensionAPI) {
 			const rows = exit.stdout.split("\n").map((l) => parseJson(l) as { jobId?: string; status?: string; mode?: string; agents?: string[]; activity?: string } | undefined)
 				.filter((r) => r?.jobId && mine.has(r.jobId));
 			const lines = rows.map((r) => `${r!.jobId}  ${r!.status}  ${r!.mode}  ${(r!.agents ?? []).join(",") || "-"}  ${r!.activity ?? ""}`);
+			// The engine totals this session's finished jobs (its session log is keyed by pi's session id).
+			const cost = parseJson((await runCli(["cost", "--session", ctx.sessionManager.getSessionId(), "--json"], { cwd: ctx.cwd })).stdout) as { summary?: string } | undefined;
+			if (lines.length && cost?.summary) lines.push(`session total: ${cost.summary}`);
 			ctx.ui.notify(lines.length ? lines.join("\n") : "no subagent jobs in this session", "info");
 		},
 	});
