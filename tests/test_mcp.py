@@ -521,3 +521,19 @@ def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path)
         assert json.loads(cli.stdout)["total"] == total
 
     run(main)
+
+
+def test_tool_timeout_bounds_one_tool_call(fake: Fake) -> None:
+    steps: list[dict[str, Any]] = [*pi.start(), *pi.tool_use(), {"hang": True}]
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "tool_timeout" in tools["subagent"].input_schema["properties"]
+            result = await client.call_tool("subagent", {"task": "x", "tool_timeout": 0.5})
+        assert result.is_error
+        assert "tool timeout of 0.5 s" in text_of(result)
+        run = (result.structured_content or {})["runs"][0]
+        assert run["status"] == "failed"
+
+    run(main)

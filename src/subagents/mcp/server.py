@@ -345,6 +345,13 @@ class SubagentsMCP:
             Literal["notice", "abort"] | None,
             Field(description="On a stall: say so (notice) or stop the run as failed (abort)."),
         ] = None,
+        tool_timeout: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
+            ),
+        ] = None,
     ) -> CallToolResult:
         mode, spec = build_spec(
             task=task,
@@ -358,6 +365,7 @@ class SubagentsMCP:
             isolate=isolate,
             stall_timeout=stall_timeout,
             on_stall=on_stall,
+            tool_timeout=tool_timeout,
         )
         session = self.session_for(ctx)
         try:
@@ -463,7 +471,9 @@ class SubagentsMCP:
         ctx: Context,
         job_id: Annotated[
             str | None,
-            Field(description="The job id (or any unique prefix); omit it for the session's totals."),
+            Field(
+                description="The job id (or any unique prefix); omit it for the session's totals."
+            ),
         ] = None,
     ) -> CallToolResult:
         if job_id is None:
