@@ -506,3 +506,59 @@ def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> N
         assert shown == "two\n"
 
     run(main)
+
+
+def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path) -> None:
+    """Each fake run reports two model turns of 10 in + 5 out tokens and $0.001: two jobs of
+    three runs here, one job in another connection's session."""
+
+    async def main() -> None:
+        async with connect(fake_env(fake, pi.answer("A."))) as other:
+            assert not (await other.call_tool("subagent", {"task": "elsewhere"})).is_error
+        async with connect(fake_env(fake, pi.answer("B."))) as client:
+            empty = await client.call_tool("subagent_status", {})
+            assert not empty.is_error and (empty.structured_content or {})["total"]["jobs"] == 0
+            assert not (await client.call_tool("subagent", {"task": "one"})).is_error
+            both = await client.call_tool("subagent", {"tasks": ["two", "three"]})
+            assert not both.is_error, text_of(both)
+            status = await client.call_tool("subagent_status", {})
+        assert not status.is_error, text_of(status)
+        out = status.structured_content or {}
+        total = out["total"]
+        assert (total["jobs"], total["input"], total["output"], total["totalTokens"]) == (
+            2,
+            60,
+            30,
+            90,
+        )
+        assert total["cost"] == pytest.approx(0.006)
+        assert text_of(status) == (
+            f"session {out['session']}: 2 jobs: 90 tokens (60 in, 30 out, cache 0/0), $0.0060"
+        )
+        # The same numbers `subagents cost --session` prints: one aggregation.
+        cli = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "cost", "--session", out["session"], "--json"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=True,
+        )
+        assert json.loads(cli.stdout)["total"] == total
+
+    run(main)
+
+
+def test_tool_timeout_bounds_one_tool_call(fake: Fake) -> None:
+    steps: list[dict[str, Any]] = [*pi.start(), *pi.tool_use(), {"hang": True}]
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert "tool_timeout" in tools["subagent"].input_schema["properties"]
+            result = await client.call_tool("subagent", {"task": "x", "tool_timeout": 0.5})
+        assert result.is_error
+        assert "tool timeout of 0.5 s" in text_of(result)
+        run = (result.structured_content or {})["runs"][0]
+        assert run["status"] == "failed"
+
+    run(main)

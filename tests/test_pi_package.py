@@ -374,3 +374,89 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
         events = parent.run("delegate it", load=False)
     end = tool_end(events)
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
+
+
+def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
+    # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
+    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
+            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
+            shown = rpc.wait_for(
+                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
+            )
+        finally:
+            rpc.close()
+    job_id = end["result"]["details"]["jobId"]
+    lines = shown["message"].splitlines()
+    assert lines[0].startswith(f"{job_id}  completed  parallel")
+    # The engine's words for the engine's numbers: the same line `subagents cost` gives.
+    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0.0000"
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "me@example.com")
+    _git(repo, "config", "user.name", "Me")
+    (repo / "app.py").write_text("print('hi')\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "start")
+    first = {
+        "task": "make a file",
+        "model": "child/mock-model",
+        "isolate": "worktree",
+        "cwd": str(repo),
+    }
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=first)) as server,
+        # The children's own mock: the first turn runs bash in the child's directory.
+        MockModelServer(Script(command="echo new > made.txt", final_text="made it")) as child,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "child", child.url)
+        end = tool_end(parent.run("delegate it"))
+        assert end["isError"] is False, end["result"]["content"][0]["text"]
+        run_id = end["result"]["details"]["runIds"][0]
+        runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
+        result = json.loads((runs / run_id / "result.json").read_text())
+        # The child worked in its own worktree and branch; the user's tree is untouched.
+        assert result["worktree"]["branch"] == f"subagents/{run_id}"
+        assert result["worktree"]["filesChanged"] == 1
+        assert not (repo / "made.txt").exists() and _git(repo, "status", "--porcelain") == ""
+        assert "made.txt" in _git(repo, "show", "--stat", result["worktree"]["branch"])
+
+        server.script = Script(
+            tool_name="subagent", tool_args={"continue": run_id, "task": "and one more thing"}
+        )
+        end = tool_end(parent.run("continue it"))
+        assert end["isError"] is False, end["result"]["content"][0]["text"]
+        again = end["result"]["details"]["runIds"][0]
+        # The continued child saw its earlier conversation, then the follow-up.
+        last = json.dumps(child.requests[-1]["messages"])
+        assert "make a file" in last and "and one more thing" in last and "made.txt" in last
+    second = json.loads((runs / again / "result.json").read_text())
+    assert second["continuedFrom"] == run_id
+    assert second["worktree"]["branch"] == f"subagents/{run_id}"  # on in its own branch
+
+
+def test_continue_with_run_options_is_an_error(tmp_path: Path) -> None:
+    args = {"continue": "0abc", "task": "more", "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        end = tool_end(Parent(tmp_path, server).run("continue it"))
+    assert end["isError"] is True
+    assert "continue takes a task (the follow-up) and background only, not model" in str(
+        end["result"]["content"][0]["text"]
+    )

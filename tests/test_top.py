@@ -129,3 +129,45 @@ def test_top_off_a_terminal_prints_ps(tmp_path: Path) -> None:
         [SUBAGENTS, "top"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
     ).stdout
     assert "JOB" in out and job_id in out and "completed" in out
+
+
+@needs_tmux_pi
+def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str]) -> None:
+    """The mock holds its answer: pi waits on the model with no tool call in flight, so the
+    watchdog (--stall-timeout 1) writes its stall notice, and top says so as ps does."""
+    home = Path(os.environ["SUBAGENTS_HOME"])
+    with MockModelServer(Script(use_tool=False, delay_s=60)) as srv:
+        work = tmp_path / "work"
+        work.mkdir()
+        env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", srv.url)}
+        argv = [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
+        proc = subprocess.run(
+            [*argv, "--stall-timeout", "1", "--cwd", str(work), "wait a while"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        job_id = json.loads(proc.stdout)["jobId"]
+        tmux(
+            "new-session", "-d", "-s", "top", "-x", "80", "-y", "24",
+            "-e", f"SUBAGENTS_HOME={home}", "--", SUBAGENTS, "top",
+        )  # fmt: skip
+        screen = ""
+
+        def shows(*texts: str) -> bool:
+            nonlocal screen
+            screen = tmux("capture-pane", "-p", "-t", "top")
+            return all(t in screen for t in texts)
+
+        def row_stalled() -> bool:  # STATUS in the job's row, activity where it is shown
+            rows = [line for line in screen.splitlines() if job_id[:10] in line]
+            return bool(rows) and " stalled " in rows[0]
+
+        assert eventually(lambda: shows(job_id[:10], "stalled for ") and row_stalled(), 60), screen
+        ps = subprocess.run([SUBAGENTS, "ps"], capture_output=True, text=True, timeout=60)
+        assert "stalled for " in ps.stdout
+        subprocess.run([SUBAGENTS, "stop", job_id], capture_output=True, timeout=60, check=True)
+        assert eventually(lambda: shows("aborted", "0 running"), 30), screen
+        tmux("send-keys", "-t", "top", "q")

@@ -24,7 +24,7 @@ const Step = Type.Object({
 	agent: Type.Optional(Type.String({ description: "Agent for this step (see `subagents agents`)" })),
 });
 const Params = Type.Object({
-	task: Type.Optional(Type.String({ description: "One task. Give exactly one of task, tasks, chain." })),
+	task: Type.Optional(Type.String({ description: "One task (with `continue`: the follow-up). Give exactly one of task, tasks, chain." })),
 	tasks: Type.Optional(Type.Array(Step, { description: "Tasks run in parallel" })),
 	chain: Type.Optional(Type.Array(Step, { description: "Steps run one after another" })),
 	agent: Type.Optional(Type.String({ description: "Agent (see `subagents agents`)" })),
@@ -32,6 +32,8 @@ const Params = Type.Object({
 	backend: Type.Optional(Type.String({ description: "pi, claude, codex, gemini or opencode" })),
 	cwd: Type.Optional(Type.String({ description: "Working directory for the child agent(s)" })),
 	background: Type.Optional(Type.Boolean({ description: "Return at once with the job id; the result arrives later as a message" })),
+	isolate: Type.Optional(Type.Literal("worktree", { description: "'worktree': each run works in its own git worktree on a branch subagents/<run id>; its changes stay there" })),
+	continue: Type.Optional(Type.String({ description: "A finished run's id (runIds in a result): its child resumes its own conversation with `task` as the follow-up" })),
 });
 type Params = Static<typeof Params>;
 
@@ -205,14 +207,23 @@ export default function (pi: ExtensionAPI) {
 			if (steps && steps.length === 0) throw new Error("tasks/chain must not be empty");
 			const mode = params.chain ? "chain" : params.tasks ? "parallel" : "single";
 			const sessionId = ctx.sessionManager.getSessionId();
+			if (params.continue !== undefined) {
+				// The run being continued fixes agent, model, backend, directory and worktree.
+				const extra = (["tasks", "chain", "agent", "model", "backend", "cwd", "isolate"] as const).filter((k) => params[k] !== undefined);
+				if (params.task === undefined || extra.length) throw new Error(`continue takes a task (the follow-up) and background only, not ${extra.join(", ") || "tasks"}`);
+			}
 
-			const args = ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
-			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend]] as const) {
+			const args = params.continue !== undefined
+				? ["continue", "--json", "--session", sessionId]
+				: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
+			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate]] as const) {
 				if (value) args.push(flag, value);
 			}
 			let planDir: string | undefined;
 			const tail: string[] = [];
-			if (steps) {
+			if (params.continue !== undefined) {
+				tail.push("--", params.continue, params.task ?? "");
+			} else if (steps) {
 				// Per-step agents need a plan file (0600, removed after the CLI read it).
 				planDir = mkdtempSync(join(tmpdir(), "pi-subagents-"));
 				const plan = join(planDir, "plan.json");
@@ -283,7 +294,7 @@ export default function (pi: ExtensionAPI) {
 	});
 
 	pi.registerCommand("subagents", {
-		description: "This session's subagent jobs; `/subagents stop JOB` stops one",
+		description: "This session's subagent jobs and their total tokens and cost; `/subagents stop JOB` stops one",
 		handler: async (args, ctx) => {
 			const [verb, id] = args.trim().split(/\s+/);
 			if (verb === "stop" && id) {
@@ -302,6 +313,9 @@ export default function (pi: ExtensionAPI) {
 			const rows = exit.stdout.split("\n").map((l) => parseJson(l) as { jobId?: string; status?: string; mode?: string; agents?: string[]; activity?: string } | undefined)
 				.filter((r) => r?.jobId && mine.has(r.jobId));
 			const lines = rows.map((r) => `${r!.jobId}  ${r!.status}  ${r!.mode}  ${(r!.agents ?? []).join(",") || "-"}  ${r!.activity ?? ""}`);
+			// The engine totals this session's finished jobs (its session log is keyed by pi's session id).
+			const cost = parseJson((await runCli(["cost", "--session", ctx.sessionManager.getSessionId(), "--json"], { cwd: ctx.cwd })).stdout) as { summary?: string } | undefined;
+			if (lines.length && cost?.summary) lines.push(`session total: ${cost.summary}`);
 			ctx.ui.notify(lines.length ? lines.join("\n") : "no subagent jobs in this session", "info");
 		},
 	});

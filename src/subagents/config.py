@@ -97,6 +97,9 @@ class Settings(BaseModel):
     tool_timeout: float | None = None
     # Keep an isolated run's worktree directory when it changed something (not only its branch).
     keep_worktree: bool = False
+    # A pi child using the github-copilot provider marks its model requests
+    # `X-Initiator: agent` (docs/pi.md).
+    copilot_agent_initiator: bool = False
 
     @field_validator("timeout", "stall_timeout", "tool_timeout")
     @classmethod
@@ -137,6 +140,7 @@ ENV_SETTINGS: dict[str, str] = {
         "on_stall",
         "tool_timeout",
         "keep_worktree",
+        "copilot_agent_initiator",
     )
 }
 _BIN_RE = re.compile(r"^SUBAGENTS_([A-Z0-9_]+)_BIN$")

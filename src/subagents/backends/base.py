@@ -61,6 +61,7 @@ class CommandRequest:
         session_dir: str | None = None,
         resume: str | None = None,
         task_on_stdin: bool = False,
+        copilot_agent_initiator: bool = False,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -77,6 +78,8 @@ class CommandRequest:
         self.resume = resume
         # The task reaches the child on stdin (a file in the run directory), not in argv.
         self.task_on_stdin = task_on_stdin
+        # Requests to GitHub Copilot say the agent, not the user, initiated them (pi only).
+        self.copilot_agent_initiator = copilot_agent_initiator
 
 
 class Normalizer(ABC):

@@ -19,6 +19,10 @@ if TYPE_CHECKING:
 
 # Where in a run directory pi keeps the run's session.
 SESSION_DIR = "session"
+# The provider whose requests `copilot_agent_initiator` marks, and the extension that does it
+# (package data beside this module; given to the child only, never installed in pi).
+COPILOT_PROVIDER = "github-copilot"
+COPILOT_EXTENSION = str(Path(__file__).with_name("pi_copilot.ts"))
 
 
 def _pi_usage(u: Any) -> dict[str, Any]:
@@ -50,6 +54,13 @@ def _error_text(message: Any) -> str:
         if isinstance(msg, str) and msg:
             return f"{status} {msg}"
     return text
+
+
+def _may_use_copilot(model: str | None) -> bool:
+    """No provider named (pi's default may be Copilot) or Copilot's: the extension checks
+    the provider of each request itself, so this only spares other providers its loading."""
+    provider, sep, _ = (model or "").partition("/")
+    return not sep or provider == COPILOT_PROVIDER
 
 
 # Events after which the run is plainly still going: they disarm a pending completion.
@@ -176,6 +187,8 @@ class PiBackend(Backend):
                 argv += ["--model", req.model]
         if req.thinking:
             argv += ["--thinking", req.thinking]
+        if req.copilot_agent_initiator and _may_use_copilot(req.model):
+            argv += ["-e", COPILOT_EXTENSION]
         if req.tools is not None:
             argv += ["--tools", ",".join(tools_for("pi", req.tools))]
         if req.system_prompt_file:

@@ -27,11 +27,6 @@ def runs_of_jobs() -> Any:
     return runs_of
 
 
-def _money(cost: float | None, unpriced: int) -> str:
-    text = "-" if cost is None else f"${cost:.4f}"
-    return text + (f" (+{unpriced} unpriced)" if unpriced and cost is not None else "")
-
-
 @main.command()
 @click.option("--session", "-s", help="Only this session (default: every session).")
 @click.option("--since", help="Only jobs that ended since: 45s, 30m, 2h, 1d, 2w or an ISO date.")
@@ -40,7 +35,9 @@ def _money(cost: float | None, unpriced: int) -> str:
     type=click.Choice(["agent", "backend", "model", "day"]),
     help="One row per agent, backend, model or day (by run for the first three).",
 )
-@click.option("--json", "as_json", is_flag=True, help="The totals as one JSON object.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="The totals as one JSON object (with a `summary` line)."
+)
 def cost(session: str | None, since: str | None, by: str | None, as_json: bool) -> None:
     """Tokens and cost of finished jobs, from the session logs.
 
@@ -57,6 +54,8 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
         fail(str(exc))
     report = costs.totals(entries, by=by, runs_of=runs_of_jobs() if by else None)
     if as_json:
+        # The total in words too, for integrations that show it (the pi package's /subagents).
+        report["summary"] = costs.describe(report["total"])
         click.echo(json.dumps(report, ensure_ascii=False))
         return
     if not entries:
@@ -80,7 +79,7 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
             str(row["output"]),
             f"{row['cacheRead']}/{row['cacheWrite']}",
             str(row["totalTokens"]),
-            _money(row["cost"], row["unpriced"]),
+            costs.money(row["cost"], row["unpriced"]),
             end_section=by is not None and row is rows[-2],
         )
     Console().print(table)

@@ -13,6 +13,24 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 # ---- run ----------------------------------------------------------------------
 
 
+# Shared by `run` and `continue` (cli/repos.py): how a foreground job reports and ends.
+progress_option = click.option(
+    "--progress",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="Progress on stderr: lines for people, or JSON records one a line for programs "
+    "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
+    "toolCount, usage; see docs/pi.md).",
+)
+parent_pid_option = click.option(
+    "--parent-pid",
+    type=int,
+    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
+    "that started this command died. Foreground only.",
+)
+
+
 @main.command()
 @click.argument("tasks", nargs=-1)
 @click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")
@@ -102,21 +120,8 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@click.option(
-    "--progress",
-    type=click.Choice(["text", "jsonl"]),
-    default="text",
-    show_default=True,
-    help="Progress on stderr: lines for people, or JSON records one a line for programs "
-    "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
-    "toolCount, usage; see docs/pi.md).",
-)
-@click.option(
-    "--parent-pid",
-    type=int,
-    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
-    "that started this command died. Foreground only.",
-)
+@progress_option
+@parent_pid_option
 def run(
     tasks: tuple[str, ...],
     agent: str | None,

@@ -142,7 +142,10 @@ class LiveJobs:
             **base,
             agent=str(meta.get("agent") or meta.get("backend") or "-"),
             backend=str(meta.get("backend") or "-"),
-            status=str(job.get("status") or "running"),
+            # The watchdog's stall notice (the same formatter as ps's "stalled for N s").
+            status="stalled"
+            if tail.formatter.stalled_for() is not None
+            else str(job.get("status") or "running"),
             elapsed=None if started is None else max(0.0, time.time() - started),
             tools=tail.tools,
             tokens=int(tail.usage.get("totalTokens") or 0),

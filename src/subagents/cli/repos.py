@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from subagents.cli.app import fail, main, print_json
+from subagents.cli.delegate import parent_pid_option, progress_option
 
 
 @main.command(name="continue")
@@ -22,8 +23,17 @@ from subagents.cli.app import fail, main, print_json
     "--session",
     help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').",
 )
+@progress_option
+@parent_pid_option
 def continue_(
-    run_id: str, task: str, bg: bool, as_json: bool, quiet: bool, session: str | None
+    run_id: str,
+    task: str,
+    bg: bool,
+    as_json: bool,
+    quiet: bool,
+    session: str | None,
+    progress: str,
+    parent_pid: int | None,
 ) -> None:
     """Continue a finished run: its child resumes its own conversation with TASK.
 
@@ -31,7 +41,7 @@ def continue_(
     worktree branch. TASK '-' reads the task from stdin. RUN_ID is any unique prefix.
     """
     from subagents import api
-    from subagents.cli.delegate import run_in_foreground
+    from subagents.cli.delegate import run_in_foreground, stop_when_gone
 
     if task == "-":
         task = sys.stdin.read()
@@ -42,11 +52,13 @@ def continue_(
     if bg:
         job_id = api.start_background(job)
         if as_json:
-            print_json({"jobId": job_id})
+            print_json({"jobId": job_id, "pid": job.driver_pid})
         else:
             click.echo(job_id)
         sys.exit(0)
-    run_in_foreground(job, as_json=as_json, quiet=quiet)
+    if parent_pid is not None:
+        stop_when_gone(parent_pid)
+    run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
 
 
 @main.command()

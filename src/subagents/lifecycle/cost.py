@@ -123,3 +123,20 @@ def totals(
     if by == "day":
         ordered = sorted(rows.items())
     return {"by": by, "rows": [{"key": k, **v} for k, v in ordered], "total": total}
+
+
+def money(cost: float | None, unpriced: int) -> str:
+    """``$0.0123``, ``-`` when no cost is known, with ``(+N unpriced)`` when some are not."""
+    text = "-" if cost is None else f"${cost:.4f}"
+    return text + (f" (+{unpriced} unpriced)" if unpriced and cost is not None else "")
+
+
+def describe(total: Mapping[str, Any]) -> str:
+    """One line for a ``totals(...)["total"]``: jobs, tokens, cost (its ``runs`` counts jobs
+    unless grouped by run, so it is left out)."""
+    jobs = total["jobs"]
+    return (
+        f"{jobs} job{'' if jobs == 1 else 's'}: "
+        f"{total['totalTokens']} tokens ({total['input']} in, {total['output']} out, "
+        f"cache {total['cacheRead']}/{total['cacheWrite']}), {money(total['cost'], total['unpriced'])}"
+    )

@@ -28,8 +28,8 @@ Give exactly one of:
 - `tasks`: several independent tasks run side by side (answers come back in the same order);
 - `chain`: steps run one after another; `{previous}` in a step is replaced by the previous answer.
 Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?, isolate?}.
-Top-level `agent`, `model`, `backend`, `timeout`, `isolate`, `stall_timeout`, `on_stall` apply to
-every step that does not set its own. `isolate: "worktree"` gives each run its own git worktree
+Top-level `agent`, `model`, `backend`, `timeout`, `isolate`, `stall_timeout`, `on_stall`,
+`tool_timeout` apply to every step that does not set its own. `isolate: "worktree"` gives each run its own git worktree
 (its changes come back committed on branch subagents/<run-id>, see `worktree` in each run's result).
 
 In the foreground (default) the call streams progress and returns the answer text plus the
@@ -87,6 +87,7 @@ def build_spec(
     isolate: str | None = None,
     stall_timeout: float | None = None,
     on_stall: str | None = None,
+    tool_timeout: float | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
     given = [
@@ -110,6 +111,7 @@ def build_spec(
         "isolate": isolate,
         "stall_timeout": stall_timeout,
         "on_stall": on_stall,
+        "tool_timeout": tool_timeout,
     }
 
     def step(item: str | StepArg) -> dict[str, Any]:

@@ -228,7 +228,10 @@ class SubagentsMCP:
             name="subagent_status",
             title="Job status",
             annotations=read_only,
-            description="The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id.",
+            description=(
+                "The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id. "
+                "Without `job_id`: this session's totals over its finished jobs (jobs, runs, tokens, cost)."
+            ),
         )
         mcp.add_tool(
             self.subagent_result,
@@ -342,6 +345,13 @@ class SubagentsMCP:
             Literal["notice", "abort"] | None,
             Field(description="On a stall: say so (notice) or stop the run as failed (abort)."),
         ] = None,
+        tool_timeout: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
+            ),
+        ] = None,
     ) -> CallToolResult:
         mode, spec = build_spec(
             task=task,
@@ -355,6 +365,7 @@ class SubagentsMCP:
             isolate=isolate,
             stall_timeout=stall_timeout,
             on_stall=on_stall,
+            tool_timeout=tool_timeout,
         )
         session = self.session_for(ctx)
         try:
@@ -457,8 +468,16 @@ class SubagentsMCP:
 
     async def subagent_status(
         self,
-        job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
+        ctx: Context,
+        job_id: Annotated[
+            str | None,
+            Field(
+                description="The job id (or any unique prefix); omit it for the session's totals."
+            ),
+        ] = None,
     ) -> CallToolResult:
+        if job_id is None:
+            return await anyio.to_thread.run_sync(self._session_totals, self.session_for(ctx))
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         summary = status_summary(state, activity)
@@ -467,6 +486,16 @@ class SubagentsMCP:
             text += f"\nnow: {activity}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)], structured_content=summary
+        )
+
+    def _session_totals(self, session: str) -> CallToolResult:
+        """The session's finished jobs totalled, as ``subagents cost --session`` counts them."""
+        from subagents.lifecycle import cost
+
+        total = cost.totals(cost.end_entries(self.home, session))["total"]
+        return CallToolResult(
+            content=[TextContent(type="text", text=f"session {session}: {cost.describe(total)}")],
+            structured_content={"session": session, "total": total},
         )
 
     def _state_and_activity(self, job_id: str) -> tuple[dict[str, Any], str | None]:

@@ -62,11 +62,17 @@ class ProgressFormatter:
         text = self._text(event, shorten=True)
         return None if text is None else self._cap(neutralize(text))
 
+    def stalled_for(self) -> float | None:
+        """Seconds the child has been quiet, while the last event is the watchdog's stall
+        notice; None when it is not stalled."""
+        since = self._stalled_since
+        return max(0.0, time.time() - since) if isinstance(since, (int, float)) else None
+
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
-        since = self._stalled_since
-        if isinstance(since, (int, float)):
-            return self._cap(f"stalled for {max(0, time.time() - since):.0f} s")
+        quiet = self.stalled_for()
+        if quiet is not None:
+            return self._cap(f"stalled for {quiet:.0f} s")
         return None if self._activity is None else self._cap(neutralize(self._activity))
 
     # internals

@@ -90,6 +90,8 @@ class Limits:
     # Keep an isolated run's worktree directory when it changed something (the branch is
     # always kept then).
     keep_worktree: bool = False
+    # pi children on github-copilot send `X-Initiator: agent` (backends/pi_copilot.ts).
+    copilot_agent_initiator: bool = False
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -293,6 +295,7 @@ def _write_run_dir(
         session_dir=str(run_dir / "session") if backend.can_continue else None,
         resume=resume,
         task_on_stdin=len(req.task.encode()) > ARGV_TASK_LIMIT,
+        copilot_agent_initiator=limits.copilot_agent_initiator,
     )
     stdin_file = None
     if command.task_on_stdin:
@@ -499,4 +502,5 @@ def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None 
         on_stall=s.on_stall,
         tool_timeout=s.tool_timeout,
         keep_worktree=s.keep_worktree,
+        copilot_agent_initiator=s.copilot_agent_initiator,
     )

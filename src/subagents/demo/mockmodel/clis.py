@@ -12,12 +12,17 @@ from subagents.demo.mockmodel.script import CODEX_MODEL, MODEL_ID, PROVIDER
 
 
 def write_pi_config(
-    agent_dir: Path, base_url: str, *, retry: dict[str, Any] | None = None
+    agent_dir: Path,
+    base_url: str,
+    *,
+    retry: dict[str, Any] | None = None,
+    provider: str = PROVIDER,
 ) -> dict[str, str]:
     """Point a pi child at the mock; return the env vars it needs.
 
-    Writes ``agent_dir/models.json`` (provider ``mock``, model ``mock-model``, api
-    ``openai-completions``, baseUrl ``<base_url>/v1``) and, when ``retry`` is given,
+    Writes ``agent_dir/models.json`` (provider ``mock``, or ``provider`` to stand in for a
+    real one such as ``github-copilot``; model ``mock-model``, api ``openai-completions``,
+    baseUrl ``<base_url>/v1``) and, when ``retry`` is given,
     ``agent_dir/settings.json`` with ``{"retry": retry}``.  pi's retry shape is
     ``{"enabled": bool, "maxRetries": int, "baseDelayMs": int,
     "provider": {"maxRetries": int, "timeoutMs": int, "maxRetryDelayMs": int}}``: the
@@ -35,7 +40,7 @@ def write_pi_config(
     home.mkdir(exist_ok=True)
     models = {
         "providers": {
-            PROVIDER: {
+            provider: {
                 "baseUrl": base_url.rstrip("/") + "/v1",
                 "api": "openai-completions",
                 "apiKey": "x",

@@ -157,7 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
         if body is None:
             return
         script = owner.script.for_api(api)
-        owner._record(body)
+        owner._record(body, {k.lower(): v for k, v in self.headers.items()})
         if script.delay_s > 0:
             time.sleep(script.delay_s)
         if owner._take_error(script):
@@ -247,7 +247,8 @@ class MockModelServer:
     model requests received, whatever the API (chat completions, messages, responses,
     generateContent; error-answered ones included), in arrival order; ``http_log``
     lists every HTTP request as ``"METHOD /path?query"`` (token counts and model lists
-    too).
+    too); ``request_headers`` the headers of each model request (names lower-cased), in
+    the same order as ``requests``.
     """
 
     def __init__(
@@ -256,6 +257,7 @@ class MockModelServer:
         self.script = script if script is not None else Script()
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
+        self._headers: list[dict[str, str]] = []
         self._http_log: list[str] = []
         self._errors_sent = 0
         self._httpd = _Server((host, port), self)
@@ -282,14 +284,21 @@ class MockModelServer:
             return list(self._requests)
 
     @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """A snapshot copy of each model request's headers (lower-case names), as ``requests``."""
+        with self._lock:
+            return [dict(h) for h in self._headers]
+
+    @property
     def http_log(self) -> list[str]:
         """A snapshot copy of every HTTP request line received so far (``"POST /v1/..."``)."""
         with self._lock:
             return list(self._http_log)
 
-    def _record(self, body: dict[str, Any]) -> None:
+    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
             self._requests.append(body)
+            self._headers.append(headers)
 
     def _log(self, line: str) -> None:
         with self._lock:
