@@ -19,8 +19,9 @@ Measures, per run:
         (the kernel's own high-water mark, so only growth in a process's last 5 ms
         could be missed); the table shows the largest process and, for ours, the CLI
         and the supervisor apart. The children (sh, cat) are left out: they are the
-        same on both sides. `tree` is ru_maxrss from wait4 of the top process: the
-        max over it and the descendants it reaped, a cross-check of the polled peaks.
+        same on both sides. (wait4's ru_maxrss is no use here: it is the max over a
+        process and its reaped descendants, and Linux carries it across exec, so every
+        child reports at least this benchmark's own size from before its exec.)
 Prints Markdown: medians and ratios (ours / peer) per stream, and each floor met or not.
 """
 
@@ -161,7 +162,6 @@ class PeakPoller(threading.Thread):
 class Sample:
     wall: float
     cpu: float
-    tree_rss: int
     peaks: dict[str, int] = field(default_factory=dict)
     stdout: str = ""
 
@@ -182,7 +182,6 @@ def measure(argv: list[str], env: dict[str, str], work: Path) -> Sample:
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu = usage.ru_utime + usage.ru_stime
-    tree = usage.ru_maxrss * 1024
     # Orphans (a supervisor still exiting after its caller returned) come to us.
     deadline = time.monotonic() + 30
     while True:
@@ -196,14 +195,13 @@ def measure(argv: list[str], env: dict[str, str], work: Path) -> Sample:
             time.sleep(0.002)
             continue
         cpu += orphan.ru_utime + orphan.ru_stime
-        tree = max(tree, orphan.ru_maxrss * 1024)
     poller.stop.set()
     poller.join()
     if proc.returncode != 0:
         raise RuntimeError(
             f"{argv[:4]} exited {proc.returncode}: {err_path.read_text(errors='replace')[-2000:]}"
         )
-    return Sample(wall, cpu, tree, poller.by_role(), out_path.read_text())
+    return Sample(wall, cpu, poller.by_role(), out_path.read_text())
 
 
 def check_answer(side: str, stdout: str) -> None:
@@ -266,8 +264,8 @@ def floor_verdict(s: Stream) -> str:
 def report(results: list[Stream], args: argparse.Namespace) -> str:
     rows = [
         "| stream | size | side | wall s | CPU s | peak RSS MB (largest process) "
-        "| CLI / supervisor RSS MB | tree MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| CLI / supervisor RSS MB |",
+        "|---|---|---|---|---|---|---|",
     ]
     summary = [
         "| stream | wall ours/peer | CPU ours/peer | RSS ours/peer | floors (issue) |",
@@ -284,8 +282,7 @@ def report(results: list[Stream], args: argparse.Namespace) -> str:
             rows.append(
                 f"| {s.name} | {s.size / 1e6:.2f} MB, {s.lines} lines | {side} "
                 f"| {med(samples, 'wall'):.3f} | {med(samples, 'cpu'):.3f} "
-                f"| {med(samples, 'top_rss') / MB:.1f} | {split} "
-                f"| {med(samples, 'tree_rss') / MB:.1f} |"
+                f"| {med(samples, 'top_rss') / MB:.1f} | {split} |"
             )
         summary.append(
             f"| {s.name} | {med(s.ours, 'wall') / med(s.peer, 'wall'):.2f} "
