@@ -76,7 +76,7 @@ def role_of(pid: int) -> str:
     except OSError:
         return "?"
     text = b" ".join(argv).decode(errors="replace")
-    if "subagents.supervisor" in text:
+    if "subagents.runs.supervisor" in text:
         return "supervisor"
     if "subagents.cli" in text:
         return "cli"
@@ -223,7 +223,9 @@ class Stream:
     peer: list[Sample] = field(default_factory=list)
 
 
-def commands(s: Stream, work: Path, base_env: dict[str, str]) -> tuple[list, list, dict]:
+def commands(
+    s: Stream, work: Path, base_env: dict[str, str], sdk_python: str
+) -> tuple[list, list, dict]:
     child = sh_script(work / f"child-{s.name}", f'exec cat "{s.path}"\n')
     env = {**base_env, f"SUBAGENTS_{s.backend.upper()}_BIN": str(child)}
     ours = [sys.executable, "-m", "subagents.cli", "run", "-q", "--json"]
@@ -231,7 +233,7 @@ def commands(s: Stream, work: Path, base_env: dict[str, str]) -> tuple[list, lis
         ours += ["--backend", s.backend]
     ours.append("t")
     if s.backend == "claude":
-        peer = [sys.executable, str(BENCH / "peer_claude.py"), str(s.path)]
+        peer = [sdk_python, str(BENCH / "peer_claude.py"), str(s.path)]
     else:
         peer = [shutil.which("node") or "node", str(BENCH / "peer_pi.mjs"), str(child)]
     return ours, peer, env
@@ -290,14 +292,20 @@ def report(results: list[Stream], args: argparse.Namespace) -> str:
             f"| {med(s.ours, 'top_rss') / med(s.peer, 'top_rss'):.2f} | {floor_verdict(s)} |"
         )
     node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
-    from importlib.metadata import version
-
+    sdk = sdk_version(args.sdk_python) or "absent"
     head = (
         f"Medians of {args.runs} runs each, {'quick' if args.quick else 'full-size'} streams; "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, node {node}, "
-        f"claude-agent-sdk {version('claude-agent-sdk')}."
+        f"claude-agent-sdk {sdk}."
     )
     return "\n".join([head, "", *rows, "", *summary])
+
+
+def sdk_version(python: str) -> str | None:
+    """claude-agent-sdk's version in ``python``'s environment, None when it is not there."""
+    probe = "from importlib.metadata import version; print(version('claude-agent-sdk'))"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
 
 
 def main() -> None:
@@ -305,8 +313,21 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="streams of about a tenth the events")
     ap.add_argument("--streams", default=",".join(streams.STREAMS), help="comma-separated names")
+    ap.add_argument(
+        "--sdk-python",
+        default=sys.executable,
+        help="Python with claude-agent-sdk installed, for peer B (default: this one)",
+    )
     args = ap.parse_args()
     names = [n for n in args.streams.split(",") if n]
+    if "claude" in names and sdk_version(args.sdk_python) is None:
+        # A 365 MB wheel (it bundles a claude binary): not in the dev extra.
+        print(
+            f"skipping the claude stream: claude-agent-sdk is not installed for {args.sdk_python}"
+            " (pip install claude-agent-sdk, or give --sdk-python)",
+            file=sys.stderr,
+        )
+        names.remove("claude")
     unknown = set(names) - set(streams.STREAMS)
     if unknown:
         ap.error(f"unknown streams: {', '.join(sorted(unknown))}")
@@ -330,7 +351,7 @@ def main() -> None:
             results.append(Stream(name, streams.STREAMS[name], path, size, lines))
         for i in range(args.runs):
             for s in results:
-                ours, peer, env = commands(s, work, base_env)
+                ours, peer, env = commands(s, work, base_env, args.sdk_python)
                 for side, argv, samples in (("ours", ours, s.ours), ("peer", peer, s.peer)):
                     sample = measure(argv, env, work)
                     check_answer(side, sample.stdout)
