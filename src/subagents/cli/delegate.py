@@ -176,13 +176,18 @@ def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
     from subagents import api
     from subagents.jobs import exit_code
-    from subagents.present import Display
 
-    display = Display(enabled=not quiet, labels=api.run_labels(job))
-    display.started(job)
-    with display:
-        result = api.drive(job, on_event=display.event)
-    display.finished(result)
+    if quiet:
+        # Nothing shown: the run's events are not read here at all (nor rich imported).
+        result = api.drive(job)
+    else:
+        from subagents.present import Display
+
+        display = Display(labels=api.run_labels(job))
+        display.started(job)
+        with display:
+            result = api.drive(job, on_event=display.event)
+        display.finished(result)
     single = job.plan.mode == "single" and len(result["runs"]) == 1
     if as_json:
         print_json(result["runs"][0] if single else result)

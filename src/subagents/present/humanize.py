@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 
-__all__ = ["KINDS", "TOOL_KINDS", "humanize_tool_call", "one_line"]
+__all__ = ["KINDS", "TOOL_KINDS", "Call", "humanize_tool_call", "one_line"]
 
 ELLIPSIS: Final = "…"
 NEWLINE_MARK: Final = " ↵ "
@@ -274,6 +274,8 @@ _SHELL_PIECE = re.compile(r"""([^'"\\]+)|\\([\s\S])|'([^']*)'|"((?:[^"\\]|\\[\s\
 # Inside double quotes a backslash escapes only a double quote or a backslash.
 _DQUOTE_ESCAPE = re.compile(r'\\(["\\])')
 _SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+# The first word when it is plain (no quoting in it): what shlex would make of it too.
+_FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n'\"\\]+)(?:[ \t\r\n]|$)")
 
 
 def _shell_words(text: str) -> list[str] | None:
@@ -328,6 +330,9 @@ def _command_text(value: Any) -> str | None:
     if isinstance(value, str) and value.strip():
         # The words of a shell wrapper; any other command is shown as it was written
         # (a wrapper's command can never equal the wrapper re-joined).
+        first = _FIRST_WORD.match(value)
+        if first is not None and os.path.basename(first.group(1)) not in _SHELLS:
+            return value.strip()  # a plain first word that names no shell: no wrapper
         argv = _shell_words(value)
         return argv[2] if argv is not None and _is_shell_wrapper(argv) else value.strip()
     return None
@@ -414,23 +419,40 @@ def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
     return head(collapse(text), TEXT_LIMIT)
 
 
+class Call:
+    """A tool call read once: its name, kind and subject (the costly part: parsing a command),
+    kept so its call, result and status line are worded without reading the arguments again."""
+
+    __slots__ = ("kind", "name", "subject")
+
+    def __init__(self, tool_name: str, args: Any) -> None:
+        self.name = tool_name or "tool"
+        kind = _kind_of(self.name)
+        subject = _subject(kind, _as_mapping(args)) if kind is not None else None
+        if subject is not None and subject.verb is not None:
+            # a file change that adds or deletes words itself so
+            kind = KINDS.get(subject.verb, kind)
+        self.kind = kind
+        self.subject = subject
+
+    def words(self, outcome: str | None, *, shorten: bool, cwd: str | None = None) -> str:
+        """The call (``outcome`` None) or its result (``"done"``/``"failed"``) in words."""
+        kind, subject = self.kind, self.subject
+        if kind is None or subject is None:
+            if outcome is None:
+                return f"Running {self.name}"
+            return f"{self.name} {'failed' if outcome == 'failed' else 'finished'}"
+        template = kind.call if outcome is None else kind.done if outcome == "done" else kind.failed
+        if "{}" not in template:
+            return template
+        return template.replace("{}", _render_subject(subject, shorten, cwd))
+
+
 def describe(
     tool_name: str, args: Any, outcome: str | None, *, shorten: bool, cwd: str | None = None
 ) -> str:
     """Word a tool call (``outcome`` None) or its result (``"done"``/``"failed"``)."""
-    name = tool_name or "tool"
-    kind = _kind_of(name)
-    subject = _subject(kind, _as_mapping(args)) if kind is not None else None
-    if kind is None or subject is None:
-        if outcome is None:
-            return f"Running {name}"
-        return f"{name} {'failed' if outcome == 'failed' else 'finished'}"
-    if subject.verb is not None:  # a file change that adds or deletes words itself so
-        kind = KINDS.get(subject.verb, kind)
-    template = {None: kind.call, "done": kind.done}.get(outcome, kind.failed)
-    if "{}" not in template:
-        return template
-    return template.replace("{}", _render_subject(subject, shorten, cwd))
+    return Call(tool_name, args).words(outcome, shorten=shorten, cwd=cwd)
 
 
 def humanize_tool_call(tool_name: str, args: Any) -> str:

@@ -26,7 +26,6 @@ if __name__ == "__main__":
 
 import contextlib
 import fcntl
-import json
 import os
 import selectors
 import subprocess
@@ -37,7 +36,7 @@ from pathlib import Path
 
 from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
-from subagents.core.files import dumps, open_private, publish_once, read_json, read_tail
+from subagents.core.files import dumps, loads, open_private, publish_once, read_json, read_tail
 from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
 from subagents.runs.spec import RunSpec
 
@@ -102,7 +101,7 @@ class Supervisor:
 
         self._fmt = ProgressFormatter()
         self._transcript_entry = transcript_entry
-        self._echo_fmt = ProgressFormatter()
+        self._echo_fmt = ProgressFormatter() if echo is not None else None
         self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb")
         # Unbuffered: each chunk read goes straight to the kernel in one write.
         self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
@@ -123,7 +122,7 @@ class Supervisor:
         except OSError:
             pass  # artifacts are best effort; result.json must still be written
         self.dirty = True
-        if self.echo is not None:
+        if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(record)
             if line:
                 self.echo(line)
@@ -144,7 +143,7 @@ class Supervisor:
             return
         line = bytes(buf[start:end])
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -173,15 +172,16 @@ class Supervisor:
         with contextlib.suppress(OSError):
             self.raw_f.write(data)
         buf = self.buf
+        # A line held from earlier reads has no newline: look only at the new bytes.
+        scanned = len(buf)
         buf += data
         start = 0
         find = buf.find
-        while True:
-            nl = find(b"\n", start)
-            if nl < 0:
-                break
+        nl = find(b"\n", scanned)
+        while nl >= 0:
             self.handle_line(buf, start, nl)
             start = nl + 1
+            nl = find(b"\n", start)
         if start:
             del buf[:start]
 
