@@ -377,11 +377,12 @@ def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) ->
     assert listed() == dict.fromkeys(ids[1:], "completed")
 
 
-def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake) -> None:
+def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake, tmp_path: Path) -> None:
+    gate = tmp_path / "tool-done"  # the tool runs until the test has seen it in ps
     steps = [
         *pi.start(),
         *pi.tool_use(command="make test"),
-        {"sleep": 2},
+        {"wait_for": str(gate)},
         *pi.tool_end(),
         pi.text_end("Followed."),
         *pi.end(),
@@ -394,17 +395,22 @@ def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake) -> None:
         stdin=subprocess.DEVNULL,
         env=os.environ.copy(),
     )
-    activity = None
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        rows = {r["jobId"]: r for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())}
-        activity = rows[job_id].get("activity")
-        if activity and "make test" in activity:
-            break
-        time.sleep(0.1)
-    assert activity == "$ make test"
-    table = cli(["ps"]).stdout
-    assert job_id in table and "running" in table
+    try:
+        activity = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            rows = {
+                r["jobId"]: r for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())
+            }
+            activity = rows[job_id].get("activity")
+            if activity and "make test" in activity:
+                break
+            time.sleep(0.1)
+        assert activity == "$ make test"
+        table = cli(["ps"]).stdout
+        assert job_id in table and "running" in table
+    finally:
+        gate.touch()  # let the tool end, whatever happened above
     out, _ = follower.communicate(timeout=30)  # ends by itself when the job does
     assert follower.returncode == 0
     assert out.index("$ make test") < out.index("Followed.")

@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.config import home_dir, user_config_dir
+from subagents.core.inputs import timeout_problem
 
 Source = Literal["builtin", "user", "project"]
 SCOPES = ("user", "both")
@@ -62,7 +63,7 @@ class AgentDef(BaseModel):
     model: str | None = None
     thinking: str | None = None
     tools: list[str] | None = None
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = None
     system_prompt: str = ""
     source: Source
     path: Path | None = None
@@ -72,6 +73,14 @@ class AgentDef(BaseModel):
     @classmethod
     def _strip(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: float | None) -> float | None:
+        problem = None if value is None else timeout_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("name")
     @classmethod

@@ -346,22 +346,30 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
 # ---- agents ---------------------------------------------------------------------
 
 
+def _settings(base: Path) -> Any:
+    """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
+    from subagents.config import ConfigError, load_settings
+
+    try:
+        return load_settings(base)
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from None
+
+
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
     from subagents.agents import discover
-    from subagents.config import load_settings
 
     base = cwd or Path.cwd()
-    return discover(base, scope or load_settings(base).agent_scope)
+    return discover(base, scope or _settings(base).agent_scope)
 
 
 def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
     from subagents.agents import AgentError
     from subagents.agents import get_agent as lookup
-    from subagents.config import load_settings
 
     base = cwd or Path.cwd()
     try:
-        return lookup(name, base, scope or load_settings(base).agent_scope)
+        return lookup(name, base, scope or _settings(base).agent_scope)
     except AgentError as exc:
         raise BadRequest(str(exc)) from None
 

@@ -29,6 +29,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.core import paths
+from subagents.core.inputs import text_problem, timeout_problem
 
 APP_NAME = "subagents"
 CONFIG_FILE = "config.toml"
@@ -36,6 +37,8 @@ PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
 PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
+# The longest grace and kill grace, seconds.
+MAX_GRACE = 3600.0
 
 
 class ConfigError(Exception):
@@ -49,7 +52,15 @@ class Hook(BaseModel):
 
     on: list[str]
     command: list[str] = Field(min_length=1)
-    timeout: float = Field(default=10.0, gt=0)
+    timeout: float = 10.0
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: float) -> float:
+        problem = timeout_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class Settings(BaseModel):
@@ -65,8 +76,9 @@ class Settings(BaseModel):
     max_spawns_per_job: int = Field(default=32, ge=1)
     # None: no timeout. TOML has no null, so ``timeout = 0`` also means none.
     timeout: float | None = None
-    grace: float = Field(default=0.25, ge=0)
-    kill_grace: float = Field(default=2.0, ge=0)
+    # Bounded: an endless grace would be a wait nothing ends.
+    grace: float = Field(default=0.25, ge=0, le=MAX_GRACE)
+    kill_grace: float = Field(default=2.0, ge=0, le=MAX_GRACE)
     max_depth: int = Field(default=2, ge=0)
     agent_scope: Literal["user", "both"] = "user"
     bins: dict[str, str] = Field(default_factory=dict)
@@ -80,8 +92,9 @@ class Settings(BaseModel):
     def _timeout(cls, value: float | None) -> float | None:
         if value is None or value == 0:
             return None
-        if value < 0:
-            raise ValueError("must be a positive number of seconds (0 means no timeout)")
+        problem = timeout_problem(value)
+        if problem:
+            raise ValueError(f"{problem} (0 means no timeout)")
         return value
 
     @field_validator("default_agent")
@@ -243,7 +256,22 @@ def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> 
     return layer
 
 
+def _check_environment(env: Mapping[str, str]) -> None:
+    """The ``SUBAGENTS_*`` variables that are not settings but are read as they are."""
+    for var, raw in env.items():
+        if var.startswith("SUBAGENTS_"):
+            problem = text_problem(raw)
+            if problem:
+                raise ConfigError(f"environment: {var}: {problem}")
+    depth = env.get("SUBAGENTS_DEPTH", "").strip()
+    if depth and not (depth.isascii() and depth.isdigit()):
+        raise ConfigError(
+            f"environment: SUBAGENTS_DEPTH: must be a whole number of levels (0 or more), not {depth!r}"
+        )
+
+
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
+    _check_environment(env)
     layer: dict[str, Any] = {}
     names: dict[str, str] = {}
     for var, setting in ENV_SETTINGS.items():

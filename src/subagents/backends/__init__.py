@@ -7,9 +7,18 @@ from __future__ import annotations
 
 import importlib
 
-from subagents.backends.base import Backend, BackendError, CommandRequest, Normalizer
+from subagents.backends.base import (
+    ARGV_TASK_LIMIT,
+    MAX_TASK_BYTES,
+    Backend,
+    BackendError,
+    CommandRequest,
+    Normalizer,
+)
 
 __all__ = [
+    "ARGV_TASK_LIMIT",
+    "MAX_TASK_BYTES",
     "Backend",
     "BackendError",
     "CommandRequest",

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+# The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
+# one argument (128 KiB), with room for an option's name around it. A bigger task goes
+# through stdin to a CLI that reads it there, and is refused for one that cannot.
+ARGV_TASK_LIMIT = 100 * 1024
+# The largest task accepted at all.
+MAX_TASK_BYTES = 10 * 1024 * 1024
+
+
 class BackendError(Exception):
     """A request this backend cannot serve (missing binary, unsupported option)."""
 
@@ -50,6 +58,7 @@ class CommandRequest:
         system_prompt_file: str | None = None,
         thinking: str | None = None,
         extra_args: list[str] | None = None,
+        task_on_stdin: bool = False,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -60,6 +69,8 @@ class CommandRequest:
         self.system_prompt_file = system_prompt_file
         self.thinking = thinking
         self.extra_args = list(extra_args or [])
+        # The task reaches the child on stdin (a file in the run directory), not in argv.
+        self.task_on_stdin = task_on_stdin
 
 
 class Normalizer(ABC):
@@ -135,6 +146,8 @@ class Backend(ABC):
     supports_tools: bool = False
     supports_system_prompt: bool = False
     supports_thinking: bool = False
+    # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
+    reads_task_from_stdin: bool = False
 
     def binary_env_var(self) -> str:
         return f"SUBAGENTS_{self.name.upper()}_BIN"
@@ -146,6 +159,10 @@ class Backend(ABC):
     def child_env(self, req: CommandRequest) -> dict[str, str]:
         """Extra environment for the child beyond what every run gets."""
         return {}
+
+    def stdin_task(self, task: str) -> str:
+        """The task as written to the child's stdin (``reads_task_from_stdin``)."""
+        return task
 
     @abstractmethod
     def normalizer(self) -> Normalizer: ...

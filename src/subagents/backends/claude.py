@@ -243,6 +243,7 @@ class ClaudeBackend(Backend):
     install_hint = "npm install -g @anthropic-ai/claude-code"
     supports_tools = True
     supports_system_prompt = True
+    reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
 
     def _is_root(self) -> bool:
         return hasattr(os, "geteuid") and os.geteuid() == 0
@@ -272,7 +273,8 @@ class ClaudeBackend(Backend):
         if prompt:
             argv.append("--append-system-prompt=" + prompt)
         argv += req.extra_args
-        argv += ["--", req.task]
+        if not req.task_on_stdin:  # with no prompt argument, `claude -p` reads stdin
+            argv += ["--", req.task]
         return argv
 
     def normalizer(self) -> Normalizer:

@@ -200,6 +200,7 @@ class CodexBackend(Backend):
     install_hint = "npm install -g @openai/codex"
     supports_tools = False  # codex exec has no per-run tool allow list
     supports_system_prompt = True  # appended as developer instructions
+    reads_task_from_stdin = True  # the prompt "-": read it from stdin
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [
@@ -223,7 +224,7 @@ class CodexBackend(Backend):
             argv.append("--config=developer_instructions=" + _toml_string(prompt))
         argv += req.extra_args
         # After "--" the task is never an option; a lone "-" would mean "read stdin".
-        argv += ["--", " -" if req.task == "-" else req.task]
+        argv += ["--", "-" if req.task_on_stdin else " -" if req.task == "-" else req.task]
         return argv
 
     def normalizer(self) -> Normalizer:

@@ -165,12 +165,18 @@ class GeminiBackend(Backend):
     # only a full system-prompt replacement (GEMINI_SYSTEM_MD), not an addition.
     supports_tools = False
     supports_system_prompt = False
+    reads_task_from_stdin = True  # piped stdin comes before the --prompt text
+
+    def stdin_task(self, task: str) -> str:
+        return " " + task if task.startswith("/") else task  # not a slash command
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         # "--prompt=TASK" keeps a task starting with "-" a value; a leading "/" would
         # be taken for a slash command, so such a task gets a leading space.
         task = " " + req.task if req.task.startswith("/") else req.task
-        argv = [binary, "--prompt=" + task, "--output-format", "stream-json"]
+        # With the task on stdin, the empty prompt is appended to it: the task alone.
+        prompt = "" if req.task_on_stdin else task
+        argv = [binary, "--prompt=" + prompt, "--output-format", "stream-json"]
         if req.model:
             argv.append("--model=" + req.model)
         # Headless: approve every tool call; trust the working directory for this run.

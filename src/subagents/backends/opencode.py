@@ -181,6 +181,7 @@ class OpenCodeBackend(Backend):
     # live in opencode's agent configuration).
     supports_tools = False
     supports_system_prompt = False
+    reads_task_from_stdin = True  # `opencode run` with no message reads stdin
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "run", "--format", "json"]
@@ -189,7 +190,8 @@ class OpenCodeBackend(Backend):
         # Headless: approve permission requests instead of waiting for a person.
         argv.append("--auto")
         argv += req.extra_args
-        argv += _message_args(req.task)
+        if not req.task_on_stdin:
+            argv += _message_args(req.task)
         return argv
 
     # opencode takes its project directory from $PWD, not from getcwd(): the

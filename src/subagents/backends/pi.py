@@ -128,6 +128,7 @@ class PiBackend(Backend):
     supports_tools = True
     supports_system_prompt = True
     supports_thinking = True
+    reads_task_from_stdin = True  # piped stdin is the message (pi trims its ends)
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "--mode", "json", "-p", "--no-session"]
@@ -144,6 +145,8 @@ class PiBackend(Backend):
         if req.system_prompt_file:
             argv += ["--append-system-prompt", req.system_prompt_file]
         argv += req.extra_args
+        if req.task_on_stdin:
+            return argv
         # pi takes the task as a positional message; a task starting with "-" or "@"
         # would be read as an option or a file reference, so those are prefixed.
         argv.append(req.task if not req.task.startswith(("-", "@")) else " " + req.task)

@@ -8,6 +8,8 @@ from typing import Any, NoReturn
 
 import click
 
+from subagents.core.childtext import neutralize
+
 EXIT_USAGE = 2
 
 
@@ -27,6 +29,11 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def echo_child_text(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Text that holds a child's words, with its terminal escapes and controls removed."""
+    click.echo(neutralize(text), err=err, nl=nl)
+
+
 def print_json(obj: Any) -> None:
     click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
 
@@ -37,16 +44,47 @@ def emit_answer(result: dict[str, Any]) -> None:
     if result.get("mode") == "parallel":
         for i, r in enumerate(runs):
             label = f"[{i + 1}] {r.get('agent') or r.get('backend') or 'run'}: {r.get('status')}"
-            click.echo(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")
+            answer(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")
     elif result.get("status") == "completed":
         text = result.get("finalText") or ""
-        click.echo(text if text.endswith("\n") else text + "\n", nl=False)
+        answer(text if text.endswith("\n") else text + "\n", nl=False)
     for r in runs:
         if r.get("status") != "completed":
-            click.echo(r.get("diagnostics") or r.get("errorMessage") or r.get("status"), err=True)
+            why = r.get("diagnostics") or r.get("errorMessage") or r.get("status")
+            echo_child_text(str(why), err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def answer(text: str, nl: bool = True) -> None:
+    """The answer, verbatim for a program reading it; on a terminal, without escapes."""
+    if sys.stdout.isatty():
+        echo_child_text(text, nl=nl)
+    else:
+        click.echo(text, nl=nl)
+
+
+class _Commands(click.Group):
+    """Every command's bad input ends as one line and exit 2, wherever it was found."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            if not _is_bad_input(exc):
+                raise
+            fail(str(exc))
+
+
+def _is_bad_input(exc: Exception) -> bool:
+    # Looked up, not imported: a module that raised its error is loaded, and importing
+    # config (pydantic) here would slow every command's start.
+    for module, name in (("subagents.config", "ConfigError"), ("subagents.api", "BadRequest")):
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(exc, cls):
+            return True
+    return False
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="subagents")
 def main() -> None:
     """Delegate tasks to child coding agents and get back a result you can trust.

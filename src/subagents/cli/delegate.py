@@ -97,20 +97,21 @@ def run(
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     """
-    from subagents.jobs import JobSpec, PlanError, load_plan, parse_job
+    from subagents.jobs import PlanError, load_plan, parse_job
 
+    overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
     if plan_file is not None:
         if tasks:
             fail("give either a --plan file or TASKs, not both")
         try:
-            spec = load_plan(plan_file)
+            shape = load_plan(plan_file).model_dump(exclude_none=True)
         except PlanError as exc:
             fail(str(exc))
-        overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
-        for step in spec.steps:
+        source = str(plan_file)
+        for step in shape["steps"]:
             for key, value in overrides.items():
-                if value is not None and getattr(step, key) is None:
-                    setattr(step, key, value)
+                if value is not None and step.get(key) is None:
+                    step[key] = value
     else:
         items = list(tasks)
         if items == ["-"] or (not items and not sys.stdin.isatty()):
@@ -119,23 +120,15 @@ def run(
             fail("missing TASK (give it as an argument, '-' to read it from stdin, or --plan FILE)")
         if len(items) > 1 and mode is None:
             fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
-        steps = [
-            {
-                "task": t,
-                "agent": agent,
-                "backend": backend,
-                "model": model,
-                "timeout": timeout,
-                "cwd": None,
-            }
-            for t in items
-        ]
-        try:
-            spec = parse_job({"mode": mode or "single", "steps": steps}, "arguments")
-        except PlanError as exc:
-            fail(str(exc))
+        source = "arguments"
+        shape = {"mode": mode or "single", "steps": [{"task": t, **overrides} for t in items]}
     if concurrency is not None:
-        spec = JobSpec.model_validate({**spec.model_dump(), "concurrency": concurrency})
+        shape["concurrency"] = concurrency
+    try:
+        # One check for options, arguments and plan files alike: the job spec's.
+        spec = parse_job(shape, source)
+    except PlanError as exc:
+        fail(_for_one_task(str(exc), source, len(shape["steps"])))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
     from subagents import api
 
@@ -149,15 +142,7 @@ def run(
             session=session,
         )
     except api.BadRequest as exc:
-        message = str(exc)
-        if plan_file is None and len(spec.steps) == 1:
-            # One task from the command line: "steps.0.backend: …" names no field the user typed.
-            message = (
-                message.removeprefix("steps.0.").split(": ", 1)[-1]
-                if message.startswith("steps.0.")
-                else message
-            )
-        fail(message)
+        fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
     if bg:
         job_id = api.start_background(job)
         if as_json:
@@ -170,6 +155,26 @@ def run(
                 )
         sys.exit(0)
     run_in_foreground(job, as_json=as_json, quiet=quiet)
+
+
+def _for_one_task(message: str, source: str, steps: int) -> str:
+    """Field names the user typed: from the command line, "concurrency: …" is
+    ``--concurrency: …``, and with one task "steps.0.timeout: …" is ``--timeout: …`` (no
+    field at all for the task, backend or agent, whose messages name them)."""
+    if source != "arguments":
+        return message
+    message = message.removeprefix("arguments: ")
+    field, sep, rest = message.partition(": ")
+    if not sep:
+        return message
+    if field == "concurrency":
+        return f"--concurrency: {rest}"
+    if steps != 1 or not field.startswith("steps.0."):
+        return message
+    name = field.removeprefix("steps.0.")
+    if name in ("backend", "agent") or rest.startswith("the task"):
+        return rest
+    return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
 
 
 def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from subagents.cli.app import emit_answer, fail, main, print_json
+from subagents.cli.app import echo_child_text, emit_answer, fail, main, print_json
 
 # ---- job commands ------------------------------------------------------------
 
@@ -87,7 +87,7 @@ def show(job_id: str, as_json: bool) -> None:
     if as_json:
         print_json(state)
         return
-    click.echo(api.describe_job(state))
+    echo_child_text(api.describe_job(state))
 
 
 @main.command()
@@ -102,7 +102,7 @@ def logs(job_id: str, follow: bool) -> None:
 
     try:
         for chunk in api.job_transcript(store, _resolve(store, job_id), follow=follow):
-            click.echo(chunk, nl=False)
+            echo_child_text(chunk, nl=False)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from subagents.cli.app import fail, main
+from subagents.cli.app import echo_child_text, fail, main
+from subagents.core.childtext import neutralize
 
 # ---- lifecycle records -------------------------------------------------------------
 
@@ -56,7 +57,7 @@ def history(
     entries = history.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
     if as_json:
         for e in entries:
-            click.echo(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False))
         return
     if not entries:
         click.echo("no entries", err=True)
@@ -76,11 +77,11 @@ def history(
             str(e.get("timestamp", ""))[:19].replace("T", " "),
             str(e.get("jobId") or ""),
             str(e.get("eventType", "")).removeprefix("subagent:"),
-            str(e.get("agentName") or "-"),
+            neutralize(str(e.get("agentName") or "-")),
             f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
             str(usage.get("totalTokens") or ""),
             f"${cost:.4f}" if cost is not None else "",
-            str(e.get("summary") or ""),
+            neutralize(str(e.get("summary") or "")),
         )
     Console().print(table)
 
@@ -94,6 +95,6 @@ def watch(session: str | None) -> None:
     path = _session_file(session)
     try:
         for e in history.follow(path):
-            click.echo(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False))
     except KeyboardInterrupt:
         sys.exit(130)

@@ -25,10 +25,12 @@ def make_private_dir(path: Path) -> None:
     os.chmod(path, DIR_MODE)
 
 
-def open_private(path: Path, mode: str = "wb", buffering: int = -1) -> Any:
+def open_private(
+    path: Path, mode: str = "wb", buffering: int = -1, encoding: str | None = None
+) -> Any:
     flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if "a" in mode else os.O_TRUNC)
     fd = os.open(path, flags, FILE_MODE)
-    return os.fdopen(fd, mode, buffering=buffering)
+    return os.fdopen(fd, mode, buffering=buffering, encoding=encoding)
 
 
 def dumps(obj: Any) -> bytes:

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from subagents.core.inputs import text_problem, timeout_problem
+
 PREVIOUS = "{previous}"
 
 
@@ -30,13 +32,29 @@ class Step(BaseModel):
     cwd: str | None = None
     model: str | None = None
     backend: str | None = None
-    timeout: float | None = Field(default=None, gt=0)
+    timeout: float | None = None
+
+    @field_validator("task", "agent", "cwd", "model", "backend")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        problem = None if value is None else text_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("task")
     @classmethod
     def _task(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("the task is empty")
+        return value
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: float | None) -> float | None:
+        problem = None if value is None else timeout_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
 
 

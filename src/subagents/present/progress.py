@@ -13,6 +13,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from subagents.core.childtext import neutralize
 from subagents.present.humanize import (
     ELLIPSIS,
     MEMORY_LIMIT,
@@ -54,7 +55,7 @@ class ProgressFormatter:
     def line(self, event: dict[str, Any]) -> str | None:
         """The progress line for ``event``, or None when there is nothing to show."""
         text = self._text(event, shorten=True)
-        return None if text is None else self._cap(text)
+        return None if text is None else self._cap(neutralize(text))
 
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
@@ -62,7 +63,7 @@ class ProgressFormatter:
         if isinstance(activity, tuple):
             call, outcome, cwd = activity
             activity = self._activity = call.words(outcome, shorten=True, cwd=cwd)
-        return None if activity is None else self._cap(activity)
+        return None if activity is None else self._cap(neutralize(activity))
 
     # internals
 
@@ -173,8 +174,14 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
     """Markdown chunk for ``transcript.md``; chunks are meant to be concatenated as they are.
 
     Uses the same wording as :meth:`ProgressFormatter.line` (with full paths and
-    commands) and updates ``formatter``'s state the same way.
+    commands) and updates ``formatter``'s state the same way. A child's control
+    characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
+    chunk = _transcript_chunk(event, formatter)
+    return None if chunk is None else neutralize(chunk)
+
+
+def _transcript_chunk(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
     text = formatter._text(event, shorten=False)
     if text is None:
         return None

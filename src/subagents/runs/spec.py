@@ -19,6 +19,7 @@ _DEFAULTS: dict[str, Any] = {
     "depth": 1,
     "createdAt": 0.0,
     "echo": False,
+    "stdinFile": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -42,6 +43,8 @@ class RunSpec:
     createdAt: float
     # Print progress lines on the supervisor's stdout (the tmux runner's window).
     echo: bool
+    # A file the child reads as its stdin (a task too big for argv); else /dev/null.
+    stdinFile: str | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [k for k in _REQUIRED if k not in fields]

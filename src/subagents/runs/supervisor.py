@@ -36,9 +36,11 @@ from pathlib import Path
 
 from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
-from subagents.core.files import dumps, loads, open_private, publish_once, read_json, read_tail
+from subagents.core.childtext import parse_line
+from subagents.core.files import FILE_MODE, dumps, open_private, publish_once, read_json, read_tail
 from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
 from subagents.runs.spec import RunSpec
+from subagents.runs.stderrlog import StderrLog
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -106,8 +108,11 @@ class Supervisor:
         # Unbuffered: each chunk read goes straight to the kernel in one write.
         self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
         self.dirty = False
-        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w")
-        self.stderr_f: IO[bytes] = open_private(run_dir / "stderr.log", "wb", buffering=0)
+        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w", encoding="utf-8")
+        # The child's stderr comes through a pipe so the log can be capped (head and tail).
+        self.stderr_log = StderrLog(
+            os.open(run_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        )
 
     # ---- artifacts -------------------------------------------------------
 
@@ -143,7 +148,9 @@ class Supervisor:
             return
         line = bytes(buf[start:end])
         try:
-            obj = loads(line)
+            # Invalid UTF-8 and lone surrogates become U+FFFD here, before anything is
+            # written: the line (and the answer in it) survives, and no write can fail on it.
+            obj = parse_line(line)
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
@@ -273,13 +280,19 @@ class Supervisor:
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
         try:
+            # A regular file, written whole before the run started: a CLI reading its task
+            # there sees it end, and none can wait on an open terminal.
+            stdin: Any = open(spec.stdinFile, "rb") if spec.stdinFile else subprocess.DEVNULL  # noqa: SIM115
+        except OSError as exc:
+            return f"could not open the task file {spec.stdinFile}: {exc.strerror or exc}"
+        try:
             self.proc = subprocess.Popen(
                 spec.argv,
                 cwd=spec.cwd,
                 env=env,
-                stdin=subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
-                stderr=self.stderr_f,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
                 bufsize=0,
             )
@@ -291,6 +304,9 @@ class Supervisor:
                 else spec.argv[0]
             )
             return f"could not start {spec.argv[0]!r}: {what}: {target}"
+        finally:
+            if stdin is not subprocess.DEVNULL:
+                stdin.close()
         self.pgid = self.proc.pid
         return None
 
@@ -341,6 +357,10 @@ class Supervisor:
                 fcntl.fcntl(out_fd, fcntl.F_SETPIPE_SZ, READ_SIZE)
         sel = selectors.DefaultSelector()
         sel.register(out_fd, selectors.EVENT_READ, "out")
+        assert self.proc.stderr is not None
+        err_fd = self.proc.stderr.fileno()
+        os.set_blocking(err_fd, False)
+        sel.register(err_fd, selectors.EVENT_READ, "err")
         sel.register(wake_r, selectors.EVENT_READ, "signal")
         pidfd = -1
         if hasattr(os, "pidfd_open"):
@@ -362,6 +382,8 @@ class Supervisor:
                 for key, _ in sel.select(self.next_wakeup(now)):
                     if key.data == "out":
                         self.read_out(out_fd, sel)
+                    elif key.data == "err":
+                        self.read_err(err_fd, sel)
                     elif key.data == "exit":
                         sel.unregister(pidfd)
                         self.proc.poll()
@@ -370,6 +392,7 @@ class Supervisor:
                 if not self._have_pidfd:
                     self.proc.poll()
         finally:
+            self.read_err(err_fd, None)  # what is already in the pipe; never wait for more
             sel.close()
             if pidfd >= 0:
                 os.close(pidfd)
@@ -395,6 +418,23 @@ class Supervisor:
             if n < READ_SIZE:
                 break
         self.flush()
+
+    def read_err(self, fd: int, sel: selectors.BaseSelector | None) -> None:
+        chunk = self.chunk
+        while True:
+            try:
+                n = os.readv(fd, [chunk])
+            except (BlockingIOError, ValueError):
+                return
+            except OSError:
+                n = 0
+            if not n:
+                if sel is not None:
+                    sel.unregister(fd)
+                return
+            self.stderr_log.write(memoryview(chunk)[:n])
+            if n < READ_SIZE:
+                return
 
     def read_signals(self, wake_r: int) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -422,6 +462,7 @@ class Supervisor:
         sig: str | None = None
         if proc is not None:
             rc = proc.wait()
+            self.stderr_log.close()  # its tail is part of the diagnosis below
             if rc < 0:
                 sig = signal_name(-rc)
             else:
@@ -477,7 +518,7 @@ class Supervisor:
         )
         if status != "completed":
             attach_diagnostics(result, self.run_dir)
-        for f in (self.events_f, self.raw_f, self.transcript_f, self.stderr_f):
+        for f in (self.events_f, self.raw_f, self.transcript_f):
             with contextlib.suppress(OSError):
                 f.close()
         publish_once(self.run_dir / "result.json", result)

@@ -5,9 +5,12 @@ its script, a JSON list of steps, from the file named by ``$SUBAGENTS_FAKE_SCRIP
 Steps, run in order:
 
 ``{"emit": obj}``             one JSON line on stdout (a string is written as is)
+``{"copy_stdin": path}``      copy all of stdin into a file (how the task arrived)
+``{"raw": base64}``            these bytes on stdout exactly (invalid UTF-8, anything)
 ``{"replay": path, "delay": s}``  every line of a captured stream, ``delay`` apart
 ``{"sleep": s}``              pause
-``{"stderr": text}``          write to stderr
+``{"wait_for": path}``        pause until ``path`` exists (a test's gate; bounded at 120 s)
+``{"stderr": text, "times": n}``  write ``text`` (``n`` times) to stderr
 ``{"big_line": n}``           one non-JSON line of ``n`` bytes
 ``{"ignore_sigterm": true}``  from now on SIGTERM does nothing
 ``{"grandchild": s, "pidfile": path}``  fork a process that keeps stdout open for ``s`` seconds
@@ -42,6 +45,12 @@ def run_step(step: dict[str, Any]) -> None:
         item = step["emit"]
         text = item if isinstance(item, str) else json.dumps(item, separators=(",", ":"))
         _out(text.encode() + b"\n")
+    elif "copy_stdin" in step:
+        Path(step["copy_stdin"]).write_bytes(sys.stdin.buffer.read())
+    elif "raw" in step:
+        import base64
+
+        _out(base64.b64decode(step["raw"]))
     elif "replay" in step:
         delay = float(step.get("delay", 0))
         for line in Path(step["replay"]).read_bytes().splitlines(keepends=True):
@@ -50,8 +59,13 @@ def run_step(step: dict[str, Any]) -> None:
                 time.sleep(delay)
     elif "sleep" in step:
         time.sleep(float(step["sleep"]))
+    elif "wait_for" in step:
+        gate, until = Path(step["wait_for"]), time.monotonic() + 120
+        while not gate.exists() and time.monotonic() < until:
+            time.sleep(0.02)
     elif "stderr" in step:
-        sys.stderr.write(str(step["stderr"]))
+        text = str(step["stderr"]) * int(step.get("times", 1))
+        sys.stderr.write(text)
         sys.stderr.flush()
     elif "big_line" in step:
         _out(b"x" * int(step["big_line"]) + b"\n")

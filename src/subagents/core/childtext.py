@@ -1,0 +1,98 @@
+"""A child's bytes made safe: decoded tolerantly before anything is written, and
+neutralised before they reach a terminal or ``transcript.md``.
+
+Standard library (and orjson) only, and cheap: the supervisor calls :func:`parse_line` on every line it
+parses (never on the lines it skips unparsed, such as pi's ``message_update``).
+
+- Invalid UTF-8 becomes U+FFFD; a lone surrogate that a valid JSON escape produced
+  (``"\\udcff"``: Node cuts strings mid-emoji) becomes U+FFFD too. Nothing downstream
+  can then fail to encode the text, and the rest of the line (the answer) survives.
+- :func:`neutralize` drops terminal control sequences (CSI such as clear screen, OSC such
+  as a window title or a clipboard write, other ESC sequences) and every C0/C1 control
+  character but newline and tab; the text around them is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import orjson
+
+# typing itself is not imported at run time: it slows the supervisor's start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+REPLACEMENT = "\ufffd"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A JSON escape that may decode to a surrogate (a valid pair is fine, a lone one is not).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+# Whole escape sequences first (so their parameters go with them), then any other control
+# character. The output holds no ESC at all, so neutralising twice changes nothing.
+_CONTROL = re.compile(
+    "\x1b(?:"
+    r"\[[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, clear screen, colours
+    # OSC (window title, hyperlinks, clipboard write 52) and DCS/SOS/PM/APC strings; an
+    # unterminated one ends at the line's end, so it cannot swallow the rest of an answer.
+    r"|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?"
+    r"|[PX^_][^\x1b\n]*(?:\x1b\\)?"
+    r"|[ -/]*[0-~]"  # any other ESC sequence (charset, keypad, reset)
+    ")?"
+    "|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def _scrub_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub(REPLACEMENT, value)
+    if isinstance(value, dict):
+        return {_scrub_value(k): _scrub_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_value(v) for v in value]
+    return value
+
+
+def parse_line(line: bytes) -> Any:
+    """One stdout line as a JSON value with text safe to write anywhere.
+
+    Raises ``ValueError`` when the line is not JSON even after invalid UTF-8 is replaced.
+    """
+    try:
+        # orjson refuses exactly what needs the slow path below (invalid UTF-8, a lone
+        # surrogate), and costs a fraction of json on the supervisor's per-line path.
+        return orjson.loads(line)
+    except ValueError:
+        pass
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError:
+        obj = json.loads(line.decode("utf-8", "replace"))
+    # Only a line holding a surrogate escape can have produced a lone surrogate: the
+    # walk over the parsed value is paid by those lines alone.
+    if _SURROGATE_ESCAPE.search(line) is not None:
+        obj = _scrub_value(obj)
+    return obj
+
+
+def decode(data: bytes) -> str:
+    """Bytes as text, invalid UTF-8 as U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
+def neutralize(text: str) -> str:
+    """``text`` without terminal control sequences, control characters or lone surrogates
+    (newline and tab are kept)."""
+    return _SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
+
+
+def one_line(text: str) -> str:
+    """:func:`neutralize`, and every run of whitespace (newlines included) as one space."""
+    return " ".join(neutralize(text).split())

@@ -1,0 +1,42 @@
+"""Checks every surface applies to what a caller gives (command line, plan files, config,
+agent files, the Python API, MCP arguments, environment values). Each returns the problem
+as a phrase to follow a field name, or None when the value is fine, so the CLI, the plan
+parser, the config loader and the MCP server all say the same thing.
+
+Text that is not valid UTF-8 is refused, not carried: a task reaches the child through its
+argv or a file as UTF-8 text, and every record (``meta.json``, ``job.json``, the session
+log) is JSON, which holds text only. A shell hands such bytes to Python as lone surrogates
+(``\\udcff``), which is how they are found here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+# The longest wall-clock limit accepted: 30 days. Beyond it the event loop's waits
+# overflow (``--timeout 1e12``), and no run is meant to be left that long.
+MAX_TIMEOUT = 30 * 24 * 3600.0
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """What makes ``value`` unusable as text for a child, or None."""
+    bad = _SURROGATE.search(value)
+    if bad is not None:
+        byte = ord(bad.group()) - 0xDC00
+        shown = f" (byte 0x{byte:02x})" if 0x80 <= byte <= 0xFF else ""
+        return f"not valid UTF-8 text{shown} at character {bad.start()}"
+    if "\x00" in value:
+        return f"contains a NUL character at position {value.index(chr(0))}"
+    return None
+
+
+def timeout_problem(value: float) -> str | None:
+    """What makes ``value`` unusable as a timeout in seconds, or None."""
+    if math.isnan(value) or value <= 0:
+        return "must be a positive number of seconds"
+    if value > MAX_TIMEOUT:
+        return f"must be at most {MAX_TIMEOUT:.0f} seconds (30 days), not {value:g}"
+    return None
