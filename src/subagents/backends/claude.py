@@ -178,7 +178,9 @@ class ClaudeNormalizer(Normalizer):
                 out.append(
                     ev.tool_result(
                         call_id,
-                        self._tool_names.get(call_id, ""),
+                        # Each call has one result: forgetting it keeps memory to the
+                        # calls still running, however long the run.
+                        self._tool_names.pop(call_id, ""),
                         bool(b.get("is_error")),
                         text_blocks(b.get("content"), "\n"),
                     )
