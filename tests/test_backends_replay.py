@@ -780,7 +780,7 @@ def test_codex_argv() -> None:
         "codex", req("-h", model="gpt-5", system_prompt='Say "hi"\nthen stop')
     )
     assert argv == [
-        "codex", "exec", "--json", "--skip-git-repo-check", "--ephemeral",
+        "codex", "exec", "--json", "--skip-git-repo-check",
         "--dangerously-bypass-approvals-and-sandbox", "--cd=/work/repo", "--model=gpt-5",
         '--config=developer_instructions="Say \\"hi\\"\\nthen stop"',
         "--", "-h",
@@ -788,12 +788,37 @@ def test_codex_argv() -> None:
     # The -c value is parsed as TOML by codex; a JSON string is a TOML basic string.
     import tomllib
 
-    value = argv[8].split("=", 2)[2]
+    value = argv[7].split("=", 2)[2]
     assert tomllib.loads("x = " + value)["x"] == 'Say "hi"\nthen stop'
     assert CodexBackend().build_argv("codex", req("-"))[-2:] == [
         "--",
         " -",
     ]  # "-" alone would read stdin
+
+
+def test_resume_argv_per_backend() -> None:
+    """Continuing a run: each CLI's own way of resuming the earlier conversation."""
+    from subagents.backends.claude import ClaudeBackend
+    from subagents.backends.pi import PiBackend
+
+    cont = req("go on", session_dir="/runs/new/session", resume="/runs/old/session/s.jsonl")
+    pi_argv = PiBackend().build_argv("pi", cont)
+    assert "--no-session" not in pi_argv
+    i = pi_argv.index("--session-dir")
+    assert pi_argv[i : i + 4] == [
+        "--session-dir", "/runs/new/session", "--fork", "/runs/old/session/s.jsonl",
+    ]  # fmt: skip
+    assert "--no-session" in PiBackend().build_argv("pi", req("x"))  # nowhere to keep one
+    claude_argv = ClaudeBackend().build_argv("claude", req("go on", resume="abc-123"))
+    assert claude_argv[-4:] == ["--resume=abc-123", "--fork-session", "--", "go on"]
+    codex_argv = CodexBackend().build_argv("codex", req("go on", resume="th-1"))
+    assert codex_argv[:3] == ["codex", "exec", "resume"]
+    assert not any(a.startswith("--cd=") for a in codex_argv)  # resume takes the process cwd
+    assert codex_argv[-3:] == ["--", "th-1", "go on"]
+    for name in ("gemini", "opencode"):
+        from subagents.backends import get_backend
+
+        assert not get_backend(name).can_continue
 
 
 def test_gemini_argv() -> None:

@@ -90,6 +90,7 @@ def test_lists_the_tools_and_the_job_resource() -> None:
                 "subagent_result",
                 "subagent_cancel",
                 "list_agents",
+                "continue",
             }
             props = tools["subagent"].input_schema["properties"]
             assert {
@@ -437,3 +438,46 @@ def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.delenv("SUBAGENTS_MCP_TOKEN")
     token, generated = http_token()
     assert generated and len(token) >= 32
+
+
+def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> None:
+    """The `isolate` parameter and the `continue` tool: the continued run forks the first
+    run's session and goes on in its branch."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["config", "user.email", "m@e"], ["config", "user.name", "M"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    (repo / "a.txt").write_text("a\n")
+    subprocess.run(["git", "add", "."], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
+    steps = [{"session": True}, {"write": "b.txt", "text": "{task}\n"}, *pi.answer("ok")]
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert "continue" in tools
+            first = await client.call_tool(
+                "subagent", {"task": "one", "cwd": str(repo), "isolate": "worktree"}
+            )
+            assert not first.is_error, text_of(first)
+            assert first.structured_content is not None
+            r1 = first.structured_content["runs"][0]
+            assert r1["worktree"]["filesChanged"] == 1
+            second = await client.call_tool("continue", {"run_id": r1["runId"], "task": "two"})
+            assert not second.is_error, text_of(second)
+            assert second.structured_content is not None
+            r2 = second.structured_content["runs"][0]
+            assert r2["continuedFrom"] == r1["runId"]
+            assert r2["worktree"]["branch"] == r1["worktree"]["branch"]
+            bad = await client.call_tool("continue", {"run_id": "0000", "task": "x"})
+            assert bad.is_error and "no run with id" in text_of(bad)
+        shown = subprocess.run(
+            ["git", "show", f"{r2['worktree']['branch']}:b.txt"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert shown == "two\n"
+
+    run(main)

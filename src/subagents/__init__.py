@@ -10,13 +10,14 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from subagents.api import BadRequest, JobHandle, run, start
+    from subagents.api import BadRequest, JobHandle, continue_run, run, start
 
-__all__ = ["BadRequest", "JobHandle", "run", "start"]
+__all__ = ["BadRequest", "JobHandle", "continue_run", "run", "start"]
 
 _LAZY = {
     "run": "subagents.api",
     "start": "subagents.api",
+    "continue_run": "subagents.api",
     "BadRequest": "subagents.api",
     "JobHandle": "subagents.api",
 }

@@ -45,7 +45,9 @@ SCOPES = ("user", "both")
 _SOURCES: dict[str, Source] = {"builtin": "builtin", "user": "user", "project": "project"}
 
 # Keys with a meaning here; anything else in the frontmatter goes to ``extra``.
-_KNOWN_KEYS = frozenset({"name", "description", "backend", "model", "thinking", "tools", "timeout"})
+_KNOWN_KEYS = frozenset(
+    {"name", "description", "backend", "model", "thinking", "tools", "timeout", "isolation"}
+)
 # Project agent dirs, lowest precedence first.
 PROJECT_AGENT_DIRS = (Path(".claude/agents"), Path(".pi/agents"), Path(".subagents/agents"))
 
@@ -64,6 +66,8 @@ class AgentDef(BaseModel):
     thinking: str | None = None
     tools: list[str] | None = None
     timeout: float | None = None
+    # "worktree": each run of this agent works in its own git worktree (as in Claude Code).
+    isolation: Literal["worktree"] | None = None
     system_prompt: str = ""
     source: Source
     path: Path | None = None

@@ -94,6 +94,63 @@ def prepare_job(
     return PreparedJob(store, job_id, job_plan)
 
 
+def prepare_continuation(
+    run: str,
+    task: str,
+    *,
+    background: bool = False,
+    session: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> PreparedJob:
+    """Check and record a job of one run that continues ``run``'s conversation with ``task``."""
+    from subagents.config import ConfigError
+    from subagents.jobs import continuation_plan
+    from subagents.lifecycle import sessionlog
+
+    env = os.environ if env is None else env
+    store = JobStore(paths.state_home(env))
+    try:
+        options = options_from_settings(Path.cwd(), env)
+        options.session = session or sessionlog.default_session_id(env)
+        job_plan = continuation_plan(store, run, task, options)
+    except (PlanError, ConfigError, ValueError) as exc:
+        raise BadRequest(str(exc)) from None
+    req = job_plan.requests[0]
+    job_id = store.create(job_plan.to_dict(), agents=[req.agent or "-"], background=background)
+    return PreparedJob(store, job_id, job_plan)
+
+
+def continue_run(
+    run: str, task: str, *, on_event: Callable[[int, dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Continue a finished run: its child resumes its own conversation with ``task``.
+    Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
+    result = drive(prepare_continuation(run, task), on_event)
+    single: dict[str, Any] = result["runs"][0]
+    return single
+
+
+def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
+    """Apply an isolated run's changes to the working tree at ``cwd`` (3-way); returns the
+    files changed. ``BadRequest`` for a run without changes to apply; ``runs.WorktreeError``
+    on a conflict, having changed nothing."""
+    from subagents.jobs import read_run, resolve_run
+    from subagents.runs import apply_changes
+
+    home = paths.state_home()
+    try:
+        run_id = resolve_run(home, run)
+        _meta, result = read_run(home, run_id)
+    except PlanError as exc:
+        raise BadRequest(str(exc)) from None
+    if result is None:
+        raise BadRequest(f"run {run_id} has not ended yet")
+    worktree = result.get("worktree")
+    if not isinstance(worktree, dict) or not worktree.get("commit"):
+        raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
+    return apply_changes(worktree, Path(cwd or Path.cwd()))
+
+
 def run_labels(job: PreparedJob) -> list[str]:
     return [r.agent or r.backend or job.plan.limits.default_backend for r in job.plan.requests]
 
@@ -266,9 +323,11 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     return None
 
 
-def list_jobs(limit: int = 20, home: Path | None = None) -> list[dict[str, Any]]:
+def list_jobs(
+    limit: int = 20, home: Path | None = None, session: str | None = None
+) -> list[dict[str, Any]]:
     store = JobStore(home or paths.state_home())
-    items = store.list(limit)
+    items = store.list(limit, session)
     for item in items:
         if item.get("status") not in TERMINAL:
             state = store.recover_if_orphaned(item["jobId"])
@@ -302,9 +361,33 @@ def describe_job(state: dict[str, Any]) -> str:
             lines.append(
                 f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}"
             )
+            lines += _run_notes(r)
     if state.get("finalText"):
         lines += ["", str(state["finalText"]).rstrip()]
     return "\n".join(lines)
+
+
+def _run_notes(r: dict[str, Any]) -> list[str]:
+    """What ``show`` adds under a run: its worktree branch, and the runs it continues."""
+    notes: list[str] = []
+    wt = r.get("worktree")
+    if isinstance(wt, dict):
+        if wt.get("error"):
+            notes.append(f"      worktree: {wt['error']}")
+        elif wt.get("filesChanged"):
+            notes.append(
+                f"      branch {wt.get('branch')}: {wt['filesChanged']}"
+                f" file{'s' if wt['filesChanged'] != 1 else ''} changed,"
+                f" +{wt.get('insertions', 0)} -{wt.get('deletions', 0)}"
+                f" (subagents apply {r.get('runId')})"
+            )
+        else:
+            notes.append("      worktree: no changes (branch removed)")
+    if r.get("continuedFrom") and r.get("runId"):
+        from subagents.jobs import chain_of
+
+        notes.append("      continues: " + " → ".join(chain_of(paths.state_home(), r["runId"])))
+    return notes
 
 
 def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
@@ -454,7 +537,10 @@ __all__ = [
     "JobIdError",
     "PlanOptions",
     "PreparedJob",
+    "apply_run",
+    "continue_run",
     "drive",
+    "prepare_continuation",
     "prepare_job",
     "run",
     "start",

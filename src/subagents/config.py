@@ -86,8 +86,15 @@ class Settings(BaseModel):
     notify_desktop: bool = False
     # The bearer token `subagents mcp --http` requires (generated and printed when unset).
     mcp_token: str | None = None
+    # The stall watchdog: seconds without an event while no tool call runs (0: off), what
+    # to do then, and the bound on a single tool call (0: none).
+    stall_timeout: float | None = 300.0
+    on_stall: Literal["notice", "abort"] = "notice"
+    tool_timeout: float | None = None
+    # Keep an isolated run's worktree directory when it changed something (not only its branch).
+    keep_worktree: bool = False
 
-    @field_validator("timeout")
+    @field_validator("timeout", "stall_timeout", "tool_timeout")
     @classmethod
     def _timeout(cls, value: float | None) -> float | None:
         if value is None or value == 0:
@@ -120,6 +127,10 @@ ENV_SETTINGS: dict[str, str] = {
         "agent_scope",
         "notify_desktop",
         "mcp_token",
+        "stall_timeout",
+        "on_stall",
+        "tool_timeout",
+        "keep_worktree",
     )
 }
 _BIN_RE = re.compile(r"^SUBAGENTS_([A-Z0-9_]+)_BIN$")
@@ -279,7 +290,9 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         if raw is None or raw.strip() == "":
             continue  # an empty variable counts as unset
         value: Any = raw.strip()
-        if setting in ("timeout", "default_agent") and value.lower() in _NONE_WORDS:
+        if setting in ("timeout", "stall_timeout", "tool_timeout", "default_agent") and (
+            value.lower() in _NONE_WORDS
+        ):
             value = None
         layer[setting] = value
         names[setting] = var

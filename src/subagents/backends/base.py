@@ -58,6 +58,8 @@ class CommandRequest:
         system_prompt_file: str | None = None,
         thinking: str | None = None,
         extra_args: list[str] | None = None,
+        session_dir: str | None = None,
+        resume: str | None = None,
         task_on_stdin: bool = False,
     ) -> None:
         self.task = task
@@ -69,6 +71,10 @@ class CommandRequest:
         self.system_prompt_file = system_prompt_file
         self.thinking = thinking
         self.extra_args = list(extra_args or [])
+        # Where the child may keep its session (a directory of the run), for CLIs that
+        # take one; and the session to resume (an id, or a file), to continue a run.
+        self.session_dir = session_dir
+        self.resume = resume
         # The task reaches the child on stdin (a file in the run directory), not in argv.
         self.task_on_stdin = task_on_stdin
 
@@ -94,6 +100,8 @@ class Normalizer(ABC):
         self.usage: dict[str, Any] = ev.empty_usage()
         self.tool_calls = 0
         self.saw_answer = False
+        # The CLI's own id of the conversation, where its stream names one (to resume it).
+        self.session_id: str | None = None
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -146,6 +154,8 @@ class Backend(ABC):
     supports_tools: bool = False
     supports_system_prompt: bool = False
     supports_thinking: bool = False
+    # Whether ``continue`` can resume a run's conversation (see ``resume_point``).
+    can_continue: bool = False
     # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
     reads_task_from_stdin: bool = False
 
@@ -166,6 +176,13 @@ class Backend(ABC):
 
     @abstractmethod
     def normalizer(self) -> Normalizer: ...
+
+    def resume_point(self, run_dir: str, result: Mapping[str, Any]) -> str | None:
+        """What to resume to continue an earlier run (``CommandRequest.resume``), from its
+        run directory and ``result.json``; None when it left nothing to resume. By default
+        the session id its stream named."""
+        session = result.get("sessionId")
+        return session if isinstance(session, str) and session else None
 
     # Optional hooks for `subagents doctor`.
 

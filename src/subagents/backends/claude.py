@@ -103,6 +103,9 @@ class ClaudeNormalizer(Normalizer):
     def _system(self, obj: dict[str, Any]) -> list[ev.Event]:
         sub = obj.get("subtype")
         if sub == "init":
+            session = obj.get("session_id")
+            if isinstance(session, str) and session:
+                self.session_id = session
             model = obj.get("model")
             if isinstance(model, str) and model and not self.model:
                 self.model = model
@@ -245,6 +248,7 @@ class ClaudeBackend(Backend):
     install_hint = "npm install -g @anthropic-ai/claude-code"
     supports_tools = True
     supports_system_prompt = True
+    can_continue = True
     reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
 
     def _is_root(self) -> bool:
@@ -274,6 +278,9 @@ class ClaudeBackend(Backend):
                 prompt = f.read()
         if prompt:
             argv.append("--append-system-prompt=" + prompt)
+        if req.resume:
+            # A new session of its own that starts from the earlier run's conversation.
+            argv += ["--resume=" + req.resume, "--fork-session"]
         argv += req.extra_args
         if not req.task_on_stdin:  # with no prompt argument, `claude -p` reads stdin
             argv += ["--", req.task]

@@ -115,6 +115,11 @@ class CodexNormalizer(Normalizer):
         if t == "item.completed":
             self.terminal = False
             return self._item_completed(obj.get("item"))
+        if t == "thread.started":
+            thread = obj.get("thread_id")
+            if isinstance(thread, str) and thread:
+                self.session_id = thread
+            return []
         if t == "item.started":
             self.terminal = False
             return self._item_started(obj.get("item"))
@@ -201,20 +206,22 @@ class CodexBackend(Backend):
     install_hint = "npm install -g @openai/codex"
     supports_tools = False  # codex exec has no per-run tool allow list
     supports_system_prompt = True  # appended as developer instructions
+    can_continue = True
     reads_task_from_stdin = True  # the prompt "-": read it from stdin
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
-        argv = [
-            binary,
-            "exec",
+        # The session is recorded (in $CODEX_HOME) so that a run can be continued:
+        # `exec resume ID` takes the cwd from the process, which is the run's cwd.
+        argv = [binary, "exec", *(["resume"] if req.resume else [])]
+        argv += [
             "--json",
             "--skip-git-repo-check",
-            "--ephemeral",
             # Headless: never ask for an approval. Same trust as the other backends'
             # no-prompt modes; run it where the agent may act.
             "--dangerously-bypass-approvals-and-sandbox",
-            "--cd=" + req.cwd,
         ]
+        if not req.resume:
+            argv.append("--cd=" + req.cwd)
         if req.model:
             argv.append("--model=" + req.model)
         prompt = req.system_prompt
@@ -225,7 +232,8 @@ class CodexBackend(Backend):
             argv.append("--config=developer_instructions=" + _toml_string(prompt))
         argv += req.extra_args
         # After "--" the task is never an option; a lone "-" would mean "read stdin".
-        argv += ["--", "-" if req.task_on_stdin else " -" if req.task == "-" else req.task]
+        task = "-" if req.task_on_stdin else " -" if req.task == "-" else req.task
+        argv += ["--", *([req.resume] if req.resume else []), task]
         return argv
 
     def normalizer(self) -> Normalizer:

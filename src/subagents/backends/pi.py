@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
 from subagents.core import events as ev
@@ -9,7 +11,11 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+# Where in a run directory pi keeps the run's session.
+SESSION_DIR = "session"
 
 
 def _pi_usage(u: Any) -> dict[str, Any]:
@@ -128,10 +134,24 @@ class PiBackend(Backend):
     supports_tools = True
     supports_system_prompt = True
     supports_thinking = True
+    can_continue = True
+
+    def resume_point(self, run_dir: str, result: Mapping[str, Any]) -> str | None:
+        # The session file pi wrote into the run's session directory.
+        found = sorted(Path(run_dir, SESSION_DIR).glob("*.jsonl"))
+        return str(found[-1]) if found else None
+
     reads_task_from_stdin = True  # piped stdin is the message (pi trims its ends)
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
-        argv = [binary, "--mode", "json", "-p", "--no-session"]
+        argv = [binary, "--mode", "json", "-p"]
+        if req.session_dir:
+            # The session is kept in the run directory; continuing forks it into the new one.
+            argv += ["--session-dir", req.session_dir]
+            if req.resume:
+                argv += ["--fork", req.resume]
+        else:
+            argv.append("--no-session")
         if req.model:
             provider, sep, model_id = req.model.partition("/")
             if sep and provider and model_id:

@@ -6,7 +6,18 @@ its commands to it.
 
 from __future__ import annotations
 
-from subagents.cli import catalog, delegate, jobs, records, serve
+from subagents.cli import catalog, cost, delegate, jobs, notices, records, repos, serve, top
 from subagents.cli.app import main
 
-__all__ = ["catalog", "delegate", "jobs", "main", "records", "serve"]
+__all__ = [
+    "catalog",
+    "cost",
+    "delegate",
+    "jobs",
+    "main",
+    "notices",
+    "records",
+    "repos",
+    "serve",
+    "top",
+]

@@ -31,6 +31,27 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="Wall-clock limit per run in seconds (status 'timeout', exit 124).",
 )
 @click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
+@click.option(
+    "--isolate",
+    type=click.Choice(["worktree"]),
+    help="Each run works in its own git worktree on branch subagents/<run-id> (see `apply`).",
+)
+@click.option(
+    "--stall-timeout",
+    type=float,
+    help="Seconds without an event, with no tool call in flight, before a run is stalled"
+    " (default 300 from config; 0 = off).",
+)
+@click.option(
+    "--on-stall",
+    type=click.Choice(["notice", "abort"]),
+    help="On a stall: only say so (notice, default), or stop the run as failed (abort).",
+)
+@click.option(
+    "--tool-timeout",
+    type=float,
+    help="Seconds one tool call may run before the run is stopped as failed (default: off).",
+)
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -80,6 +101,10 @@ def run(
     cwd: Path | None,
     timeout: float | None,
     tools: str | None,
+    isolate: str | None,
+    stall_timeout: float | None,
+    on_stall: str | None,
+    tool_timeout: float | None,
     mode: str | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -99,7 +124,16 @@ def run(
     """
     from subagents.jobs import PlanError, load_plan, parse_job
 
-    overrides = {"agent": agent, "backend": backend, "model": model, "timeout": timeout}
+    overrides = {
+        "agent": agent,
+        "backend": backend,
+        "model": model,
+        "timeout": timeout,
+        "isolate": isolate,
+        "stall_timeout": stall_timeout,
+        "on_stall": on_stall,
+        "tool_timeout": tool_timeout,
+    }
     if plan_file is not None:
         if tasks:
             fail("give either a --plan file or TASKs, not both")

@@ -44,12 +44,13 @@ def _elapsed(item: dict[str, Any]) -> str:
 
 @main.command()
 @click.option("--limit", "-n", default=20, show_default=True, help="How many jobs, newest first.")
+@click.option("--session", "-s", help="Only the jobs of this lifecycle session.")
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
-def ps(limit: int, as_json: bool) -> None:
+def ps(limit: int, session: str | None, as_json: bool) -> None:
     """Running and recent jobs: id, agents, status, elapsed, current activity."""
     from subagents import api
 
-    items = api.list_jobs(limit)
+    items = api.list_jobs(limit, session=session)
     if as_json:
         for item in items:
             click.echo(json.dumps(item, ensure_ascii=False))
@@ -88,6 +89,12 @@ def show(job_id: str, as_json: bool) -> None:
         print_json(state)
         return
     echo_child_text(api.describe_job(state))
+    from subagents.jobs import TERMINAL
+
+    if state.get("status") not in TERMINAL:
+        activity = api.current_activity(store.home, state.get("runIds") or [])
+        if activity:
+            echo_child_text(f"now: {activity}")
 
 
 @main.command()

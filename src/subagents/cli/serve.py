@@ -23,12 +23,37 @@ from subagents.cli.app import fail, main
     show_default=True,
     help="With --http: the port (0 picks a free one).",
 )
-def mcp_server(http: bool, port: int) -> None:
+@click.option(
+    "--claude-session",
+    is_flag=True,
+    help="Stdio only: record jobs in the lifecycle session of the Claude Code session that "
+    "started the server (claude-$CLAUDE_CODE_SESSION_ID), where the plugin's hook looks.",
+)
+def mcp_server(http: bool, port: int, claude_session: bool) -> None:
     """Serve the subagents MCP server: stdio, or with --http streamable HTTP on 127.0.0.1.
 
     With --http every request needs `Authorization: Bearer <token>`: the token is
     $SUBAGENTS_MCP_TOKEN, else a new one printed on stderr at start. See docs/mcp.md.
     """
+    import os
+
+    from subagents.lifecycle import notices
+
+    session = None
+    if claude_session:
+        if http:
+            fail("--claude-session is for stdio: over HTTP each MCP session has its own")
+        claude_id = os.environ.get(notices.CLAUDE_SESSION_ENV, "")
+        try:
+            session = notices.claude_session(claude_id) if claude_id else None
+        except ValueError as exc:
+            fail(f"${notices.CLAUDE_SESSION_ENV}: {exc}")
+        if session is None:  # still serve: only the end notices need the link
+            click.echo(
+                f"subagents mcp: --claude-session: ${notices.CLAUDE_SESSION_ENV} is not set; "
+                "using a session of this server's own",
+                err=True,
+            )
     try:
         from subagents.mcp import serve_http, serve_stdio
     except ImportError as exc:
@@ -36,4 +61,4 @@ def mcp_server(http: bool, port: int) -> None:
     if http:
         serve_http(port)
     else:
-        serve_stdio()
+        serve_stdio(session)

@@ -153,6 +153,18 @@ def notice(level: str, message: str) -> Event:
     return {"type": "notice", "level": level, "message": message}
 
 
+def stalled(since: float, seconds: float) -> Event:
+    """The stall watchdog's notice: no event since ``since`` (epoch seconds) and no tool
+    call in flight for ``seconds``."""
+    return {
+        "type": "notice",
+        "level": "warn",
+        "message": f"stalled: no event for {seconds:.0f} s and no tool call in flight",
+        "stalled": True,
+        "since": round(since, 3),
+    }
+
+
 def error(message: str, fatal: bool) -> Event:
     return {"type": "error", "message": message, "fatal": fatal}
 

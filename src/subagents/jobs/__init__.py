@@ -9,6 +9,10 @@ from subagents.core.lazy import exports
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from subagents.jobs.continuation import chain_of as chain_of
+    from subagents.jobs.continuation import continuation_plan as continuation_plan
+    from subagents.jobs.continuation import read_run as read_run
+    from subagents.jobs.continuation import resolve_run as resolve_run
     from subagents.jobs.driver import start_background as start_background
     from subagents.jobs.orchestrator import EventSink as EventSink
     from subagents.jobs.orchestrator import Job as Job
@@ -28,6 +32,10 @@ if TYPE_CHECKING:
     from subagents.jobs.store import JobStore as JobStore
 
 _NAMES = {
+    "read_run": "continuation",
+    "resolve_run": "continuation",
+    "chain_of": "continuation",
+    "continuation_plan": "continuation",
     "JobSpec": "spec",
     "PlanError": "spec",
     "PREVIOUS": "spec",
@@ -57,12 +65,16 @@ __all__ = [
     "JobStore",
     "PlanError",
     "PlanOptions",
+    "chain_of",
+    "continuation_plan",
     "exit_code",
     "lifecycle_for",
     "load_plan",
     "options_from_settings",
     "parse_job",
     "plan",
+    "read_run",
+    "resolve_run",
     "start_background",
 ]
 if not TYPE_CHECKING:

@@ -156,6 +156,10 @@ def plan(
             agent_source=_source_of(agent) if agent else None,
             env=dict(extra_env or {}),
             runner=options.runner,
+            isolate=step.isolate or (agent.isolation if agent else None),
+            stall_timeout=step.stall_timeout,
+            on_stall=step.on_stall,
+            tool_timeout=step.tool_timeout,
         )
         try:
             # {previous} is only known at run time; check the step with a stand-in.

@@ -33,6 +33,12 @@ class Step(BaseModel):
     model: str | None = None
     backend: str | None = None
     timeout: float | None = None
+    # "worktree": the run works in its own git worktree on branch subagents/<run-id>.
+    isolate: Literal["worktree"] | None = None
+    # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
+    stall_timeout: float | None = Field(default=None, ge=0)
+    on_stall: Literal["notice", "abort"] | None = None
+    tool_timeout: float | None = Field(default=None, ge=0)
 
     @field_validator("task", "agent", "cwd", "model", "backend")
     @classmethod

@@ -222,8 +222,9 @@ class JobStore:
             if own:
                 conn.close()
 
-    def list(self, limit: int = 20) -> list[dict[str, Any]]:
-        """The newest jobs, from the index, refreshed from the files where it may be stale."""
+    def list(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+        """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed
+        from the files where it may be stale."""
         db = self._db()
         try:
             known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
@@ -251,8 +252,9 @@ class JobStore:
                 "runIds",
                 "session",
             )
+            where, args = ("where session = ?", (session,)) if session is not None else ("", ())
             rows = db.execute(
-                "select * from jobs order by job_id desc limit ?", (limit,)
+                f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
             ).fetchall()
         finally:
             db.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,8 +27,10 @@ Give exactly one of:
 - `task` (+ optional `agent`): one task;
 - `tasks`: several independent tasks run side by side (answers come back in the same order);
 - `chain`: steps run one after another; `{previous}` in a step is replaced by the previous answer.
-Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?}.
-Top-level `agent`, `model`, `backend`, `timeout` apply to every step that does not set its own.
+Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?, isolate?}.
+Top-level `agent`, `model`, `backend`, `timeout`, `isolate`, `stall_timeout`, `on_stall` apply to
+every step that does not set its own. `isolate: "worktree"` gives each run its own git worktree
+(its changes come back committed on branch subagents/<run-id>, see `worktree` in each run's result).
 
 In the foreground (default) the call streams progress and returns the answer text plus the
 structured job result (status, usage, each run's result). With `background: true` it returns
@@ -61,6 +63,10 @@ class StepArg(BaseModel):
     timeout: float | None = Field(
         default=None, gt=0, description="Wall-clock limit for this step, seconds."
     )
+    isolate: Literal["worktree"] | None = Field(
+        default=None,
+        description="'worktree': this step works in its own git worktree on branch subagents/<run-id>.",
+    )
 
 
 StepList = list[str | StepArg]
@@ -78,6 +84,9 @@ def build_spec(
     backend: str | None = None,
     timeout: float | None = None,
     concurrency: int | None = None,
+    isolate: str | None = None,
+    stall_timeout: float | None = None,
+    on_stall: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
     given = [
@@ -98,6 +107,9 @@ def build_spec(
         "model": model,
         "backend": backend,
         "timeout": timeout,
+        "isolate": isolate,
+        "stall_timeout": stall_timeout,
+        "on_stall": on_stall,
     }
 
     def step(item: str | StepArg) -> dict[str, Any]:

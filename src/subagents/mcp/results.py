@@ -91,6 +91,8 @@ RUN_KEYS = (
     "errorMessage",
     "toolCalls",
     "durationMs",
+    "continuedFrom",
+    "worktree",
 )
 
 

@@ -23,7 +23,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import anyio.from_thread
@@ -95,12 +95,12 @@ class _Watch:
 class SubagentsMCP:
     """One MCP server (one process): its tools, its job resource and its running jobs."""
 
-    def __init__(self, home: Any = None) -> None:
+    def __init__(self, home: Any = None, session: str | None = None) -> None:
         self.home = home or paths.state_home()
         self.store = JobStore(self.home)
-        self.session_id = (
-            f"mcp-{ids.new_id()}"  # one lifecycle session per server process / connection
-        )
+        # One lifecycle session per server process / connection, unless the caller names it
+        # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).
+        self.session_id = session or f"mcp-{ids.new_id()}"
         self.bus = InMemorySubscriptionBus()
         self.mcp: MCPServer[Any] = MCPServer(
             SERVER_NAME,
@@ -199,6 +199,23 @@ class SubagentsMCP:
             name="subagent",
             title="Delegate to a subagent",
             description=SUBAGENT_DESCRIPTION,
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=True,
+            ),
+        )
+        mcp.add_tool(
+            self.continue_,
+            name="continue",
+            title="Continue a run",
+            description=(
+                "Continue a finished run (its runId from a result): the child resumes its own "
+                "conversation with `task` and sees everything it said and did before. A new run "
+                "and job, answered like `subagent`; an isolated run goes on in its own branch. "
+                "pi, claude and codex runs can be continued."
+            ),
             annotations=ToolAnnotations(
                 read_only_hint=False,
                 destructive_hint=True,
@@ -310,6 +327,21 @@ class SubagentsMCP:
             int | None,
             Field(ge=1, description="For `tasks`: how many run at once (default from config, 4)."),
         ] = None,
+        isolate: Annotated[
+            Literal["worktree"] | None,
+            Field(description="'worktree': each run works in its own git worktree and branch."),
+        ] = None,
+        stall_timeout: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                description="Seconds without an event, with no tool call in flight, before a run is stalled (0 = off).",
+            ),
+        ] = None,
+        on_stall: Annotated[
+            Literal["notice", "abort"] | None,
+            Field(description="On a stall: say so (notice) or stop the run as failed (abort)."),
+        ] = None,
     ) -> CallToolResult:
         mode, spec = build_spec(
             task=task,
@@ -320,6 +352,9 @@ class SubagentsMCP:
             backend=backend,
             timeout=timeout,
             concurrency=concurrency,
+            isolate=isolate,
+            stall_timeout=stall_timeout,
+            on_stall=on_stall,
         )
         session = self.session_for(ctx)
         try:
@@ -328,6 +363,34 @@ class SubagentsMCP:
             )
         except api.BadRequest as exc:
             raise ToolError(rename_fields(str(exc), mode)) from None
+        return await self._start(ctx, prepared, background)
+
+    async def continue_(
+        self,
+        ctx: Context,
+        run_id: Annotated[
+            str, Field(description="The run to continue (any unique prefix of its id).")
+        ],
+        task: Annotated[str, Field(description="The follow-up for the child.")],
+        background: Annotated[
+            bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")
+        ] = False,
+    ) -> CallToolResult:
+        session = self.session_for(ctx)
+        try:
+            prepared = await anyio.to_thread.run_sync(
+                lambda: api.prepare_continuation(
+                    run_id, task, background=background, session=session
+                )
+            )
+        except api.BadRequest as exc:
+            raise ToolError(str(exc)) from None
+        return await self._start(ctx, prepared, background)
+
+    async def _start(
+        self, ctx: Context, prepared: api.PreparedJob, background: bool
+    ) -> CallToolResult:
+        """Run a prepared job: in the foreground with progress, or detached."""
         token = anyio.lowlevel.current_token()
         if background:
             job_id = await anyio.to_thread.run_sync(api.start_background, prepared)

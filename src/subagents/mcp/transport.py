@@ -42,8 +42,8 @@ async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
         tg.cancel_scope.cancel()
 
 
-def serve_stdio() -> None:
-    server = SubagentsMCP()
+def serve_stdio(session: str | None = None) -> None:
+    server = SubagentsMCP(session=session)
     try:
         anyio.run(_until_signalled, server.mcp.run_stdio_async)
     finally:

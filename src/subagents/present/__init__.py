@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     from subagents.present.display import Display as Display
     from subagents.present.humanize import humanize_tool_call as humanize_tool_call
     from subagents.present.humanize import one_line as one_line
+    from subagents.present.jobview import RunRow as RunRow
+    from subagents.present.jobview import Snapshot as Snapshot
     from subagents.present.progress import ProgressFormatter as ProgressFormatter
     from subagents.present.progress import transcript_entry as transcript_entry
+    from subagents.present.top import run_top as run_top
 
 _NAMES = {
     "ProgressFormatter": "progress",
@@ -25,14 +28,20 @@ _NAMES = {
     "render_diagnostics": "diagnostics:render",
     "fence": "diagnostics",
     "Display": "display",
+    "RunRow": "jobview",
+    "Snapshot": "jobview",
+    "run_top": "top",
 }
 __all__ = [
     "Display",
     "ProgressFormatter",
+    "RunRow",
+    "Snapshot",
     "fence",
     "humanize_tool_call",
     "one_line",
     "render_diagnostics",
+    "run_top",
     "transcript_entry",
 ]
 if not TYPE_CHECKING:

@@ -10,6 +10,7 @@ Tool calls are put in words by :mod:`subagents.present.humanize`.
 from __future__ import annotations
 
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 
@@ -49,6 +50,8 @@ class ProgressFormatter:
         # asked for; most events are never shown on a status line.
         self._activity: str | tuple[Call, str | None, str | None] | None = None
         self._cwd: str | None = None
+        # When the child went quiet, while the last event is the watchdog's stall notice.
+        self._stalled_since: Any = None
 
     # public
 
@@ -59,6 +62,9 @@ class ProgressFormatter:
 
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
+        since = self._stalled_since
+        if isinstance(since, (int, float)):
+            return self._cap(f"stalled for {max(0, time.time() - since):.0f} s")
         activity = self._activity
         if isinstance(activity, tuple):
             call, outcome, cwd = activity
@@ -97,6 +103,8 @@ class ProgressFormatter:
             return self._tool_call(event, shorten=shorten)
         if etype == "tool_result":
             return self._tool_result(event, shorten=shorten)
+        # Any event but a stall notice means the child is moving again.
+        self._stalled_since = event.get("since") if event.get("stalled") else None
         if etype == "notice":
             message = str(event.get("message") or "").strip()
             level = str(event.get("level") or "info").lower()

@@ -25,8 +25,14 @@ if TYPE_CHECKING:
     from subagents.runs.result import iso as iso
     from subagents.runs.result import sum_usage as sum_usage
     from subagents.runs.spec import RunSpec as RunSpec
+    from subagents.runs.worktree import WorktreeError as WorktreeError
+    from subagents.runs.worktree import apply_changes as apply_changes
+    from subagents.runs.worktree import discard_worktree as discard_worktree
 
 _NAMES = {
+    "discard_worktree": "worktree",
+    "apply_changes": "worktree",
+    "WorktreeError": "worktree",
     "InputError": "launch",
     "Limits": "launch",
     "RunHandle": "launch",
@@ -51,7 +57,10 @@ __all__ = [
     "RunMonitor",
     "RunRequest",
     "RunSpec",
+    "WorktreeError",
+    "apply_changes",
     "check",
+    "discard_worktree",
     "iso",
     "limits_from_settings",
     "prepare",

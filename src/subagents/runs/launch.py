@@ -56,6 +56,13 @@ class RunRequest:
     job_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     runner: str | None = None
+    # "worktree": the run works in its own git worktree (runs/worktree.py).
+    isolate: str | None = None
+    stall_timeout: float | None = None
+    on_stall: str | None = None
+    tool_timeout: float | None = None
+    # The id of a finished run whose child's conversation this run resumes.
+    continue_from: str | None = None
 
 
 @dataclass
@@ -69,6 +76,13 @@ class Limits:
     timeout: float | None = None
     runner: str = "process"
     bins: dict[str, str] = field(default_factory=dict)
+    # The stall watchdog (None: off), its policy, and the bound on one tool call.
+    stall_timeout: float | None = 300.0
+    on_stall: str = "notice"
+    tool_timeout: float | None = None
+    # Keep an isolated run's worktree directory when it changed something (the branch is
+    # always kept then).
+    keep_worktree: bool = False
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -183,7 +197,34 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
+    check_watchdog(req)
+    if req.isolate is not None:
+        if req.isolate != "worktree":
+            raise InputError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
+        from subagents.runs.worktree import repo_root
+
+        if req.continue_from is None and repo_root(cwd) is None:
+            raise InputError(
+                f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
+            )
     return Checked(backend, resolve_binary(backend, limits, env), cwd.resolve(), depth)
+
+
+def check_watchdog(req: RunRequest) -> None:
+    for name in ("stall_timeout", "tool_timeout"):
+        value = getattr(req, name)
+        if value is not None and value < 0:
+            raise InputError(f"{name} must be 0 (off) or a positive number of seconds", name)
+    if req.on_stall not in (None, "notice", "abort"):
+        raise InputError(
+            f"unknown on_stall policy {req.on_stall!r} (use notice or abort)", "on_stall"
+        )
+
+
+def _seconds(value: float | None, default: float | None) -> float | None:
+    """A request's limit over the configured one; 0 means off."""
+    chosen = default if value is None else value
+    return chosen or None
 
 
 def prepare(
@@ -201,13 +242,33 @@ def prepare(
     run_id = ids.new_id()
     run_dir = paths.runs_dir(home) / run_id
     make_private_dir(run_dir)
+    try:
+        resume, worktree = _continuation(req, backend, paths.runs_dir(home))
+        if worktree is None and req.isolate == "worktree":
+            from subagents.runs import worktree as wt
+
+            worktree = wt.create(cwd, run_id, run_dir)
+    except Exception as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
+        from subagents.runs.worktree import WorktreeError
+
+        if isinstance(exc, WorktreeError):
+            raise InputError(str(exc), "isolate") from None
+        raise
+    child_cwd = cwd
+    if worktree is not None:
+        from subagents.runs.worktree import child_cwd as cwd_in
+
+        child_cwd = Path(cwd_in(worktree))
     command = CommandRequest(
         task=req.task,
-        cwd=str(cwd),
+        cwd=str(child_cwd),
         model=req.model,
         tools=req.tools,
         thinking=req.thinking,
         system_prompt=req.system_prompt,
+        session_dir=str(run_dir / "session") if backend.can_continue else None,
+        resume=resume,
         task_on_stdin=len(req.task.encode()) > ARGV_TASK_LIMIT,
     )
     stdin_file = None
@@ -227,7 +288,7 @@ def prepare(
         agent=req.agent,
         agentSource=req.agent_source,
         task=req.task,
-        cwd=str(cwd),
+        cwd=str(child_cwd),
         requestedModel=req.model,
         argv=backend.build_argv(binary, command),
         env={**backend.child_env(command), **req.env},
@@ -237,10 +298,49 @@ def prepare(
         depth=depth,
         createdAt=time.time(),
         echo=(req.runner or limits.runner) == "tmux",
+        worktree=worktree,
+        keepWorktree=limits.keep_worktree,
+        stallTimeout=_seconds(req.stall_timeout, limits.stall_timeout),
+        onStall=req.on_stall or limits.on_stall,
+        toolTimeout=_seconds(req.tool_timeout, limits.tool_timeout),
+        continuedFrom=req.continue_from,
+        sessionDir=command.session_dir,
         stdinFile=str(stdin_file) if stdin_file else None,
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir
+
+
+def _continuation(
+    req: RunRequest, backend: Backend, runs_dir: Path
+) -> tuple[str | None, dict[str, Any] | None]:
+    """For a run that continues another: what its child resumes, and the earlier run's
+    worktree reopened (a worktree run continues in its own branch)."""
+    if req.continue_from is None:
+        return None, None
+    from subagents.core.files import read_json
+
+    earlier = runs_dir / req.continue_from
+    try:
+        meta = read_json(earlier / "meta.json")
+        result = read_json(earlier / "result.json")
+    except (OSError, ValueError):
+        raise InputError(f"run {req.continue_from} has not ended (or its files are gone)") from None
+    resume = backend.resume_point(str(earlier), result)
+    if resume is None:
+        raise InputError(
+            f"run {req.continue_from} left no {backend.name} session to continue"
+            " (runs before sessions were kept cannot be continued)"
+        )
+    record = result.get("worktree") or meta.get("worktree")
+    if not isinstance(record, dict):
+        return resume, None
+    from subagents.runs import worktree as wt
+
+    try:
+        return resume, wt.reopen(record)
+    except wt.WorktreeError as exc:
+        raise InputError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
 
 
 class RunHandle:
@@ -318,4 +418,8 @@ def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None 
         timeout=s.timeout,
         runner=s.runner,
         bins=dict(s.bins),
+        stall_timeout=s.stall_timeout,
+        on_stall=s.on_stall,
+        tool_timeout=s.tool_timeout,
+        keep_worktree=s.keep_worktree,
     )

@@ -61,6 +61,7 @@ def build_result(
     tool_calls: int = 0,
     model: str | None = None,
     diagnostics: str | None = None,
+    session_id: str | None = None,
 ) -> dict[str, Any]:
     assert status in STATUSES, status
     done = completed_at if completed_at is not None else time.time()
@@ -89,7 +90,31 @@ def build_result(
         "durationMs": max(0, round((done - started_at) * 1000)),
         "paths": artifact_paths(run_dir),
         "diagnostics": diagnostics if status != "completed" else None,
+        "sessionId": session_id,
+        "continuedFrom": spec.continuedFrom,
+        "worktree": None,
     }
+
+
+def finish_worktree(result: dict[str, Any], spec: RunSpec, run_dir: Path) -> None:
+    """An isolated run's changes committed on its branch, its patch written, its worktree
+    tidied; ``result["worktree"]`` says what happened. Never raises: a git failure is
+    recorded, and the run's own outcome stands."""
+    record = spec.worktree
+    if not record:
+        return
+    from subagents.runs.worktree import finalize
+
+    first_line = (spec.task.strip().splitlines() or [""])[0][:72]
+    try:
+        result["worktree"] = finalize(
+            record,
+            run_dir,
+            message=f"subagents run {spec.runId}: {first_line}",
+            keep=spec.keepWorktree,
+        )
+    except Exception as exc:
+        result["worktree"] = {**record, "error": f"could not record the run's changes: {exc}"}
 
 
 STDERR_TAIL_BYTES = 4000
@@ -122,6 +147,8 @@ def publish_ended(
         error_message=error_message,
         **fields,
     )
+    if not (run_dir / "result.json").exists():
+        finish_worktree(result, spec, run_dir)
     publish_once(run_dir / "result.json", attach_diagnostics(result, run_dir))
     try:
         on_disk = read_json(run_dir / "result.json")

@@ -19,6 +19,18 @@ _DEFAULTS: dict[str, Any] = {
     "depth": 1,
     "createdAt": 0.0,
     "echo": False,
+    # --isolate worktree: {repo, path, branch, base, subdir} (runs/worktree.py); cwd is inside path.
+    "worktree": None,
+    "keepWorktree": False,
+    # The stall watchdog: seconds without an event while no tool call is in flight (None: off),
+    # what to do then ("notice" | "abort"), and the bound on one tool call (None: none).
+    "stallTimeout": None,
+    "onStall": "notice",
+    "toolTimeout": None,
+    # The run this one continues (its child's own conversation resumed), and where the child
+    # keeps its session (pi: a directory in the run dir) or which one it resumes.
+    "continuedFrom": None,
+    "sessionDir": None,
     "stdinFile": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
@@ -43,6 +55,13 @@ class RunSpec:
     createdAt: float
     # Print progress lines on the supervisor's stdout (the tmux runner's window).
     echo: bool
+    worktree: dict[str, Any] | None
+    keepWorktree: bool
+    stallTimeout: float | None
+    onStall: str
+    toolTimeout: float | None
+    continuedFrom: str | None
+    sessionDir: str | None
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
 

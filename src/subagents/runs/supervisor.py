@@ -38,7 +38,13 @@ from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line
 from subagents.core.files import FILE_MODE, dumps, open_private, publish_once, read_json, read_tail
-from subagents.runs.result import STDERR_TAIL_BYTES, attach_diagnostics, build_result, publish_ended
+from subagents.runs.result import (
+    STDERR_TAIL_BYTES,
+    attach_diagnostics,
+    build_result,
+    finish_worktree,
+    publish_ended,
+)
 from subagents.runs.spec import RunSpec
 from subagents.runs.stderrlog import StderrLog
 
@@ -96,6 +102,11 @@ class Supervisor:
         self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
         self.noise_lines = 0
+        # The stall watchdog: when stdout last said anything, and the tool calls in flight
+        # (id -> when each started); a run is stalled only while none is.
+        self.active_at = self.t0
+        self.stall_noticed = False
+        self.tools_open: dict[str, float] = {}
         self.buf = bytearray()
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
@@ -117,6 +128,11 @@ class Supervisor:
     # ---- artifacts -------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
+        kind = event["type"]
+        if kind == "tool_call":
+            self.tools_open[event["toolCallId"]] = time.monotonic()
+        elif kind == "tool_result":
+            self.tools_open.pop(event["toolCallId"], None)
         self.seq += 1
         record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
         try:
@@ -176,6 +192,8 @@ class Supervisor:
             self.disarm()
 
     def on_data(self, data: bytes | memoryview) -> None:
+        self.active_at = time.monotonic()
+        self.stall_noticed = False
         with contextlib.suppress(OSError):
             self.raw_f.write(data)
         buf = self.buf
@@ -232,9 +250,44 @@ class Supervisor:
                 ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child")
             )
             self.terminate_group("timeout")
+        if self.kill_at is None and self.grace_at is None:
+            self.watchdog(now)
         if self.kill_at is not None and now >= self.kill_at:
             killpg(self.pgid, signal.SIGKILL)
             self.kill_at = now + 3600  # sent; nothing more to escalate to
+
+    def watchdog(self, now: float) -> None:
+        """A child silent for the stall timeout with no tool call in flight is stalled
+        (a notice, or the end by policy); one tool call running past the tool timeout ends it."""
+        spec = self.spec
+        if spec.toolTimeout and self.tools_open:
+            if now - min(self.tools_open.values()) >= spec.toolTimeout:
+                self.emit(
+                    ev.notice(
+                        "error",
+                        f"a tool call ran longer than {spec.toolTimeout:g} s; stopping the child",
+                    )
+                )
+                self.terminate_group("tool_timeout")
+            return
+        if not spec.stallTimeout or self.stall_noticed or self.tools_open:
+            return
+        idle = now - self.active_at
+        if idle >= spec.stallTimeout:
+            self.stall_noticed = True
+            self.emit(ev.stalled(time.time() - idle, idle))
+            self.flush()
+            if spec.onStall == "abort":
+                self.terminate_group("stalled")
+
+    def watch_point(self) -> float | None:
+        """When the watchdog next has something to decide."""
+        spec = self.spec
+        if spec.toolTimeout and self.tools_open:
+            return min(self.tools_open.values()) + spec.toolTimeout
+        if spec.stallTimeout and not self.stall_noticed and not self.tools_open:
+            return self.active_at + spec.stallTimeout
+        return None
 
     def on_signal(self, signum: int) -> None:
         if self.abort_signal is not None:
@@ -252,7 +305,13 @@ class Supervisor:
     def next_wakeup(self, now: float) -> float | None:
         points = [
             t
-            for t in (self.grace_at, self.kill_at, self.timeout_at, self.drain_until)
+            for t in (
+                self.grace_at,
+                self.kill_at,
+                self.timeout_at,
+                self.drain_until,
+                self.watch_point() if self.kill_at is None else None,
+            )
             if t is not None
         ]
         if self.child_alive() and not self._have_pidfd:
@@ -475,6 +534,15 @@ class Supervisor:
             status, error = "timeout", f"timed out after {self.spec.timeout:g}s"
         elif self.stop_cause == "aborted":
             status, error = "aborted", f"aborted: the supervisor received {self.abort_signal}"
+        elif self.stop_cause == "stalled":
+            status = "failed"
+            error = (
+                f"stalled: no event for {self.spec.stallTimeout:g} s with no tool call in flight;"
+                " stopped by the stall watchdog (on_stall = abort)"
+            )
+        elif self.stop_cause == "tool_timeout":
+            status = "failed"
+            error = f"a tool call ran longer than the tool timeout of {self.spec.toolTimeout:g} s"
         elif norm.terminal:
             # The outcome comes from the captured terminal event, not from how the child ended.
             if norm.failed or norm.stop_reason in ev.TERMINAL_FAILURE:
@@ -515,7 +583,10 @@ class Supervisor:
             usage=norm.usage,
             tool_calls=norm.tool_calls,
             model=norm.model,
+            session_id=norm.session_id,
         )
+        if self.spec.worktree:
+            finish_worktree(result, self.spec, self.run_dir)
         if status != "completed":
             attach_diagnostics(result, self.run_dir)
         for f in (self.events_f, self.raw_f, self.transcript_f):

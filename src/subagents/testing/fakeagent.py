@@ -16,6 +16,10 @@ Steps, run in order:
 ``{"grandchild": s, "pidfile": path}``  fork a process that keeps stdout open for ``s`` seconds
 ``{"pidfile": path}``         write this process's pid
 ``{"kill": "SIGKILL"}``       die by that signal
+``{"write": path, "text": t}``  write a file (relative to the cwd; directories made;
+                              ``{task}`` in ``t`` is the last argument, the task)
+``{"session": true}``         as pi does: a session file in the ``--session-dir`` argument's
+                              directory, naming the ``--fork`` argument (the session resumed)
 ``{"exit": code}``            exit now
 ``{"hang": true}``            linger forever (until killed)
 
@@ -84,6 +88,17 @@ def run_step(step: dict[str, Any]) -> None:
     elif "kill" in step:
         os.kill(os.getpid(), getattr(signal, str(step["kill"])))
         time.sleep(5)
+    elif "write" in step:
+        target = Path(step["write"])
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(str(step.get("text", "")).replace("{task}", sys.argv[-1].strip()))
+    elif step.get("session"):
+        args = sys.argv
+        if "--session-dir" in args:
+            directory = Path(args[args.index("--session-dir") + 1])
+            directory.mkdir(parents=True, exist_ok=True)
+            forked = args[args.index("--fork") + 1] if "--fork" in args else None
+            (directory / "fake-session.jsonl").write_text(json.dumps({"forkedFrom": forked}) + "\n")
     elif "exit" in step:
         sys.stdout.flush()
         os._exit(int(step["exit"]))

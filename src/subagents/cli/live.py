@@ -1,0 +1,186 @@
+"""What ``subagents top`` shows, gathered cheaply enough to refresh every second: the newest
+jobs from the index, each finished run from its ``result.json``, and each running run from
+the events appended to its ``events.jsonl`` since the last refresh (never the whole file
+again: a run's tail keeps its offset, tool count, latest usage and activity line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from subagents.core import paths
+from subagents.core.files import read_json
+from subagents.present import RunRow, Snapshot
+
+ACTIVITY_LEN = 200
+
+
+class RunTail:
+    """A running run's events, read incrementally: only bytes appended since the last poll."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from subagents.present import ProgressFormatter
+
+        self.path = run_dir / "events.jsonl"
+        self.offset = 0
+        self.partial = b""
+        self.tools = 0
+        self.usage: dict[str, Any] = {}
+        self.started: float | None = None
+        self.formatter = ProgressFormatter(max_len=ACTIVITY_LEN)
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return
+        self.offset += len(data)
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for line in lines:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            kind = event.get("type")
+            if kind == "tool_call":
+                self.tools += 1
+            elif kind == "usage":
+                self.usage = event
+            elif kind == "run_started" and isinstance(event.get("ts"), int | float):
+                self.started = float(event["ts"])
+            self.formatter.line(event)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError):
+        data = read_json(path)
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class LiveJobs:
+    """The live view's data: call :meth:`snapshot` as often as you like."""
+
+    def __init__(
+        self, home: Path | None = None, session: str | None = None, limit: int = 50
+    ) -> None:
+        from subagents.jobs import JobStore
+
+        self.store = JobStore(home or paths.state_home())
+        self.session = session
+        self.limit = limit
+        self._tails: dict[str, RunTail] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
+        self._results: dict[str, dict[str, Any]] = {}
+
+    def run_dir(self, run_id: str) -> Path:
+        return paths.runs_dir(self.store.home) / run_id
+
+    def _run_row(self, job: dict[str, Any], run_id: str | None, first: bool) -> RunRow:
+        base = {
+            "job_id": job["jobId"],
+            "run_id": run_id,
+            "mode": job.get("mode") or "",
+            "first_of_job": first,
+        }
+        if run_id is None:  # not started yet
+            return RunRow(
+                **base,
+                agent="-",
+                backend="-",
+                status=job.get("status") or "pending",
+                elapsed=None,
+                tools=0,
+                tokens=0,
+                cost=None,
+                activity="",
+            )
+        result = self._results.get(run_id)
+        if result is None:
+            result = _read(self.run_dir(run_id) / "result.json") or None
+            if result is not None:
+                self._results[run_id] = result  # written once: never read again
+                self._tails.pop(run_id, None)
+        if result is not None:
+            usage = result.get("usage") or {}
+            duration = _num(result.get("durationMs"))
+            answer = (result.get("finalText") or result.get("errorMessage") or "").strip()
+            return RunRow(
+                **base,
+                agent=str(result.get("agent") or result.get("backend") or "-"),
+                backend=str(result.get("backend") or "-"),
+                status=str(result.get("status")),
+                elapsed=None if duration is None else duration / 1000,
+                tools=int(result.get("toolCalls") or 0),
+                tokens=int(usage.get("totalTokens") or 0),
+                cost=_num(usage.get("cost")),
+                activity=answer.splitlines()[0][:ACTIVITY_LEN] if answer else "",
+            )
+        meta = self._meta.get(run_id)
+        if meta is None:
+            meta = self._meta[run_id] = _read(self.run_dir(run_id) / "meta.json")
+        tail = self._tails.get(run_id)
+        if tail is None:
+            tail = self._tails[run_id] = RunTail(self.run_dir(run_id))
+        tail.poll()
+        started = tail.started or _num(meta.get("createdAt"))
+        return RunRow(
+            **base,
+            agent=str(meta.get("agent") or meta.get("backend") or "-"),
+            backend=str(meta.get("backend") or "-"),
+            status=str(job.get("status") or "running"),
+            elapsed=None if started is None else max(0.0, time.time() - started),
+            tools=tail.tools,
+            tokens=int(tail.usage.get("totalTokens") or 0),
+            cost=_num(tail.usage.get("cost")),
+            activity=tail.formatter.activity() or "starting",
+        )
+
+    def snapshot(self) -> Snapshot:
+        from subagents.jobs import TERMINAL
+
+        snap = Snapshot()
+        for job in self.store.list(self.limit, self.session):
+            if job.get("status") not in TERMINAL:
+                with contextlib.suppress(OSError, ValueError):
+                    job["status"] = self.store.recover_if_orphaned(job["jobId"]).get("status")
+            snap.jobs += 1
+            snap.running += job.get("status") not in TERMINAL
+            run_ids = job.get("runIds") or [None]
+            for i, run_id in enumerate(run_ids):
+                row = self._run_row(job, run_id, i == 0)
+                snap.rows.append(row)
+                snap.tokens += row.tokens
+                if row.cost is not None:
+                    snap.cost = (snap.cost or 0.0) + row.cost
+        return snap
+
+    def transcript(self, run_id: str, offset: int) -> tuple[str, int]:
+        """The run's transcript from *offset* on, and the offset after it."""
+        path = self.run_dir(run_id) / "transcript.md"
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                f.seek(offset)
+                text = f.read()
+                return text, f.tell()
+        except FileNotFoundError:
+            return "", offset
+
+    def stop(self, job_id: str) -> str:
+        from subagents import api
+
+        return str(api.stop_job(self.store, job_id).get("status"))

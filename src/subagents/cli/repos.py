@@ -1,0 +1,77 @@
+"""Working on real repositories: ``subagents continue`` and ``subagents apply``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from subagents.cli.app import fail, main, print_json
+
+
+@main.command(name="continue")
+@click.argument("run_id")
+@click.argument("task")
+@click.option(
+    "--bg", is_flag=True, help="Run in the background: print the job id and return at once."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the new run's result.json on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--session",
+    help="Session to record lifecycle entries in (default: $SUBAGENTS_SESSION or 'default').",
+)
+def continue_(
+    run_id: str, task: str, bg: bool, as_json: bool, quiet: bool, session: str | None
+) -> None:
+    """Continue a finished run: its child resumes its own conversation with TASK.
+
+    A new run (and job) that records `continuedFrom`; an isolated run goes on in its own
+    worktree branch. TASK '-' reads the task from stdin. RUN_ID is any unique prefix.
+    """
+    from subagents import api
+    from subagents.cli.delegate import run_in_foreground
+
+    if task == "-":
+        task = sys.stdin.read()
+    try:
+        job = api.prepare_continuation(run_id, task, background=bg, session=session)
+    except api.BadRequest as exc:
+        fail(str(exc))
+    if bg:
+        job_id = api.start_background(job)
+        if as_json:
+            print_json({"jobId": job_id})
+        else:
+            click.echo(job_id)
+        sys.exit(0)
+    run_in_foreground(job, as_json=as_json, quiet=quiet)
+
+
+@main.command()
+@click.argument("run_id")
+@click.option(
+    "--cwd",
+    type=click.Path(path_type=Path),
+    help="The working tree to apply to (default: the current directory).",
+)
+def apply(run_id: str, cwd: Path | None) -> None:
+    """Apply an isolated run's changes to the working tree (a 3-way merge).
+
+    Only the working tree changes (the index is left as it is). On a conflict nothing is
+    changed and the conflicting files are named (exit 1). RUN_ID is any unique prefix.
+    """
+    from subagents import api
+    from subagents.runs import WorktreeError
+
+    try:
+        changed = api.apply_run(run_id, cwd)
+    except api.BadRequest as exc:
+        fail(str(exc))
+    except WorktreeError as exc:
+        fail(str(exc), code=1)
+    if not changed:
+        click.echo("nothing to apply: the run changed no files", err=True)
+        return
+    click.echo(f"applied {len(changed)} file(s): {', '.join(changed)}", err=True)

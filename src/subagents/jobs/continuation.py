@@ -1,0 +1,119 @@
+"""Continuing a run: a new single-run job whose child resumes the earlier child's own
+conversation (``subagents continue RUN TEXT``), and the chain of runs that led to a run.
+
+The new run repeats the earlier run's request (backend, model, agent, tools, system prompt,
+environment, isolation) from its job's plan, with the follow-up as its task; how the child
+resumes is the backend's business (``Backend.resume_point``), and an isolated run goes on in
+its own worktree branch (``runs.launch``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from subagents.core import ids, paths
+from subagents.core.files import read_json
+from subagents.jobs.orchestrator import JobPlan, PlanOptions
+from subagents.jobs.spec import PlanError
+from subagents.jobs.store import JobStore
+from subagents.runs import RunRequest
+
+
+def resolve_run(home: Path, prefix: str) -> str:
+    """A full run id from any unambiguous prefix (``PlanError`` otherwise)."""
+    prefix = prefix.strip().lower()
+    if not ids.is_valid_id_prefix(prefix):
+        raise PlanError(f"not a run id: {prefix!r}")
+    try:
+        names = sorted(
+            e.name for e in os.scandir(paths.runs_dir(home)) if e.name.startswith(prefix)
+        )
+    except FileNotFoundError:
+        names = []
+    if not names:
+        raise PlanError(f"no run with id {prefix!r}")
+    if len(names) > 1:
+        raise PlanError(f"ambiguous run id {prefix!r}: matches {len(names)} runs")
+    return names[0]
+
+
+def read_run(home: Path, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A run's ``meta.json`` and its ``result.json`` (None while it runs)."""
+    run_dir = paths.runs_dir(home) / run_id
+    try:
+        meta = read_json(run_dir / "meta.json")
+    except (OSError, ValueError):
+        raise PlanError(f"run {run_id}: its meta.json is missing or unreadable") from None
+    try:
+        result = read_json(run_dir / "result.json")
+    except FileNotFoundError:
+        result = None
+    except (OSError, ValueError):
+        raise PlanError(f"run {run_id}: its result.json is unreadable") from None
+    return meta, result
+
+
+def _original_request(store: JobStore, run_id: str, meta: dict[str, Any]) -> RunRequest:
+    """The request that started ``run_id``, from its job's plan."""
+    job_id = meta.get("jobId")
+    try:
+        state = store.load(str(job_id))
+        index = list(state.get("runIds") or []).index(run_id)
+        return RunRequest(**state["plan"]["requests"][index])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        raise PlanError(
+            f"run {run_id}: the job that started it ({job_id}) is gone or unreadable"
+        ) from None
+
+
+def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions) -> JobPlan:
+    """The plan of a run continuing ``run`` with ``task``; every problem is a ``PlanError``."""
+    from subagents.backends import BackendError, get_backend
+
+    if not task.strip():
+        raise PlanError("the follow-up task is empty")
+    run_id = resolve_run(store.home, run)
+    meta, result = read_run(store.home, run_id)
+    if result is None:
+        raise PlanError(
+            f"run {run_id} has not ended yet; wait for it first (subagents wait {run_id})"
+        )
+    name = str(meta.get("backend"))
+    try:
+        backend = get_backend(name)
+    except BackendError as exc:
+        raise PlanError(str(exc)) from None
+    if not backend.can_continue:
+        raise PlanError(f"{name} cannot continue a run")
+    earlier = _original_request(store, run_id, meta)
+    req = replace(
+        earlier,
+        task=task,
+        job_id=None,
+        continue_from=run_id,
+        runner=options.runner or earlier.runner,
+    )
+    from subagents.runs import InputError, check
+
+    try:
+        check(req, options.limits, os.environ)
+    except InputError as exc:
+        raise PlanError(str(exc)) from None
+    return JobPlan("single", [req], options.limits, 1, options.session)
+
+
+def chain_of(home: Path, run_id: str, limit: int = 50) -> list[str]:
+    """The runs that led to ``run_id`` through ``continue``, oldest first, ending with it."""
+    chain = [run_id]
+    while len(chain) < limit:
+        try:
+            earlier = read_json(paths.runs_dir(home) / chain[0] / "meta.json").get("continuedFrom")
+        except (OSError, ValueError, AttributeError):
+            break
+        if not isinstance(earlier, str) or earlier in chain:
+            break
+        chain.insert(0, earlier)
+    return chain

@@ -1,0 +1,125 @@
+"""What delegation cost: tokens and USD totalled from the session logs' end entries, in all
+or one session, optionally grouped by agent, backend, model or day.
+
+A job's end entry carries its usage summed over its runs. Grouping by agent, backend or
+model needs each run's own usage: the caller passes ``runs_of(job_id)`` (the job's run
+results, from its job directory) and, where a job's directory is gone, the entry itself
+stands in as one run (its ``agentName`` and ``model``; backend ``unknown``).
+
+A cost the CLI did not report (``null``) is never guessed: such runs are counted as
+``unpriced`` and the cost is the sum of the known ones (``null`` if none is known).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from subagents.lifecycle.sessionlog import epoch, read, session_path
+
+END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
+GROUPS = ("agent", "backend", "model", "day")
+TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+UNKNOWN = "unknown"
+
+RunsOf = Callable[[str], "list[Mapping[str, Any]] | None"]
+
+
+def session_files(home: Path, session: str | None = None) -> list[Path]:
+    """One session's log (ValueError for a bad id), or every session's."""
+    if session is not None:
+        return [session_path(home, session)]
+    directory = Path(home) / "sessions"
+    try:
+        return sorted(p for p in directory.iterdir() if p.suffix == ".jsonl")
+    except FileNotFoundError:
+        return []
+
+
+def end_entries(
+    home: Path, session: str | None = None, since: float | None = None
+) -> list[dict[str, Any]]:
+    """The end entries of one or every session, ended at or after *since* (epoch s)."""
+    out = []
+    for path in session_files(home, session):
+        for entry in read(path):
+            if entry.get("eventType") not in END_EVENTS:
+                continue
+            when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
+            if since is not None and (when is None or when < since):
+                continue
+            out.append(entry)
+    return out
+
+
+def _zero() -> dict[str, Any]:
+    return {"jobs": 0, "runs": 0, **dict.fromkeys(TOKEN_KEYS, 0), "cost": None, "unpriced": 0}
+
+
+def _add(row: dict[str, Any], usage: Any, job_ids: set[str], job_id: str | None) -> None:
+    usage = usage if isinstance(usage, Mapping) else {}
+    row["runs"] += 1
+    if job_id and job_id not in job_ids:
+        job_ids.add(job_id)
+        row["jobs"] += 1
+    for key in TOKEN_KEYS:
+        value = usage.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            row[key] += int(value)
+    cost = usage.get("cost")
+    if isinstance(cost, int | float) and not isinstance(cost, bool):
+        row["cost"] = (row["cost"] or 0.0) + float(cost)
+    else:
+        row["unpriced"] += 1
+
+
+def _day(entry: Mapping[str, Any]) -> str:
+    when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
+    return datetime.fromtimestamp(when).strftime("%Y-%m-%d") if when is not None else UNKNOWN
+
+
+def _units(
+    entry: Mapping[str, Any], by: str | None, runs_of: RunsOf | None
+) -> list[tuple[str, Any]]:
+    """(group key, usage) for each unit the entry counts as: the job, or each of its runs."""
+    if by is None:
+        return [("total", entry.get("usage"))]
+    if by == "day":
+        return [(_day(entry), entry.get("usage"))]
+    runs = runs_of(str(entry.get("jobId"))) if runs_of and entry.get("jobId") else None
+    if not runs:
+        stand_in = {"agent": entry.get("agentName"), "model": entry.get("model")}
+        return [(str(stand_in.get(by) or UNKNOWN), entry.get("usage"))]
+    return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
+
+
+def totals(
+    entries: Iterable[Mapping[str, Any]],
+    *,
+    by: str | None = None,
+    runs_of: RunsOf | None = None,
+) -> dict[str, Any]:
+    """``{"by", "rows": [{"key", "jobs", "runs", input…totalTokens, "cost", "unpriced"}],
+    "total": {…}}``; rows sorted by cost then tokens, most first (by day: oldest first).
+    ``runs`` counts jobs where the grouping is per job (no ``by``, or ``day``)."""
+    if by is not None and by not in GROUPS:
+        raise ValueError(f"invalid grouping {by!r}: expected one of {', '.join(GROUPS)}")
+    rows: dict[str, dict[str, Any]] = {}
+    jobs_in: dict[str, set[str]] = {}
+    total = _zero()
+    all_jobs: set[str] = set()
+    for entry in entries:
+        job_id = entry.get("jobId") if isinstance(entry.get("jobId"), str) else None
+        units = _units(entry, by, runs_of)
+        for key, usage in units:
+            row = rows.setdefault(key, _zero())
+            _add(row, usage, jobs_in.setdefault(key, set()), job_id)
+        # The total counts the job once, whatever its runs: from the entry's summed usage.
+        _add(total, entry.get("usage"), all_jobs, job_id)
+    total["runs"] = sum(row["runs"] for row in rows.values())
+    ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost"] or 0), -kv[1]["totalTokens"]))
+    if by == "day":
+        ordered = sorted(rows.items())
+    return {"by": by, "rows": [{"key": k, **v} for k, v in ordered], "total": total}

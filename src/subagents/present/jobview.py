@@ -1,0 +1,61 @@
+"""The live view's rows (one per run) and how their numbers are written: kept apart from the
+Textual app so that gathering them costs no TUI import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RunRow:
+    """One run, as a row of ``subagents top``."""
+
+    job_id: str
+    run_id: str | None
+    mode: str
+    agent: str
+    backend: str
+    status: str
+    elapsed: float | None
+    tools: int
+    tokens: int
+    cost: float | None
+    activity: str
+    first_of_job: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{self.job_id}/{self.run_id or '-'}"
+
+
+@dataclass
+class Snapshot:
+    """Everything one refresh shows: the rows and the totals for the footer."""
+
+    rows: list[RunRow] = field(default_factory=list)
+    jobs: int = 0
+    running: int = 0
+    tokens: int = 0
+    cost: float | None = None
+
+
+def elapsed(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
+
+
+def money(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def tokens(count: int) -> str:
+    if count < 10_000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"

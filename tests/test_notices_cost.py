@@ -1,0 +1,170 @@
+"""``subagents notices`` (the Claude Code hook's logic: each background job's end told once)
+and ``subagents cost`` (totals from the session logs), through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+from conftest import Fake
+
+from subagents.jobs import JobStore
+from subagents.lifecycle import cost as costs
+from subagents.lifecycle import sessionlog
+
+SUBAGENTS = str(Path(sys.executable).parent / "subagents")
+CLAUDE_ID = "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383"
+
+
+def sub(
+    *args: str, stdin: str = "", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [SUBAGENTS, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
+    result = {
+        "jobId": job_id,
+        "mode": "single",
+        "status": "completed",
+        "usage": {"input": 20, "output": 10, "totalTokens": 30, "cost": cost},
+        "runs": [{"agent": "scout", "backend": "pi", "status": "completed", "finalText": answer}],
+    }
+    return sessionlog.entry_for_job(result)
+
+
+def hook(home: Path) -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+    return sub("notices", "--claude-hook", stdin=json.dumps(payload))
+
+
+def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
+    isolated_state: Path,
+) -> None:
+    store = JobStore(isolated_state)
+    plan = {"mode": "single", "session": f"claude-{CLAUDE_ID}"}
+    bg = store.create(plan, agents=["scout"], background=True)
+    fg = store.create(plan, agents=["scout"], background=False)
+    log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
+
+    assert hook(isolated_state).stdout == ""  # nothing ended yet: no output at all
+    sessionlog.append(log, end_entry(fg, "foreground answer"))
+    sessionlog.append(log, end_entry(bg, "Found 3 retries.\nDetails follow"))
+    first = hook(isolated_state)
+    assert first.returncode == 0, first.stderr
+    out = json.loads(first.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "UserPromptSubmit"
+    context = out["additionalContext"]
+    assert f'job {bg} completed ($0.0125): completed: scout — "Found 3 retries."' in context
+    assert fg not in context and "Details follow" not in context
+    assert hook(isolated_state).stdout == ""  # told once
+
+    later = store.create(plan, agents=["scout"], background=True)
+    sessionlog.append(log, end_entry(later, "second", cost=None))
+    context = json.loads(hook(isolated_state).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"job {later} completed (cost unknown)" in context and bg not in context
+
+
+def test_racing_hooks_tell_an_end_exactly_once(isolated_state: Path) -> None:
+    log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
+    sessionlog.append(log, end_entry("01m84t0m9p-8m6spb63", "the answer"))
+    payload = json.dumps({"session_id": CLAUDE_ID})
+    procs = [
+        subprocess.Popen(
+            [SUBAGENTS, "notices", "--claude-hook"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    outputs = [p.communicate(payload, timeout=60)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6
+    told = [o for o in outputs if o.strip()]
+    assert len(told) == 1 and "01m84t0m9p-8m6spb63" in told[0], outputs
+
+
+def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
+    for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
+        proc = sub("notices", "--claude-hook", stdin=stdin)
+        assert proc.returncode == 1, (stdin, proc)  # 2 would make Claude Code block the prompt
+        assert proc.stdout == "" and proc.stderr.startswith("subagents notices: ")
+
+
+def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher)}
+    job_ids = []
+    for session, answer in (("alpha", "one"), ("alpha", "two"), ("beta", "three")):
+        proc = sub(
+            "run", "--json", "--session", session, "x", env={**env, **fake.env(pi.answer(answer))}
+        )
+        assert proc.returncode == 0, proc.stderr
+        job_ids.append(json.loads(proc.stdout)["jobId"])
+    runs = [JobStore(isolated_state).load(j)["runs"][0] for j in job_ids]
+    usage = [r["usage"] for r in runs]
+    assert all(u["cost"] > 0 and u["totalTokens"] > 0 for u in usage)
+
+    def report(*args: str) -> dict[str, Any]:
+        proc = sub("cost", "--json", *args)
+        assert proc.returncode == 0, proc.stderr
+        out: dict[str, Any] = json.loads(proc.stdout)
+        return out
+
+    every = report()["total"]
+    assert every["jobs"] == 3 and every["unpriced"] == 0
+    assert every["totalTokens"] == sum(u["totalTokens"] for u in usage)
+    assert every["input"] == sum(u["input"] for u in usage)
+    assert abs(every["cost"] - sum(u["cost"] for u in usage)) < 1e-9
+
+    alpha = report("--session", "alpha")["total"]
+    assert alpha["jobs"] == 2
+    assert alpha["totalTokens"] == usage[0]["totalTokens"] + usage[1]["totalTokens"]
+
+    (by_backend,) = report("--by", "backend")["rows"]
+    assert by_backend["key"] == "pi" and by_backend["runs"] == 3
+    assert by_backend["totalTokens"] == every["totalTokens"]
+    (by_day,) = report("--by", "day")["rows"]
+    assert by_day["jobs"] == 3
+    assert report("--since", "2000-01-01")["total"]["jobs"] == 3
+    assert report("--since", "2999-01-01")["total"]["jobs"] == 0
+
+    table = sub("cost", "--by", "model").stdout
+    assert "MODEL" in table and "total" in table and f"${every['cost']:.4f}" in table
+
+    bad = sub("cost", "--since", "yesterday-ish")
+    assert bad.returncode == 2 and bad.stderr.startswith("subagents: invalid time")
+
+
+def test_totals_by_run_keep_unpriced_runs_apart() -> None:
+    entries = [
+        {**end_entry("j1", "a", cost=0.5), "usage": {"totalTokens": 30, "cost": 0.5}},
+        {**end_entry("j2", "b", cost=None), "usage": {"totalTokens": 7, "cost": None}},
+        {**end_entry("gone", "c", cost=0.25), "agentName": "reviewer", "model": "m2"},
+    ]
+    runs = {
+        "j1": [
+            {"agent": "scout", "usage": {"totalTokens": 10, "cost": 0.2}},
+            {"agent": "worker", "usage": {"totalTokens": 20, "cost": 0.3}},
+        ],
+        "j2": [{"agent": "scout", "usage": {"totalTokens": 7, "cost": None}}],
+    }
+    report = costs.totals(entries, by="agent", runs_of=runs.get)
+    rows = {r["key"]: r for r in report["rows"]}
+    assert rows["scout"]["jobs"] == 2 and rows["scout"]["runs"] == 2
+    assert rows["scout"]["cost"] == 0.2 and rows["scout"]["unpriced"] == 1
+    assert rows["worker"]["cost"] == 0.3
+    assert rows["reviewer"]["runs"] == 1  # its job directory is gone: the entry stands in
+    assert report["total"]["jobs"] == 3 and report["total"]["unpriced"] == 1
+    assert abs(report["total"]["cost"] - 0.75) < 1e-9  # the jobs' own sums: 0.5 + 0.25

@@ -1,0 +1,131 @@
+"""``subagents top`` driven in a real tmux pane (80x24, private tmux server): a background
+job of the real pi CLI, whose mock model has it run ``sleep 300``, shows as a row with its
+activity; Enter shows the run's transcript; ``s`` then ``y`` stops the job; ``q`` quits.
+Off a terminal, ``top`` prints what ``ps`` prints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from conftest import eventually
+
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
+
+SUBAGENTS = str(Path(sys.executable).parent / "subagents")
+needs_tmux_pi = pytest.mark.skipif(
+    shutil.which("tmux") is None or shutil.which("pi") is None, reason="needs tmux and pi"
+)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
+    """``tmux(*args)`` on a private tmux server (its own socket dir), killed afterwards."""
+    sock_dir = Path(f"/tmp/sa-top-{os.getpid()}-{tmp_path.name[-6:]}")
+    sock_dir.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("TMUX_TMPDIR", str(sock_dir))
+    monkeypatch.delenv("TMUX", raising=False)
+
+    def run(*args: str) -> str:
+        return subprocess.run(
+            ["tmux", *args], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+
+    yield run
+    run("kill-server")
+    shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+def start_sleeping_job(tmp_path: Path, url: str) -> tuple[str, dict[str, str]]:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", url)}
+    argv = [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
+    proc = subprocess.run(
+        [*argv, "--cwd", str(work), "wait a while"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["jobId"], env
+
+
+@needs_tmux_pi
+def test_top_shows_follows_and_stops_a_running_job(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    home = Path(os.environ["SUBAGENTS_HOME"])
+    with MockModelServer(Script(command="sleep 300")) as srv:
+        job_id, _ = start_sleeping_job(tmp_path, srv.url)
+        job_file = home / "jobs" / job_id / "job.json"
+
+        def sleeping() -> bool:  # pi has started the mock's `sleep 300`
+            run_ids = json.loads(job_file.read_text()).get("runIds") or []
+            events = home / "runs" / str(run_ids[0]) / "events.jsonl" if run_ids else None
+            return events is not None and events.exists() and "sleep 300" in events.read_text()
+
+        assert eventually(sleeping, timeout=60)
+        tmux(
+            "new-session", "-d", "-s", "top", "-x", "80", "-y", "24",
+            "-e", f"SUBAGENTS_HOME={home}", "--", SUBAGENTS, "top",
+        )  # fmt: skip
+        screen = ""
+
+        def shows(*texts: str) -> bool:
+            nonlocal screen
+            screen = tmux("capture-pane", "-p", "-t", "top")
+            return all(t in screen for t in texts)
+
+        # The job's row (id, agent, status) and, for the selected row, its activity.
+        assert eventually(lambda: shows(job_id[:10], "running", "$ sleep 300"), 30), screen
+        assert all(len(line) <= 80 for line in screen.splitlines())
+        assert "1 jobs · 1 running" in screen, screen
+
+        # Enter: the run's transcript, live.
+        tmux("send-keys", "-t", "top", "Enter")
+        assert eventually(
+            lambda: shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
+        ), screen
+        tmux("send-keys", "-t", "top", "Escape")
+        assert eventually(lambda: shows("JOB", "ELAPSED"), 30), screen
+
+        # s, then y: the job is stopped.
+        tmux("send-keys", "-t", "top", "s")
+        assert eventually(lambda: shows(f"Stop job {job_id}?"), 30), screen
+        tmux("send-keys", "-t", "top", "y")
+
+        def stopped() -> bool:
+            return json.loads(job_file.read_text()).get("status") == "aborted"
+
+        assert eventually(stopped, timeout=60), job_file.read_text()
+        assert eventually(lambda: shows("aborted", "0 running"), 30), screen
+
+        tmux("send-keys", "-t", "top", "q")
+        assert eventually(lambda: "top" not in tmux("list-sessions", "-F", "#S").split(), 30)
+    job = json.loads(job_file.read_text())
+    (run,) = job["runs"]
+    assert run["status"] == "aborted"
+
+
+def test_top_off_a_terminal_prints_ps(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [SUBAGENTS, "top"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+    )
+    assert proc.returncode == 0
+    assert "no jobs yet" in proc.stderr  # what ps says for an empty home
+    with MockModelServer(Script(use_tool=False, final_text="all done")) as srv:
+        job_id, env = start_sleeping_job(tmp_path, srv.url)
+        subprocess.run([SUBAGENTS, "wait", job_id], env=env, timeout=120, check=True)
+    out = subprocess.run(
+        [SUBAGENTS, "top"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
+    ).stdout
+    assert "JOB" in out and job_id in out and "completed" in out

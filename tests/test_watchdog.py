@@ -1,0 +1,98 @@
+"""The stall watchdog, with fake children: a silent child is stalled, a long tool call is
+not, and the abort policy ends a stalled run as failed with a diagnosis that says so.
+
+Stall timeouts are small (0.5-1 s) but nothing asserts how soon anything happens: each
+check waits for an outcome with a generous bound."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pistream as pi
+from conftest import Fake, eventually
+from test_cli_run import cli, fake_env
+
+from subagents.core.files import read_events
+
+
+def _events(result: dict) -> list[dict]:
+    return read_events(Path(result["paths"]["events"]))
+
+
+def stalls(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "notice" and e.get("stalled")]
+
+
+def test_a_silent_child_is_stalled_then_recovers(fake: Fake) -> None:
+    # Silent (no tool call in flight) for 3 s against a 0.5 s stall timeout, then answers.
+    steps = [*pi.start(), {"sleep": 3}, pi.text_end("late but fine"), *pi.end()]
+    result = fake.run(steps, stall_timeout=0.5)
+    assert result["status"] == "completed" and result["finalText"] == "late but fine"
+    notices = stalls(_events(result))
+    assert len(notices) == 1  # said once per silence, not on every tick
+    assert notices[0]["level"] == "warn" and "no tool call in flight" in notices[0]["message"]
+    assert notices[0]["since"] <= notices[0]["ts"]
+
+
+def test_ps_and_show_say_stalled_for_n_s(fake: Fake) -> None:
+    env = fake_env(fake, [*pi.start(), {"sleep": 60}])
+    started = cli(["run", "--bg", "--json", "--stall-timeout", "0.5", "x"], env)
+    assert started.returncode == 0, started.stderr
+    job_id = json.loads(started.stdout)["jobId"]
+    try:
+        assert eventually(lambda: "stalled for" in cli(["ps"]).stdout, timeout=30)
+        shown = cli(["show", job_id]).stdout
+        assert "now: stalled for " in shown and " s" in shown
+    finally:
+        cli(["stop", job_id])
+
+
+def test_a_long_tool_call_is_not_a_stall(fake: Fake) -> None:
+    # A tool call in flight for 3 s (the child prints nothing meanwhile): no stall.
+    steps = [
+        *pi.start(),
+        *pi.tool_use(),
+        {"sleep": 3},
+        *pi.tool_end(),
+        pi.text_end("built"),
+        *pi.end(),
+    ]
+    result = fake.run(steps, stall_timeout=0.5, on_stall="abort")
+    assert result["status"] == "completed", result["errorMessage"]
+    assert stalls(_events(result)) == []
+
+
+def test_abort_policy_fails_a_stalled_run_with_a_diagnosis(fake: Fake) -> None:
+    p = cli(
+        ["run", "--json", "--stall-timeout", "0.5", "--on-stall", "abort", "x"],
+        fake_env(fake, [*pi.start(), {"hang": True}]),
+    )
+    assert p.returncode == 1
+    result = json.loads(p.stdout)
+    assert result["status"] == "failed"
+    assert result["errorMessage"].startswith("stalled: no event for 0.5 s")
+    assert "stalled" in result["diagnostics"]
+    assert len(stalls(_events(result))) == 1
+
+
+def test_tool_timeout_bounds_one_tool_call(fake: Fake) -> None:
+    steps = [*pi.start(), *pi.tool_use(), {"hang": True}]
+    result = fake.run(steps, tool_timeout=0.5)
+    assert result["status"] == "failed"
+    assert "tool timeout of 0.5 s" in result["errorMessage"]
+
+
+def test_config_default_and_zero_turns_it_off(fake: Fake) -> None:
+    steps = [*pi.start(), {"sleep": 2}, pi.text_end("ok"), *pi.end()]
+    env = {**fake_env(fake, steps), "SUBAGENTS_STALL_TIMEOUT": "0.5", "SUBAGENTS_ON_STALL": "abort"}
+    from_config = json.loads(cli(["run", "--json", "x"], env).stdout)
+    assert from_config["status"] == "failed" and "stalled" in from_config["errorMessage"]
+    off = cli(["run", "--json", "--stall-timeout", "0", "x"], env)
+    assert off.returncode == 0, off.stderr
+    assert stalls(_events(json.loads(off.stdout))) == []
+
+
+def test_bad_watchdog_options_are_bad_input(fake: Fake) -> None:
+    p = cli(["run", "--stall-timeout", "-1", "x"], fake_env(fake, pi.answer("x")))
+    assert p.returncode == 2 and "stall_timeout" in p.stderr
