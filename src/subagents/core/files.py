@@ -5,9 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
-
-import orjson
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -34,19 +33,50 @@ def open_private(
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON, UTF-8 (not ASCII-escaped). orjson: a tenth of json's cost on the
-    supervisor's per-event path (bench/bench_peers.py); json for what orjson refuses
-    (integers over 64 bits, keys that are not strings)."""
+    """Compact JSON, UTF-8 (not ASCII-escaped)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_orjson: Any = None
+# 20 digits: the shortest integer that may not fit in 64 bits (orjson makes it a float).
+_LONG_DIGITS = re.compile(rb"[0-9]{20}")
+
+
+def orjson_module() -> Any:
+    """orjson, imported on first use: its import (~15 ms: dataclasses, inspect) costs more
+    than a short run's JSON does, so the supervisor switches to it only on a long stream."""
+    global _orjson
+    if _orjson is None:
+        import orjson
+
+        _orjson = orjson
+    return _orjson
+
+
+def dumps_fast(obj: Any) -> bytes:
+    """:func:`dumps` through orjson (a tenth of json's cost; bench/bench_peers.py), json
+    for what orjson refuses (integers over 64 bits, keys that are not strings). One
+    difference: a NaN or infinite float is written as null (json wrote NaN, which is not
+    JSON)."""
     try:
-        return orjson.dumps(obj)
+        return orjson_module().dumps(obj)  # type: ignore[no-any-return]
     except TypeError:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        return dumps(obj)
+
+
+def loads_exact(data: bytes) -> Any:
+    """Parse JSON through orjson; ``ValueError`` where orjson refuses it (NaN, invalid
+    UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
+    if _LONG_DIGITS.search(data) is not None:
+        raise ValueError("a number orjson may not read exactly")
+    return orjson_module().loads(data)
 
 
 def loads(data: bytes) -> Any:
-    """Parse JSON: orjson, with json's leniency (NaN, lone surrogates) as the fallback."""
+    """Parse JSON written by :func:`dumps` or :func:`dumps_fast`: orjson, json where it
+    cannot read the data exactly."""
     try:
-        return orjson.loads(data)
+        return loads_exact(data)
     except ValueError:
         return json.loads(data)
 
