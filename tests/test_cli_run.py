@@ -184,7 +184,7 @@ def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> 
     }
     p = cli(["doctor"], env)
     assert p.returncode == 0, p.stderr
-    assert "npm install -g @mariozechner/pi-coding-agent" in p.stdout
+    assert "npm install -g @earendil-works/pi-coding-agent" in p.stdout
     rows = [json.loads(x) for x in cli(["doctor", "--json"], env).stdout.splitlines()]
     assert {r["name"] for r in rows} == {"pi", "claude", "codex", "gemini", "opencode"}
     assert all(r["binary"] is None and r["usable"] is False for r in rows)

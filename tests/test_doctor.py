@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -116,3 +117,47 @@ def test_check_backends_covers_all_and_renders_a_table(world: dict[str, str]) ->
     assert rows["claude"].split()[1] == "missing"
     assert "To install:" in lines
     assert "  claude: npm install -g @anthropic-ai/claude-code" in lines
+
+
+# How pi 0.87 dies on Node 20: a stack whose first line is a file path.
+CRASH = 'console.error("file:///x/cli.js:2"); console.error("SyntaxError: nope"); process.exit(1)'
+
+
+def npm_cli(tmp_path: Path, engines: str, body: str = CRASH) -> Path:
+    """An npm-style package whose bin runs on `node` from PATH and wants ``engines``."""
+    pkg = tmp_path / "node_modules" / "tool"
+    (pkg / "dist").mkdir(parents=True)
+    (pkg / "package.json").write_text(json.dumps({"name": "tool", "engines": {"node": engines}}))
+    script = pkg / "dist" / "cli.js"
+    script.write_text("#!/usr/bin/env node\n" + body + "\n")
+    script.chmod(0o755)
+    bindir = tmp_path / "node_modules" / ".bin"
+    bindir.mkdir()
+    (bindir / "pi").symlink_to(script)
+    return bindir / "pi"
+
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+@needs_node
+def test_a_node_too_old_for_the_cli_is_named_with_the_fix(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    pi = npm_cli(tmp_path, ">=999.0.0")
+    env = {**world, "PATH": str(Path(str(NODE)).parent), "SUBAGENTS_PI_BIN": str(pi)}
+    c = check_backend("pi", env)
+    assert not c.usable
+    assert "needs Node >= 999.0.0, but `node` on PATH is v" in c.reason
+    assert "./scripts/setup puts Node 22 in .tools/node_modules/.bin" in c.reason
+
+
+@needs_node
+def test_a_failing_node_cli_is_reported_by_its_error_line(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    pi = npm_cli(tmp_path, ">=1.0.0")  # the Node is new enough: something else broke
+    env = {**world, "PATH": str(Path(str(NODE)).parent), "SUBAGENTS_PI_BIN": str(pi)}
+    c = check_backend("pi", env)
+    assert not c.usable and c.reason == "`pi --version` failed (exit 1): SyntaxError: nope"

@@ -283,7 +283,8 @@ def test_real_pi_tool_call_then_final_text(tmp_path: Path) -> None:
     tool_end = next(e for e in events if e["type"] == "tool_execution_end")
     assert tool_end["isError"] is False
     assert "a.txt" in tool_end["result"]["content"][0]["text"]
-    assert types[-1] == "agent_end"
+    # pi 0.73 ends with agent_end; pi 0.87 adds agent_settled after it.
+    assert types[-1] == "agent_end" or types[-2:] == ["agent_end", "agent_settled"]
     assert n_requests == 2
 
 
@@ -297,10 +298,14 @@ def test_real_pi_server_error_with_retries(tmp_path: Path) -> None:
     types = [e["type"] for e in events]
     ends = assistant_ends(events)
     assert ends and all(m["stopReason"] == "error" for m in ends)
-    assert ends[-1]["errorMessage"] == "500 mock server error"
+    # pi 0.73: "500 mock server error"; pi 0.87: '500: {"message":"mock server error",...}'.
+    assert (
+        ends[-1]["errorMessage"].startswith("500")
+        and "mock server error" in ends[-1]["errorMessage"]
+    )
     starts = [e for e in events if e["type"] == "auto_retry_start"]
     assert [e["attempt"] for e in starts] == [1]
-    assert starts[0]["errorMessage"] == "500 mock server error"
+    assert "mock server error" in starts[0]["errorMessage"]
     assert types.count("agent_start") == 2  # the retry starts a new agent run
     retry_end = next(e for e in events if e["type"] == "auto_retry_end")
     assert retry_end["success"] is False

@@ -45,6 +45,7 @@ class PreparedJob:
     store: JobStore
     job_id: str
     plan: JobPlan
+    driver_pid: int | None = None  # set by start_background
 
 
 def prepare_job(
@@ -181,7 +182,7 @@ def start_background(job: PreparedJob) -> str:
     from subagents.jobs import start_background as launch
 
     job.store.update(job.job_id, background=True)
-    launch(job.store, job.job_id)
+    job.driver_pid = launch(job.store, job.job_id)
     return job.job_id
 
 

@@ -1,7 +1,10 @@
-"""pi (`@mariozechner/pi-coding-agent`) in json mode."""
+"""pi in json mode: `@mariozechner/pi-coding-agent` up to 0.73, `@earendil-works/pi-coding-agent`
+since 0.74 (0.87 needs Node >= 22). Both stream shapes are handled; 0.87 adds `agent_end.willRetry`,
+`agent_settled`, a `role: "system"` message, `rawStopReason` and delta-only `message_update`s."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
@@ -31,6 +34,22 @@ def _pi_usage(u: Any) -> dict[str, Any]:
         "totalTokens": u.get("totalTokens") or 0,
         "cost": total_cost if isinstance(total_cost, (int, float)) else None,
     }
+
+
+def _error_text(message: Any) -> str:
+    """pi 0.87 reports an HTTP error as ``"500: {json body}"``; say ``"500 <message>"`` as 0.73 did."""
+    text = str(message)
+    status, sep, body = text.partition(": ")
+    if sep and status.isdigit() and body.startswith("{"):
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return text
+        inner = obj.get("error", obj) if isinstance(obj, dict) else None
+        msg = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(msg, str) and msg:
+            return f"{status} {msg}"
+    return text
 
 
 # Events after which the run is plainly still going: they disarm a pending completion.
@@ -78,12 +97,17 @@ class PiNormalizer(Normalizer):
             ]
         if t == "auto_retry_start":
             self.failed = False
-            msg = f"retrying after error (attempt {obj.get('attempt')}/{obj.get('maxAttempts')}): {obj.get('errorMessage', '')}"
+            msg = f"retrying after error (attempt {obj.get('attempt')}/{obj.get('maxAttempts')}): {_error_text(obj.get('errorMessage', ''))}"
             return [ev.notice("warn", msg)]
         if t == "auto_retry_end" and not obj.get("success"):
             # Retries exhausted: the error message that preceded them is the end.
             self.terminal = ev.is_terminal(self.stop_reason)
-            return [ev.notice("error", f"retries exhausted: {obj.get('finalError', '')}")]
+            return [
+                ev.notice("error", f"retries exhausted: {_error_text(obj.get('finalError', ''))}")
+            ]
+        if t == "agent_end" and obj.get("willRetry"):
+            # pi 0.87 says up front that an auto-retry follows: the error was not the end.
+            self.terminal = False
         if t == "agent_settled":
             self.terminal = self.terminal or ev.is_terminal(self.stop_reason)
         return []
@@ -117,7 +141,7 @@ class PiNormalizer(Normalizer):
         )
         if self.stop_reason == ev.ERROR or self.stop_reason == ev.ABORTED:
             self.failed = True
-            self.error_message = str(
+            self.error_message = _error_text(
                 msg.get("errorMessage") or f"model stopped with {self.stop_reason}"
             )
             out.append(ev.error(self.error_message, fatal=False))
@@ -130,7 +154,7 @@ class PiNormalizer(Normalizer):
 class PiBackend(Backend):
     name = "pi"
     default_binary = "pi"
-    install_hint = "npm install -g @mariozechner/pi-coding-agent"
+    install_hint = "npm install -g @earendil-works/pi-coding-agent"
     supports_tools = True
     supports_system_prompt = True
     supports_thinking = True

@@ -93,6 +93,21 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--progress",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="Progress on stderr: lines for people, or JSON records one a line for programs "
+    "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
+    "toolCount, usage; see docs/pi.md).",
+)
+@click.option(
+    "--parent-pid",
+    type=int,
+    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
+    "that started this command died. Foreground only.",
+)
 def run(
     tasks: tuple[str, ...],
     agent: str | None,
@@ -114,6 +129,8 @@ def run(
     bg: bool,
     as_json: bool,
     quiet: bool,
+    progress: str,
+    parent_pid: int | None,
 ) -> None:
     """Run TASK(s) on child agents and print the final answer.
 
@@ -121,6 +138,7 @@ def run(
     with --plan the job comes from a file. TASK '-' reads the task from stdin.
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
+    Put `--` before a TASK that starts with '-'.
     """
     from subagents.jobs import PlanError, load_plan, parse_job
 
@@ -180,7 +198,7 @@ def run(
     if bg:
         job_id = api.start_background(job)
         if as_json:
-            print_json({"jobId": job_id})
+            print_json({"jobId": job_id, "pid": job.driver_pid})
         else:
             click.echo(job_id)
             if not quiet:
@@ -188,7 +206,34 @@ def run(
                     f"started in the background; follow with: subagents logs -f {job_id}", err=True
                 )
         sys.exit(0)
-    run_in_foreground(job, as_json=as_json, quiet=quiet)
+    if parent_pid is not None:
+        stop_when_gone(parent_pid)
+    run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
+
+
+def stop_when_gone(pid: int) -> None:
+    """SIGTERM this process (which stops the job, recording it 'aborted') once ``pid`` ends.
+
+    A parent killed outright (pi in print mode on Ctrl-C) never tells its children: without
+    this a foreground job would run on, orphaned."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from subagents.core import procs
+
+    try:
+        ident = procs.identity(pid)
+    except Exception:
+        fail(f"--parent-pid {pid}: no such process")
+
+    def watch() -> None:
+        while procs.is_alive(ident):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
 def _for_one_task(message: str, source: str, steps: int) -> str:
@@ -211,18 +256,29 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
 
 
-def run_in_foreground(job: Any, *, as_json: bool, quiet: bool) -> NoReturn:
+def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
     from subagents import api
     from subagents.jobs import exit_code
 
+    labels = api.run_labels(job)
     if quiet:
         # Nothing shown: the run's events are not read here at all (nor rich imported).
         result = api.drive(job)
+    elif progress == "jsonl":
+        from subagents.present import JsonlFeed
+
+        def run_id(index: int) -> str | None:
+            ids = job.store.load(job.job_id).get("runIds") or []
+            return ids[index] if index < len(ids) and ids[index] else None
+
+        feed = JsonlFeed(sys.stderr, job.job_id, job.plan.mode, labels, run_id)
+        feed.started()
+        result = api.drive(job, on_event=feed.event)
     else:
         from subagents.present import Display
 
-        display = Display(labels=api.run_labels(job))
+        display = Display(labels=labels)
         display.started(job)
         with display:
             result = api.drive(job, on_event=display.event)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Callable, Mapping
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from subagents.backends import BackendError, get_backend, known_backends
+from subagents.cli.nodecheck import node_too_old
 from subagents.runs import InputError, Limits, resolve_binary
 
 VERSION_TIMEOUT = 10.0
@@ -190,6 +192,14 @@ def _first_line(data: bytes) -> str:
     return ""
 
 
+def _error_line(data: bytes) -> str:
+    """The line naming the error (a Node stack starts with a file path), else the first."""
+    for line in data.decode("utf-8", "replace").splitlines():
+        if re.match(r"\s*\w*(Error|Exception)\b", line):
+            return line.strip()[:200]
+    return _first_line(data)
+
+
 def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """``(version, None)`` or ``(None, why it could not be read)``."""
     what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
@@ -215,7 +225,7 @@ def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str |
         proc.wait()
         return None, f"{what} did not answer within {VERSION_TIMEOUT:g}s"
     if proc.returncode != 0:
-        detail = _first_line(err) or _first_line(out)
+        detail = _error_line(err) or _first_line(out)
         return None, f"{what} failed (exit {proc.returncode})" + (f": {detail}" if detail else "")
     line = _first_line(out) or _first_line(err)
     return (line or "unknown"), None
@@ -241,6 +251,9 @@ def check_backend(
         reason = str(exc) if configured else f"{backend.default_binary!r} not found on PATH"
         return BackendCheck(name, None, None, False, reason, hint)
     version, problem = _version(backend.version_argv(binary), env)
+    old_node = node_too_old(binary, env)
+    if old_node is not None:
+        return BackendCheck(name, binary, version, False, old_node, hint)
     if problem is not None:
         return BackendCheck(name, binary, None, False, problem, hint)
     creds = backend.credentials_hint(env)

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from subagents.present.diagnostics import fence as fence
     from subagents.present.diagnostics import render as render_diagnostics
     from subagents.present.display import Display as Display
+    from subagents.present.feed import JsonlFeed as JsonlFeed
     from subagents.present.humanize import humanize_tool_call as humanize_tool_call
     from subagents.present.humanize import one_line as one_line
     from subagents.present.jobview import RunRow as RunRow
@@ -31,9 +32,11 @@ _NAMES = {
     "RunRow": "jobview",
     "Snapshot": "jobview",
     "run_top": "top",
+    "JsonlFeed": "feed",
 }
 __all__ = [
     "Display",
+    "JsonlFeed",
     "ProgressFormatter",
     "RunRow",
     "Snapshot",

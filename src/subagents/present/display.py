@@ -17,21 +17,11 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from subagents.present.progress import ProgressFormatter
+from subagents.present.runstate import RunState
 
 
 def _tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
-
-
-class _RunState:
-    def __init__(self, label: str, max_len: int | None) -> None:
-        self.label = label
-        self.fmt = ProgressFormatter(max_len=max_len)
-        self.t0: float | None = None
-        self.tools = 0
-        self.usage: dict[str, Any] = {}
-        self.status: str | None = None
 
 
 class Display:
@@ -45,7 +35,7 @@ class Display:
         self.multi = len(labels) > 1
         width = max(40, self.console.width - 4) if self.live_mode else None
         self.runs = [
-            _RunState(f"[{i + 1}] {label}" if self.multi else label, width)
+            RunState(f"[{i + 1}] {label}" if self.multi else label, width)
             for i, label in enumerate(labels)
         ]
         self._live: Live | None = None
@@ -79,7 +69,7 @@ class Display:
             self._live.__exit__(exc_type, exc, tb)
             self._live = None
 
-    def _status_line(self, run: _RunState) -> Text:
+    def _status_line(self, run: RunState) -> Text:
         now = time.monotonic()
         frame = self._spinner.render(now)
         line = Text.assemble(frame if isinstance(frame, Text) else Text(str(frame)), " ")
@@ -107,16 +97,7 @@ class Display:
     def event(self, index: int, event: dict[str, Any]) -> None:
         with self._lock:
             run = self.runs[index] if index < len(self.runs) else self.runs[-1]
-            kind = event.get("type")
-            if kind == "run_started":
-                run.t0 = time.monotonic()
-            elif kind == "tool_call":
-                run.tools += 1
-            elif kind == "usage":
-                run.usage = event
-            elif kind == "run_finished":
-                run.status = str(event.get("status"))
-            line = run.fmt.line(event)
+            line = run.update(event)
             if line and self.enabled and not self.live_mode:
                 # Off a terminal rich would only copy the text out (tabs expanded), at
                 # ~50 us a line: 10 s of a chatty run's 200k events.

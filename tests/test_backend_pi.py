@@ -1,0 +1,170 @@
+"""pi backend: real captured streams of pi 0.73.1 and 0.87.1 replayed through a real
+supervisor (the conformance kit), plus the 0.87 traps with hand-written lines."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents.backends import get_backend
+from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
+from subagents.runs.launch import Limits, RunRequest, start
+from subagents.testing.conformance import Case, check_backend
+
+STREAMS = Path(__file__).parent / "fixtures" / "streams"
+U15 = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15, "cost": 0}
+U30 = {"input": 20, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30, "cost": 0}
+RUN = ("assistant_text", "tool_call", "tool_result", "usage")
+
+CASES = {
+    "pi": Case(STREAMS / "pi.jsonl", "completed", "All done.", "stop", 1, {"totalTokens": 264}),
+    "pi.ls": Case(STREAMS / "pi.ls.jsonl", "completed", "DONE", "stop", 1, U30, event_types=RUN),
+    "pi.text-only": Case(STREAMS / "pi.text-only.jsonl", "completed", "DONE", "stop", 0, U15),
+    "pi087.text-only": Case(
+        STREAMS / "pi087.text-only.jsonl", "completed", "DONE", "stop", 0, U15, "mock-model"
+    ),
+    "pi087.ls": Case(
+        STREAMS / "pi087.ls.jsonl",
+        "completed",
+        "Found: a.txt, b.py",
+        "stop",
+        1,
+        U30,
+        "mock-model",
+        event_types=RUN,
+    ),
+    "pi087.error500": Case(
+        STREAMS / "pi087.error500.jsonl",
+        "failed",
+        stop_reason="error",
+        tool_calls=0,
+        error_contains="500 mock server error",
+        event_types=("notice", "error"),
+    ),
+    "pi087.error500-noretry": Case(
+        STREAMS / "pi087.error500-noretry.jsonl",
+        "failed",
+        stop_reason="error",
+        error_contains="500 mock server error",
+    ),
+    "pi087.error500-recovers": Case(
+        STREAMS / "pi087.error500-recovers.jsonl",
+        "completed",
+        "DONE",
+        "stop",
+        0,
+        U15,
+        event_types=("notice", "assistant_text"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pi_streams_conform(name: str, tmp_path: Path) -> None:
+    assert check_backend("pi", [CASES[name]], tmp_path) == []
+
+
+def _error_end() -> dict[str, Any]:
+    body = '500: {"message":"mock server error","type":"server_error","code":null}'
+    return {
+        "type": "message_end",
+        "message": {
+            "role": "assistant",
+            "content": [],
+            "stopReason": "error",
+            "errorMessage": body,
+        },
+    }
+
+
+def test_pi087_agent_end_will_retry_disarms_the_error() -> None:
+    norm = get_backend("pi").normalizer()
+    norm.feed(_error_end())
+    assert norm.terminal and norm.failed
+    assert norm.error_message == "500 mock server error"
+    norm.feed({"type": "agent_end", "messages": [], "willRetry": True})
+    assert not norm.terminal  # a retry follows: not the end, even before auto_retry_start
+
+
+def test_pi087_agent_end_without_retry_keeps_the_error_terminal() -> None:
+    norm = get_backend("pi").normalizer()
+    norm.feed(_error_end())
+    norm.feed({"type": "agent_end", "messages": [], "willRetry": False})
+    norm.feed({"type": "agent_settled"})
+    assert norm.terminal and norm.failed
+
+
+def test_pi087_system_message_and_entries_are_ignored() -> None:
+    norm = get_backend("pi").normalizer()
+    assert norm.feed({"type": "message_end", "message": {"role": "system", "content": ""}}) == []
+    assert norm.feed({"type": "entry_appended", "entry": {"type": "custom"}}) == []
+
+
+# --------------------------------------------------------------------------- both real versions
+
+REPO = Path(__file__).resolve().parent.parent
+PI_073 = REPO / ".tools" / "pi073" / "node_modules" / ".bin" / "pi"
+
+
+def _pi_bins() -> list[Any]:
+    """The pi 0.87 on PATH (scripts/setup: .tools, run by Node 22) and 0.73.1 (.tools/pi073)."""
+    out = []
+    for want, binary in (("0.87", shutil.which("pi")), ("0.73", str(PI_073))):
+        version = ""
+        if binary and Path(binary).exists():
+            p = subprocess.run(
+                [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
+            )
+            version = (p.stdout or p.stderr).strip()  # 0.73 prints it on stderr
+        ok = version.startswith(want + ".")
+        reason = f"pi {want} not installed (./scripts/setup --test); found {version or 'none'}"
+        out.append(
+            pytest.param(binary, id=f"pi{want}", marks=pytest.mark.skipif(not ok, reason=reason))
+        )
+    return out
+
+
+def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str, Any]:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    with MockModelServer(script) as srv:
+        env = {**write_pi_config(tmp_path / "agent", srv.url, **config), "SUBAGENTS_PI_BIN": binary}
+        req = RunRequest(
+            task="list files", backend="pi", cwd=str(work), env=env, model="mock/mock-model"
+        )
+        result = start(req, Limits()).wait(timeout=120)
+    assert result is not None, "the pi run did not finish"
+    return result
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
+    result = _run(tmp_path, binary, Script(final_text="Listed: {tool_output}."))
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["finalText"] == "Listed: a.txt."
+    assert result["toolCalls"] == 1 and result["stopReason"] == "stop"
+    assert result["usage"]["totalTokens"] == 30 and result["model"] == "mock-model"
+    assert not result.get("forcedCleanup")
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary: str) -> None:
+    retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
+    result = _run(tmp_path, binary, Script(error_status=500, error_times=-1), retry=retry)
+    assert result["status"] == "failed"
+    assert result["errorMessage"] == "500 mock server error"  # both versions, same words
+    assert "## Error" in result["diagnostics"]
+
+
+@pytest.mark.parametrize("binary", _pi_bins())
+def test_real_pi_recovers_after_one_error(tmp_path: Path, binary: str) -> None:
+    retry = {"enabled": True, "maxRetries": 2, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
+    script = Script(error_status=500, error_times=1, use_tool=False, final_text="DONE")
+    result = _run(tmp_path, binary, script, retry=retry)
+    assert result["status"] == "completed" and result["finalText"] == "DONE"
+    assert result["errorMessage"] is None

@@ -1,0 +1,376 @@
+"""The pi package (integrations/pi) end to end: the real pi 0.87 as the parent, loading the
+package with ``-e``, scripted by the mock model to call the ``subagent`` tool; the tool runs
+the real ``subagents`` CLI, whose children are real pi runs against the same mock (or a
+second, broken or slow, mock as their own provider).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
+
+REPO = Path(__file__).resolve().parent.parent
+EXTENSION = REPO / "integrations" / "pi" / "index.ts"
+SUBAGENTS = Path(sys.executable).with_name("subagents")
+CHILD_ANSWER = "Hello from the mock model."
+
+
+def _pi_version() -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run(
+            ["pi", "--version"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    try:
+        return tuple(int(x) for x in out.stdout.strip().split("."))
+    except ValueError:
+        return None
+
+
+_VERSION = _pi_version()
+pytestmark = pytest.mark.skipif(
+    _VERSION is None or _VERSION < (0, 87) or not SUBAGENTS.exists(),
+    reason="needs pi >= 0.87 on PATH (with Node >= 22) and the subagents CLI in the venv",
+)
+
+
+def add_provider(agent_dir: Path, name: str, base_url: str) -> None:
+    """A second provider in the parent's models.json: children given ``name/mock-model``
+    talk to another mock server."""
+    path = agent_dir / "models.json"
+    models = json.loads(path.read_text())
+    models["providers"][name] = {**models["providers"]["mock"], "baseUrl": base_url + "/v1"}
+    path.write_text(json.dumps(models))
+
+
+class Parent:
+    """A pi parent against ``server``, with the package loaded and a session directory."""
+
+    def __init__(self, tmp: Path, server: MockModelServer) -> None:
+        self.tmp = tmp
+        self.work = tmp / "project"
+        self.work.mkdir(exist_ok=True)
+        self.agent_dir = tmp / "pi-agent"
+        self.sessions = tmp / "sessions"
+        self.env = {
+            **os.environ,
+            **write_pi_config(self.agent_dir, server.url, retry={"enabled": False}),
+            "SUBAGENTS_BIN": str(SUBAGENTS),
+        }
+        self.env.pop("PI_SUBAGENTS_CHILD", None)
+
+    def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
+        argv = pi_argv(prompt)
+        argv.remove("--no-session")
+        argv[-1:-1] = ["--session-dir", str(self.sessions), *extra]
+        if load:
+            argv[-1:-1] = ["-e", str(EXTENSION)]
+        p = subprocess.run(
+            argv,
+            cwd=self.work,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+        return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
+
+    def spawn(self, argv: list[str], stdin: int) -> subprocess.Popen[str]:
+        """pi with ``argv`` as a live process; events on its stdout."""
+        return subprocess.Popen(
+            argv,
+            cwd=self.work,
+            env=self.env,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+
+    def session_file(self) -> Path:
+        files = list(self.sessions.rglob("*.jsonl"))
+        assert len(files) == 1, files
+        return files[0]
+
+    def agent_events(self) -> list[dict[str, Any]]:
+        lines = [json.loads(x) for x in self.session_file().read_text().splitlines() if x]
+        return [
+            e["data"] for e in lines if e["type"] == "custom" and e["customType"] == "agent_event"
+        ]
+
+
+def tool_end(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(e for e in events if e["type"] == "tool_execution_end")
+
+
+START_FIELDS = {"eventType", "jobId", "requestedBy", "agentName", "mode", "pid", "startedAt"}
+END_FIELDS = START_FIELDS | {
+    "completedAt",
+    "durationMs",
+    "model",
+    "usage",
+    "status",
+    "summary",
+    "runDir",
+}
+PI_USAGE = {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
+
+
+def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
+    tmp_path: Path,
+) -> None:
+    args = {"task": "say hello", "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        events = parent.run("delegate it")
+
+    # Live progress: the engine's humanized lines, the same words as the run's transcript.
+    updates = [e for e in events if e["type"] == "tool_execution_update"]
+    texts = [u["partialResult"]["content"][0]["text"] for u in updates]
+    assert texts[0] == "Started pi (mock/mock-model)"
+    assert CHILD_ANSWER in texts
+    assert texts[-1].startswith("Finished: completed")
+    details = updates[-1]["partialResult"]["details"]
+    run_id = details["runIds"][0]
+    assert details["jobId"] and details["runs"][0]["usage"]["totalTokens"] == 15
+    transcript = (
+        Path(os.environ["SUBAGENTS_HOME"]) / "runs" / run_id / "transcript.md"
+    ).read_text()
+    assert all(t in transcript for t in texts)
+
+    # The result: the child's answer, its usage in pi's shape; the parent's next turn saw it.
+    end = tool_end(events)
+    assert end["isError"] is False
+    assert end["result"]["content"][0]["text"] == CHILD_ANSWER
+    assert set(end["result"]["details"]["usage"]) == PI_USAGE
+    assert end["result"]["details"]["usage"]["totalTokens"] == 15
+    finals = [
+        e["message"]
+        for e in events
+        if e["type"] == "message_end" and e["message"].get("role") == "assistant"
+    ]
+    assert CHILD_ANSWER in finals[-1]["content"][0]["text"]
+
+    # Lifecycle entries in pi's own session file, written by pi's writer.
+    start, done = parent.agent_events()
+    assert set(start) >= START_FIELDS and start["eventType"] == "subagent:start"
+    assert set(done) >= END_FIELDS and done["eventType"] == "subagent:complete"
+    assert start["jobId"] == done["jobId"] == details["jobId"]
+    assert done["status"] == "completed" and done["mode"] == "single"
+    assert done["model"] == "mock-model" and done["usage"]["totalTokens"] == 15
+    assert done["summary"] == CHILD_ANSWER
+    assert Path(done["runDir"], "result.json").exists()
+
+
+def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Path) -> None:
+    args = {"task": "say hello", "model": "broken/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "broken", broken.url)
+        events = parent.run("delegate it")
+    end = tool_end(events)
+    assert end["isError"] is True
+    text = end["result"]["content"][0]["text"]
+    assert "## Error" in text and "500 mock server error" in text
+    entries = parent.agent_events()
+    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:error"]
+    assert entries[1]["status"] == "failed" and "500 mock server error" in entries[1]["summary"]
+
+
+def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: Path) -> None:
+    args = {"task": "take your time", "model": "slow/mock-model", "background": True}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        events = parent.run("start it in the background")
+        end = tool_end(events)
+        assert end["isError"] is False
+        job_id = end["result"]["details"]["jobId"]
+        assert f"Started background subagent job {job_id}" in end["result"]["content"][0]["text"]
+        # pi (print mode) has exited; the job runs on without it. End it while pi is away.
+        assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"]
+        stop = subprocess.run(
+            [str(SUBAGENTS), "stop", job_id], capture_output=True, text=True, timeout=60
+        )
+        assert stop.returncode == 0, stop.stderr
+        session = str(parent.session_file())
+        parent.run("anything new?", "--session", session)
+        parent.run("and now?", "--session", session)
+    entries = parent.agent_events()
+    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:aborted"]
+    assert entries[1]["jobId"] == job_id and entries[1]["status"] == "aborted"
+    lines = [json.loads(x) for x in parent.session_file().read_text().splitlines()]
+    notices = [e for e in lines if e["type"] == "custom_message"]
+    assert len(notices) == 1 and job_id in str(notices[0]["content"])
+
+
+class Rpc:
+    """pi in RPC mode (long-lived, like the TUI): JSON commands in, events out."""
+
+    def __init__(self, parent: Parent) -> None:
+        argv = [*pi_argv("x")[:-1], "-e", str(EXTENSION), "--session-dir", str(parent.sessions)]
+        argv[argv.index("json")] = "rpc"
+        argv.remove("-p")
+        argv.remove("--no-session")
+        self.proc = parent.spawn(argv, subprocess.PIPE)
+        self.events: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.put(json.loads(line))
+
+    def send(self, command: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 120
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, (
+                f"no such event within {timeout}s; seen: {[e['type'] for e in self.seen]}"
+            )
+            try:
+                event = self.events.get(timeout=left)
+            except queue.Empty:
+                continue
+            self.seen.append(event)
+            if pred(event):
+                return event
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
+    args = {"task": "take your time", "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
+            update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
+            job_id = update["partialResult"]["details"]["jobId"]
+            rpc.send({"id": "2", "type": "abort"})
+            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+        finally:
+            rpc.close()
+    assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"]
+    shown = subprocess.run(
+        [str(SUBAGENTS), "show", job_id, "--json"], capture_output=True, text=True, timeout=60
+    )
+    job = json.loads(shown.stdout)
+    assert job["status"] == "aborted" and job["runs"][0]["status"] == "aborted"
+    assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start", "subagent:aborted"]
+
+
+def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_path: Path) -> None:
+    args = {"task": "say hello", "model": "mock/mock-model", "background": True}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_start")  # the notice starts a turn
+            notice = rpc.wait_for(
+                lambda e: (
+                    e["type"] == "message_end"
+                    and e["message"].get("customType") == "subagent_result"
+                )
+            )
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+        finally:
+            rpc.close()
+    message = notice["message"]
+    assert message["customType"] == "subagent_result"
+    assert "(completed)" in message["content"] and CHILD_ANSWER in message["content"]
+    events = [e["eventType"] for e in parent.agent_events()]
+    assert events == ["subagent:start", "subagent:complete"]
+
+
+def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
+    # pi -p dies on SIGINT without telling its extensions: the CLI's --parent-pid stops the job.
+    args = {"task": "take your time", "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=120)) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        argv = pi_argv("delegate it")
+        argv[-1:-1] = ["-e", str(EXTENSION)]
+        proc = parent.spawn(argv, subprocess.DEVNULL)
+        assert proc.stdout is not None
+        job_id = None
+        for line in proc.stdout:
+            event = json.loads(line) if line.startswith("{") else {}
+            if event.get("type") == "tool_execution_update":
+                job_id = event["partialResult"]["details"]["jobId"]
+                break
+        assert job_id, "no progress update came"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+        waited = subprocess.run(
+            [str(SUBAGENTS), "wait", job_id, "--json", "--timeout", "60"],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    assert json.loads(waited.stdout)["status"] == "aborted"
+
+
+def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
+    args = {"task": "say hello", "model": "mock/mock-model"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        p = subprocess.run(
+            ["pi", "install", str(EXTENSION.parent)],
+            env=parent.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        events = parent.run("delegate it", load=False)
+    end = tool_end(events)
+    assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
