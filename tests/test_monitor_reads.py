@@ -38,3 +38,31 @@ def test_a_listener_gets_every_event_in_order_through_chunks_and_long_lines(
     assert got == events
     # The unfinished last line is held back, not delivered half-written.
     assert mon._partial == b'{"seq": 999, "type": "no'
+
+
+def test_a_follower_without_a_listener_sleeps_through_writes_but_wakes_for_a_result(
+    tmp_path: Path,
+) -> None:
+    import threading
+    import time
+
+    from subagents.core.waker import DirWaker
+
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"")
+    waker = DirWaker(tmp_path, writes=False)
+    waker.arm()
+    try:
+        with open(log, "ab", buffering=0) as f:
+            f.write(b'{"seq": 1}\n')
+        t0 = time.monotonic()
+        waker.wait(0.5)  # a write only: no reason to wake before the timeout
+        assert time.monotonic() - t0 >= 0.45
+        timer = threading.Timer(0.2, lambda: _result(tmp_path))
+        timer.start()
+        t0 = time.monotonic()
+        waker.wait(60)  # the result appearing ends the wait
+        assert time.monotonic() - t0 < 30
+        timer.join()
+    finally:
+        waker.close()

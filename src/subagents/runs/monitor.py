@@ -101,7 +101,8 @@ class RunMonitor:
     ) -> dict[str, Any] | None:
         """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        waker = DirWaker(self.run_dir)
+        # Without a listener only the result's arrival matters, not each write to the log.
+        waker = DirWaker(self.run_dir, writes=on_event is not None)
         waker.arm()  # before the first look, so no write in between is missed
         try:
             next_check = time.monotonic() + LIVENESS_EVERY
