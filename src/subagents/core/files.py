@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from pathlib import Path
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -39,7 +38,10 @@ def dumps(obj: Any) -> bytes:
 
 _orjson: Any = None
 # 20 digits: the shortest integer that may not fit in 64 bits (orjson makes it a float).
-_LONG_DIGITS = re.compile(rb"[0-9]{20}")
+# (Found as 20 zeros once every digit is a zero: translate and `in` run at memory speed,
+# a regular expression for a run of digits took 50 us on a 2.5 kB line.)
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 20
 
 
 def orjson_module() -> Any:
@@ -67,7 +69,7 @@ def dumps_fast(obj: Any) -> bytes:
 def loads_exact(data: bytes) -> Any:
     """Parse JSON through orjson; ``ValueError`` where orjson refuses it (NaN, invalid
     UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
-    if _LONG_DIGITS.search(data) is not None:
+    if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
         raise ValueError("a number orjson may not read exactly")
     return orjson_module().loads(data)
 
