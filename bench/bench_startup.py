@@ -14,7 +14,9 @@ one-line answer. Prints medians, in ms, of:
   launch          spawning the supervisor (the runner)
   supervisor      supervisor spawned -> child started (its interpreter, imports, spawn)
 and what is left of the whole: the CLI's imports (listed: the heaviest top-level imports of
-`subagents run`, from python -X importtime) and click's parsing.
+`subagents run`, from python -X importtime), click's parsing, and what the steps cost the
+first time in a process (config and agent files found and read, pydantic's first
+validations), which the warm in-process figures leave out.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def main() -> None:
     for name, values in steps.items():
         print(f"  {name + ':':48} {med(values):7.1f} ms")
     rest = med(total) - med(interp) - sum(med(v) for v in steps.values())
-    print(f"  left: the CLI's imports and click:                {rest:7.1f} ms")
+    print(f"  left: CLI imports, click, first-use costs:        {rest:7.1f} ms")
     print("heaviest imports of `subagents run` (ms, with what they import):")
     for us, name in imports:
         print(f"  {us / 1000:7.1f}  {name}")
