@@ -112,7 +112,7 @@ def test_a_backend_that_cannot_continue_says_so(fake: Fake) -> None:
 
 def test_continue_checks_its_input(fake: Fake) -> None:
     assert cli(["continue", "zzzz", "more"]).returncode == 2
-    assert "no run with id" in cli(["continue", "0000", "more"]).stderr
+    assert "no job or run with id" in cli(["continue", "0000", "more"]).stderr
     p = cli(["run", "--json", "x"], fake_env(fake, pi.answer("x")))
     run_id = json.loads(p.stdout)["runId"]
     empty = cli(["continue", run_id, "  "])

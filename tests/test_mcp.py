@@ -363,7 +363,9 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
                 assert expected in text_of(result), (args, text_of(result))
             for tool in ("subagent_status", "subagent_result", "subagent_cancel"):
                 result = await client.call_tool(tool, {"job_id": "0zzzzzzz"})
-                assert result.is_error and "no job with id" in text_of(result), text_of(result)
+                assert result.is_error and "no job or run with id" in text_of(result), text_of(
+                    result
+                )
 
     run(main)
 
@@ -429,15 +431,38 @@ def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.Monke
 
     config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
     config_dir.mkdir(parents=True, exist_ok=True)
-    (config_dir / "config.toml").write_text('mcp_token = "from-config"\n')
+    (config_dir / "config.toml").write_text('mcp_token = "from-config-0123456"\n')
     monkeypatch.delenv("SUBAGENTS_MCP_TOKEN", raising=False)
-    assert http_token() == ("from-config", False)
-    monkeypatch.setenv("SUBAGENTS_MCP_TOKEN", "from-env")
-    assert http_token() == ("from-env", False)
+    assert http_token() == ("from-config-0123456", False)
+    monkeypatch.setenv("SUBAGENTS_MCP_TOKEN", "from-env-0123456789")
+    assert http_token() == ("from-env-0123456789", False)
     (config_dir / "config.toml").write_text("")
     monkeypatch.delenv("SUBAGENTS_MCP_TOKEN")
     token, generated = http_token()
     assert generated and len(token) >= 32
+
+
+@pytest.mark.parametrize("where", ["env", "config"])
+def test_http_refuses_a_short_bearer_token(where: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_MCP_TOKEN"}
+    if where == "env":
+        env["SUBAGENTS_MCP_TOKEN"] = "x" * 15
+    else:
+        config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+        config_dir.mkdir(parents=True, exist_ok=True)
+        (config_dir / "config.toml").write_text('mcp_token = "short"\n')
+    p = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "use at least 16" in lines[0], p.stderr
+    assert ("$SUBAGENTS_MCP_TOKEN" if where == "env" else "mcp_token in the config") in lines[0]
 
 
 def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> None:
@@ -470,7 +495,7 @@ def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> N
             assert r2["continuedFrom"] == r1["runId"]
             assert r2["worktree"]["branch"] == r1["worktree"]["branch"]
             bad = await client.call_tool("continue", {"run_id": "0000", "task": "x"})
-            assert bad.is_error and "no run with id" in text_of(bad)
+            assert bad.is_error and "no job or run with id" in text_of(bad)
         shown = subprocess.run(
             ["git", "show", f"{r2['worktree']['branch']}:b.txt"],
             cwd=repo,

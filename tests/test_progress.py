@@ -13,7 +13,7 @@ import pytest
 import subagents
 from subagents.core import events as ev
 from subagents.present.humanize import KINDS, TOOL_KINDS, humanize_tool_call
-from subagents.present.progress import ProgressFormatter, transcript_entry
+from subagents.present.progress import LINE_LIMIT, ProgressFormatter, transcript_entry
 
 # --------------------------------------------------------------------------- tool calls
 
@@ -234,8 +234,16 @@ def test_max_len_caps_every_line() -> None:
 
 
 def test_no_max_len_keeps_whole_text() -> None:
-    f = ProgressFormatter()
+    f = ProgressFormatter(max_len=None)
     assert f.line(ev.assistant_text("x" * 500, "stop", "stop", "m")) == "x" * 500
+
+
+def test_a_progress_line_is_one_short_line_by_default() -> None:
+    # Off a terminal too: a 15 kB answer over many lines is never one 15 kB "progress line".
+    answer = "\n".join(f"line {i} " + "y" * 100 for i in range(150))
+    line = ProgressFormatter().line(ev.assistant_text(answer, "stop", "stop", "m"))
+    assert line is not None and "\n" not in line
+    assert line.startswith("line 0 y") and len(line) <= LINE_LIMIT
 
 
 def test_line_shortens_long_paths_keeping_the_tail() -> None:

@@ -192,8 +192,20 @@ def start_background(job: PreparedJob) -> str:
 def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
     state = store.load(job_id)
     if state.get("status") not in TERMINAL:
-        state = store.recover_if_orphaned(job_id)
+        state = _recovered(store, job_id, state)
+    store.settle_end_entry(job_id, state)
     return state
+
+
+def _recovered(
+    store: JobStore, job_id: str, state: dict[str, Any], **orphan: str
+) -> dict[str, Any]:
+    """The job, ended now if its driver died; as it is when that cannot be recorded (a full
+    disk): looking at jobs only reads."""
+    try:
+        return store.recover_if_orphaned(job_id, **orphan)
+    except OSError:
+        return state
 
 
 def wait_job(
@@ -218,11 +230,12 @@ def wait_job(
         while True:
             state = store.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
+                store.settle_end_entry(job_id, state)
                 return state
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + 1.0
-                state = store.recover_if_orphaned(job_id, **_orphan_args(orphaned_as))
+                state = _recovered(store, job_id, state, **_orphan_args(orphaned_as))
                 if state.get("status") in TERMINAL:
                     return state
             if deadline is not None and now >= deadline:
@@ -331,9 +344,11 @@ def list_jobs(
     items = store.list(limit, session)
     for item in items:
         if item.get("status") not in TERMINAL:
-            state = store.recover_if_orphaned(item["jobId"])
+            state = _recovered(store, item["jobId"], item)
             item["status"] = state.get("status")
             item["activity"] = current_activity(store.home, item.get("runIds") or [])
+        else:
+            store.settle_end_entry(item["jobId"])
     return items
 
 
@@ -346,6 +361,9 @@ def describe_job(state: dict[str, Any]) -> str:
             f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
             + (f" · ${cost:.4f}" if cost is not None else "")
         )
+    if state.get("errorMessage"):
+        label = "note" if state.get("status") == "completed" else "error"
+        lines.append(f"{label}: {state['errorMessage']}")
     runs = state.get("runs")
     if runs is None:
         lines.append(

@@ -29,6 +29,29 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+# Below this width (an 80-column terminal, a pane) tables drop their least useful columns
+# instead of cutting every cell.
+WIDE = 100
+
+
+def table(columns: list[tuple[str, dict[str, Any]]]) -> tuple[Any, Any]:
+    """A rich console and a borderless table with these (header, column options); the
+    whole cells of narrow columns (ids, statuses) are kept, the last column wraps."""
+    from rich.console import Console
+    from rich.table import Table
+
+    grid = Table(box=None, pad_edge=False)
+    for i, (header, options) in enumerate(columns):
+        last = i == len(columns) - 1
+        grid.add_column(
+            header,
+            no_wrap=not last,
+            overflow="fold" if last else "ellipsis",
+            **options,
+        )
+    return Console(), grid
+
+
 def echo_child_text(text: str, *, err: bool = False, nl: bool = True) -> None:
     """Text that holds a child's words, with its terminal escapes and controls removed."""
     click.echo(neutralize(text), err=err, nl=nl)
@@ -63,11 +86,25 @@ def answer(text: str, nl: bool = True) -> None:
 
 
 class _Commands(click.Group):
-    """Every command's bad input ends as one line and exit 2, wherever it was found."""
+    """Every command's bad input ends as one line and exit 2, wherever it was found;
+    a file fault as one line and exit 1."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        import errno
+        import sqlite3
+
         try:
             return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise  # click's own handling of a closed stdout
+            from subagents.core.files import describe_os_error
+
+            # A file fault nothing below could handle (a full disk, an unwritable state
+            # dir): one line naming it, never a traceback.
+            fail(describe_os_error(exc), 1)
+        except sqlite3.Error as exc:
+            fail(f"the job index: {exc}", 1)
         except Exception as exc:
             if not _is_bad_input(exc):
                 raise

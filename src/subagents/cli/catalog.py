@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -75,7 +76,9 @@ def agents_show(ctx: click.Context, name: str) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
 def doctor(as_json: bool) -> None:
-    """For each backend: found or not, version, whether it looks usable, how to install it."""
+    """For each backend: found or not, version, whether it looks usable, how to install it.
+
+    Exits 1 when no backend is usable (nothing could run), 0 otherwise."""
     from dataclasses import asdict
 
     from subagents.cli.doctor import check_backends, render_text
@@ -92,3 +95,7 @@ def doctor(as_json: bool) -> None:
             click.echo(json.dumps(asdict(c), ensure_ascii=False))
     else:
         click.echo(render_text(checks), nl=False)
+    if not any(c.usable for c in checks):
+        if not as_json:
+            click.echo("subagents: no backend is usable here; install one (see above)", err=True)
+        sys.exit(1)

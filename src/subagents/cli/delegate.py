@@ -166,10 +166,12 @@ def run(
                     step[key] = value
     else:
         items = list(tasks)
-        if items == ["-"] or (not items and not sys.stdin.isatty()):
-            items = [sys.stdin.read()]
         if not items:
-            fail("missing TASK (give it as an argument, '-' to read it from stdin, or --plan FILE)")
+            # Never a wait on stdin unless asked with '-': a parent that spawned us with an
+            # open pipe would hang.
+            fail(f"missing TASK; usage: {USAGE}")
+        if items == ["-"]:
+            items = [sys.stdin.read()]
         if len(items) > 1 and mode is None:
             fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
         source = "arguments"
@@ -236,6 +238,9 @@ def stop_when_gone(pid: int) -> None:
     threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
+USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
+
+
 def _for_one_task(message: str, source: str, steps: int) -> str:
     """Field names the user typed: from the command line, "concurrency: …" is
     ``--concurrency: …``, and with one task "steps.0.timeout: …" is ``--timeout: …`` (no
@@ -258,6 +263,11 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
 
 def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
+
+
+def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> int:
+    """Drive a job here, showing progress; print its outcome; return its exit code."""
     from subagents import api
     from subagents.jobs import exit_code
 
@@ -288,7 +298,7 @@ def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "
         print_json(result["runs"][0] if single else result)
     else:
         emit_answer(result)
-    exit_now(exit_code(result))
+    return exit_code(result)
 
 
 # ---- demo ----------------------------------------------------------------------
@@ -344,4 +354,6 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
             job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
         except api.BadRequest as exc:
             fail(str(exc))
-        run_in_foreground(job, as_json=as_json, quiet=quiet)
+        code = drive_and_report(job, as_json=as_json, quiet=quiet)
+    # Only now: the temp dir (sample project, pi config) is gone and the server stopped.
+    exit_now(code)

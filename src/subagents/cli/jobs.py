@@ -1,4 +1,4 @@
-"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``stop``."""
+"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``stop``, ``rm``, ``prune``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from subagents.cli.app import echo_child_text, emit_answer, fail, main, print_json
+from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
 
 # ---- job commands ------------------------------------------------------------
 
@@ -56,24 +56,32 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
             click.echo(json.dumps(item, ensure_ascii=False))
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("JOB", "MODE", "AGENTS", "STATUS", "ELAPSED", "ACTIVITY"):
-        table.add_column(col, overflow="ellipsis", no_wrap=col != "ACTIVITY")
+    wide = Console().width >= WIDE
+    columns: list[tuple[str, dict[str, Any]]] = [("JOB", {"min_width": 19})]
+    if wide:
+        columns.append(("MODE", {}))
+    columns += [
+        ("AGENTS", {"max_width": 24 if wide else 12}),
+        ("STATUS", {"min_width": 9}),
+        ("ELAPSED", {"min_width": 7}),
+        ("ACTIVITY", {"ratio": 1}),
+    ]
+    console, grid = table(columns)
     for item in items:
-        table.add_row(
+        cells = [
             item["jobId"],
             item.get("mode") or "",
             ",".join(item.get("agents") or []) or "-",
             item.get("status") or "",
             _elapsed(item),
             item.get("activity") or "",
-        )
+        ]
+        grid.add_row(*(cells if wide else [cells[0], *cells[2:]]))
     if not items:
         click.echo("no jobs yet", err=True)
         return
-    Console().print(table)
+    console.print(grid)
 
 
 @main.command()
@@ -149,3 +157,55 @@ def stop(job_id: str) -> None:
 
     result = api.stop_job(store, _resolve(store, job_id))
     click.echo(f"{result['jobId']}: {result['status']}")
+
+
+def _report_removed(done: Any) -> None:
+    for problem in done.problems:
+        click.echo(f"subagents: warning: {problem}", err=True)
+    noun = "job" if len(done.jobs) == 1 else "jobs"
+    extra = f", {done.worktrees} worktree(s)" if done.worktrees else ""
+    click.echo(f"removed {len(done.jobs)} {noun} ({done.runs} run(s){extra})")
+
+
+@main.command(name="rm")
+@click.argument("job_ids", nargs=-1, required=True)
+def rm(job_ids: tuple[str, ...]) -> None:
+    """Remove finished jobs with their runs, index rows and worktrees.
+
+    A job still running is refused (stop it first), and then nothing is removed."""
+    from subagents.jobs import JobBusyError, remove_jobs
+
+    store = _store()
+    resolved = [_resolve(store, j) for j in job_ids]
+    try:
+        done = remove_jobs(store, resolved)
+    except JobBusyError as exc:
+        fail(str(exc))
+    _report_removed(done)
+
+
+@main.command()
+@click.option(
+    "--older-than",
+    default="7d",
+    show_default=True,
+    help="Remove finished jobs that ended longer ago than this (30m, 12h, 7d, 2w).",
+)
+@click.option("--keep", type=click.IntRange(min=0), help="Always keep the N newest finished jobs.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+def prune(older_than: str, keep: int | None, dry_run: bool) -> None:
+    """Remove old finished jobs with their runs, index rows and worktrees (never a running one)."""
+    from subagents.jobs import jobs_to_prune, remove_jobs
+    from subagents.lifecycle import history
+
+    try:
+        cutoff = history.parse_since(older_than)
+    except ValueError as exc:
+        fail(f"--older-than: {exc}")
+    store = _store()
+    chosen = jobs_to_prune(store, older_than=cutoff, keep=keep)
+    if dry_run:
+        for job_id in chosen:
+            click.echo(job_id)
+        return
+    _report_removed(remove_jobs(store, chosen))

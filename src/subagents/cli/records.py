@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from subagents.cli.app import echo_child_text, fail, main
+from subagents.cli.app import WIDE, echo_child_text, fail, main, table
 from subagents.core.childtext import neutralize
 
 # ---- lifecycle records -------------------------------------------------------------
@@ -63,27 +64,38 @@ def history(
         click.echo("no entries", err=True)
         return
     from rich.console import Console
-    from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    for col in ("TIME", "JOB", "EVENT", "AGENT", "DURATION", "TOKENS", "COST", "SUMMARY"):
-        table.add_column(
-            col, overflow="fold" if col == "SUMMARY" else "ellipsis", no_wrap=col != "SUMMARY"
-        )
+    wide = Console().width >= WIDE
+    columns: list[tuple[str, dict[str, Any]]] = [
+        ("TIME", {"min_width": 19 if wide else 11}),
+        ("JOB", {"min_width": 19}),
+        ("EVENT", {"min_width": 8}),
+        ("AGENT", {"max_width": 20 if wide else 10}),
+        ("DURATION" if wide else "TOOK", {}),
+    ]
+    if wide:
+        columns.append(("TOKENS", {}))
+    columns += [("COST", {}), ("SUMMARY", {"ratio": 1})]
+    console, grid = table(columns)
     for e in entries:
         usage = e.get("usage") or {}
         cost = usage.get("cost")
-        table.add_row(
-            str(e.get("timestamp", ""))[:19].replace("T", " "),
+        stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
+        cells = [
+            stamp if wide else stamp[5:16],  # "MM-DD HH:MM"
             str(e.get("jobId") or ""),
             str(e.get("eventType", "")).removeprefix("subagent:"),
             neutralize(str(e.get("agentName") or "-")),
             f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
-            str(usage.get("totalTokens") or ""),
+        ]
+        if wide:
+            cells.append(str(usage.get("totalTokens") or ""))
+        cells += [
             f"${cost:.4f}" if cost is not None else "",
             neutralize(str(e.get("summary") or "")),
-        )
-    Console().print(table)
+        ]
+        grid.add_row(*cells)
+    console.print(grid)
 
 
 @main.command()

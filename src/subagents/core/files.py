@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,21 @@ if TYPE_CHECKING:
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+# Space set aside in each run and job directory when it is made, given back when its last
+# record (result.json, the job result) is written: a full disk still gets a true record.
+RESERVE_NAME = ".reserve"
+RESERVE_BYTES = 256 * 1024
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in _FULL
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for a failed file operation: what failed and where, never a traceback."""
+    what = (exc.strerror or str(exc)).lower() if exc.strerror else str(exc)
+    return f"{what}: {exc.filename}" if exc.filename else what
 
 
 def make_private_dir(path: Path) -> None:
@@ -83,14 +99,55 @@ def loads(data: bytes) -> Any:
         return json.loads(data)
 
 
+def reserve_space(directory: Path, size: int = RESERVE_BYTES) -> None:
+    """Set ``size`` bytes aside in ``directory`` (see RESERVE_NAME). Raises OSError (a full
+    disk) and leaves nothing behind."""
+    path = directory / RESERVE_NAME
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(fd, 0, size)
+        else:  # pragma: no cover - not Linux
+            os.write(fd, bytes(size))
+    except OSError as exc:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise OSError(exc.errno, exc.strerror, str(directory)) from None
+    os.close(fd)
+
+
+def release_space(directory: Path) -> bool:
+    """Give back what reserve_space set aside; True when there was something to give."""
+    try:
+        os.unlink(directory / RESERVE_NAME)
+    except OSError:
+        return False
+    return True
+
+
 def _write_temp(path: Path, data: bytes) -> Path:
     # Unique per writer: two threads of one process may race to publish the same file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    with open_private(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open_private(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # a failed write (a full disk) leaves no temp file behind
+        raise
     return tmp
+
+
+def _write_temp_or_reserve(path: Path, data: bytes, use_reserve: bool) -> Path:
+    try:
+        return _write_temp(path, data)
+    except OSError as exc:
+        if use_reserve and disk_full(exc) and release_space(path.parent):
+            return _write_temp(path, data)
+        raise
 
 
 def _fsync_dir(path: Path) -> None:
@@ -102,11 +159,15 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename."""
-    tmp = _write_temp(path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n")
+def write_json_atomic(path: Path, obj: Any, *, last: bool = False) -> None:
+    """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename.
+    ``last``: the directory's final record, which may use its reserved space."""
+    data = json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n"
+    tmp = _write_temp_or_reserve(path, data, last)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+    if last:
+        release_space(path.parent)
 
 
 def publish_once(path: Path, obj: Any) -> bool:
@@ -114,9 +175,12 @@ def publish_once(path: Path, obj: Any) -> bool:
 
     Uses a hard link, which fails when the name is taken, so two writers racing
     (the supervisor and a monitor that found it dead) never replace each other's
-    result. Returns True when this call wrote it.
+    result. Returns True when this call wrote it. It is the run's last record: it may use
+    the space reserved in its directory, and gives that space back.
     """
-    tmp = _write_temp(path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n")
+    tmp = _write_temp_or_reserve(
+        path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n", True
+    )
     try:
         os.link(tmp, path)
     except FileExistsError:
@@ -124,6 +188,7 @@ def publish_once(path: Path, obj: Any) -> bool:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        release_space(path.parent)
     _fsync_dir(path.parent)
     return True
 

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from subagents.jobs.continuation import read_run as read_run
     from subagents.jobs.continuation import resolve_run as resolve_run
     from subagents.jobs.driver import start_background as start_background
+    from subagents.jobs.housekeeping import JobBusyError as JobBusyError
+    from subagents.jobs.housekeeping import jobs_to_prune as jobs_to_prune
+    from subagents.jobs.housekeeping import remove_jobs as remove_jobs
     from subagents.jobs.orchestrator import EventSink as EventSink
     from subagents.jobs.orchestrator import Job as Job
     from subagents.jobs.orchestrator import JobPlan as JobPlan
@@ -53,12 +56,16 @@ _NAMES = {
     "exit_code": "orchestrator",
     "start_background": "driver",
     "lifecycle_for": "records",
+    "JobBusyError": "housekeeping",
+    "jobs_to_prune": "housekeeping",
+    "remove_jobs": "housekeeping",
 }
 __all__ = [
     "PREVIOUS",
     "TERMINAL",
     "EventSink",
     "Job",
+    "JobBusyError",
     "JobIdError",
     "JobPlan",
     "JobSpec",
@@ -68,12 +75,14 @@ __all__ = [
     "chain_of",
     "continuation_plan",
     "exit_code",
+    "jobs_to_prune",
     "lifecycle_for",
     "load_plan",
     "options_from_settings",
     "parse_job",
     "plan",
     "read_run",
+    "remove_jobs",
     "resolve_run",
     "start_background",
 ]

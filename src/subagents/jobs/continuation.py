@@ -18,7 +18,7 @@ from subagents.core import ids, paths
 from subagents.core.files import read_json
 from subagents.jobs.orchestrator import JobPlan, PlanOptions
 from subagents.jobs.spec import PlanError
-from subagents.jobs.store import JobStore
+from subagents.jobs.store import JobStore, unknown_id
 from subagents.runs import RunRequest
 
 
@@ -26,7 +26,7 @@ def resolve_run(home: Path, prefix: str) -> str:
     """A full run id from any unambiguous prefix (``PlanError`` otherwise)."""
     prefix = prefix.strip().lower()
     if not ids.is_valid_id_prefix(prefix):
-        raise PlanError(f"not a run id: {prefix!r}")
+        raise PlanError(str(unknown_id(prefix)))  # one wording for any id that names nothing
     try:
         names = sorted(
             e.name for e in os.scandir(paths.runs_dir(home)) if e.name.startswith(prefix)
@@ -34,7 +34,7 @@ def resolve_run(home: Path, prefix: str) -> str:
     except FileNotFoundError:
         names = []
     if not names:
-        raise PlanError(f"no run with id {prefix!r}")
+        raise PlanError(str(unknown_id(prefix)))
     if len(names) > 1:
         raise PlanError(f"ambiguous run id {prefix!r}: matches {len(names)} runs")
     return names[0]

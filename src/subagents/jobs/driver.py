@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     job = Job(store, job_dir.name, plan)
     job.stop_on_signals(STOP_SIGNALS)
     if asked:
-        job.cancel_soon()
+        job.cancel_soon(asked[0])
     result = job.run(lifecycle=lifecycle_for(store.home, plan, background=True))
     return exit_code(result)
 

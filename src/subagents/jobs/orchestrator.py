@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import events as ev
+from subagents.jobs.outcome import final_text, job_status
 from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
 from subagents.jobs.store import JobStore
 from subagents.runs import (
@@ -209,24 +210,33 @@ class Job:
         self.env = dict(os.environ if env is None else env)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        self._stop_signal: int = signal.SIGTERM
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
 
     # ---- control ---------------------------------------------------------
 
-    def cancel(self) -> None:
-        """Stop the job: no new runs start; running ones are aborted."""
+    def cancel(self, sig: int | None = None) -> None:
+        """Stop the job: no new runs start; running ones are aborted. ``sig``: the signal
+        that asked for it, passed on to the runs' supervisors so their results name it."""
+        if sig is not None:
+            self._stop_signal = sig
         self._cancelled.set()
         with self._lock:
             handles = list(self._handles.values())
-        stoppers = [threading.Thread(target=h.stop, daemon=True) for h in handles]
+        stoppers = [
+            threading.Thread(target=h.stop, kwargs={"sig": self._stop_signal}, daemon=True)
+            for h in handles
+        ]
         for t in stoppers:
             t.start()
         for t in stoppers:
             t.join(timeout=30)
 
-    def cancel_soon(self) -> None:
+    def cancel_soon(self, sig: int | None = None) -> None:
         """``cancel()`` without waiting for it: safe in a signal handler."""
+        if sig is not None:
+            self._stop_signal = sig
         self._cancelled.set()
         threading.Thread(target=self.cancel, name="subagents-cancel", daemon=True).start()
 
@@ -236,7 +246,7 @@ class Job:
         previous handlers. Main thread only."""
         previous = {sig: signal.getsignal(sig) for sig in signals}
         for sig in signals:
-            signal.signal(sig, lambda *_: self.cancel_soon())
+            signal.signal(sig, lambda signum, _frame: self.cancel_soon(signum))
 
         def restore() -> None:
             for sig, handler in previous.items():
@@ -261,6 +271,8 @@ class Job:
             spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
         except InputError as exc:
             return {**not_started(req, str(exc)), "status": "failed"}
+        except OSError as exc:  # a full disk: the run never started, and says why
+            return {**not_started(req, f"the run could not start: {_why(exc)}"), "status": "failed"}
         try:
             handle = start_prepared(spec, run_dir, req.runner or self.plan.limits.runner)
         except InputError as exc:
@@ -268,9 +280,10 @@ class Job:
         with self._lock:
             self._handles[index] = handle
             self._run_ids[index] = handle.run_id
-        self.store.update(self.job_id, runIds=list(self._run_ids))
+        with contextlib.suppress(OSError):  # job.json lags on a full disk; its end has them all
+            self.store.update(self.job_id, runIds=list(self._run_ids))
         if self.cancelled:  # stopped while this run was starting
-            handle.stop()
+            handle.stop(sig=self._stop_signal)
         sink = (lambda e: on_event(index, e)) if on_event is not None else None
         result = handle.wait(on_event=sink)
         if result is None:  # cannot happen without a timeout, but never hang on it
@@ -307,9 +320,21 @@ class Job:
         self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
     ) -> dict[str, Any]:
         started = time.time()
-        state = self.store.update(
-            self.job_id, status="running", startedAt=iso(started), driverPid=os.getpid()
-        )
+        session_log = getattr(lifecycle, "session_log", None)
+        try:
+            state = self.store.update(
+                self.job_id,
+                status="running",
+                startedAt=iso(started),
+                driverPid=os.getpid(),
+                sessionLog=str(session_log) if session_log else None,
+            )
+        except OSError as exc:  # a full disk: the job cannot start, and says why
+            result = self._result([], started)
+            result.update(status="failed", errorMessage=f"the job could not start: {_why(exc)}")
+            with contextlib.suppress(OSError):
+                self.store.finish(self.job_id, result)
+            return result
         if lifecycle is not None:
             with contextlib.suppress(Exception):
                 lifecycle("start", state)
@@ -333,37 +358,30 @@ class Job:
             while not done.wait(0.5):
                 pass
         except KeyboardInterrupt:
-            self.cancel()
+            self.cancel(signal.SIGINT)
             done.wait(60)
         if "error" in box:
             raise box["error"]
         result = self._result(box.get("runs", []), started)
         # The lifecycle entry first, the job result last: whoever sees the job over
-        # (`wait`, `stop`) finds its record already written.
+        # (`wait`, `stop`) finds its record already written. An entry that cannot be
+        # written now (a full disk) is marked pending; whoever looks at the job writes it.
+        record = result
         if lifecycle is not None:
-            with contextlib.suppress(Exception):
+            try:
                 lifecycle("end", result)
-        self.store.finish(self.job_id, result)
+            except Exception:
+                record = {**result, "endEntry": "pending"}
+        try:
+            self.store.finish(self.job_id, record)
+        except OSError as exc:
+            result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result
 
     def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
         completed_at = time.time()
-        statuses = [r.get("status") for r in runs]
-        if (
-            runs
-            and all(s == "completed" for s in statuses)
-            and (self.plan.mode != "chain" or len(runs) == len(self.plan.requests))
-        ):
-            status = "completed"
-        elif self.cancelled:
-            status = "aborted"
-        else:
-            status = next((s for s in statuses if s != "completed"), "aborted") or "failed"
-        final_text: str | None = None
-        if self.plan.mode == "single" and runs:
-            final_text = runs[0].get("finalText")
-        elif self.plan.mode == "chain" and status == "completed":
-            final_text = runs[-1].get("finalText")
+        status = job_status(len(self.plan.requests), runs, self.cancelled)
+        final = final_text(self.plan.mode, status, runs)
         result = {
             "jobId": self.job_id,
             "mode": self.plan.mode,
@@ -373,9 +391,15 @@ class Job:
             "durationMs": round((completed_at - started) * 1000),
             "usage": sum_usage(runs),
             "runs": runs,
-            "finalText": final_text,
+            "finalText": final,
         }
         return result
+
+
+def _why(exc: OSError) -> str:
+    from subagents.core.files import describe_os_error
+
+    return describe_os_error(exc)
 
 
 def exit_code(job_result: dict[str, Any]) -> int:

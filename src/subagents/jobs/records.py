@@ -37,6 +37,9 @@ def lifecycle_for(
     path = sessionlog.session_path(home, session)
     hooks, notify = _hooks(Path(plan.requests[0].cwd or ".") if plan.requests else Path.cwd())
     pid = os.getpid()
+    from subagents.jobs.store import JobStore
+
+    store = JobStore(home)
 
     def record(kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
@@ -55,7 +58,10 @@ def lifecycle_for(
             )
         else:
             entry = sessionlog.entry_for_job(data, pid=pid)
-        sessionlog.append(path, entry)
+        if kind == "start":
+            sessionlog.append(path, entry)
+        elif not store.log_end_once(str(data.get("jobId")), path, entry):
+            raise OSError(f"could not append the end entry to {path}")
         to_run = list(hooks)
         if notify and kind == "end":
             notice = desktop_notice_hook(entry)
@@ -65,4 +71,5 @@ def lifecycle_for(
             with contextlib.suppress(Exception):
                 run_hooks_detached(entry, to_run, hooks_log_path(home))
 
+    record.session_log = path  # type: ignore[attr-defined]  # kept in job.json, for recovery
     return record

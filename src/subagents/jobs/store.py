@@ -5,9 +5,12 @@ missing, and re-read for any job it does not hold as finished.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import fcntl
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -15,9 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, read_json, write_json_atomic
+from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.jobs.outcome import final_text, job_status
+from subagents.lifecycle import sessionlog
 
 JOB_FILE = "job.json"
+# Made (under a lock on the job directory) just before the job's lifecycle end entry is
+# appended: whoever records the end — the driver, or whoever finds it dead — writes it once.
+END_MARK = "end-logged"
+# The end entry could not be written (a full disk): job.json keeps it as ``pendingEndEntry``
+# and whoever looks at the job next writes it.
+END_PENDING = "end-pending"
 TERMINAL = frozenset({"completed", "failed", "aborted", "timeout"})
 _SCHEMA = """
 create table if not exists jobs (
@@ -34,9 +45,28 @@ create table if not exists jobs (
 )
 """
 
+_COLUMNS = (
+    "jobId",
+    "mode",
+    "agents",
+    "status",
+    "createdAt",
+    "startedAt",
+    "completedAt",
+    "durationMs",
+    "runIds",
+    "session",
+)
+
 
 class JobIdError(Exception):
     """An unknown, ambiguous or malformed id, as one line."""
+
+
+def unknown_id(prefix: str) -> JobIdError:
+    """The one wording for an id that names nothing (a job id or a run id, malformed or not),
+    wherever an id is looked up: the CLI, the MCP tools and resources."""
+    return JobIdError(f"no job or run with id {prefix!r}")
 
 
 def _matching(directory: Path, prefix: str) -> list[str]:
@@ -59,8 +89,20 @@ class JobStore:
 
     def create(self, plan: dict[str, Any], *, agents: list[str], background: bool) -> str:
         job_id = ids.new_id()
-        make_private_dir(self.dir / job_id)
-        state = {
+        try:
+            make_private_dir(self.dir / job_id)
+            reserve_space(self.dir / job_id)
+            self._write(job_id, self._new_state(job_id, plan, agents, background))
+        except OSError:
+            shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
+            raise
+        return job_id
+
+    @staticmethod
+    def _new_state(
+        job_id: str, plan: dict[str, Any], agents: list[str], background: bool
+    ) -> dict[str, Any]:
+        return {
             "jobId": job_id,
             "mode": plan["mode"],
             "status": "pending",
@@ -71,8 +113,6 @@ class JobStore:
             "runIds": [],
             "plan": plan,
         }
-        self._write(job_id, state)
-        return job_id
 
     def load(self, job_id: str) -> dict[str, Any]:
         data = read_json(self.path(job_id))
@@ -100,13 +140,64 @@ class JobStore:
             if state.get("status") in TERMINAL and "runs" in state:
                 return state
             state.update(result)
-            self._write(job_id, state)
+            self._write(job_id, state, last=True)
             return state
 
-    def _write(self, job_id: str, state: dict[str, Any]) -> None:
-        write_json_atomic(self.path(job_id), state)
-        with contextlib.suppress(sqlite3.Error):
+    def _write(self, job_id: str, state: dict[str, Any], *, last: bool = False) -> None:
+        write_json_atomic(self.path(job_id), state, last=last)
+        # The index is a cache: one that cannot be written (a full disk) is caught up later.
+        with contextlib.suppress(sqlite3.Error, OSError):
             self._index_upsert(state)
+
+    # ---- the lifecycle end entry -------------------------------------------
+
+    def log_end_once(self, job_id: str, session_log: str | Path, entry: dict[str, Any]) -> bool:
+        """Append the job's lifecycle end entry unless it was: one per job, whoever writes
+        it. False when it cannot be written now (it stays pending: see END_PENDING)."""
+        job_dir = self.dir / job_id
+        fd = os.open(job_dir, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # on the directory: needs no space of its own
+            mark = job_dir / END_MARK
+            if not mark.exists():
+                try:
+                    mark.touch(mode=0o600)
+                    sessionlog.append(Path(session_log), entry)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        mark.unlink()
+                    with contextlib.suppress(OSError):
+                        (job_dir / END_PENDING).touch(mode=0o600)
+                    return False
+            with contextlib.suppress(OSError):
+                (job_dir / END_PENDING).unlink()
+            return True
+        finally:
+            os.close(fd)
+
+    def end_entry(self, state: dict[str, Any], pid: int | None = None) -> dict[str, Any]:
+        driver = state.get("driver")
+        if pid is None and isinstance(driver, dict) and isinstance(driver.get("pid"), int):
+            pid = driver["pid"]
+        return sessionlog.entry_for_job(state, pid=pid)
+
+    def settle_end_entry(self, job_id: str, state: dict[str, Any] | None = None) -> None:
+        """Write a finished job's end entry that could not be written when it ended (its
+        job.json says ``endEntry: pending``, or the END_PENDING mark is there)."""
+        marked = (self.dir / job_id / END_PENDING).exists()
+        if state is None:
+            if not marked:
+                return
+            try:
+                state = self.load(job_id)
+            except (OSError, ValueError):
+                return
+        if not (marked or state.get("endEntry") == "pending"):
+            return
+        if state.get("status") not in TERMINAL or not state.get("sessionLog"):
+            return
+        with contextlib.suppress(OSError, ValueError):
+            self.log_end_once(job_id, str(state["sessionLog"]), self.end_entry(state))
 
     def request_cancel(self, job_id: str) -> None:
         paths.cancel_file(self.home, job_id).touch()
@@ -121,7 +212,7 @@ class JobStore:
         (the CLI prints run ids too)."""
         prefix = prefix.strip().lower()
         if not ids.is_valid_id_prefix(prefix):
-            raise JobIdError(f"not a job id: {prefix!r}")
+            raise unknown_id(prefix)
         names = _matching(self.dir, prefix)
         if not names:
             job_ids = set()
@@ -132,7 +223,7 @@ class JobStore:
                     )
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
-            raise JobIdError(f"no job with id {prefix!r}")
+            raise unknown_id(prefix)
         if len(names) > 1:
             shown = ", ".join(sorted(names)[:5]) + (", …" if len(names) > 5 else "")
             raise JobIdError(f"ambiguous job id {prefix!r}: matches {len(names)} jobs ({shown})")
@@ -163,7 +254,7 @@ class JobStore:
             return state  # its driver may still be starting
         from subagents.runs import RunMonitor
 
-        runs = []
+        runs: list[dict[str, Any]] = []
         for run_id in state.get("runIds") or []:
             if not run_id:
                 continue
@@ -177,20 +268,43 @@ class JobStore:
         now = time.time()
         from subagents.runs import iso, sum_usage
 
-        return self.finish(
-            job_id,
-            {
-                "status": status,
-                "errorMessage": message,
-                "completedAt": iso(now),
-                "durationMs": round((now - float(state.get("createdAt") or now)) * 1000),
-                "usage": sum_usage(runs),
-                "runs": runs,
-                "finalText": None,
-            },
-        )
+        plan = state.get("plan") or {}
+        mode = str(state.get("mode") or plan.get("mode") or "single")
+        planned = len(plan.get("requests") or []) or len(runs)
+        # The runs decide, as they would have for the driver: a driver that died after its
+        # only run completed leaves a completed job with that run's answer.
+        outcome = job_status(planned, runs, status == "aborted")
+        if outcome == "completed":
+            message = f"{message}; its runs had all completed"
+        else:
+            outcome = status
+        started = float(state.get("createdAt") or now)
+        result = {
+            "jobId": job_id,
+            "mode": mode,
+            "status": outcome,
+            "errorMessage": message,
+            "startedAt": state.get("startedAt") or iso(started),
+            "completedAt": iso(now),
+            "durationMs": round((now - started) * 1000),
+            "usage": sum_usage(runs),
+            "runs": runs,
+            "finalText": final_text(mode, outcome, runs),
+        }
+        finished = self.finish(job_id, result)
+        if finished.get("sessionLog"):
+            # The dead driver wrote no end entry (or it is pending): one is written now.
+            with contextlib.suppress(OSError, ValueError):
+                self.log_end_once(
+                    job_id, str(finished["sessionLog"]), self.end_entry(finished, os.getpid())
+                )
+        return finished
 
     # ---- index -----------------------------------------------------------
+
+    def index(self) -> sqlite3.Connection:
+        """The index, open (the caller closes it)."""
+        return self._db()
 
     def _db(self) -> sqlite3.Connection:
         make_private_dir(self.home)
@@ -223,13 +337,42 @@ class JobStore:
                 conn.close()
 
     def list(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
-        """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed
-        from the files where it may be stale."""
+        """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
+        An index that cannot be read or written (a full disk, a broken file) is passed by:
+        the job files are read instead."""
+        try:
+            return self._list_indexed(limit, session)
+        except (sqlite3.Error, OSError):
+            return self._list_from_files(limit, session)
+
+    def _list_from_files(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
+        try:
+            names = sorted(
+                (e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."),
+                reverse=True,
+            )
+        except FileNotFoundError:
+            names = []
+        out: builtins.list[dict[str, Any]] = []
+        for job_id in names:
+            if len(out) >= limit:
+                break
+            with contextlib.suppress(OSError, ValueError):
+                state = self.load(job_id)
+                if session is not None and state.get("session") != session:
+                    continue
+                out.append({key: state.get(key) for key in _COLUMNS})
+                out[-1]["jobId"] = job_id
+                out[-1]["agents"] = list(state.get("agents") or [])
+                out[-1]["runIds"] = list(state.get("runIds") or [])
+        return out
+
+    def _list_indexed(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
         db = self._db()
         try:
             known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
             try:
-                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir()}
+                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
             except FileNotFoundError:
                 on_disk = set()
             for gone in set(known) - on_disk:
@@ -240,18 +383,6 @@ class JobStore:
                 with contextlib.suppress(OSError, ValueError):
                     self._index_upsert(self.load(job_id), db)
             db.commit()
-            cols = (
-                "jobId",
-                "mode",
-                "agents",
-                "status",
-                "createdAt",
-                "startedAt",
-                "completedAt",
-                "durationMs",
-                "runIds",
-                "session",
-            )
             where, args = ("where session = ?", (session,)) if session is not None else ("", ())
             rows = db.execute(
                 f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
@@ -260,7 +391,7 @@ class JobStore:
             db.close()
         out = []
         for row in rows:
-            item = dict(zip(cols, row, strict=True))
+            item = dict(zip(_COLUMNS, row, strict=True))
             item["agents"] = json.loads(item["agents"] or "[]")
             item["runIds"] = json.loads(item["runIds"] or "[]")
             out.append(item)

@@ -90,14 +90,28 @@ class BearerAuth:
         await send({"type": "http.response.body", "body": body})
 
 
+MIN_TOKEN_LENGTH = 16
+
+
+class TokenError(ValueError):
+    """A bearer token too short to protect anything (one line naming where it came from)."""
+
+
 def http_token(env: dict[str, str] | None = None) -> tuple[str, bool]:
     """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else ``mcp_token`` in the user config, else a
-    new random one (second item True)."""
+    new random one (second item True). A chosen token shorter than 16 characters is refused
+    (TokenError): a guessable token on a local port is no protection."""
     from subagents.config import load_settings
 
     env = dict(os.environ) if env is None else env
     token = (load_settings(env=env).mcp_token or "").strip()  # the env var overrides the file
     if token:
+        if len(token) < MIN_TOKEN_LENGTH:
+            where = f"${TOKEN_ENV}" if env.get(TOKEN_ENV, "").strip() else "mcp_token in the config"
+            raise TokenError(
+                f"the bearer token from {where} has {len(token)} characters; "
+                f"use at least {MIN_TOKEN_LENGTH} (or none, for a random one)"
+            )
         return token, False
     return secrets.token_urlsafe(32), True
 
@@ -106,7 +120,11 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
     """Streamable HTTP on 127.0.0.1:``port`` (0: any free port) at ``/mcp``, behind a bearer token."""
     import uvicorn
 
-    token, generated = http_token()
+    try:
+        token, generated = http_token()
+    except TokenError as exc:  # bad input: one line, exit 2
+        print(f"subagents: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
     server = SubagentsMCP()
     app = BearerAuth(server.mcp.streamable_http_app(host="127.0.0.1"), token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -139,12 +139,13 @@ def _activity_section(events: list[dict[str, Any]], events_path: str | None) -> 
         return ""
     shown = calls[-ACTIVITY_CALLS:]
     left_out = len(calls) - len(shown)
-    lines = ["## Activity", ""]
+    noun = "call" if len(calls) == 1 else "calls"
     if left_out:
-        where = f"; all are in {events_path}" if events_path else ""
-        noun = "call" if left_out == 1 else "calls"
-        lines.append(f"… {left_out} earlier tool {noun} not shown{where}")
-        lines.append("")
+        where = f"; all in {events_path}" if events_path else ""
+        header = f"## Activity ({len(calls)} tool {noun}, showing the last {len(shown)}{where})"
+    else:
+        header = f"## Activity ({len(calls)} tool {noun})"
+    lines = [header, ""]
     for call in shown:
         text = one_line(humanize_tool_call(str(call.get("toolName") or "tool"), call.get("args")))
         call_id = call.get("toolCallId")

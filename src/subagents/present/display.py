@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
 
 
@@ -33,7 +34,7 @@ class Display:
         self.live_mode = enabled and self.console.is_terminal
         labels = labels or ["run"]
         self.multi = len(labels) > 1
-        width = max(40, self.console.width - 4) if self.live_mode else None
+        width = max(40, self.console.width - 4) if self.live_mode else LINE_LIMIT
         self.runs = [
             RunState(f"[{i + 1}] {label}" if self.multi else label, width)
             for i, label in enumerate(labels)

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
+# A progress line is one line, and a short one, wherever it is shown (a terminal, a log,
+# an MCP message): a long answer or tool output is cut here; the transcript keeps it whole.
+LINE_LIMIT = 400
+
 
 class ProgressFormatter:
     """Turns canonical events into short progress lines.
@@ -42,7 +46,7 @@ class ProgressFormatter:
     twice is harmless.
     """
 
-    def __init__(self, max_len: int | None = None) -> None:
+    def __init__(self, max_len: int | None = LINE_LIMIT) -> None:
         self.max_len = max_len
         self._calls: OrderedDict[str, Call] = OrderedDict()
         self._pending: OrderedDict[str, None] = OrderedDict()

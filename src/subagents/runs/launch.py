@@ -7,9 +7,11 @@ spawned, and raised as one ``InputError`` line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from subagents.backends import (
     get_backend,
 )
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, open_private, write_json_atomic
+from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.runners import Launched, RunnerError, launch
 from subagents.runs.monitor import RunMonitor
@@ -237,13 +239,25 @@ def prepare(
     limits = limits or Limits()
     env = os.environ if env is None else env
     checked = check(req, limits, env)
-    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     home = home or paths.state_home(env)
     run_id = ids.new_id()
     run_dir = paths.runs_dir(home) / run_id
-    make_private_dir(run_dir)
     try:
-        resume, worktree = _continuation(req, backend, paths.runs_dir(home))
+        return _write_run_dir(req, limits, checked, run_id, run_dir)
+    except OSError:
+        # A full disk (or an unwritable home): no half-made run directory is left behind.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _write_run_dir(
+    req: RunRequest, limits: Limits, checked: Checked, run_id: str, run_dir: Path
+) -> tuple[RunSpec, Path]:
+    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
+    make_private_dir(run_dir)
+    reserve_space(run_dir)
+    try:
+        resume, worktree = _continuation(req, backend, run_dir.parent)
         if worktree is None and req.isolate == "worktree":
             from subagents.runs import worktree as wt
 
@@ -358,20 +372,37 @@ class RunHandle:
         on_event: Callable[[dict[str, Any]], None] | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any] | None:
-        return self.monitor.wait(on_event=on_event, timeout=timeout)
+        result = self.monitor.wait(on_event=on_event, timeout=timeout)
+        if result is not None:
+            self.reap()
+        return result
+
+    def reap(self, timeout: float = 5.0) -> None:
+        """Collect the supervisor's exit status once its result is out (it exits right after
+        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run."""
+        popen = self.launched.popen
+        if popen is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(timeout)
 
     def result(self) -> dict[str, Any] | None:
         return self.monitor.result()
 
-    def stop(self, on_event: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    def stop(
+        self,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        sig: int = signal.SIGTERM,
+    ) -> dict[str, Any]:
         """Abort the run: the supervisor kills the child's group and writes ``aborted``.
+        ``sig`` is what the supervisor gets: the signal the caller itself was sent (Ctrl-C is
+        SIGINT), so the result names the signal that was sent.
 
         Bounded: if the supervisor does not answer, it is killed and the result is
         written here.
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            procs.kill_group(self.launched.pid, signal.SIGTERM)
+            procs.kill_group(self.launched.pid, sig)
             done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
             if done is not None:
                 return done

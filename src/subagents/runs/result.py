@@ -136,7 +136,7 @@ def publish_ended(
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
     that is on disk, whoever won the race to publish it."""
-    from subagents.core.files import publish_once, read_json
+    from subagents.core.files import read_json
 
     spec = spec or spec_of(run_dir)
     result = build_result(
@@ -149,12 +149,50 @@ def publish_ended(
     )
     if not (run_dir / "result.json").exists():
         finish_worktree(result, spec, run_dir)
-    publish_once(run_dir / "result.json", attach_diagnostics(result, run_dir))
+    try:
+        publish_result(run_dir, attach_diagnostics(result, run_dir))
+    except OSError as exc:
+        # Nowhere to write it (a full disk): the caller still gets the true record.
+        result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
+        return result
     try:
         on_disk = read_json(run_dir / "result.json")
     except (OSError, ValueError):
         return result
     return on_disk if isinstance(on_disk, dict) else result
+
+
+KEEP_WHEN_FULL = 32 * 1024
+
+
+def cannot_write(exc: OSError) -> str:
+    from subagents.core.files import describe_os_error
+
+    return f"could not write result.json: {describe_os_error(exc)}"
+
+
+def publish_result(run_dir: Path, result: dict[str, Any]) -> bool:
+    """Publish ``result`` once (see publish_once). On a full disk, even after the run's
+    reserved space is given back, a smaller record is tried (the answer cut to its first
+    32 KiB, no diagnostics) so that the run still ends on disk with the true cause."""
+    from subagents.core.files import disk_full, publish_once
+
+    try:
+        return publish_once(run_dir / "result.json", result)
+    except OSError as exc:
+        if not disk_full(exc):
+            raise
+        smaller = dict(result)
+        text = smaller.get("finalText")
+        if isinstance(text, str) and len(text) > KEEP_WHEN_FULL:
+            smaller["finalText"] = text[:KEEP_WHEN_FULL]
+        smaller["diagnostics"] = None
+        smaller["errorMessage"] = "; ".join(
+            x for x in (result.get("errorMessage"), cannot_write(exc) + " in full") if x
+        )
+        if smaller["status"] == "completed":
+            smaller["status"] = "failed"
+        return publish_once(run_dir / "result.json", smaller)
 
 
 def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -39,10 +39,10 @@ from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
 from subagents.core.files import (
     FILE_MODE,
+    describe_os_error,
     dumps,
     dumps_fast,
     open_private,
-    publish_once,
     read_json,
     read_tail,
 )
@@ -52,6 +52,7 @@ from subagents.runs.result import (
     build_result,
     finish_worktree,
     publish_ended,
+    publish_result,
 )
 from subagents.runs.spec import RunSpec
 from subagents.runs.stderrlog import StderrLog
@@ -91,6 +92,31 @@ def killpg(pgid: int, sig: int) -> bool:
     return True
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a member that still runs. A zombie does not count: a
+    killed grandchild is reparented to init, which may be slow to reap it (or never, in a
+    container whose PID 1 does not), and ``killpg(pgid, 0)`` still finds its zombie."""
+    if not killpg(pgid, 0):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs: the signal probe is all there is
+        return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            # after "(comm)": state, ppid, pgrp
+            state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split(None, 3)[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != b"Z":
+            return True
+    return False
+
+
 class Supervisor:
     def __init__(
         self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None
@@ -116,6 +142,8 @@ class Supervisor:
         self.parsed = 0
         self._parse: Callable[[bytes], Any] = parse_line
         self._dumps: Callable[[Any], bytes] = dumps
+        # The first artifact write that failed (a full disk): the run's true cause.
+        self.write_error: str | None = None
         # The stall watchdog: when stdout last said anything, and the tool calls in flight
         # (id -> when each started); a run is stalled only while none is.
         self.active_at = self.t0
@@ -154,21 +182,27 @@ class Supervisor:
             entry = self._transcript_entry(record, self._fmt)
             if entry:
                 self.transcript_f.write(entry)
-        except OSError:
-            pass  # artifacts are best effort; result.json must still be written
+        except OSError as exc:  # artifacts are best effort; result.json must still be written
+            self.note_write_error(exc, "events.jsonl")
         self.dirty = True
         if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(record)
             if line:
                 self.echo(line)
 
+    def note_write_error(self, exc: OSError, name: str) -> None:
+        if self.write_error is None:
+            self.write_error = f"could not write {name}: {describe_os_error(exc)}"
+
     def flush(self) -> None:
         if not self.dirty:
             return
         self.dirty = False
-        for f in (self.events_f, self.transcript_f):
-            with contextlib.suppress(OSError):
+        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+            try:
                 f.flush()
+            except OSError as exc:
+                self.note_write_error(exc, name)
 
     # ---- stream ----------------------------------------------------------
 
@@ -211,8 +245,10 @@ class Supervisor:
     def on_data(self, data: bytes | memoryview) -> None:
         self.active_at = time.monotonic()
         self.stall_noticed = False
-        with contextlib.suppress(OSError):
+        try:
             self.raw_f.write(data)
+        except OSError as exc:
+            self.note_write_error(exc, "raw.jsonl")
         buf = self.buf
         # A line held from earlier reads has no newline: look only at the new bytes.
         scanned = len(buf)
@@ -520,13 +556,16 @@ class Supervisor:
     # ---- outcome ---------------------------------------------------------
 
     def cleanup_group(self) -> None:
-        """Whatever the child left in its group (a grandchild holding stdout) goes too."""
-        if not self.pgid or not killpg(self.pgid, signal.SIGTERM):
+        """Whatever the child left in its group (a grandchild holding stdout) goes too; a
+        process killed here makes the cleanup a forced one."""
+        if not self.pgid or not group_alive(self.pgid):
             return
+        self.forced_cleanup = True
+        killpg(self.pgid, signal.SIGTERM)
         deadline = time.monotonic() + self.spec.killGrace
         while time.monotonic() < deadline:
             time.sleep(0.02)
-            if not killpg(self.pgid, 0):
+            if not group_alive(self.pgid):
                 return
         killpg(self.pgid, signal.SIGKILL)
 
@@ -580,6 +619,17 @@ class Supervisor:
             if norm.error_message:
                 error = f"{error} (last error: {norm.error_message})"
         duration_ms = round((time.monotonic() - self.t0) * 1000)
+        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+            try:
+                f.flush()
+            except OSError as exc:
+                self.note_write_error(exc, name)
+        if self.write_error is not None and status == "completed":
+            # The answer is kept (finalText), but the run's record is not whole: say why.
+            status = "failed"
+            error = f"{self.write_error} (the answer is kept in finalText)"
+        elif self.write_error is not None:
+            error = f"{error or status}; {self.write_error}"
         if status != "completed" and not spawn_error:
             self.emit(ev.error(error or status, fatal=True))
         self.emit(ev.run_finished(status, exit_code, sig, duration_ms))
@@ -609,7 +659,7 @@ class Supervisor:
         for f in (self.events_f, self.raw_f, self.transcript_f):
             with contextlib.suppress(OSError):
                 f.close()
-        publish_once(self.run_dir / "result.json", result)
+        publish_result(self.run_dir, result)
         return result
 
 
@@ -648,10 +698,12 @@ def main(argv: list[str] | None = None) -> int:
         sup = Supervisor(run_dir, spec, echo)
         result = sup.run()
     except Exception as exc:
-        # A bug here must neither orphan the child nor leave the caller without a result.
+        # A bug or a full disk must neither orphan the child nor leave the caller without a
+        # result: the result names the cause (an OSError as one line, not its repr).
         if sup is not None and sup.pgid:
             killpg(sup.pgid, signal.SIGKILL)
-        fail_before_start(run_dir, f"supervisor error: {exc!r}")
+        why = describe_os_error(exc) if isinstance(exc, OSError) else repr(exc)
+        fail_before_start(run_dir, f"supervisor error: {why}")
         return 1
     return 0 if result["status"] == "completed" else 1
 

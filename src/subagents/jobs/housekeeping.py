@@ -1,0 +1,173 @@
+"""Removing finished jobs: ``subagents rm`` and ``subagents prune``.
+
+A job goes with its runs, its index row and any git worktree a run recorded. Removal is
+atomic as the user sees it: the job directory is first renamed aside (one rename: the job is
+there or gone, never half there), its runs are moved in with it, worktrees are removed, and
+only then is the whole of it deleted. Anything a crash left set aside is finished by the
+next removal. A job still running is never removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from subagents.core import paths
+from subagents.core.files import read_json
+from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
+
+# Set-aside job directories: a leading dot, which no job id has.
+TRASH_PREFIX = ".removing-"
+
+
+class JobBusyError(Exception):
+    """A job that is still running (one line)."""
+
+
+@dataclass
+class Removed:
+    jobs: list[str] = field(default_factory=list)
+    runs: int = 0
+    worktrees: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def _finished(store: JobStore, job_id: str) -> dict[str, Any]:
+    state = store.load(job_id)
+    if state.get("status") not in TERMINAL:
+        with contextlib.suppress(OSError):
+            state = store.recover_if_orphaned(job_id)
+    if state.get("status") not in TERMINAL:
+        raise JobBusyError(
+            f"job {job_id} is {state.get('status') or 'running'}: stop it first "
+            f"(subagents stop {job_id})"
+        )
+    return state
+
+
+def remove_jobs(store: JobStore, job_ids: list[str]) -> Removed:
+    """Remove these finished jobs. Every one is checked before any is touched: one still
+    running raises JobBusyError and nothing is removed."""
+    for job_id in job_ids:
+        _finished(store, job_id)
+    done = Removed()
+    for job_id in dict.fromkeys(job_ids):
+        trash = store.dir / f"{TRASH_PREFIX}{job_id}"
+        os.rename(store.dir / job_id, trash)
+        _empty_trash(store, trash, done)
+        done.jobs.append(job_id)
+    _forget(store, done.jobs)
+    finish_interrupted(store, done)
+    return done
+
+
+def jobs_to_prune(
+    store: JobStore, *, older_than: float | None = None, keep: int | None = None
+) -> list[str]:
+    """Finished jobs that ended before ``older_than`` (epoch seconds) and are not among the
+    ``keep`` newest finished jobs. Running jobs are never selected."""
+    try:
+        names = sorted(
+            (e.name for e in os.scandir(store.dir) if e.is_dir() and not e.name.startswith(".")),
+            reverse=True,
+        )
+    except FileNotFoundError:
+        return []
+    finished: list[tuple[str, float]] = []
+    for job_id in names:
+        try:
+            state = _finished(store, job_id)
+        except (JobBusyError, OSError, ValueError):
+            continue
+        ended = state.get("completedAt")
+        when = _epoch(ended) if isinstance(ended, str) else float(state.get("createdAt") or 0)
+        finished.append((job_id, when))
+    chosen = finished[keep:] if keep is not None else finished
+    return [j for j, when in chosen if older_than is None or when < older_than]
+
+
+def _epoch(iso_time: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return time.time()
+
+
+def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:
+    """Complete removals a crash left half-way (a set-aside job directory)."""
+    done = done or Removed()
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(store.dir):
+            if entry.name.startswith(TRASH_PREFIX) and entry.is_dir():
+                _empty_trash(store, Path(entry.path), done)
+                _forget(store, [entry.name.removeprefix(TRASH_PREFIX)])
+
+
+def _empty_trash(store: JobStore, trash: Path, done: Removed) -> None:
+    try:
+        state = read_json(trash / JOB_FILE)
+    except (OSError, ValueError):
+        state = {}
+    run_ids = [r for r in (state.get("runIds") or []) if isinstance(r, str) and r]
+    for run in state.get("runs") or []:
+        if isinstance(run, dict) and isinstance(run.get("runId"), str):
+            run_ids.append(run["runId"])
+    for run_id in dict.fromkeys(run_ids):
+        run_dir = paths.runs_dir(store.home) / run_id
+        if "/" in run_id or run_id.startswith(".") or not run_dir.is_dir():
+            continue
+        moved = trash / "runs" / run_id
+        moved.parent.mkdir(exist_ok=True)
+        os.rename(run_dir, moved)
+        done.runs += 1
+        _remove_worktree(moved, done)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _remove_worktree(run_dir: Path, done: Removed) -> None:
+    """The git worktree a run recorded (``worktree.path`` in its result), if still there."""
+    try:
+        result = read_json(run_dir / "result.json")
+    except (OSError, ValueError):
+        return
+    tree = result.get("worktree") if isinstance(result, dict) else None
+    where = tree.get("path") if isinstance(tree, dict) else None
+    if not isinstance(where, str) or not Path(where).exists():
+        return
+    try:
+        proc = subprocess.run(
+            ["git", "-C", where, "worktree", "remove", "--force", where],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        done.problems.append(f"worktree {where}: {exc}")
+        return
+    if proc.returncode == 0:
+        done.worktrees += 1
+    else:
+        last = (proc.stderr.strip().splitlines() or ["git worktree remove failed"])[-1]
+        done.problems.append(f"worktree {where}: {last}")
+
+
+def _forget(store: JobStore, job_ids: list[str]) -> None:
+    if not job_ids:
+        return
+    with contextlib.suppress(sqlite3.Error, OSError):
+        db = store.index()
+        try:
+            db.executemany("delete from jobs where job_id = ?", [(j,) for j in job_ids])
+            db.commit()
+        finally:
+            db.close()

@@ -1,0 +1,27 @@
+"""How a job ended, from its runs: one rule for the driver that saw the job through and for
+whoever records the end of a job whose driver died."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def job_status(planned: int, runs: list[dict[str, Any]], cancelled: bool) -> str:
+    """``completed`` only when every planned run completed; else the first run's failure."""
+    statuses = [r.get("status") for r in runs]
+    if runs and len(runs) == planned and all(s == "completed" for s in statuses):
+        return "completed"
+    if cancelled:
+        return "aborted"
+    return next((str(s) for s in statuses if s != "completed" and s), "failed")
+
+
+def final_text(mode: str, status: str, runs: list[dict[str, Any]]) -> str | None:
+    """single: the run's answer; chain: the last step's (when it completed); parallel: none."""
+    if mode == "single" and runs:
+        text = runs[0].get("finalText")
+        return text if isinstance(text, str) else None
+    if mode == "chain" and status == "completed":
+        text = runs[-1].get("finalText")
+        return text if isinstance(text, str) else None
+    return None
