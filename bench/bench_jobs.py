@@ -21,6 +21,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def child_script(path: Path, seconds: float) -> Path:
+    """A pi stand-in that sleeps ``seconds`` and answers."""
+    final = json.dumps(
+        {
+            "type": "message_end",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "done"}],
+                "stopReason": "stop",
+                "model": "m",
+            },
+        }
+    )
+    path.write_text(f"#!/bin/sh\nsleep {seconds}\necho '{final}'\n")
+    path.chmod(0o755)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
@@ -31,20 +49,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
     with tempfile.TemporaryDirectory(prefix="subagents-bench-") as tmp:
         work = Path(tmp)
-        final = json.dumps(
-            {
-                "type": "message_end",
-                "message": {
-                    "role": "assistant",
-                    "content": [{"type": "text", "text": "done"}],
-                    "stopReason": "stop",
-                    "model": "m",
-                },
-            }
-        )
-        child = work / "child"
-        child.write_text(f"#!/bin/sh\nsleep {args.child_seconds}\necho '{final}'\n")
-        child.chmod(0o755)
+        child = child_script(work / "child", args.child_seconds)
         env = {
             **os.environ,
             "SUBAGENTS_HOME": str(work / "home"),

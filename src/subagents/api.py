@@ -58,6 +58,8 @@ def prepare_job(
     session: str | None = None,
     extra_env: dict[str, str] | None = None,
     background: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet."""
@@ -74,6 +76,10 @@ def prepare_job(
         raise BadRequest(str(exc)) from None
     if runner:
         options.runner = runner
+    if executor:
+        options.limits.executor = executor
+    if ray_address:
+        options.limits.ray_address = ray_address
     if agent_scope:
         options.agent_scope = agent_scope
     from subagents.lifecycle import sessionlog
@@ -283,7 +289,8 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.runners import SUPERVISOR_FILE
+    from subagents.executors import signal_supervisor
+    from subagents.runners import SUPERVISOR_FILE, RunnerError
     from subagents.runs import RunMonitor
 
     for run_id in run_ids:
@@ -294,10 +301,8 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
         if monitor.result() is not None:
             continue
         monitor.stop_requested = True
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            ident = _read(run_dir / SUPERVISOR_FILE)
-            if procs.is_alive(ident):
-                os.kill(int(ident["pid"]), signal.SIGTERM)
+        with contextlib.suppress(OSError, ValueError, KeyError, RunnerError):
+            signal_supervisor(run_dir, _read(run_dir / SUPERVISOR_FILE), signal.SIGTERM)
         if monitor.wait(timeout=grace) is None:
             monitor.recover_dead_supervisor()
 

@@ -71,6 +71,10 @@ class Settings(BaseModel):
     default_backend: str = Field(default="pi", min_length=1)
     default_agent: str | None = None
     runner: Literal["process", "tmux"] = "process"
+    # Where runs execute: here, or on a Ray cluster (pip install 'subagents[ray]').
+    executor: Literal["local", "ray"] = "local"
+    # The Ray cluster's address; unset: $RAY_ADDRESS, else a local `ray start` cluster.
+    ray_address: str | None = None
     concurrency: int = Field(default=4, ge=1)
     max_parallel_tasks: int = Field(default=8, ge=1)
     max_spawns_per_job: int = Field(default=32, ge=1)
@@ -117,6 +121,8 @@ ENV_SETTINGS: dict[str, str] = {
         "default_backend",
         "default_agent",
         "runner",
+        "executor",
+        "ray_address",
         "concurrency",
         "max_parallel_tasks",
         "max_spawns_per_job",
@@ -290,9 +296,13 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         if raw is None or raw.strip() == "":
             continue  # an empty variable counts as unset
         value: Any = raw.strip()
-        if setting in ("timeout", "stall_timeout", "tool_timeout", "default_agent") and (
-            value.lower() in _NONE_WORDS
-        ):
+        if setting in (
+            "timeout",
+            "stall_timeout",
+            "tool_timeout",
+            "default_agent",
+            "ray_address",
+        ) and (value.lower() in _NONE_WORDS):
             value = None
         layer[setting] = value
         names[setting] = var

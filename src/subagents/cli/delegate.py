@@ -75,6 +75,15 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
     help="How each run's supervisor is launched.",
 )
 @click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    help="Where runs execute: here, or on a Ray cluster (docs/cluster.md).",
+)
+@click.option(
+    "--ray-address",
+    help="The Ray cluster to use (default: config ray_address, else $RAY_ADDRESS).",
+)
+@click.option(
     "--agent-scope",
     type=click.Choice(["user", "both"]),
     help="'both' also uses project-local agents.",
@@ -124,6 +133,8 @@ def run(
     plan_file: Path | None,
     concurrency: int | None,
     runner: str | None,
+    executor: str | None,
+    ray_address: str | None,
     agent_scope: str | None,
     session: str | None,
     bg: bool,
@@ -194,6 +205,8 @@ def run(
             runner=runner,
             agent_scope=agent_scope,
             session=session,
+            executor=executor,
+            ray_address=ray_address,
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import events as ev
+from subagents.core import paths
 from subagents.jobs.outcome import final_text, job_status
 from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
 from subagents.jobs.store import JobStore
@@ -32,6 +33,7 @@ from subagents.runs import (
     check,
     iso,
     prepare,
+    resume,
     start_prepared,
     sum_usage,
 )
@@ -117,6 +119,9 @@ def plan(
     """Resolve agents and check every step; raises ``PlanError`` naming the field."""
     from subagents.agents import AgentError, get_agent
 
+    limits = options.limits
+    if spec.executor is not None:  # the plan's choice beats config
+        limits = Limits(**{**asdict(limits), "executor": spec.executor})
     env = os.environ if env is None else env
     base = (cwd or Path.cwd()).resolve()
     n = len(spec.steps)
@@ -166,14 +171,14 @@ def plan(
             # {previous} is only known at run time; check the step with a stand-in.
             check(
                 RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}),
-                options.limits,
+                limits,
                 env,
             )
         except InputError as exc:
             raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or options.concurrency, n))
-    return JobPlan(spec.mode, requests, options.limits, concurrency, options.session)
+    return JobPlan(spec.mode, requests, limits, concurrency, options.session)
 
 
 def _source_of(agent: Any) -> str:
@@ -213,6 +218,11 @@ class Job:
         self._stop_signal: int = signal.SIGTERM
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
+        # A restarted driver finds the runs its predecessor started, and follows them.
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
+                if i < len(self._run_ids) and isinstance(run_id, str):
+                    self._run_ids[i] = run_id
 
     # ---- control ---------------------------------------------------------
 
@@ -266,17 +276,25 @@ class Job:
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
-        req = RunRequest(**{**asdict(req), "job_id": self.job_id})
-        try:
-            spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
-        except InputError as exc:
-            return {**not_started(req, str(exc)), "status": "failed"}
-        except OSError as exc:  # a full disk: the run never started, and says why
-            return {**not_started(req, f"the run could not start: {_why(exc)}"), "status": "failed"}
-        try:
-            handle = start_prepared(spec, run_dir, req.runner or self.plan.limits.runner)
-        except InputError as exc:
-            return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
+        started = self._run_ids[index]
+        if started is not None:
+            handle = resume(paths.runs_dir(self.store.home) / started)
+        else:
+            req = RunRequest(**{**asdict(req), "job_id": self.job_id})
+            try:
+                spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
+            except InputError as exc:
+                return {**not_started(req, str(exc)), "status": "failed"}
+            except OSError as exc:  # a full disk: the run never started, and says why
+                why = f"the run could not start: {_why(exc)}"
+                return {**not_started(req, why), "status": "failed"}
+            try:
+                limits = self.plan.limits
+                handle = start_prepared(
+                    spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+                )
+            except InputError as exc:
+                return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
         with self._lock:
             self._handles[index] = handle
             self._run_ids[index] = handle.run_id

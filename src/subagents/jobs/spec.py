@@ -73,6 +73,8 @@ class JobSpec(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     tasks: list[Step] | None = Field(default=None, exclude=True)
     concurrency: int | None = Field(default=None, ge=1)
+    # Where the job's runs execute (else from config): see docs/cluster.md.
+    executor: Literal["local", "ray"] | None = None
 
     @model_validator(mode="after")
     def _one_list(self) -> JobSpec:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from subagents.runners.base import SUPERVISOR_FILE, Launched, RunnerError
+from subagents.runners.base import SUPERVISOR_FILE, Launched, RunnerError, record, supervisor_argv
 
 
 def launch(run_dir: Path, runner: str = "process") -> Launched:
@@ -19,4 +19,4 @@ def launch(run_dir: Path, runner: str = "process") -> Launched:
     raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
 
 
-__all__ = ["SUPERVISOR_FILE", "Launched", "RunnerError", "launch"]
+__all__ = ["SUPERVISOR_FILE", "Launched", "RunnerError", "launch", "record", "supervisor_argv"]

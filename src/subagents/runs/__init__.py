@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from subagents.runs.launch import limits_from_settings as limits_from_settings
     from subagents.runs.launch import prepare as prepare
     from subagents.runs.launch import resolve_binary as resolve_binary
+    from subagents.runs.launch import resume as resume
     from subagents.runs.launch import start as start
     from subagents.runs.launch import start_prepared as start_prepared
     from subagents.runs.monitor import RunMonitor as RunMonitor
@@ -41,6 +42,7 @@ _NAMES = {
     "limits_from_settings": "launch",
     "prepare": "launch",
     "resolve_binary": "launch",
+    "resume": "launch",
     "start": "launch",
     "start_prepared": "launch",
     "RunMonitor": "monitor",
@@ -65,6 +67,7 @@ __all__ = [
     "limits_from_settings",
     "prepare",
     "resolve_binary",
+    "resume",
     "start",
     "start_prepared",
     "sum_usage",

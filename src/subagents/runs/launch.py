@@ -26,10 +26,12 @@ from subagents.backends import (
     CommandRequest,
     get_backend,
 )
-from subagents.core import ids, paths, procs
+from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
-from subagents.runners import Launched, RunnerError, launch
+from subagents.executors import check as check_executor
+from subagents.executors import launch, reattach
+from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
 
@@ -78,6 +80,9 @@ class Limits:
     timeout: float | None = None
     runner: str = "process"
     bins: dict[str, str] = field(default_factory=dict)
+    # Where supervisors execute: "local", or "ray" at ray_address (else $RAY_ADDRESS).
+    executor: str = "local"
+    ray_address: str | None = None
     # The stall watchdog (None: off), its policy, and the bound on one tool call.
     stall_timeout: float | None = 300.0
     on_stall: str = "notice"
@@ -196,6 +201,10 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
         raise InputError(str(exc), "backend") from None
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
+    try:
+        check_executor(limits.executor)
+    except RunnerError as exc:
+        raise InputError(str(exc)) from None
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
         raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
@@ -402,18 +411,26 @@ class RunHandle:
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            procs.kill_group(self.launched.pid, sig)
+            self.launched.terminate(sig)
             done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
             if done is not None:
                 return done
-            procs.kill_group(self.launched.pid, signal.SIGKILL)
+            self.launched.terminate(signal.SIGKILL)
         done = self.wait(on_event=on_event, timeout=5.0)
         return done if done is not None else self.monitor.recover_dead_supervisor()
 
 
-def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> RunHandle:
+def start_prepared(
+    spec: RunSpec,
+    run_dir: Path,
+    runner: str = "process",
+    executor: str = "local",
+    ray_address: str | None = None,
+) -> RunHandle:
     try:
-        launched = launch(run_dir, runner)
+        launched = launch(
+            run_dir, backend=spec.backend, runner=runner, executor=executor, address=ray_address
+        )
     except RunnerError as exc:
         # The run directory exists: it must not be left without a result.
         from subagents.runs.result import publish_ended
@@ -425,6 +442,31 @@ def start_prepared(spec: RunSpec, run_dir: Path, runner: str = "process") -> Run
     return RunHandle(spec, run_dir, launched)
 
 
+def resume(run_dir: Path) -> RunHandle:
+    """Follow again a run whose starter is gone (a restarted job driver): its supervisor
+    goes on without it, here or on a Ray node (found again by its actor's name)."""
+    from subagents.core.files import read_json
+    from subagents.runs.result import spec_of
+
+    try:
+        ident = read_json(run_dir / SUPERVISOR_FILE)
+    except (OSError, ValueError):
+        ident = {}
+    if not isinstance(ident, dict):
+        ident = {}
+    where = ident.get("executor")
+    if isinstance(where, dict) and not (run_dir / "result.json").exists():
+        with contextlib.suppress(RunnerError):
+            launched = reattach(run_dir, str(where.get("address") or "") or None)
+            return RunHandle(spec_of(run_dir), run_dir, launched)
+    # A local supervisor (or one that is gone: the monitor then finds it dead and ends the run).
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        launched = Launched(int(ident["pid"]), float(ident["createTime"]), str(ident["runner"]))
+        launched.remote = isinstance(where, dict)
+        return RunHandle(spec_of(run_dir), run_dir, launched)
+    return RunHandle(spec_of(run_dir), run_dir, Launched(0, 0.0, "unknown"))
+
+
 def start(
     req: RunRequest,
     limits: Limits | None = None,
@@ -433,7 +475,9 @@ def start(
 ) -> RunHandle:
     limits = limits or Limits()
     spec, run_dir = prepare(req, limits, env, home)
-    return start_prepared(spec, run_dir, req.runner or limits.runner)
+    return start_prepared(
+        spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+    )
 
 
 def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Limits:
@@ -449,6 +493,8 @@ def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None 
         timeout=s.timeout,
         runner=s.runner,
         bins=dict(s.bins),
+        executor=s.executor,
+        ray_address=s.ray_address,
         stall_timeout=s.stall_timeout,
         on_stall=s.on_stall,
         tool_timeout=s.tool_timeout,

@@ -17,6 +17,7 @@ from typing import Any
 from subagents.core import paths, procs
 from subagents.core.files import loads, read_events, read_json
 from subagents.core.waker import DirWaker
+from subagents.executors import abandon
 from subagents.runners import SUPERVISOR_FILE, Launched
 from subagents.runs.result import publish_ended, spec_of
 
@@ -139,9 +140,11 @@ class RunMonitor:
             return result
         events = read_events(self.run_dir / "events.jsonl")
         child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
-        if isinstance(child_pid, int) and child_pid > 0:
+        remote = self._remote()
+        if isinstance(child_pid, int) and child_pid > 0 and not remote:
             procs.kill_group(child_pid)
         spec = spec_of(self.run_dir)
+        lost = self.launched.lost() if self.launched is not None else None
         if self.stop_requested or self._job_cancel_requested(spec.jobId):
             status, message = (
                 "aborted",
@@ -149,12 +152,30 @@ class RunMonitor:
             )
         else:
             status, message = "failed", "the supervisor died without writing a result"
-        if isinstance(child_pid, int):
+        if lost:
+            message += f": {lost}"
+        if isinstance(child_pid, int) and not remote:
             message += f"; its child (pid {child_pid}) was killed"
-        return publish_ended(
+        elif remote and self.launched is None:
+            # Its relay died with the process that hosted it: end it on its node too.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                done = abandon(read_json(self.run_dir / SUPERVISOR_FILE))
+                if done:
+                    message += f"; {done}"
+        result = publish_ended(
             self.run_dir,
             spec=spec,
             status=status,
             error_message=message,
             tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),
+            executor=self.launched.where() if self.launched is not None else None,
         )
+        return result
+
+    def _remote(self) -> bool:
+        """Whether the supervisor ran on another machine (its child's pid is not ours)."""
+        if self.launched is not None:
+            return self.launched.remote
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            return read_json(self.run_dir / SUPERVISOR_FILE).get("executor") is not None
+        return False

@@ -61,11 +61,12 @@ def build_result(
     tool_calls: int = 0,
     model: str | None = None,
     diagnostics: str | None = None,
+    executor: dict[str, Any] | None = None,
     session_id: str | None = None,
 ) -> dict[str, Any]:
     assert status in STATUSES, status
     done = completed_at if completed_at is not None else time.time()
-    return {
+    result = {
         "runId": spec.runId,
         "jobId": spec.jobId,
         "agent": spec.agent,
@@ -94,6 +95,9 @@ def build_result(
         "continuedFrom": spec.continuedFrom,
         "worktree": None,
     }
+    if executor is not None:  # where it ran, when not here (the local executor)
+        result["executor"] = executor
+    return result
 
 
 def finish_worktree(result: dict[str, Any], spec: RunSpec, run_dir: Path) -> None:

@@ -1,0 +1,47 @@
+"""Between a run's Ray actor and its supervisor: ``python -I -S ray_keeper.py LOG ARGV...``.
+
+When an actor's process exits, Ray SIGKILLs that process's children. The supervisor must
+not be one of them: killed so, it could not kill its child's process group (its own
+session), which would live on. So the actor's child is this keeper, and the supervisor
+is the keeper's child, set to get SIGTERM when the keeper dies (``PR_SET_PDEATHSIG``):
+Ray kills the keeper, the supervisor aborts the run and takes its child's group with it.
+
+Standard library only, run isolated (``-I -S``): it starts in a few milliseconds.
+It prints the supervisor's pid, then waits for it and exits with its code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+
+
+def die_with_parent() -> None:
+    """In a child before exec: SIGTERM it when its parent dies (Linux; elsewhere nothing)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+
+def main(argv: list[str]) -> int:
+    log_path, command = argv[0], argv[1:]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            preexec_fn=die_with_parent,
+        )
+    print(proc.pid, flush=True)
+    return proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,459 @@
+"""The ray executor against a real Ray cluster of three nodes on this machine
+(``ray.cluster_utils.Cluster``): a head without agent CLIs and two nodes that offer
+``subagents-pi``, running the real pi against the loopback mock model.
+
+Everything stays on 127.0.0.1: every node is started with ``node_ip_address="127.0.0.1"``
+and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray pick the loopback address for this
+driver too (otherwise it advertises the machine's other address). Usage stats and the
+dashboard are off. One cluster serves the module; the test that kills a node runs last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
+
+from conftest import eventually, needs_pi  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from subagents import api  # noqa: E402
+from subagents.core import procs  # noqa: E402
+from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config  # noqa: E402
+from subagents.executors import reattach  # noqa: E402
+from subagents.jobs import parse_job  # noqa: E402
+from subagents.runs import Limits, RunHandle, RunMonitor, RunRequest, start  # noqa: E402
+
+pytestmark = needs_pi
+LOOPBACK = "127.0.0.1"
+PI_UNITS = 3
+FINAL = "Found: {tool_output}"
+
+
+class RayCluster:
+    def __init__(
+        self,
+        cluster: Cluster,
+        pi_nodes: list[Any],
+        node_runs: Path,
+        server: MockModelServer,
+        pi_env: dict[str, str],
+    ) -> None:
+        self.cluster = cluster
+        self.pi_nodes = pi_nodes
+        self.node_runs = node_runs
+        # One mock model for the module (tests set its script); each node's pi is
+        # configured for it through the node's own environment, as on a real cluster.
+        self.server = server
+        self.pi_env = pi_env
+
+    @property
+    def address(self) -> str:
+        return str(self.cluster.address)
+
+    def pi_node_ids(self) -> set[str]:
+        return {n.node_id for n in self.pi_nodes}
+
+
+@pytest.fixture(scope="module")
+def rc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
+    node_runs = tmp_path_factory.mktemp("ray-node-runs")
+    server = MockModelServer(Script(final_text=FINAL)).__enter__()
+    pi_env = write_pi_config(tmp_path_factory.mktemp("pi-agent"), server.url)
+    # The nodes' processes inherit this environment, taken back once they are started:
+    # their runs go under the test's tmp, their pi talks to the mock (offline otherwise).
+    node_env = {**pi_env, "SUBAGENTS_RAY_RUNS": str(node_runs)}
+    saved = {k: os.environ.get(k) for k in node_env}
+    os.environ.update(node_env)
+    try:
+        common = {"node_ip_address": LOOPBACK, "num_cpus": 1}
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={**common, "include_dashboard": False},
+        )
+        pi_nodes = [
+            cluster.add_node(**common, resources={"subagents-pi": PI_UNITS}) for _ in range(2)
+        ]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
+    try:
+        nodes = ray.nodes()
+        assert len(nodes) == 3
+        # Nothing of Ray's is reachable beyond the loopback interface.
+        assert {n["NodeManagerAddress"] for n in nodes} == {LOOPBACK}
+        yield RayCluster(cluster, pi_nodes, node_runs, server, pi_env)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        server.close()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    d = tmp_path / "project"
+    d.mkdir()
+    (d / "hello.txt").write_text("hi\n")
+    return d
+
+
+def marked_processes(mark: str) -> list[psutil.Process]:
+    """This user's processes whose environment carries ``mark`` (a run's child and helpers)."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
+                found.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def no_ray_actor_left(run_id: str) -> bool:
+    try:
+        ray.get_actor(f"subagents-run-{run_id}", namespace="subagents")
+    except ValueError:
+        return True
+    return False
+
+
+def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) -> RunHandle:
+    req = RunRequest(
+        task="List the files.",
+        backend="pi",
+        model="mock/mock-model",
+        cwd=str(work),
+        env={**env, "SUBAGENTS_TEST_MARK": mark},
+    )
+    return start(req, Limits(executor="ray", ray_address=rc.address))
+
+
+def started(handle: RunHandle) -> bool:
+    """The run's child was spawned on a node and the caller heard of it."""
+    try:
+        events = (handle.run_dir / "events.jsonl").read_text()
+    except FileNotFoundError:
+        return False
+    return '"run_started"' in events and node_of(handle) is not None
+
+
+def node_of(handle: RunHandle) -> str | None:
+    where = handle.launched.where()
+    return None if where is None else where.get("node")
+
+
+def test_parallel_job_spreads_over_the_pi_nodes(
+    rc: RayCluster, work: Path, tmp_path: Path, isolated_state: Path
+) -> None:
+    n = 6
+    seen: list[tuple[int, str, int]] = []  # (run index, event type, results on disk then)
+
+    def on_event(index: int, event: dict[str, Any]) -> None:
+        done = len(list((isolated_state / "runs").glob("*/result.json")))
+        seen.append((index, str(event.get("type")), done))
+
+    # Each model answer takes a second, so the runs overlap and progress has time to show.
+    rc.server.script = Script(final_text=FINAL, delay_s=1.0)
+    env = rc.pi_env
+    spec = parse_job(
+        {
+            "mode": "parallel",
+            "concurrency": n,
+            "tasks": [
+                {"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(n)
+            ],
+        }
+    )
+    job = api.prepare_job(
+        spec,
+        cwd=work,
+        tools=["bash", "read"],
+        extra_env=env,
+        executor="ray",
+        ray_address=rc.address,
+    )
+    result = api.drive(job, on_event=on_event)
+    assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
+    runs = result["runs"]
+    assert [r["finalText"] for r in runs] == ["Found: hello.txt"] * n
+    nodes = [r["executor"]["node"] for r in runs]
+    assert all(r["executor"]["kind"] == "ray" for r in runs)
+    # SPREAD over two nodes of three units each: both take runs, the head none.
+    assert set(nodes) == rc.pi_node_ids()
+    for r in runs:
+        run_dir = isolated_state / "runs" / r["runId"]
+        # The caller's run dir is the source of truth: every artifact is here.
+        on_disk = json.loads((run_dir / "result.json").read_text())
+        assert on_disk["executor"] == r["executor"]
+        assert r["paths"]["events"] == str((run_dir / "events.jsonl").resolve())
+        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert events[-1]["type"] == "run_finished"
+        assert any(e["type"] == "tool_call" for e in events)
+        assert "hello.txt" in (run_dir / "raw.jsonl").read_text()
+        assert (run_dir / "transcript.md").read_text()
+        assert eventually(lambda rid=r["runId"]: no_ray_actor_left(rid), 60)
+    # Progress arrived while the runs ran: each run's start was seen before all had ended.
+    for i in range(n):
+        assert any(idx == i and t == "run_started" and done < n for idx, t, done in seen), i
+    # The nodes' copies are gone once the caller has everything.
+    assert eventually(lambda: not any(rc.node_runs.iterdir()), 30)
+
+
+def test_stop_mid_run_leaves_no_process_on_any_node(
+    rc: RayCluster, work: Path, tmp_path: Path
+) -> None:
+    mark = uuid.uuid4().hex
+    # The model never answers within the test: the run is stopped while pi waits for it.
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    asked = len(rc.server.requests)
+    handle = start_ray_run(rc, work, rc.pi_env, mark)
+    assert eventually(lambda: started(handle), 120), "the run did not start on a node"
+    assert eventually(lambda: len(rc.server.requests) > asked, 60), "pi never asked the model"
+    assert marked_processes(mark), "the child should be running"
+    result = handle.stop()
+    assert result["status"] == "aborted", result
+    assert result["executor"] == {"kind": "ray", "node": node_of(handle)}
+    assert result["executor"]["node"] in rc.pi_node_ids()
+    # The supervisor on the node killed the child's whole process group.
+    assert eventually(lambda: not marked_processes(mark), 30), marked_processes(mark)
+    assert eventually(lambda: no_ray_actor_left(handle.run_id), 60)
+
+
+def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> None:
+    env = {
+        **os.environ,
+        # Any executable passes the caller's checks; no node advertises subagents-claude.
+        "SUBAGENTS_CLAUDE_BIN": "/bin/true",
+        "PYTHONUNBUFFERED": "1",
+    }
+    argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--backend", "claude"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work), "hi"]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    result = json.loads(p.stdout)
+    assert result["status"] == "failed"
+    assert "no Ray node offers subagents-claude" in result["errorMessage"]
+    assert "ray start" in result["errorMessage"]
+
+
+def test_a_new_driver_reattaches_to_a_running_run(
+    rc: RayCluster, work: Path, tmp_path: Path
+) -> None:
+    mark = uuid.uuid4().hex
+    rc.server.script = Script(final_text=FINAL, delay_s=2.0)
+    env = rc.pi_env
+    first = start_ray_run(rc, work, env, mark)
+    assert eventually(lambda: started(first), 120)
+    # The driver that started it goes away; the run goes on in its detached actor.
+    first.launched.detach()  # type: ignore[attr-defined]
+    assert not first.launched.alive()
+    assert not (first.run_dir / "result.json").exists()
+    again = reattach(first.run_dir, rc.address)
+    result = RunMonitor(first.run_dir, again).wait(timeout=180)
+    assert result is not None and result["status"] == "completed", result
+    assert result["finalText"] == "Found: hello.txt"
+    events = [json.loads(x) for x in (first.run_dir / "events.jsonl").read_text().splitlines()]
+    # Taken up exactly where the first relay stopped: no event lost, none twice.
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [e["type"] for e in events].count("run_started") == 1
+    assert events[-1]["type"] == "run_finished"
+
+
+def bg_ray_job_whose_driver_died(
+    rc: RayCluster, work: Path, home: Path, delay: float = 120
+) -> tuple[str, str, int]:
+    """A background ray job whose driver was SIGKILLed mid-run (its relay died with it):
+    (job id, run id, the child's pid, alive on its node)."""
+    rc.server.script = Script(final_text=FINAL, delay_s=delay)
+    asked = len(rc.server.requests)
+    argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work)]
+    argv += ["--model", "mock/mock-model", "List the files."]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    job_id = json.loads(p.stdout)["jobId"]
+    job_file = home / "jobs" / job_id / "job.json"
+
+    def child_pid() -> int | None:
+        ids = json.loads(job_file.read_text()).get("runIds") or []
+        events = home / "runs" / str(ids[0] if ids else "-") / "events.jsonl"
+        if not events.exists():
+            return None
+        lines = [json.loads(x) for x in events.read_text().splitlines()]
+        return next((e["pid"] for e in lines if e["type"] == "run_started"), None)
+
+    assert eventually(lambda: child_pid() is not None, 120), "the run did not start"
+    assert eventually(lambda: len(rc.server.requests) > asked, 60)
+    child = child_pid()
+    assert child is not None
+    state = json.loads(job_file.read_text())
+    os.kill(state["driver"]["pid"], signal.SIGKILL)
+    # The nodes are on this machine, so the child's process group can be watched here.
+    time.sleep(1)
+    assert procs.group_exists(child), "the run goes on on its node"
+    return job_id, state["runIds"][0], child
+
+
+def test_stop_after_the_driver_died_brings_the_run_back(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """`subagents stop` (another process) finds the detached actor by name, aborts the run
+    on its node, and relays its result home."""
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
+    s = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "stop", job_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
+    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+    assert result["status"] == "aborted", result
+    assert result["executor"]["kind"] == "ray"
+    assert result["executor"]["node"] in rc.pi_node_ids()
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """Whoever finds the job's driver dead (`subagents wait`) records the job's end, as for
+    a local run, and ends the run on its node: no actor keeps its unit, no child lingers."""
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
+    w = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "wait", "--json", job_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert w.returncode == 1, w.stdout + w.stderr
+    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+    assert result["status"] == "failed", result
+    assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_a_restarted_driver_reattaches_to_its_runs(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """The job's driver dies and is started again: it follows the run its predecessor
+    started (found by the actor's name) instead of starting it anew, and the job completes."""
+    asked = len(rc.server.requests)
+    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, delay=4.0)
+    job_dir = isolated_state / "jobs" / job_id
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        w = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", "180", job_id],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+        assert driver.wait(timeout=60) == 0
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert w.returncode == 0, w.stdout + w.stderr
+    job = json.loads(w.stdout)
+    assert [r["runId"] for r in job["runs"]] == [run_id]
+    (result,) = job["runs"]
+    assert result["status"] == "completed" and result["finalText"] == "Found: hello.txt"
+    assert result["executor"]["node"] in rc.pi_node_ids()
+    # One run, asked the model twice (the tool call, the answer): nothing was run again.
+    assert len(rc.server.requests) - asked == 2
+    run_dir = isolated_state / "runs" / run_id
+    events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert not procs.group_exists(child)
+    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+
+
+def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    asked = len(rc.server.requests)
+    argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
+    argv += ["--ray-address", rc.address, "--cwd", str(work), "--model", "mock/mock-model", "x"]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
+    )
+    try:
+        assert eventually(lambda: len(rc.server.requests) > asked, 120), "pi never asked"
+        (run_dir,) = list((isolated_state / "runs").iterdir())
+        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
+        child = next(e["pid"] for e in events if e["type"] == "run_started")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    result = json.loads(out)
+    assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
+    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: no_ray_actor_left(run_dir.name), 60)
+
+
+def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:
+    """Runs last: it takes one of the module's pi nodes away."""
+    marks = [uuid.uuid4().hex for _ in range(3)]
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    env = rc.pi_env
+    handles = [start_ray_run(rc, work, env, m) for m in marks]
+    assert eventually(lambda: all(started(h) for h in handles), 120)
+    assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
+    victim_id = node_of(handles[0])
+    victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
+    on_victim = [node_of(h) == victim_id for h in handles]
+    rc.cluster.remove_node(victim, allow_graceful=False)
+    rc.pi_nodes.remove(victim)
+    results: dict[int, dict[str, Any]] = {}
+    for i, h in enumerate(handles):
+        if on_victim[i]:
+            got = h.wait(timeout=180)
+            assert got is not None, f"run {i} on the dead node never ended"
+            results[i] = got
+    # The others are untouched by it: still running, until stopped here.
+    for i, h in enumerate(handles):
+        if not on_victim[i]:
+            assert h.result() is None
+            results[i] = h.stop()
+    for i, r in results.items():
+        if on_victim[i]:
+            assert r["status"] == "failed", r
+            assert f"the Ray node {victim_id}" in r["errorMessage"], r["errorMessage"]
+            assert r["executor"]["node"] == victim_id
+        else:
+            assert r["status"] == "aborted", r
+    # The children on the dead node went with it (their supervisors saw their host die).
+    assert eventually(lambda: not any(marked_processes(m) for m in marks), 60)
