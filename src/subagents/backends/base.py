@@ -112,7 +112,7 @@ class Normalizer(ABC):
     skip_prefixes: tuple[bytes, ...] = ()
 
     def wants(self, line: bytes | bytearray, start: int = 0) -> bool:
-        return not any(line.startswith(p, start) for p in self.skip_prefixes)
+        return not line.startswith(self.skip_prefixes, start)
 
     @abstractmethod
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:

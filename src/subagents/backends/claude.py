@@ -63,6 +63,11 @@ def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
     }
 
 
+# The token counts of a usage: all whole numbers, so a running sum stays exact.
+# (An assistant line carries no cost; only the result line does.)
+_TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+
+
 def _errors_text(obj: dict[str, Any]) -> str:
     errors = obj.get("errors")
     if isinstance(errors, list):
@@ -76,8 +81,10 @@ class ClaudeNormalizer(Normalizer):
     def __init__(self) -> None:
         super().__init__()
         self._tool_names: dict[str, str] = {}
-        # Usage per assistant message id: claude repeats it on every block of a message.
-        self._message_usage: dict[str, dict[str, Any]] = {}
+        # Token counts per assistant message id (claude repeats a message's usage on
+        # every block of it) and their running sum, kept up to date message by message.
+        self._message_usage: dict[str, tuple[int, ...]] = {}
+        self._usage_total = ev.empty_usage()
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
         t = obj.get("type")
@@ -151,11 +158,14 @@ class ClaudeNormalizer(Normalizer):
         self.terminal = False
         msg_id = msg.get("id")
         if isinstance(msg_id, str) and isinstance(msg.get("usage"), dict):
-            self._message_usage[msg_id] = _claude_usage(msg["usage"])
-            total = ev.empty_usage()
-            for part in self._message_usage.values():
-                ev.add_usage(total, part)
-            self.usage = total
+            usage = _claude_usage(msg["usage"])
+            counts = tuple(usage[key] for key in _TOKEN_KEYS)
+            before = self._message_usage.get(msg_id)
+            self._message_usage[msg_id] = counts
+            total = self._usage_total
+            for i, key in enumerate(_TOKEN_KEYS):
+                total[key] += counts[i] - (before[i] if before is not None else 0)
+            self.usage = dict(total)
             out.append(ev.usage(dict(total)))
         return out
 
@@ -171,7 +181,9 @@ class ClaudeNormalizer(Normalizer):
                 out.append(
                     ev.tool_result(
                         call_id,
-                        self._tool_names.get(call_id, ""),
+                        # Each call has one result: forgetting it keeps memory to the
+                        # calls still running, however long the run.
+                        self._tool_names.pop(call_id, ""),
                         bool(b.get("is_error")),
                         text_blocks(b.get("content"), "\n"),
                     )

@@ -164,6 +164,7 @@ class CodexNormalizer(Normalizer):
         if kind in TOOL_ITEMS:
             out = self._item_started(item)  # completed without a start: the call is news too
             item_id = str(item.get("id", ""))
+            self._started.discard(item_id)  # done: memory stays with the running calls
             is_error, text = _tool_outcome(item)
             out.append(ev.tool_result(item_id, str(kind), is_error, text))
             return out

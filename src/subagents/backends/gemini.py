@@ -100,7 +100,11 @@ class GeminiNormalizer(Normalizer):
                 output = err["message"]
             return [
                 ev.tool_result(
-                    call_id, self._tool_names.get(call_id, ""), is_error, str(output or "")
+                    # One result a call: forgotten then, so memory stays with the running calls.
+                    call_id,
+                    self._tool_names.pop(call_id, ""),
+                    is_error,
+                    str(output or ""),
                 )
             ]
         if t == "error":

@@ -71,8 +71,16 @@ _ACTIVITY = frozenset(
 
 class PiNormalizer(Normalizer):
     # pi repeats the whole partial message on every delta; the final message comes
-    # again in message_end, so these lines are mirrored but never parsed.
-    skip_prefixes = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
+    # again in message_end, so these lines are mirrored but never parsed. Nor are the
+    # lines ``feed`` ignores: message_start, turn_end (the turn's messages again) and
+    # agent_end (every message of the run: megabytes on a long run).
+    skip_prefixes = (
+        b'{"type":"message_update"',
+        b'{"type":"tool_execution_update"',
+        b'{"type":"message_start"',
+        b'{"type":"turn_end"',
+        b'{"type":"agent_end"',
+    )
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
         t = obj.get("type")

@@ -288,10 +288,13 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
     """Drive a job here, showing progress; print its outcome; return its exit code."""
     from subagents import api
     from subagents.jobs import exit_code
-    from subagents.present import Display, JsonlFeed
 
     labels = api.run_labels(job)
-    if progress == "jsonl" and not quiet:
+    if quiet:
+        # Nothing shown: the run's events are not read here at all (nor rich imported).
+        result = api.drive(job)
+    elif progress == "jsonl":
+        from subagents.present import JsonlFeed
 
         def run_id(index: int) -> str | None:
             ids = job.store.load(job.job_id).get("runIds") or []
@@ -301,7 +304,9 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
         feed.started()
         result = api.drive(job, on_event=feed.event)
     else:
-        display = Display(enabled=not quiet, labels=labels)
+        from subagents.present import Display
+
+        display = Display(labels=labels)
         display.started(job)
         with display:
             result = api.drive(job, on_event=display.event)

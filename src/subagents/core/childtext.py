@@ -1,7 +1,7 @@
 """A child's bytes made safe: decoded tolerantly before anything is written, and
 neutralised before they reach a terminal or ``transcript.md``.
 
-Standard library only, and cheap: the supervisor calls :func:`parse_line` on every line it
+Standard library only (orjson on demand), and cheap: the supervisor calls :func:`parse_line` on every line it
 parses (never on the lines it skips unparsed, such as pi's ``message_update``).
 
 - Invalid UTF-8 becomes U+FFFD; a lone surrogate that a valid JSON escape produced
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from subagents.core.files import loads_exact
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -41,6 +43,10 @@ _CONTROL = re.compile(
     ")?"
     "|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
+
+
+# Every match of _CONTROL or _SURROGATE starts with one of these characters.
+_UNSAFE_CHAR = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def scrub(text: str) -> str:
@@ -74,6 +80,15 @@ def parse_line(line: bytes) -> Any:
     return obj
 
 
+def parse_line_fast(line: bytes) -> Any:
+    """:func:`parse_line` through orjson (a fraction of json's cost) wherever orjson reads
+    the line exactly; it refuses what needs the slow path (invalid UTF-8, lone surrogates)."""
+    try:
+        return loads_exact(line)
+    except ValueError:
+        return parse_line(line)
+
+
 def decode(data: bytes) -> str:
     """Bytes as text, invalid UTF-8 as U+FFFD."""
     return data.decode("utf-8", "replace")
@@ -82,6 +97,8 @@ def decode(data: bytes) -> str:
 def neutralize(text: str) -> str:
     """``text`` without terminal control sequences, control characters or lone surrogates
     (newline and tab are kept)."""
+    if _UNSAFE_CHAR.search(text) is None:  # the common case, at a fifth of the cost
+        return text
     return _SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
 
 

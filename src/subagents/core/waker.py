@@ -19,8 +19,11 @@ class DirWaker:
     Uses inotify on the directory (which also sees the file being created); where there is
     none, or the directory does not exist yet, a short sleep."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, writes: bool = True) -> None:
+        """``writes=False``: wake for files appearing only, not for every write to one (a
+        follower waiting for a result, not reading the log, sleeps through a chatty run)."""
         self._dir = directory
+        self._writes = writes
         self._ino: Any = None
         self._watching = False
 
@@ -34,15 +37,10 @@ class DirWaker:
                 self._ino = INotify()
             from inotify_simple import flags
 
-            self._ino.add_watch(
-                str(self._dir),
-                flags.CREATE
-                | flags.MODIFY
-                | flags.MOVED_TO
-                | flags.CLOSE_WRITE
-                | flags.DELETE_SELF
-                | flags.MOVE_SELF,
-            )
+            mask = flags.CREATE | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF
+            if self._writes:
+                mask |= flags.MODIFY | flags.CLOSE_WRITE
+            self._ino.add_watch(str(self._dir), mask)
             self._watching = True
         except (ImportError, OSError):
             self._watching = False

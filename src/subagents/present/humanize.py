@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 from collections.abc import Callable, Mapping
 
 # typing and dataclasses are not imported at run time: the supervisor imports this module.
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from typing import Any, Final
 
 
-__all__ = ["KINDS", "TOOL_KINDS", "humanize_tool_call", "one_line"]
+__all__ = ["KINDS", "TOOL_KINDS", "Call", "humanize_tool_call", "one_line"]
 
 ELLIPSIS: Final = "…"
 NEWLINE_MARK: Final = " ↵ "
@@ -262,29 +261,80 @@ def _as_mapping(args: Any) -> Mapping[str, Any]:
 
 
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash"})
+_SHELL_FLAGS: Final = ("-c", "-lc", "-ic", "-lic")
+
+# A light, exact stand-in for ``shlex.split`` / ``shlex.join`` (POSIX mode, no comments),
+# which cost tens of microseconds a call and ran several times for every tool event.
+# shlex's whitespace is exactly these four characters.
+_SHELL_SPACE = re.compile(r"[ \t\r\n]+")
+_SHELL_QUOTING = re.compile(r"['\"\\]")
+# One word: runs of plain characters, backslash escapes, '...' and "..." pieces.
+_SHELL_WORD = re.compile(r"""(?:[^ \t\r\n'"\\]+|\\[\s\S]|'[^']*'|"(?:[^"\\]|\\[\s\S])*")+""")
+_SHELL_PIECE = re.compile(r"""([^'"\\]+)|\\([\s\S])|'([^']*)'|"((?:[^"\\]|\\[\s\S])*)\"""")
+# Inside double quotes a backslash escapes only a double quote or a backslash.
+_DQUOTE_ESCAPE = re.compile(r'\\(["\\])')
+_SHELL_UNSAFE = re.compile(r"[^\w@%+=:,./-]", re.ASCII)
+# The first word when it is plain (no quoting in it): what shlex would make of it too.
+_FIRST_WORD = re.compile(r"[ \t\r\n]*([^ \t\r\n'\"\\]+)(?:[ \t\r\n]|$)")
+
+
+def _shell_words(text: str) -> list[str] | None:
+    """``shlex.split(text)``, or None where shlex raises (an open quote, a lone final
+    backslash)."""
+    if _SHELL_QUOTING.search(text) is None:
+        return [w for w in _SHELL_SPACE.split(text) if w]
+    words: list[str] = []
+    pos, end = 0, len(text)
+    space = _SHELL_SPACE.match(text)
+    if space is not None:
+        pos = space.end()
+    while pos < end:
+        m = _SHELL_WORD.match(text, pos)
+        if m is None or (m.end() < end and text[m.end()] not in " \t\r\n"):
+            return None
+        word = []
+        for plain, escaped, single, double in _SHELL_PIECE.findall(m.group()):
+            if double:
+                word.append(_DQUOTE_ESCAPE.sub(r"\1", double))
+            else:
+                word.append(plain or escaped or single)
+        words.append("".join(word))
+        space = _SHELL_SPACE.match(text, m.end())
+        pos = space.end() if space is not None else m.end()
+    return words
+
+
+def _shell_quote(word: str) -> str:
+    """``shlex.quote``."""
+    if not word:
+        return "''"
+    if _SHELL_UNSAFE.search(word) is None:
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
+
+
+def _is_shell_wrapper(argv: list[str]) -> bool:
+    return len(argv) == 3 and os.path.basename(argv[0]) in _SHELLS and argv[1] in _SHELL_FLAGS
 
 
 def _unwrap_shell(argv: list[str]) -> str:
     """``/bin/bash -lc 'npm test'`` -> ``npm test`` (Codex wraps every command so)."""
-    if (
-        len(argv) == 3
-        and os.path.basename(argv[0]) in _SHELLS
-        and argv[1] in ("-c", "-lc", "-ic", "-lic")
-    ):
+    if _is_shell_wrapper(argv):
         return argv[2]
-    return shlex.join(argv)
+    return " ".join(_shell_quote(a) for a in argv)
 
 
 def _command_text(value: Any) -> str | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return _unwrap_shell(list(value))
     if isinstance(value, str) and value.strip():
-        try:
-            argv = shlex.split(value)
-        except ValueError:
-            return value.strip()
-        unwrapped = _unwrap_shell(argv)
-        return unwrapped if unwrapped != shlex.join(argv) else value.strip()
+        # The words of a shell wrapper; any other command is shown as it was written
+        # (a wrapper's command can never equal the wrapper re-joined).
+        first = _FIRST_WORD.match(value)
+        if first is not None and os.path.basename(first.group(1)) not in _SHELLS:
+            return value.strip()  # a plain first word that names no shell: no wrapper
+        argv = _shell_words(value)
+        return argv[2] if argv is not None and _is_shell_wrapper(argv) else value.strip()
     return None
 
 
@@ -369,23 +419,40 @@ def _render_subject(subject: _Subject, shorten: bool, cwd: str | None) -> str:
     return head(collapse(text), TEXT_LIMIT)
 
 
+class Call:
+    """A tool call read once: its name, kind and subject (the costly part: parsing a command),
+    kept so its call, result and status line are worded without reading the arguments again."""
+
+    __slots__ = ("kind", "name", "subject")
+
+    def __init__(self, tool_name: str, args: Any) -> None:
+        self.name = tool_name or "tool"
+        kind = _kind_of(self.name)
+        subject = _subject(kind, _as_mapping(args)) if kind is not None else None
+        if subject is not None and subject.verb is not None:
+            # a file change that adds or deletes words itself so
+            kind = KINDS.get(subject.verb, kind)
+        self.kind = kind
+        self.subject = subject
+
+    def words(self, outcome: str | None, *, shorten: bool, cwd: str | None = None) -> str:
+        """The call (``outcome`` None) or its result (``"done"``/``"failed"``) in words."""
+        kind, subject = self.kind, self.subject
+        if kind is None or subject is None:
+            if outcome is None:
+                return f"Running {self.name}"
+            return f"{self.name} {'failed' if outcome == 'failed' else 'finished'}"
+        template = kind.call if outcome is None else kind.done if outcome == "done" else kind.failed
+        if "{}" not in template:
+            return template
+        return template.replace("{}", _render_subject(subject, shorten, cwd))
+
+
 def describe(
     tool_name: str, args: Any, outcome: str | None, *, shorten: bool, cwd: str | None = None
 ) -> str:
     """Word a tool call (``outcome`` None) or its result (``"done"``/``"failed"``)."""
-    name = tool_name or "tool"
-    kind = _kind_of(name)
-    subject = _subject(kind, _as_mapping(args)) if kind is not None else None
-    if kind is None or subject is None:
-        if outcome is None:
-            return f"Running {name}"
-        return f"{name} {'failed' if outcome == 'failed' else 'finished'}"
-    if subject.verb is not None:  # a file change that adds or deletes words itself so
-        kind = KINDS.get(subject.verb, kind)
-    template = {None: kind.call, "done": kind.done}.get(outcome, kind.failed)
-    if "{}" not in template:
-        return template
-    return template.replace("{}", _render_subject(subject, shorten, cwd))
+    return Call(tool_name, args).words(outcome, shorten=shorten, cwd=cwd)
 
 
 def humanize_tool_call(tool_name: str, args: Any) -> str:

@@ -20,8 +20,8 @@ from subagents.present.humanize import (
     MEMORY_LIMIT,
     THINKING_LIMIT,
     WARN_LEVELS,
+    Call,
     collapse,
-    describe,
     duration,
     head,
 )
@@ -48,9 +48,11 @@ class ProgressFormatter:
 
     def __init__(self, max_len: int | None = LINE_LIMIT) -> None:
         self.max_len = max_len
-        self._calls: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._calls: OrderedDict[str, Call] = OrderedDict()
         self._pending: OrderedDict[str, None] = OrderedDict()
-        self._activity: str | None = None
+        # The latest activity: text, or a tool call (and its outcome) worded only when
+        # asked for; most events are never shown on a status line.
+        self._activity: str | tuple[Call, str | None, str | None] | None = None
         self._cwd: str | None = None
         # When the child went quiet, while the last event is the watchdog's stall notice.
         self._stalled_since: Any = None
@@ -73,24 +75,22 @@ class ProgressFormatter:
         quiet = self.stalled_for()
         if quiet is not None:
             return self._cap(f"stalled for {quiet:.0f} s")
-        return None if self._activity is None else self._cap(neutralize(self._activity))
+        activity = self._activity
+        if isinstance(activity, tuple):
+            call, outcome, cwd = activity
+            activity = self._activity = call.words(outcome, shorten=True, cwd=cwd)
+        return None if activity is None else self._cap(neutralize(activity))
 
     # internals
 
     def _cap(self, text: str) -> str:
         return text if self.max_len is None else head(text, self.max_len)
 
-    def _remember(self, call_id: str, tool_name: str, args: Any) -> None:
-        self._calls[call_id] = (tool_name, args)
+    def _remember(self, call_id: str, call: Call) -> None:
+        self._calls[call_id] = call
         self._calls.move_to_end(call_id)
         while len(self._calls) > MEMORY_LIMIT:
             self._calls.popitem(last=False)
-
-    def _call_text(self, call_id: str, *, shorten: bool) -> str | None:
-        remembered = self._calls.get(call_id)
-        if remembered is None:
-            return None
-        return describe(remembered[0], remembered[1], None, shorten=shorten, cwd=self._cwd)
 
     def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
         """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
@@ -147,33 +147,30 @@ class ProgressFormatter:
 
     def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
-        name = str(event.get("toolName") or "tool")
-        args = event.get("args")
+        call = Call(str(event.get("toolName") or "tool"), event.get("args"))
         if isinstance(call_id, str) and call_id:
-            self._remember(call_id, name, args)
+            self._remember(call_id, call)
             self._pending[call_id] = None
             self._pending.move_to_end(call_id)
             while len(self._pending) > MEMORY_LIMIT:
                 self._pending.popitem(last=False)
-        self._activity = describe(name, args, None, shorten=True, cwd=self._cwd)
-        return describe(name, args, None, shorten=shorten, cwd=self._cwd)
+        self._activity = (call, None, self._cwd)
+        return call.words(None, shorten=shorten, cwd=self._cwd)
 
     def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         outcome = "failed" if event.get("isError") else "done"
-        remembered = self._calls.get(call_id) if isinstance(call_id, str) else None
-        if remembered is not None:
-            name, args = remembered
-        else:
-            name, args = str(event.get("toolName") or "tool"), None
+        call = self._calls.get(call_id) if isinstance(call_id, str) else None
+        if call is None:
+            call = Call(str(event.get("toolName") or "tool"), None)
         if isinstance(call_id, str):
             self._pending.pop(call_id, None)
-        text = describe(name, args, outcome, shorten=shorten, cwd=self._cwd)
+        text = call.words(outcome, shorten=shorten, cwd=self._cwd)
         if self._pending:  # another call is still running: that is the current activity
-            latest = next(reversed(self._pending))
-            self._activity = self._call_text(latest, shorten=True) or text
+            latest = self._calls.get(next(reversed(self._pending)))
+            self._activity = (latest, None, self._cwd) if latest is not None else text
         else:
-            self._activity = describe(name, args, outcome, shorten=True, cwd=self._cwd)
+            self._activity = (call, outcome, self._cwd)
         return text
 
 

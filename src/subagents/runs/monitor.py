@@ -9,20 +9,20 @@ nothing waits forever.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from subagents.core import paths, procs
-from subagents.core.files import read_events, read_json
+from subagents.core.files import loads, read_events, read_json
 from subagents.core.waker import DirWaker
 from subagents.executors import abandon
 from subagents.runners import SUPERVISOR_FILE, Launched
 from subagents.runs.result import publish_ended, spec_of
 
 LIVENESS_EVERY = 1.0
+READ_CHUNK = 1 << 20
 # A supervisor that has not yet recorded itself gets this long before it counts as lost.
 START_PATIENCE = 10.0
 
@@ -41,25 +41,40 @@ class RunMonitor:
     # ---- events ----------------------------------------------------------
 
     def new_events(self) -> list[dict[str, Any]]:
-        """Events appended since the last call (complete lines only)."""
+        """Events appended since the last call (complete lines only).
+
+        Reads at most ``READ_CHUNK`` bytes a call, so a follower that lags far behind holds
+        one chunk (plus the longest line) at a time, not the whole backlog; ``wait`` calls
+        again until it has caught up.
+        """
         path = self.run_dir / "events.jsonl"
         try:
             with open(path, "rb") as f:
                 f.seek(self._offset)
-                data = f.read()
+                data = f.read(READ_CHUNK)
         except FileNotFoundError:
             return []
         if not data:
             return []
         self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
+        if self._partial:
+            data = self._partial + data
+        cut = data.rfind(b"\n") + 1
+        self._partial = data[cut:]
         out = []
-        for line in lines:
+        for line in data[:cut].split(b"\n"):
             with contextlib.suppress(ValueError):
-                out.append(json.loads(line))
+                out.append(loads(line))
         return out
+
+    def _deliver(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+        """Hand every event written so far to ``on_event``, a chunk at a time."""
+        while True:
+            offset = self._offset
+            for event in self.new_events():
+                on_event(event)
+            if self._offset == offset:  # at the end of what is written (or a line so far)
+                return
 
     # ---- result and liveness --------------------------------------------
 
@@ -87,19 +102,19 @@ class RunMonitor:
     ) -> dict[str, Any] | None:
         """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        waker = DirWaker(self.run_dir)
+        # Without a listener only the result's arrival matters, not each write to the log.
+        waker = DirWaker(self.run_dir, writes=on_event is not None)
         waker.arm()  # before the first look, so no write in between is missed
         try:
             next_check = time.monotonic() + LIVENESS_EVERY
             while True:
-                for event in self.new_events():
-                    if on_event is not None:
-                        on_event(event)
+                # Without a listener the events are not read at all.
+                if on_event is not None:
+                    self._deliver(on_event)
                 result = self.result()
                 if result is not None:
                     if on_event is not None:
-                        for event in self.new_events():
-                            on_event(event)
+                        self._deliver(on_event)
                     return result
                 now = time.monotonic()
                 if now >= next_check:
