@@ -194,3 +194,25 @@ def test_agent_frontmatter_isolation(fake: Fake, repo: Path, tmp_path: Path) -> 
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["worktree"]["filesChanged"] == 2
     assert os.path.isdir(repo)
+
+
+def test_rm_keeps_a_runs_branch_unless_asked_to_remove_it(fake: Fake, repo: Path) -> None:
+    branches = []
+    for _ in range(2):
+        p = cli(
+            ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"],
+            env_for(fake, edits()),
+        )
+        assert p.returncode == 0, p.stderr
+        result = json.loads(p.stdout)
+        assert result["worktree"]["kept"] is True
+        branches.append((result["jobId"], result["worktree"]["branch"]))
+    (kept_job, kept_branch), (gone_job, gone_branch) = branches
+    plain = cli(["rm", kept_job])
+    assert plain.returncode == 0, plain.stderr
+    assert kept_branch in git(repo, "branch", "--list")  # the work is still there to apply
+    asked = cli(["rm", "--branches", gone_job])
+    assert asked.returncode == 0, asked.stderr
+    assert "1 branch(es)" in asked.stdout
+    listed = git(repo, "branch", "--list")
+    assert gone_branch not in listed and kept_branch in listed

@@ -164,12 +164,21 @@ def _report_removed(done: Any) -> None:
         click.echo(f"subagents: warning: {problem}", err=True)
     noun = "job" if len(done.jobs) == 1 else "jobs"
     extra = f", {done.worktrees} worktree(s)" if done.worktrees else ""
+    extra += f", {done.branches} branch(es)" if done.branches else ""
     click.echo(f"removed {len(done.jobs)} {noun} ({done.runs} run(s){extra})")
+
+
+BRANCHES = click.option(
+    "--branches",
+    is_flag=True,
+    help="Also delete the branches isolated runs kept (subagents/<run-id>).",
+)
 
 
 @main.command(name="rm")
 @click.argument("job_ids", nargs=-1, required=True)
-def rm(job_ids: tuple[str, ...]) -> None:
+@BRANCHES
+def rm(job_ids: tuple[str, ...], branches: bool) -> None:
     """Remove finished jobs with their runs, index rows and worktrees.
 
     A job still running is refused (stop it first), and then nothing is removed."""
@@ -178,7 +187,7 @@ def rm(job_ids: tuple[str, ...]) -> None:
     store = _store()
     resolved = [_resolve(store, j) for j in job_ids]
     try:
-        done = remove_jobs(store, resolved)
+        done = remove_jobs(store, resolved, branches=branches)
     except JobBusyError as exc:
         fail(str(exc))
     _report_removed(done)
@@ -193,7 +202,8 @@ def rm(job_ids: tuple[str, ...]) -> None:
 )
 @click.option("--keep", type=click.IntRange(min=0), help="Always keep the N newest finished jobs.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
-def prune(older_than: str, keep: int | None, dry_run: bool) -> None:
+@BRANCHES
+def prune(older_than: str, keep: int | None, dry_run: bool, branches: bool) -> None:
     """Remove old finished jobs with their runs, index rows and worktrees (never a running one)."""
     from subagents.jobs import jobs_to_prune, remove_jobs
     from subagents.lifecycle import history
@@ -208,4 +218,4 @@ def prune(older_than: str, keep: int | None, dry_run: bool) -> None:
         for job_id in chosen:
             click.echo(job_id)
         return
-    _report_removed(remove_jobs(store, chosen))
+    _report_removed(remove_jobs(store, chosen, branches=branches))

@@ -36,6 +36,7 @@ class Removed:
     jobs: list[str] = field(default_factory=list)
     runs: int = 0
     worktrees: int = 0
+    branches: int = 0  # kept run branches removed on request (``--branches``)
     problems: list[str] = field(default_factory=list)
 
 
@@ -52,16 +53,17 @@ def _finished(store: JobStore, job_id: str) -> dict[str, Any]:
     return state
 
 
-def remove_jobs(store: JobStore, job_ids: list[str]) -> Removed:
+def remove_jobs(store: JobStore, job_ids: list[str], *, branches: bool = False) -> Removed:
     """Remove these finished jobs. Every one is checked before any is touched: one still
-    running raises JobBusyError and nothing is removed."""
+    running raises JobBusyError and nothing is removed. With ``branches``, the branches
+    isolated runs kept (``subagents/<run-id>``) go too."""
     for job_id in job_ids:
         _finished(store, job_id)
     done = Removed()
     for job_id in dict.fromkeys(job_ids):
         trash = store.dir / f"{TRASH_PREFIX}{job_id}"
         os.rename(store.dir / job_id, trash)
-        _empty_trash(store, trash, done)
+        _empty_trash(store, trash, done, branches)
         done.jobs.append(job_id)
     _forget(store, done.jobs)
     finish_interrupted(store, done)
@@ -112,7 +114,7 @@ def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:
                 _forget(store, [entry.name.removeprefix(TRASH_PREFIX)])
 
 
-def _empty_trash(store: JobStore, trash: Path, done: Removed) -> None:
+def _empty_trash(store: JobStore, trash: Path, done: Removed, branches: bool = False) -> None:
     try:
         state = read_json(trash / JOB_FILE)
     except (OSError, ValueError):
@@ -129,17 +131,20 @@ def _empty_trash(store: JobStore, trash: Path, done: Removed) -> None:
         moved.parent.mkdir(exist_ok=True)
         os.rename(run_dir, moved)
         done.runs += 1
-        _remove_worktree(moved, done)
+        _remove_worktree(moved, done, branches)
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _remove_worktree(run_dir: Path, done: Removed) -> None:
-    """The git worktree a run recorded (``worktree.path`` in its result), if still there."""
+def _remove_worktree(run_dir: Path, done: Removed, branches: bool = False) -> None:
+    """The git worktree a run recorded (``worktree.path`` in its result), if still there;
+    with ``branches``, its kept branch too."""
     try:
         result = read_json(run_dir / "result.json")
     except (OSError, ValueError):
         return
     tree = result.get("worktree") if isinstance(result, dict) else None
+    if branches and isinstance(tree, dict) and _remove_branch(tree, done):
+        return
     where = tree.get("path") if isinstance(tree, dict) else None
     if not isinstance(where, str) or not Path(where).exists():
         return
@@ -159,6 +164,32 @@ def _remove_worktree(run_dir: Path, done: Removed) -> None:
     else:
         last = (proc.stderr.strip().splitlines() or ["git worktree remove failed"])[-1]
         done.problems.append(f"worktree {where}: {last}")
+
+
+def _remove_branch(tree: dict[str, Any], done: Removed) -> bool:
+    """Remove a kept run branch (and its worktree, if still there); False when the run
+    recorded no branch to remove."""
+    from subagents.runs import discard_worktree
+
+    branch, repo = tree.get("branch"), tree.get("repo")
+    if not (tree.get("kept") and isinstance(branch, str) and isinstance(repo, str)):
+        return False
+    try:
+        discard_worktree(tree)
+        still = subprocess.run(
+            ["git", "-C", repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"],
+            capture_output=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError, KeyError) as exc:
+        done.problems.append(f"branch {branch}: {exc}")
+        return True
+    if still.returncode == 0:
+        done.problems.append(f"branch {branch}: could not be removed from {repo}")
+    else:
+        done.branches += 1
+    return True
 
 
 def _forget(store: JobStore, job_ids: list[str]) -> None:

@@ -8,9 +8,10 @@ decides completion from the stream (never from the exit code alone) and writes
 Run as ``python -m subagents.runs.supervisor RUN_DIR``. It imports only the standard
 library and the small modules it needs, so it starts fast and stays small.
 
-It is one class over 500 lines on purpose: spawning, reading, completion and cleanup
-share one event loop and its state, and splitting them would spread one state machine
-over several files.
+Beside it: ``recorder`` writes the artifacts, ``outcome`` decides how a run ended,
+``stallwatch`` keeps the watchdog's state, ``pgroup`` signals process groups. What stays here
+(a little over 500 lines) is one state machine around one event loop: spawn, read, arm and
+disarm completion, deadlines, signals, cleanup, finish.
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
 from subagents.core.files import (
-    FILE_MODE,
     describe_os_error,
-    dumps,
     dumps_fast,
-    open_private,
     read_json,
     read_tail,
 )
+from subagents.runs.outcome import decide, with_write_error
+from subagents.runs.pgroup import group_alive, killpg, signal_name
+from subagents.runs.recorder import Recorder
 from subagents.runs.result import (
     STDERR_TAIL_BYTES,
     attach_diagnostics,
@@ -55,12 +56,12 @@ from subagents.runs.result import (
     publish_result,
 )
 from subagents.runs.spec import RunSpec
-from subagents.runs.stderrlog import StderrLog
+from subagents.runs.stallwatch import StallWatch
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO, Any
+    from typing import Any
 
 
 READ_SIZE = 1 << 20
@@ -74,49 +75,6 @@ MAX_NOISE_NOTICES = 20
 FAST_JSON_AFTER = 300
 
 
-def signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-def killpg(pgid: int, sig: int) -> bool:
-    """Signal a process group; False when it no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    return True
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process group has a member that still runs. A zombie does not count: a
-    killed grandchild is reparented to init, which may be slow to reap it (or never, in a
-    container whose PID 1 does not), and ``killpg(pgid, 0)`` still finds its zombie."""
-    if not killpg(pgid, 0):
-        return False
-    try:
-        names = os.listdir("/proc")
-    except OSError:  # no procfs: the signal probe is all there is
-        return True
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                stat = f.read()
-            # after "(comm)": state, ppid, pgrp
-            state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split(None, 3)[:3]
-        except (OSError, ValueError):
-            continue
-        if int(pgrp) == pgid and state != b"Z":
-            return True
-    return False
-
-
 class Supervisor:
     def __init__(
         self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None
@@ -124,7 +82,6 @@ class Supervisor:
         self.run_dir = run_dir
         self.spec = spec
         self.echo = echo
-        self.seq = 0
         self.started_at = time.time()
         self.t0 = time.monotonic()
         self.norm: Normalizer | None = None
@@ -141,68 +98,34 @@ class Supervisor:
         self.noise_lines = 0
         self.parsed = 0
         self._parse: Callable[[bytes], Any] = parse_line
-        self._dumps: Callable[[Any], bytes] = dumps
-        # The first artifact write that failed (a full disk): the run's true cause.
-        self.write_error: str | None = None
-        # The stall watchdog: when stdout last said anything, and the tool calls in flight
         # (id -> when each started); a run is stalled only while none is.
-        self.active_at = self.t0
-        self.stall_noticed = False
-        self.tools_open: dict[str, float] = {}
+        self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.buf = bytearray()
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
-        from subagents.present import ProgressFormatter, transcript_entry
+        self.rec = Recorder(run_dir)
+        self._echo_fmt: ProgressFormatter | None = None
+        if echo is not None:
+            from subagents.present import ProgressFormatter
 
-        self._fmt = ProgressFormatter()
-        self._transcript_entry = transcript_entry
-        self._echo_fmt = ProgressFormatter() if echo is not None else None
-        self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb")
-        # Unbuffered: each chunk read goes straight to the kernel in one write.
-        self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
-        self.dirty = False
-        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w", encoding="utf-8")
-        # The child's stderr comes through a pipe so the log can be capped (head and tail).
-        self.stderr_log = StderrLog(
-            os.open(run_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        )
+            self._echo_fmt = ProgressFormatter()
 
     # ---- artifacts -------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
         kind = event["type"]
         if kind == "tool_call":
-            self.tools_open[event["toolCallId"]] = time.monotonic()
+            self.watch.tool_started(event["toolCallId"], time.monotonic())
         elif kind == "tool_result":
-            self.tools_open.pop(event["toolCallId"], None)
-        self.seq += 1
-        record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
-        try:
-            self.events_f.write(self._dumps(record) + b"\n")
-            entry = self._transcript_entry(record, self._fmt)
-            if entry:
-                self.transcript_f.write(entry)
-        except OSError as exc:  # artifacts are best effort; result.json must still be written
-            self.note_write_error(exc, "events.jsonl")
-        self.dirty = True
+            self.watch.tool_ended(event["toolCallId"])
+        record = self.rec.record(event)
         if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(record)
             if line:
                 self.echo(line)
 
-    def note_write_error(self, exc: OSError, name: str) -> None:
-        if self.write_error is None:
-            self.write_error = f"could not write {name}: {describe_os_error(exc)}"
-
     def flush(self) -> None:
-        if not self.dirty:
-            return
-        self.dirty = False
-        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
-            try:
-                f.flush()
-            except OSError as exc:
-                self.note_write_error(exc, name)
+        self.rec.flush()
 
     # ---- stream ----------------------------------------------------------
 
@@ -213,7 +136,8 @@ class Supervisor:
         line = bytes(buf[start:end])
         self.parsed += 1
         if self.parsed == FAST_JSON_AFTER:
-            self._parse, self._dumps = parse_line_fast, dumps_fast
+            self._parse = parse_line_fast
+            self.rec.dumps = dumps_fast
         try:
             # Invalid UTF-8 and lone surrogates become U+FFFD here, before anything is
             # written: the line (and the answer in it) survives, and no write can fail on it.
@@ -243,12 +167,8 @@ class Supervisor:
             self.disarm()
 
     def on_data(self, data: bytes | memoryview) -> None:
-        self.active_at = time.monotonic()
-        self.stall_noticed = False
-        try:
-            self.raw_f.write(data)
-        except OSError as exc:
-            self.note_write_error(exc, "raw.jsonl")
+        self.watch.heard(time.monotonic())
+        self.rec.raw(data)
         buf = self.buf
         # A line held from earlier reads has no newline: look only at the new bytes.
         scanned = len(buf)
@@ -310,37 +230,20 @@ class Supervisor:
             self.kill_at = now + 3600  # sent; nothing more to escalate to
 
     def watchdog(self, now: float) -> None:
-        """A child silent for the stall timeout with no tool call in flight is stalled
-        (a notice, or the end by policy); one tool call running past the tool timeout ends it."""
-        spec = self.spec
-        if spec.toolTimeout and self.tools_open:
-            if now - min(self.tools_open.values()) >= spec.toolTimeout:
-                self.emit(
-                    ev.notice(
-                        "error",
-                        f"a tool call ran longer than {spec.toolTimeout:g} s; stopping the child",
-                    )
-                )
-                self.terminate_group("tool_timeout")
-            return
-        if not spec.stallTimeout or self.stall_noticed or self.tools_open:
-            return
-        idle = now - self.active_at
-        if idle >= spec.stallTimeout:
-            self.stall_noticed = True
+        """A stall is a notice, or the end by policy; a tool call past its timeout is the end."""
+        due = self.watch.due(now)
+        if due == "tool_timeout":
+            limit = self.spec.toolTimeout
+            self.emit(
+                ev.notice("error", f"a tool call ran longer than {limit:g} s; stopping the child")
+            )
+            self.terminate_group("tool_timeout")
+        elif due == "stalled":
+            idle = now - self.watch.active_at
             self.emit(ev.stalled(time.time() - idle, idle))
             self.flush()
-            if spec.onStall == "abort":
+            if self.spec.onStall == "abort":
                 self.terminate_group("stalled")
-
-    def watch_point(self) -> float | None:
-        """When the watchdog next has something to decide."""
-        spec = self.spec
-        if spec.toolTimeout and self.tools_open:
-            return min(self.tools_open.values()) + spec.toolTimeout
-        if spec.stallTimeout and not self.stall_noticed and not self.tools_open:
-            return self.active_at + spec.stallTimeout
-        return None
 
     def on_signal(self, signum: int) -> None:
         if self.abort_signal is not None:
@@ -363,7 +266,7 @@ class Supervisor:
                 self.kill_at,
                 self.timeout_at,
                 self.drain_until,
-                self.watch_point() if self.kill_at is None else None,
+                self.watch.next_point() if self.kill_at is None else None,
             )
             if t is not None
         ]
@@ -544,7 +447,7 @@ class Supervisor:
                 if sel is not None:
                     sel.unregister(fd)
                 return
-            self.stderr_log.write(memoryview(chunk)[:n])
+            self.rec.stderr_log.write(memoryview(chunk)[:n])
             if n < READ_SIZE:
                 return
 
@@ -577,59 +480,25 @@ class Supervisor:
         sig: str | None = None
         if proc is not None:
             rc = proc.wait()
-            self.stderr_log.close()  # its tail is part of the diagnosis below
+            self.rec.stderr_log.close()  # its tail is part of the diagnosis below
             if rc < 0:
                 sig = signal_name(-rc)
             else:
                 exit_code = rc
             self.cleanup_group()
-        error: str | None = spawn_error
-        if spawn_error:
-            status = "failed"
-        elif self.stop_cause == "timeout":
-            status, error = "timeout", f"timed out after {self.spec.timeout:g}s"
-        elif self.stop_cause == "aborted":
-            status, error = "aborted", f"aborted: the supervisor received {self.abort_signal}"
-        elif self.stop_cause == "stalled":
-            status = "failed"
-            error = (
-                f"stalled: no event for {self.spec.stallTimeout:g} s with no tool call in flight;"
-                " stopped by the stall watchdog (on_stall = abort)"
-            )
-        elif self.stop_cause == "tool_timeout":
-            status = "failed"
-            error = f"a tool call ran longer than the tool timeout of {self.spec.toolTimeout:g} s"
-        elif norm.terminal:
-            # The outcome comes from the captured terminal event, not from how the child ended.
-            if norm.failed or norm.stop_reason in ev.TERMINAL_FAILURE:
-                status = "failed"
-                error = norm.error_message or f"the model stopped with {norm.stop_reason}"
-            else:
-                status = "completed"
-        else:
-            status = "failed"
-            name = self.spec.backend
-            if sig is not None:
-                error = f"{name} was killed by {sig} before a final answer"
-            elif exit_code:
-                last = _last_line(read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES))
-                error = f"{name} exited with code {exit_code}" + (f": {last}" if last else "")
-            else:
-                error = f"{name} exited without a final answer"
-            if norm.error_message:
-                error = f"{error} (last error: {norm.error_message})"
+        status, error = decide(
+            self.spec,
+            norm,
+            spawn_error=spawn_error,
+            stop_cause=self.stop_cause,
+            abort_signal=self.abort_signal,
+            exit_code=exit_code,
+            sig=sig,
+            stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
+        )
         duration_ms = round((time.monotonic() - self.t0) * 1000)
-        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
-            try:
-                f.flush()
-            except OSError as exc:
-                self.note_write_error(exc, name)
-        if self.write_error is not None and status == "completed":
-            # The answer is kept (finalText), but the run's record is not whole: say why.
-            status = "failed"
-            error = f"{self.write_error} (the answer is kept in finalText)"
-        elif self.write_error is not None:
-            error = f"{error or status}; {self.write_error}"
+        self.rec.flush(force=True)
+        status, error = with_write_error(status, error, self.rec.write_error)
         if status != "completed" and not spawn_error:
             self.emit(ev.error(error or status, fatal=True))
         self.emit(ev.run_finished(status, exit_code, sig, duration_ms))
@@ -656,18 +525,9 @@ class Supervisor:
             finish_worktree(result, self.spec, self.run_dir)
         if status != "completed":
             attach_diagnostics(result, self.run_dir)
-        for f in (self.events_f, self.raw_f, self.transcript_f):
-            with contextlib.suppress(OSError):
-                f.close()
+        self.rec.close()
         publish_result(self.run_dir, result)
         return result
-
-
-def _last_line(text: str) -> str:
-    for line in reversed(text.splitlines()):
-        if line.strip():
-            return line.strip()[:300]
-    return ""
 
 
 def fail_before_start(run_dir: Path, message: str) -> None:

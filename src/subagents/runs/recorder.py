@@ -1,0 +1,79 @@
+"""A run's artifacts as the supervisor writes them: ``raw.jsonl`` (verbatim), ``events.jsonl``
+(numbered canonical events), ``transcript.md`` (the shared progress wording) and the capped
+``stderr.log``. Writes are best effort: the first that fails (a full disk) is remembered as
+the run's true cause, and ``result.json`` is still written. Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from subagents.core.files import FILE_MODE, describe_os_error, dumps, open_private
+from subagents.runs.stderrlog import StderrLog
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import IO, Any
+
+
+class Recorder:
+    def __init__(self, run_dir: Path) -> None:
+        from subagents.present import ProgressFormatter, transcript_entry
+
+        self.seq = 0
+        self.dumps: Callable[[Any], bytes] = dumps
+        self.write_error: str | None = None
+        self.dirty = False
+        self._fmt = ProgressFormatter()
+        self._transcript_entry = transcript_entry
+        self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb")
+        # Unbuffered: each chunk read goes straight to the kernel in one write.
+        self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
+        self.transcript_f: IO[str] = open_private(run_dir / "transcript.md", "w", encoding="utf-8")
+        # The child's stderr comes through a pipe so the log can be capped (head and tail).
+        self.stderr_log = StderrLog(
+            os.open(run_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        )
+
+    def record(self, event: dict[str, Any]) -> dict[str, Any]:
+        """Number and stamp one canonical event, write it and its transcript entry."""
+        self.seq += 1
+        record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
+        try:
+            self.events_f.write(self.dumps(record) + b"\n")
+            entry = self._transcript_entry(record, self._fmt)
+            if entry:
+                self.transcript_f.write(entry)
+        except OSError as exc:
+            self.note_write_error(exc, "events.jsonl")
+        self.dirty = True
+        return record
+
+    def raw(self, data: bytes | memoryview) -> None:
+        try:
+            self.raw_f.write(data)
+        except OSError as exc:
+            self.note_write_error(exc, "raw.jsonl")
+
+    def note_write_error(self, exc: OSError, name: str) -> None:
+        if self.write_error is None:
+            self.write_error = f"could not write {name}: {describe_os_error(exc)}"
+
+    def flush(self, force: bool = False) -> None:
+        if not (self.dirty or force):
+            return
+        self.dirty = False
+        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+            try:
+                f.flush()
+            except OSError as exc:
+                self.note_write_error(exc, name)
+
+    def close(self) -> None:
+        for f in (self.events_f, self.raw_f, self.transcript_f):
+            with contextlib.suppress(OSError):
+                f.close()
