@@ -10,8 +10,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -373,10 +374,18 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
 # ---- HTTP ------------------------------------------------------------------------------------
 
 
-def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
-    env = server_env(
-        {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
-    )
+@dataclass
+class HttpServer:
+    proc: subprocess.Popen[str]
+    url: str
+    token: str
+    stderr: list[str]
+
+
+@contextmanager
+def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
+    """``subagents mcp --http --port 0`` with a generated token; terminated (bounded) at the end."""
+    env = server_env(env)
     env.pop("SUBAGENTS_MCP_TOKEN", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
@@ -396,34 +405,105 @@ def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
             if "bearer token" in line:
                 ready.set()
 
-    threading.Thread(target=read_stderr, daemon=True).start()
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
     try:
         assert ready.wait(30), f"the server did not start: {lines}"
         url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", "".join(lines)).group(1)  # type: ignore[union-attr]
         token = re.search(r"bearer token .*: (\S+)", "".join(lines)).group(1)  # type: ignore[union-attr]
-
-        async def main() -> None:
-            async with httpx2.AsyncClient() as http:
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-                denied = await http.post(url, json=body)
-                assert denied.status_code == 401
-                wrong = await http.post(url, json=body, headers={"Authorization": "Bearer nope"})
-                assert wrong.status_code == 401
-            async with (
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-                Client(streamable_http_client(url, http_client=http)) as client,
-            ):
-                names = {t.name for t in (await client.list_tools()).tools}
-                assert "subagent" in names
-
-        run(main)
+        yield HttpServer(proc, url, token, lines)
     finally:
-        proc.terminate()
+        if proc.poll() is None:
+            proc.terminate()
         try:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+        reader.join(5)
+
+
+def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
+    with http_server(env) as server:
+
+        async def main() -> None:
+            async with httpx2.AsyncClient() as http:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+                denied = await http.post(server.url, json=body)
+                assert denied.status_code == 401
+                wrong = await http.post(
+                    server.url, json=body, headers={"Authorization": "Bearer nope"}
+                )
+                assert wrong.status_code == 401
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
+                Client(streamable_http_client(server.url, http_client=http)) as client,
+            ):
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "subagent" in names
+
+        run(main)
+
+
+# A real MCP client in a process of its own, so the test can make it vanish mid-call (SIGKILL:
+# no cancellation, no session DELETE, only the TCP connection closing). It prints each
+# progress message of one foreground `subagent` call.
+HTTP_CLIENT = """
+import sys, anyio, httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+url, token, mode = sys.argv[1:4]
+async def main():
+    async def on_progress(progress, total, message):
+        print(message, flush=True)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers, timeout=None) as http, Client(
+        streamable_http_client(url, http_client=http), mode=mode
+    ) as client:
+        await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress)
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_http_client_that_disconnects_mid_call_aborts_its_job(
+    fake: Fake, tmp_path: Path, mode: str
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
+    with http_server(fake_env(fake, steps)) as server:
+        client = subprocess.Popen(
+            [sys.executable, "-c", HTTP_CLIENT, server.url, server.token, mode],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            assert client.stdout is not None
+            first = client.stdout.readline()  # "job <id> started: …", bounded by the fake's start
+            match = re.match(r"job (\S+) started", first)
+            assert match, first
+            job_id = match.group(1)
+            deadline = time.monotonic() + 30
+            while not pidfile.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert pidfile.exists(), "the child never started"
+            pid = int(pidfile.read_text())
+            assert JobStore().load(job_id)["status"] == "running"
+        finally:
+            client.kill()  # the client vanishes: its connection closes, nothing else is sent
+            client.wait(5)
+        store = JobStore()
+        deadline = time.monotonic() + 30
+        while (
+            pid_alive(pid) or store.load(job_id).get("status") != "aborted"
+        ) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(pid), "the child outlived its disconnected client"
+        assert store.load(job_id)["status"] == "aborted"
+        assert server.proc.poll() is None, "the server went down with the client"
 
 
 def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

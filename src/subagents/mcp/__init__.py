@@ -1,6 +1,7 @@
 """mcp — the MCP server: the tools and resources (``server``), their arguments (``args``), the
-results they answer (``results``), progress notifications (``progress``), and serving over
-stdio or HTTP behind a bearer token (``transport``).
+results they answer (``results``), progress notifications (``progress``), the foreground jobs
+it drives and aborts with their call (``foreground``), job-ended notifications to resource
+subscribers (``notify``), and serving over stdio or HTTP behind a bearer token (``transport``).
 
 May import: everything below the surfaces (api, jobs, lifecycle, runs, present, core, config).
 """

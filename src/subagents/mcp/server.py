@@ -10,9 +10,10 @@ background), ``subagent_status``, ``subagent_result``, ``subagent_cancel``, ``li
 Resource template: ``subagent://jobs/{id}`` (the job's state as JSON); when a job started
 through this server ends, subscribers get a resource-updated notification.
 
-One class a little over 500 lines: its tools and resources share the server's state (the
-store, the watched jobs, the lifecycle session); the text they answer, their arguments,
-progress and transport live beside it.
+One class: its tools and resources share the server's state (the store, the lifecycle
+session). Beside it: the foreground jobs it drives (``foreground``), the job-ended
+notifications (``notify``), the tools' arguments (``args``), the text they answer
+(``results``), progress (``progress``) and serving (``transport``).
 """
 
 from __future__ import annotations
@@ -20,33 +21,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import threading
 import time
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
-from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
-from mcp_types import (
-    CallToolResult,
-    EmptyResult,
-    SubscribeRequestParams,
-    TextContent,
-    ToolAnnotations,
-    UnsubscribeRequestParams,
-)
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from subagents import api
 from subagents.core import ids, paths
-from subagents.jobs import TERMINAL, Job, JobIdError, JobStore
+from subagents.jobs import TERMINAL, JobIdError, JobStore
 from subagents.mcp.args import (
     INSTRUCTIONS,
     SUBAGENT_DESCRIPTION,
@@ -54,7 +42,9 @@ from subagents.mcp.args import (
     build_spec,
     rename_fields,
 )
-from subagents.mcp.progress import HEARTBEAT_SECONDS, ProgressReporter
+from subagents.mcp.foreground import CANCEL_WAIT_SECONDS, ForegroundJobs
+from subagents.mcp.notify import JobNotifier
+from subagents.mcp.progress import HEARTBEAT_SECONDS
 from subagents.mcp.results import (
     JOB_URI,
     cap,
@@ -67,8 +57,6 @@ from subagents.mcp.results import (
 
 SERVER_NAME = "subagents"
 MAX_WAIT_SECONDS = 600.0  # cap on subagent_result's wait_seconds
-CANCEL_WAIT_SECONDS = 90.0  # how long a cancelled call waits for its job to end
-WATCH_SLICE_SECONDS = 60.0  # a background watcher re-checks that the server still runs this often
 
 
 def version() -> str:
@@ -79,14 +67,6 @@ def version() -> str:
         return package_version("subagents")
     except PackageNotFoundError:
         return "0"
-
-
-@dataclass
-class _Watch:
-    """A job started through this server, watched so its end can be announced."""
-
-    job_id: str
-    token: anyio.lowlevel.EventLoopToken
 
 
 # ---- the server --------------------------------------------------------------------------
@@ -101,26 +81,21 @@ class SubagentsMCP:
         # One lifecycle session per server process / connection, unless the caller names it
         # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).
         self.session_id = session or f"mcp-{ids.new_id()}"
-        self.bus = InMemorySubscriptionBus()
+        self.notifier = JobNotifier(self.store)
+        self.foreground = ForegroundJobs()
         self.mcp: MCPServer[Any] = MCPServer(
             SERVER_NAME,
             instructions=INSTRUCTIONS,
             version=version(),
-            subscriptions=self.bus,
+            subscriptions=self.notifier.bus,
             log_level="WARNING",
         )
-        self._running: dict[str, Job] = {}  # foreground jobs driven here
-        self._subscribers: dict[
-            str, dict[str, ServerSession]
-        ] = {}  # uri -> connection key -> session
-        self._lock = threading.Lock()
-        self._closed = threading.Event()
         self._register()
 
     def close(self) -> None:
-        self._closed.set()
+        self.notifier.close()
 
-    # ---- sessions and notifications ------------------------------------------------
+    # ---- sessions ----------------------------------------------------------------------
 
     def session_for(self, ctx: Context | None) -> str:
         """``mcp-<id>``: per HTTP session (its Mcp-Session-Id), else per server process."""
@@ -129,63 +104,6 @@ class SubagentsMCP:
             headers = ctx.headers if ctx is not None else None
         sid = headers.get("mcp-session-id") if headers else None
         return f"mcp-{session_part(sid)}" if sid else self.session_id
-
-    @staticmethod
-    def _connection_key(ctx: ServerRequestContext[Any, Any]) -> str:
-        headers = getattr(ctx.request, "headers", None)
-        sid = headers.get("mcp-session-id") if headers is not None else None
-        return str(sid) if sid else "stdio"
-
-    async def _on_subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
-    ) -> EmptyResult:
-        with self._lock:
-            self._subscribers.setdefault(str(params.uri), {})[self._connection_key(ctx)] = (
-                ctx.session
-            )
-        return EmptyResult()
-
-    async def _on_unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
-    ) -> EmptyResult:
-        with self._lock:
-            self._subscribers.get(str(params.uri), {}).pop(self._connection_key(ctx), None)
-        return EmptyResult()
-
-    async def notify_job_updated(self, job_id: str) -> None:
-        """Tell subscribers that ``subagent://jobs/<id>`` changed (2026 listen streams and 2025 subscriptions)."""
-        uri = job_uri(job_id)
-        with contextlib.suppress(Exception):
-            await self.bus.publish(ResourceUpdated(uri=uri))
-        with self._lock:
-            sessions = list(self._subscribers.get(uri, {}).items())
-        for key, session in sessions:
-            try:
-                with anyio.fail_after(5):
-                    await session.send_resource_updated(uri)
-            except Exception:  # the connection is gone: forget it
-                with self._lock:
-                    self._subscribers.get(uri, {}).pop(key, None)
-
-    def _watch_in_background(self, watch: _Watch) -> None:
-        """A watcher thread per background job: when the job ends, notify subscribers."""
-
-        def run() -> None:
-            while not self._closed.is_set():
-                try:
-                    done = api.wait_job(self.store, watch.job_id, timeout=WATCH_SLICE_SECONDS)
-                except Exception:
-                    return
-                if done is not None:
-                    with contextlib.suppress(Exception):
-                        anyio.from_thread.run(
-                            self.notify_job_updated, watch.job_id, token=watch.token
-                        )
-                    return
-
-        threading.Thread(
-            target=run, name=f"subagents-mcp-watch-{watch.job_id}", daemon=True
-        ).start()
 
     # ---- tools -------------------------------------------------------------------------
 
@@ -271,13 +189,7 @@ class SubagentsMCP:
         )(self.job_resource)
         # 2025-era clients subscribe with resources/subscribe (MCPServer serves only the 2026 listen
         # streams): serve it on the low-level server so both kinds of client get job-ended updates.
-        lowlevel = self.mcp._lowlevel_server
-        lowlevel.add_request_handler(
-            "resources/subscribe", SubscribeRequestParams, self._on_subscribe
-        )
-        lowlevel.add_request_handler(
-            "resources/unsubscribe", UnsubscribeRequestParams, self._on_unsubscribe
-        )
+        self.notifier.install(self.mcp._lowlevel_server)
 
     def _resolve(self, job_id: str) -> str:
         try:
@@ -405,7 +317,7 @@ class SubagentsMCP:
         token = anyio.lowlevel.current_token()
         if background:
             job_id = await anyio.to_thread.run_sync(api.start_background, prepared)
-            self._watch_in_background(_Watch(job_id, token))
+            self.notifier.watch_in_background(job_id, token)
             text = (
                 json.dumps({"jobId": job_id}) + "\nThe job runs in the background: follow it with "
                 f'subagent_status / subagent_result(job_id="{job_id}", wait_seconds=…) or read {job_uri(job_id)}.'
@@ -413,58 +325,8 @@ class SubagentsMCP:
             return CallToolResult(
                 content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id}
             )
-        result = await self._run_foreground(ctx, prepared)
+        result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
         return result_to_tool_result(result)
-
-    async def _run_foreground(self, ctx: Context, prepared: api.PreparedJob) -> dict[str, Any]:
-        """Drive the job in a worker thread, streaming progress; a cancelled call aborts the job."""
-        from subagents.jobs import lifecycle_for
-
-        job = Job(prepared.store, prepared.job_id, prepared.plan)
-        lifecycle = lifecycle_for(prepared.store.home, prepared.plan, background=False)
-        reporter = ProgressReporter(ctx, prepared)
-        token = anyio.lowlevel.current_token()
-        finished = threading.Event()
-        box: dict[str, Any] = {}
-
-        def work() -> None:
-            try:
-                box["result"] = job.run(on_event=reporter.on_event, lifecycle=lifecycle)
-            except BaseException as exc:
-                box["error"] = exc
-            finally:
-                finished.set()
-                with contextlib.suppress(Exception):
-                    anyio.from_thread.run_sync(reporter.close, token=token)
-
-        with self._lock:
-            self._running[prepared.job_id] = job
-        try:
-            await reporter.send(
-                f"job {prepared.job_id} started: {prepared.plan.mode}, "
-                f"{len(prepared.plan.requests)} run(s)"
-            )
-            threading.Thread(
-                target=work, name=f"subagents-mcp-job-{prepared.job_id}", daemon=True
-            ).start()
-            await (
-                reporter.pump()
-            )  # returns once the job has ended: the worker closes the reporter last
-        finally:
-            if not finished.is_set():
-                # The call was cancelled (or the client went away): abort the job and wait for its
-                # end, shielded so the cleanup itself cannot be cut short.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(job.cancel)
-                    await anyio.to_thread.run_sync(finished.wait, CANCEL_WAIT_SECONDS)
-                    await self.notify_job_updated(prepared.job_id)
-            with self._lock:
-                self._running.pop(prepared.job_id, None)
-        if "error" in box:
-            raise box["error"]
-        await self.notify_job_updated(prepared.job_id)
-        result: dict[str, Any] = box["result"]
-        return result
 
     async def subagent_status(
         self,
@@ -563,8 +425,7 @@ class SubagentsMCP:
         job_id: Annotated[str, Field(description="The job id (or any unique prefix).")],
     ) -> CallToolResult:
         jid = self._resolve(job_id)
-        with self._lock:
-            local = self._running.get(jid)
+        local = self.foreground.get(jid)
         with anyio.CancelScope(shield=True):  # a stop half done is worse than a slow answer
             if local is not None:
                 # Driven by this server: stop it here (signalling its driver would stop the server).

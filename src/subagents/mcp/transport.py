@@ -17,6 +17,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from subagents.mcp.foreground import CLIENT_GONE
 from subagents.mcp.server import SubagentsMCP
 
 DEFAULT_PORT = 8765
@@ -51,7 +52,11 @@ def serve_stdio(session: str | None = None) -> None:
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401.
+
+    It also gives each request a ``CLIENT_GONE`` event, set when the client disconnects, so a
+    foreground call whose client went away aborts its job (the legacy streamable HTTP transport
+    leaves the tool running otherwise)."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
@@ -68,7 +73,15 @@ class BearerAuth:
                 break
         scheme, _, given = auth.partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
-            await self.app(scope, receive, send)
+            gone = anyio.Event()
+
+            async def watching_receive() -> Any:
+                message = await receive()
+                if message.get("type") == "http.disconnect":
+                    gone.set()
+                return message
+
+            await self.app({**scope, CLIENT_GONE: gone}, watching_receive, send)
             return
         body = json.dumps(
             {
