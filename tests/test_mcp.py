@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -504,6 +506,54 @@ def test_http_client_that_disconnects_mid_call_aborts_its_job(
         assert not pid_alive(pid), "the child outlived its disconnected client"
         assert store.load(job_id)["status"] == "aborted"
         assert server.proc.poll() is None, "the server went down with the client"
+
+
+@pytest.mark.parametrize(("sig", "mode"), [("SIGTERM", "legacy"), ("SIGINT", "auto")])
+def test_http_server_stops_cleanly_on_a_signal(
+    fake: Fake, tmp_path: Path, sig: str, mode: str
+) -> None:
+    """SIGTERM/SIGINT with a client connected and a foreground call in flight: exit 0, the
+    call's job aborted and its child gone, and nothing but the start-up lines on stderr."""
+    pidfile = tmp_path / "child.pid"
+    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    with http_server(fake_env(fake, steps)) as server:
+
+        async def main() -> None:
+            async with (
+                httpx2.AsyncClient(
+                    headers={"Authorization": f"Bearer {server.token}"}, timeout=None
+                ) as http,
+                Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
+            ):
+
+                async def call() -> None:
+                    with contextlib.suppress(Exception):  # the server goes away mid-call
+                        await client.call_tool(
+                            "subagent", {"task": "sleep"}, progress_callback=on_progress
+                        )
+
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call)
+                    while not (pidfile.exists() and messages):
+                        await anyio.sleep(0.05)
+                    server.proc.send_signal(getattr(signal, sig))
+                    code = await anyio.to_thread.run_sync(server.proc.wait, 30)
+                    assert code == 0, "".join(server.stderr)
+                    tg.cancel_scope.cancel()
+
+        with contextlib.suppress(Exception):  # the client's own goodbye to a server now gone
+            run(main)
+        assert server.proc.returncode == 0, "".join(server.stderr)
+    job_id = messages[0].split()[1]
+    assert JobStore().load(job_id)["status"] == "aborted"
+    assert not pid_alive(int(pidfile.read_text()))
+    noise = [line for line in server.stderr if not line.startswith("subagents mcp:")]
+    assert not noise, "".join(server.stderr)
 
 
 def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import signal
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -26,14 +28,15 @@ DEFAULT_PORT = 8765
 TOKEN_ENV = "SUBAGENTS_MCP_TOKEN"
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
     """Run ``main``; SIGTERM/SIGINT cancel it cleanly, so foreground jobs are aborted, not orphaned."""
     async with anyio.create_task_group() as tg:
 
         async def watch_signals() -> None:
-            with anyio.open_signal_receiver(
-                signal.SIGTERM, signal.SIGINT, signal.SIGHUP
-            ) as signals:
+            with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
                 async for _ in signals:
                     tg.cancel_scope.cancel()
                     return
@@ -52,11 +55,7 @@ def serve_stdio(session: str | None = None) -> None:
 
 
 class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401.
-
-    It also gives each request a ``CLIENT_GONE`` event, set when the client disconnects, so a
-    foreground call whose client went away aborts its job (the legacy streamable HTTP transport
-    leaves the tool running otherwise)."""
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``, else 401."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
@@ -73,15 +72,7 @@ class BearerAuth:
                 break
         scheme, _, given = auth.partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
-            gone = anyio.Event()
-
-            async def watching_receive() -> Any:
-                message = await receive()
-                if message.get("type") == "http.disconnect":
-                    gone.set()
-                return message
-
-            await self.app({**scope, CLIENT_GONE: gone}, watching_receive, send)
+            await self.app(scope, receive, send)
             return
         body = json.dumps(
             {
@@ -101,6 +92,73 @@ class BearerAuth:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+class RequestGuard:
+    """ASGI middleware around the SDK's app: what its streamable HTTP transport leaves undone.
+
+    - A client gone: each request's ``CLIENT_GONE`` event is set on its ``http.disconnect``, so
+      a foreground call whose client went away aborts its job (the 2025-era transport leaves
+      the tool running; the 2026 one cancels it, and the abort follows from that too).
+    - Shutdown: ``stop()`` ends the requests in flight at once (their foreground jobs are
+      aborted) instead of uvicorn cancelling them after its grace period, with a traceback.
+    - An open stream: sse-starlette stops its streams on shutdown without the final body
+      ("ASGI callable returned without completing response"); the empty last chunk is sent.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self._in_flight: set[anyio.CancelScope] = set()
+        self._stopping = False
+
+    def stop(self) -> None:
+        self._stopping = True
+        for cancel in list(self._in_flight):
+            cancel.cancel()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        gone = anyio.Event()
+        sent = {"started": False, "complete": False}
+
+        async def watching_receive() -> Any:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                gone.set()
+            return message
+
+        async def tracking_send(message: Any) -> None:
+            kind = message.get("type")
+            if kind == "http.response.start":
+                sent["started"] = True
+            elif kind == "http.response.body" and not message.get("more_body", False):
+                sent["complete"] = True
+            await send(message)
+
+        with anyio.CancelScope() as cancel:
+            self._in_flight.add(cancel)
+            if self._stopping:
+                cancel.cancel()
+            try:
+                await self.app({**scope, CLIENT_GONE: gone}, watching_receive, tracking_send)
+            finally:
+                self._in_flight.discard(cancel)
+        if gone.is_set() or sent["complete"]:
+            return
+        with contextlib.suppress(Exception):  # the connection is already gone
+            if sent["started"]:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            elif cancel.cancelled_caught:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 503,
+                        "headers": [(b"content-length", b"0"), (b"connection", b"close")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b""})
 
 
 MIN_TOKEN_LENGTH = 16
@@ -139,7 +197,8 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
         print(f"subagents: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     server = SubagentsMCP()
-    app = BearerAuth(server.mcp.streamable_http_app(host="127.0.0.1"), token)
+    guard = RequestGuard(server.mcp.streamable_http_app(host="127.0.0.1"))
+    app = BearerAuth(guard, token)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -163,9 +222,29 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
         )
     else:
         print(f"subagents mcp: bearer token from {TOKEN_ENV}", file=sys.stderr, flush=True)
+
+    class Server(uvicorn.Server):
+        """uvicorn's graceful shutdown on SIGTERM/SIGINT/SIGHUP, then a plain return (exit 0),
+        as over stdio: uvicorn would re-raise the signal, and click print "Aborted!"."""
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # Answers the SDK cannot deliver to clients being left are expected now: no warnings.
+            logging.getLogger("mcp").setLevel(logging.ERROR)
+            guard.stop()
+            await super().shutdown(sockets)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     try:
-        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+        anyio.run(lambda: Server(config).serve(sockets=[sock]))
     finally:
         server.close()
         sock.close()
