@@ -1,34 +1,27 @@
-"""The MCP server, through the official SDK client: a spawned `subagents mcp` over stdio
-(and over streamable HTTP), whose children are the fake agent."""
+"""The MCP server, through the official SDK client: a spawned `subagents mcp` over stdio,
+whose children are the fake agent."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pistream as pi
 import pytest
 from conftest import Fake, pid_alive
 from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from subagents.jobs.store import JobStore
-from subagents.testing.fakeagent import SCRIPT_ENV
 
 pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
 
@@ -371,228 +364,6 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
                 )
 
     run(main)
-
-
-# ---- HTTP ------------------------------------------------------------------------------------
-
-
-@dataclass
-class HttpServer:
-    proc: subprocess.Popen[str]
-    url: str
-    token: str
-    stderr: list[str]
-
-
-@contextmanager
-def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
-    """``subagents mcp --http --port 0`` with a generated token; terminated (bounded) at the end."""
-    env = server_env(env)
-    env.pop("SUBAGENTS_MCP_TOKEN", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            if "bearer token" in line:
-                ready.set()
-
-    reader = threading.Thread(target=read_stderr, daemon=True)
-    reader.start()
-    try:
-        assert ready.wait(30), f"the server did not start: {lines}"
-        url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", "".join(lines)).group(1)  # type: ignore[union-attr]
-        token = re.search(r"bearer token .*: (\S+)", "".join(lines)).group(1)  # type: ignore[union-attr]
-        yield HttpServer(proc, url, token, lines)
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        reader.join(5)
-
-
-def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
-    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
-    with http_server(env) as server:
-
-        async def main() -> None:
-            async with httpx2.AsyncClient() as http:
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-                denied = await http.post(server.url, json=body)
-                assert denied.status_code == 401
-                wrong = await http.post(
-                    server.url, json=body, headers={"Authorization": "Bearer nope"}
-                )
-                assert wrong.status_code == 401
-            async with (
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
-                Client(streamable_http_client(server.url, http_client=http)) as client,
-            ):
-                names = {t.name for t in (await client.list_tools()).tools}
-                assert "subagent" in names
-
-        run(main)
-
-
-# A real MCP client in a process of its own, so the test can make it vanish mid-call (SIGKILL:
-# no cancellation, no session DELETE, only the TCP connection closing). It prints each
-# progress message of one foreground `subagent` call.
-HTTP_CLIENT = """
-import sys, anyio, httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-url, token, mode = sys.argv[1:4]
-async def main():
-    async def on_progress(progress, total, message):
-        print(message, flush=True)
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers, timeout=None) as http, Client(
-        streamable_http_client(url, http_client=http), mode=mode
-    ) as client:
-        await client.call_tool("subagent", {"task": "sleep"}, progress_callback=on_progress)
-anyio.run(main)
-"""
-
-
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_http_client_that_disconnects_mid_call_aborts_its_job(
-    fake: Fake, tmp_path: Path, mode: str
-) -> None:
-    pidfile = tmp_path / "child.pid"
-    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
-    with http_server(fake_env(fake, steps)) as server:
-        client = subprocess.Popen(
-            [sys.executable, "-c", HTTP_CLIENT, server.url, server.token, mode],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert client.stdout is not None
-            first = client.stdout.readline()  # "job <id> started: …", bounded by the fake's start
-            match = re.match(r"job (\S+) started", first)
-            assert match, first
-            job_id = match.group(1)
-            deadline = time.monotonic() + 30
-            while not pidfile.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert pidfile.exists(), "the child never started"
-            pid = int(pidfile.read_text())
-            assert JobStore().load(job_id)["status"] == "running"
-        finally:
-            client.kill()  # the client vanishes: its connection closes, nothing else is sent
-            client.wait(5)
-        store = JobStore()
-        deadline = time.monotonic() + 30
-        while (
-            pid_alive(pid) or store.load(job_id).get("status") != "aborted"
-        ) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not pid_alive(pid), "the child outlived its disconnected client"
-        assert store.load(job_id)["status"] == "aborted"
-        assert server.proc.poll() is None, "the server went down with the client"
-
-
-@pytest.mark.parametrize(("sig", "mode"), [("SIGTERM", "legacy"), ("SIGINT", "auto")])
-def test_http_server_stops_cleanly_on_a_signal(
-    fake: Fake, tmp_path: Path, sig: str, mode: str
-) -> None:
-    """SIGTERM/SIGINT with a client connected and a foreground call in flight: exit 0, the
-    call's job aborted and its child gone, and nothing but the start-up lines on stderr."""
-    pidfile = tmp_path / "child.pid"
-    steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
-    messages: list[str] = []
-
-    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        messages.append(message or "")
-
-    with http_server(fake_env(fake, steps)) as server:
-
-        async def main() -> None:
-            async with (
-                httpx2.AsyncClient(
-                    headers={"Authorization": f"Bearer {server.token}"}, timeout=None
-                ) as http,
-                Client(streamable_http_client(server.url, http_client=http), mode=mode) as client,
-            ):
-
-                async def call() -> None:
-                    with contextlib.suppress(Exception):  # the server goes away mid-call
-                        await client.call_tool(
-                            "subagent", {"task": "sleep"}, progress_callback=on_progress
-                        )
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(call)
-                    while not (pidfile.exists() and messages):
-                        await anyio.sleep(0.05)
-                    server.proc.send_signal(getattr(signal, sig))
-                    code = await anyio.to_thread.run_sync(server.proc.wait, 30)
-                    assert code == 0, "".join(server.stderr)
-                    tg.cancel_scope.cancel()
-
-        with contextlib.suppress(Exception):  # the client's own goodbye to a server now gone
-            run(main)
-        assert server.proc.returncode == 0, "".join(server.stderr)
-    job_id = messages[0].split()[1]
-    assert JobStore().load(job_id)["status"] == "aborted"
-    assert not pid_alive(int(pidfile.read_text()))
-    noise = [line for line in server.stderr if not line.startswith("subagents mcp:")]
-    assert not noise, "".join(server.stderr)
-
-
-def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from subagents.mcp.transport import http_token
-
-    config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
-    config_dir.mkdir(parents=True, exist_ok=True)
-    (config_dir / "config.toml").write_text('mcp_token = "from-config-0123456"\n')
-    monkeypatch.delenv("SUBAGENTS_MCP_TOKEN", raising=False)
-    assert http_token() == ("from-config-0123456", False)
-    monkeypatch.setenv("SUBAGENTS_MCP_TOKEN", "from-env-0123456789")
-    assert http_token() == ("from-env-0123456789", False)
-    (config_dir / "config.toml").write_text("")
-    monkeypatch.delenv("SUBAGENTS_MCP_TOKEN")
-    token, generated = http_token()
-    assert generated and len(token) >= 32
-
-
-@pytest.mark.parametrize("where", ["env", "config"])
-def test_http_refuses_a_short_bearer_token(where: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_MCP_TOKEN"}
-    if where == "env":
-        env["SUBAGENTS_MCP_TOKEN"] = "x" * 15
-    else:
-        config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
-        config_dir.mkdir(parents=True, exist_ok=True)
-        (config_dir / "config.toml").write_text('mcp_token = "short"\n')
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    assert p.returncode == 2, p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "use at least 16" in lines[0], p.stderr
-    assert ("$SUBAGENTS_MCP_TOKEN" if where == "env" else "mcp_token in the config") in lines[0]
 
 
 def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> None:
