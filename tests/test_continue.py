@@ -27,6 +27,7 @@ CONFIGS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
     "pi": ("mock/mock-model", lambda d, url: mm.write_pi_config(d, url)),
     "claude": (mm.CLAUDE_MODEL, lambda d, url: mm.write_claude_config(d, url, max_retries=0)),
     "codex": (mm.CODEX_MODEL, lambda d, url: mm.write_codex_config(d, url)),
+    "opencode": (mm.OPENCODE_MODEL, lambda d, url: mm.write_opencode_config(d, url)),
 }
 
 
