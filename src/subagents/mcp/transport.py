@@ -203,6 +203,9 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))
+        # Listening before the address is printed: a client that connects as soon as it reads
+        # it is queued until uvicorn accepts, never refused.
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         raise SystemExit(
