@@ -23,10 +23,10 @@ import sys
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.core import paths
 from subagents.core.inputs import text_problem, timeout_problem
@@ -41,6 +41,19 @@ PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
 MAX_GRACE = 3600.0
 
 
+def _seconds(value: float | None) -> float | None:
+    """A timeout in seconds, checked the one way every surface checks it (core.inputs)."""
+    problem = None if value is None else timeout_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# Timeout fields of config, agent files and plan steps.
+Seconds = Annotated[float, AfterValidator(_seconds)]
+OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
+
+
 class ConfigError(Exception):
     """A configuration problem, as one line naming the file and the field."""
 
@@ -52,15 +65,7 @@ class Hook(BaseModel):
 
     on: list[str]
     command: list[str] = Field(min_length=1)
-    timeout: float = 10.0
-
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float) -> float:
-        problem = timeout_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    timeout: Seconds = 10.0
 
 
 class Settings(BaseModel):
