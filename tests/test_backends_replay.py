@@ -815,10 +815,11 @@ def test_resume_argv_per_backend() -> None:
     assert codex_argv[:3] == ["codex", "exec", "resume"]
     assert not any(a.startswith("--cd=") for a in codex_argv)  # resume takes the process cwd
     assert codex_argv[-3:] == ["--", "th-1", "go on"]
-    for name in ("gemini", "opencode"):
-        from subagents.backends import get_backend
-
-        assert not get_backend(name).can_continue
+    oc_argv = OpenCodeBackend().build_argv("opencode", req("go on", resume="ses_1"))
+    assert oc_argv[oc_argv.index("--session=ses_1") + 1] == "--fork"
+    assert "--session=ses_1" not in OpenCodeBackend().build_argv("opencode", req("x"))
+    gem_argv = GeminiBackend().build_argv("gemini", req("go on", resume="d9e9-uuid"))
+    assert "--resume=d9e9-uuid" in gem_argv
 
 
 def test_gemini_argv() -> None:

@@ -72,6 +72,10 @@ class OpenCodeNormalizer(Normalizer):
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
         t = obj.get("type")
+        if self.session_id is None:
+            session = obj.get("sessionID")
+            if isinstance(session, str) and session:
+                self.session_id = session  # `opencode run --session ID --fork` resumes it
         part = obj.get("part")
         part = part if isinstance(part, dict) else {}
         if t == "text":
@@ -182,6 +186,7 @@ class OpenCodeBackend(Backend):
     supports_tools = False
     supports_system_prompt = False
     reads_task_from_stdin = True  # `opencode run` with no message reads stdin
+    can_continue = True  # --session ID --fork: a new session holding the old one's turns
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "run", "--format", "json"]
@@ -189,6 +194,8 @@ class OpenCodeBackend(Backend):
             argv.append("--model=" + req.model)  # provider/model
         # Headless: approve permission requests instead of waiting for a person.
         argv.append("--auto")
+        if req.resume:
+            argv += ["--session=" + req.resume, "--fork"]
         argv += req.extra_args
         if not req.task_on_stdin:
             argv += _message_args(req.task)

@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from subagents.jobs.continuation import continuation_plan as continuation_plan
     from subagents.jobs.continuation import read_run as read_run
     from subagents.jobs.continuation import resolve_run as resolve_run
+    from subagents.jobs.control import STOPPED_ORPHAN as STOPPED_ORPHAN
+    from subagents.jobs.control import current_activity as current_activity
+    from subagents.jobs.control import job_state as job_state
+    from subagents.jobs.control import list_jobs as list_jobs
+    from subagents.jobs.control import stop_job as stop_job
+    from subagents.jobs.control import wait_job as wait_job
     from subagents.jobs.driver import start_background as start_background
     from subagents.jobs.housekeeping import JobBusyError as JobBusyError
     from subagents.jobs.housekeeping import jobs_to_prune as jobs_to_prune
@@ -35,6 +41,12 @@ if TYPE_CHECKING:
     from subagents.jobs.store import JobStore as JobStore
 
 _NAMES = {
+    "STOPPED_ORPHAN": "control",
+    "current_activity": "control",
+    "job_state": "control",
+    "list_jobs": "control",
+    "stop_job": "control",
+    "wait_job": "control",
     "read_run": "continuation",
     "resolve_run": "continuation",
     "chain_of": "continuation",
@@ -62,6 +74,7 @@ _NAMES = {
 }
 __all__ = [
     "PREVIOUS",
+    "STOPPED_ORPHAN",
     "TERMINAL",
     "EventSink",
     "Job",
@@ -74,9 +87,12 @@ __all__ = [
     "PlanOptions",
     "chain_of",
     "continuation_plan",
+    "current_activity",
     "exit_code",
+    "job_state",
     "jobs_to_prune",
     "lifecycle_for",
+    "list_jobs",
     "load_plan",
     "options_from_settings",
     "parse_job",
@@ -85,6 +101,8 @@ __all__ = [
     "remove_jobs",
     "resolve_run",
     "start_background",
+    "stop_job",
+    "wait_job",
 ]
 if not TYPE_CHECKING:
     __getattr__ = exports(__name__, _NAMES)

@@ -1,0 +1,179 @@
+"""Following and controlling jobs, for every surface (CLI, MCP, the Python API): a job's
+state (ending it if its driver died), waiting for its end without waiting on a dead driver,
+stopping it so no process of it is left, and what its newest run is doing now."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+from subagents.core import paths, procs
+from subagents.core.files import read_tail
+from subagents.jobs.store import TERMINAL, JobStore
+
+
+def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
+    state = store.load(job_id)
+    if state.get("status") not in TERMINAL:
+        state = _recovered(store, job_id, state)
+    store.settle_end_entry(job_id, state)
+    return state
+
+
+def _recovered(
+    store: JobStore, job_id: str, state: dict[str, Any], **orphan: str
+) -> dict[str, Any]:
+    """The job, ended now if its driver died; as it is when that cannot be recorded (a full
+    disk): looking at jobs only reads."""
+    try:
+        return store.recover_if_orphaned(job_id, **orphan)
+    except OSError:
+        return state
+
+
+def wait_job(
+    store: JobStore,
+    job_id: str,
+    timeout: float | None = None,
+    *,
+    orphaned_as: tuple[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """The job result once the job has ended; None if ``timeout`` ran out first.
+
+    A job whose driver is gone is ended (``orphaned_as``: status and message) once its
+    runs are over, so this never waits on a dead driver.
+    """
+    from subagents.core.waker import DirWaker
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    waker = DirWaker(store.dir / job_id)
+    waker.arm()  # before the first look, so no write in between is missed
+    try:
+        next_check = time.monotonic() + 1.0
+        while True:
+            state = store.load(job_id)
+            if state.get("status") in TERMINAL and "runs" in state:
+                store.settle_end_entry(job_id, state)
+                return state
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + 1.0
+                state = _recovered(store, job_id, state, **_orphan_args(orphaned_as))
+                if state.get("status") in TERMINAL:
+                    return state
+            if deadline is not None and now >= deadline:
+                return None
+            waker.wait(min(next_check, deadline or next_check) - now)
+    finally:
+        waker.close()
+
+
+def _orphan_args(orphaned_as: tuple[str, str] | None) -> dict[str, str]:
+    return {} if orphaned_as is None else {"status": orphaned_as[0], "message": orphaned_as[1]}
+
+
+STOPPED_ORPHAN = ("aborted", "stopped; its driver was gone")
+
+
+def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
+    """Abort a job. Its driver is asked (through the job directory) to start no more runs,
+    and every running run is stopped here, so no process of the job is left alive. Only a
+    background driver is signalled: a foreground one may be a CLI or an MCP server driving
+    other jobs too."""
+    state = store.load(job_id)
+    if state.get("status") in TERMINAL:
+        return state
+    store.request_cancel(job_id)
+    driver = state.get("driver")
+    if not isinstance(driver, dict):
+        driver = {}
+    driver_alive = procs.is_alive(driver)
+    if driver_alive and state.get("background"):
+        os.kill(int(driver["pid"]), signal.SIGTERM)
+        if wait_job(store, job_id, timeout=grace) is not None:
+            return store.load(job_id)
+    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    # The driver (one that is alive, or one still starting) records the end itself once
+    # it sees the request and its runs are over; a gone driver's job is ended here.
+    done = wait_job(store, job_id, timeout=grace, orphaned_as=STOPPED_ORPHAN)
+    if done is not None:
+        return done
+    if state.get("background") and procs.is_alive(driver):
+        with contextlib.suppress(OSError):
+            os.kill(int(driver["pid"]), signal.SIGKILL)
+    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    return store.recover_if_orphaned(job_id, status=STOPPED_ORPHAN[0], message=STOPPED_ORPHAN[1])
+
+
+def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
+    from subagents.executors import signal_supervisor
+    from subagents.runners import SUPERVISOR_FILE, RunnerError
+    from subagents.runs import RunMonitor
+
+    for run_id in run_ids:
+        if not run_id:
+            continue
+        run_dir = paths.runs_dir(store.home) / run_id
+        monitor = RunMonitor(run_dir)
+        if monitor.result() is not None:
+            continue
+        monitor.stop_requested = True
+        with contextlib.suppress(OSError, ValueError, KeyError, RunnerError):
+            signal_supervisor(run_dir, _read(run_dir / SUPERVISOR_FILE), signal.SIGTERM)
+        if monitor.wait(timeout=grace) is None:
+            monitor.recover_dead_supervisor()
+
+
+def _read(path: Path) -> dict[str, Any]:
+    from subagents.core.files import read_json
+
+    data = read_json(path)
+    return data if isinstance(data, dict) else {}
+
+
+ACTIVITY_TAIL_BYTES = 64 * 1024
+
+
+def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
+    """What the job's newest run is doing now, from the tail of its events."""
+    from subagents.present import ProgressFormatter
+
+    for run_id in reversed([r for r in run_ids if r]):
+        run_dir = paths.runs_dir(home) / run_id
+        if (run_dir / "result.json").exists():
+            continue
+        fmt = ProgressFormatter(max_len=60)
+        # Only the tail: a long run's events file can be large, and ps looks at every
+        # running job. Where the tail starts mid-file, its cut first line is skipped.
+        events_file = run_dir / "events.jsonl"
+        lines = read_tail(events_file, ACTIVITY_TAIL_BYTES).split("\n")
+        with contextlib.suppress(OSError):
+            if events_file.stat().st_size > ACTIVITY_TAIL_BYTES:
+                lines = lines[1:]
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    fmt.line(event)
+        return fmt.activity()
+    return None
+
+
+def list_jobs(
+    limit: int = 20, home: Path | None = None, session: str | None = None
+) -> list[dict[str, Any]]:
+    store = JobStore(home or paths.state_home())
+    items = store.list(limit, session)
+    for item in items:
+        if item.get("status") not in TERMINAL:
+            state = _recovered(store, item["jobId"], item)
+            item["status"] = state.get("status")
+            item["activity"] = current_activity(store.home, item.get("runIds") or [])
+        else:
+            store.settle_end_entry(item["jobId"])
+    return items
