@@ -20,12 +20,10 @@ import contextlib
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import platformdirs
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.core import paths
@@ -182,7 +180,12 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     override = _env(env).get("SUBAGENTS_CONFIG_DIR")
     if override:
         return _expand(override, env)
-    return _xdg(env, "XDG_CONFIG_HOME", ".config") or Path(platformdirs.user_config_dir(APP_NAME))
+    xdg = _xdg(env, "XDG_CONFIG_HOME", ".config")
+    if xdg is not None:
+        return xdg
+    import platformdirs  # only off Linux-like systems: ~2 ms to import
+
+    return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def state_home(env: Mapping[str, str] | None = None) -> Path:
@@ -239,6 +242,8 @@ def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only when a config file exists
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
