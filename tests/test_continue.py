@@ -28,6 +28,7 @@ CONFIGS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
     "claude": (mm.CLAUDE_MODEL, lambda d, url: mm.write_claude_config(d, url, max_retries=0)),
     "codex": (mm.CODEX_MODEL, lambda d, url: mm.write_codex_config(d, url)),
     "opencode": (mm.OPENCODE_MODEL, lambda d, url: mm.write_opencode_config(d, url)),
+    "gemini": (mm.GEMINI_MODEL, lambda d, url: mm.write_gemini_config(d, url)),
 }
 
 
@@ -102,13 +103,14 @@ def test_continue_from_the_cli_and_show_lists_the_chain(tmp_path: Path) -> None:
     assert f"continues: {r1['runId']} → {r2['runId']} → {r3['runId']}" in shown
 
 
-def test_a_backend_that_cannot_continue_says_so(fake: Fake) -> None:
+def test_a_run_that_left_no_session_cannot_be_continued(fake: Fake) -> None:
+    # The fake speaks pi's stream to a gemini run: no gemini session id, nothing to resume.
     env = {**fake_env(fake, pi.answer("x")), "SUBAGENTS_GEMINI_BIN": str(fake.launcher)}
     p = cli(["run", "--json", "-b", "gemini", "x"], env)
     run_id = json.loads(p.stdout)["runId"]
     cont = cli(["continue", run_id, "more"], env)
     assert cont.returncode == 2
-    assert cont.stderr.strip() == "subagents: gemini cannot continue a run"
+    assert cont.stderr.strip() == f"subagents: run {run_id} left no gemini session to continue"
 
 
 def test_continue_checks_its_input(fake: Fake) -> None:

@@ -37,8 +37,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from subagents.config import home_dir, user_config_dir
-from subagents.core.inputs import timeout_problem
+from subagents.config import OptionalSeconds, home_dir, user_config_dir
 
 Source = Literal["builtin", "user", "project"]
 SCOPES = ("user", "both")
@@ -65,7 +64,7 @@ class AgentDef(BaseModel):
     model: str | None = None
     thinking: str | None = None
     tools: list[str] | None = None
-    timeout: float | None = None
+    timeout: OptionalSeconds = None
     # "worktree": each run of this agent works in its own git worktree (as in Claude Code).
     isolation: Literal["worktree"] | None = None
     system_prompt: str = ""
@@ -77,14 +76,6 @@ class AgentDef(BaseModel):
     @classmethod
     def _strip(cls, value: Any) -> Any:
         return value.strip() if isinstance(value, str) else value
-
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float | None) -> float | None:
-        problem = None if value is None else timeout_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
     @field_validator("name")
     @classmethod

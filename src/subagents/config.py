@@ -20,13 +20,11 @@ import contextlib
 import os
 import re
 import sys
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from subagents.core import paths
 from subagents.core.inputs import text_problem, timeout_problem
@@ -41,6 +39,19 @@ PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
 MAX_GRACE = 3600.0
 
 
+def _seconds(value: float | None) -> float | None:
+    """A timeout in seconds, checked the one way every surface checks it (core.inputs)."""
+    problem = None if value is None else timeout_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+# Timeout fields of config, agent files and plan steps.
+Seconds = Annotated[float, AfterValidator(_seconds)]
+OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
+
+
 class ConfigError(Exception):
     """A configuration problem, as one line naming the file and the field."""
 
@@ -52,15 +63,7 @@ class Hook(BaseModel):
 
     on: list[str]
     command: list[str] = Field(min_length=1)
-    timeout: float = 10.0
-
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float) -> float:
-        problem = timeout_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
+    timeout: Seconds = 10.0
 
 
 class Settings(BaseModel):
@@ -177,7 +180,12 @@ def user_config_dir(env: Mapping[str, str] | None = None) -> Path:
     override = _env(env).get("SUBAGENTS_CONFIG_DIR")
     if override:
         return _expand(override, env)
-    return _xdg(env, "XDG_CONFIG_HOME", ".config") or Path(platformdirs.user_config_dir(APP_NAME))
+    xdg = _xdg(env, "XDG_CONFIG_HOME", ".config")
+    if xdg is not None:
+        return xdg
+    import platformdirs  # only off Linux-like systems: ~2 ms to import
+
+    return Path(platformdirs.user_config_dir(APP_NAME))
 
 
 def state_home(env: Mapping[str, str] | None = None) -> Path:
@@ -234,6 +242,8 @@ def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # only when a config file exists
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

@@ -72,6 +72,10 @@ class GeminiNormalizer(Normalizer):
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
         t = obj.get("type")
+        if t == "init" and self.session_id is None:
+            session = obj.get("session_id")
+            if isinstance(session, str) and session:
+                self.session_id = session  # `gemini --resume ID` resumes it
         if t == "message":
             if obj.get("role") == "assistant":
                 self.terminal = False
@@ -170,6 +174,7 @@ class GeminiBackend(Backend):
     supports_tools = False
     supports_system_prompt = False
     reads_task_from_stdin = True  # piped stdin comes before the --prompt text
+    can_continue = True  # --resume SESSION_ID
 
     def stdin_task(self, task: str) -> str:
         return " " + task if task.startswith("/") else task  # not a slash command
@@ -185,6 +190,8 @@ class GeminiBackend(Backend):
             argv.append("--model=" + req.model)
         # Headless: approve every tool call; trust the working directory for this run.
         argv += ["--approval-mode", "yolo", "--skip-trust"]
+        if req.resume:
+            argv.append("--resume=" + req.resume)
         argv += req.extra_args
         return argv
 

@@ -88,6 +88,10 @@ def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions
         raise PlanError(str(exc)) from None
     if not backend.can_continue:
         raise PlanError(f"{name} cannot continue a run")
+    from subagents.core import paths
+
+    if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
+        raise PlanError(f"run {run_id} left no {name} session to continue")
     earlier = _original_request(store, run_id, meta)
     req = replace(
         earlier,

@@ -99,7 +99,7 @@ def options_from_settings(
 
     s = load_settings(cwd, env)
     return PlanOptions(
-        limits=limits_from_settings(cwd, env),
+        limits=limits_from_settings(settings=s),
         concurrency=s.concurrency,
         max_parallel_tasks=s.max_parallel_tasks,
         max_spawns_per_job=s.max_spawns_per_job,
@@ -117,8 +117,6 @@ def plan(
     extra_env: dict[str, str] | None = None,
 ) -> JobPlan:
     """Resolve agents and check every step; raises ``PlanError`` naming the field."""
-    from subagents.agents import AgentError, get_agent
-
     limits = options.limits
     if spec.executor is not None:  # the plan's choice beats config
         limits = Limits(**{**asdict(limits), "executor": spec.executor})
@@ -140,6 +138,9 @@ def plan(
         agent = None
         agent_name = step.agent or options.default_agent
         if agent_name:
+            # Agent files (yaml, their model) are read only for a step that names an agent.
+            from subagents.agents import AgentError, get_agent
+
             try:
                 agent = get_agent(agent_name, base, options.agent_scope, env)
             except AgentError as exc:

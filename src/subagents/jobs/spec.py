@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from subagents.core.inputs import text_problem, timeout_problem
+from subagents.config import OptionalSeconds
+from subagents.core.inputs import text_problem
 
 PREVIOUS = "{previous}"
 
@@ -32,7 +33,7 @@ class Step(BaseModel):
     cwd: str | None = None
     model: str | None = None
     backend: str | None = None
-    timeout: float | None = None
+    timeout: OptionalSeconds = None
     # "worktree": the run works in its own git worktree on branch subagents/<run-id>.
     isolate: Literal["worktree"] | None = None
     # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
@@ -53,14 +54,6 @@ class Step(BaseModel):
     def _task(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("the task is empty")
-        return value
-
-    @field_validator("timeout")
-    @classmethod
-    def _timeout(cls, value: float | None) -> float | None:
-        problem = None if value is None else timeout_problem(value)
-        if problem:
-            raise ValueError(problem)
         return value
 
 

@@ -132,7 +132,7 @@ class SubagentsMCP:
                 "Continue a finished run (its runId from a result): the child resumes its own "
                 "conversation with `task` and sees everything it said and did before. A new run "
                 "and job, answered like `subagent`; an isolated run goes on in its own branch. "
-                "pi, claude, codex and opencode runs can be continued."
+                "pi, claude, codex, gemini and opencode runs can be continued."
             ),
             annotations=ToolAnnotations(
                 read_only_hint=False,

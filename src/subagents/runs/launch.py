@@ -483,11 +483,16 @@ def start(
     )
 
 
-def limits_from_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Limits:
-    """Limits from the effective config (raises ``config.ConfigError``)."""
-    from subagents.config import load_settings
+def limits_from_settings(
+    cwd: Path | None = None, env: Mapping[str, str] | None = None, settings: Any = None
+) -> Limits:
+    """Limits from the effective config (raises ``config.ConfigError``); from ``settings``
+    when the caller has read them already."""
+    if settings is None:
+        from subagents.config import load_settings
 
-    s = load_settings(cwd, env)
+        settings = load_settings(cwd, env)
+    s = settings
     return Limits(
         default_backend=s.default_backend,
         grace=s.grace,

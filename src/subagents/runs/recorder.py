@@ -44,7 +44,9 @@ class Recorder:
         self.seq += 1
         record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
         try:
-            self.events_f.write(self.dumps(record) + b"\n")
+            # Two writes, not `+ b"\n"`: a big answer's line is not copied once more.
+            self.events_f.write(self.dumps(record))
+            self.events_f.write(b"\n")
             entry = self._transcript_entry(record, self._fmt)
             if entry:
                 self.transcript_f.write(entry)

@@ -1,0 +1,65 @@
+"""What `subagents run -q` loads: only what the run uses (its fixed cost is mostly imports).
+
+Observed on the real command (`python -X importtime` lists every module it imported), and
+checked against the same command with an agent and a config file, so the test would fail
+if a module it says is skipped were never on the run path at all."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pistream as pi
+from conftest import Fake
+
+# Read only when the run names an agent (agent files: yaml and their model) or a config
+# file exists (tomllib); rich only for a display.
+SKIPPED = {"yaml", "subagents.agents", "tomllib", "rich", "platformdirs"}
+
+
+def imported(fake: Fake, args: list[str], cwd: Path) -> set[str]:
+    env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer("ok"))}
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "--json", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert '"finalText": "ok"' in p.stdout
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in p.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+
+
+def test_a_plain_run_skips_agent_files_config_parsing_and_rich(fake: Fake, tmp_path: Path) -> None:
+    loaded = imported(fake, ["x"], tmp_path)
+    assert {"subagents.api", "pydantic"} <= loaded  # the list is the run's own imports
+    assert not SKIPPED & loaded, SKIPPED & loaded
+
+
+def test_an_agent_and_a_config_file_are_still_read_and_checked(fake: Fake, tmp_path: Path) -> None:
+    config = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text("concurrency = 3\n")
+    loaded = imported(fake, ["--agent", "scout", "x"], tmp_path)
+    assert {"yaml", "subagents.agents", "tomllib"} <= loaded
+    # The same checks as ever: a bad value in that file still stops the run.
+    (config / "config.toml").write_text("concurrency = 0\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "run", "-q", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
+        cwd=tmp_path,
+    )
+    assert p.returncode == 2 and "concurrency" in p.stderr, p.stderr
