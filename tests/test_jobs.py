@@ -423,3 +423,17 @@ def test_a_run_id_finds_its_job(fake: Fake) -> None:
     shown = cli(["show", "--json", result["runId"]])
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["jobId"] == result["jobId"]
+
+
+def test_ps_and_history_stay_readable_at_80_columns(fake: Fake) -> None:
+    env = {**bin_env(fake), **fake.env(pi.answer("Narrow enough."))}
+    p = cli(["run", "--json", "--session", "narrow", "x"], env)
+    assert p.returncode == 0, p.stderr
+    job_id = json.loads(p.stdout)["jobId"]
+    for args in (["ps"], ["history", "--session", "narrow"]):
+        out = cli(args, {"COLUMNS": "80"})
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines and all(len(line) <= 80 for line in lines), out.stdout
+        row = next(line for line in lines if job_id in line)  # the id is whole, not cut
+        assert "complete" in row, row  # so is the status
