@@ -112,17 +112,16 @@ class SubagentsMCP:
         read_only = ToolAnnotations(
             read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
         )
+        # subagent and continue start child agents: they act on the world, each call anew.
+        starts_agents = ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+        )
         mcp.add_tool(
             self.subagent,
             name="subagent",
             title="Delegate to a subagent",
             description=SUBAGENT_DESCRIPTION,
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=False,
-                open_world_hint=True,
-            ),
+            annotations=starts_agents,
         )
         mcp.add_tool(
             self.continue_,
@@ -134,12 +133,7 @@ class SubagentsMCP:
                 "and job, answered like `subagent`; an isolated run goes on in its own branch. "
                 "pi, claude, codex, gemini and opencode runs can be continued."
             ),
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=False,
-                open_world_hint=True,
-            ),
+            annotations=starts_agents,
         )
         mcp.add_tool(
             self.subagent_status,
