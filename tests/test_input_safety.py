@@ -154,6 +154,7 @@ def test_escape_sequences_never_reach_the_terminal_or_transcript(fake: Fake) -> 
     assert p.returncode == 0, p.stderr
     assert "\x1b" not in p.stderr and "\x07" not in p.stderr
     assert "answer done" in p.stderr  # the progress line keeps the text around them
+    assert p.stdout == f"answer {ESCAPES}done\n"  # a program reading the answer gets it whole
     run_dir = next((Path(os.environ["SUBAGENTS_HOME"]) / "runs").iterdir())
     transcript = (run_dir / "transcript.md").read_text()
     assert "\x1b" not in transcript and "answer done" in transcript

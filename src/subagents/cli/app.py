@@ -82,7 +82,7 @@ def answer(text: str, nl: bool = True) -> None:
     if sys.stdout.isatty():
         echo_child_text(text, nl=nl)
     else:
-        click.echo(text, nl=nl)
+        click.echo(text, nl=nl, color=True)  # click would strip ANSI from a pipe
 
 
 class _Commands(click.Group):
