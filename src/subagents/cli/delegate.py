@@ -216,16 +216,7 @@ def run(
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
     if bg:
-        job_id = api.start_background(job)
-        if as_json:
-            print_json({"jobId": job_id, "pid": job.driver_pid})
-        else:
-            click.echo(job_id)
-            if not quiet:
-                click.echo(
-                    f"started in the background; follow with: subagents logs -f {job_id}", err=True
-                )
-        sys.exit(0)
+        run_in_background(job, as_json=as_json, hint=not quiet)
     if parent_pid is not None:
         stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
@@ -277,6 +268,23 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if name in ("backend", "agent") or rest.startswith("the task"):
         return rest
     return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
+
+
+def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
+    """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
+    ``--json``, else the id (and, with ``hint``, how to follow it)."""
+    from subagents import api
+
+    job_id = api.start_background(job)
+    if as_json:
+        print_json({"jobId": job_id, "pid": job.driver_pid})
+    else:
+        click.echo(job_id)
+        if hint:
+            click.echo(
+                f"started in the background; follow with: subagents logs -f {job_id}", err=True
+            )
+    sys.exit(0)
 
 
 def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from subagents.cli.app import fail, main, print_json
+from subagents.cli.app import fail, main
 from subagents.cli.delegate import parent_pid_option, progress_option
 
 
@@ -41,7 +41,7 @@ def continue_(
     worktree branch. TASK '-' reads the task from stdin. RUN_ID is any unique prefix.
     """
     from subagents import api
-    from subagents.cli.delegate import run_in_foreground, stop_when_gone
+    from subagents.cli.delegate import run_in_background, run_in_foreground, stop_when_gone
 
     if task == "-":
         task = sys.stdin.read()
@@ -50,12 +50,7 @@ def continue_(
     except api.BadRequest as exc:
         fail(str(exc))
     if bg:
-        job_id = api.start_background(job)
-        if as_json:
-            print_json({"jobId": job_id, "pid": job.driver_pid})
-        else:
-            click.echo(job_id)
-        sys.exit(0)
+        run_in_background(job, as_json=as_json, hint=False)
     if parent_pid is not None:
         stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
