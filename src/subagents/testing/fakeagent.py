@@ -39,6 +39,13 @@ from typing import Any
 SCRIPT_ENV = "SUBAGENTS_FAKE_SCRIPT"
 
 
+def _publish(path: str, text: str) -> None:
+    """Write a file whole or not at all: a test polls for it to appear, then reads it."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    Path(tmp).write_text(text)
+    os.replace(tmp, path)
+
+
 def _out(data: bytes) -> None:
     os.write(1, data) if len(data) < 65536 else sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
@@ -82,9 +89,9 @@ def run_step(step: dict[str, Any]) -> None:
             time.sleep(float(step["grandchild"]))
             os._exit(0)
         if "pidfile" in step:
-            Path(step["pidfile"]).write_text(str(pid))
+            _publish(step["pidfile"], str(pid))
     elif "pidfile" in step:
-        Path(step["pidfile"]).write_text(str(os.getpid()))
+        _publish(step["pidfile"], str(os.getpid()))
     elif "kill" in step:
         os.kill(os.getpid(), getattr(signal, str(step["kill"])))
         time.sleep(5)
