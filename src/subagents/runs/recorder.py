@@ -20,11 +20,18 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 
+# An event line shorter than this is joined and written in one call; a longer one (an
+# answer) is written in pieces rather than copied.
+_JOIN_BELOW = 1 << 16
+
+
 class Recorder:
     def __init__(self, run_dir: Path) -> None:
         from subagents.present import ProgressFormatter, transcript_entry
 
         self.seq = 0
+        self._ts = b""
+        self.stamp()
         self.dumps: Callable[[Any], bytes] = dumps
         self.write_error: str | None = None
         self.dirty = False
@@ -39,21 +46,35 @@ class Recorder:
             os.open(run_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         )
 
-    def record(self, event: dict[str, Any]) -> dict[str, Any]:
-        """Number and stamp one canonical event, write it and its transcript entry."""
+    def stamp(self) -> None:
+        """Stamp the events recorded from now on with the time now (ms): the supervisor
+        stamps once per read, so the lines read together share their time of arrival and no
+        event pays for reading and rounding the clock."""
+        self._ts = b',"ts":' + repr(round(time.time(), 3)).encode() + b","
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Number and stamp one canonical event, write it and its transcript entry.
+
+        The line is ``{"seq":N,"ts":T,`` and then the event's own JSON without its ``{``:
+        the same bytes as dumping ``{"seq": N, "ts": T, **event}``, without building that
+        dict (events never carry ``seq`` or ``ts`` themselves)."""
         self.seq += 1
-        record = {"seq": self.seq, "ts": round(time.time(), 3), **event}
         try:
-            # Two writes, not `+ b"\n"`: a big answer's line is not copied once more.
-            self.events_f.write(self.dumps(record))
-            self.events_f.write(b"\n")
-            entry = self._transcript_entry(record, self._fmt)
+            body = self.dumps(event)
+            write = self.events_f.write
+            if len(body) < _JOIN_BELOW:
+                write(b'{"seq":%d%b%b\n' % (self.seq, self._ts, body[1:]))
+            else:  # a big answer's line is not copied once more
+                write(b'{"seq":%d%b' % (self.seq, self._ts))
+                with memoryview(body) as view, view[1:] as rest:
+                    write(rest)
+                write(b"\n")
+            entry = self._transcript_entry(event, self._fmt)
             if entry:
                 self.transcript_f.write(entry)
         except OSError as exc:
             self.note_write_error(exc, "events.jsonl")
         self.dirty = True
-        return record
 
     def raw(self, data: bytes | memoryview) -> None:
         try:

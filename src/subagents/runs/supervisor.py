@@ -65,8 +65,6 @@ if TYPE_CHECKING:
 
 
 READ_SIZE = 1 << 20
-# Lines handled in one read past this many bytes: the buffer is made anew (see on_data).
-RELEASE_AFTER = 4 * READ_SIZE
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
@@ -102,7 +100,13 @@ class Supervisor:
         self._parse: Callable[[bytes], Any] = parse_line
         # (id -> when each started); a run is stalled only while none is.
         self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
+        self.heard_at = self.t0  # when stdout last said anything (the time of the read)
+        # The start of a line whose end is still to come; or, while `skipping`, nothing:
+        # that line's first bytes showed the normalizer skips it.
         self.buf = bytearray()
+        self.skipping = False
+        self._wants: Callable[..., bool] = lambda *_: True
+        self._decided_after = 0
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
         self.rec = Recorder(run_dir)
@@ -115,14 +119,20 @@ class Supervisor:
     # ---- artifacts -------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
+        """Record an event of the supervisor's own (a notice, the start, the end), stamped now."""
+        self.rec.stamp()
+        self.record(event)
+
+    def record(self, event: ev.Event) -> None:
+        """Record an event under the current stamp (for the stream's, the time of the read)."""
         kind = event["type"]
         if kind == "tool_call":
-            self.watch.tool_started(event["toolCallId"], time.monotonic())
+            self.watch.tool_started(event["toolCallId"], self.heard_at)
         elif kind == "tool_result":
             self.watch.tool_ended(event["toolCallId"])
-        record = self.rec.record(event)
+        self.rec.record(event)
         if self.echo is not None and self._echo_fmt is not None:
-            line = self._echo_fmt.line(record)
+            line = self._echo_fmt.line(event)
             if line:
                 self.echo(line)
 
@@ -131,14 +141,11 @@ class Supervisor:
 
     # ---- stream ----------------------------------------------------------
 
-    def handle_line(self, buf: bytearray, start: int, end: int) -> None:
-        assert self.norm is not None
-        if start == end or not self.norm.wants(buf, start):
-            return
-        # One copy of the line (a slice of the bytearray, then bytes() of it, made two: a
-        # 17 MB answer line cost 34 MB more at its peak).
-        with memoryview(buf) as view, view[start:end] as part:
-            line = bytes(part)
+    def handle_line(self, line: bytearray) -> None:
+        """One whole line (no newline), which ``norm.wants``. The caller holds no other
+        reference to it, so the line's bytes are freed as soon as it is parsed."""
+        norm = self.norm
+        assert norm is not None
         self.parsed += 1
         if self.parsed == FAST_JSON_AFTER:
             self._parse = parse_line_fast
@@ -149,57 +156,91 @@ class Supervisor:
             obj = self._parse(line)
         except ValueError:
             obj = None
-        if not isinstance(obj, dict):
+        if type(obj) is not dict:
             self.noise_lines += 1
             if line.strip() and self.noise_lines <= MAX_NOISE_NOTICES:
                 preview = line[:200].decode("utf-8", "replace")
-                self.emit(
+                self.record(
                     ev.notice("warn", f"non-JSON line on stdout ({len(line)} bytes): {preview}")
                 )
             return
         del line  # parsed: what follows holds the value, not the line's bytes too
-        was_terminal = self.norm.terminal
+        was_terminal = norm.terminal
         try:
-            produced = self.norm.feed(obj)
+            produced = norm.feed(obj)
         except Exception as exc:  # a normalizer bug must not lose the run
             produced = [
                 ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")
             ]
         for event in produced:
-            self.emit(event)
-        if self.norm.terminal and not was_terminal:
+            self.record(event)
+        if norm.terminal and not was_terminal:
             self.arm()
-        elif was_terminal and not self.norm.terminal:
+        elif was_terminal and not norm.terminal:
             self.disarm()
 
-    def on_data(self, data: bytes | memoryview) -> None:
-        self.watch.heard(time.monotonic())
-        self.rec.raw(data)
-        buf = self.buf
-        # A line held from earlier reads has no newline: look only at the new bytes.
-        scanned = len(buf)
-        buf += data
-        start = 0
-        find = buf.find
-        nl = find(b"\n", scanned)
-        while nl >= 0:
-            self.handle_line(buf, start, nl)
+    def on_data(self, n: int) -> None:
+        """The first ``n`` bytes of ``self.chunk`` were just read.
+
+        Lines are handled where they lie in the read buffer (sliced once, and only when
+        wanted); only a line still open at the end of a read is copied aside, and not even
+        that once its first bytes show it is one the normalizer skips (pi's 17 MB
+        ``agent_end``): then only its end is looked for."""
+        now = time.monotonic()
+        self.heard_at = now
+        self.watch.heard(now)
+        self.rec.stamp()
+        chunk = self.chunk
+        wants = self._wants
+        find = chunk.find
+        with memoryview(chunk) as view:
+            with view[:n] as data:
+                self.rec.raw(data)
+            nl = find(b"\n", 0, n)
+            if nl < 0:
+                self.hold(view, 0, n)
+                return
+            if self.skipping:
+                self.skipping = False
+            elif self.buf:
+                self.buf += view[:nl]
+                if wants(self.buf):
+                    self.handle_line(self.take_held())
+                self.buf = bytearray()  # not the old one's capacity (it may have held 17 MB)
+            elif nl and wants(chunk, 0):
+                self.handle_line(chunk[:nl])
             start = nl + 1
-            nl = find(b"\n", start)
-        if start:
-            del buf[:start]
-            if start > RELEASE_AFTER:
-                # A bytearray keeps its capacity when emptied: after a long line, hold only
-                # what is left, not the line's size for the rest of the run.
-                self.buf = bytearray(buf)
+            nl = find(b"\n", start, n)
+            while nl >= 0:
+                if nl > start and wants(chunk, start):
+                    self.handle_line(chunk[start:nl])
+                start = nl + 1
+                nl = find(b"\n", start, n)
+            if start < n:
+                self.hold(view, start, n)
+
+    def hold(self, view: memoryview, start: int, end: int) -> None:
+        """Keep the start of a line whose end is still to come (unless it is skipped)."""
+        if self.skipping:
+            return
+        buf = self.buf
+        buf += view[start:end]
+        if len(buf) >= self._decided_after and not self._wants(buf):
+            self.skipping = True
+            self.buf = bytearray()
+
+    def take_held(self) -> bytearray:
+        line, self.buf = self.buf, bytearray()
+        return line
 
     def end_of_stream(self) -> None:
-        if self.buf:
-            self.handle_line(self.buf, 0, len(self.buf))
-            self.buf.clear()
+        self.rec.stamp()
+        if self.buf and self._wants(self.buf):
+            self.handle_line(self.take_held())
+        self.buf = bytearray()
         if self.norm is not None:
             for event in self.norm.finish():
-                self.emit(event)
+                self.record(event)
 
     # ---- completion ------------------------------------------------------
 
@@ -336,7 +377,9 @@ class Supervisor:
         return None
 
     def run(self) -> dict[str, Any]:
-        self.norm = get_backend(self.spec.backend).normalizer()
+        self.norm = norm = get_backend(self.spec.backend).normalizer()
+        self._wants = norm.wants
+        self._decided_after = max(map(len, norm.skip_prefixes), default=0)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -439,7 +482,7 @@ class Supervisor:
                 self.eof = True
                 sel.unregister(fd)
                 break
-            self.on_data(memoryview(chunk)[:n])
+            self.on_data(n)
             if n < READ_SIZE:
                 break
         self.flush()
