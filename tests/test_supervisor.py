@@ -6,6 +6,7 @@ scriptable fake agent playing a pi stream.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from conftest import Fake, eventually, pid_alive
 
 from subagents.core.files import read_events
 from subagents.runs.launch import RunHandle
+from subagents.runs.supervisor import READ_SIZE
 
 
 def _ts(iso: str) -> float:
@@ -355,6 +357,30 @@ def test_stdin_is_dev_null(fake: Fake, tmp_path: Path) -> None:
     fake.launcher = launcher
     fake.run([])
     assert out.read_text() == "/dev/null"
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_child_stdout_is_a_big_pipe_from_its_first_byte(fake: Fake, tmp_path: Path) -> None:
+    # The supervisor reads up to 1 MiB at a time: the pipe holds as much, before the child
+    # starts (a pipe grown after the spawn would race the child's first writes).
+    probe_r, probe_w = os.pipe()
+    try:
+        fcntl.fcntl(probe_w, fcntl.F_SETPIPE_SZ, READ_SIZE)
+    except OSError:
+        pytest.skip("this machine refuses a 1 MiB pipe")
+    finally:
+        os.close(probe_r)
+        os.close(probe_w)
+    out = tmp_path / "pipe.txt"
+    launcher = fake.dir / "pipecheck"
+    launcher.write_text(
+        f"#!{os.sys.executable}\nimport fcntl\n"
+        f"open({str(out)!r}, 'w').write(str(fcntl.fcntl(1, fcntl.F_GETPIPE_SZ)))\n"
+    )
+    launcher.chmod(0o755)
+    fake.launcher = launcher
+    fake.run([])
+    assert int(out.read_text()) == READ_SIZE
 
 
 def test_sigkill_after_thirty_tool_calls_diagnostics(fake: Fake) -> None:

@@ -64,7 +64,7 @@ def _scrub_value(value: Any) -> Any:
     return value
 
 
-def parse_line(line: bytes) -> Any:
+def parse_line(line: bytes | bytearray) -> Any:
     """One stdout line as a JSON value with text safe to write anywhere.
 
     Raises ``ValueError`` when the line is not JSON even after invalid UTF-8 is replaced.
@@ -80,7 +80,7 @@ def parse_line(line: bytes) -> Any:
     return obj
 
 
-def parse_line_fast(line: bytes) -> Any:
+def parse_line_fast(line: bytes | bytearray) -> Any:
     """:func:`parse_line` through orjson (a fraction of json's cost) wherever orjson reads
     the line exactly; it refuses what needs the slow path (invalid UTF-8, lone surrogates)."""
     try:

@@ -82,7 +82,7 @@ def dumps_fast(obj: Any) -> bytes:
         return dumps(obj)
 
 
-def loads_exact(data: bytes) -> Any:
+def loads_exact(data: bytes | bytearray) -> Any:
     """Parse JSON through orjson; ``ValueError`` where orjson refuses it (NaN, invalid
     UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
     if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
