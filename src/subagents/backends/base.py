@@ -36,6 +36,11 @@ def text_blocks(content: Any, sep: str = "") -> str:
         return content
     if not isinstance(content, list):
         return ""
+    if len(content) == 1:  # the common case, without a generator
+        block = content[0]
+        if isinstance(block, dict) and block.get("type") == "text":
+            return str(block.get("text", ""))
+        return ""
     return sep.join(
         str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"
     )

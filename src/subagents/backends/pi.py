@@ -86,8 +86,7 @@ class PiNormalizer(Normalizer):
         t = obj.get("type")
         if t in _ACTIVITY:
             self.terminal = False
-        if t == "message_end":
-            return self._message_end(obj.get("message"))
+        # The tool calls first: on a long run they are nearly every line parsed.
         if t == "tool_execution_start":
             self.tool_calls += 1
             return [
@@ -106,6 +105,8 @@ class PiNormalizer(Normalizer):
                     text,
                 )
             ]
+        if t == "message_end":
+            return self._message_end(obj.get("message"))
         if t == "auto_retry_start":
             self.failed = False
             msg = f"retrying after error (attempt {obj.get('attempt')}/{obj.get('maxAttempts')}): {_error_text(obj.get('errorMessage', ''))}"

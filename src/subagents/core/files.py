@@ -77,7 +77,7 @@ def dumps_fast(obj: Any) -> bytes:
     difference: a NaN or infinite float is written as null (json wrote NaN, which is not
     JSON)."""
     try:
-        return orjson_module().dumps(obj)  # type: ignore[no-any-return]
+        return (_orjson or orjson_module()).dumps(obj)  # type: ignore[no-any-return]
     except TypeError:
         return dumps(obj)
 
@@ -87,7 +87,7 @@ def loads_exact(data: bytes | bytearray) -> Any:
     UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
     if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
         raise ValueError("a number orjson may not read exactly")
-    return orjson_module().loads(data)
+    return (_orjson or orjson_module()).loads(data)
 
 
 def loads(data: bytes) -> Any:

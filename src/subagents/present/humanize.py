@@ -248,7 +248,7 @@ def _kind_of(tool_name: str) -> Kind | None:
 
 
 def _as_mapping(args: Any) -> Mapping[str, Any]:
-    if isinstance(args, Mapping):
+    if type(args) is dict or isinstance(args, Mapping):  # a dict without the ABC's check
         return args
     if isinstance(args, str):  # some CLIs hand arguments over as a JSON string
         try:
@@ -325,16 +325,20 @@ def _unwrap_shell(argv: list[str]) -> str:
 
 
 def _command_text(value: Any) -> str | None:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return _unwrap_shell(list(value))
-    if isinstance(value, str) and value.strip():
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not stripped:
+            return None
         # The words of a shell wrapper; any other command is shown as it was written
         # (a wrapper's command can never equal the wrapper re-joined).
         first = _FIRST_WORD.match(value)
-        if first is not None and os.path.basename(first.group(1)) not in _SHELLS:
-            return value.strip()  # a plain first word that names no shell: no wrapper
+        # (rpartition: os.path.basename's result, without its function call)
+        if first is not None and first.group(1).rpartition("/")[2] not in _SHELLS:
+            return stripped  # a plain first word that names no shell: no wrapper
         argv = _shell_words(value)
-        return argv[2] if argv is not None and _is_shell_wrapper(argv) else value.strip()
+        return argv[2] if argv is not None and _is_shell_wrapper(argv) else stripped
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return _unwrap_shell(list(value))
     return None
 
 
@@ -351,22 +355,27 @@ def _value_text(value: Any) -> str | None:
     return None
 
 
+_ABSENT: Final = object()
+
+
 def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
     if kind.extract is not None:
         return kind.extract(args)
     if not kind.keys:  # the wording needs no argument (e.g. the todo list)
         return _Subject("", "text")
+    style = kind.style
     for key in kind.keys:
-        if key not in args:
+        value = args.get(key, _ABSENT)
+        if value is _ABSENT:
             continue
-        if kind.style == "command":
-            text = _command_text(args[key])
+        if style == "command":
+            text = _command_text(value)
         else:
-            text = _value_text(args[key])
-            if isinstance(args[key], list) and text is not None:
+            text = _value_text(value)
+            if text is not None and isinstance(value, list):
                 return _Subject(text, "text")
         if text is not None:
-            return _Subject(text, kind.style)
+            return _Subject(text, style)
     return None
 
 
@@ -375,6 +384,8 @@ def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
 
 def one_line(text: str) -> str:
     """Lines joined with a visible mark, so a multi-line value stays one line."""
+    if text.isprintable():  # then it holds no line break (all of them are unprintable)
+        return text.strip()
     return NEWLINE_MARK.join(part.strip() for part in text.strip().splitlines())
 
 

@@ -87,10 +87,18 @@ class ProgressFormatter:
         return text if self.max_len is None else head(text, self.max_len)
 
     def _remember(self, call_id: str, call: Call) -> None:
-        self._calls[call_id] = call
-        self._calls.move_to_end(call_id)
-        while len(self._calls) > MEMORY_LIMIT:
-            self._calls.popitem(last=False)
+        """Remember a call (and that it runs) as the latest; forget the oldest past the limit."""
+        calls, pending = self._calls, self._pending
+        if call_id in calls:  # an id seen again moves to the end (a new one is put there)
+            calls.move_to_end(call_id)
+        calls[call_id] = call
+        if len(calls) > MEMORY_LIMIT:
+            calls.popitem(last=False)
+        if call_id in pending:
+            pending.move_to_end(call_id)
+        pending[call_id] = None
+        if len(pending) > MEMORY_LIMIT:
+            pending.popitem(last=False)
 
     def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
         """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
@@ -150,10 +158,6 @@ class ProgressFormatter:
         call = Call(str(event.get("toolName") or "tool"), event.get("args"))
         if isinstance(call_id, str) and call_id:
             self._remember(call_id, call)
-            self._pending[call_id] = None
-            self._pending.move_to_end(call_id)
-            while len(self._pending) > MEMORY_LIMIT:
-                self._pending.popitem(last=False)
         self._activity = (call, None, self._cwd)
         return call.words(None, shorten=shorten, cwd=self._cwd)
 
@@ -195,6 +199,15 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
     commands) and updates ``formatter``'s state the same way. A child's control
     characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
+    if event.get("type") == "tool_call" or (
+        event.get("type") == "tool_result" and not event.get("isError")
+    ):
+        # Most of a long run: one line. Printable text holds no control character, escape
+        # or lone surrogate (each is unprintable), so there is nothing to neutralise.
+        text = formatter._text(event, shorten=False)
+        if text is None:
+            return None
+        return f"- {text}\n" if text.isprintable() else neutralize(f"- {text}\n")
     chunk = _transcript_chunk(event, formatter)
     return None if chunk is None else neutralize(chunk)
 
