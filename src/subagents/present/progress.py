@@ -199,9 +199,8 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
     commands) and updates ``formatter``'s state the same way. A child's control
     characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
-    if event.get("type") == "tool_call" or (
-        event.get("type") == "tool_result" and not event.get("isError")
-    ):
+    etype = event.get("type")
+    if etype == "tool_call" or (etype == "tool_result" and not event.get("isError")):
         # Most of a long run: one line. Printable text holds no control character, escape
         # or lone surrogate (each is unprintable), so there is nothing to neutralise.
         text = formatter._text(event, shorten=False)
