@@ -113,8 +113,8 @@ class Normalizer(ABC):
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
-    # message on every delta). The supervisor decides from a line's first bytes (as many
-    # as the longest prefix) and then only looks for the end of a skipped line.
+    # message on every delta). The supervisor decides from a line's first bytes, and then
+    # only looks for the end of a skipped line.
     skip_prefixes: tuple[bytes, ...] = ()
 
     def wants(self, line: bytes | bytearray, start: int = 0) -> bool:

@@ -8,8 +8,9 @@ decides completion from the stream (never from the exit code alone) and writes
 Run as ``python -m subagents.runs.supervisor RUN_DIR``. It imports only the standard
 library and the small modules it needs, so it starts fast and stays small.
 
-Beside it: ``recorder`` writes the artifacts, ``outcome`` decides how a run ended,
-``stallwatch`` keeps the watchdog's state, ``pgroup`` signals process groups. What stays here
+Beside it: ``lines`` cuts the child's stdout into lines, ``recorder`` writes the artifacts,
+``outcome`` decides how a run ended, ``stallwatch`` keeps the watchdog's state, ``pgroup``
+signals process groups. What stays here
 (a little over 500 lines) is one state machine around one event loop: spawn, read, arm and
 disarm completion, deadlines, signals, cleanup, finish.
 """
@@ -26,7 +27,6 @@ if __name__ == "__main__":
         signal.signal(_sig, lambda signum, _frame: _EARLY_SIGNALS.append(signum))
 
 import contextlib
-import fcntl
 import os
 import selectors
 import subprocess
@@ -44,6 +44,7 @@ from subagents.core.files import (
     read_json,
     read_tail,
 )
+from subagents.runs.lines import READ_SIZE, Lines, grow_pipe
 from subagents.runs.outcome import decide, with_write_error
 from subagents.runs.pgroup import group_alive, killpg, signal_name
 from subagents.runs.recorder import Recorder
@@ -64,9 +65,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-READ_SIZE = 1 << 20
-# Linux's default pipe buffer: 16 pages.
-PIPE_DEFAULT = 1 << 16
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
@@ -75,22 +73,6 @@ MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
 FAST_JSON_AFTER = 300
-
-
-def grow_pipe(fd: int) -> int | None:
-    """Best effort: give the pipe of ``fd`` the largest buffer allowed up to READ_SIZE (Linux
-    only), so a chatty child's output comes in reads of up to READ_SIZE, not 64 KiB: fewer
-    system calls and wake-ups for both sides. A size refused (over pipe-max-size, or an
-    unprivileged user over the pipe-user-pages limit) is halved until one is granted; the
-    granted size, or None when the pipe keeps its default."""
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
-    size = READ_SIZE
-    while set_size is not None and size > PIPE_DEFAULT:
-        try:
-            return int(fcntl.fcntl(fd, set_size, size))
-        except OSError:
-            size //= 2
-    return None
 
 
 class Supervisor:
@@ -120,12 +102,7 @@ class Supervisor:
         # (id -> when each started); a run is stalled only while none is.
         self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.heard_at = self.t0  # when stdout last said anything (the time of the read)
-        # The start of a line whose end is still to come; or, while `skipping`, nothing:
-        # that line's first bytes showed the normalizer skips it.
-        self.buf = bytearray()
-        self.skipping = False
-        self._wants: Callable[..., bool] = lambda *_: True
-        self._decided_after = 0
+        self.lines = Lines(lambda *_: True, self.handle_line)
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
         self.rec = Recorder(run_dir)
@@ -199,64 +176,18 @@ class Supervisor:
             self.disarm()
 
     def on_data(self, n: int) -> None:
-        """The first ``n`` bytes of ``self.chunk`` were just read.
-
-        Lines are handled where they lie in the read buffer (sliced once, and only when
-        wanted); only a line still open at the end of a read is copied aside, and not even
-        that once its first bytes show it is one the normalizer skips (pi's 17 MB
-        ``agent_end``): then only its end is looked for."""
+        """The first ``n`` bytes of ``self.chunk`` were just read."""
         now = time.monotonic()
         self.heard_at = now
         self.watch.heard(now)
         self.rec.stamp()
-        chunk = self.chunk
-        wants = self._wants
-        find = chunk.find
-        with memoryview(chunk) as view:
-            with view[:n] as data:
-                self.rec.raw(data)
-            nl = find(b"\n", 0, n)
-            if nl < 0:
-                self.hold(view, 0, n)
-                return
-            if self.skipping:
-                self.skipping = False
-            elif self.buf:
-                self.buf += view[:nl]
-                if wants(self.buf):
-                    self.handle_line(self.take_held())
-                self.buf = bytearray()  # not the old one's capacity (it may have held 17 MB)
-            elif nl and wants(chunk, 0):
-                self.handle_line(chunk[:nl])
-            start = nl + 1
-            nl = find(b"\n", start, n)
-            while nl >= 0:
-                if nl > start and wants(chunk, start):
-                    self.handle_line(chunk[start:nl])
-                start = nl + 1
-                nl = find(b"\n", start, n)
-            if start < n:
-                self.hold(view, start, n)
-
-    def hold(self, view: memoryview, start: int, end: int) -> None:
-        """Keep the start of a line whose end is still to come (unless it is skipped)."""
-        if self.skipping:
-            return
-        buf = self.buf
-        buf += view[start:end]
-        if len(buf) >= self._decided_after and not self._wants(buf):
-            self.skipping = True
-            self.buf = bytearray()
-
-    def take_held(self) -> bytearray:
-        line, self.buf = self.buf, bytearray()
-        return line
+        with memoryview(self.chunk) as view, view[:n] as data:
+            self.rec.raw(data)
+        self.lines.feed(self.chunk, n)
 
     def end_of_stream(self) -> None:
         self.rec.stamp()
-        if self.buf and self._wants(self.buf):
-            self.handle_line(self.take_held())
-        self.buf = bytearray()
+        self.lines.end()
         if self.norm is not None:
             for event in self.norm.finish():
                 self.record(event)
@@ -403,8 +334,7 @@ class Supervisor:
 
     def run(self) -> dict[str, Any]:
         self.norm = norm = get_backend(self.spec.backend).normalizer()
-        self._wants = norm.wants
-        self._decided_after = max(map(len, norm.skip_prefixes), default=0)
+        self.lines = Lines(norm.wants, self.handle_line)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
