@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from subagents.backends import get_backend
-from subagents.core.childtext import neutralize, parse_line, scrub
+from subagents.core.childtext import _UNSAFE_CHAR, neutralize, parse_line, scrub
 from subagents.core.files import dumps
 from subagents.present import ProgressFormatter, transcript_entry
 
@@ -128,6 +128,26 @@ def test_neutralize_is_idempotent_and_leaves_no_controls(text: str) -> None:
 @given(st.text(alphabet=st.characters(exclude_categories=["Cc", "Cs"]) | st.sampled_from("\n\t")))
 def test_neutralize_keeps_plain_text(text: str) -> None:
     assert neutralize(text) == text
+
+
+@FAST
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from("\x00\x08\x0b\x1f\x7f\x80\x9f\xa0©\ud7a3\ud800\udfff\ue000\n\t"),
+            st.text(max_size=5),
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_neutralize_checks_bytes_as_the_expression_would(text: str) -> None:
+    # The byte check that spares most text the regular expression must never pass a text
+    # the expression would have changed: around the edges of each unsafe range, and the
+    # characters sharing their UTF-8 lead bytes (U+00A0-U+00BF, U+D000-U+D7FF).
+    unsafe = _UNSAFE_CHAR.search(text) is not None
+    assert (neutralize(text) != text) == unsafe
+    if not unsafe:
+        assert neutralize(text) is text
 
 
 @FAST

@@ -94,10 +94,29 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+# The C0 controls but newline and tab, and DEL: in UTF-8, each is a byte of its own.
+_C0_UNSAFE = bytes(range(0x09)) + bytes(range(0x0B, 0x20)) + b"\x7f"
+
+
+def _surely_safe(text: str) -> bool:
+    """True when ``text`` holds no character :data:`_UNSAFE_CHAR` matches; False when it
+    may. Its bytes are checked in C at a fifth of the regular expression's cost on a long
+    answer (~1 us for 2 kB against ~6)."""
+    if text.isascii():
+        data = text.encode("ascii")
+    else:
+        data = text.encode("utf-8", "surrogatepass")
+        # A C1 control (U+0080-U+009F) is \xc2\x80-\x9f, a surrogate \xed\xa0-\xbf: where
+        # those lead bytes appear at all, the regular expression decides.
+        if b"\xc2" in data or b"\xed" in data:
+            return False
+    return len(data.translate(None, _C0_UNSAFE)) == len(data)
+
+
 def neutralize(text: str) -> str:
     """``text`` without terminal control sequences, control characters or lone surrogates
     (newline and tab are kept)."""
-    if _UNSAFE_CHAR.search(text) is None:  # the common case, at a fifth of the cost
+    if _surely_safe(text) or _UNSAFE_CHAR.search(text) is None:  # the common case
         return text
     return _SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
 
