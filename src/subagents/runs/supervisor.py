@@ -324,6 +324,9 @@ class Supervisor:
             )
             os.close(out_r)
             return f"could not start {spec.argv[0]!r}: {what}: {target}"
+        except BaseException:
+            os.close(out_r)
+            raise
         finally:
             os.close(out_w)
             if stdin is not subprocess.DEVNULL:
