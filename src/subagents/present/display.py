@@ -18,6 +18,7 @@ every line, in the same words.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from types import TracebackType
@@ -111,7 +112,6 @@ class Display:
             RunState(f"[{i + 1}] {label}" if self.multi else label, width)
             for i, label in enumerate(labels)
         ]
-        self.draws = 0  # how many times the terminal was drawn (lines and status)
         self._live: Live | None = None
         self._lock = threading.Lock()
         self._pending = Pending()
@@ -151,20 +151,23 @@ class Display:
             self._painter.join()
             self._painter = None
         if self._live is not None:
-            self.draw()  # the final state: whatever came after the painter's last draw
+            with contextlib.suppress(OSError):  # the terminal is gone: the job still ends
+                self.draw()  # the final state: whatever came after the painter's last draw
             self._live.__exit__(exc_type, exc, tb)
             self._live = None
 
     def _paint(self) -> None:
-        while not self._stop.wait(1 / REFRESH_PER_SECOND):
-            self.draw()
+        try:
+            while not self._stop.wait(1 / REFRESH_PER_SECOND):
+                self.draw()
+        except OSError:  # the terminal is gone (EIO, EPIPE): nothing more to draw on
+            return
 
     def draw(self) -> None:
         """Print the lines made since the last draw (coalesced past ``BURST``) above the
         status, and redraw the status."""
         with self._lock:
             lines = self._pending.take()
-        self.draws += 1
         if not lines:
             if self._live is not None:
                 self._live.refresh()
