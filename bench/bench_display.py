@@ -1,9 +1,10 @@
 """The live display's cost on a terminal: `subagents run --json t` (progress on) with its
 stderr on a pseudo-terminal, the child catting a stream of bench/streams.py.
 
-    .venv/bin/python bench/bench_display.py [--runs 3] [--stream flat] [--quick]
+    .venv/bin/python bench/bench_display.py [--runs 3] [--stream flat] [--quick] [--mode pty]
 
-Prints, as medians: wall, the CLI's own CPU (user + system of the `subagents run` process
+``--mode``: ``pty`` (the default: the live display), ``file`` (stderr to a file: plain
+lines), ``jsonl`` (``--progress jsonl`` to a file), ``quiet`` (``-q``). Prints, as medians: wall, the CLI's own CPU (user + system of the `subagents run` process
 alone, read from /proc when it has exited and before it is reaped, so the supervisor is
 not in it), the CLI's peak RSS, and what reached the terminal (bytes, lines). The
 terminal is 120x40; stdout (the --json result) goes to a file and is checked.
@@ -45,8 +46,10 @@ def own_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def run_once(argv: list[str], env: dict[str, str], work: Path) -> dict[str, float]:
+def run_once(argv: list[str], env: dict[str, str], work: Path, mode: str) -> dict[str, float]:
     master, slave = pty.openpty()
+    if mode != "pty":  # the terminal only drains; stderr goes to a file
+        err = os.open(work / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     seen = bytearray()
 
@@ -65,7 +68,13 @@ def run_once(argv: list[str], env: dict[str, str], work: Path) -> dict[str, floa
     out = work / "stdout"
     with open(out, "wb") as stdout:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=slave)
+        proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=slave if mode == "pty" else err,
+        )
         poller = PeakPoller(proc.pid)
         poller.start()
         os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
@@ -75,6 +84,9 @@ def run_once(argv: list[str], env: dict[str, str], work: Path) -> dict[str, floa
     poller.stop.set()
     poller.join()
     os.close(slave)
+    if mode != "pty":
+        os.close(err)
+        seen[:] = (work / "stderr").read_bytes()
     # Orphans (a supervisor that outlived the CLI by a moment) come to us: reap them.
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -87,7 +99,9 @@ def run_once(argv: list[str], env: dict[str, str], work: Path) -> dict[str, floa
     reader.join(timeout=10)
     os.close(master)
     if proc.returncode != 0:
-        raise RuntimeError(f"exited {proc.returncode}: {bytes(seen[-2000:]).decode(errors='replace')}")
+        raise RuntimeError(
+            f"exited {proc.returncode}: {bytes(seen[-2000:]).decode(errors='replace')}"
+        )
     answer = json.loads(out.read_text())
     if answer.get("finalText") != streams.FINAL_ANSWER:
         raise RuntimeError(f"wrong answer: {answer.get('finalText')!r}")
@@ -105,6 +119,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--stream", default="flat", choices=sorted(streams.STREAMS))
     ap.add_argument("--quick", action="store_true", help="a stream of about a tenth the events")
+    ap.add_argument("--mode", default="pty", choices=["pty", "file", "jsonl", "quiet"])
     args = ap.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
@@ -126,12 +141,13 @@ def main() -> None:
         }
         env.pop("NO_COLOR", None)
         argv = [sys.executable, "-m", "subagents.cli", "run", "--json"]
+        argv += {"jsonl": ["--progress", "jsonl"], "quiet": ["-q"]}.get(args.mode, [])
         if backend != "pi":
             argv += ["--backend", backend]
         argv.append("t")
         samples = []
         for i in range(args.runs):
-            s = run_once(argv, env, work)
+            s = run_once(argv, env, work, args.mode)
             samples.append(s)
             print(
                 f"run {i + 1}/{args.runs}: wall {s['wall']:.3f}s CLI CPU {s['cpu']:.3f}s "
@@ -141,7 +157,7 @@ def main() -> None:
             )
     med = {k: statistics.median(s[k] for s in samples) for k in samples[0]}
     print(
-        f"{args.stream} ({size / MB:.1f} MB) on a pty, medians of {args.runs}: "
+        f"{args.stream} ({size / MB:.1f} MB), --mode {args.mode}, medians of {args.runs}: "
         f"wall {med['wall']:.3f} s, CLI CPU {med['cpu']:.3f} s, CLI peak RSS {med['rss']:.1f} MB, "
         f"terminal {med['bytes'] / 1000:.0f} kB in {med['lines']:.0f} lines"
     )

@@ -46,8 +46,8 @@ def _tokens(n: int) -> str:
 
 
 class Pending:
-    """The progress lines made since the last draw: at most ``BURST + KEEP`` plus one per
-    run are held, whatever the number of events."""
+    """The progress lines made since the last draw: at most ``KEEP`` plus one a run once
+    coalesced (``BURST`` + 1 before), whatever the number of events."""
 
     def __init__(self) -> None:
         self._seq = 0
