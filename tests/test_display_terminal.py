@@ -109,7 +109,7 @@ def test_a_burst_of_events_is_drawn_at_a_bounded_rate_and_ends_on_the_last_state
     # Each draw prints at most BURST lines, or a coalesced window's few.
     printed = [line for line in text.split("\n") if line.strip()]
     assert len(printed) <= (draws + 1) * (BURST + KEEP + 2) + 10
-    assert len(printed) < 2 * calls / 10
+    assert len(printed) < calls  # main printed a line per event: 10k and more
 
     # What must be seen is there, in order: the start, lines left out counted, the last
     # activity (the answer) before the end, the end, and the outcome with every tool.
