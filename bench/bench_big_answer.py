@@ -24,7 +24,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bench_peers import PeakPoller, become_subreaper  # noqa: E402
+from bench_peers import PeakPoller, become_subreaper, reap_orphans  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
 
 MB = 1024 * 1024
@@ -62,14 +62,7 @@ def peaks_of_run(env: dict[str, str]) -> tuple[float, dict[str, int]]:
     poller.start()
     out, err = p.communicate()
     wall = time.perf_counter() - t0
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the supervisor may outlive the CLI by a moment
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            time.sleep(0.005)
+    reap_orphans(p.args)  # the supervisor may outlive the CLI by a moment
     poller.stop.set()
     poller.join()
     assert p.returncode == 0, err

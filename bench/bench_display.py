@@ -13,17 +13,12 @@ terminal is 120x40; stdout (the --json result) goes to a file and is checked.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
-import pty
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
 from pathlib import Path
 
@@ -32,8 +27,9 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import streams  # noqa: E402
-from bench_peers import PeakPoller, become_subreaper  # noqa: E402
+from bench_peers import PeakPoller, become_subreaper, reap_orphans  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
+from ptyterm import Terminal  # noqa: E402  (tests/, on the path through streams)
 
 MB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")
@@ -47,33 +43,19 @@ def own_cpu(pid: int) -> float:
 
 
 def run_once(argv: list[str], env: dict[str, str], work: Path, mode: str) -> dict[str, float]:
-    master, slave = pty.openpty()
-    if mode != "pty":  # the terminal only drains; stderr goes to a file
-        err = os.open(work / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:  # EIO: every writer closed the terminal
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    out = work / "stdout"
-    with open(out, "wb") as stdout:
+    out, err_path = work / "stdout", work / "stderr"
+    with (
+        Terminal(cols=120, rows=40) as term,
+        open(out, "wb") as stdout,
+        open(err_path, "wb") as err,
+    ):
         t0 = time.perf_counter()
         proc = subprocess.Popen(
             argv,
-            env=env,
+            env={**env, **term.env()},
             stdin=subprocess.DEVNULL,
             stdout=stdout,
-            stderr=slave if mode == "pty" else err,
+            stderr=term.slave if mode == "pty" else err,  # else the terminal stays blank
         )
         poller = PeakPoller(proc.pid)
         poller.start()
@@ -81,27 +63,12 @@ def run_once(argv: list[str], env: dict[str, str], work: Path, mode: str) -> dic
         wall = time.perf_counter() - t0
         cpu = own_cpu(proc.pid)
         proc.wait()
-    poller.stop.set()
-    poller.join()
-    os.close(slave)
-    if mode != "pty":
-        os.close(err)
-        seen[:] = (work / "stderr").read_bytes()
-    # Orphans (a supervisor that outlived the CLI by a moment) come to us: reap them.
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            time.sleep(0.005)
-    reader.join(timeout=10)
-    os.close(master)
+        poller.stop.set()
+        poller.join()
+        reap_orphans(argv)  # a supervisor that outlived the CLI by a moment
+    seen = term.output if mode == "pty" else err_path.read_bytes()
     if proc.returncode != 0:
-        raise RuntimeError(
-            f"exited {proc.returncode}: {bytes(seen[-2000:]).decode(errors='replace')}"
-        )
+        raise RuntimeError(f"exited {proc.returncode}: {seen[-2000:].decode(errors='replace')}")
     answer = json.loads(out.read_text())
     if answer.get("finalText") != streams.FINAL_ANSWER:
         raise RuntimeError(f"wrong answer: {answer.get('finalText')!r}")
@@ -135,9 +102,6 @@ def main() -> None:
             "SUBAGENTS_HOME": str(work / "home"),
             "SUBAGENTS_CONFIG_DIR": str(work / "config"),
             f"SUBAGENTS_{backend.upper()}_BIN": str(child),
-            "TERM": "xterm-256color",
-            "COLUMNS": "120",
-            "LINES": "40",
         }
         env.pop("NO_COLOR", None)
         argv = [sys.executable, "-m", "subagents.cli", "run", "--json"]

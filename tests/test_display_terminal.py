@@ -3,21 +3,17 @@ and still shows what must be seen: the real CLI with its stderr on a pseudo-term
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
-import threading
 import time
 from typing import Any
 
 import pistream as pi
 from conftest import Fake
+from ptyterm import Terminal
 
 from subagents.present.display import BURST, KEEP, REFRESH_PER_SECOND, Pending
 
@@ -28,40 +24,20 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 def run_on_pty(args: list[str], env: dict[str, str]) -> tuple[int, str, bytes, float]:
     """The CLI with stderr on a 100x30 pty: exit code, stdout, what the terminal got, wall."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 1 << 16)
-            except OSError:  # EIO: the last writer closed the terminal
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    env = {**os.environ, **env, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    env.pop("NO_COLOR", None)
-    t0 = time.monotonic()
-    try:
+    with Terminal(cols=100, rows=30) as term:
+        env = {**os.environ, **env, **term.env()}
+        env.pop("NO_COLOR", None)
+        t0 = time.monotonic()
         proc = subprocess.run(
             [*CLI, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=slave,
+            stderr=term.slave,
             env=env,
             timeout=120,
         )
-    finally:
         wall = time.monotonic() - t0
-        os.close(slave)
-        reader.join(timeout=30)
-        os.close(master)
-    return proc.returncode, proc.stdout.decode(), bytes(seen), wall
+    return proc.returncode, proc.stdout.decode(), term.output, wall
 
 
 def burst(fake: Fake, calls: int) -> list[dict[str, Any]]:
