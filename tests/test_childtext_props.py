@@ -150,6 +150,14 @@ def test_neutralize_checks_bytes_as_the_expression_would(text: str) -> None:
         assert neutralize(text) is text
 
 
+@pytest.mark.parametrize("at", [0, 65_535, 65_536, 65_537, 200_000])
+@pytest.mark.parametrize("bad", ["\x1b[2J", "\x85", "\udcff", "\x07"])
+def test_neutralize_finds_what_a_long_text_hides_anywhere(at: int, bad: str) -> None:
+    # A long answer is checked a piece at a time: nothing hides past a piece's edge.
+    text = "é" * at + bad + "x" * 70_000
+    assert neutralize(text) == "é" * at + ("\ufffd" if bad == "\udcff" else "") + "x" * 70_000
+
+
 @FAST
 @given(st.binary(max_size=200))
 def test_parse_line_never_yields_unencodable_text(line: bytes) -> None:

@@ -147,7 +147,7 @@ class Normalizer(ABC):
         self.raw_stop_reason = raw_stop
         if model:
             self.model = model
-        if text.strip():
+        if text and not text.isspace():  # text.strip(), without copying a big answer
             self.final_text = text
             self.saw_answer = True
         self.terminal = ev.is_terminal(stop)

@@ -113,10 +113,19 @@ def _surely_safe(text: str) -> bool:
     return len(data.translate(None, _C0_UNSAFE)) == len(data)
 
 
+# Longer text is checked a piece at a time: a 17 MB answer is not copied twice over.
+_CHECK_PIECE = 1 << 16
+
+
 def neutralize(text: str) -> str:
     """``text`` without terminal control sequences, control characters or lone surrogates
     (newline and tab are kept)."""
-    if _surely_safe(text) or _UNSAFE_CHAR.search(text) is None:  # the common case
+    if len(text) <= _CHECK_PIECE:
+        safe = _surely_safe(text)
+    else:
+        step = _CHECK_PIECE
+        safe = all(_surely_safe(text[i : i + step]) for i in range(0, len(text), step))
+    if safe or _UNSAFE_CHAR.search(text) is None:  # the common case
         return text
     return _SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
 

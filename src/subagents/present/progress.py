@@ -105,7 +105,8 @@ class ProgressFormatter:
         etype = event.get("type")
         if etype == "assistant_text":
             text = event.get("text")
-            if not isinstance(text, str) or not text.strip():
+            # (isspace: strip's verdict without a copy of a big answer)
+            if not isinstance(text, str) or not text or text.isspace():
                 return None
             self._activity = "Writing answer"
             return collapse(text) if shorten else text.strip()

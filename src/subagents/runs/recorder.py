@@ -74,6 +74,7 @@ class Recorder:
                 with memoryview(body) as view, view[1:] as rest:
                     write(rest)
                 write(b"\n")
+            del body  # written: a big answer is not held twice while it is worded below
             entry = self._transcript_entry(event, self._fmt)
             if entry:
                 self.transcript_f.write(entry)

@@ -73,6 +73,9 @@ MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
 FAST_JSON_AFTER = 300
+# And from the first line this long: json would cost it more than the import (~3 ns a byte
+# more, to read it and write its event), and twice the memory (a str of it, then its bytes).
+FAST_JSON_LINE = 4 << 20
 
 
 class Supervisor:
@@ -143,7 +146,9 @@ class Supervisor:
         norm = self.norm
         assert norm is not None
         self.parsed += 1
-        if self.parsed == FAST_JSON_AFTER:
+        if (self.parsed == FAST_JSON_AFTER or len(line) >= FAST_JSON_LINE) and (
+            self._parse is parse_line
+        ):
             self._parse = parse_line_fast
             self.rec.dumps = dumps_fast
         try:
