@@ -200,13 +200,17 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
     commands) and updates ``formatter``'s state the same way. A child's control
     characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
+    # Most of a long run: a tool call or its result, one line each, worded directly (what
+    # `_text` dispatches to). Printable text holds no control character, escape or lone
+    # surrogate (each is unprintable), so there is nothing to neutralise.
     etype = event.get("type")
-    if etype == "tool_call" or (etype == "tool_result" and not event.get("isError")):
-        # Most of a long run: one line. Printable text holds no control character, escape
-        # or lone surrogate (each is unprintable), so there is nothing to neutralise.
-        text = formatter._text(event, shorten=False)
-        if text is None:
-            return None
+    if etype == "tool_call":
+        text = formatter._tool_call(event, shorten=False)
+    elif etype == "tool_result" and not event.get("isError"):
+        text = formatter._tool_result(event, shorten=False)
+    else:
+        text = None
+    if text is not None:
         return f"- {text}\n" if text.isprintable() else neutralize(f"- {text}\n")
     chunk = _transcript_chunk(event, formatter)
     return None if chunk is None else neutralize(chunk)

@@ -146,8 +146,8 @@ class Supervisor:
         norm = self.norm
         assert norm is not None
         self.parsed += 1
-        if (self.parsed == FAST_JSON_AFTER or len(line) >= FAST_JSON_LINE) and (
-            self._parse is parse_line
+        if self._parse is parse_line and (
+            self.parsed == FAST_JSON_AFTER or len(line) >= FAST_JSON_LINE
         ):
             self._parse = parse_line_fast
             self.rec.dumps = dumps_fast
