@@ -1,5 +1,6 @@
 """The process runner: the supervisor as a detached process (its own session), so the
-run goes on when its caller exits."""
+run goes on when its caller exits. A warm spare (runners/spare.py) is handed the run when
+one is ready; otherwise a supervisor is started for it."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ import psutil
 
 from subagents.core.files import open_private
 from subagents.runners.base import Launched, RunnerError, record, supervisor_argv
+from subagents.runners.spare import SPARES
 
 
 def launch(run_dir: Path) -> Launched:
+    spare = SPARES.take()
+    if spare is not None:
+        if spare.hand(run_dir):
+            # It opens its own supervisor.log once it has the run directory.
+            return record(run_dir, Launched(spare.pid, spare.create_time, "process", spare.popen))
+        SPARES.drop(spare)
     try:
         with open_private(run_dir / "supervisor.log", "ab") as log:
             popen = subprocess.Popen(

@@ -31,7 +31,7 @@ from subagents.core.files import make_private_dir, open_private, reserve_space, 
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.executors import check as check_executor
 from subagents.executors import launch, reattach
-from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError
+from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError, want_spares
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
 
@@ -443,6 +443,13 @@ def start_prepared(
         )
         raise InputError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)
+
+
+def keep_warm(owner: object, count: int, runner: str, executor: str) -> None:
+    """Have ``count`` supervisors started ahead for ``owner``'s next runs (a job with runs
+    still to start; 0 once it has none): a run then starts without waiting for an
+    interpreter. Local process runs only."""
+    want_spares(owner, count if executor == "local" else 0, runner)
 
 
 def resume(run_dir: Path) -> RunHandle:
