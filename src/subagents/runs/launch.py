@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -391,11 +392,11 @@ class RunHandle:
 
     def reap(self, timeout: float = 5.0) -> None:
         """Collect the supervisor's exit status once its result is out (it exits right after
-        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run."""
+        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run.
+        In the background: the caller (a job's slot) goes on to its next run meanwhile."""
         popen = self.launched.popen
-        if popen is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                popen.wait(timeout)
+        if popen is not None and popen.poll() is None:
+            threading.Thread(target=_reap, args=(popen, timeout), daemon=True).start()
 
     def result(self) -> dict[str, Any] | None:
         return self.monitor.result()
@@ -421,6 +422,11 @@ class RunHandle:
             self.launched.terminate(signal.SIGKILL)
         done = self.wait(on_event=on_event, timeout=5.0)
         return done if done is not None else self.monitor.recover_dead_supervisor()
+
+
+def _reap(popen: subprocess.Popen[bytes], timeout: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        popen.wait(timeout)
 
 
 def start_prepared(
