@@ -282,6 +282,10 @@ class Job:
         next (a slot each), none once no run is left to start (runs/launch.keep_warm)."""
         with self._lock:
             self._to_start -= 1
+        self._keep_warm(runner)
+
+    def _keep_warm(self, runner: str | None) -> None:
+        with self._lock:
             left = 0 if self._cancelled.is_set() else self._to_start
         width = self.plan.concurrency if self.plan.mode == "parallel" else 1
         limits = self.plan.limits
@@ -363,6 +367,15 @@ class Job:
     def run(
         self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
     ) -> dict[str, Any]:
+        # The first runs' supervisors start up while the job records its start.
+        self._keep_warm(self.plan.requests[0].runner if self.plan.requests else None)
+        try:
+            return self._run(on_event, lifecycle)
+        finally:
+            # Spares never handed a run (a chain that stopped early, a stopped job) exit.
+            keep_warm(self, 0, self.plan.limits.runner, self.plan.limits.executor)
+
+    def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
         started = time.time()
         session_log = getattr(lifecycle, "session_log", None)
         try:
@@ -404,9 +417,6 @@ class Job:
         except KeyboardInterrupt:
             self.cancel(signal.SIGINT)
             done.wait(60)
-        finally:
-            # Spares never handed a run (a chain that stopped early, a stopped job) exit.
-            keep_warm(self, 0, self.plan.limits.runner, self.plan.limits.executor)
         if "error" in box:
             raise box["error"]
         result = self._result(box.get("runs", []), started)

@@ -1,19 +1,22 @@
-"""Warm spare supervisors for the process runner.
+"""How the process runner starts supervisors: each one waiting for its run, a few at a
+time, and for a job with runs still to start, ahead of need (warm spares).
 
-A spare is ``python -m subagents.runs.supervisor --spare`` started ahead of need: it does
-its imports, closes its stdout (so we know it is ready), then waits on its stdin for the
-run directory it is handed (one line; EOF means it is not needed, and it exits). Launching
-a run then costs a line on a pipe instead of an interpreter's start and imports (~40 ms
-alone, far more when a whole wave of a parallel job starts at once on few cores:
-bench/bench_jobs.py).
+A supervisor process is ``python -m subagents.runs.supervisor --spare``: it does its
+imports, closes its stdout (so we know it is ready), then waits on its stdin for the run
+directory it is handed (one line; EOF means it is not needed, and it exits quietly). A
+run whose launch finds no spare gets one started for it and handed its directory at once;
+one that finds a spare (``take``) costs a line on a pipe instead of an interpreter's start
+and imports (~40 ms alone, several times that when a wave of a parallel job starts at
+once on few cores: bench/bench_jobs.py).
 
-A job with runs still to start asks for spares (``want``); ``process.launch`` takes one
-when it can. They are started by one background thread, a few at a time, each once the
-one before is ready: spares warming never crowd out the supervisors of runs starting now.
+Start-ups go through a gate: at most one per core imports at a time (the gate opens
+again when a supervisor is ready), so a wave of launches is served in turn instead of all
+being slowed together, and spares warming never crowd out runs starting now.
+
 A spare is handed a run only while this process's environment and working directory are
-still those it was started with, so its run's supervisor (and the child) gets exactly
-what a fresh one would. It is as detached as a fresh one (its own session, started by this
-process), and ``supervisor.json`` records it the same way.
+still those it was started with: its run's supervisor (and the child) gets exactly what a
+fresh one would. Either way the supervisor is in its own session, started by this
+process, and ``supervisor.json`` records it the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 import psutil
 
@@ -34,15 +38,26 @@ SPARE_FLAG = "--spare"
 # A spare waits at most SPARE_WAIT seconds (runs/supervisor.py), then exits; it is handed a
 # run only while well inside that, so it cannot time out as its line arrives.
 MAX_AGE = 300.0
-# How long a spare may take to be ready before the next one is started anyway.
-READY_WAIT = 10.0
+# How long a start-up holds its place at the gate at most (one stuck in its imports).
+READY_WAIT = 5.0
+# How long a launch waits for a place at the gate before it starts anyway.
+GATE_WAIT = 2.0
 # How long leaving spares may take to exit at a job's end before they are killed.
 RETIRE_WAIT = 5.0
-# Spares importing at once: one per two cores, so the runs starting meanwhile keep the rest.
-WARMING_AT_ONCE = max(1, (os.cpu_count() or 2) // 2)
 
 
-def spare_argv() -> list[str]:
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# Supervisors doing their start-up (interpreter and imports) at once.
+_GATE = threading.BoundedSemaphore(_cores())
+
+
+def waiting_argv() -> list[str]:
     return [sys.executable, "-m", "subagents.runs.supervisor", SPARE_FLAG]
 
 
@@ -55,12 +70,14 @@ def _cwd() -> str | None:
 
 @dataclass
 class Spare:
+    """A supervisor process waiting for its run directory."""
+
     popen: subprocess.Popen[bytes]
     create_time: float
     environ: dict[str, str]
     cwd: str | None
     started: float = field(default_factory=time.monotonic)
-    ready: bool = False
+    ready: threading.Event = field(default_factory=threading.Event)
 
     @property
     def pid(self) -> int:
@@ -77,28 +94,27 @@ class Spare:
         )
 
     def wait_ready(self, timeout: float) -> None:
-        """Until the spare has done its imports (it closes its stdout) or is gone."""
+        """Until the supervisor has done its imports (it closes its stdout) or is gone."""
         out = self.popen.stdout
-        if out is None:
-            return
-        deadline = time.monotonic() + timeout
-        with contextlib.suppress(OSError, ValueError):
-            while (left := deadline - time.monotonic()) > 0:
-                if select.select([out], [], [], left)[0] and not out.read1(4096):
-                    break
-        with contextlib.suppress(OSError):
-            out.close()
-        self.ready = True
+        if out is not None:
+            deadline = time.monotonic() + timeout
+            with contextlib.suppress(OSError, ValueError):
+                while (left := deadline - time.monotonic()) > 0:
+                    if select.select([out], [], [], left)[0] and not out.read1(4096):
+                        break
+            with contextlib.suppress(OSError):
+                out.close()
+        self.ready.set()
 
     def hand(self, run_dir: Path) -> bool:
-        """Give the spare its run: False if it cannot take it."""
+        """Give the supervisor its run: False if it cannot take it (it is gone)."""
         line = os.fsencode(run_dir)
         if b"\n" in line or self.popen.stdin is None:
             return False
         try:
             self.popen.stdin.write(line + b"\n")
             self.popen.stdin.close()
-        except OSError:  # gone (a broken pipe): the caller starts a fresh supervisor
+        except OSError:  # a broken pipe
             return False
         return True
 
@@ -109,26 +125,45 @@ class Spare:
                 self.popen.stdin.close()
 
 
-def start_spare() -> Spare | None:
+def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL) -> Spare:
+    """Start a supervisor that waits for its run; raises OSError if it cannot be started.
+    The caller holds a place at the gate (``gated``)."""
     environ = dict(os.environ)
     cwd = _cwd()
-    try:
-        popen = subprocess.Popen(
-            spare_argv(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=environ,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError:
-        return None  # no spare: launches start supervisors as they always could
+    popen = subprocess.Popen(
+        waiting_argv(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=environ,
+        start_new_session=True,
+        close_fds=True,
+    )
     try:
         create_time = psutil.Process(popen.pid).create_time()
     except psutil.Error:
-        create_time = 0.0
+        create_time = 0.0  # already gone and reaped: the monitor will see it dead
     return Spare(popen, create_time, environ, cwd)
+
+
+def gated_start(stderr: IO[Any] | int = subprocess.DEVNULL, wait: float = GATE_WAIT) -> Spare:
+    """``start_supervisor`` once a place at the gate is free (or ``wait`` has passed); the
+    place is given back when the supervisor is ready, from a thread of its own."""
+    placed = _GATE.acquire(timeout=wait)
+    try:
+        spare = start_supervisor(stderr)
+    except BaseException:
+        if placed:
+            _GATE.release()
+        raise
+
+    def ready() -> None:
+        spare.wait_ready(READY_WAIT)
+        if placed:
+            _GATE.release()
+
+    threading.Thread(target=ready, name="subagents-supervisor-start", daemon=True).start()
+    return spare
 
 
 class SparePool:
@@ -138,7 +173,7 @@ class SparePool:
         self._lock = threading.Lock()
         self._spares: list[Spare] = []
         self._wants: dict[int, int] = {}
-        self._warmers: list[threading.Thread] = []
+        self._warmer: threading.Thread | None = None
         # Dismissed spares not yet reaped.
         self._leaving: list[Spare] = []
 
@@ -156,40 +191,42 @@ class SparePool:
             target = self._target()
             self._leaving.extend(self._spares[target:])
             del self._spares[target:]
-            self._warmers = [t for t in self._warmers if t.is_alive()]
-            while len(self._spares) < target and len(self._warmers) < WARMING_AT_ONCE:
-                warmer = threading.Thread(target=self._warm, name="subagents-spare", daemon=True)
-                self._warmers.append(warmer)
+            warmer = self._warmer
+            if len(self._spares) < target and (warmer is None or not warmer.is_alive()):
+                warmer = self._warmer = threading.Thread(
+                    target=self._warm, name="subagents-spares", daemon=True
+                )
                 warmer.start()
-            warmers = list(self._warmers) if target == 0 else []
         self._dismiss_leaving()
         if target == 0:  # no job wants spares: leave no process behind
-            for warmer in warmers:
-                warmer.join(READY_WAIT + RETIRE_WAIT)
+            if warmer is not None:
+                warmer.join(GATE_WAIT + READY_WAIT + RETIRE_WAIT)
             self._dismiss_leaving(wait=True)
 
     def _warm(self) -> None:
-        """Start spares one after another, each once the one before is ready."""
+        """Start spares one after another, each through the gate."""
         while True:
             with self._lock:
                 if len(self._spares) >= self._target():
                     return
-            spare = start_spare()
-            if spare is None:
-                return
+            try:
+                spare = gated_start()
+            except OSError:
+                return  # no spares: launches start supervisors as they always could
             with self._lock:
                 if len(self._spares) < self._target():
                     self._spares.append(spare)
                 else:
                     self._leaving.append(spare)
-                    spare.dismiss()
-            spare.wait_ready(READY_WAIT)
+            spare.ready.wait(READY_WAIT)  # one at a time
 
     def take(self) -> Spare | None:
         """A spare to hand a run to (a ready one first, else the oldest still importing: it
-        is ahead of a fresh start), or None: start a fresh supervisor."""
+        is ahead of a fresh start), or None."""
         with self._lock:
-            self._spares.sort(key=lambda s: not s.ready)  # stable: oldest first within each
+            self._spares.sort(
+                key=lambda s: not s.ready.is_set()
+            )  # stable: oldest first within each
             while self._spares:
                 spare = self._spares.pop(0)
                 if spare.usable():
