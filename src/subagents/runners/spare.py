@@ -262,6 +262,11 @@ class SparePool:
             with self._lock:
                 self._leaving.extend(kept)
 
+    def waiting(self) -> list[Spare]:
+        """The spares ready (or getting ready) to be handed a run."""
+        with self._lock:
+            return list(self._spares)
+
     def pids(self) -> list[int]:
         """The spares this process holds (waiting or leaving), for tests and diagnostics."""
         with self._lock:

@@ -556,28 +556,31 @@ def await_run(wait: float = SPARE_WAIT) -> Path | None:
     """As a warm spare: the run directory handed over on stdin (one line), then stdin from
     /dev/null and output to the run's supervisor.log, as a supervisor started for the run
     has them. None, to exit quietly: EOF (not needed, or its starter is gone), a stop
-    signal while waiting, or ``wait`` seconds without a run."""
-    # What every run imports on its way to the child (the recorder's wording); then ready,
-    # said by closing stdout (a pipe to the pool that started us).
+    signal with no run handed over yet, or ``wait`` seconds without a run."""
+    # What every run imports on its way to the child (the recorder's wording).
     from subagents.present import ProgressFormatter, transcript_entry  # noqa: F401
 
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 1)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     previous = signal.set_wakeup_fd(wake_w)
+    # Ready: stdout, a pipe to whoever started us, is closed to say so.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
     data = b""
     try:
         deadline = time.monotonic() + wait
         while b"\n" not in data:
             left = deadline - time.monotonic()
-            ready = select.select([0, wake_r], [], [], left)[0] if left > 0 else []
+            # Asked to stop: take a run already handed over (the signal then aborts it, as
+            # it would a supervisor started for it), else go.
+            stop = bool(_EARLY_SIGNALS)
+            ready = select.select([0, wake_r], [], [], 0 if stop else max(0.0, left))[0]
             if 0 in ready:
                 chunk = os.read(0, 4096)
                 if not chunk:
                     return None
                 data += chunk
-            else:  # a stop signal, or the wait is over
+            elif stop or left <= 0:
                 return None
     finally:
         signal.set_wakeup_fd(previous)
