@@ -218,7 +218,9 @@ class SparePool:
                     self._spares.append(spare)
                 else:
                     self._leaving.append(spare)
-            spare.ready.wait(READY_WAIT)  # one at a time
+                more = len(self._spares) < self._target()
+            if more:
+                spare.ready.wait(READY_WAIT)  # one at a time
 
     def take(self) -> Spare | None:
         """A spare to hand a run to (a ready one first, else the oldest still importing: it
