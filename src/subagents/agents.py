@@ -32,12 +32,20 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
-from subagents.config import OptionalSeconds, home_dir, user_config_dir
+from subagents.config import home_dir, user_config_dir
+from subagents.core.inputs import timeout_problem
 
 Source = Literal["builtin", "user", "project"]
 SCOPES = ("user", "both")
@@ -49,6 +57,17 @@ _KNOWN_KEYS = frozenset(
 )
 # Project agent dirs, lowest precedence first.
 PROJECT_AGENT_DIRS = (Path(".claude/agents"), Path(".pi/agents"), Path(".subagents/agents"))
+
+
+def _seconds(value: float | None) -> float | None:
+    """A timeout in seconds, checked the one way every surface checks it (core.inputs)."""
+    problem = None if value is None else timeout_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
 
 
 class AgentError(Exception):

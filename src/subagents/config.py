@@ -21,13 +21,19 @@ import os
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from typing import Any, Literal
 
 from subagents.core import paths
-from subagents.core.inputs import text_problem, timeout_problem
+from subagents.core.inputs import (
+    FieldProblem,
+    check_at_least,
+    check_choice,
+    text_problem,
+    timeout_problem,
+)
 
 APP_NAME = "subagents"
 CONFIG_FILE = "config.toml"
@@ -39,57 +45,54 @@ PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
 MAX_GRACE = 3600.0
 
 
-def _seconds(value: float | None) -> float | None:
-    """A timeout in seconds, checked the one way every surface checks it (core.inputs)."""
-    problem = None if value is None else timeout_problem(value)
-    if problem:
-        raise ValueError(problem)
-    return value
-
-
-# Timeout fields of config, agent files and plan steps.
-Seconds = Annotated[float, AfterValidator(_seconds)]
-OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
-
-
 class ConfigError(Exception):
     """A configuration problem, as one line naming the file and the field."""
 
 
-class Hook(BaseModel):
+# Settings are plain dataclasses whose ``__post_init__`` holds every check of meaning; a
+# layer read from a file or the environment is first checked for types and unknown keys by
+# pydantic (``_check``). With nothing configured, pydantic is never imported.
+
+
+@dataclass
+class Hook:
     """A command run on lifecycle events (``on``: e.g. ``["complete", "error"]``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     on: list[str]
-    command: list[str] = Field(min_length=1)
-    timeout: Seconds = 10.0
+    command: list[str]
+    timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise FieldProblem("command", "must name a program: a list of at least one word")
+        problem = timeout_problem(self.timeout)
+        if problem:
+            raise FieldProblem("timeout", problem)
 
 
-class Settings(BaseModel):
+@dataclass
+class Settings:
     """Effective settings. Times are in seconds."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    default_backend: str = Field(default="pi", min_length=1)
+    default_backend: str = "pi"
     default_agent: str | None = None
     runner: Literal["process", "tmux"] = "process"
     # Where runs execute: here, or on a Ray cluster (pip install 'subagents[ray]').
     executor: Literal["local", "ray"] = "local"
     # The Ray cluster's address; unset: $RAY_ADDRESS, else a local `ray start` cluster.
     ray_address: str | None = None
-    concurrency: int = Field(default=4, ge=1)
-    max_parallel_tasks: int = Field(default=8, ge=1)
-    max_spawns_per_job: int = Field(default=32, ge=1)
+    concurrency: int = 4
+    max_parallel_tasks: int = 8
+    max_spawns_per_job: int = 32
     # None: no timeout. TOML has no null, so ``timeout = 0`` also means none.
     timeout: float | None = None
     # Bounded: an endless grace would be a wait nothing ends.
-    grace: float = Field(default=0.25, ge=0, le=MAX_GRACE)
-    kill_grace: float = Field(default=2.0, ge=0, le=MAX_GRACE)
-    max_depth: int = Field(default=2, ge=0)
+    grace: float = 0.25
+    kill_grace: float = 2.0
+    max_depth: int = 2
     agent_scope: Literal["user", "both"] = "user"
-    bins: dict[str, str] = Field(default_factory=dict)
-    hooks: list[Hook] = Field(default_factory=list)
+    bins: dict[str, str] = field(default_factory=dict)
+    hooks: list[Hook] = field(default_factory=list)
     notify_desktop: bool = False
     # The bearer token `subagents mcp --http` requires (generated and printed when unset).
     mcp_token: str | None = None
@@ -104,20 +107,34 @@ class Settings(BaseModel):
     # `X-Initiator: agent` (docs/pi.md).
     copilot_agent_initiator: bool = False
 
-    @field_validator("timeout", "stall_timeout", "tool_timeout")
-    @classmethod
-    def _timeout(cls, value: float | None) -> float | None:
-        if value is None or value == 0:
-            return None
-        problem = timeout_problem(value)
-        if problem:
-            raise ValueError(f"{problem} (0 means no timeout)")
-        return value
+    def __post_init__(self) -> None:
+        if not self.default_backend:
+            raise FieldProblem("default_backend", "must not be empty")
+        self.default_agent = self.default_agent or None
+        check_choice("runner", self.runner, ("process", "tmux"))
+        check_choice("executor", self.executor, ("local", "ray"))
+        check_choice("agent_scope", self.agent_scope, ("user", "both"))
+        check_choice("on_stall", self.on_stall, ("notice", "abort"))
+        for name in ("concurrency", "max_parallel_tasks", "max_spawns_per_job"):
+            check_at_least(name, getattr(self, name), 1)
+        check_at_least("max_depth", self.max_depth, 0)
+        for name in ("grace", "kill_grace"):
+            value = getattr(self, name)
+            check_at_least(name, value, 0, " seconds")
+            if value > MAX_GRACE:
+                raise FieldProblem(name, f"must be at most {MAX_GRACE:g} seconds, not {value!r}")
+        for name in ("timeout", "stall_timeout", "tool_timeout"):
+            value = getattr(self, name)
+            if value is None or value == 0:
+                setattr(self, name, None)
+                continue
+            problem = timeout_problem(value)
+            if problem:
+                raise FieldProblem(name, f"{problem} (0 means no timeout)")
 
-    @field_validator("default_agent")
-    @classmethod
-    def _default_agent(cls, value: str | None) -> str | None:
-        return value or None
+
+def setting_names() -> list[str]:
+    return [f.name for f in fields(Settings)]
 
 
 # Environment variable -> setting. ``SUBAGENTS_<BACKEND>_BIN`` is handled apart.
@@ -214,31 +231,30 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]) -> str:
-    """One line for the first problem, e.g. ``/x/config.toml: concurrency: Input should ...``.
+def _label(loc: list[str], field_names: Mapping[str, str]) -> str:
+    """The name the user wrote for the setting at ``loc`` (an env variable), else its path."""
+    if loc and loc[0] in field_names:
+        if loc[0] == "bins" and len(loc) > 1:
+            return f"SUBAGENTS_{loc[1].upper()}_BIN"
+        return field_names[loc[0]]
+    return ".".join(loc) or "(top level)"
 
-    *field_names* maps a top-level setting to the name the user wrote (an env variable).
-    """
+
+def _describe(error: Any, where: str, field_names: Mapping[str, str]) -> str:
+    """One line for the first problem pydantic found, e.g.
+    ``/x/config.toml: concurrency: Input should ...``."""
     errors = error.errors()
     first = errors[0]
     loc = [str(part) for part in first["loc"]]
-    if loc and loc[0] in field_names:
-        label = field_names[loc[0]]
-        if loc[0] == "bins" and len(loc) > 1:
-            label = f"SUBAGENTS_{loc[1].upper()}_BIN"
-    else:
-        label = ".".join(loc) or "(top level)"
     if first["type"] == "extra_forbidden":
         if len(loc) == 1:
-            message = "unknown setting (known: " + ", ".join(Settings.model_fields) + ")"
+            message = "unknown setting (known: " + ", ".join(setting_names()) + ")"
         else:
             message = "unknown key"
     else:
-        message = first["msg"]
-        if message.startswith("Value error, "):
-            message = message[len("Value error, ") :]
+        message = str(first["msg"]).removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return _one_line(f"{where}: {label}: {message}{more}")
+    return _one_line(f"{where}: {_label(loc, field_names)}: {message}{more}")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -260,17 +276,69 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
 
 
+@cache
+def _layer_model(strict: bool) -> Any:
+    """A pydantic model of one settings layer (every setting optional), made from the
+    dataclasses above so that each setting is declared once."""
+    import typing
+
+    from pydantic import ConfigDict, create_model
+
+    config = ConfigDict(extra="forbid", strict=strict)
+
+    def model_of(cls: type, partial: bool, **kinds: Any) -> Any:
+        hints = typing.get_type_hints(cls)
+        declared: dict[str, Any] = {}
+        for f in fields(cls):
+            required = f.default is MISSING and f.default_factory is MISSING
+            declared[f.name] = (
+                kinds.get(f.name, hints[f.name]),
+                ... if required and not partial else None,
+            )
+        return create_model(cls.__name__, __config__=config, **declared)
+
+    return model_of(Settings, True, hooks=list[model_of(Hook, False)])  # type: ignore[misc]
+
+
+def _settings(values: Mapping[str, Any]) -> Settings:
+    """Settings from checked values (hooks as mappings); raises FieldProblem."""
+    if "hooks" not in values:
+        return Settings(**values)
+    hooks = []
+    for i, hook in enumerate(values["hooks"]):
+        try:
+            hooks.append(Hook(**hook))
+        except FieldProblem as exc:
+            raise FieldProblem(f"hooks.{i}.{exc.where}", exc.problem) from None
+    return Settings(**{**values, "hooks": hooks})
+
+
 def _check(
     layer: Mapping[str, Any],
     where: str,
     field_names: Mapping[str, str] | None = None,
     *,
     strict: bool = False,
-) -> None:
+    typed: bool = False,
+) -> dict[str, Any]:
+    """The layer's values, of their settings' types, checked alone (so a problem names
+    the file or variable it came from). ``typed``: the caller knows the values are of the
+    right types already, and pydantic is not needed to check them."""
+    names = field_names or {}
+    values = dict(layer)
+    if not typed:
+        from pydantic import ValidationError
+
+        try:
+            values = _layer_model(strict).model_validate(layer).model_dump(exclude_unset=True)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, where, names)) from None
     try:
-        Settings.model_validate(layer, strict=strict)
-    except ValidationError as exc:
-        raise ConfigError(_describe(exc, where, field_names or {})) from None
+        _settings(values)
+    except FieldProblem as exc:
+        loc = exc.where.split(".")
+        raise ConfigError(_one_line(f"{where}: {_label(loc, names)}: {exc.problem}")) from None
+    return values
 
 
 def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> dict[str, Any]:
@@ -283,8 +351,7 @@ def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> 
                 f"repository); set it in {user_config_file(env)} or the environment"
             )
     # TOML has types: "4" or true is not a concurrency there (the environment has only strings).
-    _check(layer, str(path), strict=True)
-    return layer
+    return _check(layer, str(path), strict=True)
 
 
 def _check_environment(env: Mapping[str, str]) -> None:
@@ -328,8 +395,9 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     if bins:
         layer["bins"] = bins
         names["bins"] = "SUBAGENTS_<BACKEND>_BIN"
-    _check(layer, "environment", names)
-    return layer
+    # The environment's bins are strings by construction, checked above: a layer of them
+    # alone needs no type check (the common case: SUBAGENTS_<BACKEND>_BIN set, nothing else).
+    return _check(layer, "environment", names, typed=layer.keys() <= {"bins"})
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
@@ -359,6 +427,6 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         _merge(merged, _file_layer(project_file, project=True, env=environ))
     _merge(merged, _env_layer(environ))
     try:
-        return Settings.model_validate(merged)
-    except ValidationError as exc:  # pragma: no cover - each layer was checked alone
-        raise ConfigError(_describe(exc, "settings", {})) from None
+        return _settings(merged)
+    except FieldProblem as exc:  # pragma: no cover - each layer was checked alone
+        raise ConfigError(f"settings: {exc}") from None

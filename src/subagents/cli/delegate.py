@@ -156,7 +156,7 @@ def run(
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     Put `--` before a TASK that starts with '-'.
     """
-    from subagents.jobs import PlanError, load_plan, parse_job
+    from subagents.jobs import PlanError, job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,
@@ -168,37 +168,30 @@ def run(
         "on_stall": on_stall,
         "tool_timeout": tool_timeout,
     }
-    if plan_file is not None:
-        if tasks:
-            fail("give either a --plan file or TASKs, not both")
-        try:
-            shape = load_plan(plan_file).model_dump(exclude_none=True)
-        except PlanError as exc:
-            fail(str(exc))
-        source = str(plan_file)
-        for step in shape["steps"]:
-            for key, value in overrides.items():
-                if value is not None and step.get(key) is None:
-                    step[key] = value
-    else:
-        items = list(tasks)
-        if not items:
-            # Never a wait on stdin unless asked with '-': a parent that spawned us with an
-            # open pipe would hang.
-            fail(f"missing TASK; usage: {USAGE}")
-        if items == ["-"]:
-            items = [sys.stdin.read()]
-        if len(items) > 1 and mode is None:
-            fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
-        source = "arguments"
-        shape = {"mode": mode or "single", "steps": [{"task": t, **overrides} for t in items]}
-    if concurrency is not None:
-        shape["concurrency"] = concurrency
     try:
-        # One check for options, arguments and plan files alike: the job spec's.
-        spec = parse_job(shape, source)
+        if plan_file is not None:
+            if tasks:
+                fail("give either a --plan file or TASKs, not both")
+            source = str(plan_file)
+            spec = with_options(load_plan(plan_file), overrides, concurrency, source)
+        else:
+            items = list(tasks)
+            if not items:
+                # Never a wait on stdin unless asked with '-': a parent that spawned us with an
+                # open pipe would hang.
+                fail(f"missing TASK; usage: {USAGE}")
+            if items == ["-"]:
+                items = [sys.stdin.read()]
+            if len(items) > 1 and mode is None:
+                fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
+            source = "arguments"
+            steps = [
+                {"task": t, **{k: v for k, v in overrides.items() if v is not None}} for t in items
+            ]
+            # The checks every job spec gets; click has checked the options' types.
+            spec = job_of(mode or "single", steps, concurrency, source)
     except PlanError as exc:
-        fail(_for_one_task(str(exc), source, len(shape["steps"])))
+        fail(_for_one_task(str(exc), source, len(tasks) or 1))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
     from subagents import api
 

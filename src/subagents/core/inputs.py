@@ -40,3 +40,26 @@ def timeout_problem(value: float) -> str | None:
     if value > MAX_TIMEOUT:
         return f"must be at most {MAX_TIMEOUT:.0f} seconds (30 days), not {value:g}"
     return None
+
+
+class FieldProblem(ValueError):
+    """A failed check of meaning in a spec or settings object: where (a field's dotted
+    path, or "" for the whole object) and the problem. A ValueError, so pydantic, when it
+    checks a document against the same class, reports it at the place it was found."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}" if where else problem)
+        self.where = where
+        self.problem = problem
+
+
+def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        options = ", ".join(repr(a) for a in allowed)
+        raise FieldProblem(name, f"must be one of {options}, not {value!r}")
+
+
+def check_at_least(name: str, value: float | None, low: float, unit: str = "") -> None:
+    """``value`` >= ``low`` (NaN is not)."""
+    if value is not None and not value >= low:
+        raise FieldProblem(name, f"must be {low:g}{unit} or more, not {value!r}")

@@ -34,8 +34,11 @@ if TYPE_CHECKING:
     from subagents.jobs.spec import PREVIOUS as PREVIOUS
     from subagents.jobs.spec import JobSpec as JobSpec
     from subagents.jobs.spec import PlanError as PlanError
+    from subagents.jobs.spec import Step as Step
+    from subagents.jobs.spec import job_of as job_of
     from subagents.jobs.spec import load_plan as load_plan
     from subagents.jobs.spec import parse_job as parse_job
+    from subagents.jobs.spec import with_options as with_options
     from subagents.jobs.store import TERMINAL as TERMINAL
     from subagents.jobs.store import JobIdError as JobIdError
     from subagents.jobs.store import JobStore as JobStore
@@ -56,6 +59,9 @@ _NAMES = {
     "PREVIOUS": "spec",
     "load_plan": "spec",
     "parse_job": "spec",
+    "Step": "spec",
+    "job_of": "spec",
+    "with_options": "spec",
     "JobStore": "store",
     "JobIdError": "store",
     "TERMINAL": "store",
@@ -85,10 +91,12 @@ __all__ = [
     "JobStore",
     "PlanError",
     "PlanOptions",
+    "Step",
     "chain_of",
     "continuation_plan",
     "current_activity",
     "exit_code",
+    "job_of",
     "job_state",
     "jobs_to_prune",
     "lifecycle_for",
@@ -103,6 +111,7 @@ __all__ = [
     "start_background",
     "stop_job",
     "wait_job",
+    "with_options",
 ]
 if not TYPE_CHECKING:
     __getattr__ = exports(__name__, _NAMES)
