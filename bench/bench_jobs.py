@@ -10,6 +10,8 @@ From the runs' own records it also says where the time went: the command's start
 the first child spawned, a slot's turnover (a run's result.json written -> the next
 run's child spawned in the slot it freed), and the last result.json -> the command's
 exit. ``--repeat N`` runs the whole job N times and prints every run, then the medians.
+``--arguments`` gives the tasks on the command line (``run --parallel``) instead of a plan
+file.
 """
 
 from __future__ import annotations
@@ -97,8 +99,13 @@ def one_job(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
         )
         t0_wall = time.time()
         t0 = time.perf_counter()
+        if args.arguments:  # `run --parallel` with the tasks as arguments: no plan file
+            tasks = [f"t{i}" for i in range(args.runs)]
+            how = ["--parallel", "-j", str(args.concurrency), *tasks]
+        else:
+            how = ["-f", str(plan)]
         p = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "run", "--json", "-q", "-f", str(plan)],
+            [sys.executable, "-m", "subagents.cli", "run", "--json", "-q", *how],
             env=env,
             capture_output=True,
             text=True,
@@ -116,6 +123,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--child-seconds", type=float, default=0.5)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument(
+        "--arguments",
+        action="store_true",
+        help="`run --parallel -j N t0 t1 ...` instead of a plan file (`run -f plan.json`)",
+    )
     args = ap.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
