@@ -100,7 +100,7 @@ class Spare:
             deadline = time.monotonic() + timeout
             with contextlib.suppress(OSError, ValueError):
                 while (left := deadline - time.monotonic()) > 0:
-                    if select.select([out], [], [], left)[0] and not out.read1(4096):
+                    if select.select([out], [], [], left)[0] and not os.read(out.fileno(), 4096):
                         break
             with contextlib.suppress(OSError):
                 out.close()
