@@ -226,9 +226,8 @@ class SparePool:
         """A spare to hand a run to (a ready one first, else the oldest still importing: it
         is ahead of a fresh start), or None."""
         with self._lock:
-            self._spares.sort(
-                key=lambda s: not s.ready.is_set()
-            )  # stable: oldest first within each
+            # Ready ones first; the sort is stable, so the oldest first within each.
+            self._spares.sort(key=lambda s: not s.ready.is_set())
             while self._spares:
                 spare = self._spares.pop(0)
                 if spare.usable():
