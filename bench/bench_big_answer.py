@@ -5,7 +5,8 @@ supervisor when the child's answer (one pi ``message_end``) is ~17 MB.
 
 The answer is held and written by design in raw.jsonl, events.jsonl (assistant_text),
 transcript.md and result.json (finalText); this measures what holding it costs. RSS is
-each process's VmHWM, polled every 5 ms (as bench_peers.py does).
+each process's VmHWM, polled every 5 ms, of this run's processes only (bench_peers.py's
+poller: other `subagents` processes on the machine are not counted).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from bench_peers import PeakPoller, become_subreaper, reap_orphans  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
 
 MB = 1024 * 1024
@@ -47,42 +48,26 @@ def stream(size_mb: float) -> bytes:
 
 
 def peaks_of_run(env: dict[str, str]) -> tuple[float, dict[str, int]]:
-    peaks: dict[str, int] = {}
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.is_set():
-            for pid in os.listdir("/proc"):
-                if not pid.isdigit():
-                    continue
-                try:
-                    argv = Path(f"/proc/{pid}/cmdline").read_bytes()
-                    if b"subagents" not in argv:
-                        continue
-                    role = "supervisor" if b"subagents.runs.supervisor" in argv else "cli"
-                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                        if line.startswith("VmHWM:"):
-                            kb = int(line.split()[1])
-                            peaks[role] = max(peaks.get(role, 0), kb * 1024)
-                except OSError:
-                    continue
-            time.sleep(0.005)
-
-    poller = threading.Thread(target=poll)
-    poller.start()
+    """Wall and each role's peak RSS for one run; only this run's processes are counted
+    (its tree, and the supervisor handed to us when the CLI exits before it)."""
     t0 = time.perf_counter()
-    p = subprocess.run(
+    p = subprocess.Popen(
         [sys.executable, "-m", "subagents.cli", "run", "-q", "--json", "t"],
         env=env,
         stdin=subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
+    poller = PeakPoller(p.pid)
+    poller.start()
+    out, err = p.communicate()
     wall = time.perf_counter() - t0
-    time.sleep(0.2)  # the supervisor may outlive the CLI by a moment
-    done.set()
+    reap_orphans(p.args)  # the supervisor may outlive the CLI by a moment
+    poller.stop.set()
     poller.join()
-    assert p.returncode == 0, p.stderr
-    return wall, peaks
+    assert p.returncode == 0, err
+    assert len(json.loads(out)["finalText"]) > 0
+    return wall, poller.by_role()
 
 
 def main() -> None:
@@ -90,6 +75,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mb", type=float, default=17.0)
     args = ap.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    become_subreaper()
     with tempfile.TemporaryDirectory(prefix="subagents-big-answer-") as tmp:
         work = Path(tmp)
         data = work / "stream.jsonl"
@@ -103,13 +90,15 @@ def main() -> None:
         }
         runs = [peaks_of_run(env) for _ in range(args.runs)]
         size = data.stat().st_size
+        job_files = sorted((work / "home" / "jobs").glob("*/job.json"))
+        job_json = job_files[-1].stat().st_size if job_files else 0
     med = statistics.median
     cli = med(p.get("cli", 0) for _, p in runs) / MB
     sup = med(p.get("supervisor", 0) for _, p in runs) / MB
     print(
         f"answer line {size / MB:.1f} MB, medians of {args.runs}: wall "
         f"{med(w for w, _ in runs):.2f} s, peak RSS CLI {cli:.1f} MB, supervisor {sup:.1f} MB "
-        f"(4x the line: {4 * size / MB:.1f} MB)"
+        f"(4x the line: {4 * size / MB:.1f} MB); job.json {job_json / MB:.1f} MB"
     )
 
 

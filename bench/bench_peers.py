@@ -171,6 +171,24 @@ class Sample:
         return max(own.values(), default=0)
 
 
+def reap_orphans(argv: list[str], timeout: float = 30) -> float:
+    """Wait for the orphans handed to us (a supervisor still exiting after its caller
+    returned: we are a subreaper) and return their CPU time."""
+    cpu = 0.0
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, _, orphan = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return cpu
+        if pid == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"an orphan of {argv[:3]} did not exit")
+            time.sleep(0.002)
+            continue
+        cpu += orphan.ru_utime + orphan.ru_stime
+
+
 def measure(argv: list[str], env: dict[str, str], work: Path) -> Sample:
     out_path, err_path = work / "stdout", work / "stderr"
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
@@ -181,20 +199,7 @@ def measure(argv: list[str], env: dict[str, str], work: Path) -> Sample:
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
-    # Orphans (a supervisor still exiting after its caller returned) come to us.
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            pid, _, orphan = os.wait4(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"an orphan of {argv[:3]} did not exit")
-            time.sleep(0.002)
-            continue
-        cpu += orphan.ru_utime + orphan.ru_stime
+    cpu = usage.ru_utime + usage.ru_stime + reap_orphans(argv)
     poller.stop.set()
     poller.join()
     if proc.returncode != 0:

@@ -25,6 +25,7 @@ from test_mcp_parent import block_text, blocks
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.jobs import JobStore
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -224,7 +225,7 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
 
             assert eventually(ended, timeout=150), diag()
             assert '"subagent:complete"' in log.read_text()
-            job = json.loads(job_file.read_text())
+            job = JobStore(home).load(job_id)  # job.json keeps the answer in runs only
             assert job["status"] == "completed" and job["finalText"] == PI_ANSWER, job
 
             # The next prompt carries the notice: job id, status, cost, answer's first line.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, NoReturn
 
@@ -58,7 +57,13 @@ def echo_child_text(text: str, *, err: bool = False, nl: bool = True) -> None:
 
 
 def print_json(obj: Any) -> None:
-    click.echo(json.dumps(obj, indent=2, ensure_ascii=False))
+    from subagents.core.files import json_pieces
+
+    out = sys.stdout
+    for piece in json_pieces(obj):  # a big answer is not copied into one string first
+        out.write(piece)
+    out.write("\n")
+    out.flush()
 
 
 def emit_answer(result: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 
@@ -126,12 +127,36 @@ def release_space(directory: Path) -> bool:
     return True
 
 
-def _write_temp(path: Path, data: bytes) -> Path:
+# The longest piece json_pieces yields: a big string is written (and encoded) in slices.
+JSON_PIECE = 1 << 20
+
+
+def json_pieces(obj: Any) -> Iterator[str]:
+    """``json.dumps(obj, ensure_ascii=False, indent=2)`` in pieces of at most ``JSON_PIECE``
+    characters, to be written one at a time: a big string (an answer) is held once more, as
+    JSON, while it is written (json.dumps, its ``encode`` and the newline added to it held
+    three more copies)."""
+    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+        if len(piece) <= JSON_PIECE:
+            yield piece
+        else:
+            for start in range(0, len(piece), JSON_PIECE):
+                yield piece[start : start + JSON_PIECE]
+
+
+def _dump_json(obj: Any, f: Any) -> None:
+    """``obj`` as indented JSON and a newline, to the binary file ``f``."""
+    for piece in json_pieces(obj):
+        f.write(piece.encode())
+    f.write(b"\n")
+
+
+def _write_temp(path: Path, obj: Any) -> Path:
     # Unique per writer: two threads of one process may race to publish the same file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with open_private(tmp, "wb") as f:
-            f.write(data)
+            _dump_json(obj, f)
             f.flush()
             os.fsync(f.fileno())
     except BaseException:
@@ -141,12 +166,13 @@ def _write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
-def _write_temp_or_reserve(path: Path, data: bytes, use_reserve: bool) -> Path:
+def _write_temp_or_reserve(path: Path, obj: Any, use_reserve: bool) -> Path:
+    """``obj`` as JSON in a temp file next to ``path``."""
     try:
-        return _write_temp(path, data)
+        return _write_temp(path, obj)
     except OSError as exc:
         if use_reserve and disk_full(exc) and release_space(path.parent):
-            return _write_temp(path, data)
+            return _write_temp(path, obj)
         raise
 
 
@@ -162,8 +188,7 @@ def _fsync_dir(path: Path) -> None:
 def write_json_atomic(path: Path, obj: Any, *, last: bool = False) -> None:
     """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename.
     ``last``: the directory's final record, which may use its reserved space."""
-    data = json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n"
-    tmp = _write_temp_or_reserve(path, data, last)
+    tmp = _write_temp_or_reserve(path, obj, last)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
     if last:
@@ -178,9 +203,7 @@ def publish_once(path: Path, obj: Any) -> bool:
     result. Returns True when this call wrote it. It is the run's last record: it may use
     the space reserved in its directory, and gives that space back.
     """
-    tmp = _write_temp_or_reserve(
-        path, json.dumps(obj, ensure_ascii=False, indent=2).encode() + b"\n", True
-    )
+    tmp = _write_temp_or_reserve(path, obj, True)
     try:
         os.link(tmp, path)
     except FileExistsError:

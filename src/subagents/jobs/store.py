@@ -76,6 +76,41 @@ def _matching(directory: Path, prefix: str) -> list[str]:
         return []
 
 
+def _derived_final_text(state: dict[str, Any]) -> str | None:
+    runs = state.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        return None
+    return final_text(str(state.get("mode")), str(state.get("status")), runs)
+
+
+def on_disk(state: dict[str, Any]) -> dict[str, Any]:
+    """What ``job.json`` holds of ``state``: a finished job's ``finalText`` is its single
+    run's or its chain's last step's (:func:`final_text`), so the file does not hold a big
+    answer a second time; :meth:`JobStore.load` puts it back. Any other ``finalText`` (or
+    one that does not follow from the runs) is kept as it is."""
+    if "finalText" not in state or "runs" not in state:
+        return state
+    text = state["finalText"]
+    # null (a parallel job, a chain that stopped) costs nothing: written as before.
+    if text is None or text != _derived_final_text(state):
+        return state
+    return {k: v for k, v in state.items() if k != "finalText"}
+
+
+def with_final_text(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` as read from ``job.json``, with the ``finalText`` :func:`on_disk` left out,
+    in its place (right after ``runs``)."""
+    if "finalText" in state or "runs" not in state:
+        return state
+    text = _derived_final_text(state)
+    out: dict[str, Any] = {}
+    for key, value in state.items():
+        out[key] = value
+        if key == "runs":
+            out["finalText"] = text
+    return out
+
+
 class JobStore:
     def __init__(self, home: Path | None = None) -> None:
         self.home = home or paths.state_home()
@@ -115,10 +150,12 @@ class JobStore:
         }
 
     def load(self, job_id: str) -> dict[str, Any]:
+        """The job's state: ``job.json`` as written, with a finished job's ``finalText``
+        (the file keeps it only in ``runs``: see :func:`on_disk`)."""
         data = read_json(self.path(job_id))
         if not isinstance(data, dict):
             raise ValueError(f"{self.path(job_id)}: not a job")
-        return data
+        return with_final_text(data)
 
     def update(self, job_id: str, **fields: Any) -> dict[str, Any]:
         with self._lock:
@@ -144,7 +181,7 @@ class JobStore:
             return state
 
     def _write(self, job_id: str, state: dict[str, Any], *, last: bool = False) -> None:
-        write_json_atomic(self.path(job_id), state, last=last)
+        write_json_atomic(self.path(job_id), on_disk(state), last=last)
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
             self._index_upsert(state)

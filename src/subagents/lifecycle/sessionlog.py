@@ -253,11 +253,20 @@ def agent_names(job_result: Mapping[str, Any]) -> str | None:
     return ", ".join(names) if names else None
 
 
+_NOT_SPACE = re.compile(r"\S")
+# How much of the first non-blank line is read: far more than a summary shows (SUMMARY_MAX).
+FIRST_LINE_MAX = 1 << 16
+
+
 def _first_line(text: Any) -> str:
-    for line in str(text or "").splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    """The first non-blank line of ``text``, stripped (its first ``FIRST_LINE_MAX``
+    characters): found without splitting the whole text, which may be a 20 MB answer."""
+    whole = str(text or "")
+    found = _NOT_SPACE.search(whole)
+    if found is None:
+        return ""
+    start = found.start()
+    return whole[start : start + FIRST_LINE_MAX].splitlines()[0].strip()
 
 
 def _why(run: Mapping[str, Any]) -> str:

@@ -1,0 +1,164 @@
+"""A finished job's answer is written once in job.json (in its runs), and every reader
+still sees the job's ``finalText``; big JSON records are written in pieces, byte for byte
+what json.dumps wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+import pytest
+from conftest import Fake
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli_run import cli
+
+from subagents.core.files import JSON_PIECE, json_pieces, publish_once, write_json_atomic
+from subagents.jobs import JobStore
+from subagents.lifecycle.sessionlog import summarize
+
+ANSWER = "The big answer ✓\n" + "line of the answer\n" * 20_000  # ~380 kB, one of a kind
+
+
+def _home() -> Path:
+    return Path(os.environ["SUBAGENTS_HOME"])
+
+
+def _only_job() -> tuple[str, str]:
+    (path,) = (_home() / "jobs").glob("*/job.json")
+    return path.parent.name, path.read_text()
+
+
+def test_a_single_run_job_holds_its_answer_once_and_shows_it_as_before(fake: Fake) -> None:
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer(ANSWER))}
+    p = cli(["run", "--json", "x"], env)
+    assert p.returncode == 0, p.stderr
+    job_id, on_disk = _only_job()
+    # On disk: the answer once, in the run's record; no job-level copy.
+    assert on_disk.count("line of the answer") == 20_000
+    assert "finalText" not in {k for k in json.loads(on_disk) if k != "runs"}
+
+    # `run --json` prints the run's result.json, as result.json has it, byte for byte.
+    run = json.loads(p.stdout)
+    result_file = _home() / "runs" / run["runId"] / "result.json"
+    assert p.stdout == result_file.read_text()
+    assert run["finalText"] == ANSWER
+
+    # Every reader gets the job's finalText back, in its place (right after runs).
+    state = JobStore(_home()).load(job_id)
+    assert state["finalText"] == ANSWER
+    keys = list(state)
+    assert keys[keys.index("runs") + 1] == "finalText"
+    shown = cli(["show", "--json", job_id[:8]])
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == state
+    assert shown.stdout == json.dumps(state, indent=2, ensure_ascii=False) + "\n"
+    described = cli(["show", job_id])
+    assert described.returncode == 0 and ANSWER.rstrip() in described.stdout
+
+
+def test_a_chain_keeps_its_last_answer_once_and_a_parallel_job_its_null(
+    fake: Fake, tmp_path: Path
+) -> None:
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer(ANSWER))}
+    p = cli(["run", "--chain", "--json", "one", "two"], env)
+    assert p.returncode == 0, p.stderr
+    job_id, on_disk = _only_job()
+    assert on_disk.count("line of the answer") == 2 * 20_000  # each step's answer, once
+    assert "finalText" not in json.loads(on_disk)
+    printed = json.loads(p.stdout)
+    assert printed["finalText"] == ANSWER  # what --json prints is unchanged
+    assert JobStore(_home()).load(job_id) | {"finalText": ANSWER} == JobStore(_home()).load(job_id)
+
+    for path in (_home() / "jobs").iterdir():
+        path.rename(tmp_path / path.name)  # out of the way
+    p = cli(["run", "--parallel", "--json", "a", "b"], env)
+    assert p.returncode == 0, p.stderr
+    _, on_disk = _only_job()
+    assert json.loads(on_disk)["finalText"] is None  # null costs nothing: written as before
+
+
+def test_job_files_written_before_still_read_the_same(tmp_path: Path) -> None:
+    store = JobStore(tmp_path)
+    job_id = store.create({"mode": "single"}, agents=["pi"], background=False)
+    old = store.load(job_id) | {
+        "status": "completed",
+        "runs": [{"runId": "r1", "status": "completed", "finalText": "A"}],
+        "finalText": "A",
+    }
+    store.path(job_id).write_text(json.dumps(old))  # as every version before wrote it
+    assert store.load(job_id) == old
+    # A finalText that does not follow from the runs is never dropped.
+    store.update(job_id, finalText="something else")
+    assert json.loads(store.path(job_id).read_text())["finalText"] == "something else"
+    assert store.load(job_id)["finalText"] == "something else"
+    # Rewritten with the runs' own answer, the file holds it once again.
+    store.update(job_id, finalText="A")
+    assert "finalText" not in json.loads(store.path(job_id).read_text())
+    assert store.load(job_id) == old
+
+
+def test_the_lifecycle_summary_reads_only_the_answers_first_line() -> None:
+    result = {
+        "mode": "single",
+        "status": "completed",
+        "runs": [
+            {"status": "completed", "agent": "scout", "finalText": "\n\n  First. \n" + ANSWER}
+        ],
+    }
+    assert summarize(result) == 'completed: scout — "First."'
+
+
+_OLD_SPLIT = str.splitlines
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\u2028\u2029ab ü"), max_size=40))
+def test_the_first_line_is_what_splitting_every_line_found(text: str) -> None:
+    from subagents.lifecycle.sessionlog import _first_line
+
+    expected = next((line.strip() for line in _OLD_SPLIT(text) if line.strip()), "")
+    assert _first_line(text) == expected
+
+
+# ---- JSON written in pieces ----------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200)
+@given(_json)
+def test_json_pieces_are_json_dumps(value: Any) -> None:
+    assert "".join(json_pieces(value)) == json.dumps(value, ensure_ascii=False, indent=2)
+
+
+@pytest.mark.parametrize("writer", ["atomic", "once"])
+def test_a_big_record_is_written_in_pieces_as_json_dumps_wrote_it(
+    tmp_path: Path, writer: str
+) -> None:
+    # Longer than a piece, with multi-byte characters and escapes across the cuts.
+    text = ('ü✓"\\\n\x1b' + "y" * 97) * (3 * JSON_PIECE // 100)
+    record = {"finalText": text, "usage": {"cost": 0.5}, "runs": [None, [], {}]}
+    assert max(len(piece) for piece in json_pieces(record)) == JSON_PIECE
+    path = tmp_path / "result.json"
+    if writer == "atomic":
+        write_json_atomic(path, record)
+    else:
+        assert publish_once(path, record)
+    expected = json.dumps(record, ensure_ascii=False, indent=2).encode() + b"\n"
+    assert path.read_bytes() == expected
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_record_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "meta.json"
+    with pytest.raises(UnicodeEncodeError):
+        write_json_atomic(path, {"bad": "\ud800" + "x" * 10})
+    assert list(tmp_path.iterdir()) == []
