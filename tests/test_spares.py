@@ -175,6 +175,21 @@ def test_a_stop_signal_right_after_the_handover_aborts_the_run(
     assert "SIGTERM" in (result["errorMessage"] or "")
 
 
+def test_a_run_directory_whose_path_holds_a_newline(owner: object, tmp_path: Path) -> None:
+    (spare,) = ready_spares(owner, 1)
+    gate = tmp_path / "gate"
+    gate.touch()
+    req = RunRequest(
+        task="odd", backend="pi", cwd=str(tmp_path), env={"ENV_DUMP": os.devnull, "GATE": str(gate)}
+    )
+    env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
+    handle = start(req, Limits(), env=env, home=tmp_path / "a\nhome")
+    assert handle.launched.pid == spare.pid
+    result = handle.wait(timeout=60)
+    assert result is not None and result["status"] == "completed"
+    assert result["finalText"] == "done odd"
+
+
 def test_a_spare_from_another_environment_is_not_used(
     owner: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,6 @@ def launch(run_dir: Path) -> Launched:
         except OSError as exc:
             raise RunnerError(f"could not start the supervisor: {exc}") from exc
         if not spare.hand(run_dir):
-            spare.popen.wait()
+            SPARES.drop(spare)  # dismissed, and reaped once gone
             raise RunnerError("could not start the supervisor: it exited at once")
     return record(run_dir, Launched(spare.pid, spare.create_time, "process", spare.popen))

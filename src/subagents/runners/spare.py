@@ -3,9 +3,10 @@ time, and for a job with runs still to start, ahead of need (warm spares).
 
 A supervisor process is ``python -m subagents.runs.supervisor --spare``: it does its
 imports, closes its stdout (so we know it is ready), then waits on its stdin for the run
-directory it is handed (one line; EOF means it is not needed, and it exits quietly). A
+directory it is handed (its path, ended by a NUL byte, which no path holds; EOF means it is
+not needed, and it exits quietly). A
 run whose launch finds no spare gets one started for it and handed its directory at once;
-one that finds a spare (``take``) costs a line on a pipe instead of an interpreter's start
+one that finds a spare (``take``) costs a write to a pipe instead of an interpreter's start
 and imports (~40 ms alone, several times that when a wave of a parallel job starts at
 once on few cores: bench/bench_jobs.py).
 
@@ -36,7 +37,7 @@ import psutil
 
 SPARE_FLAG = "--spare"
 # A spare waits at most SPARE_WAIT seconds (runs/supervisor.py), then exits; it is handed a
-# run only while well inside that, so it cannot time out as its line arrives.
+# run only while well inside that, so it cannot time out as its run arrives.
 MAX_AGE = 300.0
 # How long a start-up holds its place at the gate at most (one stuck in its imports).
 READY_WAIT = 5.0
@@ -108,11 +109,10 @@ class Spare:
 
     def hand(self, run_dir: Path) -> bool:
         """Give the supervisor its run: False if it cannot take it (it is gone)."""
-        line = os.fsencode(run_dir)
-        if b"\n" in line or self.popen.stdin is None:
+        if self.popen.stdin is None:
             return False
         try:
-            self.popen.stdin.write(line + b"\n")
+            self.popen.stdin.write(os.fsencode(run_dir) + b"\0")
             self.popen.stdin.close()
         except OSError:  # a broken pipe
             return False

@@ -553,9 +553,9 @@ SPARE_WAIT = 600.0
 
 
 def await_run(wait: float = SPARE_WAIT) -> Path | None:
-    """As a warm spare: the run directory handed over on stdin (one line), then stdin from
-    /dev/null and output to the run's supervisor.log, as a supervisor started for the run
-    has them. None, to exit quietly: EOF (not needed, or its starter is gone), a stop
+    """As a warm spare: the run directory handed over on stdin (its path, then a NUL byte,
+    which no path holds), then stdin from /dev/null and output to the run's supervisor.log,
+    as a supervisor started for the run has them. None, to exit quietly: EOF (not needed, or its starter is gone), a stop
     signal with no run handed over yet, or ``wait`` seconds without a run."""
     # What every run imports on its way to the child (the recorder's wording).
     from subagents.present import ProgressFormatter, transcript_entry  # noqa: F401
@@ -569,7 +569,7 @@ def await_run(wait: float = SPARE_WAIT) -> Path | None:
     data = b""
     try:
         deadline = time.monotonic() + wait
-        while b"\n" not in data:
+        while b"\0" not in data:
             left = deadline - time.monotonic()
             # Asked to stop: take a run already handed over (the signal then aborts it, as
             # it would a supervisor started for it), else go.
@@ -588,7 +588,7 @@ def await_run(wait: float = SPARE_WAIT) -> Path | None:
         os.close(wake_w)
     os.dup2(null, 0)
     os.close(null)
-    run_dir = Path(os.fsdecode(data.split(b"\n", 1)[0]))
+    run_dir = Path(os.fsdecode(data.split(b"\0", 1)[0]))
     with contextlib.suppress(OSError):  # no log then (as /dev/null): the run still goes on
         log = os.open(run_dir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         os.dup2(log, 1)
