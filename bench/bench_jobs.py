@@ -5,6 +5,13 @@
 Each child sleeps ``--child-seconds`` and answers. The ideal wall time is
 runs x child time / concurrency; the overhead per run is what the job took beyond
 that, spread over the runs (wall x concurrency / runs - child time).
+
+From the runs' own records it also says where the time went: the command's start to
+the first child spawned, a slot's turnover (a run's result.json written -> the next
+run's child spawned in the slot it freed), and the last result.json -> the command's
+exit. ``--repeat N`` runs the whole job N times and prints every run, then the medians.
+``--arguments`` gives the tasks on the command line (``run --parallel``) instead of a plan
+file.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,14 +47,35 @@ def child_script(path: Path, seconds: float) -> Path:
     return path
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=50)
-    ap.add_argument("--concurrency", type=int, default=8)
-    ap.add_argument("--child-seconds", type=float, default=0.5)
-    args = ap.parse_args()
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+def spawned_at(run_dir: Path) -> float:
+    for line in (run_dir / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "run_started":
+            return float(event["ts"])
+    raise AssertionError(f"{run_dir}: no run_started event")
+
+
+def breakdown(home: Path, concurrency: int, t0: float, t_end: float) -> dict[str, float]:
+    """Where the time went, in ms, from the run directories (wall-clock stamps)."""
+    runs = [d for d in (home / "runs").iterdir() if d.is_dir()]
+    spawned = sorted(spawned_at(d) for d in runs)
+    results = sorted((d / "result.json").stat().st_mtime for d in runs)
+    # Each run after the first wave takes the slot of the earliest result not yet paired.
+    free = list(results)
+    turnovers = []
+    for at in spawned[concurrency:]:
+        slot = next(r for r in free if r <= at + 0.005)
+        free.remove(slot)
+        turnovers.append(max(0.0, at - slot))
+    return {
+        "start": (spawned[0] - t0) * 1000,
+        "wave": (spawned[min(concurrency, len(spawned)) - 1] - t0) * 1000,
+        "turnover": statistics.median(turnovers) * 1000 if turnovers else 0.0,
+        "end": (t_end - results[-1]) * 1000,
+    }
+
+
+def one_job(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="subagents-bench-") as tmp:
         work = Path(tmp)
         child = child_script(work / "child", args.child_seconds)
@@ -68,9 +97,15 @@ def main() -> None:
                 }
             )
         )
+        t0_wall = time.time()
         t0 = time.perf_counter()
+        if args.arguments:  # `run --parallel` with the tasks as arguments: no plan file
+            tasks = [f"t{i}" for i in range(args.runs)]
+            how = ["--parallel", "-j", str(args.concurrency), *tasks]
+        else:
+            how = ["-f", str(plan)]
         p = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "run", "--json", "-q", "-f", str(plan)],
+            [sys.executable, "-m", "subagents.cli", "run", "--json", "-q", *how],
             env=env,
             capture_output=True,
             text=True,
@@ -79,13 +114,42 @@ def main() -> None:
         assert p.returncode == 0, p.stderr
         job = json.loads(p.stdout)
         assert len(job["runs"]) == args.runs and job["status"] == "completed"
-    ideal = args.runs * args.child_seconds / args.concurrency
-    per_run = wall * args.concurrency / args.runs - args.child_seconds
-    print(
-        f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
-        f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
-        f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms"
+        return wall, breakdown(work / "home", args.concurrency, t0_wall, t0_wall + wall)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--child-seconds", type=float, default=0.5)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument(
+        "--arguments",
+        action="store_true",
+        help="`run --parallel -j N t0 t1 ...` instead of a plan file (`run -f plan.json`)",
     )
+    args = ap.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    ideal = args.runs * args.child_seconds / args.concurrency
+    walls = []
+    for _ in range(args.repeat):
+        wall, parts = one_job(args)
+        walls.append(wall)
+        per_run = wall * args.concurrency / args.runs - args.child_seconds
+        print(
+            f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
+            f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
+            f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms"
+        )
+        print(
+            f"  start -> first child {parts['start']:.0f} ms, -> first wave's last child "
+            f"{parts['wave']:.0f} ms; slot turnover (result.json -> next child) median "
+            f"{parts['turnover']:.0f} ms; last result.json -> exit {parts['end']:.0f} ms"
+        )
+    if args.repeat > 1:
+        wall = statistics.median(walls)
+        print(f"median of {args.repeat}: wall {wall:.2f}s, ratio {wall / ideal:.2f}")
 
 
 if __name__ == "__main__":

@@ -6,11 +6,45 @@ job state, session logs), so none of them busy-loops.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 POLL_FALLBACK = 0.05  # seconds between looks where there is no inotify
+# Past this many descriptors waiting to be closed, a waker closes its own (see _close_later).
+CLOSE_BACKLOG = 64
+
+_to_close: list[Any] = []
+_close_cond = threading.Condition()
+_closer: threading.Thread | None = None
+
+
+def _close_pending() -> None:
+    while True:
+        with _close_cond:
+            while not _to_close:
+                _close_cond.wait()
+            ino = _to_close.pop()
+        ino.close()
+
+
+def _close_later(ino: Any) -> None:
+    """Close an inotify descriptor off the caller's path: the kernel waits out an RCU grace
+    period on each close (5-20 ms here, at times over 100 ms), which a follower that has just
+    seen its result (a job's slot, about to start its next run) should not wait for."""
+    global _closer
+    with _close_cond:
+        if len(_to_close) < CLOSE_BACKLOG:
+            if _closer is None or not _closer.is_alive():  # (a forked child has no thread)
+                _closer = threading.Thread(
+                    target=_close_pending, name="subagents-inotify-close", daemon=True
+                )
+                _closer.start()
+            _to_close.append(ino)
+            _close_cond.notify()
+            return
+    ino.close()
 
 
 class DirWaker:
@@ -65,6 +99,6 @@ class DirWaker:
 
     def close(self) -> None:
         if self._ino is not None:
-            self._ino.close()
+            _close_later(self._ino)
             self._ino = None
             self._watching = False

@@ -32,6 +32,7 @@ from subagents.runs import (
     RunRequest,
     check,
     iso,
+    keep_warm,
     prepare,
     resume,
     start_prepared,
@@ -219,6 +220,8 @@ class Job:
         self._stop_signal: int = signal.SIGTERM
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
+        # Runs not yet started (or passed over): what warm supervisors are kept for.
+        self._to_start = len(job_plan.requests)
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
             for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
@@ -274,33 +277,59 @@ class Job:
 
     # ---- running ---------------------------------------------------------
 
+    def _warm(self, runner: str | None) -> None:
+        """One run fewer to start: keep as many supervisors warm as the runs that may start
+        next (a slot each), none once no run is left to start (runs/launch.keep_warm)."""
+        with self._lock:
+            self._to_start -= 1
+        self._keep_warm(runner)
+
+    def _keep_warm(self, runner: str | None) -> None:
+        with self._lock:
+            left = 0 if self._cancelled.is_set() else self._to_start
+        width = self.plan.concurrency if self.plan.mode == "parallel" else 1
+        limits = self.plan.limits
+        keep_warm(self, min(width, left), runner or limits.runner, limits.executor)
+
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
+        try:
+            handle = self._start_one(index, req)
+            if isinstance(handle, dict):
+                return handle
+            with self._lock:
+                self._handles[index] = handle
+                self._run_ids[index] = handle.run_id
+            with contextlib.suppress(OSError):  # job.json lags on a full disk; its end has all
+                self.store.update(self.job_id, runIds=list(self._run_ids))
+        finally:
+            # After the launch, so warming the next runs' supervisors never delays this one.
+            self._warm(req.runner)
+        return self._follow(index, handle, on_event)
+
+    def _start_one(self, index: int, req: RunRequest) -> RunHandle | dict[str, Any]:
+        """Start (or find again) run ``index``: its handle, or its result if it never started."""
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
         started = self._run_ids[index]
         if started is not None:
-            handle = resume(paths.runs_dir(self.store.home) / started)
-        else:
-            req = RunRequest(**{**asdict(req), "job_id": self.job_id})
-            try:
-                spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
-            except InputError as exc:
-                return {**not_started(req, str(exc)), "status": "failed"}
-            except OSError as exc:  # a full disk: the run never started, and says why
-                why = f"the run could not start: {_why(exc)}"
-                return {**not_started(req, why), "status": "failed"}
-            try:
-                limits = self.plan.limits
-                handle = start_prepared(
-                    spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
-                )
-            except InputError as exc:
-                return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
-        with self._lock:
-            self._handles[index] = handle
-            self._run_ids[index] = handle.run_id
-        with contextlib.suppress(OSError):  # job.json lags on a full disk; its end has them all
-            self.store.update(self.job_id, runIds=list(self._run_ids))
+            return resume(paths.runs_dir(self.store.home) / started)
+        req = RunRequest(**{**asdict(req), "job_id": self.job_id})
+        try:
+            spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
+        except InputError as exc:
+            return {**not_started(req, str(exc)), "status": "failed"}
+        except OSError as exc:  # a full disk: the run never started, and says why
+            why = f"the run could not start: {_why(exc)}"
+            return {**not_started(req, why), "status": "failed"}
+        try:
+            limits = self.plan.limits
+            return start_prepared(
+                spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
+            )
+        except InputError as exc:
+            return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
+
+    def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> dict[str, Any]:
         if self.cancelled:  # stopped while this run was starting
             handle.stop(sig=self._stop_signal)
         sink = (lambda e: on_event(index, e)) if on_event is not None else None
@@ -338,6 +367,15 @@ class Job:
     def run(
         self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
     ) -> dict[str, Any]:
+        # The first runs' supervisors start up while the job records its start.
+        self._keep_warm(self.plan.requests[0].runner if self.plan.requests else None)
+        try:
+            return self._run(on_event, lifecycle)
+        finally:
+            # Spares never handed a run (a chain that stopped early, a stopped job) exit.
+            keep_warm(self, 0, self.plan.limits.runner, self.plan.limits.executor)
+
+    def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
         started = time.time()
         session_log = getattr(lifecycle, "session_log", None)
         try:

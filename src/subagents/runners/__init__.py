@@ -19,4 +19,22 @@ def launch(run_dir: Path, runner: str = "process") -> Launched:
     raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
 
 
-__all__ = ["SUPERVISOR_FILE", "Launched", "RunnerError", "launch", "record", "supervisor_argv"]
+def want_spares(owner: object, count: int, runner: str = "process") -> None:
+    """Keep ``count`` supervisors started ahead for ``owner``'s next runs (0: none now).
+    Only the process runner has spares (runners/spare.py); a tmux run starts its own."""
+    if runner != "process" and count > 0:
+        return
+    from subagents.runners.spare import SPARES
+
+    SPARES.want(owner, count)
+
+
+__all__ = [
+    "SUPERVISOR_FILE",
+    "Launched",
+    "RunnerError",
+    "launch",
+    "record",
+    "supervisor_argv",
+    "want_spares",
+]

@@ -1,32 +1,29 @@
 """The process runner: the supervisor as a detached process (its own session), so the
-run goes on when its caller exits."""
+run goes on when its caller exits. It is handed its run directory on a pipe: a warm
+spare when the job keeps one ready, else one started for this run (runners/spare.py)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-import psutil
-
 from subagents.core.files import open_private
-from subagents.runners.base import Launched, RunnerError, record, supervisor_argv
+from subagents.runners.base import Launched, RunnerError, record
+from subagents.runners.spare import SPARES, gated_start
 
 
 def launch(run_dir: Path) -> Launched:
-    try:
-        with open_private(run_dir / "supervisor.log", "ab") as log:
-            popen = subprocess.Popen(
-                supervisor_argv(run_dir),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-                close_fds=True,
-            )
-    except OSError as exc:
-        raise RunnerError(f"could not start the supervisor: {exc}") from exc
-    try:
-        create_time = psutil.Process(popen.pid).create_time()
-    except psutil.Error:
-        create_time = 0.0  # already gone and reaped: the monitor will see it dead
-    return record(run_dir, Launched(popen.pid, create_time, "process", popen))
+    spare = SPARES.take()
+    if spare is not None and not spare.hand(run_dir):
+        SPARES.drop(spare)
+        spare = None
+    if spare is None:
+        try:
+            # Its start-up errors (before it has its run) land in the run's log.
+            with open_private(run_dir / "supervisor.log", "ab") as log:
+                spare = gated_start(stderr=log)
+        except OSError as exc:
+            raise RunnerError(f"could not start the supervisor: {exc}") from exc
+        if not spare.hand(run_dir):
+            SPARES.drop(spare)  # dismissed, and reaped once gone
+            raise RunnerError("could not start the supervisor: it exited at once")
+    return record(run_dir, Launched(spare.pid, spare.create_time, "process", spare.popen))

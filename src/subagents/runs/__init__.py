@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from subagents.runs.launch import RunHandle as RunHandle
     from subagents.runs.launch import RunRequest as RunRequest
     from subagents.runs.launch import check as check
+    from subagents.runs.launch import keep_warm as keep_warm
     from subagents.runs.launch import limits_from_settings as limits_from_settings
     from subagents.runs.launch import prepare as prepare
     from subagents.runs.launch import resolve_binary as resolve_binary
@@ -39,6 +40,7 @@ _NAMES = {
     "RunHandle": "launch",
     "RunRequest": "launch",
     "check": "launch",
+    "keep_warm": "launch",
     "limits_from_settings": "launch",
     "prepare": "launch",
     "resolve_binary": "launch",
@@ -64,6 +66,7 @@ __all__ = [
     "check",
     "discard_worktree",
     "iso",
+    "keep_warm",
     "limits_from_settings",
     "prepare",
     "resolve_binary",

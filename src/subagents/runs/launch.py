@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from subagents.core.files import make_private_dir, open_private, reserve_space, 
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.executors import check as check_executor
 from subagents.executors import launch, reattach
-from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError
+from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError, want_spares
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.spec import RunSpec
 
@@ -391,11 +392,11 @@ class RunHandle:
 
     def reap(self, timeout: float = 5.0) -> None:
         """Collect the supervisor's exit status once its result is out (it exits right after
-        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run."""
+        publishing it), so a long-lived caller (the MCP server) keeps no zombie per run.
+        In the background: the caller (a job's slot) goes on to its next run meanwhile."""
         popen = self.launched.popen
-        if popen is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                popen.wait(timeout)
+        if popen is not None and popen.poll() is None:
+            threading.Thread(target=_reap, args=(popen, timeout), daemon=True).start()
 
     def result(self) -> dict[str, Any] | None:
         return self.monitor.result()
@@ -423,6 +424,11 @@ class RunHandle:
         return done if done is not None else self.monitor.recover_dead_supervisor()
 
 
+def _reap(popen: subprocess.Popen[bytes], timeout: float) -> None:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        popen.wait(timeout)
+
+
 def start_prepared(
     spec: RunSpec,
     run_dir: Path,
@@ -443,6 +449,13 @@ def start_prepared(
         )
         raise InputError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)
+
+
+def keep_warm(owner: object, count: int, runner: str, executor: str) -> None:
+    """Have ``count`` supervisors started ahead for ``owner``'s next runs (a job with runs
+    still to start; 0 once it has none): a run then starts without waiting for an
+    interpreter. Local process runs only."""
+    want_spares(owner, count if executor == "local" else 0, runner)
 
 
 def resume(run_dir: Path) -> RunHandle:

@@ -1,0 +1,277 @@
+"""How the process runner starts supervisors: each one waiting for its run, a few at a
+time, and for a job with runs still to start, ahead of need (warm spares).
+
+A supervisor process is ``python -m subagents.runs.supervisor --spare``: it does its
+imports, closes its stdout (so we know it is ready), then waits on its stdin for the run
+directory it is handed (its path, ended by a NUL byte, which no path holds; EOF means it is
+not needed, and it exits quietly). A
+run whose launch finds no spare gets one started for it and handed its directory at once;
+one that finds a spare (``take``) costs a write to a pipe instead of an interpreter's start
+and imports (~40 ms alone, several times that when a wave of a parallel job starts at
+once on few cores: bench/bench_jobs.py).
+
+Start-ups go through a gate: at most one per core imports at a time (the gate opens
+again when a supervisor is ready), so a wave of launches is served in turn instead of all
+being slowed together, and spares warming never crowd out runs starting now.
+
+A spare is handed a run only while this process's environment and working directory are
+still those it was started with: its run's supervisor (and the child) gets exactly what a
+fresh one would. Either way the supervisor is in its own session, started by this
+process, and ``supervisor.json`` records it the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+SPARE_FLAG = "--spare"
+# A spare waits at most SPARE_WAIT seconds (runs/supervisor.py), then exits; it is handed a
+# run only while well inside that, so it cannot time out as its run arrives.
+MAX_AGE = 300.0
+# How long a start-up holds its place at the gate at most (one stuck in its imports).
+READY_WAIT = 5.0
+# How long a launch waits for a place at the gate before it starts anyway.
+GATE_WAIT = 2.0
+# How long leaving spares may take to exit at a job's end before they are killed.
+RETIRE_WAIT = 5.0
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# Supervisors doing their start-up (interpreter and imports) at once.
+_GATE = threading.BoundedSemaphore(_cores())
+
+
+def waiting_argv() -> list[str]:
+    return [sys.executable, "-m", "subagents.runs.supervisor", SPARE_FLAG]
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # deleted under us: nothing to compare with, so no spare is used
+        return None
+
+
+@dataclass
+class Spare:
+    """A supervisor process waiting for its run directory."""
+
+    popen: subprocess.Popen[bytes]
+    create_time: float
+    environ: dict[str, str]
+    cwd: str | None
+    started: float = field(default_factory=time.monotonic)
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def usable(self) -> bool:
+        """Alive, young enough, and started in the environment a fresh supervisor would get."""
+        return (
+            self.popen.poll() is None
+            and time.monotonic() - self.started < MAX_AGE
+            and self.cwd is not None
+            and self.cwd == _cwd()
+            and self.environ == dict(os.environ)
+        )
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the supervisor has done its imports (it closes its stdout) or is gone."""
+        out = self.popen.stdout
+        if out is not None:
+            deadline = time.monotonic() + timeout
+            with contextlib.suppress(OSError, ValueError):
+                while (left := deadline - time.monotonic()) > 0:
+                    if select.select([out], [], [], left)[0] and not os.read(out.fileno(), 4096):
+                        break
+            with contextlib.suppress(OSError):
+                out.close()
+        self.ready.set()
+
+    def hand(self, run_dir: Path) -> bool:
+        """Give the supervisor its run: False if it cannot take it (it is gone)."""
+        if self.popen.stdin is None:
+            return False
+        try:
+            self.popen.stdin.write(os.fsencode(run_dir) + b"\0")
+            self.popen.stdin.close()
+        except OSError:  # a broken pipe
+            return False
+        return True
+
+    def dismiss(self) -> None:
+        """End of the wait: EOF on its stdin, and it exits (quietly, with nothing written)."""
+        if self.popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.popen.stdin.close()
+
+
+def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL) -> Spare:
+    """Start a supervisor that waits for its run; raises OSError if it cannot be started.
+    The caller holds a place at the gate (``gated``)."""
+    environ = dict(os.environ)
+    cwd = _cwd()
+    popen = subprocess.Popen(
+        waiting_argv(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=environ,
+        start_new_session=True,
+        close_fds=True,
+    )
+    try:
+        create_time = psutil.Process(popen.pid).create_time()
+    except psutil.Error:
+        create_time = 0.0  # already gone and reaped: the monitor will see it dead
+    return Spare(popen, create_time, environ, cwd)
+
+
+def gated_start(stderr: IO[Any] | int = subprocess.DEVNULL, wait: float = GATE_WAIT) -> Spare:
+    """``start_supervisor`` once a place at the gate is free (or ``wait`` has passed); the
+    place is given back when the supervisor is ready, from a thread of its own."""
+    placed = _GATE.acquire(timeout=wait)
+    try:
+        spare = start_supervisor(stderr)
+    except BaseException:
+        if placed:
+            _GATE.release()
+        raise
+
+    def ready() -> None:
+        spare.wait_ready(READY_WAIT)
+        if placed:
+            _GATE.release()
+
+    threading.Thread(target=ready, name="subagents-supervisor-start", daemon=True).start()
+    return spare
+
+
+class SparePool:
+    """The spares of one process, shared by every job in it (each says how many it wants)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spares: list[Spare] = []
+        self._wants: dict[int, int] = {}
+        self._warmer: threading.Thread | None = None
+        # Dismissed spares not yet reaped.
+        self._leaving: list[Spare] = []
+
+    def _target(self) -> int:
+        return sum(self._wants.values())
+
+    def want(self, owner: object, count: int) -> None:
+        """Keep ``count`` spares ready for ``owner``'s next runs (0: none; its spares go, and
+        once no job wants any, every spare is gone when this returns)."""
+        with self._lock:
+            if count > 0:
+                self._wants[id(owner)] = count
+            else:
+                self._wants.pop(id(owner), None)
+            target = self._target()
+            self._leaving.extend(self._spares[target:])
+            del self._spares[target:]
+            warmer = self._warmer
+            if len(self._spares) < target and (warmer is None or not warmer.is_alive()):
+                warmer = self._warmer = threading.Thread(
+                    target=self._warm, name="subagents-spares", daemon=True
+                )
+                warmer.start()
+        self._dismiss_leaving()
+        if target == 0:  # no job wants spares: leave no process behind
+            if warmer is not None:
+                warmer.join(GATE_WAIT + READY_WAIT + RETIRE_WAIT)
+            self._dismiss_leaving(wait=True)
+
+    def _warm(self) -> None:
+        """Start spares one after another, each through the gate."""
+        while True:
+            with self._lock:
+                if len(self._spares) >= self._target():
+                    return
+            try:
+                spare = gated_start()
+            except OSError:
+                return  # no spares: launches start supervisors as they always could
+            with self._lock:
+                if len(self._spares) < self._target():
+                    self._spares.append(spare)
+                else:
+                    self._leaving.append(spare)
+                more = len(self._spares) < self._target()
+            if more:
+                spare.ready.wait(READY_WAIT)  # one at a time
+
+    def take(self) -> Spare | None:
+        """A spare to hand a run to (a ready one first, else the oldest still importing: it
+        is ahead of a fresh start), or None."""
+        with self._lock:
+            # Ready ones first; the sort is stable, so the oldest first within each.
+            self._spares.sort(key=lambda s: not s.ready.is_set())
+            while self._spares:
+                spare = self._spares.pop(0)
+                if spare.usable():
+                    return spare
+                self._leaving.append(spare)
+        return None
+
+    def drop(self, spare: Spare) -> None:
+        """A spare that could not be handed its run."""
+        with self._lock:
+            self._leaving.append(spare)
+        self._dismiss_leaving()
+
+    def _dismiss_leaving(self, wait: bool = False) -> None:
+        """Dismiss the spares that are leaving and reap those gone; ``wait``: all of them,
+        bounded, killing any that will not go."""
+        with self._lock:
+            leaving, self._leaving = self._leaving, []
+        for spare in leaving:
+            spare.dismiss()
+        deadline = time.monotonic() + RETIRE_WAIT
+        kept = []
+        for spare in leaving:
+            if wait:
+                try:
+                    spare.popen.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    spare.popen.kill()
+                    spare.popen.wait()
+            elif spare.popen.poll() is None:
+                kept.append(spare)
+        if kept:
+            with self._lock:
+                self._leaving.extend(kept)
+
+    def waiting(self) -> list[Spare]:
+        """The spares ready (or getting ready) to be handed a run."""
+        with self._lock:
+            return list(self._spares)
+
+    def pids(self) -> list[int]:
+        """The spares this process holds (waiting or leaving), for tests and diagnostics."""
+        with self._lock:
+            return [s.pid for s in self._spares + self._leaving]
+
+
+SPARES = SparePool()
