@@ -3,6 +3,7 @@ supervisor (the conformance kit), plus the 0.87 traps with hand-written lines.""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from subagents.backends import get_backend
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 from subagents.runs.launch import Limits, RunRequest, start
+from subagents.runs.lines import Lines
 from subagents.testing.conformance import Case, check_backend
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
@@ -81,20 +83,46 @@ def _error_end() -> dict[str, Any]:
     }
 
 
-def test_pi087_agent_end_will_retry_disarms_the_error() -> None:
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "streams"
+
+
+def _through_lines(norm: Any, stream: bytes, read: int) -> None:
+    """``stream`` into ``norm`` as the supervisor reads it: cut into reads of ``read``
+    bytes, skipped lines unparsed (only their end seen)."""
+    reader = Lines(norm.wants, lambda line: norm.feed(json.loads(bytes(line))), norm.skipped)
+    buffer = bytearray(read)
+    for i in range(0, len(stream), read):
+        part = stream[i : i + read]
+        buffer[: len(part)] = part
+        reader.feed(buffer, len(part))
+    reader.end()
+
+
+def _agent_ends(name: str) -> tuple[list[bytes], list[int]]:
+    lines = (FIXTURES / name).read_bytes().splitlines(keepends=True)
+    return lines, [i for i, line in enumerate(lines) if line.startswith(b'{"type":"agent_end"')]
+
+
+@pytest.mark.parametrize("read", [7, 4096, 1 << 20])
+def test_pi087_agent_end_will_retry_disarms_the_error(read: int) -> None:
+    # agent_end is skipped unparsed (every message of the run): willRetry, its last key,
+    # is read from the line's end, whatever the reads' sizes.
+    lines, (first, _last) = _agent_ends("pi087.error500.jsonl")
+    assert lines[first].rstrip().endswith(b'"willRetry":true}')
     norm = get_backend("pi").normalizer()
-    norm.feed(_error_end())
+    _through_lines(norm, b"".join(lines[:first]), read)
     assert norm.terminal and norm.failed
     assert norm.error_message == "500 mock server error"
-    norm.feed({"type": "agent_end", "messages": [], "willRetry": True})
+    _through_lines(norm, lines[first], read)
     assert not norm.terminal  # a retry follows: not the end, even before auto_retry_start
+    _through_lines(norm, b"".join(lines[first + 1 :]), read)
+    assert norm.terminal and norm.failed  # the retries ran out: that was the end
 
 
 def test_pi087_agent_end_without_retry_keeps_the_error_terminal() -> None:
+    lines, (_end,) = _agent_ends("pi087.error500-noretry.jsonl")  # one, willRetry false
     norm = get_backend("pi").normalizer()
-    norm.feed(_error_end())
-    norm.feed({"type": "agent_end", "messages": [], "willRetry": False})
-    norm.feed({"type": "agent_settled"})
+    _through_lines(norm, b"".join(lines), 4096)
     assert norm.terminal and norm.failed
 
 

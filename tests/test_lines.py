@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from subagents.backends.pi import PiNormalizer
-from subagents.runs.lines import Lines
+from subagents.runs.lines import TAIL, Lines
 
 SKIPPED = PiNormalizer.skip_prefixes
 
@@ -43,8 +43,9 @@ def test_every_wanted_line_comes_out_whole_whatever_the_reads(
 ) -> None:
     norm = PiNormalizer()
     got: list[bytes] = []
+    tails: list[bytes] = []
     held_most = 0
-    reader = Lines(norm.wants, lambda line: got.append(bytes(line)))
+    reader = Lines(norm.wants, lambda line: got.append(bytes(line)), tails.append)
     stream, reads = _cut(lines, last_newline, cuts)
     buffer = bytearray(len(stream) + 1)
     for data in reads:
@@ -53,6 +54,8 @@ def test_every_wanted_line_comes_out_whole_whatever_the_reads(
         held_most = max(held_most, len(reader.held))
     reader.end()
     assert got == [line for line in stream.split(b"\n") if line and norm.wants(line)]
+    # Every skipped line's end is seen, once: what pi says last on a line read unparsed.
+    assert tails == [line[-TAIL:] for line in stream.split(b"\n") if line and not norm.wants(line)]
     # Between reads, what is held is the start of a wanted line, or of a line too short yet
     # to tell: never more of a skipped one.
     undecided = max(map(len, SKIPPED)) - 1

@@ -192,6 +192,25 @@ def test_auto_retry_reopens_the_run(fake: Fake) -> None:
     assert any("retrying" in e["message"] for e in notices)
 
 
+def test_pi087_will_retry_keeps_the_run_through_a_slow_retry_start(fake: Fake) -> None:
+    # pi 0.87 says "willRetry" at the end of agent_end (a line read unparsed); the retry
+    # notice may come later than the grace window: the run must not be ended meanwhile.
+    steps = [
+        *pi.start(),
+        pi.text_end("", stop="error", errorMessage="503 overloaded"),
+        {"emit": {"type": "agent_end", "messages": [{"role": "user"}], "willRetry": True}},
+        {"sleep": 1.5},  # six grace windows
+        {"emit": {"type": "auto_retry_start", "attempt": 1, "maxAttempts": 3, "delayMs": 0}},
+        *pi.start(),
+        pi.text_end("Recovered."),
+        *pi.end(),
+    ]
+    result = fake.run(steps)
+    assert result["status"] == "completed", result
+    assert result["finalText"] == "Recovered."
+    assert result["forcedCleanup"] is False
+
+
 def test_retries_exhausted_is_a_failure(fake: Fake) -> None:
     steps = [
         *pi.start(),

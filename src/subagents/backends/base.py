@@ -125,6 +125,11 @@ class Normalizer(ABC):
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
         """Take one parsed stdout object; return the canonical events it yields."""
 
+    def skipped(self, tail: bytes) -> None:
+        """The last bytes (up to 32) of a line skipped unparsed: what a CLI puts at the end
+        of a long line can still be read there."""
+        return None
+
     def finish(self) -> list[ev.Event]:
         """The stream ended: return any events still held back."""
         return []

@@ -117,12 +117,16 @@ class PiNormalizer(Normalizer):
             return [
                 ev.notice("error", f"retries exhausted: {_error_text(obj.get('finalError', ''))}")
             ]
-        if t == "agent_end" and obj.get("willRetry"):
-            # pi 0.87 says up front that an auto-retry follows: the error was not the end.
-            self.terminal = False
         if t == "agent_settled":
             self.terminal = self.terminal or ev.is_terminal(self.stop_reason)
         return []
+
+    def skipped(self, tail: bytes) -> None:
+        # pi 0.87 says up front that an auto-retry follows, in the last key of agent_end
+        # (`{...event, willRetry}`), a line skipped unparsed: the error was not the end.
+        # A bare `true}` closing the line can only be that top-level key.
+        if tail.rstrip().endswith(b',"willRetry":true}'):
+            self.terminal = False
 
     def _message_end(self, msg: Any) -> list[ev.Event]:
         if not isinstance(msg, dict) or msg.get("role") != "assistant":

@@ -182,6 +182,15 @@ class Supervisor:
         elif was_terminal and not norm.terminal:
             self.disarm()
 
+    def handle_skipped(self, tail: bytes) -> None:
+        """The end of a line the normalizer skips unparsed, which may still change the end."""
+        norm = self.norm
+        assert norm is not None
+        was_terminal = norm.terminal
+        norm.skipped(tail)
+        if was_terminal and not norm.terminal:
+            self.disarm()
+
     def on_data(self, n: int) -> None:
         """The first ``n`` bytes of ``self.chunk`` were just read."""
         now = time.monotonic()
@@ -344,7 +353,7 @@ class Supervisor:
 
     def run(self) -> dict[str, Any]:
         self.norm = norm = get_backend(self.spec.backend).normalizer()
-        self.lines = Lines(norm.wants, self.handle_line)
+        self.lines = Lines(norm.wants, self.handle_line, self.handle_skipped)
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
