@@ -225,7 +225,7 @@ def test_bad_env_value_names_variable(dirs: tuple[Path, Path, dict[str, str]]) -
     _, project, env = dirs
     with pytest.raises(ConfigError) as info:
         load_settings(project, {**env, "SUBAGENTS_MAX_DEPTH": "deep"})
-    assert_one_line(str(info.value), "SUBAGENTS_MAX_DEPTH: ", "valid integer")
+    assert_one_line(str(info.value), "SUBAGENTS_MAX_DEPTH: ", "must be an integer, not 'deep'")
     with pytest.raises(ConfigError) as info:
         load_settings(project, {**env, "SUBAGENTS_AGENT_SCOPE": "everything"})
     assert_one_line(str(info.value), "SUBAGENTS_AGENT_SCOPE: ")

@@ -20,8 +20,13 @@ from conftest import Fake
 SKIPPED = {"yaml", "subagents.agents", "tomllib", "rich", "platformdirs", "pydantic"}
 
 
-def imported(fake: Fake, args: list[str], cwd: Path) -> set[str]:
-    env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer("ok"))}
+def imported(fake: Fake, args: list[str], cwd: Path, **settings: str) -> set[str]:
+    env = {
+        **os.environ,
+        "SUBAGENTS_PI_BIN": str(fake.launcher),
+        **fake.env(pi.answer("ok")),
+        **settings,
+    }
     p = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "--json", *args],
         capture_output=True,
@@ -41,7 +46,8 @@ def imported(fake: Fake, args: list[str], cwd: Path) -> set[str]:
 
 
 def test_a_plain_run_skips_agent_files_config_parsing_and_rich(fake: Fake, tmp_path: Path) -> None:
-    loaded = imported(fake, ["x"], tmp_path)
+    # Settings from the environment are read without pydantic too (text to a scalar).
+    loaded = imported(fake, ["x"], tmp_path, SUBAGENTS_MAX_PARALLEL_TASKS="20")
     assert {"subagents.api", "subagents.core.inputs"} <= loaded  # the list is the run's own imports
     assert not SKIPPED & loaded, SKIPPED & loaded
 

@@ -21,10 +21,10 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from subagents.core import paths
 from subagents.core.inputs import (
@@ -58,6 +58,9 @@ class ConfigError(Exception):
 class Hook:
     """A command run on lifecycle events (``on``: e.g. ``["complete", "error"]``)."""
 
+    # pydantic reads this when checking a file or the environment against the class.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
     on: list[str]
     command: list[str]
     timeout: float = 10.0
@@ -73,6 +76,8 @@ class Hook:
 @dataclass
 class Settings:
     """Effective settings. Times are in seconds."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
     default_backend: str = "pi"
     default_agent: str | None = None
@@ -246,7 +251,10 @@ def _describe(error: Any, where: str, field_names: Mapping[str, str]) -> str:
     errors = error.errors()
     first = errors[0]
     loc = [str(part) for part in first["loc"]]
-    if first["type"] == "extra_forbidden":
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldProblem):  # a check of meaning (__post_init__)
+        loc, message = [*loc, *cause.where.split(".")], cause.problem
+    elif first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
         if len(loc) == 1:
             message = "unknown setting (known: " + ", ".join(setting_names()) + ")"
         else:
@@ -277,40 +285,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 @cache
-def _layer_model(strict: bool) -> Any:
-    """A pydantic model of one settings layer (every setting optional), made from the
-    dataclasses above so that each setting is declared once."""
-    import typing
+def _adapter() -> Any:
+    from pydantic import TypeAdapter
 
-    from pydantic import ConfigDict, create_model
-
-    config = ConfigDict(extra="forbid", strict=strict)
-
-    def model_of(cls: type, partial: bool, **kinds: Any) -> Any:
-        hints = typing.get_type_hints(cls)
-        declared: dict[str, Any] = {}
-        for f in fields(cls):
-            required = f.default is MISSING and f.default_factory is MISSING
-            declared[f.name] = (
-                kinds.get(f.name, hints[f.name]),
-                ... if required and not partial else None,
-            )
-        return create_model(cls.__name__, __config__=config, **declared)
-
-    return model_of(Settings, True, hooks=list[model_of(Hook, False)])  # type: ignore[misc]
+    return TypeAdapter(Settings)
 
 
 def _settings(values: Mapping[str, Any]) -> Settings:
-    """Settings from checked values (hooks as mappings); raises FieldProblem."""
-    if "hooks" not in values:
-        return Settings(**values)
-    hooks = []
-    for i, hook in enumerate(values["hooks"]):
-        try:
-            hooks.append(Hook(**hook))
-        except FieldProblem as exc:
-            raise FieldProblem(f"hooks.{i}.{exc.where}", exc.problem) from None
-    return Settings(**{**values, "hooks": hooks})
+    """Settings from checked values; raises FieldProblem."""
+    return Settings(**values)
 
 
 def _check(
@@ -323,22 +306,31 @@ def _check(
 ) -> dict[str, Any]:
     """The layer's values, of their settings' types, checked alone (so a problem names
     the file or variable it came from). ``typed``: the caller knows the values are of the
-    right types already, and pydantic is not needed to check them."""
+    right types already, and pydantic is not needed to check them. ``strict``: no value is
+    converted (TOML has types); pydantic is strict for a dataclass only on JSON input, and
+    TOML's types are JSON's (a date, which JSON lacks, goes as its text: a text setting
+    takes it, no other does)."""
     names = field_names or {}
-    values = dict(layer)
-    if not typed:
-        from pydantic import ValidationError
-
-        try:
-            values = _layer_model(strict).model_validate(layer).model_dump(exclude_unset=True)
-        except ValidationError as exc:
-            raise ConfigError(_describe(exc, where, names)) from None
     try:
-        _settings(values)
+        if typed:
+            checked = _settings(layer)
+        else:
+            from pydantic import ValidationError
+
+            try:
+                if strict:
+                    import json
+
+                    document = json.dumps(layer, default=str)
+                    checked = _adapter().validate_json(document, strict=True)
+                else:
+                    checked = _adapter().validate_python(dict(layer))
+            except ValidationError as exc:
+                raise ConfigError(_describe(exc, where, names)) from None
     except FieldProblem as exc:
         loc = exc.where.split(".")
         raise ConfigError(_one_line(f"{where}: {_label(loc, names)}: {exc.problem}")) from None
-    return values
+    return {key: getattr(checked, key) for key in layer}
 
 
 def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> dict[str, Any]:
@@ -368,6 +360,37 @@ def _check_environment(env: Mapping[str, str]) -> None:
         )
 
 
+_TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
+_FALSE = frozenset({"0", "false", "no", "off", "n", "f"})
+
+
+def _from_text(setting: str, text: str) -> Any:
+    """An environment variable's text as the value of ``setting``, by the type the
+    dataclass declares for it (the environment has only text; pydantic would do this too,
+    but it costs ~170 ms to start, most of a run's start, for a few scalars). Raises
+    FieldProblem; ranges and choices are checked by ``Settings`` itself."""
+    declared = str(_FIELDS[setting].type)
+    if declared.endswith("| None") and text.lower() in _NONE_WORDS:
+        return None
+    kind = declared.split("|")[0].strip()
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+    except ValueError:
+        what = "an integer" if kind == "int" else "a number"
+        raise FieldProblem(setting, f"must be {what}, not {text!r}") from None
+    if kind == "bool":
+        if text.lower() in _TRUE | _FALSE:
+            return text.lower() in _TRUE
+        raise FieldProblem(setting, f"must be true or false, not {text!r}")
+    return text  # text, or one of a Literal's choices (Settings checks which)
+
+
+_FIELDS = {f.name: f for f in fields(Settings)}
+
+
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     _check_environment(env)
     layer: dict[str, Any] = {}
@@ -376,17 +399,11 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
         raw = env.get(var)
         if raw is None or raw.strip() == "":
             continue  # an empty variable counts as unset
-        value: Any = raw.strip()
-        if setting in (
-            "timeout",
-            "stall_timeout",
-            "tool_timeout",
-            "default_agent",
-            "ray_address",
-        ) and (value.lower() in _NONE_WORDS):
-            value = None
-        layer[setting] = value
         names[setting] = var
+        try:
+            layer[setting] = _from_text(setting, raw.strip())
+        except FieldProblem as exc:
+            raise ConfigError(f"environment: {var}: {exc.problem}") from None
     bins: dict[str, str] = {}
     for var, raw in env.items():
         match = _BIN_RE.match(var)
@@ -395,9 +412,8 @@ def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
     if bins:
         layer["bins"] = bins
         names["bins"] = "SUBAGENTS_<BACKEND>_BIN"
-    # The environment's bins are strings by construction, checked above: a layer of them
-    # alone needs no type check (the common case: SUBAGENTS_<BACKEND>_BIN set, nothing else).
-    return _check(layer, "environment", names, typed=layer.keys() <= {"bins"})
+    # Values of their settings' types by now (bins: text, checked above).
+    return _check(layer, "environment", names, typed=True)
 
 
 def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
