@@ -55,8 +55,9 @@ class FieldProblem(ValueError):
 
 def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
-        options = ", ".join(repr(a) for a in allowed)
-        raise FieldProblem(name, f"must be one of {options}, not {value!r}")
+        words = [repr(a) for a in allowed]
+        options = " or ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+        raise FieldProblem(name, f"must be {options}, not {value!r}")
 
 
 def check_at_least(name: str, value: float | None, low: float, unit: str = "") -> None:

@@ -36,7 +36,7 @@ from typing import IO, Any
 import psutil
 
 SPARE_FLAG = "--spare"
-# A spare waits at most SPARE_WAIT seconds (runs/supervisor.py), then exits; it is handed a
+# A spare waits at most SPARE_WAIT seconds (runs/handover.py), then exits; it is handed a
 # run only while well inside that, so it cannot time out as its run arrives.
 MAX_AGE = 300.0
 # How long a start-up holds its place at the gate at most (one stuck in its imports).

@@ -28,7 +28,6 @@ if __name__ == "__main__":
 
 import contextlib
 import os
-import select
 import selectors
 import subprocess
 import sys
@@ -40,12 +39,12 @@ from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
 from subagents.core.files import (
-    FILE_MODE,
     describe_os_error,
     dumps_fast,
     read_json,
     read_tail,
 )
+from subagents.runs.handover import SPARE_FLAG, await_run
 from subagents.runs.lines import READ_SIZE, Lines, grow_pipe
 from subagents.runs.outcome import decide, with_write_error
 from subagents.runs.pgroup import group_alive, killpg, signal_name
@@ -560,60 +559,10 @@ def fail_before_start(run_dir: Path, message: str) -> None:
     publish_ended(run_dir, status="failed", error_message=message, started_at=time.time())
 
 
-# Started as a warm spare (runners/spare.py: SPARE_FLAG), it waits this long for a run.
-SPARE_FLAG = "--spare"
-SPARE_WAIT = 600.0
-
-
-def await_run(wait: float = SPARE_WAIT) -> Path | None:
-    """As a warm spare: the run directory handed over on stdin (its path, then a NUL byte,
-    which no path holds), then stdin from /dev/null and output to the run's supervisor.log,
-    as a supervisor started for the run has them. None, to exit quietly: EOF (not needed, or its starter is gone), a stop
-    signal with no run handed over yet, or ``wait`` seconds without a run."""
-    # What every run imports on its way to the child (the recorder's wording).
-    from subagents.present import ProgressFormatter, transcript_entry  # noqa: F401
-
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    previous = signal.set_wakeup_fd(wake_w)
-    # Ready: stdout, a pipe to whoever started us, is closed to say so.
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 1)
-    data = b""
-    try:
-        deadline = time.monotonic() + wait
-        while b"\0" not in data:
-            left = deadline - time.monotonic()
-            # Asked to stop: take a run already handed over (the signal then aborts it, as
-            # it would a supervisor started for it), else go.
-            stop = bool(_EARLY_SIGNALS)
-            ready = select.select([0, wake_r], [], [], 0 if stop else max(0.0, left))[0]
-            if 0 in ready:
-                chunk = os.read(0, 4096)
-                if not chunk:
-                    return None
-                data += chunk
-            elif stop or left <= 0:
-                return None
-    finally:
-        signal.set_wakeup_fd(previous)
-        os.close(wake_r)
-        os.close(wake_w)
-    os.dup2(null, 0)
-    os.close(null)
-    run_dir = Path(os.fsdecode(data.split(b"\0", 1)[0]))
-    with contextlib.suppress(OSError):  # no log then (as /dev/null): the run still goes on
-        log = os.open(run_dir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-    return run_dir
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args == [SPARE_FLAG]:
-        handed = await_run()
+        handed = await_run(_EARLY_SIGNALS)
         if handed is None:
             return 0
         args = [str(handed)]
