@@ -291,40 +291,31 @@ def _adapter() -> Any:
     return TypeAdapter(Settings)
 
 
-def _settings(values: Mapping[str, Any]) -> Settings:
-    """Settings from checked values; raises FieldProblem."""
-    return Settings(**values)
-
-
 def _check(
     layer: Mapping[str, Any],
     where: str,
     field_names: Mapping[str, str] | None = None,
     *,
-    strict: bool = False,
     typed: bool = False,
 ) -> dict[str, Any]:
     """The layer's values, of their settings' types, checked alone (so a problem names
-    the file or variable it came from). ``typed``: the caller knows the values are of the
-    right types already, and pydantic is not needed to check them. ``strict``: no value is
-    converted (TOML has types); pydantic is strict for a dataclass only on JSON input, and
-    TOML's types are JSON's (a date, which JSON lacks, goes as its text: a text setting
-    takes it, no other does)."""
+    the file or variable it came from). ``typed``: the values are of their settings' types
+    already (the environment's, made so by ``_from_text``), and pydantic is not needed.
+    Otherwise (a TOML file) no value is converted, TOML having types: pydantic is strict for
+    a dataclass only on JSON input, and TOML's types are JSON's (a date, which JSON lacks,
+    goes as its text: a text setting takes it, no other does)."""
     names = field_names or {}
     try:
         if typed:
-            checked = _settings(layer)
+            checked = Settings(**layer)
         else:
+            import json
+
             from pydantic import ValidationError
 
             try:
-                if strict:
-                    import json
-
-                    document = json.dumps(layer, default=str)
-                    checked = _adapter().validate_json(document, strict=True)
-                else:
-                    checked = _adapter().validate_python(dict(layer))
+                document = json.dumps(layer, default=str)
+                checked = _adapter().validate_json(document, strict=True)
             except ValidationError as exc:
                 raise ConfigError(_describe(exc, where, names)) from None
     except FieldProblem as exc:
@@ -343,7 +334,7 @@ def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> 
                 f"repository); set it in {user_config_file(env)} or the environment"
             )
     # TOML has types: "4" or true is not a concurrency there (the environment has only strings).
-    return _check(layer, str(path), strict=True)
+    return _check(layer, str(path))
 
 
 def _check_environment(env: Mapping[str, str]) -> None:
@@ -443,6 +434,6 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         _merge(merged, _file_layer(project_file, project=True, env=environ))
     _merge(merged, _env_layer(environ))
     try:
-        return _settings(merged)
+        return Settings(**merged)
     except FieldProblem as exc:  # pragma: no cover - each layer was checked alone
         raise ConfigError(f"settings: {exc}") from None
