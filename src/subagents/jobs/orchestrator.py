@@ -14,12 +14,14 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import events as ev
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 from subagents.core import paths
 from subagents.jobs.outcome import final_text, job_status
 from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
@@ -342,6 +344,12 @@ class Job:
 
     def _parallel(self, on_event: EventSink | None) -> list[dict[str, Any]]:
         reqs = self.plan.requests
+        if len(reqs) == 1:  # a single run: this thread is the job's own already
+            return [self._run_one(0, reqs[0], on_event)]
+        # Here, not at the top: concurrent.futures (and the logging it imports) is ~4 ms of
+        # a run's start, and only several runs at once need it.
+        from concurrent.futures import ThreadPoolExecutor
+
         with ThreadPoolExecutor(
             max_workers=self.plan.concurrency, thread_name_prefix="subagents-run"
         ) as pool:
