@@ -223,6 +223,34 @@ def test_job_driver_killed_after_starting_its_run(fake: Fake, isolated_state: Pa
     assert [e["eventType"] for e in end_entries(isolated_state, job_id)] == ["subagent:complete"]
 
 
+def test_a_dead_drivers_late_end_entry_still_runs_its_hooks(
+    fake: Fake, isolated_state: Path
+) -> None:
+    # The end entry of a job whose driver died is written by whoever finds it gone (here
+    # `wait`): the hooks it triggers run then, once, as the driver would have run them.
+    fired = fake.dir / "fired"
+    hook = f"import sys; open({str(fired)!r}, 'a').write(sys.stdin.read() + chr(10))"
+    config = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(
+        f'[[hooks]]\non = ["complete"]\ncommand = [{json.dumps(sys.executable)}, "-c", {json.dumps(hook)}]\n'
+    )
+    started = fake.dir / "started"
+    steps = [*pi.start(), {"pidfile": str(started)}, {"sleep": 1.5}, *pi.answer("Late.")]
+    job_id = json.loads(cli(["run", "--bg", "--json", "x"], fake_env(fake, steps)).stdout)["jobId"]
+    assert eventually(started.exists)
+    driver = _driver_pid(isolated_state, job_id)
+    assert driver is not None
+    os.kill(driver, signal.SIGKILL)
+    wait = cli(["wait", job_id, "--json"])
+    assert wait.returncode == 0 and json.loads(wait.stdout)["status"] == "completed"
+    no_traceback(cli(["ps"]), cli(["wait", job_id]))  # later looks write and fire nothing more
+    assert eventually(lambda: fired.exists() and fired.read_text().strip() != "", 30)
+    time.sleep(1)  # a second firing, if there were one, would have landed by now
+    entries = [json.loads(line) for line in fired.read_text().splitlines() if line]
+    assert [(e["eventType"], e["jobId"]) for e in entries] == [("subagent:complete", job_id)]
+
+
 def test_supervisor_killed_ends_the_job_with_that_cause(fake: Fake, isolated_state: Path) -> None:
     pidfile = fake.dir / "child.pid"
     steps = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}]

@@ -7,7 +7,6 @@ they never change or delay a job's result.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,17 +14,7 @@ from typing import Any
 
 from subagents.jobs.orchestrator import JobPlan
 from subagents.lifecycle import sessionlog
-from subagents.lifecycle.hooks import desktop_notice_hook, hooks_log_path, run_hooks_detached
-
-
-def _hooks(cwd: Path) -> tuple[list[Any], bool]:
-    from subagents.config import ConfigError, load_settings
-
-    try:
-        settings = load_settings(cwd)
-    except ConfigError:
-        return [], False  # the job was planned with valid config; never fail a job over hooks
-    return list(settings.hooks), settings.notify_desktop
+from subagents.lifecycle.hooks import configured_hooks, fire
 
 
 def lifecycle_for(
@@ -35,7 +24,9 @@ def lifecycle_for(
     env = os.environ if env is None else env
     session = plan.session or sessionlog.default_session_id(env)
     path = sessionlog.session_path(home, session)
-    hooks, notify = _hooks(Path(plan.requests[0].cwd or ".") if plan.requests else Path.cwd())
+    hooks, notify = configured_hooks(
+        Path(plan.requests[0].cwd or ".") if plan.requests else Path.cwd()
+    )
     pid = os.getpid()
     from subagents.jobs.store import JobStore
 
@@ -60,16 +51,13 @@ def lifecycle_for(
             entry = sessionlog.entry_for_job(data, pid=pid)
         if kind == "start":
             sessionlog.append(path, entry)
-        elif not store.log_end_once(str(data.get("jobId")), path, entry):
-            raise OSError(f"could not append the end entry to {path}")
-        to_run = list(hooks)
-        if notify and kind == "end":
-            notice = desktop_notice_hook(entry)
-            if notice is not None:
-                to_run.append(notice)
-        if to_run:
-            with contextlib.suppress(Exception):
-                run_hooks_detached(entry, to_run, hooks_log_path(home))
+        else:
+            logged = store.append_end_once(str(data.get("jobId")), path, entry)
+            if logged == "pending":
+                raise OSError(f"could not append the end entry to {path}")
+            if logged == "was":
+                return  # written by whoever found this driver gone: its hooks ran there
+        fire(home, entry, hooks, notify)
 
     record.session_log = path  # type: ignore[attr-defined]  # kept in job.json, for recovery
     return record

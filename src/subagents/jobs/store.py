@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
@@ -191,11 +191,19 @@ class JobStore:
     def log_end_once(self, job_id: str, session_log: str | Path, entry: dict[str, Any]) -> bool:
         """Append the job's lifecycle end entry unless it was: one per job, whoever writes
         it. False when it cannot be written now (it stays pending: see END_PENDING)."""
+        return self.append_end_once(job_id, session_log, entry) != "pending"
+
+    def append_end_once(
+        self, job_id: str, session_log: str | Path, entry: dict[str, Any]
+    ) -> Literal["written", "was", "pending"]:
+        """:meth:`log_end_once`, saying whether this call wrote the entry (then its hooks are
+        this caller's to run), found it written, or could not write it."""
         job_dir = self.dir / job_id
         fd = os.open(job_dir, os.O_RDONLY)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # on the directory: needs no space of its own
             mark = job_dir / END_MARK
+            written: Literal["written", "was"] = "was"
             if not mark.exists():
                 try:
                     mark.touch(mode=0o600)
@@ -205,12 +213,24 @@ class JobStore:
                         mark.unlink()
                     with contextlib.suppress(OSError):
                         (job_dir / END_PENDING).touch(mode=0o600)
-                    return False
+                    return "pending"
+                written = "written"
             with contextlib.suppress(OSError):
                 (job_dir / END_PENDING).unlink()
-            return True
+            return written
         finally:
             os.close(fd)
+
+    def _log_late_end(self, state: dict[str, Any], entry: dict[str, Any]) -> None:
+        """An end entry written after the job's driver (gone, or out of disk then): the
+        hooks it triggers run now, as the driver would have run them."""
+        if self.append_end_once(str(state["jobId"]), str(state["sessionLog"]), entry) != "written":
+            return
+        from subagents.lifecycle.hooks import configured_hooks, fire
+
+        requests = (state.get("plan") or {}).get("requests") or [{}]
+        cwd = requests[0].get("cwd") if isinstance(requests[0], dict) else None
+        fire(self.home, entry, *configured_hooks(Path(cwd or ".")))
 
     def end_entry(self, state: dict[str, Any], pid: int | None = None) -> dict[str, Any]:
         driver = state.get("driver")
@@ -234,7 +254,7 @@ class JobStore:
         if state.get("status") not in TERMINAL or not state.get("sessionLog"):
             return
         with contextlib.suppress(OSError, ValueError):
-            self.log_end_once(job_id, str(state["sessionLog"]), self.end_entry(state))
+            self._log_late_end(state, self.end_entry(state))
 
     def request_cancel(self, job_id: str) -> None:
         paths.cancel_file(self.home, job_id).touch()
@@ -332,9 +352,7 @@ class JobStore:
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
-                self.log_end_once(
-                    job_id, str(finished["sessionLog"]), self.end_entry(finished, os.getpid())
-                )
+                self._log_late_end(finished, self.end_entry(finished, os.getpid()))
         return finished
 
     # ---- index -----------------------------------------------------------

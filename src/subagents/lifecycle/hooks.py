@@ -459,3 +459,33 @@ def desktop_notice_hook(entry: Mapping[str, Any]) -> HookSpec | None:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ---- a lifecycle entry's hooks, from the settings ------------------------------------
+
+
+def configured_hooks(cwd: Path) -> tuple[list[Any], bool]:
+    """The hooks and ``notify_desktop`` of the settings for work in ``cwd``; none when the
+    settings cannot be read (a job was planned with valid ones: never fail over hooks)."""
+    from subagents.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(cwd)
+    except ConfigError:
+        return [], False
+    return list(settings.hooks), settings.notify_desktop
+
+
+def fire(
+    home: Path, entry: Mapping[str, Any], hooks: Sequence[HookLike], notify_desktop: bool
+) -> None:
+    """Run the hooks an entry matches (and the desktop notice of a job's end), detached.
+    Never raises."""
+    to_run = list(hooks)
+    if notify_desktop and entry.get("eventType") in TERMINAL_EVENTS:
+        notice = desktop_notice_hook(entry)
+        if notice is not None:
+            to_run.append(notice)
+    if to_run:
+        with contextlib.suppress(Exception):
+            run_hooks_detached(entry, to_run, hooks_log_path(home))
