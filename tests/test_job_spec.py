@@ -12,7 +12,7 @@ import pytest
 
 from subagents.config import ConfigError, Settings, load_settings
 from subagents.core.inputs import FieldProblem
-from subagents.jobs import JobSpec, PlanError, job_of, parse_job
+from subagents.jobs import JobSpec, PlanError, job_of, parse_job, with_options
 
 BAD_STEPS: list[tuple[dict[str, Any], str]] = [
     ({"task": "  "}, "steps.0.task: the task is empty"),
@@ -85,3 +85,15 @@ def test_settings_check_themselves_and_a_file_names_where(tmp_path: Path) -> Non
     assert load_settings(tmp_path, env_only).bins == {"pi": "/x/pi"}
     with pytest.raises(ConfigError, match="environment: SUBAGENTS_CONCURRENCY: must be 1 or more"):
         load_settings(tmp_path, {**env_only, "SUBAGENTS_CONCURRENCY": "0"})
+
+
+def test_command_line_options_over_a_plan_are_checked_too() -> None:
+    plan = parse_job({"mode": "parallel", "concurrency": 2, "tasks": [{"task": "a", "model": "m"}]})
+    spec = with_options(plan, {"model": "x", "timeout": 5.0}, None, "plan.yaml")
+    # A step's own value wins; the option fills what it left unset; the plan's concurrency stays.
+    assert (spec.steps[0].model, spec.steps[0].timeout, spec.concurrency) == ("m", 5.0, 2)
+    assert with_options(plan, {}, 3, "plan.yaml").concurrency == 3
+    with pytest.raises(PlanError, match=r"^plan\.yaml: concurrency: must be 1 or more"):
+        with_options(plan, {}, 0, "plan.yaml")  # -j 0 is refused, not taken as "unset"
+    with pytest.raises(PlanError, match=r"^plan\.yaml: steps\.0\.timeout: must be a positive"):
+        with_options(plan, {"timeout": -1.0}, None, "plan.yaml")

@@ -148,7 +148,9 @@ def with_options(
     if not given and concurrency is None:
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
-    return job_of(spec.mode, steps, concurrency or spec.concurrency, source, spec.executor)
+    if concurrency is None:
+        concurrency = spec.concurrency
+    return job_of(spec.mode, steps, concurrency, source, spec.executor)
 
 
 def parse_job(data: Any, source: str = "job") -> JobSpec:
