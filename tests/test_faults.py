@@ -201,14 +201,23 @@ def _driver_pid(home: Path, job_id: str) -> int | None:
     return None
 
 
-def test_job_driver_killed_after_starting_its_run(fake: Fake, isolated_state: Path) -> None:
+def _background_job_whose_driver_dies(fake: Fake, home: Path, answer: str) -> str:
+    """A background job's id, its driver SIGKILLed once its run has started (the run goes
+    on and answers ``answer`` 1.5 s later)."""
     started = fake.dir / "started"
-    steps = [*pi.start(), {"pidfile": str(started)}, {"sleep": 1.5}, *pi.answer("Late but true.")]
-    job_id = json.loads(cli(["run", "--bg", "--json", "x"], fake_env(fake, steps)).stdout)["jobId"]
+    steps = [*pi.start(), {"pidfile": str(started)}, {"sleep": 1.5}, *pi.answer(answer)]
+    job_id = str(
+        json.loads(cli(["run", "--bg", "--json", "x"], fake_env(fake, steps)).stdout)["jobId"]
+    )
     assert eventually(started.exists)
-    driver = _driver_pid(isolated_state, job_id)
+    driver = _driver_pid(home, job_id)
     assert driver is not None
     os.kill(driver, signal.SIGKILL)
+    return job_id
+
+
+def test_job_driver_killed_after_starting_its_run(fake: Fake, isolated_state: Path) -> None:
+    job_id = _background_job_whose_driver_dies(fake, isolated_state, "Late but true.")
     wait = cli(["wait", job_id, "--json"])
     no_traceback(wait)
     result = json.loads(wait.stdout)
@@ -235,13 +244,7 @@ def test_a_dead_drivers_late_end_entry_still_runs_its_hooks(
     (config / "config.toml").write_text(
         f'[[hooks]]\non = ["complete"]\ncommand = [{json.dumps(sys.executable)}, "-c", {json.dumps(hook)}]\n'
     )
-    started = fake.dir / "started"
-    steps = [*pi.start(), {"pidfile": str(started)}, {"sleep": 1.5}, *pi.answer("Late.")]
-    job_id = json.loads(cli(["run", "--bg", "--json", "x"], fake_env(fake, steps)).stdout)["jobId"]
-    assert eventually(started.exists)
-    driver = _driver_pid(isolated_state, job_id)
-    assert driver is not None
-    os.kill(driver, signal.SIGKILL)
+    job_id = _background_job_whose_driver_dies(fake, isolated_state, "Late.")
     wait = cli(["wait", job_id, "--json"])
     assert wait.returncode == 0 and json.loads(wait.stdout)["status"] == "completed"
     no_traceback(cli(["ps"]), cli(["wait", job_id]))  # later looks write and fire nothing more

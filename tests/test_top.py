@@ -59,6 +59,23 @@ def start_sleeping_job(tmp_path: Path, url: str) -> tuple[str, dict[str, str]]:
     return json.loads(proc.stdout)["jobId"], env
 
 
+class Top:
+    """``subagents top`` in an 80x24 tmux session named ``top``; ``shows`` captures the pane
+    into ``screen`` (kept for assertion messages) and says whether it holds every text."""
+
+    def __init__(self, tmux: Callable[..., str], home: Path) -> None:
+        self.tmux = tmux
+        self.screen = ""
+        tmux(
+            "new-session", "-d", "-s", "top", "-x", "80", "-y", "24",
+            "-e", f"SUBAGENTS_HOME={home}", "--", SUBAGENTS, "top",
+        )  # fmt: skip
+
+    def shows(self, *texts: str) -> bool:
+        self.screen = self.tmux("capture-pane", "-p", "-t", "top")
+        return all(t in self.screen for t in texts)
+
+
 @needs_tmux_pi
 def test_top_shows_follows_and_stops_a_running_job(
     tmp_path: Path, tmux: Callable[..., str]
@@ -74,40 +91,31 @@ def test_top_shows_follows_and_stops_a_running_job(
             return events is not None and events.exists() and "sleep 300" in events.read_text()
 
         assert eventually(sleeping, timeout=60)
-        tmux(
-            "new-session", "-d", "-s", "top", "-x", "80", "-y", "24",
-            "-e", f"SUBAGENTS_HOME={home}", "--", SUBAGENTS, "top",
-        )  # fmt: skip
-        screen = ""
-
-        def shows(*texts: str) -> bool:
-            nonlocal screen
-            screen = tmux("capture-pane", "-p", "-t", "top")
-            return all(t in screen for t in texts)
+        top = Top(tmux, home)
 
         # The job's row (id, agent, status) and, for the selected row, its activity.
-        assert eventually(lambda: shows(job_id[:10], "running", "$ sleep 300"), 30), screen
-        assert all(len(line) <= 80 for line in screen.splitlines())
-        assert "1 jobs · 1 running" in screen, screen
+        assert eventually(lambda: top.shows(job_id[:10], "running", "$ sleep 300"), 30), top.screen
+        assert all(len(line) <= 80 for line in top.screen.splitlines())
+        assert "1 jobs · 1 running" in top.screen, top.screen
 
         # Enter: the run's transcript, live.
         tmux("send-keys", "-t", "top", "Enter")
         assert eventually(
-            lambda: shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
-        ), screen
+            lambda: top.shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
+        ), top.screen
         tmux("send-keys", "-t", "top", "Escape")
-        assert eventually(lambda: shows("JOB", "ELAPSED"), 30), screen
+        assert eventually(lambda: top.shows("JOB", "ELAPSED"), 30), top.screen
 
         # s, then y: the job is stopped.
         tmux("send-keys", "-t", "top", "s")
-        assert eventually(lambda: shows(f"Stop job {job_id}?"), 30), screen
+        assert eventually(lambda: top.shows(f"Stop job {job_id}?"), 30), top.screen
         tmux("send-keys", "-t", "top", "y")
 
         def stopped() -> bool:
             return json.loads(job_file.read_text()).get("status") == "aborted"
 
         assert eventually(stopped, timeout=60), job_file.read_text()
-        assert eventually(lambda: shows("aborted", "0 running"), 30), screen
+        assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
 
         tmux("send-keys", "-t", "top", "q")
         assert eventually(lambda: "top" not in tmux("list-sessions", "-F", "#S").split(), 30)
@@ -150,24 +158,17 @@ def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str
         )
         assert proc.returncode == 0, proc.stderr
         job_id = json.loads(proc.stdout)["jobId"]
-        tmux(
-            "new-session", "-d", "-s", "top", "-x", "80", "-y", "24",
-            "-e", f"SUBAGENTS_HOME={home}", "--", SUBAGENTS, "top",
-        )  # fmt: skip
-        screen = ""
-
-        def shows(*texts: str) -> bool:
-            nonlocal screen
-            screen = tmux("capture-pane", "-p", "-t", "top")
-            return all(t in screen for t in texts)
+        top = Top(tmux, home)
 
         def row_stalled() -> bool:  # STATUS in the job's row, activity where it is shown
-            rows = [line for line in screen.splitlines() if job_id[:10] in line]
+            rows = [line for line in top.screen.splitlines() if job_id[:10] in line]
             return bool(rows) and " stalled " in rows[0]
 
-        assert eventually(lambda: shows(job_id[:10], "stalled for ") and row_stalled(), 60), screen
+        assert eventually(lambda: top.shows(job_id[:10], "stalled for ") and row_stalled(), 60), (
+            top.screen
+        )
         ps = subprocess.run([SUBAGENTS, "ps"], capture_output=True, text=True, timeout=60)
         assert "stalled for " in ps.stdout
         subprocess.run([SUBAGENTS, "stop", job_id], capture_output=True, timeout=60, check=True)
-        assert eventually(lambda: shows("aborted", "0 running"), 30), screen
+        assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
         tmux("send-keys", "-t", "top", "q")
