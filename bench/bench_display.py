@@ -29,6 +29,7 @@ sys.path.insert(0, str(BENCH))
 import streams  # noqa: E402
 from bench_peers import PeakPoller, become_subreaper, reap_orphans  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
+from benchenv import like_installed  # noqa: E402
 from ptyterm import Terminal  # noqa: E402  (tests/, on the path through streams)
 
 MB = 1024 * 1024
@@ -88,8 +89,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a stream of about a tenth the events")
     ap.add_argument("--mode", default="pty", choices=["pty", "file", "jsonl", "quiet"])
     args = ap.parse_args()
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     become_subreaper()
     backend = streams.STREAMS[args.stream]
     with tempfile.TemporaryDirectory(prefix="subagents-display-") as tmp:

@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchenv import like_installed  # noqa: E402
 
 
 def child_script(path: Path, seconds: float) -> Path:
@@ -129,8 +132,7 @@ def main() -> None:
         help="`run --parallel -j N t0 t1 ...` instead of a plan file (`run -f plan.json`)",
     )
     args = ap.parse_args()
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     ideal = args.runs * args.child_seconds / args.concurrency
     walls = []
     for _ in range(args.repeat):

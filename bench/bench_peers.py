@@ -45,9 +45,11 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import streams  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
+from benchenv import like_installed  # noqa: E402
 
 POLL = 0.005
 PR_SET_CHILD_SUBREAPER = 36
@@ -336,9 +338,7 @@ def main() -> None:
     unknown = set(names) - set(streams.STREAMS)
     if unknown:
         ap.error(f"unknown streams: {', '.join(sorted(unknown))}")
-    # Measure what an installed package does: compiled bytecode, read from __pycache__.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     become_subreaper()
     with tempfile.TemporaryDirectory(prefix="subagents-peers-") as tmp:
         work = Path(tmp)

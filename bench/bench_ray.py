@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from bench_jobs import child_script  # noqa: E402
+from benchenv import like_installed  # noqa: E402
 
 # Ray on loopback only (it advertises the machine's other address otherwise); no usage stats.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -59,8 +59,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--child-seconds", type=float, default=0.5)
     args = ap.parse_args()
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     import ray
     from ray.cluster_utils import Cluster
 

@@ -23,6 +23,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchenv import like_installed  # noqa: E402
+
 sys.path.insert(0, str(ROOT / "tests"))
 
 import pistream as pi  # noqa: E402
@@ -157,9 +161,7 @@ def bench_ingest(work: Path, mb: int) -> tuple[float, float, float, int]:
 
 
 def main() -> None:
-    # Measure what an installed package does: compiled bytecode, read from __pycache__.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--mb", type=int, default=50)

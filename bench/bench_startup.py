@@ -35,6 +35,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from bench_run_path import sh_script  # noqa: E402
+from benchenv import like_installed  # noqa: E402
 
 ANSWER = '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}}'
 
@@ -114,9 +115,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
-    # Measure what an installed package does: compiled bytecode, read from __pycache__.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "src")], check=True)
+    like_installed()
     with tempfile.TemporaryDirectory(prefix="subagents-startup-") as tmp:
         work = Path(tmp)
         stamp = work / "started-at"
