@@ -28,9 +28,11 @@ from typing import Any, ClassVar, Literal
 
 from subagents.core import paths
 from subagents.core.inputs import (
+    UNKNOWN_KEY,
     FieldProblem,
     check_at_least,
     check_choice,
+    first_problem,
     text_problem,
     timeout_problem,
 )
@@ -139,7 +141,7 @@ class Settings:
 
 
 def setting_names() -> list[str]:
-    return [f.name for f in fields(Settings)]
+    return list(_FIELDS)
 
 
 # Environment variable -> setting. ``SUBAGENTS_<BACKEND>_BIN`` is handled apart.
@@ -249,18 +251,12 @@ def _describe(error: Any, where: str, field_names: Mapping[str, str]) -> str:
     """One line for the first problem pydantic found, e.g.
     ``/x/config.toml: concurrency: Input should ...``."""
     errors = error.errors()
-    first = errors[0]
-    loc = [str(part) for part in first["loc"]]
-    cause = (first.get("ctx") or {}).get("error")
-    if isinstance(cause, FieldProblem):  # a check of meaning (__post_init__)
-        loc, message = [*loc, *cause.where.split(".")], cause.problem
-    elif first["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+    loc, message, first = first_problem(errors)
+    if first["type"] in UNKNOWN_KEY:
         if len(loc) == 1:
             message = "unknown setting (known: " + ", ".join(setting_names()) + ")"
         else:
             message = "unknown key"
-    else:
-        message = str(first["msg"]).removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return _one_line(f"{where}: {_label(loc, field_names)}: {message}{more}")
 

@@ -14,6 +14,11 @@ from __future__ import annotations
 import math
 import re
 
+# typing itself is not imported at run time (kept off every start path).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # The longest wall-clock limit accepted: 30 days. Beyond it the event loop's waits
 # overflow (``--timeout 1e12``), and no run is meant to be left that long.
 MAX_TIMEOUT = 30 * 24 * 3600.0
@@ -64,3 +69,18 @@ def check_at_least(name: str, value: float | None, low: float, unit: str = "") -
     """``value`` >= ``low`` (NaN is not)."""
     if value is not None and not value >= low:
         raise FieldProblem(name, f"must be {low:g}{unit} or more, not {value!r}")
+
+
+# pydantic's error types for a key the class does not have (a model's, a dataclass's).
+UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
+
+
+def first_problem(errors: list[Any]) -> tuple[list[str], str, dict[str, Any]]:
+    """Where pydantic's first error is, and what: its path (with the field a FieldProblem
+    raised in a dataclass's ``__post_init__`` names), its message, and the error itself."""
+    err = errors[0]
+    loc = [str(part) for part in err["loc"]]
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, FieldProblem):
+        return [*loc, *filter(None, cause.where.split("."))], cause.problem, err
+    return loc, str(err["msg"]).removeprefix("Value error, "), err

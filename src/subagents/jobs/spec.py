@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from subagents.core.inputs import (
+    UNKNOWN_KEY,
     FieldProblem,
     check_at_least,
     check_choice,
+    first_problem,
     text_problem,
     timeout_problem,
 )
@@ -176,15 +178,10 @@ def _adapter() -> Any:
 
 
 def _describe(exc: Any, source: str) -> PlanError:
-    err = exc.errors()[0]
-    loc = [str(p) for p in err["loc"]]
-    cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, FieldProblem):
-        return _at(source, ".".join([*loc, cause.where] if cause.where else loc), cause.problem)
-    msg = str(err["msg"]).removeprefix("Value error, ")
+    loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
         msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"
-    if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+    if err["type"] in UNKNOWN_KEY:
         msg = "unknown field"
     return _at(source, ".".join(loc), msg)
 
