@@ -12,7 +12,7 @@ from typing import Any
 
 import pistream as pi
 import pytest
-from conftest import Fake
+from conftest import Fake, git_repo
 from test_cli_run import cli, fake_env
 
 import subagents
@@ -123,17 +123,7 @@ def test_continue_checks_its_input(fake: Fake) -> None:
 
 
 def test_an_isolated_run_continues_in_its_own_branch(fake: Fake, tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["config", "user.email", "m@e"],
-        ["config", "user.name", "M"],
-    ):
-        subprocess.run(["git", *args], cwd=repo, check=True)
-    (repo / "a.txt").write_text("a\n")
-    subprocess.run(["git", "add", "."], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "init"], cwd=repo, check=True)
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
     # The fake stands in for pi and keeps a session file where pi would.
     env = fake_env(
         fake, [{"session": True}, {"write": "one.txt", "text": "1\n"}, *pi.answer("one")]

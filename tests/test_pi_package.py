@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import git, git_repo
 
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
 
@@ -399,21 +400,8 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
     assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0.0000"
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-
-
 def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "me@example.com")
-    _git(repo, "config", "user.name", "Me")
-    (repo / "app.py").write_text("print('hi')\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-qm", "start")
+    repo = git_repo(tmp_path / "repo", {"app.py": "print('hi')\n"})
     first = {
         "task": "make a file",
         "model": "child/mock-model",
@@ -435,8 +423,8 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
         # The child worked in its own worktree and branch; the user's tree is untouched.
         assert result["worktree"]["branch"] == f"subagents/{run_id}"
         assert result["worktree"]["filesChanged"] == 1
-        assert not (repo / "made.txt").exists() and _git(repo, "status", "--porcelain") == ""
-        assert "made.txt" in _git(repo, "show", "--stat", result["worktree"]["branch"])
+        assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
+        assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
 
         server.script = Script(
             tool_name="subagent", tool_args={"continue": run_id, "task": "and one more thing"}

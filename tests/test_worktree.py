@@ -5,22 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pistream as pi
 import pytest
-from conftest import Fake
+from conftest import Fake, git, git_repo
 from test_cli_run import cli, fake_env
 
 from subagents import api
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def snapshot(repo: Path) -> dict[str, Any]:
@@ -41,16 +34,10 @@ def snapshot(repo: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    git(r, "config", "user.email", "me@example.com")
-    git(r, "config", "user.name", "Me")
-    (r / "app.py").write_text("line 1\nline 2\nline 3\nline 4\nline 5\n")
-    (r / "src").mkdir()
-    (r / "src" / "lib.py").write_text("x = 1\n")
-    git(r, "add", ".")
-    git(r, "commit", "-q", "-m", "init")
+    r = git_repo(
+        tmp_path / "repo",
+        {"app.py": "line 1\nline 2\nline 3\nline 4\nline 5\n", "src/lib.py": "x = 1\n"},
+    )
     # The user's own work in progress: one staged change, one unstaged, one untracked file.
     (r / "src" / "lib.py").write_text("x = 2\n")
     git(r, "add", "src/lib.py")
