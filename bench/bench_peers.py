@@ -78,7 +78,7 @@ def role_of(pid: int) -> str:
     except OSError:
         return "?"
     text = b" ".join(argv).decode(errors="replace")
-    if "subagents.runs.supervisor" in text:
+    if "subagents.supervisor" in text:
         return "supervisor"
     if "subagents.cli" in text:
         return "cli"

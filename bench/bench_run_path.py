@@ -33,7 +33,7 @@ import pistream as pi  # noqa: E402
 
 from subagents.runs.launch import Limits, RunRequest, prepare  # noqa: E402
 
-SUPERVISOR = [sys.executable, "-m", "subagents.runs.supervisor"]
+SUPERVISOR = [sys.executable, "-m", "subagents.supervisor"]
 
 
 def sh_script(path: Path, body: str) -> Path:

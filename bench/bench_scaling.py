@@ -19,7 +19,7 @@ from typing import Any
 
 from subagents.backends import get_backend
 from subagents.core.childtext import parse_line
-from subagents.present import ProgressFormatter, transcript_entry
+from subagents.present.progress import ProgressFormatter, transcript_entry
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "streams"
 BACKENDS = ("pi", "claude", "codex", "gemini", "opencode")

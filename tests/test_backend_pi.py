@@ -14,7 +14,7 @@ import pytest
 from subagents.backends import get_backend
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 from subagents.runs.launch import Limits, RunRequest, start
-from subagents.runs.lines import Lines
+from subagents.supervisor.lines import Lines
 from subagents.testing.conformance import Case, check_backend
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from subagents.backends import get_backend
 from subagents.core.childtext import _UNSAFE_CHAR, neutralize, parse_line, scrub
 from subagents.core.files import dumps
-from subagents.present import ProgressFormatter, transcript_entry
+from subagents.present.progress import ProgressFormatter, transcript_entry
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 BACKENDS = ["pi", "claude", "codex", "gemini", "opencode"]

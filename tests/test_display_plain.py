@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from subagents.present import Display
+from subagents.cli.display import Display
 
 CALL = {"type": "tool_call", "toolCallId": "c1", "toolName": "bash"}
 

@@ -15,7 +15,7 @@ import pistream as pi
 from conftest import Fake
 from ptyterm import Terminal
 
-from subagents.present.display import BURST, KEEP, REFRESH_PER_SECOND, Pending
+from subagents.cli.display import BURST, KEEP, REFRESH_PER_SECOND, Pending
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 ERASE_LINE = b"\x1b[2K"  # rich's live status erases its line(s) before each redraw

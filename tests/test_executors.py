@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import Fake, eventually
 
-from subagents.executors import RAY_MISSING
+from subagents.launchers import RAY_MISSING
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 

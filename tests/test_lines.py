@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from subagents.backends.pi import PiNormalizer
-from subagents.runs.lines import TAIL, Lines
+from subagents.supervisor.lines import TAIL, Lines
 
 SKIPPED = PiNormalizer.skip_prefixes
 

@@ -34,8 +34,8 @@ from ray.cluster_utils import Cluster  # noqa: E402
 from subagents import api  # noqa: E402
 from subagents.core import procs  # noqa: E402
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config  # noqa: E402
-from subagents.executors import reattach  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
+from subagents.launchers import reattach  # noqa: E402
 from subagents.runs import Limits, RunHandle, RunMonitor, RunRequest, start  # noqa: E402
 
 pytestmark = needs_pi
@@ -309,7 +309,7 @@ def bg_ray_job_whose_driver_died(
     os.kill(state["driver"]["pid"], signal.SIGKILL)
     # The nodes are on this machine, so the child's process group can be watched here.
     time.sleep(1)
-    assert procs.group_exists(child), "the run goes on on its node"
+    assert procs.killpg(child, 0), "the run goes on on its node"
     return job_id, state["runIds"][0], child
 
 
@@ -330,7 +330,7 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     assert result["status"] == "aborted", result
     assert result["executor"]["kind"] == "ray"
     assert result["executor"]["node"] in rc.pi_node_ids()
-    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: not procs.killpg(child, 0), 30)
     assert eventually(lambda: no_ray_actor_left(run_id), 60)
 
 
@@ -350,7 +350,7 @@ def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
     result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
     assert result["status"] == "failed", result
     assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
-    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: not procs.killpg(child, 0), 30)
     assert eventually(lambda: no_ray_actor_left(run_id), 60)
 
 
@@ -392,7 +392,7 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     run_dir = isolated_state / "runs" / run_id
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert not procs.group_exists(child)
+    assert not procs.killpg(child, 0)
     assert eventually(lambda: no_ray_actor_left(run_id), 60)
 
 
@@ -420,7 +420,7 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     assert proc.returncode == 130, err
     result = json.loads(out)
     assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
-    assert eventually(lambda: not procs.group_exists(child), 30)
+    assert eventually(lambda: not procs.killpg(child, 0), 30)
     assert eventually(lambda: no_ray_actor_left(run_dir.name), 60)
 
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import eventually, pid_alive
 
 from subagents.core.files import read_json
-from subagents.runners.spare import SPARES, Spare, start_supervisor
+from subagents.launchers.spares import SPARES, Spare, start_supervisor
 from subagents.runs.launch import Limits, RunHandle, RunRequest, start
 
 
@@ -240,7 +240,7 @@ def test_a_waiting_spare_exits_quietly_on_eof(tmp_path: Path) -> None:
 
 def test_a_spare_whose_starter_dies_exits() -> None:
     code = (
-        "import os; from subagents.runners.spare import start_supervisor; "
+        "import os; from subagents.launchers.spares import start_supervisor; "
         "s = start_supervisor(); s.wait_ready(30); print(s.pid, flush=True); os._exit(0)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -257,9 +257,7 @@ def test_a_spare_exits_on_a_stop_signal_while_waiting() -> None:
 
 
 def test_a_spare_waits_a_bounded_time() -> None:
-    code = (
-        "import sys, subagents.runs.supervisor as s; sys.exit(0 if s.await_run(0.3) is None else 1)"
-    )
+    code = "import sys, subagents.supervisor.handover as s; sys.exit(0 if s.await_run([], 0.3) is None else 1)"
     with subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE) as p:
         # stdin stays open and silent: only the bound ends the wait.
         assert p.wait(30) == 0

@@ -20,7 +20,7 @@ from conftest import Fake, eventually, pid_alive
 
 from subagents.core.files import read_events
 from subagents.runs.launch import RunHandle
-from subagents.runs.lines import READ_SIZE
+from subagents.supervisor.lines import READ_SIZE
 
 
 def _ts(iso: str) -> float:

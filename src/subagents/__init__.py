@@ -1,7 +1,7 @@
 """subagents: delegate tasks to child coding agents.
 
-The public API is small; names are imported on first use so that
-``python -m subagents.runs.supervisor`` starts fast.
+The public API is small; its functions are imported on first use, so that the supervisor
+process (``python -m subagents.supervisor``, which imports this package first) starts fast.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
     files changed. ``BadRequest`` for a run without changes to apply; ``runs.WorktreeError``
     on a conflict, having changed nothing."""
     from subagents.jobs import read_run, resolve_run
-    from subagents.runs import apply_changes
+    from subagents.worktree import apply_changes
 
     home = paths.state_home()
     try:

@@ -295,7 +295,7 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
         # Nothing shown: the run's events are not read here at all (nor rich imported).
         result = api.drive(job)
     elif progress == "jsonl":
-        from subagents.present import JsonlFeed
+        from subagents.present.feed import JsonlFeed
 
         def run_id(index: int) -> str | None:
             ids = job.store.load(job.job_id).get("runIds") or []
@@ -305,7 +305,7 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
         feed.started()
         result = api.drive(job, on_event=feed.event)
     else:
-        from subagents.present import Display
+        from subagents.cli.display import Display
 
         display = Display(labels=labels)
         display.started(job)

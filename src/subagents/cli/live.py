@@ -14,7 +14,7 @@ from typing import Any
 
 from subagents.core import paths
 from subagents.core.files import read_json
-from subagents.present import RunRow, Snapshot
+from subagents.present.jobview import RunRow, Snapshot
 
 ACTIVITY_LEN = 200
 
@@ -23,7 +23,7 @@ class RunTail:
     """A running run's events, read incrementally: only bytes appended since the last poll."""
 
     def __init__(self, run_dir: Path) -> None:
-        from subagents.present import ProgressFormatter
+        from subagents.present.progress import ProgressFormatter
 
         self.path = run_dir / "events.jsonl"
         self.offset = 0

@@ -25,6 +25,6 @@ def top(ctx: click.Context, session: str | None, limit: int) -> None:
         ctx.invoke(ps, limit=limit, session=session, as_json=False)
         return
     from subagents.cli.live import LiveJobs
-    from subagents.present import run_top
+    from subagents.cli.topview import run_top
 
     run_top(LiveJobs(session=session, limit=limit))

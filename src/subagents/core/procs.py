@@ -1,24 +1,33 @@
-"""Process identity (pid + start time, so a reused pid is never mistaken) and group kills."""
+"""Processes and process groups: identity (pid + start time, so a reused pid is never
+mistaken), signalling a group, telling whether one still runs.
+
+Standard library at import (the supervisor uses the group primitives); psutil is imported
+by the functions that read a process's start time.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-from typing import Any
 
-import psutil
+TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
+if TYPE_CHECKING:
+    from typing import Any
 
 # psutil derives start times from boot time + clock ticks; allow for float noise.
 _SAME_START = 0.05
 
 
 def identity(pid: int) -> dict[str, Any]:
+    import psutil
+
     return {"pid": pid, "createTime": psutil.Process(pid).create_time()}
 
 
 def is_alive(ident: dict[str, Any]) -> bool:
     """True when the process named by ``ident`` still runs (a zombie counts as dead)."""
+    import psutil
+
     try:
         proc = psutil.Process(int(ident["pid"]))
         if abs(proc.create_time() - float(ident["createTime"])) > _SAME_START:
@@ -28,16 +37,43 @@ def is_alive(ident: dict[str, Any]) -> bool:
         return False
 
 
-def group_exists(pgid: int) -> bool:
+def signal_name(signum: int) -> str:
     try:
-        os.killpg(pgid, 0)
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def killpg(pgid: int, sig: int = signal.SIGKILL) -> bool:
+    """Signal a process group; False when it no longer exists (or is not ours to signal).
+    Signal 0 asks whether it exists at all (its zombies count: see :func:`group_alive`)."""
+    try:
+        os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         return False
     return True
 
 
-def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def group_alive(pgid: int) -> bool:
+    """Whether a process group has a member that still runs. A zombie does not count: a
+    killed grandchild is reparented to init, which may be slow to reap it (or never, in a
+    container whose PID 1 does not), and ``killpg(pgid, 0)`` still finds its zombie."""
+    if not killpg(pgid, 0):
+        return False
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no procfs: the signal probe is all there is
         return True
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+            # after "(comm)": state, ppid, pgrp
+            state, _ppid, pgrp = stat[stat.rfind(b")") + 2 :].split(None, 3)[:3]
+        except (OSError, ValueError):
+            continue
+        if int(pgrp) == pgid and state != b"Z":
+            return True
     return False

@@ -111,8 +111,7 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.executors import signal_supervisor
-    from subagents.runners import SUPERVISOR_FILE, RunnerError
+    from subagents.launchers import SUPERVISOR_FILE, RunnerError, signal_supervisor
     from subagents.runs import RunMonitor
 
     for run_id in run_ids:
@@ -141,7 +140,7 @@ ACTIVITY_TAIL_BYTES = 64 * 1024
 
 def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     """What the job's newest run is doing now, from the tail of its events."""
-    from subagents.present import ProgressFormatter
+    from subagents.present.progress import ProgressFormatter
 
     for run_id in reversed([r for r in run_ids if r]):
         run_dir = paths.runs_dir(home) / run_id

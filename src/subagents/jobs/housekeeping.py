@@ -169,7 +169,7 @@ def _remove_worktree(run_dir: Path, done: Removed, branches: bool = False) -> No
 def _remove_branch(tree: dict[str, Any], done: Removed) -> bool:
     """Remove a kept run branch (and its worktree, if still there); False when the run
     recorded no branch to remove."""
-    from subagents.runs import discard_worktree
+    from subagents.worktree import discard_worktree
 
     branch, repo = tree.get("branch"), tree.get("repo")
     if not (tree.get("kept") and isinstance(branch, str) and isinstance(repo, str)):

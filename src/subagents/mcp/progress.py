@@ -16,7 +16,7 @@ from mcp.server.mcpserver import Context
 
 from subagents import api
 from subagents.mcp.results import PROGRESS_MAX_LEN, cap, elapsed
-from subagents.present import ProgressFormatter
+from subagents.present.progress import ProgressFormatter
 
 HEARTBEAT_SECONDS = 8.0  # a quiet run still reports at least this often (< 10 s)
 

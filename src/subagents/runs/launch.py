@@ -30,11 +30,17 @@ from subagents.backends import (
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
-from subagents.executors import check as check_executor
-from subagents.executors import launch, reattach
-from subagents.runners import SUPERVISOR_FILE, Launched, RunnerError, want_spares
+from subagents.launchers import (
+    SUPERVISOR_FILE,
+    Launched,
+    RunnerError,
+    launch,
+    reattach,
+    want_spares,
+)
+from subagents.launchers import check as check_executor
 from subagents.runs.monitor import RunMonitor
-from subagents.runs.spec import RunSpec
+from subagents.supervisor.spec import RunSpec
 
 
 class InputError(Exception):
@@ -61,7 +67,7 @@ class RunRequest:
     job_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     runner: str | None = None
-    # "worktree": the run works in its own git worktree (runs/worktree.py).
+    # "worktree": the run works in its own git worktree (subagents/worktree.py).
     isolate: str | None = None
     stall_timeout: float | None = None
     on_stall: str | None = None
@@ -215,7 +221,7 @@ def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     if req.isolate is not None:
         if req.isolate != "worktree":
             raise InputError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
-        from subagents.runs.worktree import repo_root
+        from subagents.worktree import repo_root
 
         if req.continue_from is None and repo_root(cwd) is None:
             raise InputError(
@@ -271,19 +277,19 @@ def _write_run_dir(
     try:
         resume, worktree = _continuation(req, backend, run_dir.parent)
         if worktree is None and req.isolate == "worktree":
-            from subagents.runs import worktree as wt
+            from subagents import worktree as wt
 
             worktree = wt.create(cwd, run_id, run_dir)
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
-        from subagents.runs.worktree import WorktreeError
+        from subagents.worktree import WorktreeError
 
         if isinstance(exc, WorktreeError):
             raise InputError(str(exc), "isolate") from None
         raise
     child_cwd = cwd
     if worktree is not None:
-        from subagents.runs.worktree import child_cwd as cwd_in
+        from subagents.worktree import child_cwd as cwd_in
 
         child_cwd = Path(cwd_in(worktree))
     command = CommandRequest(
@@ -362,7 +368,7 @@ def _continuation(
     record = result.get("worktree") or meta.get("worktree")
     if not isinstance(record, dict):
         return resume, None
-    from subagents.runs import worktree as wt
+    from subagents import worktree as wt
 
     try:
         return resume, wt.reopen(record)
@@ -442,7 +448,7 @@ def start_prepared(
         )
     except RunnerError as exc:
         # The run directory exists: it must not be left without a result.
-        from subagents.runs.result import publish_ended
+        from subagents.supervisor.result import publish_ended
 
         publish_ended(
             run_dir, spec=spec, status="failed", error_message=str(exc), started_at=time.time()
@@ -462,7 +468,7 @@ def resume(run_dir: Path) -> RunHandle:
     """Follow again a run whose starter is gone (a restarted job driver): its supervisor
     goes on without it, here or on a Ray node (found again by its actor's name)."""
     from subagents.core.files import read_json
-    from subagents.runs.result import spec_of
+    from subagents.supervisor.result import spec_of
 
     try:
         ident = read_json(run_dir / SUPERVISOR_FILE)

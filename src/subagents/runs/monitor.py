@@ -17,9 +17,8 @@ from typing import Any
 from subagents.core import paths, procs
 from subagents.core.files import loads, read_events, read_json
 from subagents.core.waker import DirWaker
-from subagents.executors import abandon
-from subagents.runners import SUPERVISOR_FILE, Launched
-from subagents.runs.result import publish_ended, spec_of
+from subagents.launchers import SUPERVISOR_FILE, Launched, abandon
+from subagents.supervisor.result import publish_ended, spec_of
 
 LIVENESS_EVERY = 1.0
 READ_CHUNK = 1 << 20
@@ -142,7 +141,7 @@ class RunMonitor:
         child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
         remote = self._remote()
         if isinstance(child_pid, int) and child_pid > 0 and not remote:
-            procs.kill_group(child_pid)
+            procs.killpg(child_pid)
         spec = spec_of(self.run_dir)
         lost = self.launched.lost() if self.launched is not None else None
         if self.stop_requested or self._job_cancel_requested(spec.jobId):

@@ -1,5 +1,5 @@
 """The node's side of the ray executor: one detached actor per run hosting the run's
-supervisor, the same ``python -m subagents.runs.supervisor RUN_DIR`` as on the caller's
+supervisor, the same ``python -m subagents.supervisor RUN_DIR`` as on the caller's
 machine, in a run directory on the node.
 
 The caller's relay pulls the artifacts' new bytes and, once it exists, ``result.json``;
@@ -29,8 +29,8 @@ from typing import Any
 
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
-from subagents.executors.ray_keeper import die_with_parent
-from subagents.runners import supervisor_argv
+from subagents.launchers import supervisor_argv
+from subagents.launchers.ray_keeper import die_with_parent
 
 # The artifacts relayed to the caller, in the order they are pulled.
 RELAYED = ("events.jsonl", "transcript.md", "raw.jsonl", "stderr.log", "supervisor.log")
@@ -161,7 +161,7 @@ class RunHost:
         events = read_events(self.dir / "events.jsonl")
         child = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
         if isinstance(child, int) and child > 0:
-            procs.kill_group(child)
+            procs.killpg(child)
         code = self.proc.returncode if self.proc is not None else None
         return f"the supervisor on Ray node {self.node_id} ended (code {code}) without a result"
 
@@ -169,7 +169,7 @@ class RunHost:
         """Signal the supervisor (its own process group): SIGTERM aborts the run."""
         if not self._alive() or not self.supervisor_pid:
             return False
-        return procs.kill_group(self.supervisor_pid, sig)
+        return procs.killpg(self.supervisor_pid, sig)
 
     def close(self) -> None:
         """The caller has everything: end the supervisor if still there, drop the node's copy."""

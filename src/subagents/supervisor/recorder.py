@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from subagents.core.files import FILE_MODE, describe_os_error, dumps, open_private
-from subagents.runs.stderrlog import StderrLog
+from subagents.supervisor.stderrlog import StderrLog
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ _JOIN_BELOW = 1 << 16
 
 class Recorder:
     def __init__(self, run_dir: Path) -> None:
-        from subagents.present import ProgressFormatter, transcript_entry
+        from subagents.present.progress import ProgressFormatter, transcript_entry
 
         self.seq = 0
         self._ts = b""

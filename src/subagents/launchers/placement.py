@@ -1,10 +1,8 @@
-"""executors — where a run's supervisor executes: ``local`` (this machine, through a runner)
-or ``ray`` (a Ray actor on a cluster node; the optional extra ``subagents[ray]``).
+"""Where and how a run's supervisor starts: the ``process`` or ``tmux`` runner on this
+machine, or a Ray actor on a cluster node (the optional extra ``subagents[ray]``).
 
 Either way the caller gets a ``Launched`` whose run directory is the source of truth: the
 ray executor relays the node's artifacts and ``result.json`` into it as they are written.
-
-May import: runners, core.
 """
 
 from __future__ import annotations
@@ -14,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import procs
-from subagents.runners import Launched, RunnerError
-from subagents.runners import launch as launch_runner
+from subagents.launchers.base import Launched, RunnerError
 
 EXECUTORS = ("local", "ray")
 RAY_MISSING = "the ray executor needs Ray: pip install 'subagents[ray]'"
@@ -32,6 +29,28 @@ def check(executor: str) -> None:
             raise RunnerError(RAY_MISSING) from None
 
 
+def launch_runner(run_dir: Path, runner: str = "process") -> Launched:
+    if runner == "process":
+        from subagents.launchers.process import launch as launch_process
+
+        return launch_process(run_dir)
+    if runner == "tmux":
+        from subagents.launchers.tmux import launch as launch_tmux
+
+        return launch_tmux(run_dir)
+    raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
+
+
+def want_spares(owner: object, count: int, runner: str = "process") -> None:
+    """Keep ``count`` supervisors started ahead for ``owner``'s next runs (0: none now).
+    Only the process runner has spares (launchers/spares.py); a tmux run starts its own."""
+    if runner != "process" and count > 0:
+        return
+    from subagents.launchers.spares import SPARES
+
+    SPARES.want(owner, count)
+
+
 def launch(
     run_dir: Path,
     *,
@@ -43,7 +62,7 @@ def launch(
     """Start the supervisor of the run prepared in ``run_dir``."""
     check(executor)
     if executor == "ray":
-        from subagents.executors.ray_relay import launch as launch_ray
+        from subagents.launchers.ray_relay import launch as launch_ray
 
         return launch_ray(run_dir, backend, address)
     return launch_runner(run_dir, runner)
@@ -52,7 +71,7 @@ def launch(
 def reattach(run_dir: Path, address: str | None = None) -> Launched:
     """Follow again a ray run started by a process that is gone (found by its actor's name)."""
     check("ray")
-    from subagents.executors.ray_relay import reattach as reattach_ray
+    from subagents.launchers.ray_relay import reattach as reattach_ray
 
     return reattach_ray(run_dir, address)
 
@@ -65,8 +84,8 @@ def signal_supervisor(run_dir: Path, ident: dict[str, Any], sig: int) -> None:
     where = ident.get("executor")
     if isinstance(where, dict) and where.get("kind") == "ray":
         check("ray")
-        from subagents.executors.ray_relay import reattach as reattach_ray
-        from subagents.executors.ray_relay import signal_run
+        from subagents.launchers.ray_relay import reattach as reattach_ray
+        from subagents.launchers.ray_relay import signal_run
 
         address = str(where.get("address") or "") or None
         if not procs.is_alive(ident):
@@ -84,20 +103,9 @@ def abandon(ident: dict[str, Any]) -> str | None:
         return None
     try:
         check("ray")
-        from subagents.executors.ray_relay import abandon as abandon_ray
+        from subagents.launchers.ray_relay import abandon as abandon_ray
 
         killed = abandon_ray(where)
     except RunnerError as exc:
         return f"its Ray actor {where.get('actor')} could not be reached: {exc}"
     return f"its Ray actor {where.get('actor')} was " + ("killed" if killed else "already gone")
-
-
-__all__ = [
-    "EXECUTORS",
-    "RAY_MISSING",
-    "abandon",
-    "check",
-    "launch",
-    "reattach",
-    "signal_supervisor",
-]

@@ -19,7 +19,7 @@ _DEFAULTS: dict[str, Any] = {
     "depth": 1,
     "createdAt": 0.0,
     "echo": False,
-    # --isolate worktree: {repo, path, branch, base, subdir} (runs/worktree.py); cwd is inside path.
+    # --isolate worktree: {repo, path, branch, base, subdir} (subagents/worktree.py); cwd is inside path.
     "worktree": None,
     "keepWorktree": False,
     # The stall watchdog: seconds without an event while no tool call is in flight (None: off),

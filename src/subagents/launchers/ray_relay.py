@@ -26,8 +26,8 @@ from typing import Any
 import psutil
 
 from subagents.core.files import open_private, publish_once, read_json
-from subagents.executors.ray_host import RELAYED, RunHost
-from subagents.runners import Launched, RunnerError, record
+from subagents.launchers import Launched, RunnerError, record
+from subagents.launchers.ray_host import RELAYED, RunHost
 
 NAMESPACE = "subagents"
 PULL_WAIT = 0.5

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from subagents.core.files import open_private
-from subagents.runners.base import Launched, RunnerError, record
-from subagents.runners.spare import SPARES, gated_start
+from subagents.launchers.base import Launched, RunnerError, record
+from subagents.launchers.spares import SPARES, gated_start
 
 
 def launch(run_dir: Path) -> Launched:

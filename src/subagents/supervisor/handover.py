@@ -1,5 +1,6 @@
-"""A supervisor started ahead of its run (a warm spare, runners/spare.py) waits here to be
-handed its run directory. Standard library only, like the supervisor."""
+"""How a supervisor process is started, and how one started ahead of its run (a warm spare,
+launchers/spares.py) waits here to be handed its run directory: both ends of the handover.
+Standard library only, like the supervisor."""
 
 from __future__ import annotations
 
@@ -7,14 +8,20 @@ import contextlib
 import os
 import select
 import signal
+import sys
 import time
 from pathlib import Path
 
 from subagents.core.files import FILE_MODE
 
-# Started as a warm spare (runners/spare.py: SPARE_FLAG), it waits this long for a run.
+# Started as a warm spare with SPARE_FLAG, it waits this long for a run.
 SPARE_FLAG = "--spare"
 SPARE_WAIT = 600.0
+
+
+def command(run_dir: Path | None = None) -> list[str]:
+    """The supervisor's command line: for ``run_dir``, or (None) a spare that waits for one."""
+    return [sys.executable, "-m", "subagents.supervisor", str(run_dir) if run_dir else SPARE_FLAG]
 
 
 def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | None:
@@ -24,7 +31,7 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     signal with no run handed over yet (``stop_requested``, filled by the supervisor's
     early signal handlers), or ``wait`` seconds without a run."""
     # What every run imports on its way to the child (the recorder's wording).
-    from subagents.present import ProgressFormatter, transcript_entry  # noqa: F401
+    from subagents.present import progress  # noqa: F401
 
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

@@ -1,7 +1,7 @@
 """How the process runner starts supervisors: each one waiting for its run, a few at a
 time, and for a job with runs still to start, ahead of need (warm spares).
 
-A supervisor process is ``python -m subagents.runs.supervisor --spare``: it does its
+A supervisor process is ``python -m subagents.supervisor --spare``: it does its
 imports, closes its stdout (so we know it is ready), then waits on its stdin for the run
 directory it is handed (its path, ended by a NUL byte, which no path holds; EOF means it is
 not needed, and it exits quietly). A
@@ -26,7 +26,6 @@ import contextlib
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,8 +34,9 @@ from typing import IO, Any
 
 import psutil
 
-SPARE_FLAG = "--spare"
-# A spare waits at most SPARE_WAIT seconds (runs/handover.py), then exits; it is handed a
+from subagents.supervisor import handover
+
+# A spare waits at most handover.SPARE_WAIT seconds, then exits; it is handed a
 # run only while well inside that, so it cannot time out as its run arrives.
 MAX_AGE = 300.0
 # How long a start-up holds its place at the gate at most (one stuck in its imports).
@@ -59,7 +59,7 @@ _GATE = threading.BoundedSemaphore(_cores())
 
 
 def waiting_argv() -> list[str]:
-    return [sys.executable, "-m", "subagents.runs.supervisor", SPARE_FLAG]
+    return handover.command()
 
 
 def _cwd() -> str | None:

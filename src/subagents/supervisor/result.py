@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from subagents.core import events as ev
-from subagents.runs.spec import RunSpec
+from subagents.supervisor.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -107,7 +107,7 @@ def finish_worktree(result: dict[str, Any], spec: RunSpec, run_dir: Path) -> Non
     record = spec.worktree
     if not record:
         return
-    from subagents.runs.worktree import finalize
+    from subagents.worktree import finalize
 
     first_line = (spec.task.strip().splitlines() or [""])[0][:72]
     try:
@@ -204,7 +204,7 @@ def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     from subagents.core.files import read_events, read_tail
 
     try:
-        from subagents.present import render_diagnostics
+        from subagents.present.diagnostics import render as render_diagnostics
 
         result["diagnostics"] = render_diagnostics(
             result,

@@ -5,7 +5,7 @@ stdout to ``raw.jsonl``, normalizes it to ``events.jsonl`` and ``transcript.md``
 decides completion from the stream (never from the exit code alone) and writes
 ``result.json`` last, once, atomically.
 
-Run as ``python -m subagents.runs.supervisor RUN_DIR``. It imports only the standard
+Run as ``python -m subagents.supervisor RUN_DIR`` (``__main__.py``). It imports only the standard
 library and the small modules it needs, so it starts fast and stays small.
 
 Beside it: ``lines`` cuts the child's stdout into lines, ``recorder`` writes the artifacts,
@@ -17,18 +17,10 @@ disarm completion, deadlines, signals, cleanup, finish.
 
 from __future__ import annotations
 
-import signal
-
-# Run as a program, a stop request that comes while it is still starting is remembered
-# (and honoured before anything is spawned) instead of killing it without a result.
-_EARLY_SIGNALS: list[int] = []
-if __name__ == "__main__":
-    for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(_sig, lambda signum, _frame: _EARLY_SIGNALS.append(signum))
-
 import contextlib
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -44,12 +36,12 @@ from subagents.core.files import (
     read_json,
     read_tail,
 )
-from subagents.runs.handover import SPARE_FLAG, await_run
-from subagents.runs.lines import READ_SIZE, Lines, grow_pipe
-from subagents.runs.outcome import decide, with_write_error
-from subagents.runs.pgroup import group_alive, killpg, signal_name
-from subagents.runs.recorder import Recorder
-from subagents.runs.result import (
+from subagents.core.procs import group_alive, killpg, signal_name
+from subagents.supervisor.handover import SPARE_FLAG, await_run
+from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
+from subagents.supervisor.outcome import decide, with_write_error
+from subagents.supervisor.recorder import Recorder
+from subagents.supervisor.result import (
     STDERR_TAIL_BYTES,
     attach_diagnostics,
     build_result,
@@ -57,8 +49,8 @@ from subagents.runs.result import (
     publish_ended,
     publish_result,
 )
-from subagents.runs.spec import RunSpec
-from subagents.runs.stallwatch import StallWatch
+from subagents.supervisor.spec import RunSpec
+from subagents.supervisor.stallwatch import StallWatch
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -81,9 +73,15 @@ FAST_JSON_LINE = 4 << 20
 
 class Supervisor:
     def __init__(
-        self, run_dir: Path, spec: RunSpec, echo: Callable[[str], None] | None = None
+        self,
+        run_dir: Path,
+        spec: RunSpec,
+        echo: Callable[[str], None] | None = None,
+        early_signals: list[int] | None = None,
     ) -> None:
         self.run_dir = run_dir
+        # Stop requests that came while the process was still starting (see __main__.py).
+        self.early_signals = early_signals if early_signals is not None else []
         self.spec = spec
         self.echo = echo
         self.started_at = time.time()
@@ -112,7 +110,7 @@ class Supervisor:
         self.rec = Recorder(run_dir)
         self._echo_fmt: ProgressFormatter | None = None
         if echo is not None:
-            from subagents.present import ProgressFormatter
+            from subagents.present.progress import ProgressFormatter
 
             self._echo_fmt = ProgressFormatter()
 
@@ -361,8 +359,8 @@ class Supervisor:
         for s in handled:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
-            if _EARLY_SIGNALS:  # asked to stop before the child was even spawned
-                self.on_signal(_EARLY_SIGNALS[0])
+            if self.early_signals:  # asked to stop before the child was even spawned
+                self.on_signal(self.early_signals[0])
                 return self.finish()
             spawn_error = self.spawn()
             if spawn_error is not None:
@@ -559,15 +557,18 @@ def fail_before_start(run_dir: Path, message: str) -> None:
     publish_ended(run_dir, status="failed", error_message=message, started_at=time.time())
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, early_signals: list[int] | None = None) -> int:
+    """The supervisor process: ``RUN_DIR``, or ``--spare`` to wait for one on stdin.
+    ``early_signals`` fills with the stop signals that arrive before the run is under way."""
     args = sys.argv[1:] if argv is None else argv
+    early = early_signals if early_signals is not None else []
     if args == [SPARE_FLAG]:
-        handed = await_run(_EARLY_SIGNALS)
+        handed = await_run(early)
         if handed is None:
             return 0
         args = [str(handed)]
     if len(args) != 1:
-        print("usage: python -m subagents.runs.supervisor RUN_DIR", file=sys.stderr)
+        print("usage: python -m subagents.supervisor RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0])
     try:
@@ -584,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sup: Supervisor | None = None
     try:
-        sup = Supervisor(run_dir, spec, echo)
+        sup = Supervisor(run_dir, spec, echo, early)
         result = sup.run()
     except Exception as exc:
         # A bug or a full disk must neither orphan the child nor leave the caller without a
@@ -595,11 +596,3 @@ def main(argv: list[str] | None = None) -> int:
         fail_before_start(run_dir, f"supervisor error: {why}")
         return 1
     return 0 if result["status"] == "completed" else 1
-
-
-if __name__ == "__main__":
-    code = main()
-    # result.json is published and every artifact closed: skip the interpreter's teardown.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from subagents.backends import Normalizer
-    from subagents.runs.spec import RunSpec
+    from subagents.supervisor.spec import RunSpec
 
 
 def decide(

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from subagents.core import procs
 from subagents.core.files import write_json_atomic
+from subagents.supervisor import handover
 
 SUPERVISOR_FILE = "supervisor.json"
 # The caller's environment, for runners whose supervisor does not inherit it (tmux).
@@ -39,7 +39,7 @@ class Launched:
 
     def terminate(self, sig: int) -> None:
         """Signal the supervisor: SIGTERM asks it to abort the run, SIGKILL ends it."""
-        procs.kill_group(self.pid, sig)
+        procs.killpg(self.pid, sig)
 
     def lost(self) -> str | None:
         """Why the supervisor is gone without a result, when the executor knows."""
@@ -51,7 +51,7 @@ class Launched:
 
 
 def supervisor_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "subagents.runs.supervisor", str(run_dir)]
+    return handover.command(run_dir)
 
 
 def record(run_dir: Path, launched: Launched, **extra: Any) -> Launched:

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from subagents.core.files import write_json_atomic
-from subagents.runners.base import ENVIRON_FILE, Launched, RunnerError, record, supervisor_argv
+from subagents.launchers.base import ENVIRON_FILE, Launched, RunnerError, record, supervisor_argv
 
 SESSION = "subagents"
 TIMEOUT = 10.0
