@@ -4,14 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from subagents.agents import (
-    AgentDef,
-    AgentError,
-    builtin_agents,
-    discover,
-    get_agent,
-    parse_agent_file,
-)
+from subagents.agents import AgentDef, builtin_agents, discover, get_agent, parse_agent_file
+from subagents.errors import AgentError
 
 BUILTINS = {"general", "scout", "planner", "worker", "reviewer"}
 READ_ONLY = {"read", "grep", "find", "ls", "bash"}

@@ -16,7 +16,8 @@ from subagents.backends.claude import ROOT_ALLOWED_TOOLS, ClaudeBackend
 from subagents.backends.codex import CodexBackend
 from subagents.backends.gemini import GeminiBackend
 from subagents.backends.opencode import OpenCodeBackend
-from subagents.runs.launch import InputError, Limits, RunRequest, check_capabilities, start
+from subagents.errors import UsageError
+from subagents.runs.launch import Limits, RunRequest, check_capabilities, start
 from subagents.testing.conformance import Case, check_backend, normalize_stream
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 
@@ -872,7 +873,7 @@ def test_capabilities(backend: str, tools: bool, system_prompt: bool, thinking: 
         if supported:
             check_capabilities(b, wanted)
         else:
-            with pytest.raises(InputError):
+            with pytest.raises(UsageError):
                 check_capabilities(b, wanted)
 
 

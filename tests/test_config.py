@@ -5,13 +5,13 @@ from pathlib import Path
 import pytest
 
 from subagents.config import (
-    ConfigError,
     Settings,
     find_project_config,
     load_settings,
     state_home,
     user_config_dir,
 )
+from subagents.errors import ConfigError
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from subagents.config import ConfigError, Settings, load_settings
-from subagents.core.inputs import FieldProblem
-from subagents.jobs import JobSpec, PlanError, job_of, parse_job, with_options
+from subagents.config import Settings, load_settings
+from subagents.errors import ConfigError, FieldProblem, PlanError
+from subagents.jobs import JobSpec, job_of, parse_job, with_options
 
 BAD_STEPS: list[tuple[dict[str, Any], str]] = [
     ({"task": "  "}, "steps.0.task: the task is empty"),

@@ -73,3 +73,26 @@ def test_supervisor_start_path_imports_nothing_heavy() -> None:
     assert not any(
         m.startswith(("subagents.jobs", "subagents.api", "subagents.cli")) for m in loaded
     )
+
+
+def test_every_exception_class_is_under_one_root() -> None:
+    """Each exception class subagents defines descends from SubagentsError, and they all
+    live in subagents.errors: a surface maps errors by class (exit codes, tool errors)."""
+    from subagents.errors import SubagentsError
+
+    root = Path(importlib.util.find_spec("subagents").origin).parent  # type: ignore[union-attr, arg-type]
+    defined = {}
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                isinstance(b, ast.Name) and (b.id.endswith(("Error", "Exception")))
+                for b in node.bases
+            ):
+                defined[node.name] = path.relative_to(root).as_posix()
+    assert defined, "the walk found the tree"
+    assert set(defined.values()) == {"errors.py"}, defined
+    import subagents.errors as errors
+
+    for name in defined:
+        assert issubclass(getattr(errors, name), SubagentsError), name
+    assert errors.UsageError.exit_code == 2 and errors.LaunchError.exit_code == 1

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from subagents.core.waker import DirWaker
+from subagents.errors import UsageError
 from subagents.lifecycle import history, sessionlog
 
 # The entry shape, copied from DESIGN.md ("Session log") on purpose: not imported.
@@ -518,7 +519,7 @@ def test_session_path(tmp_path: Path) -> None:
         == tmp_path / "sessions" / "my-session_1.2.jsonl"
     )
     for bad in ["", "../x", "a/b", ".hidden", "a" * 129, "sp ace", "é"]:
-        with pytest.raises(ValueError, match="session id"):
+        with pytest.raises(UsageError, match="session id"):
             sessionlog.session_path(tmp_path, bad)
 
 
@@ -526,7 +527,7 @@ def test_default_session_id() -> None:
     assert sessionlog.default_session_id({}) == "default"
     assert sessionlog.default_session_id({"SUBAGENTS_SESSION": ""}) == "default"
     assert sessionlog.default_session_id({"SUBAGENTS_SESSION": "proj-1"}) == "proj-1"
-    with pytest.raises(ValueError, match="SUBAGENTS_SESSION"):
+    with pytest.raises(UsageError, match="SUBAGENTS_SESSION"):
         sessionlog.default_session_id({"SUBAGENTS_SESSION": "../etc"})
 
 

@@ -111,10 +111,10 @@ def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
 def test_missing_tmux_is_a_clear_error(
     fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from subagents.runs.launch import InputError
+    from subagents.errors import UsageError
 
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(InputError, match="tmux not found"):
+    with pytest.raises(UsageError, match="tmux not found"):
         start(
             RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"),
             Limits(),

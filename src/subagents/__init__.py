@@ -1,32 +1,54 @@
 """subagents: delegate tasks to child coding agents.
 
-The public API is small; its functions are imported on first use, so that the supervisor
-process (``python -m subagents.supervisor``, which imports this package first) starts fast.
+    import subagents
+    result = subagents.run("Summarize README.md", agent="scout")   # result.json
+    job = subagents.start({"mode": "parallel", "tasks": [...]})    # a background job
+
+The public API is small: ``run``, ``start``, ``continue_run``, ``JobHandle`` and the errors
+(``subagents.errors``: every one under ``SubagentsError``). The functions are imported on
+first use, so that the supervisor process (``python -m subagents.supervisor``, which
+imports this package first) starts fast; the errors are standard library only.
 """
 
 from __future__ import annotations
+
+from subagents.errors import (
+    BadRequest,
+    ConfigError,
+    LaunchError,
+    PlanError,
+    SubagentsError,
+    UsageError,
+    WorktreeError,
+)
 
 __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from subagents.api import BadRequest, JobHandle, continue_run, run, start
+    from subagents.api import JobHandle, continue_run, run, start
 
-__all__ = ["BadRequest", "JobHandle", "continue_run", "run", "start"]
+__all__ = [
+    "BadRequest",
+    "ConfigError",
+    "JobHandle",
+    "LaunchError",
+    "PlanError",
+    "SubagentsError",
+    "UsageError",
+    "WorktreeError",
+    "continue_run",
+    "run",
+    "start",
+]
 
-_LAZY = {
-    "run": "subagents.api",
-    "start": "subagents.api",
-    "continue_run": "subagents.api",
-    "BadRequest": "subagents.api",
-    "JobHandle": "subagents.api",
-}
+_API = frozenset({"run", "start", "continue_run", "JobHandle"})
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
+    # PEP 562: the API's functions come with their imports only when first used.
+    if name not in _API:
         raise AttributeError(f"module 'subagents' has no attribute {name!r}")
-    import importlib
+    from subagents import api
 
-    return getattr(importlib.import_module(module), name)
+    return getattr(api, name)

@@ -46,6 +46,7 @@ from pydantic import (
 
 from subagents.config import home_dir, user_config_dir
 from subagents.core.inputs import timeout_problem
+from subagents.errors import AgentError
 
 Source = Literal["builtin", "user", "project"]
 SCOPES = ("user", "both")
@@ -68,10 +69,6 @@ def _seconds(value: float | None) -> float | None:
 
 
 OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
-
-
-class AgentError(Exception):
-    """A bad or unknown agent, as one line."""
 
 
 class AgentDef(BaseModel):

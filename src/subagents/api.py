@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import paths
+from subagents.errors import BadRequest, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
 from subagents.jobs import STOPPED_ORPHAN as STOPPED_ORPHAN
@@ -23,11 +24,9 @@ from subagents.jobs import (
     TERMINAL,
     EventSink,
     Job,
-    JobIdError,
     JobPlan,
     JobSpec,
     JobStore,
-    PlanError,
     PlanOptions,
     options_from_settings,
     parse_job,
@@ -38,10 +37,6 @@ from subagents.jobs import job_state as job_state
 from subagents.jobs import list_jobs as list_jobs
 from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
-
-
-class BadRequest(Exception):
-    """Bad input, as one line (the CLI exits 2, the MCP server answers a tool error)."""
 
 
 @dataclass
@@ -67,17 +62,12 @@ def prepare_job(
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet."""
-    from subagents.config import ConfigError
-
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
-        raise BadRequest(f"working directory does not exist or is not a directory: {base}")
-    try:
-        job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
-        options = options_from_settings(base, env)
-    except (PlanError, ConfigError) as exc:
-        raise BadRequest(str(exc)) from None
+        raise BadRequest(f"working directory does not exist or is not a directory: {base}", "cwd")
+    job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
+    options = options_from_settings(base, env)
     if runner:
         options.runner = runner
     if executor:
@@ -88,15 +78,9 @@ def prepare_job(
         options.agent_scope = agent_scope
     from subagents.lifecycle import sessionlog
 
-    try:
-        options.session = session or sessionlog.default_session_id(env)
-        sessionlog.session_path(paths.state_home(env), options.session)
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
-    try:
-        job_plan = plan(job_spec, options, cwd=base, env=env, extra_env=extra_env)
-    except PlanError as exc:
-        raise BadRequest(str(exc)) from None
+    options.session = session or sessionlog.default_session_id(env)
+    sessionlog.session_path(paths.state_home(env), options.session)
+    job_plan = plan(job_spec, options, cwd=base, env=env, extra_env=extra_env)
     if tools is not None:
         for req in job_plan.requests:
             req.tools = tools
@@ -114,18 +98,14 @@ def prepare_continuation(
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
     """Check and record a job of one run that continues ``run``'s conversation with ``task``."""
-    from subagents.config import ConfigError
     from subagents.jobs import continuation_plan
     from subagents.lifecycle import sessionlog
 
     env = os.environ if env is None else env
     store = JobStore(paths.state_home(env))
-    try:
-        options = options_from_settings(Path.cwd(), env)
-        options.session = session or sessionlog.default_session_id(env)
-        job_plan = continuation_plan(store, run, task, options)
-    except (PlanError, ConfigError, ValueError) as exc:
-        raise BadRequest(str(exc)) from None
+    options = options_from_settings(Path.cwd(), env)
+    options.session = session or sessionlog.default_session_id(env)
+    job_plan = continuation_plan(store, run, task, options)
     req = job_plan.requests[0]
     job_id = store.create(job_plan.to_dict(), agents=[req.agent or "-"], background=background)
     return PreparedJob(store, job_id, job_plan)
@@ -294,7 +274,8 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
 
 def _settings(base: Path) -> Any:
     """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
-    from subagents.config import ConfigError, load_settings
+    from subagents.config import load_settings
+    from subagents.errors import ConfigError
 
     try:
         return load_settings(base)
@@ -310,8 +291,8 @@ def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
 
 
 def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
-    from subagents.agents import AgentError
     from subagents.agents import get_agent as lookup
+    from subagents.errors import AgentError
 
     base = cwd or Path.cwd()
     try:

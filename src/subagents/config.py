@@ -29,13 +29,13 @@ from typing import Any, ClassVar, Literal
 from subagents.core import paths
 from subagents.core.inputs import (
     UNKNOWN_KEY,
-    FieldProblem,
     check_at_least,
     check_choice,
     first_problem,
     text_problem,
     timeout_problem,
 )
+from subagents.errors import ConfigError, FieldProblem
 
 APP_NAME = "subagents"
 CONFIG_FILE = "config.toml"
@@ -45,10 +45,6 @@ PROJECT_DIR = ".subagents"
 PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
-
-
-class ConfigError(Exception):
-    """A configuration problem, as one line naming the file and the field."""
 
 
 # Settings are plain dataclasses whose ``__post_init__`` holds every check of meaning; a

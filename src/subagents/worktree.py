@@ -24,6 +24,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from subagents.errors import WorktreeError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -36,10 +38,6 @@ STAT_FILE = "changes.stat"
 LOCK_FILE = "subagents-worktree.lock"
 # Who commits a run's changes when the repository names nobody.
 FALLBACK_IDENTITY = ("-c", "user.name=subagents", "-c", "user.email=subagents@localhost")
-
-
-class WorktreeError(Exception):
-    """A git operation that could not be done, as one line."""
 
 
 def git(

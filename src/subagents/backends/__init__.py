@@ -11,10 +11,10 @@ from subagents.backends.base import (
     ARGV_TASK_LIMIT,
     MAX_TASK_BYTES,
     Backend,
-    BackendError,
     CommandRequest,
     Normalizer,
 )
+from subagents.errors import BackendError
 
 __all__ = [
     "ARGV_TASK_LIMIT",

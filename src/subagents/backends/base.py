@@ -25,10 +25,6 @@ ARGV_TASK_LIMIT = 100 * 1024
 MAX_TASK_BYTES = 10 * 1024 * 1024
 
 
-class BackendError(Exception):
-    """A request this backend cannot serve (missing binary, unsupported option)."""
-
-
 def text_blocks(content: Any, sep: str = "") -> str:
     """The text of a message's content: a string, or the ``{"type": "text"}`` blocks of a
     list (the shape pi, Claude and Codex all use), joined with ``sep``."""

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 import click
 
 from subagents.core.childtext import neutralize
+from subagents.errors import SubagentsError
 
 EXIT_USAGE = 2
 
@@ -110,20 +111,9 @@ class _Commands(click.Group):
             fail(describe_os_error(exc), 1)
         except sqlite3.Error as exc:
             fail(f"the job index: {exc}", 1)
-        except Exception as exc:
-            if not _is_bad_input(exc):
-                raise
-            fail(str(exc))
-
-
-def _is_bad_input(exc: Exception) -> bool:
-    # Looked up, not imported: a module that raised its error is loaded, and importing
-    # config (pydantic) here would slow every command's start.
-    for module, name in (("subagents.config", "ConfigError"), ("subagents.api", "BadRequest")):
-        cls = getattr(sys.modules.get(module), name, None)
-        if cls is not None and isinstance(exc, cls):
-            return True
-    return False
+        except SubagentsError as exc:
+            # Bad input (UsageError) exits 2; anything else subagents could not do, 1.
+            fail(str(exc), exc.exit_code)
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})

@@ -82,7 +82,7 @@ def doctor(as_json: bool) -> None:
     from dataclasses import asdict
 
     from subagents.cli.doctor import check_backends, render_text
-    from subagents.config import ConfigError
+    from subagents.errors import ConfigError
     from subagents.runs import limits_from_settings
 
     try:

@@ -156,7 +156,8 @@ def run(
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     Put `--` before a TASK that starts with '-'.
     """
-    from subagents.jobs import PlanError, job_of, load_plan, with_options
+    from subagents.errors import PlanError
+    from subagents.jobs import job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,

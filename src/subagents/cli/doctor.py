@@ -17,9 +17,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from subagents.backends import BackendError, get_backend, known_backends
+from subagents.backends import get_backend, known_backends
 from subagents.cli.nodecheck import node_too_old
-from subagents.runs import InputError, Limits, resolve_binary
+from subagents.errors import BackendError, UsageError
+from subagents.runs import Limits, resolve_binary
 
 VERSION_TIMEOUT = 10.0
 
@@ -245,7 +246,7 @@ def check_backend(
     limits = limits or Limits()
     try:
         binary = resolve_binary(backend, limits, env)
-    except InputError as exc:
+    except UsageError as exc:
         configured = env.get(backend.binary_env_var()) or limits.bins.get(backend.name)
         # A configured path that is wrong says so; a plain miss gets the short story.
         reason = str(exc) if configured else f"{backend.default_binary!r} not found on PATH"

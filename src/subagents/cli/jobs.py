@@ -21,7 +21,7 @@ def _store() -> Any:
 
 
 def _resolve(store: Any, job_id: str) -> str:
-    from subagents.jobs import JobIdError
+    from subagents.errors import JobIdError
 
     try:
         resolved: str = store.resolve(job_id)
@@ -182,7 +182,8 @@ def rm(job_ids: tuple[str, ...], branches: bool) -> None:
     """Remove finished jobs with their runs, index rows and worktrees.
 
     A job still running is refused (stop it first), and then nothing is removed."""
-    from subagents.jobs import JobBusyError, remove_jobs
+    from subagents.errors import JobBusyError
+    from subagents.jobs import remove_jobs
 
     store = _store()
     resolved = [_resolve(store, j) for j in job_ids]

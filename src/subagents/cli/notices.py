@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from subagents.cli.app import fail, main
+from subagents.errors import UsageError
 
 HOOK_EVENT = "UserPromptSubmit"
 EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block the prompt
@@ -46,7 +47,7 @@ def _hook_session() -> str:
         sys.exit(EXIT_HOOK_ERROR)
     try:
         return notices.claude_session(claude_id)
-    except ValueError as exc:
+    except (ValueError, UsageError) as exc:
         click.echo(f"subagents notices: {exc}", err=True)
         sys.exit(EXIT_HOOK_ERROR)
 

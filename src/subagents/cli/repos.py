@@ -70,7 +70,7 @@ def apply(run_id: str, cwd: Path | None) -> None:
     changed and the conflicting files are named (exit 1). RUN_ID is any unique prefix.
     """
     from subagents import api
-    from subagents.worktree import WorktreeError
+    from subagents.errors import WorktreeError
 
     try:
         changed = api.apply_run(run_id, cwd)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import re
 
+from subagents.errors import FieldProblem
+
 # typing itself is not imported at run time (kept off every start path).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,17 +47,6 @@ def timeout_problem(value: float) -> str | None:
     if value > MAX_TIMEOUT:
         return f"must be at most {MAX_TIMEOUT:.0f} seconds (30 days), not {value:g}"
     return None
-
-
-class FieldProblem(ValueError):
-    """A failed check of meaning in a spec or settings object: where (a field's dotted
-    path, or "" for the whole object) and the problem. A ValueError, so pydantic, when it
-    checks a document against the same class, reports it at the place it was found."""
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where}: {problem}" if where else problem)
-        self.where = where
-        self.problem = problem
 
 
 def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:

@@ -5,6 +5,7 @@ orchestrator (single, parallel, chain), the background job driver
 May import: core, config, agents, runs, lifecycle.
 """
 
+from subagents.errors import JobBusyError, JobIdError, PlanError
 from subagents.jobs.continuation import chain_of, continuation_plan, read_run, resolve_run
 from subagents.jobs.control import (
     STOPPED_ORPHAN,
@@ -15,7 +16,7 @@ from subagents.jobs.control import (
     wait_job,
 )
 from subagents.jobs.driver import start_background
-from subagents.jobs.housekeeping import JobBusyError, jobs_to_prune, remove_jobs
+from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.orchestrator import (
     EventSink,
     Job,
@@ -26,17 +27,8 @@ from subagents.jobs.orchestrator import (
     plan,
 )
 from subagents.jobs.records import lifecycle_for
-from subagents.jobs.spec import (
-    PREVIOUS,
-    JobSpec,
-    PlanError,
-    Step,
-    job_of,
-    load_plan,
-    parse_job,
-    with_options,
-)
-from subagents.jobs.store import TERMINAL, JobIdError, JobStore
+from subagents.jobs.spec import PREVIOUS, JobSpec, Step, job_of, load_plan, parse_job, with_options
+from subagents.jobs.store import TERMINAL, JobStore
 
 __all__ = [
     "PREVIOUS",

@@ -16,8 +16,8 @@ from typing import Any
 
 from subagents.core import ids, paths
 from subagents.core.files import read_json
+from subagents.errors import PlanError
 from subagents.jobs.orchestrator import JobPlan, PlanOptions
-from subagents.jobs.spec import PlanError
 from subagents.jobs.store import JobStore, unknown_id
 from subagents.runs import RunRequest
 
@@ -71,7 +71,7 @@ def _original_request(store: JobStore, run_id: str, meta: dict[str, Any]) -> Run
 
 def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions) -> JobPlan:
     """The plan of a run continuing ``run`` with ``task``; every problem is a ``PlanError``."""
-    from subagents.backends import BackendError, get_backend
+    from subagents.backends import get_backend
 
     if not task.strip():
         raise PlanError("the follow-up task is empty")
@@ -82,10 +82,7 @@ def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions
             f"run {run_id} has not ended yet; wait for it first (subagents wait {run_id})"
         )
     name = str(meta.get("backend"))
-    try:
-        backend = get_backend(name)
-    except BackendError as exc:
-        raise PlanError(str(exc)) from None
+    backend = get_backend(name)
     if not backend.can_continue:
         raise PlanError(f"{name} cannot continue a run")
     from subagents.core import paths
@@ -100,12 +97,9 @@ def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions
         continue_from=run_id,
         runner=options.runner or earlier.runner,
     )
-    from subagents.runs import InputError, check
+    from subagents.runs import check
 
-    try:
-        check(req, options.limits, os.environ)
-    except InputError as exc:
-        raise PlanError(str(exc)) from None
+    check(req, options.limits, os.environ)
     return JobPlan("single", [req], options.limits, 1, options.session)
 
 

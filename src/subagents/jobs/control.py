@@ -111,7 +111,8 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.launchers import SUPERVISOR_FILE, RunnerError, signal_supervisor
+    from subagents.errors import SubagentsError
+    from subagents.launchers import SUPERVISOR_FILE, signal_supervisor
     from subagents.runs import RunMonitor
 
     for run_id in run_ids:
@@ -122,7 +123,7 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
         if monitor.result() is not None:
             continue
         monitor.stop_requested = True
-        with contextlib.suppress(OSError, ValueError, KeyError, RunnerError):
+        with contextlib.suppress(OSError, ValueError, KeyError, SubagentsError):
             signal_supervisor(run_dir, _read(run_dir / SUPERVISOR_FILE), signal.SIGTERM)
         if monitor.wait(timeout=grace) is None:
             monitor.recover_dead_supervisor()

@@ -21,14 +21,11 @@ from typing import Any
 
 from subagents.core import paths
 from subagents.core.files import read_json
+from subagents.errors import JobBusyError
 from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
 
 # Set-aside job directories: a leading dot, which no job id has.
 TRASH_PREFIX = ".removing-"
-
-
-class JobBusyError(Exception):
-    """A job that is still running (one line)."""
 
 
 @dataclass

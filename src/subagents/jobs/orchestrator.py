@@ -23,12 +23,12 @@ from subagents.core import events as ev
 if TYPE_CHECKING:
     from concurrent.futures import Future
 from subagents.core import paths
+from subagents.errors import PlanError, UsageError
 from subagents.jobs.outcome import final_text, job_status
-from subagents.jobs.spec import PREVIOUS, JobSpec, PlanError
+from subagents.jobs.spec import PREVIOUS, JobSpec
 from subagents.jobs.store import JobStore
 from subagents.runs import (
     EXIT_CODES,
-    InputError,
     Limits,
     RunHandle,
     RunRequest,
@@ -142,7 +142,8 @@ def plan(
         agent_name = step.agent or options.default_agent
         if agent_name:
             # Agent files (yaml, their model) are read only for a step that names an agent.
-            from subagents.agents import AgentError, get_agent
+            from subagents.agents import get_agent
+            from subagents.errors import AgentError
 
             try:
                 agent = get_agent(agent_name, base, options.agent_scope, env)
@@ -178,7 +179,7 @@ def plan(
                 limits,
                 env,
             )
-        except InputError as exc:
+        except UsageError as exc:
             raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or options.concurrency, n))
@@ -318,7 +319,7 @@ class Job:
         req = RunRequest(**{**asdict(req), "job_id": self.job_id})
         try:
             spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
-        except InputError as exc:
+        except UsageError as exc:
             return {**not_started(req, str(exc)), "status": "failed"}
         except OSError as exc:  # a full disk: the run never started, and says why
             why = f"the run could not start: {_why(exc)}"
@@ -328,7 +329,7 @@ class Job:
             return start_prepared(
                 spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
             )
-        except InputError as exc:
+        except UsageError as exc:
             return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
 
     def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> dict[str, Any]:

@@ -24,20 +24,16 @@ from typing import Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     UNKNOWN_KEY,
-    FieldProblem,
     check_at_least,
     check_choice,
     first_problem,
     text_problem,
     timeout_problem,
 )
+from subagents.errors import FieldProblem, PlanError
 
 PREVIOUS = "{previous}"
 MODES = ("single", "parallel", "chain")
-
-
-class PlanError(Exception):
-    """A bad plan or job request, as one line naming the field."""
 
 
 @dataclass

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.errors import JobIdError
 from subagents.jobs.outcome import final_text, job_status
 from subagents.lifecycle import sessionlog
 
@@ -57,10 +58,6 @@ _COLUMNS = (
     "runIds",
     "session",
 )
-
-
-class JobIdError(Exception):
-    """An unknown, ambiguous or malformed id, as one line."""
 
 
 def unknown_id(prefix: str) -> JobIdError:

@@ -5,7 +5,8 @@ cluster node (``ray_relay`` on the caller's side, ``ray_host`` on the node's).
 May import: supervisor (its command line), core.
 """
 
-from subagents.launchers.base import SUPERVISOR_FILE, Launched, RunnerError, record, supervisor_argv
+from subagents.errors import LaunchError
+from subagents.launchers.base import SUPERVISOR_FILE, Launched, record, supervisor_argv
 from subagents.launchers.placement import (
     EXECUTORS,
     RAY_MISSING,
@@ -22,8 +23,8 @@ __all__ = [
     "EXECUTORS",
     "RAY_MISSING",
     "SUPERVISOR_FILE",
+    "LaunchError",
     "Launched",
-    "RunnerError",
     "abandon",
     "check",
     "launch",

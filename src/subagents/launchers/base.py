@@ -16,10 +16,6 @@ SUPERVISOR_FILE = "supervisor.json"
 ENVIRON_FILE = "environ.json"
 
 
-class RunnerError(Exception):
-    """The runner could not start a supervisor."""
-
-
 @dataclass
 class Launched:
     pid: int

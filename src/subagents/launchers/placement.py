@@ -12,21 +12,24 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import procs
-from subagents.launchers.base import Launched, RunnerError
+from subagents.errors import LaunchError, SubagentsError, UsageError
+from subagents.launchers.base import Launched
 
 EXECUTORS = ("local", "ray")
 RAY_MISSING = "the ray executor needs Ray: pip install 'subagents[ray]'"
 
 
 def check(executor: str) -> None:
-    """Raise ``RunnerError`` (one line) when ``executor`` cannot be used here."""
+    """Raise ``UsageError`` (one line) when ``executor`` cannot be used here."""
     if executor not in EXECUTORS:
-        raise RunnerError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+        raise UsageError(
+            f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})", "executor"
+        )
     if executor == "ray":
         try:
             import ray  # noqa: F401
         except ImportError:
-            raise RunnerError(RAY_MISSING) from None
+            raise UsageError(RAY_MISSING, "executor") from None
 
 
 def launch_runner(run_dir: Path, runner: str = "process") -> Launched:
@@ -38,7 +41,7 @@ def launch_runner(run_dir: Path, runner: str = "process") -> Launched:
         from subagents.launchers.tmux import launch as launch_tmux
 
         return launch_tmux(run_dir)
-    raise RunnerError(f"unknown runner {runner!r} (known: process, tmux)")
+    raise LaunchError(f"unknown runner {runner!r} (known: process, tmux)")
 
 
 def want_spares(owner: object, count: int, runner: str = "process") -> None:
@@ -106,6 +109,6 @@ def abandon(ident: dict[str, Any]) -> str | None:
         from subagents.launchers.ray_relay import abandon as abandon_ray
 
         killed = abandon_ray(where)
-    except RunnerError as exc:
+    except SubagentsError as exc:  # Ray gone from here, or the cluster unreachable
         return f"its Ray actor {where.get('actor')} could not be reached: {exc}"
     return f"its Ray actor {where.get('actor')} was " + ("killed" if killed else "already gone")

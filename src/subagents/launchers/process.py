@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from subagents.core.files import open_private
-from subagents.launchers.base import Launched, RunnerError, record
+from subagents.errors import LaunchError
+from subagents.launchers.base import Launched, record
 from subagents.launchers.spares import SPARES, gated_start
 
 
@@ -22,8 +23,8 @@ def launch(run_dir: Path) -> Launched:
             with open_private(run_dir / "supervisor.log", "ab") as log:
                 spare = gated_start(stderr=log)
         except OSError as exc:
-            raise RunnerError(f"could not start the supervisor: {exc}") from exc
+            raise LaunchError(f"could not start the supervisor: {exc}") from exc
         if not spare.hand(run_dir):
             SPARES.drop(spare)  # dismissed, and reaped once gone
-            raise RunnerError("could not start the supervisor: it exited at once")
+            raise LaunchError("could not start the supervisor: it exited at once")
     return record(run_dir, Launched(spare.pid, spare.create_time, "process", spare.popen))

@@ -26,7 +26,8 @@ from typing import Any
 import psutil
 
 from subagents.core.files import open_private, publish_once, read_json
-from subagents.launchers import Launched, RunnerError, record
+from subagents.errors import LaunchError
+from subagents.launchers import Launched, record
 from subagents.launchers.ray_host import RELAYED, RunHost
 
 NAMESPACE = "subagents"
@@ -65,7 +66,7 @@ def connect(address: str | None) -> Any:
                 )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                raise RunnerError(
+                raise LaunchError(
                     f"could not connect to the Ray cluster at {target}: {first}"
                 ) from None
     return ray
@@ -74,7 +75,7 @@ def connect(address: str | None) -> Any:
 def _check_placement(ray: Any, backend: str) -> None:
     wanted = resource_name(backend)
     if ray.cluster_resources().get(wanted, 0) < 1:
-        raise RunnerError(
+        raise LaunchError(
             f"no Ray node offers {wanted}: no node of the cluster can run {backend} "
             f"(start one with: ray start --address=<head> --resources='{{\"{wanted}\": 4}}')"
         )
@@ -221,7 +222,7 @@ class RayLaunched(Launched):
             return None  # cannot tell: keep waiting, bounded by the run's own monitor
         try:
             _check_placement(self.ray, backend)
-        except RunnerError as exc:
+        except LaunchError as exc:
             return f"{exc}; the run could not be placed"
         return None
 
@@ -267,7 +268,7 @@ def launch(run_dir: Path, backend: str, address: str | None) -> Launched:
     try:
         actor = host.remote(run_dir.name, meta, str(run_dir), files)
     except (ValueError, ray.exceptions.RayError) as exc:
-        raise RunnerError(f"Ray could not create the run's actor: {_first_line(exc)}") from None
+        raise LaunchError(f"Ray could not create the run's actor: {_first_line(exc)}") from None
     return _recorded(run_dir, RayLaunched(run_dir, ray, actor, name))
 
 
@@ -306,5 +307,5 @@ def reattach(run_dir: Path, address: str | None) -> Launched:
     try:
         actor = ray.get_actor(name, namespace=NAMESPACE)
     except ValueError:
-        raise RunnerError(f"no Ray actor {name} in the cluster: the run is gone") from None
+        raise LaunchError(f"no Ray actor {name} in the cluster: the run is gone") from None
     return _recorded(run_dir, RayLaunched(run_dir, ray, actor, name))

@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 
 from subagents.core.files import write_json_atomic
-from subagents.launchers.base import ENVIRON_FILE, Launched, RunnerError, record, supervisor_argv
+from subagents.errors import LaunchError
+from subagents.launchers.base import ENVIRON_FILE, Launched, record, supervisor_argv
 
 SESSION = "subagents"
 TIMEOUT = 10.0
@@ -30,13 +31,13 @@ def _tmux(tmux: str, *args: str) -> subprocess.CompletedProcess[str]:
             [tmux, *args], capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RunnerError(f"tmux did not answer: {exc}") from exc
+        raise LaunchError(f"tmux did not answer: {exc}") from exc
 
 
 def launch(run_dir: Path, session: str = SESSION) -> Launched:
     tmux = shutil.which("tmux")
     if tmux is None:
-        raise RunnerError(
+        raise LaunchError(
             "tmux not found on PATH: install it (e.g. apt-get install tmux) or use --runner process"
         )
     write_json_atomic(run_dir / ENVIRON_FILE, dict(os.environ))
@@ -45,7 +46,7 @@ def launch(run_dir: Path, session: str = SESSION) -> Launched:
         # shell the user may close; runs get windows of their own.
         started = _tmux(tmux, "new-session", "-d", "-s", session, "-n", "subagents")
         if started.returncode != 0 and "duplicate session" not in started.stderr:
-            raise RunnerError(f"tmux could not start session {session!r}: {started.stderr.strip()}")
+            raise LaunchError(f"tmux could not start session {session!r}: {started.stderr.strip()}")
     name = run_dir.name[-8:]
     made = _tmux(
         tmux,
@@ -61,12 +62,12 @@ def launch(run_dir: Path, session: str = SESSION) -> Launched:
         *supervisor_argv(run_dir),
     )
     if made.returncode != 0:
-        raise RunnerError(f"tmux could not open a window: {made.stderr.strip()}")
+        raise LaunchError(f"tmux could not open a window: {made.stderr.strip()}")
     try:
         pid = int(made.stdout.strip().splitlines()[-1])
         create_time = psutil.Process(pid).create_time()
     except (ValueError, IndexError) as exc:
-        raise RunnerError(f"tmux did not report the window's process: {made.stdout!r}") from exc
+        raise LaunchError(f"tmux did not report the window's process: {made.stdout!r}") from exc
     except psutil.Error:
         create_time = 0.0  # already done: the monitor will find its result or see it gone
     return record(run_dir, Launched(pid, create_time, "tmux"))

@@ -467,7 +467,8 @@ if __name__ == "__main__":
 def configured_hooks(cwd: Path) -> tuple[list[Any], bool]:
     """The hooks and ``notify_desktop`` of the settings for work in ``cwd``; none when the
     settings cannot be read (a job was planned with valid ones: never fail over hooks)."""
-    from subagents.config import ConfigError, load_settings
+    from subagents.config import load_settings
+    from subagents.errors import ConfigError
 
     try:
         settings = load_settings(cwd)

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from subagents.errors import UsageError
+
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
 except ImportError:  # pragma: no cover
@@ -75,16 +77,17 @@ _SESSION_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 def _check_session_id(session_id: str, what: str = "session id") -> str:
     if not isinstance(session_id, str) or not _SESSION_ID_RE.fullmatch(session_id):
-        raise ValueError(
-            f"invalid {what} {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ -"
+        raise UsageError(
+            f"invalid {what} {session_id!r}: use 1-128 characters from A-Z a-z 0-9 . _ -",
+            "session",
         )
     if session_id.startswith("."):
-        raise ValueError(f"invalid {what} {session_id!r}: must not start with '.'")
+        raise UsageError(f"invalid {what} {session_id!r}: must not start with '.'", "session")
     return session_id
 
 
 def session_path(home: Path, session_id: str) -> Path:
-    """``home/sessions/<session_id>.jsonl``; ValueError for an id that is not path-safe
+    """``home/sessions/<session_id>.jsonl``; UsageError for an id that is not path-safe
     (1-128 characters from ``A-Za-z0-9._-``, not starting with ``.``)."""
     return Path(home) / "sessions" / f"{_check_session_id(session_id)}.jsonl"
 
@@ -92,7 +95,7 @@ def session_path(home: Path, session_id: str) -> Path:
 def default_session_id(env: Mapping[str, str] | None = None) -> str:
     """The session new entries go to: ``$SUBAGENTS_SESSION`` when set (and not empty),
     else ``"default"`` — one log for everything a user runs unless a parent names its own
-    session. ValueError when ``$SUBAGENTS_SESSION`` is not a valid session id."""
+    session. UsageError when ``$SUBAGENTS_SESSION`` is not a valid session id."""
     environ = os.environ if env is None else env
     value = environ.get(ENV_SESSION, "").strip()
     if not value:

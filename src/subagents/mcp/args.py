@@ -8,7 +8,8 @@ from typing import Any, Literal
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
-from subagents.jobs import PlanError, parse_job
+from subagents.errors import PlanError
+from subagents.jobs import parse_job
 
 INSTRUCTIONS = """\
 Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run

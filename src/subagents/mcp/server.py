@@ -34,7 +34,8 @@ from pydantic import Field
 
 from subagents import api
 from subagents.core import ids, paths
-from subagents.jobs import TERMINAL, JobIdError, JobStore
+from subagents.errors import JobIdError
+from subagents.jobs import TERMINAL, JobStore
 from subagents.mcp.args import (
     INSTRUCTIONS,
     SUBAGENT_DESCRIPTION,

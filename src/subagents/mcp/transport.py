@@ -19,6 +19,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from subagents.errors import TokenError
 from subagents.mcp.foreground import CLIENT_GONE
 from subagents.mcp.server import SubagentsMCP
 
@@ -164,10 +165,6 @@ class RequestGuard:
 MIN_TOKEN_LENGTH = 16
 
 
-class TokenError(ValueError):
-    """A bearer token too short to protect anything (one line naming where it came from)."""
-
-
 def http_token(env: dict[str, str] | None = None) -> tuple[str, bool]:
     """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else ``mcp_token`` in the user config, else a
     new random one (second item True). A chosen token shorter than 16 characters is refused
@@ -191,11 +188,7 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
     """Streamable HTTP on 127.0.0.1:``port`` (0: any free port) at ``/mcp``, behind a bearer token."""
     import uvicorn
 
-    try:
-        token, generated = http_token()
-    except TokenError as exc:  # bad input: one line, exit 2
-        print(f"subagents: {exc}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+    token, generated = http_token()  # a TokenError is bad input: one line, exit 2
     server = SubagentsMCP()
     guard = RequestGuard(server.mcp.streamable_http_app(host="127.0.0.1"))
     app = BearerAuth(guard, token)

@@ -6,8 +6,8 @@ supervisor, and worktree isolation.
 May import: launchers, supervisor, backends, present, config, core.
 """
 
+from subagents.errors import UsageError
 from subagents.runs.launch import (
-    InputError,
     Limits,
     RunHandle,
     RunRequest,
@@ -26,12 +26,12 @@ from subagents.supervisor.spec import RunSpec
 
 __all__ = [
     "EXIT_CODES",
-    "InputError",
     "Limits",
     "RunHandle",
     "RunMonitor",
     "RunRequest",
     "RunSpec",
+    "UsageError",
     "check",
     "iso",
     "keep_warm",

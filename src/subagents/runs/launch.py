@@ -2,7 +2,7 @@
 and hand back a handle to follow, wait for or stop it.
 
 Everything that can be wrong with a request is found here, before anything is
-spawned, and raised as one ``InputError`` line.
+spawned, and raised as one ``UsageError`` line.
 """
 
 from __future__ import annotations
@@ -19,37 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from subagents.backends import (
-    ARGV_TASK_LIMIT,
-    MAX_TASK_BYTES,
-    Backend,
-    BackendError,
-    CommandRequest,
-    get_backend,
-)
+from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, CommandRequest, get_backend
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
-from subagents.launchers import (
-    SUPERVISOR_FILE,
-    Launched,
-    RunnerError,
-    launch,
-    reattach,
-    want_spares,
-)
+from subagents.errors import LaunchError, UsageError, WorktreeError
+from subagents.launchers import SUPERVISOR_FILE, Launched, launch, reattach, want_spares
 from subagents.launchers import check as check_executor
 from subagents.runs.monitor import RunMonitor
 from subagents.supervisor.spec import RunSpec
-
-
-class InputError(Exception):
-    """Bad input: one line naming the problem; the CLI exits 2. ``field`` names the
-    request field at fault, when one is (a plan reports it as ``steps.N.<field>``)."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass
@@ -115,14 +93,14 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
     if os.sep in wanted:
         if os.path.isfile(wanted) and os.access(wanted, os.X_OK):
             return wanted
-        raise InputError(
+        raise UsageError(
             f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)",
             "backend",
         )
     found = shutil.which(wanted, path=env.get("PATH"))
     if found is None:
         hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
-        raise InputError(
+        raise UsageError(
             f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}",
             "backend",
         )
@@ -131,17 +109,17 @@ def resolve_binary(backend: Backend, limits: Limits, env: Mapping[str, str]) -> 
 
 def check_capabilities(backend: Backend, req: RunRequest) -> None:
     if req.tools is not None and not backend.supports_tools:
-        raise InputError(
+        raise UsageError(
             f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend",
             "backend",
         )
     if req.thinking and not backend.supports_thinking:
-        raise InputError(
+        raise UsageError(
             f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend",
             "backend",
         )
     if req.system_prompt and not backend.supports_system_prompt:
-        raise InputError(
+        raise UsageError(
             f"backend {backend.name} cannot take a system prompt; choose another backend",
             "backend",
         )
@@ -161,21 +139,21 @@ def check_values(req: RunRequest, limits: Limits) -> None:
     for name, value in texts.items():
         problem = text_problem(value) if value is not None else None
         if problem:
-            raise InputError(f"{name}: {problem}", name.split(".")[0])
+            raise UsageError(f"{name}: {problem}", name.split(".")[0])
     for name, timeout in (("timeout", req.timeout), ("timeout", limits.timeout)):
         problem = timeout_problem(timeout) if timeout is not None else None
         if problem:
-            raise InputError(f"timeout: {problem}", name)
+            raise UsageError(f"timeout: {problem}", name)
 
 
 def check_task_size(backend: Backend, task: str) -> None:
     size = len(task.encode())
     if size > MAX_TASK_BYTES:
-        raise InputError(
+        raise UsageError(
             f"the task is {size} bytes, over the limit of {MAX_TASK_BYTES} bytes (10 MiB)", "task"
         )
     if size > ARGV_TASK_LIMIT and not backend.reads_task_from_stdin:
-        raise InputError(
+        raise UsageError(
             f"the task is {size} bytes; backend {backend.name} takes its task on the command"
             f" line, which holds at most {ARGV_TASK_LIMIT} bytes",
             "task",
@@ -195,36 +173,30 @@ class Checked:
 def check(req: RunRequest, limits: Limits, env: Mapping[str, str]) -> Checked:
     """Everything that can be wrong with ``req``, found without creating anything."""
     if not req.task or not req.task.strip():
-        raise InputError("the task is empty", "task")
+        raise UsageError("the task is empty", "task")
     check_values(req, limits)
     depth = current_depth(env) + 1
     if depth > limits.max_depth:
-        raise InputError(
+        raise UsageError(
             f"refusing to delegate: nesting depth {depth} would exceed the maximum of {limits.max_depth}"
             " (SUBAGENTS_DEPTH; raise max_depth in config to allow it)"
         )
     name = req.backend or limits.default_backend
-    try:
-        backend = get_backend(name)
-    except BackendError as exc:
-        raise InputError(str(exc), "backend") from None
+    backend = get_backend(name)
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
-    try:
-        check_executor(limits.executor)
-    except RunnerError as exc:
-        raise InputError(str(exc)) from None
+    check_executor(limits.executor)
     cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
     if not cwd.is_dir():
-        raise InputError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
+        raise UsageError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
     check_watchdog(req)
     if req.isolate is not None:
         if req.isolate != "worktree":
-            raise InputError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
+            raise UsageError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
         from subagents.worktree import repo_root
 
         if req.continue_from is None and repo_root(cwd) is None:
-            raise InputError(
+            raise UsageError(
                 f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
             )
     return Checked(backend, resolve_binary(backend, limits, env), cwd.resolve(), depth)
@@ -234,9 +206,9 @@ def check_watchdog(req: RunRequest) -> None:
     for name in ("stall_timeout", "tool_timeout"):
         value = getattr(req, name)
         if value is not None and value < 0:
-            raise InputError(f"{name} must be 0 (off) or a positive number of seconds", name)
+            raise UsageError(f"{name} must be 0 (off) or a positive number of seconds", name)
     if req.on_stall not in (None, "notice", "abort"):
-        raise InputError(
+        raise UsageError(
             f"unknown on_stall policy {req.on_stall!r} (use notice or abort)", "on_stall"
         )
 
@@ -282,10 +254,8 @@ def _write_run_dir(
             worktree = wt.create(cwd, run_id, run_dir)
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
-        from subagents.worktree import WorktreeError
-
         if isinstance(exc, WorktreeError):
-            raise InputError(str(exc), "isolate") from None
+            raise UsageError(str(exc), "isolate") from None
         raise
     child_cwd = cwd
     if worktree is not None:
@@ -358,10 +328,10 @@ def _continuation(
         meta = read_json(earlier / "meta.json")
         result = read_json(earlier / "result.json")
     except (OSError, ValueError):
-        raise InputError(f"run {req.continue_from} has not ended (or its files are gone)") from None
+        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)") from None
     resume = backend.resume_point(str(earlier), result)
     if resume is None:
-        raise InputError(
+        raise UsageError(
             f"run {req.continue_from} left no {backend.name} session to continue"
             " (runs before sessions were kept cannot be continued)"
         )
@@ -372,8 +342,8 @@ def _continuation(
 
     try:
         return resume, wt.reopen(record)
-    except wt.WorktreeError as exc:
-        raise InputError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
+    except WorktreeError as exc:
+        raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
 
 
 class RunHandle:
@@ -446,14 +416,14 @@ def start_prepared(
         launched = launch(
             run_dir, backend=spec.backend, runner=runner, executor=executor, address=ray_address
         )
-    except RunnerError as exc:
+    except LaunchError as exc:
         # The run directory exists: it must not be left without a result.
         from subagents.supervisor.result import publish_ended
 
         publish_ended(
             run_dir, spec=spec, status="failed", error_message=str(exc), started_at=time.time()
         )
-        raise InputError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)
 
 
@@ -478,7 +448,7 @@ def resume(run_dir: Path) -> RunHandle:
         ident = {}
     where = ident.get("executor")
     if isinstance(where, dict) and not (run_dir / "result.json").exists():
-        with contextlib.suppress(RunnerError):
+        with contextlib.suppress(LaunchError):
             launched = reattach(run_dir, str(where.get("address") or "") or None)
             return RunHandle(spec_of(run_dir), run_dir, launched)
     # A local supervisor (or one that is gone: the monitor then finds it dead and ends the run).

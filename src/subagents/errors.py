@@ -1,0 +1,114 @@
+"""Every error subagents raises, in one tree under :class:`SubagentsError`.
+
+Each carries one line naming the problem (its ``str``) and the command line's exit code for
+it (``exit_code``), so a surface maps errors by class, never by message or name:
+
+    SubagentsError                  exit 1
+    ├── UsageError                  exit 2: bad input; nothing was created (``field``: where)
+    │   ├── ConfigError             a config file or a SUBAGENTS_* variable
+    │   ├── PlanError               a job spec: a plan file, API dict or MCP arguments
+    │   ├── AgentError              an agent definition, or an agent that does not exist
+    │   ├── BackendError            a backend that does not exist or cannot serve the request
+    │   ├── JobIdError              an unknown, ambiguous or malformed job or run id
+    │   ├── JobBusyError            a job still running, asked to be removed
+    │   ├── TokenError              a bearer token too short to protect anything
+    │   └── FieldProblem            a failed check of a spec's or the settings' meaning
+    ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
+    └── WorktreeError               a git operation of worktree isolation could not be done
+
+``BadRequest`` is ``UsageError`` by the name the Python API has always used.
+
+Standard library only: the supervisor imports it (through the backend registry).
+"""
+
+from __future__ import annotations
+
+
+class SubagentsError(Exception):
+    """Something subagents could not do, as one line."""
+
+    exit_code: int = 1
+
+
+class UsageError(SubagentsError):
+    """Bad input: one line naming the problem, exit 2, and nothing created. ``field`` names
+    the input at fault when one is (a plan reports it as ``steps.N.<field>``)."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+BadRequest = UsageError
+
+
+class ConfigError(UsageError):
+    """A configuration problem, as one line naming the file (or variable) and the field."""
+
+
+class PlanError(UsageError):
+    """A bad plan or job request, as one line naming the field."""
+
+
+class AgentError(UsageError):
+    """A bad or unknown agent, as one line."""
+
+    def __init__(self, message: str, field: str | None = "agent") -> None:
+        super().__init__(message, field)
+
+
+class BackendError(UsageError):
+    """A backend that does not exist, or a request it cannot serve."""
+
+    def __init__(self, message: str, field: str | None = "backend") -> None:
+        super().__init__(message, field)
+
+
+class JobIdError(UsageError):
+    """An unknown, ambiguous or malformed id, as one line."""
+
+
+class JobBusyError(UsageError):
+    """A job that is still running (one line)."""
+
+
+class TokenError(UsageError):
+    """A bearer token too short to protect anything (one line naming where it came from)."""
+
+
+class FieldProblem(UsageError, ValueError):
+    """A failed check of meaning in a spec or settings object: where (a field's dotted
+    path, or "" for the whole object) and the problem. A ValueError too, so pydantic, when it
+    checks a document against the same class, reports it at the place it was found."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}" if where else problem, where or None)
+        self.where = where
+        self.problem = problem
+
+
+class LaunchError(SubagentsError):
+    """A run could not be started: its runner, its executor or its supervisor failed."""
+
+
+class WorktreeError(SubagentsError):
+    """A git operation that could not be done, as one line."""
+
+
+__all__ = [
+    "AgentError",
+    "BackendError",
+    "BadRequest",
+    "ConfigError",
+    "FieldProblem",
+    "JobBusyError",
+    "JobIdError",
+    "LaunchError",
+    "PlanError",
+    "SubagentsError",
+    "TokenError",
+    "UsageError",
+    "WorktreeError",
+]
