@@ -17,6 +17,7 @@ def write_pi_config(
     *,
     retry: dict[str, Any] | None = None,
     provider: str = PROVIDER,
+    price: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, str]:
     """Point a pi child at the mock; return the env vars it needs.
 
@@ -29,6 +30,8 @@ def write_pi_config(
     top-level keys drive pi's own ``auto_retry_start`` loop (defaults true/3/2000);
     ``provider.maxRetries`` is the OpenAI SDK's silent in-request retry count
     (default 2) -- set it to 0 to make every HTTP error visible to pi at once.
+    ``price`` is the model's (input, output) USD per million tokens: pi prices each
+    answer's usage with it (``usage.cost`` in its stream; 0 by default).
 
     The returned env: ``PI_CODING_AGENT_DIR``; ``PI_OFFLINE=1``,
     ``PI_SKIP_VERSION_CHECK=1`` and ``PI_TELEMETRY=0`` (no startup network); and
@@ -52,7 +55,12 @@ def write_pi_config(
                         "input": ["text"],
                         "contextWindow": 128000,
                         "maxTokens": 4096,
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "cost": {
+                            "input": price[0],
+                            "output": price[1],
+                            "cacheRead": 0,
+                            "cacheWrite": 0,
+                        },
                     }
                 ],
             }
@@ -255,7 +263,9 @@ def write_gemini_config(
 # --------------------------------------------------------------------------- opencode
 
 
-def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
+def write_opencode_config(
+    config_dir: Path, base_url: str, *, price: tuple[float, float] | None = None
+) -> dict[str, str]:
     """Point an OpenCode child at the mock's Chat Completions API; return its env.
 
     Run ``opencode run --format json -m mock/mock-model TASK`` (:data:`OPENCODE_MODEL`)
@@ -266,7 +276,8 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
 
     Writes ``config_dir/opencode.json`` with provider ``mock`` (``npm:
     "@ai-sdk/openai-compatible"``, ``options.baseURL = <base_url>/v1``, ``apiKey``,
-    model ``mock-model``), outside the work tree, named by ``OPENCODE_CONFIG``.
+    model ``mock-model``, priced at ``price`` = (input, output) USD per million tokens
+    when given), outside the work tree, named by ``OPENCODE_CONFIG``.
 
     The env: ``OPENCODE_CONFIG``; ``HOME`` and ``XDG_{CONFIG,DATA,CACHE,STATE}_HOME``
     under ``config_dir/home`` (opencode keeps its database, logs and an npm cache
@@ -276,6 +287,13 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
     config_dir = Path(config_dir)
     home = config_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
+    model: dict[str, Any] = {
+        "name": "Mock Model",
+        "tool_call": True,
+        "limit": {"context": 128000, "output": 4096},
+    }
+    if price is not None:
+        model["cost"] = {"input": price[0], "output": price[1]}
     config = {
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
@@ -285,13 +303,7 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Mock",
                 "options": {"baseURL": base_url.rstrip("/") + "/v1", "apiKey": "x"},
-                "models": {
-                    MODEL_ID: {
-                        "name": "Mock Model",
-                        "tool_call": True,
-                        "limit": {"context": 128000, "output": 4096},
-                    }
-                },
+                "models": {MODEL_ID: model},
             }
         },
     }
