@@ -143,3 +143,55 @@ class Child:
         return "\n".join(
             f"{t:8.3f} {d} {line.decode(errors='replace')[:200]}" for t, d, line in rows
         )
+
+
+def response(rid: str | int) -> Callable[[Obj], bool]:
+    return lambda o: o.get("id") == rid and ("result" in o or "error" in o or "success" in o)
+
+
+class Codex:
+    """codex app-server's JSON-RPC: requests numbered from 1, one thread."""
+
+    def __init__(self, child: Child, cwd: Path) -> None:
+        self.child = child
+        self.next_id = 0
+        self.thread = ""
+        self.call("initialize", {"clientInfo": {"name": "subagents", "version": "0.0"}})
+        child.send({"method": "initialized"})
+        started = self.call(
+            "thread/start",
+            {
+                "cwd": str(cwd),
+                "approvalPolicy": "never",
+                "sandbox": "danger-full-access",
+                "ephemeral": True,
+            },
+        )
+        self.thread = started["result"]["thread"]["id"]
+
+    def request(self, method: str, params: Obj) -> int:
+        self.next_id += 1
+        self.child.send({"id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def call(self, method: str, params: Obj) -> Obj:
+        return self.child.get(response(self.request(method, params)))
+
+    def turn(self, text: str) -> str:
+        answer = self.call("turn/start", {"threadId": self.thread, "input": [text_input(text)]})
+        return str(answer["result"]["turn"]["id"])
+
+
+def text_input(text: str) -> Obj:
+    return {"type": "text", "text": text}
+
+
+def notified(method: str, **match: str) -> Callable[[Obj], bool]:
+    def pred(o: Obj) -> bool:
+        if o.get("method") != method:
+            return False
+        params = o.get("params", {})
+        item = params.get("item", {})
+        return all(item.get(k) == v or params.get(k) == v for k, v in match.items())
+
+    return pred

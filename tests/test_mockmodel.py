@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from livechild import Child
 
 import subagents.demo.mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
@@ -618,3 +619,39 @@ def test_cli_serves_a_loop() -> None:
     assert looped["choices"][0]["finish_reason"] == "tool_calls"
     assert looped["usage"]["total_tokens"] == 10
     assert heard["choices"][0]["message"]["content"] == "heard: hi"
+
+
+@needs_pi
+def test_real_pi_rpc_steer_reaches_the_looping_model(tmp_path: Path) -> None:
+    """pi --mode rpc: a steer sent while a tool runs is the next user message, the loop
+    answers it, the run settles, and closing stdin ends pi (exit 0)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with MockModelServer(Script(loop=True, command="sleep 1")) as srv:
+        env = {**os.environ, **write_pi_config(tmp_path / "pi", srv.url, price=(1000.0, 2000.0))}
+        argv = ["pi", "--mode", "rpc", "--no-session", "--provider", "mock"]
+        child = Child([*argv, "--model", "mock-model", "--tools", "bash"], env, work)
+        try:
+            child.send({"id": "p1", "type": "prompt", "message": "loop until told otherwise"})
+            child.wait_for(lambda o: o.get("type") == "tool_execution_start")
+            child.send({"id": "s1", "type": "steer", "message": "stop and say banana"})
+            end = child.wait_for(lambda o: o.get("type") == "agent_settled")
+        finally:
+            rc = child.close()
+        served = srv.served
+    objs = child.objs()[: end + 1]
+    assert {"id": "s1", "type": "response", "command": "steer", "success": True} in objs
+    users = [
+        o["message"]["content"][0]["text"]
+        for o in objs
+        if o.get("type") == "message_end" and o["message"]["role"] == "user"
+    ]
+    assert users == ["loop until told otherwise", "stop and say banana"]
+    ends = assistant_ends(objs)
+    assert ends[-1]["content"] == [{"type": "text", "text": 'You said: "stop and say banana"'}]
+    assert ends[-1]["stopReason"] == "stop"
+    assert all(m["stopReason"] == "toolUse" for m in ends[:-1])
+    # pi prices each answer's usage (10 in, 5 out) with the model's price per million
+    assert [m["usage"]["cost"]["total"] for m in ends] == [pytest.approx(0.02)] * len(ends)
+    assert [s.tool for s in served] == ["bash"] * len(ends[:-1]) + [None]
+    assert rc == 0
