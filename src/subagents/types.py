@@ -12,7 +12,7 @@ and says which one it is.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
     "AgentEvent",
@@ -38,7 +38,6 @@ __all__ = [
     "Notice",
     "NoticeLevel",
     "OnStall",
-    "PlanRecord",
     "ProcessIdentity",
     "RunFinished",
     "RunNotStarted",
@@ -245,6 +244,7 @@ class ExecutorPlace(TypedDict):
     node: str
 
 
+@final
 class RunResult(TypedDict):
     """``result.json``: how one run ended. Written once, atomically, last."""
 
@@ -278,6 +278,7 @@ class RunResult(TypedDict):
     executor: NotRequired[ExecutorPlace]
 
 
+@final
 class RunNotStarted(TypedDict):
     """A job's record of a run it never started (stopped first, or refused at its start):
     in ``JobResult.runs`` where its ``result.json`` would be. ``runId`` is None unless its
@@ -295,6 +296,7 @@ class RunNotStarted(TypedDict):
 
 
 # One entry of a job's ``runs``: a run's result.json, or the record of one never started.
+# ``if "paths" in run:`` tells them apart (both are final): then it is a RunResult.
 JobRun: TypeAlias = RunResult | RunNotStarted
 
 
@@ -325,17 +327,6 @@ class ProcessIdentity(TypedDict):
     createTime: float
 
 
-class PlanRecord(TypedDict):
-    """job.json's ``plan``: the checked job, as the orchestrator's ``JobPlan.to_dict``."""
-
-    mode: JobMode
-    requests: list[dict[str, Any]]
-    limits: dict[str, Any]
-    concurrency: int
-    session: str | None
-    extra: dict[str, Any]
-
-
 class JobState(TypedDict):
     """``job.json`` as ``JobStore.load`` returns it: the job as recorded when it was made,
     what its driver added while it ran, and — once it ended — the job result's keys."""
@@ -348,7 +339,9 @@ class JobState(TypedDict):
     background: bool
     session: str | None
     runIds: list[str | None]
-    plan: PlanRecord
+    # The checked job (the orchestrator's JobPlan.to_dict(): mode, requests, limits,
+    # concurrency, session, extra); its requests and limits follow the run settings.
+    plan: dict[str, Any]
     startedAt: NotRequired[str]
     driver: NotRequired[ProcessIdentity]
     sessionLog: NotRequired[str | None]

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from subagents.types import WorktreeRecord, WorktreeSpec
+
 BRANCH_PREFIX = "subagents/"
 WORKTREE_DIR = "worktree"
 PATCH_FILE = "changes.patch"
@@ -151,8 +153,8 @@ _SHORTSTAT = re.compile(
 
 
 def finalize(
-    record: dict[str, Any], run_dir: Path, *, message: str, keep: bool = False
-) -> dict[str, Any]:
+    record: WorktreeSpec, run_dir: Path, *, message: str, keep: bool = False
+) -> WorktreeRecord:
     """Commit what the run changed, write its patch and diffstat, tidy the worktree away.
 
     Returns ``result.json``'s ``worktree``: ``path, branch, base, commit, filesChanged,
@@ -199,7 +201,7 @@ def finalize(
     }
 
 
-def discard_worktree(worktree: dict[str, Any]) -> None:
+def discard_worktree(worktree: WorktreeRecord) -> None:
     """Remove a run's worktree (if still there) and its branch (for ``rm``/``prune``)."""
     root = Path(worktree["repo"])
     with repo_lock(root):
@@ -209,7 +211,7 @@ def discard_worktree(worktree: dict[str, Any]) -> None:
         git(["branch", "-D", "--quiet", worktree["branch"]], root, check=False)
 
 
-def apply_changes(worktree: dict[str, Any], cwd: Path) -> list[str]:
+def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
     """Bring a run's changes into the working tree at ``cwd``: a 3-way merge of the run's
     branch (from its base) into the working tree as it is now, uncommitted changes and all.
 

@@ -22,7 +22,7 @@ import contextlib
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -31,6 +31,9 @@ from rich.text import Text
 
 from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult
 
 REFRESH_PER_SECOND = 10
 # Lines a draw prints in full; past that (in a tenth of a second) the draw is coalesced.
@@ -219,14 +222,15 @@ class Display:
             text = f"{run.label}: {line}" if self.multi else line
             self.console.file.write(text.expandtabs(8) + "\n")
 
-    def finished(self, result: dict[str, Any]) -> None:
+    def finished(self, result: JobResult) -> None:
         if not self.enabled:
             return
         for r in result.get("runs") or []:
             status = r.get("status")
             colour = "green" if status == "completed" else "red"
             usage = r.get("usage") or {}
-            bits = [f"{(r.get('durationMs') or 0) / 1000:.1f}s", f"{r.get('toolCalls', 0)} tools"]
+            took = r["durationMs"] if "paths" in r else 0  # (0: a run never started)
+            bits = [f"{took / 1000:.1f}s", f"{r.get('toolCalls', 0)} tools"]
             if usage.get("totalTokens"):
                 bits.append(f"{_tokens(int(usage['totalTokens']))} tokens")
             if usage.get("cost") is not None:

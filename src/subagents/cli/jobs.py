@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
+
+if TYPE_CHECKING:
+    from subagents.types import JobRow
 
 # ---- job commands ------------------------------------------------------------
 
@@ -30,11 +33,12 @@ def _resolve(store: Any, job_id: str) -> str:
     return resolved
 
 
-def _elapsed(item: dict[str, Any]) -> str:
-    if item.get("durationMs") is not None:
-        seconds = item["durationMs"] / 1000
-    elif item.get("createdAt"):
-        seconds = time.time() - float(item["createdAt"])
+def _elapsed(item: JobRow) -> str:
+    took, created = item.get("durationMs"), item.get("createdAt")
+    if took is not None:
+        seconds = took / 1000
+    elif created:
+        seconds = time.time() - float(created)
     else:
         return "-"
     if seconds < 60:

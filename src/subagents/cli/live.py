@@ -7,14 +7,19 @@ again: a run's tail keeps its offset, tool count, latest usage and activity line
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths
 from subagents.core.files import read_json
+from subagents.core.records import is_run_result
 from subagents.present.jobview import RunRow, Snapshot
+
+if TYPE_CHECKING:
+    from subagents.types import JobRow, RunResult
 
 ACTIVITY_LEN = 200
 
@@ -85,21 +90,17 @@ class LiveJobs:
         self.limit = limit
         self._tails: dict[str, RunTail] = {}
         self._meta: dict[str, dict[str, Any]] = {}
-        self._results: dict[str, dict[str, Any]] = {}
+        self._results: dict[str, RunResult] = {}
 
     def run_dir(self, run_id: str) -> Path:
         return paths.runs_dir(self.store.home) / run_id
 
-    def _run_row(self, job: dict[str, Any], run_id: str | None, first: bool) -> RunRow:
-        base = {
-            "job_id": job["jobId"],
-            "run_id": run_id,
-            "mode": job.get("mode") or "",
-            "first_of_job": first,
-        }
+    def _run_row(self, job: JobRow, run_id: str | None, first: bool) -> RunRow:
+        row = functools.partial(
+            RunRow, job_id=job["jobId"], run_id=run_id, mode=job["mode"] or "", first_of_job=first
+        )
         if run_id is None:  # not started yet
-            return RunRow(
-                **base,
+            return row(
                 agent="-",
                 backend="-",
                 status=job.get("status") or "pending",
@@ -111,16 +112,15 @@ class LiveJobs:
             )
         result = self._results.get(run_id)
         if result is None:
-            result = _read(self.run_dir(run_id) / "result.json") or None
-            if result is not None:
-                self._results[run_id] = result  # written once: never read again
+            on_disk = _read(self.run_dir(run_id) / "result.json")
+            if is_run_result(on_disk):
+                result = self._results[run_id] = on_disk  # written once: never read again
                 self._tails.pop(run_id, None)
         if result is not None:
             usage = result.get("usage") or {}
             duration = _num(result.get("durationMs"))
             answer = (result.get("finalText") or result.get("errorMessage") or "").strip()
-            return RunRow(
-                **base,
+            return row(
                 agent=str(result.get("agent") or result.get("backend") or "-"),
                 backend=str(result.get("backend") or "-"),
                 status=str(result.get("status")),
@@ -138,8 +138,7 @@ class LiveJobs:
             tail = self._tails[run_id] = RunTail(self.run_dir(run_id))
         tail.poll()
         started = tail.started or _num(meta.get("createdAt"))
-        return RunRow(
-            **base,
+        return row(
             agent=str(meta.get("agent") or meta.get("backend") or "-"),
             backend=str(meta.get("backend") or "-"),
             # The watchdog's stall notice (the same formatter as ps's "stalled for N s").

@@ -169,7 +169,15 @@ def tool_result(tool_call_id: str, tool_name: str, is_error: bool, text: str) ->
 
 
 def usage(totals: Usage) -> UsageEvent:
-    return {"type": "usage", **totals}
+    return {
+        "type": "usage",
+        "input": totals["input"],
+        "output": totals["output"],
+        "cacheRead": totals["cacheRead"],
+        "cacheWrite": totals["cacheWrite"],
+        "totalTokens": totals["totalTokens"],
+        "cost": totals["cost"],
+    }
 
 
 def notice(level: NoticeLevel, message: str) -> Notice:

@@ -10,13 +10,13 @@ back): ``typing`` is imported only for the type checker.
 
 from __future__ import annotations
 
+from subagents.core.events import EVENT_TYPES
+
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from typing import TypeGuard
 
-    from subagents.types import AgentEvent, Event, JobState, RunResult
-
-from subagents.core.events import EVENT_TYPES
+    from subagents.types import AgentEvent, Event, JobResult, JobState, RunResult, RunStatus
 
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)
@@ -26,6 +26,10 @@ LIFECYCLE_EVENT_TYPES = (
     "subagent:error",
     "subagent:aborted",
 )
+
+
+def is_run_status(value: object) -> TypeGuard[RunStatus]:
+    return value in RUN_STATUSES
 
 
 def is_run_result(data: object) -> TypeGuard[RunResult]:
@@ -43,6 +47,16 @@ def is_job_state(data: object) -> TypeGuard[JobState]:
         isinstance(data, dict)
         and isinstance(data.get("jobId"), str)
         and data.get("status") in JOB_STATUSES
+    )
+
+
+def is_job_result(data: object) -> TypeGuard[JobResult]:
+    """A job result: an object naming its job, with a run's status and the list of runs."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("jobId"), str)
+        and data.get("status") in RUN_STATUSES
+        and isinstance(data.get("runs"), list)
     )
 
 

@@ -22,7 +22,7 @@ import contextlib
 import functools
 import json
 import time
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -55,6 +55,9 @@ from subagents.mcp.results import (
     session_part,
     status_summary,
 )
+
+if TYPE_CHECKING:
+    from subagents.types import JobState
 
 SERVER_NAME = "subagents"
 MAX_WAIT_SECONDS = 600.0  # cap on subagent_result's wait_seconds
@@ -321,7 +324,7 @@ class SubagentsMCP:
                 content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id}
             )
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
-        return result_to_tool_result(result)
+        return result_to_tool_result(dict(result))
 
     async def subagent_status(
         self,
@@ -337,7 +340,7 @@ class SubagentsMCP:
             return await anyio.to_thread.run_sync(self._session_totals, self.session_for(ctx))
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
-        summary = status_summary(state, activity)
+        summary = status_summary(dict(state), activity)
         text = api.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
@@ -355,7 +358,7 @@ class SubagentsMCP:
             structured_content={"session": session, "total": total},
         )
 
-    def _state_and_activity(self, job_id: str) -> tuple[dict[str, Any], str | None]:
+    def _state_and_activity(self, job_id: str) -> tuple[JobState, str | None]:
         state = api.job_state(self.store, job_id)
         activity = None
         if state.get("status") not in TERMINAL:
@@ -388,7 +391,7 @@ class SubagentsMCP:
                 abandon_on_cancel=True,
             )
             if result is not None:
-                return result_to_tool_result(result)
+                return result_to_tool_result(dict(result))
             if time.monotonic() >= deadline:
                 break
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -404,7 +407,7 @@ class SubagentsMCP:
                 )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
-            return result_to_tool_result(state)
+            return result_to_tool_result(dict(state))
         text = (
             f"job {jid} is still running ({state.get('status')}"
             + (f": {activity}" if activity else "")
@@ -412,7 +415,7 @@ class SubagentsMCP:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(state, activity),
+            structured_content=status_summary(dict(state), activity),
         )
 
     async def subagent_cancel(
@@ -435,13 +438,13 @@ class SubagentsMCP:
                     text = f"job {jid} had already ended: {before.get('status')}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
-                        structured_content=status_summary(before, None),
+                        structured_content=status_summary(dict(before), None),
                     )
                 state = await anyio.to_thread.run_sync(api.stop_job, self.store, jid)
         text = f"job {jid}: {state.get('status')}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(state, None),
+            structured_content=status_summary(dict(state), None),
         )
 
     async def list_agents(self) -> CallToolResult:
