@@ -366,9 +366,10 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
             ensure_ascii=False,
             default=str,
         ).encode()
-        # The directory holding this copy of the package, so the helper runs the same code
-        # (without touching PYTHONPATH, which the hooks would inherit).
-        package_parent = str(Path(__file__).resolve().parent.parent)
+        # The directory holding this copy of the package (src/, not the package itself,
+        # whose modules must not shadow the standard library's: subagents/types.py), so the
+        # helper runs the same code (without touching PYTHONPATH, which the hooks inherit).
+        package_parent = str(Path(__file__).resolve().parents[2])
         proc = subprocess.Popen(
             [sys.executable, "-c", _HELPER_CODE, package_parent],
             stdin=subprocess.PIPE,
