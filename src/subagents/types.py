@@ -364,6 +364,7 @@ class JobUpdate(TypedDict, total=False):
     sessionLog: str | None
     runIds: list[str | None]
     background: bool
+    finalText: str | None
 
 
 class JobRow(TypedDict):

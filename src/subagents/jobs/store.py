@@ -156,21 +156,14 @@ class JobStore:
         identity); a finished job's status stays."""
         with self._lock:
             state = self.load(job_id)
-            if "status" in fields and state["status"] not in TERMINAL:
-                state["status"] = fields["status"]  # a finished job stays finished
-            if "startedAt" in fields:
-                state["startedAt"] = fields["startedAt"]
-            if "sessionLog" in fields:
-                state["sessionLog"] = fields["sessionLog"]
-            if "runIds" in fields:
-                state["runIds"] = fields["runIds"]
-            if "background" in fields:
-                state["background"] = fields["background"]
+            if state["status"] in TERMINAL:
+                fields.pop("status", None)  # a finished job stays finished
+            updated = self._merged(job_id, state, fields)
             if driverPid is not None:
                 with contextlib.suppress(Exception):
-                    state["driver"] = procs.identity(driverPid)
-            self._write(job_id, state)
-            return state
+                    updated["driver"] = procs.identity(driverPid)
+            self._write(job_id, updated)
+            return updated
 
     def finish(self, job_id: str, result: Mapping[str, Any]) -> JobState:
         """Record the job result (a JobResult, with ``endEntry`` when its end entry is
@@ -179,11 +172,17 @@ class JobStore:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
                 return state
-            finished = {**state, **result}
-            if not is_job_state(finished):
-                raise ValueError(f"job {job_id}: not a job result: {sorted(result)}")
+            finished = self._merged(job_id, state, result)
             self._write(job_id, finished, last=True)
             return finished
+
+    @staticmethod
+    def _merged(job_id: str, state: JobState, fields: Mapping[str, Any]) -> JobState:
+        """``state`` with ``fields`` in it, still a job's state (else ValueError)."""
+        merged = {**state, **fields}
+        if not is_job_state(merged):
+            raise ValueError(f"job {job_id}: {sorted(fields)} would not leave a job's state")
+        return merged
 
     def _write(self, job_id: str, state: JobState, *, last: bool = False) -> None:
         write_json_atomic(self.path(job_id), on_disk(state), last=last)
