@@ -10,8 +10,8 @@ start). Where a record is read back from disk, :mod:`subagents.core.records` che
 and says which one it is.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: the annotations are evaluated, so that
+# ``__required_keys__`` and ``get_type_hints`` (and pydantic) see NotRequired at run time.
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
@@ -452,3 +452,4 @@ class CostTotals(TypedDict):
     by: str | None
     rows: list[KeyedCostRow]
     total: CostRow
+    summary: NotRequired[str]  # the total in words (``--json``)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from subagents.cli.app import fail, main
+
+if TYPE_CHECKING:
+    from subagents.types import KeyedCostRow
 
 
 def runs_of_jobs() -> Any:
@@ -69,10 +72,11 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
         table.add_column(col, justify="left" if col == (by or "").upper() else "right")
     table.add_column("TOKENS", justify="right")
     table.add_column("COST", justify="right")
-    rows = [*report["rows"], {**report["total"], "key": "total"}] if by else [report["total"]]
+    total: KeyedCostRow = {**report["total"], "key": "total"}
+    rows = [*report["rows"], total] if by else [total]
     for row in rows:
         table.add_row(
-            *([str(row.get("key"))] if by else ["total"]),
+            row["key"],
             str(row["jobs"]),
             str(row["runs"]),
             str(row["input"]),

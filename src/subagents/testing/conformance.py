@@ -14,12 +14,13 @@ same outcome, by forced cleanup). A new backend is done when every stream passes
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.backends import Normalizer, get_backend
-from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
+from subagents.testing.fakeagent import SCRIPT_ENV, Step, write_launcher, write_script
 
 if TYPE_CHECKING:
     from subagents.types import Event, RunResult
@@ -73,7 +74,7 @@ def replay_run(
     from subagents.runs import Limits, RunRequest, start
 
     work.mkdir(parents=True, exist_ok=True)
-    steps: list[dict[str, Any]] = [{"replay": str(stream.resolve())}]
+    steps: list[Step] = [{"replay": str(stream.resolve())}]
     steps.append({"hang": True} if linger else {"exit": exit_code})
     script = write_script(work, steps, name=f"script-{'linger' if linger else 'exit'}.json")
     launcher = write_launcher(work)
@@ -111,7 +112,7 @@ def _compare(case: Case, result: RunResult, events: list[Event], label: str) -> 
         expect("toolCalls", result.get("toolCalls"), case.tool_calls)
     if case.model is not None:
         expect("model", result.get("model"), case.model)
-    usage: dict[str, Any] = dict(result.get("usage") or {})
+    usage: Mapping[str, Any] = result.get("usage") or {}
     for key, want in case.usage.items():
         expect(f"usage.{key}", usage.get(key), want)
     if case.error_contains is not None and case.error_contains not in (
