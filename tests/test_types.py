@@ -23,6 +23,7 @@ from subagents.core import events as ev
 from subagents.core.files import read_events
 from subagents.core.records import is_event, is_job_state, is_run_result
 from subagents.jobs import JobStore, list_jobs
+from subagents.jobs.outcome import job_status
 from subagents.lifecycle import sessionlog
 
 EVENT_TYPES = {
@@ -106,6 +107,8 @@ def test_a_record_read_back_is_checked_once(isolated_state: Path) -> None:
         with pytest.raises(ValueError, match=f"{store.path(job_id)}: not a job"):
             store.load(job_id)
     assert not is_run_result({"runId": "r", "status": "done"})
+    # A run's status no run can have (a damaged result.json) ends its job failed.
+    assert job_status(1, [{"runId": "r", "status": "done"}], cancelled=False) == "failed"
     assert not is_event({"seq": 1, "type": "no_such_kind"}) and is_event(ev.thinking("x"))
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from subagents.core.records import RUN_STATUSES
+
 if TYPE_CHECKING:
     from subagents.types import JobMode
 
@@ -15,15 +17,15 @@ Runs = Sequence[Mapping[str, Any]]
 
 
 def job_status(planned: int, runs: Runs, cancelled: bool) -> str:
-    """``completed`` only when every planned run completed; else the first run's failure.
-    (A RunStatus; a str while JobStore.recover_if_orphaned, which may put its own in its
-    place, is not typed.)"""
+    """``completed`` only when every planned run completed; else the first run's failure
+    (``failed`` for a status no run can have: a damaged result.json). A RunStatus; typed
+    str while JobStore.recover_if_orphaned, which may put its own in its place, is not."""
     statuses = [r.get("status") for r in runs]
     if runs and len(runs) == planned and all(s == "completed" for s in statuses):
         return "completed"
     if cancelled:
         return "aborted"
-    return next((str(s) for s in statuses if s != "completed" and s), "failed")
+    return next((str(s) for s in statuses if s != "completed" and s in RUN_STATUSES), "failed")
 
 
 def final_text(mode: JobMode | str, status: str, runs: Runs) -> str | None:
