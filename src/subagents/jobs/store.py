@@ -374,18 +374,7 @@ class JobStore:
         return db
 
     def _index_upsert(self, state: JobState, db: sqlite3.Connection | None = None) -> None:
-        row = (
-            state["jobId"],
-            state.get("mode"),
-            json.dumps(state.get("agents") or []),
-            state.get("status"),
-            state.get("createdAt"),
-            state.get("startedAt"),
-            state.get("completedAt"),
-            state.get("durationMs"),
-            json.dumps(state.get("runIds") or []),
-            state.get("session"),
-        )
+        row = _index_row(state)
         own = db is None
         conn = db or self._db()
         try:
@@ -420,20 +409,7 @@ class JobStore:
                 state = self.load(job_id)
                 if session is not None and state.get("session") != session:
                     continue
-                out.append(
-                    {
-                        "jobId": job_id,
-                        "mode": state.get("mode"),
-                        "agents": list(state.get("agents") or []),
-                        "status": state.get("status"),
-                        "createdAt": state.get("createdAt"),
-                        "startedAt": state.get("startedAt"),
-                        "completedAt": state.get("completedAt"),
-                        "durationMs": state.get("durationMs"),
-                        "runIds": list(state.get("runIds") or []),
-                        "session": state.get("session"),
-                    }
-                )
+                out.append(_job_row((job_id, *_index_row(state)[1:])))
         return out
 
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
@@ -458,20 +434,37 @@ class JobStore:
             ).fetchall()
         finally:
             db.close()
-        out: builtins.list[JobRow] = []
-        for job_id, mode, agents, status, created, started, completed, took, run_ids, s in rows:
-            out.append(
-                {
-                    "jobId": job_id,
-                    "mode": mode,
-                    "agents": json.loads(agents or "[]"),
-                    "status": status,
-                    "createdAt": created,
-                    "startedAt": started,
-                    "completedAt": completed,
-                    "durationMs": took,
-                    "runIds": json.loads(run_ids or "[]"),
-                    "session": s,
-                }
-            )
-        return out
+        return [_job_row(row) for row in rows]
+
+
+def _index_row(state: JobState) -> tuple[Any, ...]:
+    """A job's row in the index (its columns, in order: see _SCHEMA)."""
+    return (
+        state["jobId"],
+        state.get("mode"),
+        json.dumps(state.get("agents") or []),
+        state.get("status"),
+        state.get("createdAt"),
+        state.get("startedAt"),
+        state.get("completedAt"),
+        state.get("durationMs"),
+        json.dumps(state.get("runIds") or []),
+        state.get("session"),
+    )
+
+
+def _job_row(row: tuple[Any, ...]) -> JobRow:
+    """A row of the index as ``ps`` lists the job."""
+    job_id, mode, agents, status, created, started, completed, took, run_ids, session = row
+    return {
+        "jobId": job_id,
+        "mode": mode,
+        "agents": json.loads(agents or "[]"),
+        "status": status,
+        "createdAt": created,
+        "startedAt": started,
+        "completedAt": completed,
+        "durationMs": took,
+        "runIds": json.loads(run_ids or "[]"),
+        "session": session,
+    }
