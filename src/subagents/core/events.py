@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         RunFinished,
         RunStarted,
         RunStatus,
+        StopReason,
         Thinking,
         ToolCall,
         ToolResult,
@@ -41,7 +42,7 @@ TERMINAL_SUCCESS: Final = frozenset({STOP, LENGTH})
 TERMINAL_FAILURE: Final = frozenset({ABORTED, ERROR})
 TERMINAL: Final = TERMINAL_SUCCESS | TERMINAL_FAILURE
 
-_RAW_TO_CANONICAL: Final[dict[str, str]] = {
+_RAW_TO_CANONICAL: Final[dict[str, StopReason]] = {
     "toolUse": TOOL_USE,
     "tool_use": TOOL_USE,
     "tool_calls": TOOL_USE,
