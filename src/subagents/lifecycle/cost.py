@@ -1,8 +1,9 @@
 """What delegation cost: tokens and USD totalled from the session logs' end entries, in all
-or one session, optionally grouped by agent, backend, model or day.
+or one session, optionally grouped by agent, backend, model, repository or day.
 
-A job's end entry carries its usage summed over its runs. Grouping by agent, backend or
-model needs each run's own usage: the caller passes ``runs_of(job_id)`` (the job's run
+A job's end entry carries its usage summed over its runs. Grouping by agent, backend, model
+or repository (an isolated run's, else the git root of the run's cwd) needs each run's own
+usage: the caller passes ``runs_of(job_id)`` (the job's run
 results, from its job directory) and, where a job's directory is gone, the entry itself
 stands in as one run (its ``agentName`` and ``model``; backend ``unknown``).
 
@@ -20,7 +21,7 @@ from typing import Any
 from subagents.lifecycle.sessionlog import epoch, read, session_path
 
 END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
-GROUPS = ("agent", "backend", "model", "day")
+GROUPS = ("agent", "backend", "model", "repo", "day")
 TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 UNKNOWN = "unknown"
 
@@ -92,6 +93,10 @@ def _units(
     if not runs:
         stand_in = {"agent": entry.get("agentName"), "model": entry.get("model")}
         return [(str(stand_in.get(by) or UNKNOWN), entry.get("usage"))]
+    if by == "repo":
+        from subagents.worktree import repository_of
+
+        return [(repository_of(run) or UNKNOWN, run.get("usage")) for run in runs]
     return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
 
 
