@@ -144,7 +144,7 @@ class WebApp:
         start = request.headers.get("last-event-id") or request.query_params.get("offset") or "0"
         offset = int(start) if start.isdigit() else 0
         live = LiveJobs(self.home)
-        run_end_sent = False
+        run_end_sent = request.query_params.get("ended") == "1"
 
         def look() -> tuple[str, list[str], bool]:
             """What to send now: the live part, the shown run's events, and whether that is

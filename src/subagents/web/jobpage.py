@@ -248,6 +248,8 @@ def render_body(data: JobData, home: Path) -> str:
     if data.run_id is None or row is None:
         return f'<div id="job-live" data-stream="{stream}">{live}</div>{dialog}<p>No run has started yet.</p>'
     result = read_result(home, data.run_id)
+    # The stream sends what a run has at its end, unless this page has it already.
+    stream = href("/events/job/" + data.job_id, run=data.run_id, ended="1" if result else None)
     piece = first_piece(run_dir(home, data.run_id) / "transcript.md", final=result is not None)
     skipped = (
         f'<p class="muted">The first {piece.skipped} bytes of the transcript are not shown '

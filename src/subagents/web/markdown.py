@@ -40,17 +40,37 @@ def render(text: str) -> str:
 
 
 def whole_blocks(text: str) -> int:
-    """How many characters at the start of ``text`` hold whole blocks: all but its last
-    top-level block, which may still grow (a paragraph, an open code fence). A list's items
-    count as blocks: a run's tool calls are one long list, shown as it grows. ``text`` has no
-    carriage return (a transcript never has: it is neutralized)."""
+    """How many characters at the start of ``text`` (whole lines, without a carriage return:
+    a transcript has none) can be rendered now, though more may follow: all of it, unless
+    it ends in a code fence not yet closed (a chunk still being written), which is held back
+    from the start of its block (a top-level block, or an item of a top-level list: a run's
+    tool calls are one long list, shown as it grows)."""
+    tokens = _md().parse(text)
+    lines = text.split("\n")
+    held = None
+    for token in tokens:
+        if token.type == "fence" and token.map and not _closed(token, lines):
+            held = token.map[0]
+            break
+    if held is None:
+        return len(text)
     starts = [
         t.map[0]
-        for t in _md().parse(text)
+        for t in tokens
         if t.map
+        and t.map[0] <= held
         and ((t.level == 0 and t.nesting >= 0) or (t.level == 1 and t.type == "list_item_open"))
     ]
-    if len(starts) < 2:
-        return 0
-    lines = text.split("\n")
-    return sum(len(line) + 1 for line in lines[: starts[-1]])
+    cut = max(starts, default=0)
+    return sum(len(line) + 1 for line in lines[:cut])
+
+
+def _closed(fence: Token, lines: list[str]) -> bool:
+    """Whether a fence's last line closes it (one left open runs to the end of the text)."""
+    assert fence.map is not None
+    first, end = fence.map
+    if end - first < 2:
+        return False
+    last = lines[end - 1].lstrip(" >\t")
+    mark = fence.markup
+    return bool(mark) and last.rstrip().startswith(mark) and not last.strip().strip(mark[0])

@@ -1,10 +1,10 @@
 """A run's ``transcript.md`` as HTML, a piece at a time while it grows.
 
-The supervisor appends whole Markdown chunks. A reader renders every whole block it has
-and stops before the last one, which may still grow (a paragraph, a list, an open code
-fence), so pieces rendered one after another read as the whole file rendered at once; once
-the run has ended its last block is rendered too. Where to go on from is a byte offset
-into the file, always at a block's start: a page and its live stream hand it over.
+The supervisor appends whole Markdown chunks. A reader renders the whole lines it has, but
+for a code fence still open at their end (a chunk being written), which waits for the
+next read from the start of its block; once the run has ended, everything is rendered.
+Where to go on from is a byte offset into the file, always at a block's start: a page and
+its live stream hand it over.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ class Piece:
 
 
 def read_piece(path: Path, offset: int, *, final: bool) -> Piece:
-    """What has been written from ``offset`` on, as HTML: its whole blocks (all of it when
-    ``final``: the run has ended and nothing more comes)."""
+    """What has been written from ``offset`` on, as HTML (all of it when ``final``: the run
+    has ended and nothing more comes)."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)

@@ -31,9 +31,10 @@
     return { ok: response.ok, body };
   }
 
-  function say(element, text, ok) {
+  // state: "busy" while waiting, then "ok" or "problem".
+  function say(element, text, state) {
     element.textContent = text;
-    element.className = ok ? "ok" : "problem";
+    element.className = state;
   }
 
   // Filters apply as soon as one is chosen.
@@ -87,9 +88,9 @@
     dialog.addEventListener("close", async () => {
       if (dialog.returnValue !== "yes") return;
       const out = document.getElementById("stop-result");
-      say(out, "stopping…", true);
+      say(out, "stopping…", "busy");
       const answer = await post(`/api/jobs/${encodeURIComponent(dialog.dataset.job)}/stop`);
-      say(out, answer.ok ? `job ${answer.body.status}` : answer.body.error, answer.ok);
+      say(out, answer.ok ? `job ${answer.body.status}` : answer.body.error, answer.ok ? "ok" : "problem");
     });
   }
 
@@ -101,15 +102,16 @@
       dialog.returnValue = "";
       dialog.showModal();
     } else if (button.dataset.action === "apply") {
-      const out = document.getElementById("apply-result");
       button.disabled = true;
-      say(out, "applying…", true);
+      say(document.getElementById("apply-result"), "applying…", "busy");
       const answer = await post(`/api/runs/${encodeURIComponent(button.dataset.run)}/apply`);
+      const out = document.getElementById("apply-result"); // (the live stream may have redrawn it)
       if (answer.ok) {
         const files = answer.body.applied;
-        say(out, files.length ? `applied ${files.length} file(s): ${files.join(", ")}` : "nothing to apply", true);
+        const text = files.length ? `applied ${files.length} file(s): ${files.join(", ")}` : "nothing to apply";
+        say(out, text, "ok");
       } else {
-        say(out, answer.body.error, false);
+        say(out, answer.body.error, "problem");
       }
       button.disabled = false;
     }
