@@ -5,7 +5,6 @@ the page and opens no dialog. Jobs run real supervisors with the fake agent."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,9 @@ import subagents
 from subagents import api
 from subagents.jobs import JobStore
 
-pytestmark = pytest.mark.skipif(not have_chromium(), reason="needs Debian's chromium and chromium-driver")
+pytestmark = pytest.mark.skipif(
+    not have_chromium(), reason="needs Debian's chromium and chromium-driver"
+)
 
 WAIT = 30.0
 XSS = "<script>alert(1)</script> and <img src=x onerror=alert(2)> and [click](javascript:alert(3))"
@@ -84,13 +85,16 @@ def test_fleet_follows_a_job_to_its_end_without_a_reload(
     steps = [*pi.start(), *pi.tool_use(command="make test"), {"wait_for": str(gate)}]
     job_id = start([*steps, *pi.tool_end(), pi.text_end("all green"), *pi.end()])
     sign_in(browser, web)
-    row = f'document.querySelector(\'tbody[data-job="{job_id}"]\')'
+    row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
     assert until(browser, f"{row} && {row}.dataset.status") == "running"
     assert "make test" in until(browser, f"{row}.querySelector('.activity').textContent")
     browser.execute_script("window.stillThisPage = true")
     gate.touch()
     until(browser, f"{row}.dataset.status === 'completed'")
-    assert browser.execute_script(f"return {row}.querySelector('.activity').textContent") == "all green"
+    assert (
+        browser.execute_script(f"return {row}.querySelector('.activity').textContent")
+        == "all green"
+    )
     assert browser.execute_script("return window.stillThisPage") is True  # no reload
     # A filter is the page's address; a job that does not pass it is not shown.
     browser.get(web.base + "/?status=failed")
@@ -102,10 +106,12 @@ def test_stop_from_the_job_page_aborts_the_job(
     browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
 ) -> None:
     pidfile = tmp_path / "child.pid"
-    job_id = start([*pi.start(), *pi.tool_use(command="sleep 600"), {"pidfile": str(pidfile)}, {"hang": True}])
+    job_id = start(
+        [*pi.start(), *pi.tool_use(command="sleep 600"), {"pidfile": str(pidfile)}, {"hang": True}]
+    )
     assert eventually(pidfile.exists)
     sign_in(browser, web, f"/job/{job_id}")
-    button = f"document.querySelector('button[data-action=stop]')"
+    button = "document.querySelector('button[data-action=stop]')"
     until(browser, button)
     browser.execute_script(f"{button}.click()")
     until(browser, "document.getElementById('stop-dialog').open")
@@ -125,7 +131,10 @@ def test_apply_from_the_job_page_lands_an_isolated_runs_change(
     browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
 ) -> None:
     repo = git_repo(tmp_path / "repo", {"app.py": "one\ntwo\nthree\n"})
-    edits = [{"write": "app.py", "text": "one\ntwo\nthree ({task})\n"}, {"write": "new.txt", "text": "new\n"}]
+    edits = [
+        {"write": "app.py", "text": "one\ntwo\nthree ({task})\n"},
+        {"write": "new.txt", "text": "new\n"},
+    ]
     spec = {"mode": "single", "steps": [{"task": "T", "isolate": "worktree"}]}
     job_id = start([*edits, *pi.answer("edited")], spec, repo)
     job = subagents.JobHandle(JobStore(), job_id).wait(WAIT)
@@ -135,7 +144,10 @@ def test_apply_from_the_job_page_lands_an_isolated_runs_change(
     assert "+three (T)" in browser.find_element("css selector", "pre.patch").text
     assert (repo / "app.py").read_text() == "one\ntwo\nthree\n"  # nothing until Apply
     browser.execute_script("document.querySelector('button[data-action=apply]').click()")
-    text = until(browser, "document.getElementById('apply-result').className === 'ok' && document.getElementById('apply-result').textContent")
+    text = until(
+        browser,
+        "document.getElementById('apply-result').className === 'ok' && document.getElementById('apply-result').textContent",
+    )
     assert text == "applied 2 file(s): app.py, new.txt", text
     assert (repo / "app.py").read_text() == "one\ntwo\nthree (T)\n"
     assert (repo / "new.txt").read_text() == "new\n"
@@ -144,7 +156,10 @@ def test_apply_from_the_job_page_lands_an_isolated_runs_change(
     (repo / "new.txt").unlink()
     status = git(repo, "status", "--porcelain")
     browser.execute_script("document.querySelector('button[data-action=apply]').click()")
-    text = until(browser, "document.getElementById('apply-result').className === 'problem' && document.getElementById('apply-result').textContent")
+    text = until(
+        browser,
+        "document.getElementById('apply-result').className === 'problem' && document.getElementById('apply-result').textContent",
+    )
     assert "conflict" in text and "app.py" in text and "nothing was changed" in text
     assert (repo / "app.py").read_text() == "one\ntwo\nthree (mine)\n"
     assert not (repo / "new.txt").exists() and git(repo, "status", "--porcelain") == status
@@ -154,7 +169,16 @@ def test_a_childs_markup_is_text_and_runs_nothing(
     browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
 ) -> None:
     gate = tmp_path / "gate"
-    job_id = start([*pi.start(), *pi.tool_use(), {"wait_for": str(gate)}, *pi.tool_end(), pi.text_end(XSS), *pi.end()])
+    job_id = start(
+        [
+            *pi.start(),
+            *pi.tool_use(),
+            {"wait_for": str(gate)},
+            *pi.tool_end(),
+            pi.text_end(XSS),
+            *pi.end(),
+        ]
+    )
     sign_in(browser, web, f"/job/{job_id}")
     until(browser, "document.getElementById('transcript').textContent.includes('$ ls')")
     gate.touch()  # the answer arrives through the live stream
@@ -163,17 +187,30 @@ def test_a_childs_markup_is_text_and_runs_nothing(
     for where in ("#run-end .answer", "#transcript"):
         text = browser.find_element("css selector", where).text
         assert "<script>alert(1)</script>" in text and "<img src=x onerror=alert(2)>" in text
-    assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
-    assert browser.execute_script("return document.querySelectorAll('a[href^=javascript]').length") == 0
+    assert (
+        browser.execute_script("return document.querySelectorAll('main script, main img').length")
+        == 0
+    )
+    assert (
+        browser.execute_script("return document.querySelectorAll('a[href^=javascript]').length")
+        == 0
+    )
     assert no_dialog(browser)
     # Loaded whole (not through the stream) and on the fleet page: the same.
     browser.refresh()
     until(browser, "document.querySelector('#run-end .answer')")
-    assert "<script>alert(1)</script>" in browser.find_element("css selector", "#run-end .answer").text
+    assert (
+        "<script>alert(1)</script>" in browser.find_element("css selector", "#run-end .answer").text
+    )
     browser.get(web.base + "/")
-    cell = until(browser, f"document.querySelector('tbody[data-job=\"{job_id}\"] .activity').textContent")
+    cell = until(
+        browser, f"document.querySelector('tbody[data-job=\"{job_id}\"] .activity').textContent"
+    )
     assert cell.startswith("<script>alert(1)</script>")
-    assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
+    assert (
+        browser.execute_script("return document.querySelectorAll('main script, main img').length")
+        == 0
+    )
     assert no_dialog(browser)
 
 
