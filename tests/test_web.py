@@ -50,11 +50,12 @@ def start(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
 
 
 def until(driver: Any, script: str, timeout: float = WAIT) -> Any:
-    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value."""
+    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value.
+    An expression that throws (its element is not there yet) is not true yet."""
     value: list[Any] = [None]
 
     def check() -> bool:
-        value[0] = driver.execute_script(f"return {script}")
+        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
         return bool(value[0])
 
     assert eventually(check, timeout), f"never true: {script}"
@@ -86,7 +87,7 @@ def test_fleet_follows_a_job_to_its_end_without_a_reload(
     job_id = start([*steps, *pi.tool_end(), pi.text_end("all green"), *pi.end()])
     sign_in(browser, web)
     row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
-    assert until(browser, f"{row} && {row}.dataset.status") == "running"
+    until(browser, f"{row} && {row}.dataset.status === 'running'")
     assert "make test" in until(browser, f"{row}.querySelector('.activity').textContent")
     browser.execute_script("window.stillThisPage = true")
     gate.touch()

@@ -110,12 +110,13 @@ class LiveJobs:
             "first_of_job": first,
             "session": job.get("session"),
         }
-        if run_id is None:  # not started yet
+        if run_id is None:  # not started yet: waiting, or never to start (the job ended)
+            status = job.get("status")
             return RunRow(
                 **base,
                 agent="-",
                 backend="-",
-                status=job.get("status") or "pending",
+                status=status if status in TERMINAL else "pending",
                 elapsed=None,
                 tools=0,
                 tokens=0,

@@ -15,7 +15,7 @@ from subagents.web.layout import esc
 WIDTH = 720
 ROW = 24
 LABEL = 220
-VALUE = 110
+VALUE = 180
 
 
 def _cut(text: str, limit: int) -> str:
@@ -66,7 +66,14 @@ def columns(items: Sequence[tuple[str, float, str]], *, title: str) -> str:
             f"<g><title>{esc(label)}: {esc(shown)}</title>"
             f'<rect x="{x + 4:.1f}" y="{base - h:.1f}" width="{step - 8:.1f}" height="{h:.1f}" '
             f'class="bar"/><text x="{x + step / 2:.1f}" y="{base + 16}" class="label" '
-            f'text-anchor="middle">{esc(label[5:] if len(label) == 10 else label)}</text></g>'
+            f'text-anchor="middle">{esc(label[5:] if len(label) == 10 else label)}</text>'
+            + (
+                f'<text x="{x + step / 2:.1f}" y="{base - h - 4:.1f}" class="value" '
+                f'text-anchor="middle">{esc(shown.split(" ")[0])}</text>'
+                if len(items) <= 12
+                else ""
+            )
+            + "</g>"
         )
     out.append("</svg>")
     return "".join(out)

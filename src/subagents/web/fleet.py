@@ -118,10 +118,12 @@ def gather(live: LiveJobs, f: Filters) -> FleetView:
 
 
 def run_cells(row: RunRow, link: str) -> str:
-    """A run's cells in the words of ``subagents top``; its agent links to ``link``."""
+    """A run's cells in the words of ``subagents top``; its agent links to ``link`` (a run
+    that has started)."""
     took, toks, cost = numbers(row.elapsed, row.tokens, row.cost)
+    agent = f'<a href="{link}">{esc(row.agent)}</a>' if row.run_id else esc(row.agent)
     return (
-        f'<td class="agent"><a href="{link}">{esc(row.agent)}</a></td><td>{esc(row.backend)}</td>'
+        f'<td class="agent">{agent}</td><td>{esc(row.backend)}</td>'
         f'<td class="run-status">{badge(row.status)}</td>'
         f'<td class="num">{esc(took)}</td><td class="num">{esc(toks)}</td>'
         f'<td class="num">{esc(cost)}</td><td class="activity">{esc(row.activity)}</td>'

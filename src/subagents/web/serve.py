@@ -23,7 +23,7 @@ def serve_web(port: int = DEFAULT_PORT, *, open_browser: bool = False) -> None:
     where = (
         f"set {TOKEN_ENV} to choose the token"
         if generated
-        else f"the token from {TOKEN_ENV} or the config"
+        else f"the token from ${TOKEN_ENV} or web_token in the config"
     )
     print(f"subagents web: open {url}  ({where})", file=sys.stderr, flush=True)
     if open_browser:
