@@ -288,6 +288,29 @@ def test_the_job_stream_sends_the_transcript_as_it_grows(
     )
 
 
+def test_a_long_transcript_shows_its_end_and_links_to_all_of_it(
+    web: Web, finished: Callable[..., dict[str, Any]]
+) -> None:
+    from subagents.web.transcript import FIRST_LOOK
+
+    calls = []
+    for i in range(1400):  # ~300 KiB of transcript: tool calls with long commands
+        calls += pi.tool_use(f"c{i}", command=f"echo {'x' * 200} <b>{i}</b>")
+        calls += pi.tool_end(f"c{i}")
+    job = finished([*pi.start(), *calls, pi.text_end("the end"), *pi.end()])
+    run_id = job["runs"][0]["runId"]
+    transcript = Path(job["runs"][0]["paths"]["transcript"])
+    assert transcript.stat().st_size > FIRST_LOOK
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+        assert "&lt;b&gt;1399&lt;/b&gt;" in page and "&lt;b&gt;0&lt;/b&gt;" not in page
+        assert f'href="/runs/{run_id}/transcript.md"' in page
+        whole = client.get(f"/runs/{run_id}/transcript.md")
+        assert whole.headers["content-type"].startswith("text/plain")
+        assert whole.headers["x-content-type-options"] == "nosniff"
+        assert whole.text == transcript.read_text()
+
+
 # ---- parts ---------------------------------------------------------------------------
 
 

@@ -19,7 +19,13 @@ import anyio
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from subagents import api
@@ -239,6 +245,17 @@ class WebApp:
         state = await anyio.to_thread.run_sync(api.job_state, self.store, job_id)
         return JSONResponse(state)
 
+    async def transcript_text(self, request: Request) -> Response:
+        """A run's whole transcript.md, as plain text (a long one's page shows its end)."""
+        try:
+            run_id = resolve_run(self.home, request.path_params["run_id"])
+        except PlanError as exc:
+            return Response(str(exc), status_code=404, media_type="text/plain")
+        path = jobpage.run_dir(self.home, run_id) / "transcript.md"
+        if not path.is_file():
+            return Response("no transcript yet", status_code=404, media_type="text/plain")
+        return FileResponse(path, media_type="text/plain; charset=utf-8")
+
     async def static(self, request: Request) -> Response:
         name = request.path_params["name"]
         path = STATIC / name
@@ -260,6 +277,7 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Any, Callable[[], 
         Route("/api/jobs/{job_id}", web.job_json),
         Route("/api/jobs/{job_id}/stop", web.stop, methods=["POST"]),
         Route("/api/runs/{run_id}/apply", web.apply, methods=["POST"]),
+        Route("/runs/{run_id}/transcript.md", web.transcript_text),
         Route("/static/{name}", web.static),
     ]
     return Access(Starlette(routes=routes), token, port), web.stopping.set

@@ -18,7 +18,7 @@ from subagents.lifecycle.sessionlog import epoch
 from subagents.present.jobview import RunRow
 from subagents.web import charts
 from subagents.web.fleet import run_cells
-from subagents.web.layout import badge, esc, href, numbers
+from subagents.web.layout import badge, esc, href, numbers, url
 from subagents.web.markdown import render
 from subagents.web.transcript import first_piece
 
@@ -108,7 +108,7 @@ def render_live(data: JobData) -> str:
                 if r.status not in TERMINAL or r.started is None
                 else r.started + (r.elapsed or 0.0),
                 status=r.status,
-                link=href("/job/" + data.job_id, run=r.run_id) if r.run_id else "",
+                link=url("/job/" + data.job_id, run=r.run_id) if r.run_id else "",
             )
             for i, r in enumerate(rows)
             if r.run_id
@@ -251,9 +251,10 @@ def render_body(data: JobData, home: Path) -> str:
     # The stream sends what a run has at its end, unless this page has it already.
     stream = href("/events/job/" + data.job_id, run=data.run_id, ended="1" if result else None)
     piece = first_piece(run_dir(home, data.run_id) / "transcript.md", final=result is not None)
+    whole = href(f"/runs/{data.run_id}/transcript.md")
     skipped = (
         f'<p class="muted">The first {piece.skipped} bytes of the transcript are not shown '
-        f"(transcript.md in the run directory has them).</p>"
+        f'here: <a href="{whole}">the whole transcript</a> (as text).</p>'
         if piece.skipped
         else ""
     )

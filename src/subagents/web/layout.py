@@ -22,10 +22,15 @@ def esc(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def href(path: str, **params: str | None) -> str:
-    """A link of this app: ``path`` with the parameters that have a value, escaped."""
+def url(path: str, **params: str | None) -> str:
+    """An address of this app: ``path`` with the parameters that have a value."""
     query = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items() if v)
-    return esc(path + ("?" + query if query else ""))
+    return path + ("?" + query if query else "")
+
+
+def href(path: str, **params: str | None) -> str:
+    """:func:`url`, escaped for an attribute of the page."""
+    return esc(url(path, **params))
 
 
 def badge(status: str, cls: str = "") -> str:

@@ -45,6 +45,8 @@ def whole_blocks(text: str) -> int:
     it ends in a code fence not yet closed (a chunk still being written), which is held back
     from the start of its block (a top-level block, or an item of a top-level list: a run's
     tool calls are one long list, shown as it grows)."""
+    if "```" not in text and "~~~" not in text:
+        return len(text)  # no fence at all (most reads): nothing to parse for
     tokens = _md().parse(text)
     lines = text.split("\n")
     held = None

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from subagents.web.markdown import render, whole_blocks
 
-# A page shows at most this much of a long transcript; the file keeps the rest.
-FIRST_LOOK = 2 * 1024 * 1024
+# A page shows at most this much of a long transcript (markdown-it renders ~300 KiB a
+# second here); the file keeps the rest, and the page links to all of it as text.
+FIRST_LOOK = 256 * 1024
 
 
 @dataclass
@@ -46,18 +47,27 @@ def read_piece(path: Path, offset: int, *, final: bool) -> Piece:
 
 
 def first_piece(path: Path, *, final: bool) -> Piece:
-    """The transcript from its start, or from a block start near its end when it is long."""
-    start = 0
+    """The transcript from its start, or, when it is long, from the first block that starts
+    in its last :data:`FIRST_LOOK` bytes."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
         return Piece("", 0)
-    if size > FIRST_LOOK:
-        with open(path, "rb") as f:
-            f.seek(size - FIRST_LOOK)
-            head = f.read(FIRST_LOOK)
-        gap = head.find(b"\n\n")
-        start = size - FIRST_LOOK + (gap + 2 if gap >= 0 else 0)
+    start = 0 if size <= FIRST_LOOK else _block_start(path.read_bytes(), size - FIRST_LOOK)
     piece = read_piece(path, start, final=final)
     piece.skipped = start
     return piece
+
+
+def _block_start(data: bytes, cut: int) -> int:
+    """The offset of the first line at or after ``cut`` that starts a block (after a blank
+    line, or an item of a list) outside a code fence (fences are followed from the start)."""
+    pos, fenced, after_blank = 0, False, True
+    for line in data.split(b"\n"):
+        if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
+            return pos
+        if line.lstrip(b" >\t").startswith((b"```", b"~~~")):
+            fenced = not fenced
+        after_blank = not line.strip()
+        pos += len(line) + 1
+    return len(data)
