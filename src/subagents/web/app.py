@@ -61,10 +61,10 @@ class WebApp:
     # ---- pages ---------------------------------------------------------------
 
     def _page(
-        self, request: Request, title: str, body: str, active: str, script: str
+        self, request: Request, title: str, body: str, active: str, name: str
     ) -> HTMLResponse:
         csrf = str(request.scope.get(CSRF_SCOPE_KEY, ""))
-        return HTMLResponse(page(title, body, csrf=csrf, active=active, script=script))
+        return HTMLResponse(page(title, body, csrf=csrf, active=active, name=name))
 
     async def fleet_page(self, request: Request) -> Response:
         filters = fleet.Filters.of(request.query_params)

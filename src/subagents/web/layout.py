@@ -42,12 +42,13 @@ def numbers(seconds: float | None, count: int, cost: float | None) -> tuple[str,
     return elapsed(seconds), tokens(count), money(cost)
 
 
-def page(title: str, body: str, *, csrf: str, active: str, script: str | None = None) -> str:
+def page(title: str, body: str, *, csrf: str, active: str, name: str = "") -> str:
+    """A whole page: ``active`` is the address its navigation marks, ``name`` says which
+    page it is (``data-page``, for the stylesheet and the tests)."""
     nav = " ".join(
         f'<a href="{path}"{" aria-current=page" if path == active else ""}>{label}</a>'
         for path, label in NAV
     )
-    scripts = '<script src="/static/app.js" defer></script>'
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -55,8 +56,8 @@ def page(title: str, body: str, *, csrf: str, active: str, script: str | None = 
 <title>{esc(title)} · subagents</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/app.css">
-{scripts}
-</head><body data-page="{esc(script or "")}">
+<script src="/static/app.js" defer></script>
+</head><body data-page="{esc(name)}">
 <header><strong>subagents</strong> <nav>{nav}</nav><span id="live" class="live" title="live updates">●</span></header>
 <main>
 {body}
