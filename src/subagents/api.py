@@ -44,7 +44,7 @@ from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
 
 if TYPE_CHECKING:
-    from subagents.types import JobResult, JobRun, JobState
+    from subagents.types import CostTotals, JobResult, JobRun, JobState
 
 
 @dataclass
@@ -280,6 +280,36 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
             waker.close()
 
 
+def cost_report(
+    session: str | None = None, since: str | None = None, by: str | None = None
+) -> CostTotals:
+    """What finished jobs cost, from the session logs (``subagents cost --json``): ``{"by",
+    "rows", "total", "summary"}``. ``since``: 45s, 30m, 2h, 1d, 2w or an ISO date; ``by``:
+    agent, backend, model, repo or day. ValueError for a bad session, time or grouping."""
+    from subagents.lifecycle import cost as costs
+    from subagents.lifecycle import history
+
+    since_ts = history.parse_since(since) if since else None
+    entries = costs.end_entries(paths.state_home(), session, since_ts)
+    report = costs.totals(entries, by=by, runs_of=_runs_of_jobs(JobStore()) if by else None)
+    # The total in words too, for integrations that show it (the pi package's /subagents).
+    report["summary"] = costs.describe(report["total"])
+    return report
+
+
+def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | None]:
+    """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
+
+    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
+        try:
+            runs = store.load(job_id).get("runs")
+        except (OSError, ValueError):
+            return None
+        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
+
+    return runs_of
+
+
 # ---- agents ---------------------------------------------------------------------
 
 
@@ -420,6 +450,7 @@ __all__ = [
     "PreparedJob",
     "apply_run",
     "continue_run",
+    "cost_report",
     "drive",
     "prepare_continuation",
     "prepare_job",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import subprocess
@@ -28,7 +29,7 @@ from subagents.errors import WorktreeError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from typing import Any
 
     from subagents.types import WorktreeRecord, WorktreeSpec
@@ -84,6 +85,25 @@ def repo_root(cwd: Path) -> Path | None:
         return None
     text = done.stdout.decode("utf-8", "replace").strip()
     return Path(text) if done.returncode == 0 and text else None
+
+
+def repository_of(run: Mapping[str, Any]) -> str | None:
+    """The repository a run worked on (its ``meta.json`` or ``result.json``): an isolated
+    run's own, else the top of the git working tree holding its cwd; None outside one."""
+    worktree = run.get("worktree")
+    if isinstance(worktree, dict) and isinstance(worktree.get("repo"), str):
+        return str(worktree["repo"])
+    cwd = run.get("cwd")
+    return _root_of(cwd) if isinstance(cwd, str) and cwd else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_of(cwd: str) -> str | None:
+    """:func:`repo_root` remembered: views and reports ask it for every run they show."""
+    if not os.path.isdir(cwd):
+        return None
+    root = repo_root(Path(cwd))
+    return None if root is None else str(root)
 
 
 @contextlib.contextmanager

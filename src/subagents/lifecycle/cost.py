@@ -1,8 +1,9 @@
 """What delegation cost: tokens and USD totalled from the session logs' end entries, in all
-or one session, optionally grouped by agent, backend, model or day.
+or one session, optionally grouped by agent, backend, model, repository or day.
 
-A job's end entry carries its usage summed over its runs. Grouping by agent, backend or
-model needs each run's own usage: the caller passes ``runs_of(job_id)`` (the job's run
+A job's end entry carries its usage summed over its runs. Grouping by agent, backend, model
+or repository (an isolated run's, else the git root of the run's cwd) needs each run's own
+usage: the caller passes ``runs_of(job_id)`` (the job's run
 results, from its job directory) and, where a job's directory is gone, the entry itself
 stands in as one run (its ``agentName`` and ``model``; backend ``unknown``).
 
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
     from subagents.types import AgentEvent, CostRow, CostTotals
 
 END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
-GROUPS = ("agent", "backend", "model", "day")
+GROUPS = ("agent", "backend", "model", "repo", "day")
+TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 UNKNOWN = "unknown"
 
 # A job's runs (its JobResult's ``runs``), read key by key.
@@ -109,6 +111,10 @@ def _units(entry: AgentEvent, by: str | None, runs_of: RunsOf | None) -> list[tu
     if not runs:
         stand_in = {"agent": entry.get("agentName"), "model": entry.get("model")}
         return [(str(stand_in.get(by) or UNKNOWN), entry.get("usage"))]
+    if by == "repo":
+        from subagents.worktree import repository_of
+
+        return [(repository_of(run) or UNKNOWN, run.get("usage")) for run in runs]
     return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
 
 
