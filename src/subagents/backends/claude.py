@@ -63,9 +63,8 @@ def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
     }
 
 
-# The token counts of a usage: all whole numbers, so a running sum stays exact.
-# (An assistant line carries no cost; only the result line does.)
-_TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+# A usage's token counts (ev.TOKEN_KEYS) are all whole numbers, so a running sum stays
+# exact. (An assistant line carries no cost; only the result line does.)
 
 
 def _errors_text(obj: dict[str, Any]) -> str:
@@ -159,11 +158,11 @@ class ClaudeNormalizer(Normalizer):
         msg_id = msg.get("id")
         if isinstance(msg_id, str) and isinstance(msg.get("usage"), dict):
             usage = _claude_usage(msg["usage"])
-            counts = tuple(usage[key] for key in _TOKEN_KEYS)
+            counts = tuple(usage[key] for key in ev.TOKEN_KEYS)
             before = self._message_usage.get(msg_id)
             self._message_usage[msg_id] = counts
             total = self._usage_total
-            for i, key in enumerate(_TOKEN_KEYS):
+            for i, key in enumerate(ev.TOKEN_KEYS):
                 total[key] += counts[i] - (before[i] if before is not None else 0)
             self.usage = dict(total)
             out.append(ev.usage(dict(total)))

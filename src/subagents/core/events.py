@@ -68,6 +68,11 @@ def is_terminal(stop_reason: str | None) -> bool:
     return stop_reason in TERMINAL
 
 
+# The token counts of a usage record; with its cost, every key of one.
+TOKEN_KEYS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+USAGE_KEYS: Final = (*TOKEN_KEYS, "cost")
+
+
 def empty_usage() -> dict[str, Any]:
     return {
         "input": 0,
@@ -81,7 +86,7 @@ def empty_usage() -> dict[str, Any]:
 
 def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
     """Sum ``part`` into ``total`` in place; cost stays None until someone reports one."""
-    for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
+    for key in TOKEN_KEYS:
         total[key] = int(total.get(key) or 0) + int(part.get(key) or 0)
     cost = part.get("cost")
     if cost is not None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
+from subagents.core.tail import read_at
 from subagents.launchers import supervisor_argv
 from subagents.launchers.ray_keeper import die_with_parent
 
@@ -127,12 +128,7 @@ class RunHost:
             chunks: dict[str, bytes] = {}
             more = False
             for name in RELAYED:
-                try:
-                    with open(self.dir / name, "rb") as f:
-                        f.seek(offsets.get(name, 0))
-                        data = f.read(PULL_CHUNK + 1)
-                except FileNotFoundError:
-                    continue
+                data = read_at(self.dir / name, offsets.get(name, 0), PULL_CHUNK + 1)
                 if len(data) > PULL_CHUNK:
                     data, more = data[:PULL_CHUNK], True
                 if data:

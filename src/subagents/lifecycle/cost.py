@@ -17,11 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from subagents.lifecycle.sessionlog import epoch, read, session_path
+from subagents.core.clock import epoch
+from subagents.core.events import TOKEN_KEYS
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
 
-END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
 GROUPS = ("agent", "backend", "model", "day")
-TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 UNKNOWN = "unknown"
 
 RunsOf = Callable[[str], "list[Mapping[str, Any]] | None"]
@@ -45,7 +45,7 @@ def end_entries(
     out = []
     for path in session_files(home, session):
         for entry in read(path):
-            if entry.get("eventType") not in END_EVENTS:
+            if entry.get("eventType") not in END_EVENT_TYPES:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
             if since is not None and (when is None or when < since):

@@ -19,6 +19,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from subagents.core.procs import STOP_SIGNALS
 from subagents.errors import TokenError
 from subagents.mcp.foreground import CLIENT_GONE
 from subagents.mcp.server import SubagentsMCP
@@ -27,9 +28,6 @@ DEFAULT_PORT = 8765
 
 
 TOKEN_ENV = "SUBAGENTS_MCP_TOKEN"
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
