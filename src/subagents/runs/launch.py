@@ -391,12 +391,14 @@ class RunHandle:
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            procs.escalate(
+            answered = procs.escalate(
                 self.launched.terminate,
                 lambda grace: self.wait(on_event=on_event, timeout=grace) is not None,
                 self.spec.killGrace + 5.0,
                 sig,
             )
+            if answered and (done := self.result()) is not None:
+                return done  # followed to its end by that wait: events delivered, reaped
         done = self.wait(on_event=on_event, timeout=5.0)
         return done if done is not None else self.monitor.recover_dead_supervisor()
 
