@@ -36,7 +36,7 @@ from subagents.core.files import (
     read_tail,
 )
 from subagents.core.procs import STOP_SIGNALS, group_alive, killpg, signal_name, stop_group
-from subagents.supervisor.handover import SPARE_FLAG, await_run
+from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
 from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
 from subagents.supervisor.outcome import decide, with_write_error
 from subagents.supervisor.recorder import Recorder
@@ -296,7 +296,7 @@ class Supervisor:
         """Start the child; return an error message when it could not start."""
         spec = self.spec
         env = dict(os.environ)
-        environ_file = self.run_dir / "environ.json"
+        environ_file = self.run_dir / ENVIRON_FILE
         if environ_file.exists():
             # Launched through a runner that does not pass the caller's environment on.
             with contextlib.suppress(OSError, ValueError):
