@@ -11,7 +11,10 @@ the first child spawned, a slot's turnover (a run's result.json written -> the n
 run's child spawned in the slot it freed), and the last result.json -> the command's
 exit. ``--repeat N`` runs the whole job N times and prints every run, then the medians.
 ``--arguments`` gives the tasks on the command line (``run --parallel``) instead of a plan
-file.
+file. ``--against SRC`` (repeatable) runs each repeat once with this checkout and once with
+the package in each SRC (another checkout's ``src``, on PYTHONPATH), in turn, then prints
+each median and its ratio to this one: how a change is measured against its baseline on a
+shared machine.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def breakdown(home: Path, concurrency: int, t0: float, t_end: float) -> dict[str
     }
 
 
-def one_job(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
+def one_job(args: argparse.Namespace, src: Path | None = None) -> tuple[float, dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="subagents-bench-") as tmp:
         work = Path(tmp)
         child = child_script(work / "child", args.child_seconds)
@@ -90,6 +93,8 @@ def one_job(args: argparse.Namespace) -> tuple[float, dict[str, float]]:
             "SUBAGENTS_MAX_PARALLEL_TASKS": str(args.runs),
             "SUBAGENTS_MAX_SPAWNS_PER_JOB": str(args.runs),
         }
+        if src is not None:  # that checkout's package first, for the CLI and its supervisors
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
         plan = work / "plan.json"
         plan.write_text(
             json.dumps(
@@ -131,27 +136,50 @@ def main() -> None:
         action="store_true",
         help="`run --parallel -j N t0 t1 ...` instead of a plan file (`run -f plan.json`)",
     )
+    ap.add_argument(
+        "--against",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="SRC",
+        help="another checkout's src directory (may repeat): each repeat runs every tree in turn",
+    )
     args = ap.parse_args()
     like_installed()
+    trees: list[tuple[str, Path | None]] = [("this", None)]
+    for src in (p.resolve() for p in args.against):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True)
+        trees.append((f"against {src}", src))
     ideal = args.runs * args.child_seconds / args.concurrency
-    walls = []
+    walls: dict[str, list[float]] = {name: [] for name, _ in trees}
     for _ in range(args.repeat):
-        wall, parts = one_job(args)
-        walls.append(wall)
-        per_run = wall * args.concurrency / args.runs - args.child_seconds
-        print(
-            f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
-            f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
-            f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms"
-        )
-        print(
-            f"  start -> first child {parts['start']:.0f} ms, -> first wave's last child "
-            f"{parts['wave']:.0f} ms; slot turnover (result.json -> next child) median "
-            f"{parts['turnover']:.0f} ms; last result.json -> exit {parts['end']:.0f} ms"
-        )
-    if args.repeat > 1:
-        wall = statistics.median(walls)
-        print(f"median of {args.repeat}: wall {wall:.2f}s, ratio {wall / ideal:.2f}")
+        for name, src in trees:
+            wall, parts = one_job(args, src)
+            walls[name].append(wall)
+            report(args, wall, parts, ideal, name if len(trees) > 1 else "")
+    if args.repeat > 1 or len(trees) > 1:
+        medians = {name: statistics.median(w) for name, w in walls.items()}
+        for name, wall in medians.items():
+            print(f"{name}: median of {args.repeat}: wall {wall:.2f}s, ratio {wall / ideal:.2f}")
+        for name, _ in trees[1:]:
+            print(f"this / {name}: {medians['this'] / medians[name]:.3f} (median walls)")
+
+
+def report(
+    args: argparse.Namespace, wall: float, parts: dict[str, float], ideal: float, label: str
+) -> None:
+    per_run = wall * args.concurrency / args.runs - args.child_seconds
+    print(
+        (f"[{label}] " if label else "")
+        + f"{args.runs} runs of a {args.child_seconds}s child at concurrency {args.concurrency} "
+        f"on {os.cpu_count()} cores: wall {wall:.2f}s (whole `subagents run`), ideal {ideal:.2f}s "
+        f"(runs x child / concurrency), ratio {wall / ideal:.2f}, overhead per run {per_run * 1000:.0f} ms"
+    )
+    print(
+        f"  start -> first child {parts['start']:.0f} ms, -> first wave's last child "
+        f"{parts['wave']:.0f} ms; slot turnover (result.json -> next child) median "
+        f"{parts['turnover']:.0f} ms; last result.json -> exit {parts['end']:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

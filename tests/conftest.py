@@ -98,15 +98,14 @@ def pid_alive(pid: int) -> bool:
 @pytest.fixture
 def reap_group() -> Iterator[list[int]]:
     """Process groups a test created; any left alive fail the test and are killed."""
+    from subagents.core.procs import group_alive
+
     groups: list[int] = []
     yield groups
-    leftover = []
-    for pgid in groups:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            continue
-        leftover.append(pgid)
+    # A member's zombie does not count: init may be slow to reap (or never reap) a killed
+    # grandchild.
+    leftover = [pgid for pgid in groups if group_alive(pgid)]
+    for pgid in leftover:
         os.killpg(pgid, signal.SIGKILL)
     assert not leftover, f"process groups still alive: {leftover}"
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from subagents.runs import monitor as monitor_module
 from subagents.runs.monitor import RunMonitor
 
 
@@ -22,9 +21,8 @@ def test_without_a_listener_the_events_are_never_opened(tmp_path: Path) -> None:
 
 
 def test_a_listener_gets_every_event_in_order_through_chunks_and_long_lines(
-    tmp_path: Path, monkeypatch: Any
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(monitor_module, "READ_CHUNK", 4096)
     events = [{"seq": i, "type": "notice", "message": "x" * (i % 7) * 300} for i in range(1, 400)]
     events.insert(200, {"seq": 0, "type": "assistant_text", "text": "long " * 5000})  # > chunk
     with open(tmp_path / "events.jsonl", "wb") as f:
@@ -34,10 +32,11 @@ def test_a_listener_gets_every_event_in_order_through_chunks_and_long_lines(
     _result(tmp_path)
     got: list[dict[str, Any]] = []
     mon = RunMonitor(tmp_path)
+    mon.tail.chunk = 4096
     assert mon.wait(on_event=got.append, timeout=5) is not None
     assert got == events
     # The unfinished last line is held back, not delivered half-written.
-    assert mon._partial == b'{"seq": 999, "type": "no'
+    assert mon.tail.partial == b'{"seq": 999, "type": "no'
 
 
 def test_a_follower_without_a_listener_sleeps_through_writes_but_wakes_for_a_result(

@@ -246,9 +246,10 @@ def _run_notes(r: JobRun) -> list[str]:
 
 def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
     """Each run's transcript.md, with a header per run; with ``follow``, live until the job ends."""
+    from subagents.core.tail import LineTail
     from subagents.core.waker import DirWaker
 
-    offsets: dict[str, int] = {}
+    tails: dict[str, LineTail] = {}
     current: str | None = None
     waker = DirWaker(store.dir / job_id) if follow else None
     try:
@@ -256,19 +257,17 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
             state = store.load(job_id)
             finished = state.get("status") in TERMINAL
             for run_id in [r for r in state.get("runIds") or [] if r]:
-                path = paths.runs_dir(store.home) / run_id / "transcript.md"
-                try:
-                    with open(path, encoding="utf-8", errors="replace") as f:
-                        f.seek(offsets.get(run_id, 0))
-                        chunk = f.read()
-                        offsets[run_id] = f.tell()
-                except FileNotFoundError:
-                    continue
-                if chunk:
+                tail = tails.get(run_id)
+                if tail is None:
+                    path = paths.runs_dir(store.home) / run_id / "transcript.md"
+                    tail = tails[run_id] = LineTail(path)
+                # Whole lines only (the transcript is written in whole lines), so a chunk
+                # never ends inside a character.
+                for block in tail.blocks():
                     if current != run_id:
                         yield f"\n# run {run_id}\n"
                         current = run_id
-                    yield chunk
+                    yield block.decode("utf-8", "replace")
             if not follow or finished:
                 return
             assert waker is not None

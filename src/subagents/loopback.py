@@ -15,11 +15,11 @@ import socket
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from subagents.core.procs import STOP_SIGNALS
 from subagents.errors import TokenError
 
 HOST = "127.0.0.1"
 MIN_TOKEN_LENGTH = 16
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def access_token(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from subagents.backends import get_backend, known_backends
 from subagents.cli.nodecheck import node_too_old
+from subagents.core import procs
 from subagents.errors import BackendError, UsageError
 from subagents.runs import Limits, resolve_binary
 
@@ -218,8 +218,7 @@ def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str |
     try:
         out, err = proc.communicate(timeout=VERSION_TIMEOUT)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        procs.killpg(proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.communicate(timeout=2.0)
         proc.kill()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 REPLACEMENT = "\ufffd"
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE = re.compile("[\ud800-\udfff]")
 # A JSON escape that may decode to a surrogate (a valid pair is fine, a lone one is not).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -45,18 +45,18 @@ _CONTROL = re.compile(
 )
 
 
-# Every match of _CONTROL or _SURROGATE starts with one of these characters.
+# Every match of _CONTROL or SURROGATE starts with one of these characters.
 _UNSAFE_CHAR = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def scrub(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD."""
-    return _SURROGATE.sub(REPLACEMENT, text)
+    return SURROGATE.sub(REPLACEMENT, text)
 
 
 def _scrub_value(value: Any) -> Any:
     if isinstance(value, str):
-        return _SURROGATE.sub(REPLACEMENT, value)
+        return SURROGATE.sub(REPLACEMENT, value)
     if isinstance(value, dict):
         return {_scrub_value(k): _scrub_value(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -127,7 +127,7 @@ def neutralize(text: str) -> str:
         safe = all(_surely_safe(text[i : i + step]) for i in range(0, len(text), step))
     if safe or _UNSAFE_CHAR.search(text) is None:  # the common case
         return text
-    return _SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
+    return SURROGATE.sub(REPLACEMENT, _CONTROL.sub("", text))
 
 
 def one_line(text: str) -> str:

@@ -86,6 +86,11 @@ def is_terminal(stop_reason: str | None) -> bool:
     return stop_reason in TERMINAL
 
 
+# The token counts of a usage record; with its cost, every key of one.
+TOKEN_KEYS: Final = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+USAGE_KEYS: Final = (*TOKEN_KEYS, "cost")
+
+
 def empty_usage() -> Usage:
     return {
         "input": 0,

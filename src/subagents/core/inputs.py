@@ -12,8 +12,8 @@ log) is JSON, which holds text only. A shell hands such bytes to Python as lone 
 from __future__ import annotations
 
 import math
-import re
 
+from subagents.core.childtext import SURROGATE
 from subagents.errors import FieldProblem
 
 # typing itself is not imported at run time (kept off every start path).
@@ -25,12 +25,10 @@ if TYPE_CHECKING:
 # overflow (``--timeout 1e12``), and no run is meant to be left that long.
 MAX_TIMEOUT = 30 * 24 * 3600.0
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
 
 def text_problem(value: str) -> str | None:
     """What makes ``value`` unusable as text for a child, or None."""
-    bad = _SURROGATE.search(value)
+    bad = SURROGATE.search(value)
     if bad is not None:
         byte = ord(bad.group()) - 0xDC00
         shown = f" (byte 0x{byte:02x})" if 0x80 <= byte <= 0xFF else ""

@@ -13,9 +13,8 @@ import sys
 from pathlib import Path
 
 from subagents.core.files import open_private
+from subagents.core.procs import STOP_SIGNALS
 from subagents.jobs.store import JobStore
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def start_background(store: JobStore, job_id: str) -> int:

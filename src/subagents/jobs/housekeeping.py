@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from subagents.core import paths
+from subagents.core.clock import epoch
 from subagents.core.files import read_json
 from subagents.core.records import is_run_result
 from subagents.errors import JobBusyError
@@ -97,12 +98,8 @@ def jobs_to_prune(
 
 
 def _epoch(iso_time: str) -> float:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(iso_time.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return time.time()
+    when = epoch(iso_time)
+    return time.time() if when is None else when
 
 
 def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths
+from subagents.core.clock import epoch
 from subagents.core.files import read_json
 from subagents.core.records import is_run_result
+from subagents.core.tail import LineTail
 from subagents.jobs.control import stop_job
 from subagents.jobs.store import TERMINAL, JobStore
-from subagents.lifecycle.sessionlog import epoch
 from subagents.present.jobview import RunRow, Snapshot
 
 if TYPE_CHECKING:
@@ -33,25 +34,14 @@ class RunTail:
     def __init__(self, run_dir: Path) -> None:
         from subagents.present.progress import ProgressFormatter
 
-        self.path = run_dir / "events.jsonl"
-        self.offset = 0
-        self.partial = b""
+        self.tail = LineTail(run_dir / "events.jsonl")
         self.tools = 0
         self.usage: dict[str, Any] = {}
         self.started: float | None = None
         self.formatter = ProgressFormatter(max_len=ACTIVITY_LEN)
 
     def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return
-        self.offset += len(data)
-        lines = (self.partial + data).split(b"\n")
-        self.partial = lines.pop()
-        for line in lines:
+        for line in self.tail.lines():
             try:
                 event = json.loads(line)
             except ValueError:
@@ -121,7 +111,7 @@ class LiveJobs:
                 **base,
                 agent="-",
                 backend="-",
-                status=status if status in TERMINAL else "pending",
+                status=str(status) if status in TERMINAL else "pending",
                 elapsed=None,
                 tools=0,
                 tokens=0,
@@ -207,14 +197,9 @@ class LiveJobs:
 
     def transcript(self, run_id: str, offset: int) -> tuple[str, int]:
         """The run's transcript from *offset* on, and the offset after it."""
-        path = self.run_dir(run_id) / "transcript.md"
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                f.seek(offset)
-                text = f.read()
-                return text, f.tell()
-        except FileNotFoundError:
-            return "", offset
+        tail = LineTail(self.run_dir(run_id) / "transcript.md", offset)
+        text = b"".join(tail.blocks()).decode("utf-8", "replace")
+        return text, tail.consumed
 
     def stop(self, job_id: str) -> str:
         return str(stop_job(self.store, job_id).get("status"))

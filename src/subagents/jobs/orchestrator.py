@@ -23,8 +23,9 @@ from subagents.core import events as ev
 if TYPE_CHECKING:
     from concurrent.futures import Future
 from subagents.core import paths
+from subagents.core.clock import iso
 from subagents.errors import PlanError, UsageError
-from subagents.jobs.outcome import final_text, job_status
+from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.spec import PREVIOUS, JobSpec
 from subagents.jobs.store import JobStore
 from subagents.runs import (
@@ -33,12 +34,10 @@ from subagents.runs import (
     RunHandle,
     RunRequest,
     check,
-    iso,
     keep_warm,
     prepare,
     resume,
     start_prepared,
-    sum_usage,
 )
 
 # (index of the run in the job, canonical event)
@@ -396,8 +395,8 @@ class Job:
                 sessionLog=str(session_log) if session_log else None,
             )
         except OSError as exc:  # a full disk: the job cannot start, and says why
-            result = self._result([], started)
-            result.update(status="failed", errorMessage=f"the job could not start: {_why(exc)}")
+            why = f"the job could not start: {_why(exc)}"
+            result = job_result(self.job_id, self.plan.mode, "failed", [], started, error=why)
             with contextlib.suppress(OSError):
                 self.store.finish(self.job_id, result)
             return result
@@ -445,21 +444,8 @@ class Job:
         return result
 
     def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
-        completed_at = time.time()
         status = job_status(len(self.plan.requests), runs, self.cancelled)
-        final = final_text(self.plan.mode, status, runs)
-        result = {
-            "jobId": self.job_id,
-            "mode": self.plan.mode,
-            "status": status,
-            "startedAt": iso(started),
-            "completedAt": iso(completed_at),
-            "durationMs": round((completed_at - started) * 1000),
-            "usage": sum_usage(runs),
-            "runs": runs,
-            "finalText": final,
-        }
-        return result
+        return job_result(self.job_id, self.plan.mode, status, runs, started)
 
 
 def _why(exc: OSError) -> str:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
-from subagents.core.records import is_job_state
+from subagents.core.records import RUN_STATUSES, is_job_state
 from subagents.errors import JobIdError
-from subagents.jobs.outcome import final_text, job_status
+from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ END_MARK = "end-logged"
 # The end entry could not be written (a full disk): job.json keeps it as ``pendingEndEntry``
 # and whoever looks at the job next writes it.
 END_PENDING = "end-pending"
-TERMINAL = frozenset({"completed", "failed", "aborted", "timeout"})
+# A job ends with one of a run's statuses, each of them final.
+TERMINAL = frozenset(RUN_STATUSES)
 _SCHEMA = """
 create table if not exists jobs (
     job_id text primary key,
@@ -326,9 +327,6 @@ class JobStore:
                     return state  # a run goes on without its driver: the job ends when it does
                 result = monitor.recover_dead_supervisor()
             runs.append(result)
-        now = time.time()
-        from subagents.runs import iso, sum_usage
-
         plan = state.get("plan") or {}
         mode = str(state.get("mode") or plan.get("mode") or "single")
         planned = len(plan.get("requests") or []) or len(runs)
@@ -339,19 +337,10 @@ class JobStore:
             message = f"{message}; its runs had all completed"
         else:
             outcome = status
-        started = float(state.get("createdAt") or now)
-        result = {
-            "jobId": job_id,
-            "mode": mode,
-            "status": outcome,
-            "errorMessage": message,
-            "startedAt": state.get("startedAt") or iso(started),
-            "completedAt": iso(now),
-            "durationMs": round((now - started) * 1000),
-            "usage": sum_usage(runs),
-            "runs": runs,
-            "finalText": final_text(mode, outcome, runs),
-        }
+        started = float(state.get("createdAt") or time.time())
+        result = job_result(
+            job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message
+        )
         finished = self.finish(job_id, result)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.

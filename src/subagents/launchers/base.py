@@ -12,8 +12,6 @@ from subagents.core.files import write_json_atomic
 from subagents.supervisor import handover
 
 SUPERVISOR_FILE = "supervisor.json"
-# The caller's environment, for runners whose supervisor does not inherit it (tmux).
-ENVIRON_FILE = "environ.json"
 
 
 @dataclass

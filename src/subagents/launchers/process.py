@@ -10,6 +10,7 @@ from subagents.core.files import open_private
 from subagents.errors import LaunchError
 from subagents.launchers.base import Launched, record
 from subagents.launchers.spares import SPARES, gated_start
+from subagents.supervisor.handover import LOG_FILE
 
 
 def launch(run_dir: Path) -> Launched:
@@ -20,7 +21,7 @@ def launch(run_dir: Path) -> Launched:
     if spare is None:
         try:
             # Its start-up errors (before it has its run) land in the run's log.
-            with open_private(run_dir / "supervisor.log", "ab") as log:
+            with open_private(run_dir / LOG_FILE, "ab") as log:
                 spare = gated_start(stderr=log)
         except OSError as exc:
             raise LaunchError(f"could not start the supervisor: {exc}") from exc

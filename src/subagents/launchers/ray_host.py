@@ -29,11 +29,13 @@ from typing import Any
 
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
+from subagents.core.tail import read_at
 from subagents.launchers import supervisor_argv
 from subagents.launchers.ray_keeper import die_with_parent
+from subagents.supervisor.handover import LOG_FILE
 
 # The artifacts relayed to the caller, in the order they are pulled.
-RELAYED = ("events.jsonl", "transcript.md", "raw.jsonl", "stderr.log", "supervisor.log")
+RELAYED = ("events.jsonl", "transcript.md", "raw.jsonl", "stderr.log", LOG_FILE)
 # At most this much of one file per pull: a huge raw.jsonl comes back in several.
 PULL_CHUNK = 4 << 20
 POLL = 0.02
@@ -91,7 +93,7 @@ class RunHost:
         started.wait(30)
 
     def _host(self, started: threading.Event) -> None:
-        log = self.dir / "supervisor.log"
+        log = self.dir / LOG_FILE
         open_private(log, "ab").close()
         keeper = [sys.executable, "-I", "-S", str(Path(__file__).with_name("ray_keeper.py"))]
         try:
@@ -127,12 +129,7 @@ class RunHost:
             chunks: dict[str, bytes] = {}
             more = False
             for name in RELAYED:
-                try:
-                    with open(self.dir / name, "rb") as f:
-                        f.seek(offsets.get(name, 0))
-                        data = f.read(PULL_CHUNK + 1)
-                except FileNotFoundError:
-                    continue
+                data = read_at(self.dir / name, offsets.get(name, 0), PULL_CHUNK + 1)
                 if len(data) > PULL_CHUNK:
                     data, more = data[:PULL_CHUNK], True
                 if data:

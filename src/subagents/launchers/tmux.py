@@ -19,7 +19,8 @@ import psutil
 
 from subagents.core.files import write_json_atomic
 from subagents.errors import LaunchError
-from subagents.launchers.base import ENVIRON_FILE, Launched, record, supervisor_argv
+from subagents.launchers.base import Launched, record, supervisor_argv
+from subagents.supervisor.handover import ENVIRON_FILE
 
 SESSION = "subagents"
 TIMEOUT = 10.0

@@ -18,15 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from subagents.core.clock import epoch
 from subagents.core.records import is_agent_event
-from subagents.lifecycle.sessionlog import epoch, read, session_path
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
 
 if TYPE_CHECKING:
     from subagents.types import AgentEvent, CostRow, CostTotals
 
-END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
 GROUPS = ("agent", "backend", "model", "repo", "day")
-TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 UNKNOWN = "unknown"
 
 # A job's runs (its JobResult's ``runs``), read key by key.
@@ -51,7 +50,7 @@ def end_entries(
     out: list[AgentEvent] = []
     for path in session_files(home, session):
         for entry in read(path):
-            if not is_agent_event(entry) or entry["eventType"] not in END_EVENTS:
+            if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
             if since is not None and (when is None or when < since):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 
+from subagents.core.clock import epoch
+from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
-from subagents.lifecycle.sessionlog import EVENT_TYPES, epoch, normalize_event_type, parse_line
+from subagents.lifecycle.sessionlog import EVENT_TYPES, normalize_event_type, parse_line
 
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
@@ -59,52 +60,19 @@ def follow(
     path = Path(path)
     should_stop = _stopper(stop)
     waker = DirWaker(path.parent)
-    offset = 0
-    ident: tuple[int, int] | None = None
-    partial = b""
+    tail = LineTail(path)
     try:
         waker.arm()
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            pass
-        else:
-            ident = (st.st_dev, st.st_ino)
-            if not from_start:
-                # Start at the end. A torn tail there is harmless: the next append starts
-                # with a newline (see append), which ends it as an empty line.
-                offset = st.st_size
+        if not from_start:
+            # Start at the end. A torn tail there is harmless: the next append starts
+            # with a newline (see append), which ends it as an empty line.
+            tail.skip_to_end()
         while True:
             waker.arm()
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            except FileNotFoundError:
-                fd = -1
-            if fd >= 0:
-                try:
-                    st = os.fstat(fd)
-                    now_ident = (st.st_dev, st.st_ino)
-                    if ident is None:
-                        ident = now_ident  # appeared since we started: read it all
-                    elif ident != now_ident or st.st_size < offset:
-                        ident, offset, partial = now_ident, 0, b""  # replaced or truncated
-                    chunks = []
-                    while True:
-                        chunk = os.pread(fd, 1 << 20, offset)
-                        if not chunk:
-                            break
-                        chunks.append(chunk)
-                        offset += len(chunk)
-                finally:
-                    os.close(fd)
-                if chunks:
-                    data = partial + b"".join(chunks)
-                    lines = data.split(b"\n")
-                    partial = lines.pop()
-                    for line in lines:
-                        obj = parse_line(line) if line.strip() else None
-                        if obj is not None:
-                            yield obj
+            for line in tail.lines():
+                obj = parse_line(line) if line.strip() else None
+                if obj is not None:
+                    yield obj
             if should_stop():
                 return
             waker.wait(_STOP_EVERY)

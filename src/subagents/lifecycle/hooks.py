@@ -27,7 +27,6 @@ import json
 import os
 import selectors
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -37,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from subagents.core import procs
+from subagents.core.clock import iso
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
@@ -47,7 +48,6 @@ TAIL_BYTES = 4000
 KILL_GRACE = 1.0  # SIGTERM -> SIGKILL
 DRAIN_AFTER_EXIT = 0.2  # how long to read pipes a grandchild keeps open after the hook exited
 DESKTOP_NOTICE_TIMEOUT = 5.0
-TERMINAL_EVENTS = ("subagent:complete", "subagent:error", "subagent:aborted")
 
 
 class HookLike(Protocol):
@@ -125,7 +125,7 @@ class HookOutcome:
         """The hooks-log line."""
         return {
             "type": "hook_outcome",
-            "timestamp": sessionlog.iso_now(),
+            "timestamp": iso(),
             "eventType": self.event_type,
             "jobId": self.job_id,
             "command": self.command,
@@ -143,43 +143,15 @@ class HookOutcome:
 # ---- running one hook ---------------------------------------------------------------
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _kill_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE) -> None:
     """SIGTERM the hook's process group, SIGKILL what is left after *grace*; reap."""
-    pgid = proc.pid
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    end = time.monotonic() + grace
-    while time.monotonic() < end:
-        proc.poll()  # reap the leader, so a zombie does not keep the group "alive"
-        if not _group_alive(pgid):
-            break
-        time.sleep(0.02)
-    else:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+    procs.stop_group(proc.pid, grace, reap=proc.poll)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
 
 
 def _tail(buf: bytearray) -> str:
     return bytes(buf[-TAIL_BYTES:]).decode("utf-8", errors="replace")
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _pump(
@@ -306,7 +278,7 @@ def run_hook(hook: HookLike, entry: Mapping[str, Any]) -> HookOutcome:
             code = proc.returncode
             if code is not None and code < 0:
                 outcome.outcome = "failed"
-                outcome.signal = _signal_name(-code)
+                outcome.signal = procs.signal_name(-code)
                 outcome.error = f"killed by {outcome.signal}"
             else:
                 outcome.exit_code = code
@@ -458,7 +430,9 @@ def desktop_notice_hook(entry: Mapping[str, Any]) -> HookSpec | None:
     command = desktop_notice_command(entry)
     if command is None:
         return None
-    return HookSpec(on=TERMINAL_EVENTS, command=tuple(command), timeout=DESKTOP_NOTICE_TIMEOUT)
+    return HookSpec(
+        on=sessionlog.END_EVENT_TYPES, command=tuple(command), timeout=DESKTOP_NOTICE_TIMEOUT
+    )
 
 
 if __name__ == "__main__":
@@ -487,7 +461,7 @@ def fire(
     """Run the hooks an entry matches (and the desktop notice of a job's end), detached.
     Never raises."""
     to_run = list(hooks)
-    if notify_desktop and entry.get("eventType") in TERMINAL_EVENTS:
+    if notify_desktop and entry.get("eventType") in sessionlog.END_EVENT_TYPES:
         notice = desktop_notice_hook(entry)
         if notice is not None:
             to_run.append(notice)

@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core.files import make_private_dir, write_json_atomic
-from subagents.lifecycle.sessionlog import parse_line, session_path
+from subagents.core.tail import LineTail
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, parse_line, session_path
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Windows: no lock there
     fcntl = None  # type: ignore[assignment]
 
-END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
 KEEP_IDS = 2000  # job ids remembered (only matters if a log is rewritten from scratch)
 
 
@@ -44,17 +44,8 @@ def _load(path: Path) -> dict[str, Any]:
 def _new_lines(log: Path, offset: int) -> tuple[list[bytes], int]:
     """Complete lines of *log* after *offset*, and the offset after the last of them. A log
     shorter than *offset* was replaced: read it from its start."""
-    try:
-        with open(log, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size < offset:
-                offset = 0
-            f.seek(offset)
-            data = f.read()
-    except FileNotFoundError:
-        return [], 0
-    end = data.rfind(b"\n") + 1  # a torn (unterminated) tail waits for its newline
-    return data[:end].split(b"\n")[:-1], offset + end
+    tail = LineTail(log, offset)  # a torn (unterminated) last line waits for its newline
+    return list(tail.lines()), tail.consumed
 
 
 def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[dict[str, Any]]:
@@ -77,7 +68,7 @@ def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[
         out: list[dict[str, Any]] = []
         for line in lines:
             entry = parse_line(line)
-            if entry is None or entry.get("eventType") not in END_EVENTS:
+            if entry is None or entry.get("eventType") not in END_EVENT_TYPES:
                 continue
             job_id = entry.get("jobId")
             if isinstance(job_id, str):

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 
+from subagents.core.clock import epoch, iso
+from subagents.core.files import DIR_MODE, FILE_MODE
 from subagents.core.records import LIFECYCLE_EVENT_TYPES
 from subagents.errors import UsageError
 
@@ -35,13 +35,11 @@ if TYPE_CHECKING:
 
     from subagents.types import AgentEvent, JobMode, LifecycleEventType, LifecycleStatus, Usage
 
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-
 ENV_SESSION = "SUBAGENTS_SESSION"
 DEFAULT_SESSION = "default"
 
 EVENT_TYPES = LIFECYCLE_EVENT_TYPES
+END_EVENT_TYPES = EVENT_TYPES[1:]  # a job's end, however it ended
 # Short spellings accepted wherever a user names an event (hooks' ``on``, history filters).
 SHORT_EVENT_TYPES: dict[str, LifecycleEventType] = {
     "start": "subagent:start",
@@ -108,31 +106,11 @@ def default_session_id(env: Mapping[str, str] | None = None) -> str:
 # ---- entries ------------------------------------------------------------------------
 
 
-def iso_now() -> str:
-    return _iso(time.time())
-
-
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def _when(value: float | str | None) -> str | None:
     """An epoch time becomes ISO-8601 UTC; an ISO string (result.json's) is kept."""
     if value is None or isinstance(value, str):
         return value
-    return _iso(float(value))
-
-
-def epoch(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            dt = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        return dt.timestamp()
-    return None
+    return iso(float(value))
 
 
 def _is_event_type(name: object) -> TypeGuard[LifecycleEventType]:
@@ -241,7 +219,7 @@ def entry(
             duration_ms = max(0, round((end - start) * 1000))
     return {
         "type": "agent_event",
-        "timestamp": iso_now(),
+        "timestamp": iso(),
         "eventType": event_type,
         "jobId": job_id,
         "requestedBy": requested_by or _login() or "assistant",

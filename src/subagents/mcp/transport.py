@@ -14,7 +14,8 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from subagents.loopback import STOP_SIGNALS, access_token, bearer, listen, same_secret, serve
+from subagents.core.procs import STOP_SIGNALS
+from subagents.loopback import access_token, bearer, listen, same_secret, serve
 from subagents.mcp.foreground import CLIENT_GONE
 from subagents.mcp.server import SubagentsMCP
 

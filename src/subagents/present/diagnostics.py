@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from subagents.core.events import TOKEN_KEYS
 from subagents.present.humanize import humanize_tool_call, one_line
 
 if TYPE_CHECKING:
@@ -169,14 +170,7 @@ def _usage_section(result: RunResult, events: Sequence[Event]) -> str:
             if event["type"] in ("assistant_text", "run_started") and event.get("model"):
                 model = str(event.get("model"))
                 break
-    tokens = (
-        {
-            key: _number(usage.get(key))
-            for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
-        }
-        if usage
-        else {}
-    )
+    tokens = {key: _number(usage.get(key)) for key in TOKEN_KEYS} if usage else {}
     cost = usage.get("cost") if usage else None
     if not any(tokens.values()) and cost is None and not model:
         return ""

@@ -21,7 +21,7 @@ from subagents.runs.launch import (
     start_prepared,
 )
 from subagents.runs.monitor import RunMonitor
-from subagents.supervisor.result import EXIT_CODES, iso, sum_usage
+from subagents.supervisor.result import EXIT_CODES
 from subagents.supervisor.spec import RunSpec
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "RunSpec",
     "UsageError",
     "check",
-    "iso",
     "keep_warm",
     "limits_from_settings",
     "prepare",
@@ -41,5 +40,4 @@ __all__ = [
     "resume",
     "start",
     "start_prepared",
-    "sum_usage",
 ]

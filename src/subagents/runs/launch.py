@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, CommandRequest, get_backend
-from subagents.core import ids, paths
+from subagents.core import ids, paths, procs
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
 from subagents.core.inputs import text_problem, timeout_problem
 from subagents.errors import LaunchError, UsageError, WorktreeError
@@ -391,11 +391,14 @@ class RunHandle:
         """
         self.monitor.stop_requested = True
         if self.result() is None and self.launched.alive():
-            self.launched.terminate(sig)
-            done = self.wait(on_event=on_event, timeout=self.spec.killGrace + 5.0)
-            if done is not None:
-                return done
-            self.launched.terminate(signal.SIGKILL)
+            answered = procs.escalate(
+                self.launched.terminate,
+                lambda grace: self.wait(on_event=on_event, timeout=grace) is not None,
+                self.spec.killGrace + 5.0,
+                sig,
+            )
+            if answered and (done := self.result()) is not None:
+                return done  # followed to its end by that wait: events delivered, reaped
         done = self.wait(on_event=on_event, timeout=5.0)
         return done if done is not None else self.monitor.recover_dead_supervisor()
 

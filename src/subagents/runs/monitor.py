@@ -16,12 +16,12 @@ from typing import Any
 
 from subagents.core import paths, procs
 from subagents.core.files import loads, read_events, read_json
+from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
 from subagents.launchers import SUPERVISOR_FILE, Launched, abandon
 from subagents.supervisor.result import publish_ended, spec_of
 
 LIVENESS_EVERY = 1.0
-READ_CHUNK = 1 << 20
 # A supervisor that has not yet recorded itself gets this long before it counts as lost.
 START_PATIENCE = 10.0
 
@@ -30,8 +30,9 @@ class RunMonitor:
     def __init__(self, run_dir: Path, launched: Launched | None = None) -> None:
         self.run_dir = run_dir
         self.launched = launched
-        self._offset = 0
-        self._partial = b""
+        # Read a bounded chunk at a time: a follower that lags far behind holds one chunk
+        # (plus the longest line) at a time, not the whole backlog.
+        self.tail = LineTail(run_dir / "events.jsonl")
         self._created = time.monotonic()
         # Set by whoever stops the run: a supervisor that then dies without a result
         # (say, killed while it was still starting) leaves an aborted run, not a failed one.
@@ -40,40 +41,15 @@ class RunMonitor:
     # ---- events ----------------------------------------------------------
 
     def new_events(self) -> list[dict[str, Any]]:
-        """Events appended since the last call (complete lines only).
-
-        Reads at most ``READ_CHUNK`` bytes a call, so a follower that lags far behind holds
-        one chunk (plus the longest line) at a time, not the whole backlog; ``wait`` calls
-        again until it has caught up.
-        """
-        path = self.run_dir / "events.jsonl"
-        try:
-            with open(path, "rb") as f:
-                f.seek(self._offset)
-                data = f.read(READ_CHUNK)
-        except FileNotFoundError:
-            return []
-        if not data:
-            return []
-        self._offset += len(data)
-        if self._partial:
-            data = self._partial + data
-        cut = data.rfind(b"\n") + 1
-        self._partial = data[cut:]
-        out = []
-        for line in data[:cut].split(b"\n"):
-            with contextlib.suppress(ValueError):
-                out.append(loads(line))
-        return out
+        """Events appended since the last call (complete lines, about a chunk of them)."""
+        return [event for line in self.tail.read() if (event := _parse(line)) is not None]
 
     def _deliver(self, on_event: Callable[[dict[str, Any]], None]) -> None:
         """Hand every event written so far to ``on_event``, a chunk at a time."""
-        while True:
-            offset = self._offset
-            for event in self.new_events():
+        for line in self.tail.lines():
+            event = _parse(line)
+            if event is not None:
                 on_event(event)
-            if self._offset == offset:  # at the end of what is written (or a line so far)
-                return
 
     # ---- result and liveness --------------------------------------------
 
@@ -178,3 +154,12 @@ class RunMonitor:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             return read_json(self.run_dir / SUPERVISOR_FILE).get("executor") is not None
         return False
+
+
+def _parse(line: bytes) -> Any:
+    """An event line, or None for one that is not JSON (a torn line is never read: see
+    LineTail)."""
+    try:
+        return loads(line)
+    except ValueError:
+        return None

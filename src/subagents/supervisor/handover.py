@@ -17,6 +17,10 @@ from subagents.core.files import FILE_MODE
 # Started as a warm spare with SPARE_FLAG, it waits this long for a run.
 SPARE_FLAG = "--spare"
 SPARE_WAIT = 600.0
+# In the run directory: the supervisor's own output, and the caller's environment for a
+# supervisor that does not inherit it (tmux), read and removed as it starts.
+LOG_FILE = "supervisor.log"
+ENVIRON_FILE = "environ.json"
 
 
 def command(run_dir: Path | None = None) -> list[str]:
@@ -63,7 +67,7 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     os.close(null)
     run_dir = Path(os.fsdecode(data.split(b"\0", 1)[0]))
     with contextlib.suppress(OSError):  # no log then (as /dev/null): the run still goes on
-        log = os.open(run_dir / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        log = os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)

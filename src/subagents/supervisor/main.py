@@ -9,9 +9,8 @@ Run as ``python -m subagents.supervisor RUN_DIR`` (``__main__.py``). It imports 
 library and the small modules it needs, so it starts fast and stays small.
 
 Beside it: ``lines`` cuts the child's stdout into lines, ``recorder`` writes the artifacts,
-``outcome`` decides how a run ended, ``stallwatch`` keeps the watchdog's state, ``pgroup``
-signals process groups. What stays here
-(a little over 500 lines) is one state machine around one event loop: spawn, read, arm and
+``outcome`` decides how a run ended, ``stallwatch`` keeps the watchdog's state, ``core.procs``
+signals process groups. What stays here (a little under 600 lines) is one state machine around one event loop: spawn, read, arm and
 disarm completion, deadlines, signals, cleanup, finish.
 """
 
@@ -36,8 +35,8 @@ from subagents.core.files import (
     read_json,
     read_tail,
 )
-from subagents.core.procs import group_alive, killpg, signal_name
-from subagents.supervisor.handover import SPARE_FLAG, await_run
+from subagents.core.procs import STOP_SIGNALS, group_alive, killpg, signal_name, stop_group
+from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
 from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
 from subagents.supervisor.outcome import decide, with_write_error
 from subagents.supervisor.recorder import Recorder
@@ -219,7 +218,8 @@ class Supervisor:
         return self.proc is not None and self.proc.returncode is None
 
     def terminate_group(self, cause: str | None) -> None:
-        """SIGTERM the child's group now, SIGKILL after the kill grace."""
+        """SIGTERM the child's group now, SIGKILL after the kill grace: procs.stop_group's
+        sequence, kept as deadlines of the event loop, which reads the child meanwhile."""
         if cause and self.stop_cause is None and not (self.norm and self.norm.terminal):
             self.stop_cause = cause
         if self.kill_at is None:
@@ -297,7 +297,7 @@ class Supervisor:
         """Start the child; return an error message when it could not start."""
         spec = self.spec
         env = dict(os.environ)
-        environ_file = self.run_dir / "environ.json"
+        environ_file = self.run_dir / ENVIRON_FILE
         if environ_file.exists():
             # Launched through a runner that does not pass the caller's environment on.
             with contextlib.suppress(OSError, ValueError):
@@ -356,8 +356,7 @@ class Supervisor:
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
         previous_wakeup = signal.set_wakeup_fd(wake_w)
-        handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-        for s in handled:
+        for s in STOP_SIGNALS:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
             if self.early_signals:  # asked to stop before the child was even spawned
@@ -487,13 +486,7 @@ class Supervisor:
         if not self.pgid or not group_alive(self.pgid):
             return
         self.forced_cleanup = True
-        killpg(self.pgid, signal.SIGTERM)
-        deadline = time.monotonic() + self.spec.killGrace
-        while time.monotonic() < deadline:
-            time.sleep(0.02)
-            if not group_alive(self.pgid):
-                return
-        killpg(self.pgid, signal.SIGKILL)
+        stop_group(self.pgid, self.spec.killGrace)
 
     def finish(self, spawn_error: str | None = None) -> RunResult:
         norm = self.norm

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from subagents.core import events as ev
+from subagents.core.clock import iso
 from subagents.supervisor.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
     from typing import Any
 
     from subagents.types import (
@@ -26,18 +25,6 @@ if TYPE_CHECKING:
 
 # CLI exit codes for each status (DESIGN: Command line).
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130, "timeout": 124}
-
-
-def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def sum_usage(results: Iterable[Mapping[str, Any]]) -> Usage:
-    """A job's usage: the sum of its runs' usage (results, or a job's records of runs)."""
-    total = ev.empty_usage()
-    for r in results:
-        ev.add_usage(total, r.get("usage") or {})
-    return total
 
 
 def artifact_paths(run_dir: Path) -> RunPaths:

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import paths
+from subagents.core.clock import epoch
 from subagents.core.files import read_json
 from subagents.jobs import TERMINAL, LiveJobs
-from subagents.lifecycle.sessionlog import epoch
 from subagents.present.jobview import RunRow
 from subagents.web import charts
 from subagents.web.fleet import run_cells
