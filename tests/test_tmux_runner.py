@@ -12,7 +12,8 @@ import pistream as pi
 import pytest
 from conftest import Fake
 
-from subagents.runs.launch import Limits, RunRequest, start
+from subagents.config import Settings
+from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -36,9 +37,8 @@ def _run(fake: Fake, runner: str) -> dict:
         backend="pi",
         cwd=str(fake.dir),
         env=fake.env(pi.answer("Same answer.")),
-        runner=runner,
     )
-    result = start(req, Limits(), env=env).wait(timeout=60)
+    result = start(req, Settings(runner=runner), env=env).wait(timeout=60)
     assert result is not None
     return result
 
@@ -87,8 +87,8 @@ def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
     steps = [*pi.start(), *pi.tool_use(command="echo visible-in-tmux"), {"sleep": 30}]
     handle = start(
-        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps), runner="tmux"),
-        Limits(),
+        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps)),
+        Settings(runner="tmux"),
         env=env,
     )
     window = handle.run_id[-8:]
@@ -116,8 +116,8 @@ def test_missing_tmux_is_a_clear_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match="tmux not found"):
         start(
-            RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"),
-            Limits(),
+            RunRequest(task="x", backend="pi", cwd=str(fake.dir)),
+            Settings(runner="tmux"),
             env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
         )
     # The run directory it had made holds a failed result, not a half-written run.

@@ -111,29 +111,11 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
-    from subagents.errors import SubagentsError
-    from subagents.launchers import SUPERVISOR_FILE, signal_supervisor
-    from subagents.runs import RunMonitor
+    from subagents.runs import stop_run
 
     for run_id in run_ids:
-        if not run_id:
-            continue
-        run_dir = paths.runs_dir(store.home) / run_id
-        monitor = RunMonitor(run_dir)
-        if monitor.result() is not None:
-            continue
-        monitor.stop_requested = True
-        with contextlib.suppress(OSError, ValueError, KeyError, SubagentsError):
-            signal_supervisor(run_dir, _read(run_dir / SUPERVISOR_FILE), signal.SIGTERM)
-        if monitor.wait(timeout=grace) is None:
-            monitor.recover_dead_supervisor()
-
-
-def _read(path: Path) -> dict[str, Any]:
-    from subagents.core.files import read_json
-
-    data = read_json(path)
-    return data if isinstance(data, dict) else {}
+        if run_id:
+            stop_run(paths.runs_dir(store.home) / run_id, grace)
 
 
 ACTIVITY_TAIL_BYTES = 64 * 1024
