@@ -230,6 +230,13 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     assert eventually(lambda: started(handle), 120), "the run did not start on a node"
     assert eventually(lambda: len(rc.server.requests) > asked, 60), "pi never asked the model"
     assert marked_processes(mark), "the child should be running"
+    # Its record names the actor, the cluster, the node and the relay (this process):
+    # no pid that is not the supervisor's.
+    record = json.loads((handle.run_dir / "supervisor.json").read_text())
+    assert set(record) == {"runner", "ray", "relay"}
+    assert record["ray"]["actor"] == f"subagents-run-{handle.run_id}"
+    assert record["ray"]["node"] == node_of(handle) and record["ray"]["address"]
+    assert record["relay"] == procs.identity(os.getpid())
     result = handle.stop()
     assert result["status"] == "aborted", result
     assert result["executor"] == {"kind": "ray", "node": node_of(handle)}

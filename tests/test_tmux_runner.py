@@ -126,3 +126,29 @@ def test_missing_tmux_is_a_clear_error(
 
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "failed" and "tmux not found" in result["errorMessage"]
+
+
+def test_a_continued_run_starts_where_its_run_did(fake: Fake, tmux_server: Path) -> None:
+    """`continue` has no --runner: the follow-up starts as its job's placement says (its
+    job.json), here in tmux, whatever the config says now."""
+    import json
+
+    from test_cli_run import cli, fake_env
+
+    p = cli(
+        ["run", "--json", "--runner", "tmux", "first"],
+        fake_env(fake, [{"session": True}, *pi.answer("one")]),
+    )
+    assert p.returncode == 0, p.stderr
+    first = json.loads(p.stdout)
+    p = cli(
+        ["continue", "--json", first["runId"], "second"],
+        fake_env(fake, [{"session": True}, *pi.answer("two")]),
+    )
+    assert p.returncode == 0, p.stderr
+    second = json.loads(p.stdout)
+    assert (second["continuedFrom"], second["finalText"]) == (first["runId"], "two")
+    for result in (first, second):
+        run_dir = Path(result["paths"]["events"]).parent
+        assert json.loads((run_dir / "supervisor.json").read_text())["runner"] == "tmux"
+        assert json.loads((run_dir / "meta.json").read_text())["echo"] is True
