@@ -11,7 +11,6 @@ from subagents.core.files import open_private
 from subagents.errors import LaunchError
 from subagents.launchers.base import write_record
 from subagents.launchers.local import LocalLauncher, LocalSupervisor
-from subagents.launchers.spares import SPARES, gated_start
 
 if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
@@ -22,6 +21,10 @@ class ProcessLauncher(LocalLauncher):
     keeps_spares = True
 
     def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
+        # Here, not at the top: a job is planned (and checked) by processes that never
+        # launch, such as `subagents run --bg`, and the spares' module brings psutil.
+        from subagents.launchers.spares import SPARES, gated_start
+
         spare = SPARES.take()
         if spare is not None and not spare.hand(run_dir):
             SPARES.drop(spare)

@@ -14,8 +14,8 @@ are the sizes of the caller's files, so a relay started later (a restarted job d
 
 A run's ``supervisor.json`` names its actor, the cluster's address, the node once known,
 and its relay: the process relaying it (pid and start time), never taken for a supervisor.
-What the record says of the actor is this module's business alone (and ray_host's): the
-rest of the engine asks the ``RayRun`` handle.
+What the record says of the actor is this module's business alone (a pool of host actors
+would say it otherwise): the rest of the engine asks the ``RayRun`` handle.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psutil
-
 from subagents.core.files import write_json_atomic
 from subagents.errors import LaunchError
 from subagents.launchers.base import ENVIRON_FILE, supervisor_argv, write_record
@@ -47,6 +45,8 @@ class TmuxLauncher(LocalLauncher):
         self.session = session
 
     def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
+        import psutil  # here: the launcher is chosen (and checked) where a job is planned
+
         session = self.session
         tmux = shutil.which("tmux")
         if tmux is None:
