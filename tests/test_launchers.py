@@ -15,7 +15,7 @@ from typing import Any
 import pistream as pi
 import psutil
 import pytest
-from conftest import Fake
+from conftest import Fake, eventually
 
 from subagents import api
 from subagents.config import Settings
@@ -123,7 +123,7 @@ def test_a_local_runs_record_is_its_supervisor(fake: Fake) -> None:
     finally:
         result = handle.stop()
     assert result["status"] == "aborted"
-    assert not found.alive()
+    assert eventually(lambda: not found.alive(), 30)  # it exits right after its result
 
 
 @pytest.fixture
