@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import pistream as pi  # noqa: E402
 
-from subagents.runs.launch import Limits, RunRequest, prepare  # noqa: E402
+from subagents.config import Settings  # noqa: E402
+from subagents.runs import RunRequest, prepare  # noqa: E402
 
 SUPERVISOR = [sys.executable, "-m", "subagents.supervisor"]
 
@@ -51,7 +52,7 @@ def pi_lines(steps: list[dict]) -> bytes:
 def prepared(work: Path, binary: Path, env: dict[str, str] | None = None) -> Path:
     _, run_dir = prepare(
         RunRequest(task="bench", backend="pi", cwd=str(work), env=env or {}),
-        Limits(),
+        Settings(),
         env={**os.environ, "SUBAGENTS_PI_BIN": str(binary)},
         home=work / "home",
     )

@@ -62,18 +62,18 @@ def in_process(work: Path, env: dict[str, str], stamp: Path, runs: int) -> dict[
     os.environ.update(env)
     from subagents import api
     from subagents.jobs import parse_job
-    from subagents.runs import launch as launch_module
+    from subagents.launchers.process import ProcessLauncher
 
     marks: dict[str, float] = {}
-    real_launch = launch_module.launch
+    real_launch = ProcessLauncher.launch
 
-    def timed_launch(*args: object, **kwargs: object) -> object:
+    def timed_launch(self: ProcessLauncher, *args: object, **kwargs: object) -> object:
         marks["launch"] = time.time()
-        launched = real_launch(*args, **kwargs)  # type: ignore[arg-type]
+        launched = real_launch(self, *args, **kwargs)  # type: ignore[arg-type]
         marks["launched"] = time.time()
         return launched
 
-    launch_module.launch = timed_launch  # type: ignore[assignment]
+    ProcessLauncher.launch = timed_launch  # type: ignore[assignment,method-assign]
     steps: dict[str, list[float]] = {
         k: [] for k in ("parse", "prepare_job", "drive -> launch", "launch", "supervisor")
     }

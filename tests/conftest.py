@@ -13,7 +13,8 @@ from typing import Any
 import psutil
 import pytest
 
-from subagents.runs.launch import Limits, RunHandle, RunRequest, start
+from subagents.config import Settings
+from subagents.runs import RunHandle, RunRequest, start
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -60,7 +61,7 @@ class Fake:
             timeout=timeout,
             **kw,
         )
-        return start(req, Limits(grace=self.grace, kill_grace=self.kill_grace), env=env)
+        return start(req, Settings(grace=self.grace, kill_grace=self.kill_grace), env=env)
 
     def run(
         self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from subagents.backends import get_backend
+from subagents.config import Settings
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
-from subagents.runs.launch import Limits, RunRequest, start
+from subagents.runs import RunRequest, start
 from subagents.supervisor.lines import Lines
 from subagents.testing.conformance import Case, check_backend
 
@@ -165,7 +166,7 @@ def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str
         req = RunRequest(
             task="list files", backend="pi", cwd=str(work), env=env, model="mock/mock-model"
         )
-        result = start(req, Limits()).wait(timeout=120)
+        result = start(req, Settings()).wait(timeout=120)
     assert result is not None, "the pi run did not finish"
     return result
 

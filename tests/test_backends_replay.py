@@ -16,8 +16,9 @@ from subagents.backends.claude import ROOT_ALLOWED_TOOLS, ClaudeBackend
 from subagents.backends.codex import CodexBackend
 from subagents.backends.gemini import GeminiBackend
 from subagents.backends.opencode import OpenCodeBackend
+from subagents.config import Settings
 from subagents.errors import UsageError
-from subagents.runs.launch import Limits, RunRequest, check_capabilities, start
+from subagents.runs import RunRequest, check_capabilities, start
 from subagents.testing.conformance import Case, check_backend, normalize_stream
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 
@@ -196,7 +197,7 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
         RunRequest(
             task="t", backend=backend, model=model, cwd=str(work), env={SCRIPT_ENV: str(script)}
         ),
-        Limits(default_backend=backend, grace=0.25, kill_grace=1.0),
+        Settings(default_backend=backend, grace=0.25, kill_grace=1.0),
         env=env,
         home=work / "home",
     )

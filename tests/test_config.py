@@ -273,3 +273,100 @@ def test_user_file_from_home_when_no_override(tmp_path: Path) -> None:
     project = tmp_path / "p"
     project.mkdir()
     assert load_settings(project, {"HOME": str(tmp_path)}).max_depth == 4
+
+
+def test_every_scalar_setting_has_its_variable() -> None:
+    """The environment's table comes from the dataclass: a new setting gets its
+    SUBAGENTS_<NAME> variable without a list to keep, and its type must convert from text."""
+    from dataclasses import fields
+
+    from subagents.config import ENV_SETTINGS, _from_text
+
+    names = {f.name for f in fields(Settings)} - {"bins", "hooks"}
+    assert set(ENV_SETTINGS) == {f"SUBAGENTS_{n.upper()}" for n in names}
+    assert set(ENV_SETTINGS.values()) == names
+    defaults = Settings()
+    for name in names:
+        value = getattr(defaults, name)
+        text = "none" if value is None else str(value).lower()
+        assert _from_text(name, text) == value, name  # converts, by the field's type
+
+
+@pytest.mark.parametrize(
+    ("var", "text", "setting", "value"),
+    [
+        ("SUBAGENTS_MAX_DEPTH", "3", "max_depth", 3),  # int
+        ("SUBAGENTS_GRACE", "1e-1", "grace", 0.1),  # float
+        ("SUBAGENTS_KEEP_WORKTREE", "Yes", "keep_worktree", True),  # bool
+        ("SUBAGENTS_COPILOT_AGENT_INITIATOR", "off", "copilot_agent_initiator", False),
+        ("SUBAGENTS_ON_STALL", "abort", "on_stall", "abort"),  # Literal
+        ("SUBAGENTS_TOOL_TIMEOUT", "12", "tool_timeout", 12.0),  # float | None
+        ("SUBAGENTS_STALL_TIMEOUT", "null", "stall_timeout", None),
+        ("SUBAGENTS_RAY_ADDRESS", "10.0.0.5:6379", "ray_address", "10.0.0.5:6379"),  # str | None
+        ("SUBAGENTS_DEFAULT_AGENT", "off", "default_agent", None),
+    ],
+)
+def test_env_values_convert_by_the_fields_type(
+    dirs: tuple[Path, Path, dict[str, str]], var: str, text: str, setting: str, value: object
+) -> None:
+    _, project, env = dirs
+    assert getattr(load_settings(project, {**env, var: text}), setting) == value
+
+
+@pytest.mark.parametrize(
+    ("var", "text", "problem"),
+    [
+        ("SUBAGENTS_CONCURRENCY", "2.5", "must be an integer, not '2.5'"),
+        ("SUBAGENTS_TIMEOUT", "soon", "must be a number, not 'soon'"),
+        ("SUBAGENTS_NOTIFY_DESKTOP", "maybe", "must be true or false, not 'maybe'"),
+        ("SUBAGENTS_RUNNER", "screen", "must be 'process' or 'tmux', not 'screen'"),
+        ("SUBAGENTS_GRACE", "none", "must be a number, not 'none'"),  # not optional
+    ],
+)
+def test_env_values_of_the_wrong_type_name_the_variable(
+    dirs: tuple[Path, Path, dict[str, str]], var: str, text: str, problem: str
+) -> None:
+    _, project, env = dirs
+    with pytest.raises(ConfigError) as info:
+        load_settings(project, {**env, var: text})
+    assert str(info.value) == f"environment: {var}: {problem}"
+
+
+def test_a_type_the_environment_cannot_give_is_refused_loudly() -> None:
+    from subagents.config import _convert
+
+    with pytest.raises(TypeError, match="no conversion"):
+        _convert("x", list[str], "a")
+    with pytest.raises(TypeError, match="no conversion"):
+        _convert("x", int | str, "a")
+
+
+def test_settings_are_frozen_and_an_override_is_checked_again() -> None:
+    from dataclasses import FrozenInstanceError, replace
+
+    from subagents.errors import FieldProblem
+
+    s = Settings()
+    with pytest.raises(FrozenInstanceError):
+        s.runner = "tmux"  # type: ignore[misc]
+    assert replace(s, runner="tmux", timeout=0).timeout is None
+    with pytest.raises(FieldProblem, match="'local' or 'ray'"):
+        replace(s, executor="kubernetes")  # type: ignore[arg-type]
+
+
+def test_a_jobs_record_of_its_settings_holds_no_secret_and_reads_back() -> None:
+    from subagents.config import Hook, settings_from_record, settings_record
+
+    s = Settings(
+        mcp_token="secret",
+        web_token="another-secret",
+        hooks=[Hook(on=["complete"], command=["x"])],
+        bins={"pi": "/opt/pi"},
+        runner="tmux",
+        timeout=60,
+    )
+    record = settings_record(s)
+    assert not {"mcp_token", "web_token", "hooks"} & record.keys()
+    back = settings_from_record({**record, "from_a_newer_version": 1})
+    assert (back.runner, back.timeout, back.bins) == ("tmux", 60, {"pi": "/opt/pi"})
+    assert back.mcp_token is None and back.hooks == []

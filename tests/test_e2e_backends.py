@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from subagents.config import Settings
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
-from subagents.runs.launch import Limits, RunRequest, start
+from subagents.runs import RunRequest, start
 
 FINAL = "Listed: {tool_output}."
 FINAL_TEXT = "Listed: a.txt, b.py."
@@ -63,7 +64,7 @@ def run(tmp_path: Path, name: str, script: Script) -> tuple[dict[str, Any], int]
     with MockModelServer(script) as srv:
         env = writer(tmp_path / f"{name}-config", srv.url)
         req = RunRequest(task="list files", backend=name, cwd=str(work), env=env, model=model)
-        handle = start(req, Limits(default_backend=name))
+        handle = start(req, Settings(default_backend=name))
         result = handle.wait(timeout=120)
         n = len(srv.requests)
     assert result is not None, f"{name} run did not finish"

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from subagents.backends import CommandRequest, get_backend
+from subagents.config import load_settings
 from subagents.demo.mockmodel import MODEL_ID, MockModelServer, Script, write_pi_config
-from subagents.runs.launch import RunRequest, limits_from_settings, start
+from subagents.runs import RunRequest, start
 
 COPILOT = "github-copilot"
 EXTENSION = Path(__file__).resolve().parent.parent / "src/subagents/backends/pi_copilot.ts"
@@ -41,7 +42,7 @@ def _run(
         req = RunRequest(
             task="list files", backend="pi", cwd=str(work), env=env, model=f"{COPILOT}/{MODEL_ID}"
         )
-        result = start(req, limits_from_settings(work)).wait(timeout=120)
+        result = start(req, load_settings(work)).wait(timeout=120)
         headers = srv.request_headers
     assert result is not None, "the pi run did not finish"
     return result, headers

@@ -17,7 +17,8 @@ import pytest
 from conftest import Fake, pid_alive
 
 from subagents.core import procs
-from subagents.launchers import Launched, record
+from subagents.launchers.base import write_record
+from subagents.launchers.local import LocalSupervisor
 
 
 def _group(script: str, groups: list[int]) -> subprocess.Popen[bytes]:
@@ -108,15 +109,15 @@ def test_stopping_a_run_whose_supervisor_ignores_sigterm_kills_it_and_ends_the_r
 ) -> None:
     """A job's stop gives each run's supervisor the grace, then SIGKILL, and ends the run
     itself: nothing is left running and the run has its result."""
-    from subagents.jobs.control import _stop_run
-    from subagents.runs import Limits, RunRequest, prepare
+    from subagents.config import Settings
+    from subagents.runs import RunRequest, prepare, stop_run
 
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
-    spec, run_dir = prepare(RunRequest(task="t", backend="pi", cwd=str(tmp_path)), Limits(), env)
+    spec, run_dir = prepare(RunRequest(task="t", backend="pi", cwd=str(tmp_path)), Settings(), env)
     stubborn = _group("trap '' TERM; echo ready; exec sleep 60", reap_group)
     create_time = psutil.Process(stubborn.pid).create_time()
-    record(run_dir, Launched(stubborn.pid, create_time, "process"))
-    _stop_run(run_dir, grace=0.5)
+    write_record(run_dir, LocalSupervisor("process", stubborn.pid, create_time))
+    stop_run(run_dir, grace=0.5)
     assert stubborn.wait(timeout=30) == -signal.SIGKILL
     assert not pid_alive(stubborn.pid)
     result = json.loads((run_dir / "result.json").read_text())

@@ -32,11 +32,12 @@ from conftest import eventually, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from subagents import api  # noqa: E402
+from subagents.config import Settings  # noqa: E402
 from subagents.core import procs  # noqa: E402
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
 from subagents.launchers import reattach  # noqa: E402
-from subagents.runs import Limits, RunHandle, RunMonitor, RunRequest, start  # noqa: E402
+from subagents.runs import RunHandle, RunMonitor, RunRequest, start  # noqa: E402
 
 pytestmark = needs_pi
 LOOPBACK = "127.0.0.1"
@@ -143,7 +144,7 @@ def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) ->
         cwd=str(work),
         env={**env, "SUBAGENTS_TEST_MARK": mark},
     )
-    return start(req, Limits(executor="ray", ray_address=rc.address))
+    return start(req, Settings(executor="ray", ray_address=rc.address))
 
 
 def started(handle: RunHandle) -> bool:
@@ -229,6 +230,13 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     assert eventually(lambda: started(handle), 120), "the run did not start on a node"
     assert eventually(lambda: len(rc.server.requests) > asked, 60), "pi never asked the model"
     assert marked_processes(mark), "the child should be running"
+    # Its record names the actor, the cluster, the node and the relay (this process):
+    # no pid that is not the supervisor's.
+    record = json.loads((handle.run_dir / "supervisor.json").read_text())
+    assert set(record) == {"runner", "ray", "relay"}
+    assert record["ray"]["actor"] == f"subagents-run-{handle.run_id}"
+    assert record["ray"]["node"] == node_of(handle) and record["ray"]["address"]
+    assert record["relay"] == procs.identity(os.getpid())
     result = handle.stop()
     assert result["status"] == "aborted", result
     assert result["executor"] == {"kind": "ray", "node": node_of(handle)}
@@ -267,7 +275,8 @@ def test_a_new_driver_reattaches_to_a_running_run(
     first.launched.detach()  # type: ignore[attr-defined]
     assert not first.launched.alive()
     assert not (first.run_dir / "result.json").exists()
-    again = reattach(first.run_dir, rc.address)
+    again = reattach(first.run_dir)
+    assert again is not None
     result = RunMonitor(first.run_dir, again).wait(timeout=180)
     assert result is not None and result["status"] == "completed", result
     assert result["finalText"] == "Found: hello.txt"

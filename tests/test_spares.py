@@ -18,9 +18,10 @@ import psutil
 import pytest
 from conftest import eventually, pid_alive
 
+from subagents.config import Settings
 from subagents.core.files import read_json
 from subagents.launchers.spares import SPARES, Spare, start_supervisor
-from subagents.runs.launch import Limits, RunHandle, RunRequest, start
+from subagents.runs import RunHandle, RunRequest, start
 
 
 @pytest.fixture
@@ -70,7 +71,7 @@ def start_run(tmp_path: Path, name: str, gate: Path) -> RunHandle:
         env={"ENV_DUMP": str(tmp_path / f"{name}.env.json"), "GATE": str(gate)},
     )
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
-    return start(req, Limits(kill_grace=1.0), env=env)
+    return start(req, Settings(kill_grace=1.0), env=env)
 
 
 def child_env(tmp_path: Path, name: str) -> dict[str, str]:
@@ -183,7 +184,7 @@ def test_a_run_directory_whose_path_holds_a_newline(owner: object, tmp_path: Pat
         task="odd", backend="pi", cwd=str(tmp_path), env={"ENV_DUMP": os.devnull, "GATE": str(gate)}
     )
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
-    handle = start(req, Limits(), env=env, home=tmp_path / "a\nhome")
+    handle = start(req, Settings(), env=env, home=tmp_path / "a\nhome")
     assert handle.launched.pid == spare.pid
     result = handle.wait(timeout=60)
     assert result is not None and result["status"] == "completed"

@@ -19,7 +19,7 @@ import pytest
 from conftest import Fake, eventually, pid_alive
 
 from subagents.core.files import read_events
-from subagents.runs.launch import RunHandle
+from subagents.runs import RunHandle
 from subagents.supervisor.lines import READ_SIZE
 
 
@@ -333,15 +333,17 @@ def test_supervisor_killed_by_sigkill_gives_a_failed_result(fake: Fake) -> None:
 
 def test_spawn_failure_still_writes_a_failed_result(fake: Fake) -> None:
     handle_env = fake.env([])
-    from subagents.runs.launch import Limits, RunRequest, prepare, start_prepared
+    from subagents.config import Settings
+    from subagents.launchers import Placement
+    from subagents.runs import RunRequest, prepare, start_prepared
 
     spec, run_dir = prepare(
         RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=handle_env),
-        Limits(),
+        Settings(),
         env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
     )
     fake.launcher.unlink()  # gone between validation and spawn
-    result = start_prepared(spec, run_dir).wait(timeout=30)
+    result = start_prepared(spec, run_dir, Placement()).wait(timeout=30)
     assert result is not None
     assert result["status"] == "failed"
     assert "could not start" in result["errorMessage"]

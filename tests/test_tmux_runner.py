@@ -12,7 +12,8 @@ import pistream as pi
 import pytest
 from conftest import Fake
 
-from subagents.runs.launch import Limits, RunRequest, start
+from subagents.config import Settings
+from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -36,9 +37,8 @@ def _run(fake: Fake, runner: str) -> dict:
         backend="pi",
         cwd=str(fake.dir),
         env=fake.env(pi.answer("Same answer.")),
-        runner=runner,
     )
-    result = start(req, Limits(), env=env).wait(timeout=60)
+    result = start(req, Settings(runner=runner), env=env).wait(timeout=60)
     assert result is not None
     return result
 
@@ -87,8 +87,8 @@ def test_tmux_window_shows_live_progress(fake: Fake, tmux_server: Path) -> None:
     env = {**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)}
     steps = [*pi.start(), *pi.tool_use(command="echo visible-in-tmux"), {"sleep": 30}]
     handle = start(
-        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps), runner="tmux"),
-        Limits(),
+        RunRequest(task="x", backend="pi", cwd=str(fake.dir), env=fake.env(steps)),
+        Settings(runner="tmux"),
         env=env,
     )
     window = handle.run_id[-8:]
@@ -116,8 +116,8 @@ def test_missing_tmux_is_a_clear_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UsageError, match="tmux not found"):
         start(
-            RunRequest(task="x", backend="pi", cwd=str(fake.dir), runner="tmux"),
-            Limits(),
+            RunRequest(task="x", backend="pi", cwd=str(fake.dir)),
+            Settings(runner="tmux"),
             env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
         )
     # The run directory it had made holds a failed result, not a half-written run.
@@ -126,3 +126,29 @@ def test_missing_tmux_is_a_clear_error(
 
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "failed" and "tmux not found" in result["errorMessage"]
+
+
+def test_a_continued_run_starts_where_its_run_did(fake: Fake, tmux_server: Path) -> None:
+    """`continue` has no --runner: the follow-up starts as its job's placement says (its
+    job.json), here in tmux, whatever the config says now."""
+    import json
+
+    from test_cli_run import cli, fake_env
+
+    p = cli(
+        ["run", "--json", "--runner", "tmux", "first"],
+        fake_env(fake, [{"session": True}, *pi.answer("one")]),
+    )
+    assert p.returncode == 0, p.stderr
+    first = json.loads(p.stdout)
+    p = cli(
+        ["continue", "--json", first["runId"], "second"],
+        fake_env(fake, [{"session": True}, *pi.answer("two")]),
+    )
+    assert p.returncode == 0, p.stderr
+    second = json.loads(p.stdout)
+    assert (second["continuedFrom"], second["finalText"]) == (first["runId"], "two")
+    for result in (first, second):
+        run_dir = Path(result["paths"]["events"]).parent
+        assert json.loads((run_dir / "supervisor.json").read_text())["runner"] == "tmux"
+        assert json.loads((run_dir / "meta.json").read_text())["echo"] is True

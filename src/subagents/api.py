@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from subagents.core import paths
 from subagents.core.records import is_job_result, is_run_result
-from subagents.errors import BadRequest, JobIdError, PlanError
+from subagents.errors import BadRequest, FieldProblem, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
 from subagents.jobs import STOPPED_ORPHAN as STOPPED_ORPHAN
@@ -32,8 +32,6 @@ from subagents.jobs import (
     JobPlan,
     JobSpec,
     JobStore,
-    PlanOptions,
-    options_from_settings,
     parse_job,
     plan,
 )
@@ -44,6 +42,7 @@ from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
 
 if TYPE_CHECKING:
+    from subagents.config import Settings
     from subagents.types import CostTotals, JobResult, JobRun, JobState
 
 
@@ -69,32 +68,47 @@ def prepare_job(
     ray_address: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
-    """Check and resolve a job and record it (status ``pending``); nothing runs yet."""
+    """Check and resolve a job and record it (status ``pending``); nothing runs yet.
+    ``runner``, ``executor``, ``ray_address`` and ``agent_scope`` override the settings."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
         raise BadRequest(f"working directory does not exist or is not a directory: {base}", "cwd")
     job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
-    options = options_from_settings(base, env)
-    if runner:
-        options.runner = runner
-    if executor:
-        options.limits.executor = executor
-    if ray_address:
-        options.limits.ray_address = ray_address
-    if agent_scope:
-        options.agent_scope = agent_scope
+    settings = _job_settings(
+        base,
+        env,
+        runner=runner,
+        executor=executor,
+        ray_address=ray_address,
+        agent_scope=agent_scope,
+    )
     from subagents.lifecycle import sessionlog
 
-    options.session = session or sessionlog.default_session_id(env)
-    sessionlog.session_path(paths.state_home(env), options.session)
-    job_plan = plan(job_spec, options, cwd=base, env=env, extra_env=extra_env)
+    session = session or sessionlog.default_session_id(env)
+    sessionlog.session_path(paths.state_home(env), session)
+    job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
     if tools is not None:
         for req in job_plan.requests:
             req.tools = tools
     store = JobStore(paths.state_home(env))
     job_id = store.create(job_plan.to_dict(), agents=job_spec.agents(), background=background)
     return PreparedJob(store, job_id, job_plan)
+
+
+def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | None) -> Settings:
+    """The settings for a job in ``base``, with the caller's overrides (each checked as the
+    setting is: a bad one is a ``BadRequest`` naming it)."""
+    from subagents.config import load_settings
+
+    settings = load_settings(base, env)
+    given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
+    if not given:
+        return settings
+    try:
+        return replace(settings, **given)
+    except FieldProblem as exc:
+        raise BadRequest(f"{exc.where}: {exc.problem}", exc.where) from None
 
 
 def prepare_continuation(
@@ -111,9 +125,9 @@ def prepare_continuation(
 
     env = os.environ if env is None else env
     store = JobStore(paths.state_home(env))
-    options = options_from_settings(Path.cwd(), env)
-    options.session = session or sessionlog.default_session_id(env)
-    job_plan = continuation_plan(store, run, task, options)
+    settings = _job_settings(Path.cwd(), env)
+    session = session or sessionlog.default_session_id(env)
+    job_plan = continuation_plan(store, run, task, settings, session)
     req = job_plan.requests[0]
     job_id = store.create(job_plan.to_dict(), agents=[req.agent or "-"], background=background)
     return PreparedJob(store, job_id, job_plan)
@@ -149,7 +163,7 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
 
 
 def run_labels(job: PreparedJob) -> list[str]:
-    return [r.agent or r.backend or job.plan.limits.default_backend for r in job.plan.requests]
+    return job.plan.labels()
 
 
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
@@ -445,7 +459,6 @@ __all__ = [
     "BadRequest",
     "JobHandle",
     "JobIdError",
-    "PlanOptions",
     "PreparedJob",
     "apply_run",
     "continue_run",

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from types import UnionType
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
 
 from subagents.core import paths
 from subagents.core.inputs import (
@@ -71,9 +72,10 @@ class Hook:
             raise FieldProblem("timeout", problem)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Settings:
-    """Effective settings. Times are in seconds."""
+    """Effective settings. Times are in seconds. Frozen: a job's plan holds them, shared by
+    its runs' threads; an override is a new one (``dataclasses.replace``, checked again)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
@@ -115,7 +117,7 @@ class Settings:
     def __post_init__(self) -> None:
         if not self.default_backend:
             raise FieldProblem("default_backend", "must not be empty")
-        self.default_agent = self.default_agent or None
+        _set(self, "default_agent", self.default_agent or None)
         check_choice("runner", self.runner, ("process", "tmux"))
         check_choice("executor", self.executor, ("local", "ray"))
         check_choice("agent_scope", self.agent_scope, ("user", "both"))
@@ -131,44 +133,21 @@ class Settings:
         for name in ("timeout", "stall_timeout", "tool_timeout"):
             value = getattr(self, name)
             if value is None or value == 0:
-                setattr(self, name, None)
+                _set(self, name, None)
                 continue
             problem = timeout_problem(value)
             if problem:
                 raise FieldProblem(name, f"{problem} (0 means no timeout)")
 
 
+# Normalizing a frozen instance in its own __post_init__.
+_set = object.__setattr__
+
+
 def setting_names() -> list[str]:
     return list(_FIELDS)
 
 
-# Environment variable -> setting. ``SUBAGENTS_<BACKEND>_BIN`` is handled apart.
-ENV_SETTINGS: dict[str, str] = {
-    f"SUBAGENTS_{name.upper()}": name
-    for name in (
-        "default_backend",
-        "default_agent",
-        "runner",
-        "executor",
-        "ray_address",
-        "concurrency",
-        "max_parallel_tasks",
-        "max_spawns_per_job",
-        "timeout",
-        "grace",
-        "kill_grace",
-        "max_depth",
-        "agent_scope",
-        "notify_desktop",
-        "mcp_token",
-        "web_token",
-        "stall_timeout",
-        "on_stall",
-        "tool_timeout",
-        "keep_worktree",
-        "copilot_agent_initiator",
-    )
-}
 _BIN_RE = re.compile(r"^SUBAGENTS_([A-Z0-9_]+)_BIN$")
 _NONE_WORDS = frozenset({"none", "null", "off"})
 
@@ -350,31 +329,56 @@ _TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
 _FALSE = frozenset({"0", "false", "no", "off", "n", "f"})
 
 
+_FIELDS = {f.name: f for f in fields(Settings)}
+# Settings the environment cannot set as one variable each: ``bins`` is one variable per
+# backend (``SUBAGENTS_<BACKEND>_BIN``), ``hooks`` are set in a config file only.
+_NOT_FROM_ENV = frozenset({"bins", "hooks"})
+# Environment variable -> setting: ``SUBAGENTS_<NAME>`` for every other setting.
+ENV_SETTINGS: dict[str, str] = {
+    f"SUBAGENTS_{name.upper()}": name for name in _FIELDS if name not in _NOT_FROM_ENV
+}
+
+
+@cache
+def _types() -> dict[str, Any]:
+    """Each setting's type, resolved from its annotation (this module's annotations are
+    text: ``from __future__ import annotations``)."""
+    return get_type_hints(Settings)
+
+
 def _from_text(setting: str, text: str) -> Any:
-    """An environment variable's text as the value of ``setting``, by the type the
-    dataclass declares for it (the environment has only text; pydantic would do this too,
-    but it costs ~170 ms to start, most of a run's start, for a few scalars). Raises
-    FieldProblem; ranges and choices are checked by ``Settings`` itself."""
-    declared = str(_FIELDS[setting].type)
-    if declared.endswith("| None") and text.lower() in _NONE_WORDS:
-        return None
-    kind = declared.split("|")[0].strip()
-    try:
-        if kind == "int":
-            return int(text)
-        if kind == "float":
-            return float(text)
-    except ValueError:
-        what = "an integer" if kind == "int" else "a number"
-        raise FieldProblem(setting, f"must be {what}, not {text!r}") from None
-    if kind == "bool":
+    """An environment variable's text as the value of ``setting``, converted by the type
+    the dataclass declares for it (the environment has only text; pydantic would do this
+    too, but it costs ~170 ms to start, most of a run's start, for a few scalars). Raises
+    FieldProblem; ranges are checked by ``Settings`` itself."""
+    return _convert(setting, _types()[setting], text)
+
+
+def _convert(setting: str, kind: Any, text: str) -> Any:
+    if get_origin(kind) in (Union, UnionType):  # X | None: the one type, or none
+        choices = [a for a in get_args(kind) if a is not type(None)]
+        if len(choices) != 1:
+            raise TypeError(f"setting {setting}: no conversion from text to {kind}")
+        if type(None) in get_args(kind) and text.lower() in _NONE_WORDS:
+            return None
+        kind = choices[0]
+    if get_origin(kind) is Literal:
+        check_choice(setting, text, tuple(str(c) for c in get_args(kind)))
+        return text
+    if kind is bool:
         if text.lower() in _TRUE | _FALSE:
             return text.lower() in _TRUE
         raise FieldProblem(setting, f"must be true or false, not {text!r}")
-    return text  # text, or one of a Literal's choices (Settings checks which)
-
-
-_FIELDS = {f.name: f for f in fields(Settings)}
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise FieldProblem(setting, f"must be {what}, not {text!r}") from None
+    if kind is str:
+        return text
+    # A setting of a type the environment cannot give: found by the tests, not by a user.
+    raise TypeError(f"setting {setting}: no conversion from text to {kind}")
 
 
 def _env_layer(env: Mapping[str, str]) -> dict[str, Any]:
@@ -432,3 +436,24 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         return Settings(**merged)
     except FieldProblem as exc:  # pragma: no cover - each layer was checked alone
         raise ConfigError(f"settings: {exc}") from None
+
+
+# What a job's record (job.json: ``plan.limits``) leaves out of its settings: secrets, and
+# commands (hooks are read again from the config where they fire).
+_NOT_RECORDED = frozenset({"mcp_token", "web_token", "hooks"})
+
+
+def settings_record(settings: Settings) -> dict[str, Any]:
+    """The settings a job was planned with, as its ``job.json`` keeps them."""
+    return {
+        name: dict(value) if isinstance(value, dict) else value
+        for name in _FIELDS
+        if name not in _NOT_RECORDED
+        for value in (getattr(settings, name),)
+    }
+
+
+def settings_from_record(record: Mapping[str, Any]) -> Settings:
+    """The settings a job's record keeps (one written by any version: a setting it lacks
+    has its default, one this version does not know is left out)."""
+    return Settings(**{k: v for k, v in record.items() if k in _FIELDS and k not in _NOT_RECORDED})

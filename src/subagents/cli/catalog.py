@@ -82,14 +82,14 @@ def doctor(as_json: bool) -> None:
     from dataclasses import asdict
 
     from subagents.cli.doctor import check_backends, render_text
+    from subagents.config import load_settings
     from subagents.errors import ConfigError
-    from subagents.runs import limits_from_settings
 
     try:
-        limits = limits_from_settings()  # config [bins] count, as for a run
+        settings = load_settings()  # config [bins] count, as for a run
     except ConfigError as exc:
         fail(str(exc))
-    checks = check_backends(limits=limits)
+    checks = check_backends(settings=settings)
     if as_json:
         for c in checks:
             click.echo(json.dumps(asdict(c), ensure_ascii=False))

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from subagents.backends import get_backend, known_backends
 from subagents.cli.nodecheck import node_too_old
+from subagents.config import Settings
 from subagents.core import procs
 from subagents.errors import BackendError, UsageError
-from subagents.runs import Limits, resolve_binary
+from subagents.runs import resolve_binary
 
 VERSION_TIMEOUT = 10.0
 
@@ -232,7 +233,7 @@ def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str |
 
 
 def check_backend(
-    name: str, env: Mapping[str, str] | None = None, limits: Limits | None = None
+    name: str, env: Mapping[str, str] | None = None, settings: Settings | None = None
 ) -> BackendCheck:
     env = os.environ if env is None else env
     try:
@@ -242,11 +243,11 @@ def check_backend(
     except Exception as exc:  # a broken plugin must not break doctor
         return BackendCheck(name, None, None, False, f"could not load the backend: {exc!r}")
     hint = backend.install_hint or None
-    limits = limits or Limits()
+    settings = settings or Settings()
     try:
-        binary = resolve_binary(backend, limits, env)
+        binary = resolve_binary(backend, settings, env)
     except UsageError as exc:
-        configured = env.get(backend.binary_env_var()) or limits.bins.get(backend.name)
+        configured = env.get(backend.binary_env_var()) or settings.bins.get(backend.name)
         # A configured path that is wrong says so; a plain miss gets the short story.
         reason = str(exc) if configured else f"{backend.default_binary!r} not found on PATH"
         return BackendCheck(name, None, None, False, reason, hint)
@@ -265,13 +266,13 @@ def check_backend(
 
 
 def check_backends(
-    env: Mapping[str, str] | None = None, limits: Limits | None = None
+    env: Mapping[str, str] | None = None, settings: Settings | None = None
 ) -> list[BackendCheck]:
     """Every known backend (built-in and plugins), in name order; version checks run in parallel."""
     env = os.environ if env is None else env
     names = known_backends()
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
-        return list(pool.map(lambda n: check_backend(n, env, limits), names))
+        return list(pool.map(lambda n: check_backend(n, env, settings), names))
 
 
 def render_text(checks: list[BackendCheck]) -> str:

@@ -19,15 +19,8 @@ from subagents.jobs.control import (
 from subagents.jobs.driver import start_background
 from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.live import LiveJobs
-from subagents.jobs.orchestrator import (
-    EventSink,
-    Job,
-    JobPlan,
-    PlanOptions,
-    exit_code,
-    options_from_settings,
-    plan,
-)
+from subagents.jobs.orchestrator import EventSink, Job, exit_code
+from subagents.jobs.planning import JobPlan, plan
 from subagents.jobs.records import lifecycle_for
 from subagents.jobs.spec import PREVIOUS, JobSpec, Step, job_of, load_plan, parse_job, with_options
 from subagents.jobs.store import TERMINAL, JobStore
@@ -45,7 +38,6 @@ __all__ = [
     "JobStore",
     "LiveJobs",
     "PlanError",
-    "PlanOptions",
     "Step",
     "chain_of",
     "continuation_plan",
@@ -57,7 +49,6 @@ __all__ = [
     "lifecycle_for",
     "list_jobs",
     "load_plan",
-    "options_from_settings",
     "parse_job",
     "plan",
     "read_run",

@@ -14,12 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import read_json
-from subagents.errors import PlanError
-from subagents.jobs.orchestrator import JobPlan, PlanOptions
+from subagents.errors import FieldProblem, PlanError, UsageError
+from subagents.jobs.planning import JobPlan
 from subagents.jobs.store import JobStore, unknown_id
-from subagents.runs import RunRequest
+from subagents.runs import RunRequest, check
 
 
 def resolve_run(home: Path, prefix: str) -> str:
@@ -56,21 +57,25 @@ def read_run(home: Path, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | 
     return meta, result
 
 
-def _original_request(store: JobStore, run_id: str, meta: dict[str, Any]) -> RunRequest:
-    """The request that started ``run_id``, from its job's plan."""
+def _original(store: JobStore, run_id: str, meta: dict[str, Any]) -> tuple[RunRequest, JobPlan]:
+    """The request that started ``run_id``, and the plan of its job."""
     job_id = meta.get("jobId")
     try:
         state = store.load(str(job_id))
         index = list(state.get("runIds") or []).index(run_id)
-        return RunRequest(**state["plan"]["requests"][index])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        earlier = JobPlan.from_dict(state["plan"])
+        return earlier.requests[index], earlier
+    except (OSError, ValueError, KeyError, IndexError, TypeError, FieldProblem, UsageError):
         raise PlanError(
             f"run {run_id}: the job that started it ({job_id}) is gone or unreadable"
         ) from None
 
 
-def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions) -> JobPlan:
-    """The plan of a run continuing ``run`` with ``task``; every problem is a ``PlanError``."""
+def continuation_plan(
+    store: JobStore, run: str, task: str, settings: Settings, session: str | None = None
+) -> JobPlan:
+    """The plan of a run continuing ``run`` with ``task``, under ``settings``, started where
+    ``run`` was (its job's placement); every problem is a ``PlanError``."""
     from subagents.backends import get_backend
 
     if not task.strip():
@@ -85,22 +90,12 @@ def continuation_plan(store: JobStore, run: str, task: str, options: PlanOptions
     backend = get_backend(name)
     if not backend.can_continue:
         raise PlanError(f"{name} cannot continue a run")
-    from subagents.core import paths
-
     if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
         raise PlanError(f"run {run_id} left no {name} session to continue")
-    earlier = _original_request(store, run_id, meta)
-    req = replace(
-        earlier,
-        task=task,
-        job_id=None,
-        continue_from=run_id,
-        runner=options.runner or earlier.runner,
-    )
-    from subagents.runs import check
-
-    check(req, options.limits, os.environ)
-    return JobPlan("single", [req], options.limits, 1, options.session)
+    earlier, earlier_plan = _original(store, run_id, meta)
+    req = replace(earlier, task=task, job_id=None, continue_from=run_id)
+    check(req, settings, os.environ, earlier_plan.placement)
+    return JobPlan("single", [req], settings, earlier_plan.placement, 1, session)
 
 
 def chain_of(home: Path, run_id: str, limit: int = 50) -> list[str]:

@@ -10,7 +10,7 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core import paths, procs
 from subagents.core.files import read_tail
@@ -112,40 +112,11 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
 
 
 def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
+    from subagents.runs import stop_run
+
     for run_id in run_ids:
         if run_id:
-            _stop_run(paths.runs_dir(store.home) / run_id, grace)
-
-
-def _stop_run(run_dir: Path, grace: float) -> None:
-    """Stop a run wherever its supervisor runs: SIGTERM, the grace for its result, then
-    SIGKILL and the run ended here (a supervisor that does not answer is not waited on)."""
-    from subagents.errors import SubagentsError
-    from subagents.launchers import SUPERVISOR_FILE, signal_supervisor
-    from subagents.runs import RunMonitor
-
-    monitor = RunMonitor(run_dir)
-    if monitor.result() is not None:
-        return
-    monitor.stop_requested = True
-    try:
-        ident = _read(run_dir / SUPERVISOR_FILE)
-    except (OSError, ValueError):
-        ident = {}
-
-    def send(sig: int) -> None:
-        with contextlib.suppress(OSError, ValueError, KeyError, SubagentsError):
-            signal_supervisor(run_dir, ident, sig)
-
-    if not procs.escalate(send, lambda t: monitor.wait(timeout=t) is not None, grace):
-        monitor.recover_dead_supervisor()
-
-
-def _read(path: Path) -> dict[str, Any]:
-    from subagents.core.files import read_json
-
-    data = read_json(path)
-    return data if isinstance(data, dict) else {}
+            stop_run(paths.runs_dir(store.home) / run_id, grace)
 
 
 ACTIVITY_TAIL_BYTES = 64 * 1024

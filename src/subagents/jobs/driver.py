@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: asked.append(signum))
     store = JobStore(job_dir.parent.parent)
-    from subagents.jobs.orchestrator import Job, JobPlan, exit_code
+    from subagents.jobs.orchestrator import Job, exit_code
+    from subagents.jobs.planning import JobPlan
     from subagents.jobs.records import lifecycle_for
 
     state = store.load(job_dir.name)

@@ -2,8 +2,8 @@
 code path that serves the foreground CLI, the background job driver, the Python API
 and the MCP server alike.
 
-``plan()`` turns a ``JobSpec`` into resolved run requests, finding every problem before
-anything starts. ``Job.run()`` then runs them and writes the job result.
+``plan()`` (planning.py) turns a ``JobSpec`` into resolved run requests, finding every
+problem before anything starts. ``Job.run()`` then runs them and writes the job result.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from subagents.core import events as ev
@@ -24,16 +23,15 @@ if TYPE_CHECKING:
     from concurrent.futures import Future
 from subagents.core import paths
 from subagents.core.clock import iso
-from subagents.errors import PlanError, UsageError
+from subagents.errors import UsageError
 from subagents.jobs.outcome import job_result, job_status
-from subagents.jobs.spec import PREVIOUS, JobSpec
+from subagents.jobs.planning import JobPlan
+from subagents.jobs.spec import PREVIOUS
 from subagents.jobs.store import JobStore
 from subagents.runs import (
     EXIT_CODES,
-    Limits,
     RunHandle,
     RunRequest,
-    check,
     keep_warm,
     prepare,
     resume,
@@ -44,152 +42,6 @@ from subagents.runs import (
 EventSink = Callable[[int, dict[str, Any]], None]
 # (lifecycle kind "start" | "end", job state or job result)
 LifecycleSink = Callable[[str, Mapping[str, Any]], None]
-
-
-@dataclass
-class JobPlan:
-    """A validated job: what to run, with which limits. Stored in ``job.json``."""
-
-    mode: str
-    requests: list[RunRequest]
-    limits: Limits
-    concurrency: int = 4
-    session: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "requests": [asdict(r) for r in self.requests],
-            "limits": asdict(self.limits),
-            "concurrency": self.concurrency,
-            "session": self.session,
-            "extra": self.extra,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
-        return cls(
-            mode=data["mode"],
-            requests=[RunRequest(**r) for r in data["requests"]],
-            limits=Limits(**data["limits"]),
-            concurrency=int(data.get("concurrency") or 4),
-            session=data.get("session"),
-            extra=dict(data.get("extra") or {}),
-        )
-
-
-@dataclass
-class PlanOptions:
-    """What the caller's settings say about jobs (filled from config)."""
-
-    limits: Limits = field(default_factory=Limits)
-    concurrency: int = 4
-    max_parallel_tasks: int = 8
-    max_spawns_per_job: int = 32
-    agent_scope: str = "user"
-    default_agent: str | None = None
-    runner: str | None = None
-    session: str | None = None
-
-
-def options_from_settings(
-    cwd: Path | None = None, env: Mapping[str, str] | None = None
-) -> PlanOptions:
-    from subagents.config import load_settings
-    from subagents.runs import limits_from_settings
-
-    s = load_settings(cwd, env)
-    return PlanOptions(
-        limits=limits_from_settings(settings=s),
-        concurrency=s.concurrency,
-        max_parallel_tasks=s.max_parallel_tasks,
-        max_spawns_per_job=s.max_spawns_per_job,
-        agent_scope=s.agent_scope,
-        default_agent=s.default_agent,
-    )
-
-
-def plan(
-    spec: JobSpec,
-    options: PlanOptions,
-    *,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    extra_env: dict[str, str] | None = None,
-) -> JobPlan:
-    """Resolve agents and check every step; raises ``PlanError`` naming the field."""
-    limits = options.limits
-    if spec.executor is not None:  # the plan's choice beats config
-        limits = Limits(**{**asdict(limits), "executor": spec.executor})
-    env = os.environ if env is None else env
-    base = (cwd or Path.cwd()).resolve()
-    n = len(spec.steps)
-    if spec.mode == "parallel" and n > options.max_parallel_tasks:
-        raise PlanError(
-            f"tasks: {n} tasks exceed the limit of {options.max_parallel_tasks} (max_parallel_tasks in config)"
-        )
-    if n > options.max_spawns_per_job:
-        raise PlanError(
-            f"tasks: {n} runs exceed the spawn cap of {options.max_spawns_per_job} per job (max_spawns_per_job)"
-        )
-    key = "tasks" if spec.mode == "parallel" else "steps"
-    requests: list[RunRequest] = []
-    for i, step in enumerate(spec.steps):
-        where = f"{key}.{i}"
-        agent = None
-        agent_name = step.agent or options.default_agent
-        if agent_name:
-            # Agent files (yaml, their model) are read only for a step that names an agent.
-            from subagents.agents import get_agent
-            from subagents.errors import AgentError
-
-            try:
-                agent = get_agent(agent_name, base, options.agent_scope, env)
-            except AgentError as exc:
-                raise PlanError(f"{where}.agent: {exc}") from None
-        step_cwd = Path(step.cwd).expanduser() if step.cwd else base
-        if not step_cwd.is_absolute():
-            step_cwd = base / step_cwd
-        if not step_cwd.is_dir():
-            raise PlanError(f"{where}.cwd: directory does not exist: {step_cwd}")
-        req = RunRequest(
-            task=step.task,
-            backend=step.backend or (agent.backend if agent else None),
-            model=step.model or (agent.model if agent else None),
-            cwd=str(step_cwd.resolve()),
-            timeout=step.timeout or (agent.timeout if agent else None),
-            tools=list(agent.tools) if agent and agent.tools is not None else None,
-            system_prompt=(agent.system_prompt or None) if agent else None,
-            thinking=agent.thinking if agent else None,
-            agent=agent.name if agent else None,
-            agent_source=_source_of(agent) if agent else None,
-            env=dict(extra_env or {}),
-            runner=options.runner,
-            isolate=step.isolate or (agent.isolation if agent else None),
-            stall_timeout=step.stall_timeout,
-            on_stall=step.on_stall,
-            tool_timeout=step.tool_timeout,
-        )
-        try:
-            # {previous} is only known at run time; check the step with a stand-in.
-            check(
-                RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, "x")}),
-                limits,
-                env,
-            )
-        except UsageError as exc:
-            raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
-        requests.append(req)
-    concurrency = max(1, min(spec.concurrency or options.concurrency, n))
-    return JobPlan(spec.mode, requests, limits, concurrency, options.session)
-
-
-def _source_of(agent: Any) -> str:
-    """Where an agent came from: ``builtin``, or ``user:<path>`` / ``project:<path>``."""
-    if agent.source == "builtin" or agent.path is None:
-        return str(agent.source)
-    return f"{agent.source}:{agent.path}"
 
 
 def not_started(req: RunRequest, why: str) -> dict[str, Any]:
@@ -279,19 +131,18 @@ class Job:
 
     # ---- running ---------------------------------------------------------
 
-    def _warm(self, runner: str | None) -> None:
+    def _warm(self) -> None:
         """One run fewer to start: keep as many supervisors warm as the runs that may start
-        next (a slot each), none once no run is left to start (runs/launch.keep_warm)."""
+        next (a slot each), none once no run is left to start (runs.keep_warm)."""
         with self._lock:
             self._to_start -= 1
-        self._keep_warm(runner)
+        self._keep_warm()
 
-    def _keep_warm(self, runner: str | None) -> None:
+    def _keep_warm(self) -> None:
         with self._lock:
             left = 0 if self._cancelled.is_set() else self._to_start
         width = self.plan.concurrency if self.plan.mode == "parallel" else 1
-        limits = self.plan.limits
-        keep_warm(self, min(width, left), runner or limits.runner, limits.executor)
+        keep_warm(self, min(width, left), self.plan.placement)
 
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
         try:
@@ -305,7 +156,7 @@ class Job:
                 self.store.update(self.job_id, runIds=list(self._run_ids))
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
-            self._warm(req.runner)
+            self._warm()
         return self._follow(index, handle, on_event)
 
     def _start_one(self, index: int, req: RunRequest) -> RunHandle | dict[str, Any]:
@@ -315,19 +166,19 @@ class Job:
         started = self._run_ids[index]
         if started is not None:
             return resume(paths.runs_dir(self.store.home) / started)
-        req = RunRequest(**{**asdict(req), "job_id": self.job_id})
+        req = replace(req, job_id=self.job_id)
+        placement = self.plan.placement
         try:
-            spec, run_dir = prepare(req, self.plan.limits, self.env, self.store.home)
+            spec, run_dir = prepare(
+                req, self.plan.settings, self.env, self.store.home, placement=placement
+            )
         except UsageError as exc:
             return {**not_started(req, str(exc)), "status": "failed"}
         except OSError as exc:  # a full disk: the run never started, and says why
             why = f"the run could not start: {_why(exc)}"
             return {**not_started(req, why), "status": "failed"}
         try:
-            limits = self.plan.limits
-            return start_prepared(
-                spec, run_dir, req.runner or limits.runner, limits.executor, limits.ray_address
-            )
+            return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
             return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
 
@@ -364,7 +215,7 @@ class Job:
         for i, req in enumerate(self.plan.requests):
             if self.cancelled:
                 break
-            step = RunRequest(**{**asdict(req), "task": req.task.replace(PREVIOUS, previous)})
+            step = replace(req, task=req.task.replace(PREVIOUS, previous))
             result = self._run_one(i, step, on_event)
             results.append(result)
             if result.get("status") != "completed":
@@ -376,12 +227,12 @@ class Job:
         self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
     ) -> dict[str, Any]:
         # The first runs' supervisors start up while the job records its start.
-        self._keep_warm(self.plan.requests[0].runner if self.plan.requests else None)
+        self._keep_warm()
         try:
             return self._run(on_event, lifecycle)
         finally:
             # Spares never handed a run (a chain that stopped early, a stopped job) exit.
-            keep_warm(self, 0, self.plan.limits.runner, self.plan.limits.executor)
+            keep_warm(self, 0, self.plan.placement)
 
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
         started = time.time()

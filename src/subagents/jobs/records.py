@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from subagents.jobs.orchestrator import JobPlan, LifecycleSink
+from subagents.jobs.orchestrator import LifecycleSink
+from subagents.jobs.planning import JobPlan
 from subagents.lifecycle import sessionlog
 from subagents.lifecycle.hooks import configured_hooks, fire
 
@@ -35,7 +36,7 @@ def lifecycle_for(
     def record(kind: str, data: Mapping[str, Any]) -> None:
         if kind == "start":
             models = [r.model for r in plan.requests if r.model]
-            agents = [r.agent or r.backend or plan.limits.default_backend for r in plan.requests]
+            agents = plan.labels()
             entry = sessionlog.entry(
                 "subagent:start",
                 job_id=data.get("jobId"),

@@ -1,61 +1,141 @@
-"""What every runner hands back: who the supervisor is, so a monitor can tell if it died."""
+"""The launch seam: where and how a run starts (``Placement``), what starts it (a
+``Launcher``: process, tmux or ray), and what a start hands back (``Launched``: the run's
+supervisor as its launcher knows it, recorded in the run's ``supervisor.json`` so that other
+processes find it again: a restarted job driver, ``subagents stop``, a monitor).
+"""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from subagents.core import procs
-from subagents.core.files import write_json_atomic
+from subagents.core.files import read_json, write_json_atomic
+from subagents.errors import UsageError
 from subagents.supervisor import handover
 
+if TYPE_CHECKING:
+    from subagents.config import Settings
+    from subagents.supervisor.spec import RunSpec
+
 SUPERVISOR_FILE = "supervisor.json"
+# supervisor.json's key naming the launcher that started the run ("runner" on disk, as it
+# was when process and tmux were the only ways).
+LAUNCHER_KEY = "runner"
+LAUNCHERS = ("process", "tmux", "ray")
+RAY_MISSING = "the ray executor needs Ray: pip install 'subagents[ray]'"
 
 
-@dataclass
-class Launched:
-    pid: int
-    create_time: float
-    runner: str
-    # Present when this process started the supervisor itself: polling it reaps it.
-    popen: subprocess.Popen[bytes] | None = None
+@dataclass(frozen=True)
+class Placement:
+    """Where and how a run's supervisor starts: a detached process here (``process``), a
+    window of the ``subagents`` tmux session here (``tmux``), or a Ray actor on a cluster
+    node (``ray``, at ``ray_address``; None: ``$RAY_ADDRESS``, else a ``ray start``
+    cluster on this machine). Built once from the settings and passed whole."""
 
-    # False for an executor whose supervisor runs on another machine: its child's pid means
-    # nothing here, so a monitor must never kill that pid's group locally.
-    remote = False
+    launcher: Literal["process", "tmux", "ray"] = "process"
+    ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.launcher not in LAUNCHERS:
+            raise UsageError(
+                f"unknown launcher {self.launcher!r} (known: {', '.join(LAUNCHERS)})", "runner"
+            )
+
+    @classmethod
+    def of(cls, settings: Settings) -> Placement:
+        """From the settings ``runner``, ``executor`` and ``ray_address`` (with the caller's
+        overrides applied to them): on Ray the runner does not matter."""
+        if settings.executor == "ray":
+            return cls("ray", settings.ray_address)
+        return cls(settings.runner)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"launcher": self.launcher, "ray_address": self.ray_address}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Placement:
+        return cls(data["launcher"], data.get("ray_address"))
+
+
+class Launched(Protocol):
+    """A started run's supervisor, as its launcher knows it: a local process
+    (``LocalSupervisor``) or a run on a Ray node (``RayRun``). Every reader asks it."""
+
+    @property
+    def launcher(self) -> str:
+        """The launcher's name: ``process``, ``tmux`` or ``ray``."""
+        ...
 
     def alive(self) -> bool:
-        if self.popen is not None:
-            return self.popen.poll() is None
-        return procs.is_alive({"pid": self.pid, "createTime": self.create_time})
+        """Whether the run may still write its result: its supervisor runs (for a remote
+        run: the process relaying it here does)."""
+        ...
 
     def terminate(self, sig: int) -> None:
-        """Signal the supervisor: SIGTERM asks it to abort the run, SIGKILL ends it."""
-        procs.killpg(self.pid, sig)
+        """Signal the supervisor, wherever it runs: SIGTERM aborts the run, SIGKILL ends it."""
+        ...
 
     def lost(self) -> str | None:
-        """Why the supervisor is gone without a result, when the executor knows."""
-        return None
+        """Why the supervisor is gone without a result, when the launcher knows."""
+        ...
 
     def where(self) -> dict[str, Any] | None:
-        """Where the run executes, for ``result.json`` (None: here, the local executor)."""
-        return None
+        """Where the run executes, for ``result.json`` (None: on this machine)."""
+        ...
+
+    def orphaned(self, child_pid: int | None) -> str | None:
+        """The supervisor is gone without a result: end what is left of the run where it
+        ran (its child's process group, its actor); returns what was done, for the run's
+        error message."""
+        ...
+
+    def reap(self, timeout: float) -> None:
+        """Collect the supervisor's exit status once its result is out, without waiting."""
+        ...
+
+    def record(self) -> dict[str, Any]:
+        """What ``supervisor.json`` says of it."""
+        ...
+
+
+class Launcher(Protocol):
+    """One way to start a run's supervisor."""
+
+    # Its name in a Placement and in supervisor.json.
+    name: str
+    # Whether warm spare supervisors (launchers/spares.py) serve its launches.
+    keeps_spares: bool
+    # Whether its supervisor prints progress lines on its stdout (a tmux window shows them).
+    echo: bool
+
+    def check(self) -> None:
+        """Raise ``UsageError`` (one line) when this launcher cannot be used here."""
+        ...
+
+    def launch(self, run_dir: Path, spec: RunSpec) -> Launched:
+        """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``)."""
+        ...
+
+    def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> Launched:
+        """The run as ``record`` (its supervisor.json) describes it, started by another
+        process. ``follow``: this process takes over following it (a restarted job
+        driver); else it only looks at it, and may stop it (``LaunchError``)."""
+        ...
 
 
 def supervisor_argv(run_dir: Path) -> list[str]:
     return handover.command(run_dir)
 
 
-def record(run_dir: Path, launched: Launched, **extra: Any) -> Launched:
-    write_json_atomic(
-        run_dir / SUPERVISOR_FILE,
-        {
-            "pid": launched.pid,
-            "createTime": launched.create_time,
-            "runner": launched.runner,
-            **extra,
-        },
-    )
-    return launched
+def write_record(run_dir: Path, launched: Launched) -> None:
+    write_json_atomic(run_dir / SUPERVISOR_FILE, launched.record())
+
+
+def read_record(run_dir: Path) -> dict[str, Any] | None:
+    """The run's ``supervisor.json``; None while there is none (or it is unreadable)."""
+    try:
+        record = read_json(run_dir / SUPERVISOR_FILE)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None

@@ -1,4 +1,4 @@
-"""The node's side of the ray executor: one detached actor per run hosting the run's
+"""The node's side of the ray launcher: one detached actor per run hosting the run's
 supervisor, the same ``python -m subagents.supervisor RUN_DIR`` as on the caller's
 machine, in a run directory on the node.
 
@@ -30,7 +30,7 @@ from typing import Any
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
 from subagents.core.tail import read_at
-from subagents.launchers import supervisor_argv
+from subagents.launchers.base import supervisor_argv
 from subagents.launchers.ray_keeper import die_with_parent
 from subagents.supervisor.handover import LOG_FILE
 

@@ -1,43 +1,36 @@
-"""runs — one run from the caller's side: the request and its checks, the run directory and
-``meta.json``, starting its supervisor (a process of its own, ``subagents.supervisor``)
-through ``launchers``, the handle and monitor that follow it and recover from a dead
-supervisor, and worktree isolation.
+"""runs — one run from the caller's side: the request (request.py) and its checks
+(checks.py), the run directory and ``meta.json`` (rundir.py), starting its supervisor (a
+process of its own, ``subagents.supervisor``) through its launcher (launch.py), and the
+handle and monitor that follow it and recover from a dead supervisor (handle.py,
+monitor.py).
 
-May import: launchers, supervisor, backends, present, config, core.
+May import: launchers, supervisor, backends, present, worktree, config, core.
 """
 
 from subagents.errors import UsageError
-from subagents.runs.launch import (
-    Limits,
-    RunHandle,
-    RunRequest,
-    check,
-    keep_warm,
-    limits_from_settings,
-    prepare,
-    resolve_binary,
-    resume,
-    start,
-    start_prepared,
-)
+from subagents.runs.checks import check, check_capabilities, resolve_binary
+from subagents.runs.handle import RunHandle
+from subagents.runs.launch import keep_warm, resume, start, start_prepared, stop_run
 from subagents.runs.monitor import RunMonitor
+from subagents.runs.request import RunRequest
+from subagents.runs.rundir import prepare
 from subagents.supervisor.result import EXIT_CODES
 from subagents.supervisor.spec import RunSpec
 
 __all__ = [
     "EXIT_CODES",
-    "Limits",
     "RunHandle",
     "RunMonitor",
     "RunRequest",
     "RunSpec",
     "UsageError",
     "check",
+    "check_capabilities",
     "keep_warm",
-    "limits_from_settings",
     "prepare",
     "resolve_binary",
     "resume",
     "start",
     "start_prepared",
+    "stop_run",
 ]

@@ -8,17 +8,16 @@ nothing waits forever.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from subagents.core import paths, procs
+from subagents.core import paths
 from subagents.core.files import loads, read_events, read_json
 from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
-from subagents.launchers import SUPERVISOR_FILE, Launched, abandon
+from subagents.launchers import Launched, reattach, unrecorded
 from subagents.supervisor.result import publish_ended, spec_of
 
 LIVENESS_EVERY = 1.0
@@ -27,6 +26,10 @@ START_PATIENCE = 10.0
 
 
 class RunMonitor:
+    """Follows one run. ``launched``: its supervisor as the launch handed it back; without
+    it (a run started by another process), as the run's ``supervisor.json`` says each time
+    it is asked (a restarted driver may have taken the run over since)."""
+
     def __init__(self, run_dir: Path, launched: Launched | None = None) -> None:
         self.run_dir = run_dir
         self.launched = launched
@@ -60,15 +63,18 @@ class RunMonitor:
             return None
         return data if isinstance(data, dict) else None
 
-    def supervisor_alive(self) -> bool:
+    def supervisor(self) -> Launched | None:
+        """The run's supervisor; None while none is recorded."""
         if self.launched is not None:
-            return self.launched.alive()
-        try:
-            ident = read_json(self.run_dir / SUPERVISOR_FILE)
-        except (FileNotFoundError, ValueError):
+            return self.launched
+        return reattach(self.run_dir, follow=False)
+
+    def supervisor_alive(self) -> bool:
+        supervisor = self.supervisor()
+        if supervisor is None:
             # Not recorded yet: give a starting supervisor a moment.
             return time.monotonic() - self._created < START_PATIENCE
-        return procs.is_alive(ident)
+        return supervisor.alive()
 
     def wait(
         self,
@@ -115,11 +121,8 @@ class RunMonitor:
             return result
         events = read_events(self.run_dir / "events.jsonl")
         child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
-        remote = self._remote()
-        if isinstance(child_pid, int) and child_pid > 0 and not remote:
-            procs.killpg(child_pid)
+        supervisor = self.supervisor() or unrecorded()
         spec = spec_of(self.run_dir)
-        lost = self.launched.lost() if self.launched is not None else None
         if self.stop_requested or self._job_cancel_requested(spec.jobId):
             status, message = (
                 "aborted",
@@ -127,33 +130,21 @@ class RunMonitor:
             )
         else:
             status, message = "failed", "the supervisor died without writing a result"
+        lost = supervisor.lost()
         if lost:
             message += f": {lost}"
-        if isinstance(child_pid, int) and not remote:
-            message += f"; its child (pid {child_pid}) was killed"
-        elif remote and self.launched is None:
-            # Its relay died with the process that hosted it: end it on its node too.
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                done = abandon(read_json(self.run_dir / SUPERVISOR_FILE))
-                if done:
-                    message += f"; {done}"
-        result = publish_ended(
+        # What is left of the run where it ran: its child's group here, its actor on a node.
+        done = supervisor.orphaned(child_pid if isinstance(child_pid, int) else None)
+        if done:
+            message += f"; {done}"
+        return publish_ended(
             self.run_dir,
             spec=spec,
             status=status,
             error_message=message,
             tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),
-            executor=self.launched.where() if self.launched is not None else None,
+            executor=supervisor.where(),
         )
-        return result
-
-    def _remote(self) -> bool:
-        """Whether the supervisor ran on another machine (its child's pid is not ours)."""
-        if self.launched is not None:
-            return self.launched.remote
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            return read_json(self.run_dir / SUPERVISOR_FILE).get("executor") is not None
-        return False
 
 
 def _parse(line: bytes) -> Any:

@@ -69,9 +69,10 @@ def replay_run(
     timeout: float = 60.0,
 ) -> tuple[RunResult, list[Event]]:
     """Run a captured stream through a real supervisor; return result.json and the events."""
+    from subagents.config import Settings
     from subagents.core.files import read_events
     from subagents.core.records import is_run_result
-    from subagents.runs import Limits, RunRequest, start
+    from subagents.runs import RunRequest, start
 
     work.mkdir(parents=True, exist_ok=True)
     steps: list[Step] = [{"replay": str(stream.resolve())}]
@@ -84,7 +85,7 @@ def replay_run(
         RunRequest(
             task="conformance replay", backend=backend, cwd=str(work), env={SCRIPT_ENV: str(script)}
         ),
-        Limits(default_backend=backend, grace=0.25, kill_grace=1.0, timeout=timeout),
+        Settings(default_backend=backend, grace=0.25, kill_grace=1.0, timeout=timeout),
         env=env,
         home=work / "home",
     )

@@ -1,0 +1,145 @@
+"""A job planned: ``plan()`` turns a ``JobSpec`` into resolved run requests under the
+job's settings and placement, finding every problem before anything starts; the
+``JobPlan`` is what ``job.json`` keeps and a restarted job driver runs again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from subagents.config import Settings, settings_from_record, settings_record
+from subagents.errors import PlanError, UsageError
+from subagents.jobs.spec import PREVIOUS, JobSpec
+from subagents.launchers import Placement
+from subagents.runs import RunRequest, check
+
+
+@dataclass
+class JobPlan:
+    """A validated job: what to run, under which settings, where its runs start. Stored in
+    ``job.json`` (``plan``: ``requests``, the settings as ``limits``, ``placement``)."""
+
+    mode: str
+    requests: list[RunRequest]
+    settings: Settings
+    placement: Placement
+    concurrency: int = 4
+    session: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def labels(self) -> list[str]:
+        """What each run is called where a job is shown: its agent, else its backend."""
+        return [r.agent or r.backend or self.settings.default_backend for r in self.requests]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "requests": [asdict(r) for r in self.requests],
+            "limits": settings_record(self.settings),
+            "placement": self.placement.to_dict(),
+            "concurrency": self.concurrency,
+            "session": self.session,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
+        settings = settings_from_record(data["limits"])
+        if "placement" in data:
+            placement = Placement.from_dict(data["placement"])
+        else:
+            # Recorded before placements: the runner given for the job was on each request.
+            runner = next((r["runner"] for r in data["requests"] if r.get("runner")), None)
+            placement = Placement.of(replace(settings, runner=runner) if runner else settings)
+        return cls(
+            mode=data["mode"],
+            requests=[RunRequest.from_dict(r) for r in data["requests"]],
+            settings=settings,
+            placement=placement,
+            concurrency=int(data.get("concurrency") or 4),
+            session=data.get("session"),
+            extra=dict(data.get("extra") or {}),
+        )
+
+
+def plan(
+    spec: JobSpec,
+    settings: Settings,
+    *,
+    session: str | None = None,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> JobPlan:
+    """Resolve agents and check every step; raises ``PlanError`` naming the field.
+    ``settings``: the caller's, with its overrides (the command line's) applied."""
+    if spec.executor is not None:  # the plan's choice beats config
+        settings = replace(settings, executor=spec.executor)
+    placement = Placement.of(settings)
+    env = os.environ if env is None else env
+    base = (cwd or Path.cwd()).resolve()
+    n = len(spec.steps)
+    if spec.mode == "parallel" and n > settings.max_parallel_tasks:
+        raise PlanError(
+            f"tasks: {n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)"
+        )
+    if n > settings.max_spawns_per_job:
+        raise PlanError(
+            f"tasks: {n} runs exceed the spawn cap of {settings.max_spawns_per_job} per job (max_spawns_per_job)"
+        )
+    key = "tasks" if spec.mode == "parallel" else "steps"
+    requests: list[RunRequest] = []
+    for i, step in enumerate(spec.steps):
+        where = f"{key}.{i}"
+        agent = None
+        agent_name = step.agent or settings.default_agent
+        if agent_name:
+            # Agent files (yaml, their model) are read only for a step that names an agent.
+            from subagents.agents import get_agent
+            from subagents.errors import AgentError
+
+            try:
+                agent = get_agent(agent_name, base, settings.agent_scope, env)
+            except AgentError as exc:
+                raise PlanError(f"{where}.agent: {exc}") from None
+        step_cwd = Path(step.cwd).expanduser() if step.cwd else base
+        if not step_cwd.is_absolute():
+            step_cwd = base / step_cwd
+        if not step_cwd.is_dir():
+            raise PlanError(f"{where}.cwd: directory does not exist: {step_cwd}")
+        req = RunRequest(
+            task=step.task,
+            backend=step.backend or (agent.backend if agent else None),
+            model=step.model or (agent.model if agent else None),
+            cwd=str(step_cwd.resolve()),
+            timeout=step.timeout or (agent.timeout if agent else None),
+            tools=list(agent.tools) if agent and agent.tools is not None else None,
+            system_prompt=(agent.system_prompt or None) if agent else None,
+            thinking=agent.thinking if agent else None,
+            agent=agent.name if agent else None,
+            agent_source=_source_of(agent) if agent else None,
+            env=dict(extra_env or {}),
+            isolate=step.isolate or (agent.isolation if agent else None),
+            stall_timeout=step.stall_timeout,
+            on_stall=step.on_stall,
+            tool_timeout=step.tool_timeout,
+        )
+        try:
+            # {previous} is only known at run time; check the step with a stand-in.
+            check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
+        except UsageError as exc:
+            raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
+        requests.append(req)
+    concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
+    return JobPlan(spec.mode, requests, settings, placement, concurrency, session)
+
+
+def _source_of(agent: Any) -> str:
+    """Where an agent came from: ``builtin``, or ``user:<path>`` / ``project:<path>``."""
+    if agent.source == "builtin" or agent.path is None:
+        return str(agent.source)
+    return f"{agent.source}:{agent.path}"

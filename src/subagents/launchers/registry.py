@@ -1,0 +1,62 @@
+"""The one place a launcher is chosen by name: from a run's ``Placement`` to start it, from
+its ``supervisor.json`` to find it again. A launcher's module is imported only when a run
+uses it (Ray's client side, tmux's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from subagents.errors import UsageError
+from subagents.launchers.base import (
+    LAUNCHER_KEY,
+    LAUNCHERS,
+    Launched,
+    Launcher,
+    Placement,
+    read_record,
+)
+
+
+def launcher_named(name: str, ray_address: str | None = None) -> Launcher:
+    if name == "process":
+        from subagents.launchers.process import ProcessLauncher
+
+        return ProcessLauncher()
+    if name == "tmux":
+        from subagents.launchers.tmux import TmuxLauncher
+
+        return TmuxLauncher()
+    if name == "ray":
+        from subagents.launchers.ray_relay import RayLauncher
+
+        return RayLauncher(ray_address)
+    raise UsageError(f"unknown launcher {name!r} (known: {', '.join(LAUNCHERS)})", "runner")
+
+
+def launcher_for(placement: Placement) -> Launcher:
+    return launcher_named(placement.launcher, placement.ray_address)
+
+
+def reattach(run_dir: Path, *, follow: bool = True) -> Launched | None:
+    """The supervisor of a run started by another process, as its ``supervisor.json``
+    says, from the launcher that started it (see ``Launcher.reattach``; ``LaunchError``
+    when ``follow`` cannot be done). None while the run has no record (or an unreadable
+    one): its supervisor was never started, or is starting."""
+    record = read_record(run_dir)
+    if record is None:
+        return None
+    try:
+        launcher = launcher_named(str(record.get(LAUNCHER_KEY)))
+        return launcher.reattach(run_dir, record, follow=follow)
+    except (UsageError, KeyError, TypeError, ValueError):  # a record this version cannot read
+        return None
+
+
+def want_spares(owner: object, count: int, placement: Placement) -> None:
+    """Keep ``count`` supervisors started ahead for ``owner``'s next runs (0: none now).
+    Only a launcher that keeps spares has them; a tmux or a ray run starts its own."""
+    if count > 0 and not launcher_for(placement).keeps_spares:
+        return
+    from subagents.launchers.spares import SPARES
+
+    SPARES.want(owner, count)

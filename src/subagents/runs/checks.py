@@ -1,0 +1,153 @@
+"""Everything that can be wrong with a run's request, found before anything is created or
+spawned, and raised as one ``UsageError`` line naming the field."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, get_backend
+from subagents.config import Settings
+from subagents.core.inputs import text_problem, timeout_problem
+from subagents.errors import UsageError
+from subagents.launchers import Placement, launcher_for
+from subagents.runs.request import RunRequest
+
+
+def current_depth(env: Mapping[str, str]) -> int:
+    try:
+        return max(0, int(env.get("SUBAGENTS_DEPTH", "0")))
+    except ValueError:
+        return 0
+
+
+def resolve_binary(backend: Backend, settings: Settings, env: Mapping[str, str]) -> str:
+    var = backend.binary_env_var()
+    configured = env.get(var) or settings.bins.get(backend.name)
+    wanted = configured or backend.default_binary
+    if os.sep in wanted:
+        if os.path.isfile(wanted) and os.access(wanted, os.X_OK):
+            return wanted
+        raise UsageError(
+            f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)",
+            "backend",
+        )
+    found = shutil.which(wanted, path=env.get("PATH"))
+    if found is None:
+        hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
+        raise UsageError(
+            f"{backend.name} executable {wanted!r} not found on PATH (set {var} to its path){hint}",
+            "backend",
+        )
+    return found
+
+
+def check_capabilities(backend: Backend, req: RunRequest) -> None:
+    if req.tools is not None and not backend.supports_tools:
+        raise UsageError(
+            f"backend {backend.name} cannot restrict tools; remove 'tools' from the agent or choose another backend",
+            "backend",
+        )
+    if req.thinking and not backend.supports_thinking:
+        raise UsageError(
+            f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend",
+            "backend",
+        )
+    if req.system_prompt and not backend.supports_system_prompt:
+        raise UsageError(
+            f"backend {backend.name} cannot take a system prompt; choose another backend",
+            "backend",
+        )
+
+
+def check_values(req: RunRequest, settings: Settings) -> None:
+    """The request's text and numbers, checked as every surface checks them."""
+    texts = {
+        "task": req.task,
+        "model": req.model,
+        "cwd": req.cwd,
+        "system_prompt": req.system_prompt,
+        "thinking": req.thinking,
+        **{f"env.{k}": v for k, v in req.env.items()},
+        **{f"tools.{i}": t for i, t in enumerate(req.tools or [])},
+    }
+    for name, value in texts.items():
+        problem = text_problem(value) if value is not None else None
+        if problem:
+            raise UsageError(f"{name}: {problem}", name.split(".")[0])
+    for name, timeout in (("timeout", req.timeout), ("timeout", settings.timeout)):
+        problem = timeout_problem(timeout) if timeout is not None else None
+        if problem:
+            raise UsageError(f"timeout: {problem}", name)
+
+
+def check_task_size(backend: Backend, task: str) -> None:
+    size = len(task.encode())
+    if size > MAX_TASK_BYTES:
+        raise UsageError(
+            f"the task is {size} bytes, over the limit of {MAX_TASK_BYTES} bytes (10 MiB)", "task"
+        )
+    if size > ARGV_TASK_LIMIT and not backend.reads_task_from_stdin:
+        raise UsageError(
+            f"the task is {size} bytes; backend {backend.name} takes its task on the command"
+            f" line, which holds at most {ARGV_TASK_LIMIT} bytes",
+            "task",
+        )
+
+
+def check_watchdog(req: RunRequest) -> None:
+    for name in ("stall_timeout", "tool_timeout"):
+        value = getattr(req, name)
+        if value is not None and value < 0:
+            raise UsageError(f"{name} must be 0 (off) or a positive number of seconds", name)
+    if req.on_stall not in (None, "notice", "abort"):
+        raise UsageError(
+            f"unknown on_stall policy {req.on_stall!r} (use notice or abort)", "on_stall"
+        )
+
+
+@dataclass
+class Checked:
+    """A request that passed every check, with what the checks found."""
+
+    backend: Backend
+    binary: str
+    cwd: Path
+    depth: int
+
+
+def check(
+    req: RunRequest, settings: Settings, env: Mapping[str, str], placement: Placement
+) -> Checked:
+    """Everything that can be wrong with ``req``, found without creating anything."""
+    if not req.task or not req.task.strip():
+        raise UsageError("the task is empty", "task")
+    check_values(req, settings)
+    depth = current_depth(env) + 1
+    if depth > settings.max_depth:
+        raise UsageError(
+            f"refusing to delegate: nesting depth {depth} would exceed the maximum of {settings.max_depth}"
+            " (SUBAGENTS_DEPTH; raise max_depth in config to allow it)"
+        )
+    name = req.backend or settings.default_backend
+    backend = get_backend(name)
+    check_capabilities(backend, req)
+    check_task_size(backend, req.task)
+    launcher_for(placement).check()
+    cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
+    if not cwd.is_dir():
+        raise UsageError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
+    check_watchdog(req)
+    if req.isolate is not None:
+        if req.isolate != "worktree":
+            raise UsageError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
+        from subagents.worktree import repo_root
+
+        if req.continue_from is None and repo_root(cwd) is None:
+            raise UsageError(
+                f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
+            )
+    return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth)

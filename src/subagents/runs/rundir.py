@@ -1,0 +1,164 @@
+"""A checked request made a run directory: ``meta.json`` (the ``RunSpec`` its supervisor
+runs), the files its child reads (a long task, a system prompt), its worktree when isolated.
+Nothing is left half-written: a failure removes the directory."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
+from subagents.config import Settings
+from subagents.core import ids, paths
+from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
+from subagents.errors import UsageError, WorktreeError
+from subagents.launchers import Placement, launcher_for
+from subagents.runs.checks import Checked, check
+from subagents.runs.request import RunRequest
+from subagents.supervisor.spec import RunSpec
+
+
+def _seconds(value: float | None, default: float | None) -> float | None:
+    """A request's limit over the configured one; 0 means off."""
+    chosen = default if value is None else value
+    return chosen or None
+
+
+def prepare(
+    req: RunRequest,
+    settings: Settings | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    *,
+    placement: Placement | None = None,
+) -> tuple[RunSpec, Path]:
+    """Validate ``req`` and write its run directory with ``meta.json``. ``placement``:
+    where it will start (else as the settings say)."""
+    settings = settings or Settings()
+    placement = placement or Placement.of(settings)
+    env = os.environ if env is None else env
+    checked = check(req, settings, env, placement)
+    home = home or paths.state_home(env)
+    run_id = ids.new_id()
+    run_dir = paths.runs_dir(home) / run_id
+    try:
+        return _write_run_dir(req, settings, placement, checked, run_id, run_dir)
+    except OSError:
+        # A full disk (or an unwritable home): no half-made run directory is left behind.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _write_run_dir(
+    req: RunRequest,
+    settings: Settings,
+    placement: Placement,
+    checked: Checked,
+    run_id: str,
+    run_dir: Path,
+) -> tuple[RunSpec, Path]:
+    backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
+    make_private_dir(run_dir)
+    reserve_space(run_dir)
+    try:
+        resume, worktree = _continuation(req, backend, run_dir.parent)
+        if worktree is None and req.isolate == "worktree":
+            from subagents import worktree as wt
+
+            worktree = wt.create(cwd, run_id, run_dir)
+    except Exception as exc:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
+        if isinstance(exc, WorktreeError):
+            raise UsageError(str(exc), "isolate") from None
+        raise
+    child_cwd = cwd
+    if worktree is not None:
+        from subagents.worktree import child_cwd as cwd_in
+
+        child_cwd = Path(cwd_in(worktree))
+    command = CommandRequest(
+        task=req.task,
+        cwd=str(child_cwd),
+        model=req.model,
+        tools=req.tools,
+        thinking=req.thinking,
+        system_prompt=req.system_prompt,
+        session_dir=str(run_dir / "session") if backend.can_continue else None,
+        resume=resume,
+        task_on_stdin=len(req.task.encode()) > ARGV_TASK_LIMIT,
+        copilot_agent_initiator=settings.copilot_agent_initiator,
+    )
+    stdin_file = None
+    if command.task_on_stdin:
+        stdin_file = run_dir / "task.md"
+        with open_private(stdin_file, "wb") as f:
+            f.write(backend.stdin_task(req.task).encode())
+    if req.system_prompt:
+        prompt_file = run_dir / "system-prompt.md"
+        with open_private(prompt_file, "w") as f:
+            f.write(req.system_prompt)
+        command.system_prompt_file = str(prompt_file)
+    spec = RunSpec(
+        runId=run_id,
+        jobId=req.job_id,
+        backend=backend.name,
+        agent=req.agent,
+        agentSource=req.agent_source,
+        task=req.task,
+        cwd=str(child_cwd),
+        requestedModel=req.model,
+        argv=backend.build_argv(binary, command),
+        env={**backend.child_env(command), **req.env},
+        timeout=req.timeout if req.timeout is not None else settings.timeout,
+        grace=settings.grace,
+        killGrace=settings.kill_grace,
+        depth=depth,
+        createdAt=time.time(),
+        echo=launcher_for(placement).echo,
+        worktree=worktree,
+        keepWorktree=settings.keep_worktree,
+        stallTimeout=_seconds(req.stall_timeout, settings.stall_timeout),
+        onStall=req.on_stall or settings.on_stall,
+        toolTimeout=_seconds(req.tool_timeout, settings.tool_timeout),
+        continuedFrom=req.continue_from,
+        sessionDir=command.session_dir,
+        stdinFile=str(stdin_file) if stdin_file else None,
+    )
+    write_json_atomic(run_dir / "meta.json", spec.to_dict())
+    return spec, run_dir
+
+
+def _continuation(
+    req: RunRequest, backend: Backend, runs_dir: Path
+) -> tuple[str | None, dict[str, Any] | None]:
+    """For a run that continues another: what its child resumes, and the earlier run's
+    worktree reopened (a worktree run continues in its own branch)."""
+    if req.continue_from is None:
+        return None, None
+    from subagents.core.files import read_json
+
+    earlier = runs_dir / req.continue_from
+    try:
+        meta = read_json(earlier / "meta.json")
+        result = read_json(earlier / "result.json")
+    except (OSError, ValueError):
+        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)") from None
+    resume = backend.resume_point(str(earlier), result)
+    if resume is None:
+        raise UsageError(
+            f"run {req.continue_from} left no {backend.name} session to continue"
+            " (runs before sessions were kept cannot be continued)"
+        )
+    record = result.get("worktree") or meta.get("worktree")
+    if not isinstance(record, dict):
+        return resume, None
+    from subagents import worktree as wt
+
+    try:
+        return resume, wt.reopen(record)
+    except WorktreeError as exc:
+        raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
