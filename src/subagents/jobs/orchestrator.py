@@ -58,6 +58,10 @@ class JobPlan:
     session: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def agents(self) -> list[str]:
+        """Who runs each step: its agent's name, else its backend."""
+        return [r.agent or r.backend or self.limits.default_backend for r in self.requests]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,

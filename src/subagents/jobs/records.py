@@ -35,12 +35,11 @@ def lifecycle_for(
     def record(kind: str, data: dict[str, Any]) -> None:
         if kind == "start":
             models = [r.model for r in plan.requests if r.model]
-            agents = [r.agent or r.backend or plan.limits.default_backend for r in plan.requests]
             entry = sessionlog.entry(
                 "subagent:start",
                 job_id=data.get("jobId"),
                 mode=plan.mode,
-                agent_name=", ".join(dict.fromkeys(agents)),
+                agent_name=", ".join(dict.fromkeys(plan.agents())),
                 model=", ".join(dict.fromkeys(models)) or None,
                 pid=pid,
                 started_at=data.get("startedAt"),

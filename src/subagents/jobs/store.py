@@ -42,9 +42,15 @@ create table if not exists jobs (
     completed_at text,
     duration_ms integer,
     run_ids text,
-    session text
+    session text,
+    task text,
+    tokens integer,
+    cost real
 )
 """
+# Bumped whenever the table changes: an index of another version is rebuilt from the files.
+_INDEX_VERSION = 2
+TASK_MAX = 200  # characters of the first task the index keeps (for ``ps``)
 
 _COLUMNS = (
     "jobId",
@@ -57,7 +63,28 @@ _COLUMNS = (
     "durationMs",
     "runIds",
     "session",
+    "task",
+    "totalTokens",
+    "cost",
 )
+
+
+def listed(state: dict[str, Any]) -> dict[str, Any]:
+    """What ``ps`` shows of a job: its index row, from its state."""
+    usage = state.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    requests = (state.get("plan") or {}).get("requests") or []
+    # (a task may be 10 MiB: only its head is looked at)
+    task = " ".join(str(requests[0].get("task") or "")[: TASK_MAX * 2].split()) if requests else ""
+    task = task[:TASK_MAX] + (f" (+{len(requests) - 1} more)" if len(requests) > 1 else "")
+    return {
+        **{key: state.get(key) for key in _COLUMNS[:10]},
+        "agents": list(state.get("agents") or []),
+        "runIds": list(state.get("runIds") or []),
+        "task": task,
+        "totalTokens": usage.get("totalTokens"),
+        "cost": usage.get("cost"),
+    }
 
 
 def unknown_id(prefix: str) -> JobIdError:
@@ -363,26 +390,22 @@ class JobStore:
         db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
         # The index is a cache of the job files, rebuilt from them when lost: no fsyncs for it.
         db.execute("pragma synchronous = off")
+        if db.execute("pragma user_version").fetchone()[0] != _INDEX_VERSION:
+            db.execute("drop table if exists jobs")  # a cache of the files: made again from them
+            db.execute(f"pragma user_version = {_INDEX_VERSION}")
         db.execute(_SCHEMA)
         return db
 
     def _index_upsert(self, state: dict[str, Any], db: sqlite3.Connection | None = None) -> None:
-        row = (
-            state["jobId"],
-            state.get("mode"),
-            json.dumps(state.get("agents") or []),
-            state.get("status"),
-            state.get("createdAt"),
-            state.get("startedAt"),
-            state.get("completedAt"),
-            state.get("durationMs"),
-            json.dumps(state.get("runIds") or []),
-            state.get("session"),
+        item = listed(state)
+        row = tuple(
+            json.dumps(item[key]) if key in ("agents", "runIds") else item[key] for key in _COLUMNS
         )
         own = db is None
         conn = db or self._db()
         try:
-            conn.execute("insert or replace into jobs values (?,?,?,?,?,?,?,?,?,?)", row)
+            marks = ",".join("?" * len(_COLUMNS))
+            conn.execute(f"insert or replace into jobs values ({marks})", row)
             conn.commit()
         finally:
             if own:
@@ -413,10 +436,7 @@ class JobStore:
                 state = self.load(job_id)
                 if session is not None and state.get("session") != session:
                     continue
-                out.append({key: state.get(key) for key in _COLUMNS})
-                out[-1]["jobId"] = job_id
-                out[-1]["agents"] = list(state.get("agents") or [])
-                out[-1]["runIds"] = list(state.get("runIds") or [])
+                out.append({**listed(state), "jobId": job_id})
         return out
 
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.lifecycle.sessionlog import epoch, read, session_path
+from subagents.present import figures
 
 END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
 GROUPS = ("agent", "backend", "model", "day")
@@ -126,8 +127,8 @@ def totals(
 
 
 def money(cost: float | None, unpriced: int) -> str:
-    """``$0.0123``, ``-`` when no cost is known, with ``(+N unpriced)`` when some are not."""
-    text = "-" if cost is None else f"${cost:.4f}"
+    """``$0.012``, ``-`` when no cost is known, with ``(+N unpriced)`` when some are not."""
+    text = figures.money(cost)
     return text + (f" (+{unpriced} unpriced)" if unpriced and cost is not None else "")
 
 

@@ -36,6 +36,7 @@ from subagents import api
 from subagents.core import ids, paths
 from subagents.errors import JobIdError
 from subagents.jobs import TERMINAL, JobStore
+from subagents.lifecycle import notices
 from subagents.mcp.args import (
     INSTRUCTIONS,
     SUBAGENT_DESCRIPTION,
@@ -48,15 +49,17 @@ from subagents.mcp.notify import JobNotifier
 from subagents.mcp.progress import HEARTBEAT_SECONDS
 from subagents.mcp.results import (
     JOB_URI,
+    background_started,
     cap,
     elapsed,
-    job_uri,
     result_to_tool_result,
     session_part,
     status_summary,
 )
+from subagents.present import outcome
 
 SERVER_NAME = "subagents"
+SUBAGENT_TITLE = "Run a subagent"  # Claude Code cuts a dialog's "server — title" at 48 characters
 MAX_WAIT_SECONDS = 600.0  # cap on subagent_result's wait_seconds
 
 
@@ -82,6 +85,8 @@ class SubagentsMCP:
         # One lifecycle session per server process / connection, unless the caller names it
         # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).
         self.session_id = session or f"mcp-{ids.new_id()}"
+        # The Claude Code plugin's session: its monitor and hook tell the model of job ends.
+        self.announced = session is not None and session.startswith(notices.CLAUDE_PREFIX)
         self.notifier = JobNotifier(self.store)
         self.foreground = ForegroundJobs()
         self.mcp: MCPServer[Any] = MCPServer(
@@ -110,19 +115,34 @@ class SubagentsMCP:
 
     def _register(self) -> None:
         mcp = self.mcp
-        read_only = ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        )
+
+        def read_only(title: str) -> ToolAnnotations:
+            return ToolAnnotations(
+                title=title,
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            )
+
         # subagent and continue start child agents: they act on the world, each call anew.
-        starts_agents = ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
-        )
+        def starts_agents(title: str) -> ToolAnnotations:
+            return ToolAnnotations(
+                title=title,
+                read_only_hint=False,
+                destructive_hint=True,
+                idempotent_hint=False,
+                open_world_hint=True,
+            )
+
+        # A title is given twice: Claude Code names a tool (its permission dialog, the
+        # transcript) by the annotations' title, other clients by the tool's own.
         mcp.add_tool(
             self.subagent,
             name="subagent",
-            title="Delegate to a subagent",
+            title=SUBAGENT_TITLE,
             description=SUBAGENT_DESCRIPTION,
-            annotations=starts_agents,
+            annotations=starts_agents(SUBAGENT_TITLE),
         )
         mcp.add_tool(
             self.continue_,
@@ -134,13 +154,13 @@ class SubagentsMCP:
                 "and job, answered like `subagent`; an isolated run goes on in its own branch. "
                 "pi, claude, codex, gemini and opencode runs can be continued."
             ),
-            annotations=starts_agents,
+            annotations=starts_agents("Continue a run"),
         )
         mcp.add_tool(
             self.subagent_status,
             name="subagent_status",
             title="Job status",
-            annotations=read_only,
+            annotations=read_only("Job status"),
             description=(
                 "The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id. "
                 "Without `job_id`: this session's totals over its finished jobs (jobs, runs, tokens, cost)."
@@ -150,7 +170,7 @@ class SubagentsMCP:
             self.subagent_result,
             name="subagent_result",
             title="Job result",
-            annotations=read_only,
+            annotations=read_only("Job result"),
             description=(
                 "The answer of a job (as `subagent` returns it), waiting up to `wait_seconds` (max 600) for it to end. "
                 "If the job is still running when the wait ends, says so: call again to keep waiting."
@@ -161,6 +181,7 @@ class SubagentsMCP:
             name="subagent_cancel",
             title="Cancel a job",
             annotations=ToolAnnotations(
+                title="Cancel a job",
                 read_only_hint=False,
                 destructive_hint=True,
                 idempotent_hint=True,
@@ -172,7 +193,7 @@ class SubagentsMCP:
             self.list_agents,
             name="list_agents",
             title="List agents",
-            annotations=read_only,
+            annotations=read_only("List agents"),
             description="The named agents `subagent` accepts as `agent`: name, source, description, backend, model, tools.",
         )
         mcp.resource(
@@ -313,13 +334,7 @@ class SubagentsMCP:
         if background:
             job_id = await anyio.to_thread.run_sync(api.start_background, prepared)
             self.notifier.watch_in_background(job_id, token)
-            text = (
-                json.dumps({"jobId": job_id}) + "\nThe job runs in the background: follow it with "
-                f'subagent_status / subagent_result(job_id="{job_id}", wait_seconds=…) or read {job_uri(job_id)}.'
-            )
-            return CallToolResult(
-                content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id}
-            )
+            return background_started(job_id, prepared.plan.agents(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
         return result_to_tool_result(result)
 
@@ -432,17 +447,24 @@ class SubagentsMCP:
             else:
                 before = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
                 if before.get("status") in TERMINAL:
-                    text = f"job {jid} had already ended: {before.get('status')}"
+                    text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
                         structured_content=status_summary(before, None),
                     )
+                if self.announced and before.get("session") == self.session_id:
+                    # Stopped from this session: its end is no news to it.
+                    await anyio.to_thread.run_sync(self._told, jid)
                 state = await anyio.to_thread.run_sync(api.stop_job, self.store, jid)
-        text = f"job {jid}: {state.get('status')}"
+        text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=status_summary(state, None),
         )
+
+    def _told(self, job_id: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            notices.mark_told(self.home, self.session_id, job_id, notices.CLAUDE_READER)
 
     async def list_agents(self) -> CallToolResult:
         found = await anyio.to_thread.run_sync(api.discover_agents)
@@ -474,3 +496,8 @@ class SubagentsMCP:
             raise ResourceNotFoundError(str(exc)) from None
         state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
         return json.dumps(state, ensure_ascii=False, indent=1)
+
+
+def _ended(state: dict[str, Any]) -> str:
+    """How a job ended, in its status line's words (its status while it has no result)."""
+    return outcome.status_line(state) if state.get("runs") is not None else str(state.get("status"))

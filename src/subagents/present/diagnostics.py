@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, Final
 
+from subagents.present.figures import money
 from subagents.present.humanize import humanize_tool_call, one_line
 
 __all__ = ["render"]
@@ -189,9 +190,7 @@ def _usage_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
             f"(total {total:,})"
         )
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        lines.append(
-            f"- cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else f"- cost: ${cost:g}"
-        )
+        lines.append(f"- cost: {money(cost)}")
     else:
         lines.append("- cost not reported")
     lines.append(f"- model: {model}" if model else "- model not reported")

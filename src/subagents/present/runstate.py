@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from subagents.present.figures import elapsed
+from subagents.present.humanize import head
+from subagents.present.outcome import mark
 from subagents.present.progress import ProgressFormatter
 
 
@@ -21,6 +24,7 @@ class RunState:
         self.tools = 0
         self.usage: dict[str, Any] = {}
         self.status: str | None = None
+        self.duration_ms: float | None = None
 
     def update(self, event: dict[str, Any]) -> str | None:
         """Take ``event`` in; the progress line it makes, if any."""
@@ -33,4 +37,37 @@ class RunState:
             self.usage = {k: v for k, v in event.items() if k != "type"}
         elif kind == "run_finished":
             self.status = str(event.get("status"))
+            ms = event.get("durationMs")
+            self.duration_ms = float(ms) if isinstance(ms, int | float) else None
         return self.fmt.line(event)
+
+    def brief(self, room: int | None = None) -> str:
+        """``✓ 3.1s`` once ended, else what it does now (at most ``room`` characters)."""
+        if self.status is not None:
+            seconds = None if self.duration_ms is None else self.duration_ms / 1000
+            return f"{mark(self.status)} {elapsed(seconds)}"
+        what = self.fmt.activity() or "starting"
+        return what if room is None else head(what, room)
+
+
+def runs_line(runs: list[RunState], limit: int) -> str:
+    """Every run of a job in one line of at most ``limit`` characters:
+    ``[1] ✓ 3.1s · [2] $ sleep 3; ls · 2 waiting``; what running runs do is cut evenly to fit."""
+    started = [(i, r) for i, r in enumerate(runs) if r.t0 is not None or r.status is not None]
+    waiting = len(runs) - len(started)
+    tail = [f"{waiting} waiting"] if waiting else []
+
+    def line(room: int | None) -> str:
+        parts = [f"[{i + 1}] {r.brief(room)}" for i, r in started]
+        return " · ".join(parts + tail) or "starting"
+
+    text = line(None)
+    busy = sum(1 for _, r in started if r.status is None)
+    if len(text) <= limit or not busy:
+        return head(text, limit)
+    over = len(text) - limit
+    longest = max(len(r.brief()) for _, r in started if r.status is None)
+    room = max(8, longest - -(-over // busy))
+    while room > 8 and len(line(room)) > limit:
+        room -= 1
+    return head(line(room), limit)
