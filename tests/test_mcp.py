@@ -124,12 +124,18 @@ def test_foreground_call_streams_progress_and_returns_the_answer(
                 "subagent", {"task": "do the thing"}, progress_callback=on_progress
             )
         assert not result.is_error, text_of(result)
-        assert text_of(result) == "The answer."
         job = result.structured_content
         assert job is not None and job["status"] == "completed" and job["mode"] == "single"
-        assert job["answer"] == "The answer." and job["runs"][0]["finalText"] == "The answer."
-        assert list(job)[:2] == ["status", "answer"]  # what a parent model reads first
+        assert job["answer"] == "The answer." and "finalText" not in job["runs"][0]  # once
+        # What a parent model reads first: the answer, then one line of status and the ids.
+        assert list(job)[:2] == ["answer", "summary"]
+        assert job["summary"].startswith("✓ completed · pi · ") and " tokens · $" in job["summary"]
+        assert job["runIds"] == [job["runs"][0]["runId"]]
         assert "paths" not in job["runs"][0]  # compact: the full result is the job resource
+        # The text says the same for a person: the answer, then the status line with the ids.
+        answer, status = text_of(result).split("\n\n")
+        assert answer == "The answer."
+        assert status == f"{job['summary']} · job {job['jobId']} · run {job['runIds'][0]}"
         assert messages and messages[0].startswith(f"job {job['jobId']} started")
         assert any("$ ls" in m for m in messages), messages  # the shared formatter's tool line
         assert all(len(m) <= 200 for m in messages)
@@ -153,8 +159,8 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
         assert not result.is_error, text_of(result)
         job = result.structured_content
         assert job is not None and job["mode"] == "parallel" and job["status"] == "completed"
-        assert [r["finalText"] for r in job["runs"]] == ["echo: alpha", "echo: beta"]
-        assert job["answer"] == ["echo: alpha", "echo: beta"]
+        assert job["answer"] == ["echo: alpha", "echo: beta"]  # in task order
+        assert [r["status"] for r in job["runs"]] == ["completed", "completed"]
         text = text_of(result)
         assert text.index("echo: alpha") < text.index("echo: beta")
 
@@ -182,12 +188,16 @@ def test_background_job_then_result(fake: Fake) -> None:
             started = await client.call_tool("subagent", {"task": "later", "background": True})
             assert not started.is_error, text_of(started)
             job_id = (started.structured_content or {})["jobId"]
-            assert json.loads(text_of(started).splitlines()[0]) == {"jobId": job_id}
+            # How to follow the job, for the model (structured) and for a person (text).
+            follow = (started.structured_content or {})["follow"]
+            assert f'subagent_result(job_id="{job_id}", wait_seconds=' in follow
+            assert f"Started job {job_id} in the background" in text_of(started)
+            assert follow in text_of(started)
             result = await client.call_tool(
                 "subagent_result", {"job_id": job_id, "wait_seconds": 30}
             )
             assert not result.is_error, text_of(result)
-            assert text_of(result) == "Background answer."
+            assert text_of(result).startswith("Background answer.\n\n✓ completed")
             assert (result.structured_content or {})["status"] == "completed"
             status = await client.call_tool("subagent_status", {"job_id": job_id[:12]})
             assert (status.structured_content or {})["status"] == "completed"
@@ -434,7 +444,7 @@ def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path)
         )
         assert total["cost"] == pytest.approx(0.006)
         assert text_of(status) == (
-            f"session {out['session']}: 2 jobs: 90 tokens (60 in, 30 out, cache 0/0), $0.0060"
+            f"session {out['session']}: 2 jobs: 90 tokens (60 in, 30 out, cache 0/0), $0.006"
         )
         # The same numbers `subagents cost --session` prints: one aggregation.
         cli = subprocess.run(
@@ -444,7 +454,9 @@ def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path)
             timeout=TIMEOUT,
             check=True,
         )
-        assert json.loads(cli.stdout)["total"] == total
+        exact = json.loads(cli.stdout)["total"]  # for programs: the cost as summed
+        assert {**exact, "cost": total["cost"]} == total  # for a model: rounded as people read it
+        assert total["cost"] == round(exact["cost"], 6)
 
     run(main)
 

@@ -107,7 +107,6 @@ def prepare_continuation(
     options = options_from_settings(Path.cwd(), env)
     options.session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, options)
-    req = job_plan.requests[0]
     job_id = store.create(job_plan.to_dict(), agents=job_plan.agents(), background=background)
     return PreparedJob(store, job_id, job_plan)
 

@@ -12,7 +12,7 @@ import click
 
 from subagents.cli.app import fail, main
 
-RESULT_WAIT_SECONDS = 10.0  # an end entry is logged just before the job's result is written
+RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
 
 
 def _with_result(store: Any, entry: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -132,13 +132,16 @@ def describe_end(entry: dict[str, Any], job: dict[str, Any] | None = None) -> st
     if job is not None and job.get("runs") is not None:
         return outcome.job_line(job)
     status = entry.get("status") or str(entry.get("eventType", "")).removeprefix("subagent:")
+    summary = str(entry.get("summary") or "").strip()
+    # A single job's summary leads with "<status>: <agent> — ", which the line says already.
+    summary = summary.removeprefix(f"{status}: {entry.get('agentName')} — ")
     return outcome.end_line(
         entry.get("jobId"),
         status,
         entry.get("agentName"),
         entry.get("durationMs"),
         entry.get("usage"),
-        str(entry.get("summary") or "").strip(),
+        summary,
         entry.get("mode"),
     )
 

@@ -139,8 +139,13 @@ RUN_KEYS = (
 )
 
 
-def _compact_run(run: dict[str, Any]) -> dict[str, Any]:
-    out = {k: run.get(k) for k in RUN_KEYS if run.get(k) is not None}
+def _compact_run(run: dict[str, Any], answered: bool) -> dict[str, Any]:
+    """A run without its paths and bulky fields; without its answer when ``answer`` holds it."""
+    out = {
+        k: run.get(k)
+        for k in RUN_KEYS
+        if run.get(k) is not None and not (answered and k == "finalText")
+    }
     if run.get("usage") is not None:
         out["usage"] = rounded_usage(run.get("usage"))
     return out
@@ -169,7 +174,8 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
             "mode": result.get("mode"),
             "usage": rounded_usage(result.get("usage")),
             "durationMs": result.get("durationMs"),
-            "runs": [_compact_run(r) for r in runs],
+            # A chain's steps keep their answers: only the last one is the job's.
+            "runs": [_compact_run(r, result.get("mode") != "chain") for r in runs],
         }
     )
     failures = [

@@ -57,6 +57,7 @@ from subagents.mcp.results import (
     status_summary,
 )
 from subagents.present import outcome
+from subagents.present.figures import rounded_usage
 
 SERVER_NAME = "subagents"
 SUBAGENT_TITLE = "Run a subagent"  # Claude Code cuts a dialog's "server — title" at 48 characters
@@ -367,7 +368,7 @@ class SubagentsMCP:
         total = cost.totals(cost.end_entries(self.home, session))["total"]
         return CallToolResult(
             content=[TextContent(type="text", text=f"session {session}: {cost.describe(total)}")],
-            structured_content={"session": session, "total": total},
+            structured_content={"session": session, "total": rounded_usage(total)},
         )
 
     def _state_and_activity(self, job_id: str) -> tuple[dict[str, Any], str | None]:

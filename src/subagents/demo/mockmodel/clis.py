@@ -17,13 +17,15 @@ def write_pi_config(
     *,
     retry: dict[str, Any] | None = None,
     provider: str = PROVIDER,
+    price: tuple[float, float] = (0, 0),
 ) -> dict[str, str]:
     """Point a pi child at the mock; return the env vars it needs.
 
     Writes ``agent_dir/models.json`` (provider ``mock``, or ``provider`` to stand in for a
     real one such as ``github-copilot``; model ``mock-model``, api ``openai-completions``,
     baseUrl ``<base_url>/v1``) and, when ``retry`` is given,
-    ``agent_dir/settings.json`` with ``{"retry": retry}``.  pi's retry shape is
+    ``agent_dir/settings.json`` with ``{"retry": retry}``. ``price`` is the model's (input,
+    output) dollars per million tokens, from which pi reports each turn's cost (default free).  pi's retry shape is
     ``{"enabled": bool, "maxRetries": int, "baseDelayMs": int,
     "provider": {"maxRetries": int, "timeoutMs": int, "maxRetryDelayMs": int}}``: the
     top-level keys drive pi's own ``auto_retry_start`` loop (defaults true/3/2000);
@@ -52,7 +54,12 @@ def write_pi_config(
                         "input": ["text"],
                         "contextWindow": 128000,
                         "maxTokens": 4096,
-                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "cost": {
+                            "input": price[0],
+                            "output": price[1],
+                            "cacheRead": 0,
+                            "cacheWrite": 0,
+                        },
                     }
                 ],
             }
