@@ -39,7 +39,14 @@ class ClaudeTUI:
     """``claude`` in a 120x40 tmux pane named ``cc``, in a fresh HOME that trusts the work
     directory and the mock's API key (no first-run dialogs)."""
 
-    def __init__(self, tmux: Callable[..., str], tmp_path: Path, url: str, *args: str) -> None:
+    def __init__(
+        self,
+        tmux: Callable[..., str],
+        tmp_path: Path,
+        url: str,
+        *args: str,
+        path: str | None = None,
+    ) -> None:
         self.tmux = tmux
         self.work = tmp_path / "work"
         self.work.mkdir()
@@ -49,7 +56,7 @@ class ClaudeTUI:
         env = {
             **mm.write_pi_config(tmp_path / "pi", url, price=PI_PRICE),
             **mm.write_claude_config(claude_home, url, max_retries=0),
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PATH": path or f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "SUBAGENTS_HOME": os.environ["SUBAGENTS_HOME"],
             "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
             "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
@@ -70,6 +77,8 @@ class ClaudeTUI:
         )  # fmt: skip
         self.screen = ""
         assert self.shows(PROMPT_MARK), self.screen  # the prompt is up
+        if path is not None:
+            return
         # The plugin's MCP server connects in the background: wait until /mcp says it did.
         self.type("/mcp")
         assert self.shows("✔ plugin:subagents:subagents"), self.screen
@@ -131,10 +140,12 @@ def claude_tui(
     """``start(script, *claude_args)``: the mock model serving ``script``, and claude on it."""
     servers: list[MockModelServer] = []
 
-    def start(script: Script, *args: str) -> tuple[ClaudeTUI, MockModelServer]:
+    def start(
+        script: Script, *args: str, path: str | None = None
+    ) -> tuple[ClaudeTUI, MockModelServer]:
         server = MockModelServer(script).__enter__()
         servers.append(server)
-        return ClaudeTUI(tmux, tmp_path, server.url, *args), server
+        return ClaudeTUI(tmux, tmp_path, server.url, *args, path=path), server
 
     yield start
     tmux("kill-session", "-t", "cc")  # claude ends its MCP server and monitor with it
@@ -267,3 +278,27 @@ def test_a_parallel_call_shows_progress_for_every_run(
     view = json.loads(result.split("\n\n<system-reminder>")[0])
     assert view["answer"] == ["pi listed: a.txt, b.py"] * 2, view
     assert view["summary"].startswith("✓ completed · parallel · pi · "), view
+
+
+def test_without_subagents_on_path_the_session_says_so_once(
+    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
+) -> None:
+    claude = shutil.which("claude")
+    assert claude is not None
+    path = os.pathsep.join([str(Path(claude).parent), "/usr/bin", "/bin"])
+    if shutil.which("subagents", path=path):
+        pytest.skip("a subagents command is installed system-wide")
+    cc, _ = claude_tui(Script(use_tool=False, final_text="Hello there."), path=path)
+    said = (
+        "SessionStart:startup says: subagents plugin: the `subagents` command is not on your PATH"
+    )
+    assert cc.shows(said, "pipx install"), cc.screen
+    for n, prompt in enumerate(("hello", "and again"), 1):
+        cc.type(prompt)
+        assert eventually(lambda n=n: cc.capture().count("Hello there.") == n, SCREEN_WAIT), (
+            cc.screen
+        )
+    # Said once; no hook fails on each prompt, and the monitor does not end with a notice.
+    assert cc.screen.count("is not on your PATH") == 1, cc.screen
+    assert "hook failed" not in cc.screen and "Monitor" not in cc.screen, cc.screen
+    assert "1 monitor" in cc.screen, cc.screen  # it waits, silent

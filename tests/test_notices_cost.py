@@ -132,6 +132,54 @@ def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
     assert hook(isolated_state).stdout == ""
 
 
+def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    plan = {
+        "mode": "single",
+        "session": session,
+        "requests": [{"task": "look  around\nthe repo", "backend": "pi"}],
+    }
+    job = store.create(plan, agents=["pi"], background=False)
+    store.finish(job, job_result(job, "Looked.", cost=0.000039999999999999996))
+    other = store.create(
+        {**plan, "session": "claude-someone-else"}, agents=["pi"], background=False
+    )
+
+    listed = json.loads(hook(isolated_state, "/subagents:jobs").stdout)["systemMessage"]
+    assert listed.startswith("Subagents jobs of this session:\n")
+    (row,) = [line for line in listed.splitlines() if job in line]
+    assert "completed" in row and "pi" in row and "look around the repo" in row, listed
+    assert "$0.00004" in row and " 30 " in row, row
+    assert other not in listed
+
+    shown = json.loads(hook(isolated_state, f"/subagents:jobs show {job[:12]}").stdout)
+    assert shown["systemMessage"].startswith(f"job {job} · single · completed"), shown
+    assert "$0.00004" in shown["systemMessage"] and "Looked." in shown["systemMessage"]
+    cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["systemMessage"]
+    assert cost.startswith("Subagents cost of this session: "), cost
+    # stop is the model's to do (through subagent_cancel); other prompts get nothing.
+    for prompt in (f"/subagents:jobs stop {job}", "/subagents:jobsx", "list my /subagents:jobs"):
+        assert hook(isolated_state, prompt).stdout == "", prompt
+
+
+def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
+    payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "SessionStart"})
+    fine = sub("claude-code", "session-start", stdin=payload)
+    assert fine.returncode == 0 and fine.stdout == "", fine  # all is well: nothing said
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text('timeout = "never\n')
+    bad = sub(
+        "claude-code", "session-start", stdin=payload, env={"SUBAGENTS_CONFIG_DIR": str(config)}
+    )
+    assert bad.returncode == 0, bad.stderr
+    out = json.loads(bad.stdout)
+    assert out["systemMessage"].startswith("subagents plugin: its MCP server cannot start: ")
+    assert "config.toml: invalid TOML" in out["systemMessage"]
+    assert "not available" in out["hookSpecificOutput"]["additionalContext"]
+
+
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
         proc = sub("notices", "--claude-hook", stdin=stdin)

@@ -214,15 +214,28 @@ def session_start() -> None:
 
 
 def server_problem(claude_id: Any) -> str | None:
-    """Why ``subagents mcp --claude-session`` would fail to start here, or None: the same
-    steps it takes before it serves."""
+    """Why the plugin's MCP server would not start or not serve here, or None: the steps
+    ``subagents mcp --claude-session`` takes before it serves (the session, the MCP SDK),
+    then what every call needs (the config files, a writable state directory)."""
+    from pathlib import Path
+
     from subagents.cli.serve import claude_session_of
+    from subagents.core import paths
+    from subagents.core.files import describe_os_error, make_private_dir
+    from subagents.jobs import options_from_settings
 
     try:
         session = claude_session_of(claude_id if isinstance(claude_id, str) else "")
         from subagents.mcp import SubagentsMCP
 
         SubagentsMCP(session=session).close()
+        options_from_settings(Path.cwd(), os.environ)
+        home = paths.state_home()
+        make_private_dir(home)
+        if not os.access(home, os.W_OK):
+            return f"{home}: not writable"
+    except OSError as exc:
+        return describe_os_error(exc)
     except Exception as exc:  # whatever stops the server stops it here too: say it
         return str(exc) or type(exc).__name__
     return None
