@@ -53,9 +53,11 @@ def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def connect(env: dict[str, str], *, mode: str = "auto", **kw: Any) -> AsyncIterator[Client]:
+async def connect(
+    env: dict[str, str], *, mode: str = "auto", args: tuple[str, ...] = (), **kw: Any
+) -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "subagents.cli", "mcp"], env=server_env(env)
+        command=sys.executable, args=["-m", "subagents.cli", "mcp", *args], env=server_env(env)
     )
     async with Client(params, mode=mode, **kw) as client:  # type: ignore[arg-type]
         yield client
@@ -152,10 +154,16 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
     env = script_launcher(
         fake, "echo-pi", "time.sleep(0.3 if task == 'alpha' else 0)\nanswer('echo: ' + task)\n"
     )
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
 
     async def main() -> None:
         async with connect(env) as client:
-            result = await client.call_tool("subagent", {"tasks": ["alpha", {"task": "beta"}]})
+            result = await client.call_tool(
+                "subagent", {"tasks": ["alpha", {"task": "beta"}]}, progress_callback=on_progress
+            )
         assert not result.is_error, text_of(result)
         job = result.structured_content
         assert job is not None and job["mode"] == "parallel" and job["status"] == "completed"
@@ -163,6 +171,10 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
         assert [r["status"] for r in job["runs"]] == ["completed", "completed"]
         text = text_of(result)
         assert text.index("echo: alpha") < text.index("echo: beta")
+        # Every progress message speaks of both runs, whichever spoke last.
+        both = [m for m in messages if m.startswith("[1] ") and " · [2] " in m]
+        assert both and all(m in both for m in messages[1:]), messages
+        assert any(re.match(r"\[1\] .* · \[2\] ✓ \d", m) for m in both), messages  # beta ended
 
     run(main)
 
@@ -208,6 +220,35 @@ def test_background_job_then_result(fake: Fake) -> None:
                 and state["status"] == "completed"
                 and state["background"] is True
             )
+
+    run(main)
+
+
+def test_a_job_stopped_from_the_claude_session_is_not_announced_to_it(fake: Fake) -> None:
+    env = {
+        **script_launcher(fake, "slow-pi", "time.sleep(30)\nanswer('late')\n"),
+        "CLAUDE_CODE_SESSION_ID": "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383",
+    }
+
+    async def main() -> None:
+        async with connect(env, args=("--claude-session",)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            # Claude Code names a tool by its annotations' title (its permission dialog).
+            assert tools["subagent"].annotations and tools["subagent"].annotations.title
+            assert tools["subagent"].annotations.title == tools["subagent"].title
+            started = await client.call_tool("subagent", {"task": "slow", "background": True})
+            view = started.structured_content or {}
+            assert "announced in this conversation" in view["told"], view
+            cancelled = await client.call_tool("subagent_cancel", {"job_id": view["jobId"]})
+            assert (cancelled.structured_content or {})["status"] == "aborted"
+        hook = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "claude-code", "prompt-hook"],
+            input=json.dumps({"session_id": env["CLAUDE_CODE_SESSION_ID"], "prompt": "news?"}),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert hook.returncode == 0 and hook.stdout == "", hook  # no news of a job stopped here
 
     run(main)
 

@@ -51,23 +51,35 @@ class RunState:
 
 
 def runs_line(runs: list[RunState], limit: int) -> str:
-    """Every run of a job in one line of at most ``limit`` characters:
-    ``[1] ✓ 3.1s · [2] $ sleep 3; ls · 2 waiting``; what running runs do is cut evenly to fit."""
-    started = [(i, r) for i, r in enumerate(runs) if r.t0 is not None or r.status is not None]
-    waiting = len(runs) - len(started)
-    tail = [f"{waiting} waiting"] if waiting else []
+    """Every run of a job in one line of at most ``limit`` characters, in order:
+    ``[1] ✓ 3.1s · [2] $ sleep 3; ls · [3-5] waiting``; what running runs do is cut evenly
+    to fit."""
+    # (index, run) for a run that started; (first, last) for a stretch of runs not started.
+    pieces: list[tuple[int, RunState] | tuple[int, int]] = []
+    for i, r in enumerate(runs):
+        if r.t0 is not None or r.status is not None:
+            pieces.append((i, r))
+        elif pieces and isinstance(pieces[-1][1], int) and pieces[-1][1] == i - 1:
+            pieces[-1] = (pieces[-1][0], i)
+        else:
+            pieces.append((i, i))
 
     def line(room: int | None) -> str:
-        parts = [f"[{i + 1}] {r.brief(room)}" for i, r in started]
-        return " · ".join(parts + tail) or "starting"
+        parts = []
+        for first, what in pieces:
+            if isinstance(what, RunState):
+                parts.append(f"[{first + 1}] {what.brief(room)}")
+            else:
+                span = f"{first + 1}" if what == first else f"{first + 1}-{what + 1}"
+                parts.append(f"[{span}] waiting")
+        return " · ".join(parts)
 
     text = line(None)
-    busy = sum(1 for _, r in started if r.status is None)
+    busy = [r for r in runs if r.t0 is not None and r.status is None]
     if len(text) <= limit or not busy:
         return head(text, limit)
     over = len(text) - limit
-    longest = max(len(r.brief()) for _, r in started if r.status is None)
-    room = max(8, longest - -(-over // busy))
+    room = max(8, max(len(r.brief()) for r in busy) - -(-over // len(busy)))
     while room > 8 and len(line(room)) > limit:
         room -= 1
     return head(line(room), limit)
