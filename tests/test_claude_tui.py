@@ -61,6 +61,16 @@ class ClaudeTUI:
             "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
             "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
         }
+        settings = claude_home / ".claude" / "settings.json"
+        status_line = {"type": "command", "command": "subagents claude-code statusline"}
+        settings.write_text(
+            json.dumps(
+                {
+                    **json.loads(settings.read_text()),
+                    "statusLine": {**status_line, "refreshInterval": 1},
+                }
+            )
+        )
         state = claude_home / ".claude.json"
         config = json.loads(state.read_text())
         config["customApiKeyResponses"] = {"approved": ["x"], "rejected": []}
@@ -196,6 +206,7 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
         "background": True,
     }
     script = Script(
+        command="sleep 6; ls",  # the job runs a while: the status line shows it meanwhile
         final_text="pi listed: {tool_output}",
         per_api={mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Noted.")},
     )
@@ -217,6 +228,9 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
     assert f'subagent_result(job_id="{job_id}", wait_seconds=' in view["follow"], view
     assert f'subagent_status(job_id="{job_id}")' in view["follow"], view
     turns = len(claude_requests(server))
+    # While it runs, the status line (the user's, from `subagents claude-code statusline`)
+    # shows it and what it does.
+    assert cc.shows(f"subagents: 1 running · {job_id}: $ sleep 6; ls"), cc.screen
 
     # The job's end shows on screen, worded as the command line ends a job, cost rounded...
     end = cc.shows_match(

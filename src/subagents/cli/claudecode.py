@@ -10,6 +10,9 @@ runs, through its launcher ``bin/subagents-plugin``.
   command's own output reaches only the model in Claude Code 2.1.330).
 - ``session-start`` (``SessionStart``): checks that the plugin's MCP server can start here,
   and says what is wrong, once, when it cannot.
+- ``statusline``: a status line of the session's running jobs, for users who set it as their
+  ``statusLine`` (Claude Code 2.1.330 lets a plugin set only ``agent`` and
+  ``subagentStatusLine``, not the status line).
 
 Every end is told once per Claude session, by whichever of them comes first (one record,
 ``lifecycle.notices``), never for a job stopped through this session's MCP server.
@@ -186,6 +189,40 @@ def monitor() -> None:
                 tell()
     except (BrokenPipeError, KeyboardInterrupt):
         return
+
+
+@claude_code.command("statusline")
+def statusline() -> None:
+    """A Claude Code status line (``statusLine`` in your settings; a plugin cannot set it):
+    this session's running subagents jobs and what each does now, or nothing."""
+    payload = _hook_input()
+    session = _session(payload.get("session_id"), "the status line input")
+    try:
+        line = running_line(session)
+    except (ValueError, OSError) as exc:
+        _hook_fail(str(exc))
+    if line:
+        click.echo(line)
+
+
+def running_line(session: str, limit: int = 20) -> str:
+    """``subagents: 2 running · 01m8…: $ sleep 3 (12s) · 01m9…: starting (2s)``, or ""."""
+    import time
+
+    from subagents import api
+    from subagents.core.childtext import neutralize
+    from subagents.jobs import TERMINAL
+    from subagents.present.figures import elapsed
+
+    running = [j for j in api.list_jobs(limit, session=session) if j.get("status") not in TERMINAL]
+    if not running:
+        return ""
+    parts = [f"subagents: {len(running)} running"]
+    for job in running:
+        took = time.time() - float(job.get("createdAt") or time.time())
+        now = job.get("activity") or "starting"
+        parts.append(f"{job['jobId']}: {now} ({elapsed(took)})")
+    return neutralize(" · ".join(parts))
 
 
 @claude_code.command("session-start")

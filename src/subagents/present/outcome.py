@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from subagents.core.childtext import neutralize
 from subagents.present.figures import elapsed, money, tokens
 
 TYPE_CHECKING = False
@@ -138,7 +139,8 @@ def end_line(
     mode: Any = "single",
 ) -> str:
     """``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``; a job that did not
-    complete says how it ended after its id (``✗ job <id> failed · …``)."""
+    complete says how it ended after its id (``✗ job <id> failed · …``). Terminal escapes
+    and control characters in what it quotes are removed."""
     status = str(status or "unknown")
     head = f"{mark(status)} job {job_id}" + ("" if status == "completed" else f" {status}")
     parts = [head]
@@ -149,7 +151,7 @@ def end_line(
     parts += figures(duration_ms, usage)
     if what:
         parts.append(what)
-    return " · ".join(parts)
+    return neutralize(" · ".join(parts))  # it quotes a child: no escapes reach a terminal
 
 
 def job_line(job_result: Mapping[str, Any]) -> str:
