@@ -175,7 +175,7 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     )
     assert bad.returncode == 0, bad.stderr
     out = json.loads(bad.stdout)
-    assert out["systemMessage"].startswith("subagents plugin: its MCP server cannot start: ")
+    assert out["systemMessage"].startswith("subagents plugin: its MCP server cannot serve: ")
     assert "config.toml: invalid TOML" in out["systemMessage"]
     assert "not available" in out["hookSpecificOutput"]["additionalContext"]
 

@@ -236,11 +236,11 @@ def session_start() -> None:
     click.echo(
         json.dumps(
             {
-                "systemMessage": f"subagents plugin: its MCP server cannot start: {problem}",
+                "systemMessage": f"subagents plugin: its MCP server cannot serve: {problem}",
                 "hookSpecificOutput": {
                     "hookEventName": "SessionStart",
                     "additionalContext": (
-                        "The subagents plugin's MCP server cannot start this session "
+                        "The subagents plugin's MCP server cannot serve this session "
                         f"({problem}): its subagent tools are not available."
                     ),
                 },

@@ -93,8 +93,9 @@ def _run_line(run: dict[str, Any]) -> str:
 
 
 def answer_text(result: dict[str, Any]) -> str:
-    """The text a tool result holds (Markdown): the answer, or each run's answer for a parallel
-    job, or what went wrong; then the job's status line and ids."""
+    """The text a tool result holds (Markdown): the answer (or each run's, for a parallel job)
+    then the job's status line and ids; for a job that did not complete, the status line first,
+    then what went wrong."""
     runs = outcome.runs_of(result)
     cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
     parts: list[str] = []
@@ -113,13 +114,16 @@ def answer_text(result: dict[str, Any]) -> str:
             str(result.get("finalText") or "").rstrip() or "(the agent gave an empty answer)"
         )
     else:
+        # What went wrong leads: the status line, then each failed run's diagnostics.
+        parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
         for i, run in enumerate(runs):
             if run.get("status") == "completed":
                 continue
-            label = f"[{i + 1}] {outcome.agent_of(run)}: " if len(runs) > 1 else ""
+            label = f"**[{i + 1}] {outcome.agent_of(run)}**\n\n" if len(runs) > 1 else ""
             parts.append(f"{label}{_failure(dict(run), cwd)}")
         if not runs:
             parts.append(str(result.get("errorMessage") or "no run was started"))
+        return "\n\n".join(parts)
     parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
     return "\n\n".join(parts)
 
