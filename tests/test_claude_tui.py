@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import eventually
+from test_claude_plugin import last_user_text, strings
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -163,23 +164,9 @@ def claude_tui(
         server.__exit__(None, None, None)
 
 
-def texts(obj: Any) -> list[str]:
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [s for v in obj.values() for s in texts(v)]
-    if isinstance(obj, list):
-        return [s for v in obj for s in texts(v)]
-    return []
-
-
 def claude_requests(server: MockModelServer) -> list[dict[str, Any]]:
     """Claude's turns: the requests that offer the plugin's tool (not pi's, nor a title)."""
     return [r for r in server.requests if any(t.get("name") == TOOL for t in r.get("tools") or [])]
-
-
-def last_user_text(request: dict[str, Any]) -> str:
-    return "\n".join(texts(request["messages"][-1].get("content")))
 
 
 def tool_results(server: MockModelServer) -> list[str]:
@@ -188,7 +175,7 @@ def tool_results(server: MockModelServer) -> list[str]:
     for request in claude_requests(server):
         for block in request["messages"][-1].get("content") or []:
             if isinstance(block, dict) and block.get("type") == "tool_result":
-                out.append("\n".join(texts(block.get("content"))))
+                out.append("\n".join(strings(block.get("content"))))
     return list(dict.fromkeys(out))
 
 

@@ -180,6 +180,40 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     assert "not available" in out["hookSpecificOutput"]["additionalContext"]
 
 
+def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
+    isolated_state: Path,
+) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    log = sessionlog.session_path(isolated_state, session)
+    plan = {"mode": "single", "session": session}
+    early = store.create(plan, agents=["scout"], background=True)
+    ended(store, log, early, "before the monitor started")
+    claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
+    monitor = subprocess.Popen(
+        [SUBAGENTS, "claude-code", "monitor"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
+    )
+    try:
+        assert monitor.stdout is not None
+        first = monitor.stdout.readline()  # an end not told yet is told at start
+        assert first.startswith(f"✓ job {early} · scout · ") and "before the monitor" in first
+        fg = store.create(plan, agents=["scout"], background=False)
+        bg = store.create(plan, agents=["scout"], background=True)
+        ended(store, log, fg, "foreground")
+        ended(store, log, bg, "Found it.")
+        line = monitor.stdout.readline()  # the foreground job is skipped
+        assert line == f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found it."\n', line
+        assert hook(isolated_state).stdout == ""  # told by the monitor: not again by the hook
+    finally:
+        claude.kill()
+        claude.wait()
+    assert monitor.wait(timeout=30) == 0  # Claude Code is gone: so is the monitor
+    assert monitor.stdout.read() == ""
+
+
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
         proc = sub("notices", "--claude-hook", stdin=stdin)

@@ -177,14 +177,19 @@ def monitor() -> None:
         return os.getppid() != parent
 
     def tell() -> None:
-        for entry, job in untold_ends(session, notices.CLAUDE_READER):
+        try:
+            ends = untold_ends(session, notices.CLAUDE_READER)
+        except (OSError, ValueError) as exc:  # a monitor that ends is news: say it, go on
+            click.echo(f"subagents claude-code monitor: {exc}", err=True)
+            return
+        for entry, job in ends:
             click.echo(notices.describe_end(entry, job))
         sys.stdout.flush()
 
     log = sessionlog.session_path(paths.state_home(), session)
     try:
-        tell()
-        for entry in history.follow(log, stop=gone):
+        # From the log's start: ends nobody told yet are told at once (each at most once).
+        for entry in history.follow(log, stop=gone, from_start=True):
             if entry.get("eventType") in notices.END_EVENTS:
                 tell()
     except (BrokenPipeError, KeyboardInterrupt):

@@ -117,24 +117,23 @@ class SubagentsMCP:
     def _register(self) -> None:
         mcp = self.mcp
 
-        def read_only(title: str) -> ToolAnnotations:
+        def hints(
+            title: str, *, reads: bool, idempotent: bool, open_world: bool
+        ) -> ToolAnnotations:
             return ToolAnnotations(
                 title=title,
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
+                read_only_hint=reads,
+                destructive_hint=not reads,
+                idempotent_hint=idempotent,
+                open_world_hint=open_world,
             )
+
+        def read_only(title: str) -> ToolAnnotations:
+            return hints(title, reads=True, idempotent=True, open_world=False)
 
         # subagent and continue start child agents: they act on the world, each call anew.
         def starts_agents(title: str) -> ToolAnnotations:
-            return ToolAnnotations(
-                title=title,
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=False,
-                open_world_hint=True,
-            )
+            return hints(title, reads=False, idempotent=False, open_world=True)
 
         # A title is given twice: Claude Code names a tool (its permission dialog, the
         # transcript) by the annotations' title, other clients by the tool's own.
@@ -181,13 +180,7 @@ class SubagentsMCP:
             self.subagent_cancel,
             name="subagent_cancel",
             title="Cancel a job",
-            annotations=ToolAnnotations(
-                title="Cancel a job",
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            annotations=hints("Cancel a job", reads=False, idempotent=True, open_world=False),
             description="Stop a job: every run's process group is killed and the job ends 'aborted'.",
         )
         mcp.add_tool(
