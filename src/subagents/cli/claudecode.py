@@ -24,12 +24,12 @@ import json
 import os
 import re
 import sys
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import click
 
 from subagents.cli.app import main
-from subagents.cli.notices import untold_ends
 
 EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block the prompt
 JOBS_COMMAND = "/subagents:jobs"
@@ -63,6 +63,42 @@ def _session(claude_id: Any, where: str) -> str:
         return notices.claude_session(claude_id)
     except (ValueError, UsageError) as exc:
         _hook_fail(f"{where}: {exc}")
+
+
+RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
+
+
+def _with_result(store: Any, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The job of an end entry, with its result (waited for briefly: the entry is logged
+    just before it); None when its directory is gone."""
+    from subagents import api
+
+    job_id = str(entry.get("jobId"))
+    try:
+        state: dict[str, Any] = store.load(job_id)
+        if state.get("runs") is None:
+            state = api.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
+    except (OSError, ValueError):
+        return None
+    return state
+
+
+def untold_ends(session: str, reader: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The ends of the session's background jobs this *reader* was not told yet, each with
+    its job (None when its directory is gone: told rather than lost); from now on they count
+    as told. Foreground jobs are left out: their caller had the answer."""
+    from subagents.core import paths
+    from subagents.jobs import JobStore
+    from subagents.lifecycle import notices
+
+    home = paths.state_home()
+    store = JobStore(home)
+    out = []
+    for entry in notices.take_new_ends(home, session, reader):
+        job = _with_result(store, entry)
+        if job is None or job.get("background", True):
+            out.append((entry, job))
+    return out
 
 
 # ---- the /subagents:jobs command, shown by the prompt hook ------------------------------
