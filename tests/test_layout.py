@@ -18,6 +18,7 @@ OFFERING_NAMES = [
     "subagents.runs",
     "subagents.jobs",
     "subagents.mcp",
+    "subagents.web",
     "subagents.launchers",
     "subagents.backends",
 ]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from livechild import Child, Codex, notified, text_input
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -632,3 +633,78 @@ def test_real_cli_client_error_shows_the_message(tmp_path: Path, name: str) -> N
         (err,) = [e for e in ran.events if e["type"] == "error"]
         assert err["error"]["data"]["isRetryable"] is False
         assert err["error"]["data"]["message"] == "mock invalid request"
+
+
+# --------------------------------------------------------------------------- live input (issue 22)
+
+
+def live_env(tmp_path: Path, name: str, url: str) -> tuple[dict[str, str], Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    return {**os.environ, **CLIS[name].config(tmp_path / f"{name}-config", url)}, work
+
+
+@needs("claude")
+def test_real_claude_stream_json_takes_a_message_mid_turn_and_a_follow_up(tmp_path: Path) -> None:
+    """claude -p --input-format stream-json: a message sent while a tool runs reaches the
+    model with the next tool result; a message after the result starts a new turn."""
+    argv = ["claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+    argv += ["--verbose", "--model", mm.CLAUDE_MODEL]
+
+    def user(text: str) -> dict[str, Any]:
+        return {"type": "user", "message": {"role": "user", "content": text}}
+
+    def is_result(o: dict[str, Any]) -> bool:
+        return o.get("type") == "result"
+
+    with MockModelServer(Script(loop=True, command="sleep 1")) as srv:
+        env, work = live_env(tmp_path, "claude", srv.url)
+        child = Child(argv, env, work)
+        try:
+            child.send(user("loop until told otherwise"))
+            child.wait_for(lambda o: o.get("type") == "assistant")
+            child.send(user("stop and say banana"))
+            first = child.get(is_result)
+            child.send(user("now say cherry"))
+            second = child.get(is_result, start=child.wait_for(is_result) + 1)
+        finally:
+            rc = child.close()
+    assert first["subtype"] == "success" and first["is_error"] is False
+    assert first["result"] == 'You said: "stop and say banana"'
+    assert second["result"] == 'You said: "now say cherry"'
+    # total_cost_usd runs over the whole session; usage is the turn's own
+    assert second["total_cost_usd"] > first["total_cost_usd"] > 0
+    assert second["usage"]["input_tokens"] == 10  # one request in the second turn
+    assert rc == 0
+
+
+@needs("codex")
+def test_real_codex_app_server_steers_a_turn(tmp_path: Path) -> None:
+    """codex app-server: turn/steer with the active turn's id lands in that turn; a wrong
+    expectedTurnId is refused; after turn/completed there is no turn to steer."""
+    with MockModelServer(Script(loop=True, command="sleep 1")) as srv:
+        env, work = live_env(tmp_path, "codex", srv.url)
+        child = Child(["codex", "app-server"], env, work)
+        try:
+            codex = Codex(child, work)
+            turn = codex.turn("loop until told otherwise")
+            child.wait_for(notified("item/started", type="commandExecution"))
+            steer = {
+                "threadId": codex.thread,
+                "expectedTurnId": turn,
+                "input": [text_input("stop and say banana")],
+            }
+            accepted = codex.call("turn/steer", steer)
+            wrong = codex.call("turn/steer", {**steer, "expectedTurnId": "not-it"})
+            done = child.get(notified("turn/completed"))
+            late = codex.call("turn/steer", steer)
+        finally:
+            rc = child.close()
+    assert accepted["result"] == {"turnId": turn}
+    assert "expected active turn id `not-it`" in wrong["error"]["message"]
+    assert late["error"]["message"] == "no active turn to steer"
+    items = done["params"]["turn"]["items"]
+    assert done["params"]["turn"]["status"] == "completed"
+    texts = [i["text"] for i in items if i["type"] == "agentMessage"]
+    assert texts[-1] == 'You said: "stop and say banana"'
+    assert rc == 0

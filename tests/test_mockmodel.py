@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from livechild import Child
 
 import subagents.demo.mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
@@ -312,3 +313,345 @@ def test_real_pi_server_error_with_retries(tmp_path: Path) -> None:
     assert n_requests == 2
     # pi 0.73 in --mode json exits 0 even when the run ended in error (text mode exits 1).
     assert rc == 0, stderr
+
+
+# --------------------------------------------------------------------------- the loop (live control)
+
+
+def call_round(n: int) -> list[dict[str, Any]]:
+    """The chat messages of one tool call and its result (the loop's ``n``-th)."""
+    call_id = "call_mock_1" if n == 1 else f"call_mock_1-{n}"
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"command": "sleep 1"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": ""},
+    ]
+
+
+def chat(url: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads(post(url, {"model": "m", "messages": messages})[2])
+    return body
+
+
+def test_loop_calls_the_tool_every_turn_up_to_its_limit() -> None:
+    script = Script(loop=True, command="sleep 1", loop_limit=3, final_text="gave up")
+    with MockModelServer(script) as srv:
+        messages: list[dict[str, Any]] = [USER]
+        ids = []
+        for n in range(1, 4):
+            answer = chat(srv.url, messages)
+            (call,) = answer["choices"][0]["message"]["tool_calls"]
+            assert json.loads(call["function"]["arguments"]) == {"command": "sleep 1"}
+            ids.append((answer["id"], call["id"]))
+            messages += call_round(n)
+        last = chat(srv.url, messages)["choices"][0]
+        served = srv.served
+    # every answer has ids of its own (claude takes two answers with one id for one)
+    assert ids == [
+        ("chatcmpl-mock", "call_mock_1"),
+        ("chatcmpl-mock-2", "call_mock_1-2"),
+        ("chatcmpl-mock-3", "call_mock_1-3"),
+    ]
+    assert last["finish_reason"] == "stop" and last["message"]["content"] == "gave up"
+    assert [s.tool for s in served] == ["bash", "bash", "bash", None]
+    assert served[-1].text == "gave up"
+
+
+def test_loop_answers_a_message_that_came_after_the_task() -> None:
+    with MockModelServer(Script(loop=True)) as srv:
+        steered = [USER, *call_round(1), {"role": "user", "content": "stop and say banana"}]
+        answer = chat(srv.url, steered)["choices"][0]
+        # a follow-up after that answer is answered too, the newest message quoted
+        follow = [
+            *steered,
+            {"role": "assistant", "content": answer["message"]["content"]},
+            {"role": "user", "content": [{"type": "text", "text": "now say cherry"}]},
+        ]
+        again = chat(srv.url, follow)["choices"][0]
+    assert answer["finish_reason"] == "stop"
+    assert answer["message"]["content"] == 'You said: "stop and say banana"'
+    assert again["message"]["content"] == 'You said: "now say cherry"'
+
+
+def test_a_stubborn_loop_ignores_messages_until_its_limit() -> None:
+    script = Script(loop=True, heed_messages=False, loop_limit=2)
+    with MockModelServer(script) as srv:
+        wrap_up = {"role": "user", "content": "stop here and give your final answer now"}
+        first = chat(srv.url, [USER, *call_round(1), wrap_up])["choices"][0]
+        second = chat(srv.url, [USER, *call_round(1), wrap_up, *call_round(2)])["choices"][0]
+    assert first["finish_reason"] == "tool_calls"
+    assert second["finish_reason"] == "stop"
+    assert second["message"]["content"].startswith("I ran bash")
+
+
+def test_without_loop_a_follow_up_gets_the_old_final_text() -> None:
+    # the mock's behaviour before the loop existed: one tool call, then the final text
+    with MockModelServer(Script(final_text="done")) as srv:
+        follow = [
+            *TOOL_RESULT,
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "and more"},
+        ]
+        answer = chat(srv.url, follow)
+    assert answer["id"] == "chatcmpl-mock"
+    assert answer["choices"][0]["message"]["content"] == "done"
+
+
+CLAUDE_MID_TURN = (
+    "(Bash completed with no output)\n\n<system-reminder>\n"
+    "The user sent a new message while you were working:\nstop and say banana\n\n"
+    "This is how Claude Code surfaces messages the user sends mid-turn.\n</system-reminder>"
+)
+
+
+@pytest.mark.parametrize(
+    ("api", "body", "message"),
+    [
+        (
+            mm.ANTHROPIC,
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": "<system-reminder>\nnote\n</system-reminder>"},
+                            {"type": "text", "text": "the task"},
+                        ],
+                    },
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "t1", "content": CLAUDE_MID_TURN}
+                        ],
+                    },
+                ]
+            },
+            "stop and say banana",
+        ),
+        (
+            mm.RESPONSES,
+            {
+                "input": [
+                    {"type": "message", "role": "developer", "content": "rules"},
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "input_text",
+                                "text": "<environment_context>x</environment_context>",
+                            }
+                        ],
+                    },
+                    {"type": "message", "role": "user", "content": "the task"},
+                    # codex re-sends a request that a steer overtook: no answer between
+                    {"type": "message", "role": "user", "content": "stop and say banana"},
+                ]
+            },
+            "stop and say banana",
+        ),
+        (
+            mm.GEMINI,
+            {
+                "contents": [
+                    {
+                        "role": "user",
+                        "parts": [
+                            {"text": "<session_context>c</session_context>"},
+                            {"text": "the task"},
+                        ],
+                    },
+                    {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command"}}]},
+                    {
+                        "role": "user",
+                        "parts": [
+                            {"functionResponse": {"name": "run_shell_command", "response": {}}},
+                            {"text": "stop and say banana"},
+                        ],
+                    },
+                ]
+            },
+            "stop and say banana",
+        ),
+        (mm.CHAT, {"messages": [USER]}, None),
+        (mm.RESPONSES, {"input": [{"role": "user", "content": "<env>x</env>"}, USER]}, None),
+        (
+            mm.ANTHROPIC,
+            {
+                "messages": [
+                    USER,
+                    {"role": "assistant", "content": "ok"},
+                    {"role": "user", "content": "<system-reminder>only a note</system-reminder>"},
+                ]
+            },
+            None,
+        ),
+    ],
+)
+def test_later_user_message_per_api(api: str, body: dict[str, Any], message: str | None) -> None:
+    assert mm.later_user_message(api, body) == message
+
+
+def test_loop_answers_on_every_api(tmp_path: Path) -> None:
+    """The reply reaches each API's wire format; ids differ from the first answer's."""
+    script = Script(loop=True, reply_text="ok: {message}")
+    anthropic = {
+        "stream": True,
+        "messages": [
+            USER,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1"}]},
+            {"role": "user", "content": [{"type": "tool_result", "content": CLAUDE_MID_TURN}]},
+        ],
+    }
+    responses = {
+        "stream": True,
+        "input": [
+            {"role": "user", "content": "the task"},
+            {"type": "function_call", "call_id": "c1"},
+            {"type": "function_call_output", "call_id": "c1", "output": ""},
+            {"role": "user", "content": [{"type": "input_text", "text": "stop and say banana"}]},
+        ],
+    }
+    with MockModelServer(script) as srv:
+        raw = post_to(srv.url + "/v1/messages", anthropic)
+        events = [json.loads(b.split("data: ", 1)[1]) for b in raw.split("\n\n") if b.strip()]
+        assert events[0]["message"]["id"] == "msg_mock-2"
+        text = "".join(
+            e["delta"].get("text", "") for e in events if e["type"] == "content_block_delta"
+        )
+        assert text == "ok: stop and say banana"
+        raw = post_to(srv.url + "/v1/responses", responses)
+        events = [json.loads(b.split("data: ", 1)[1]) for b in raw.split("\n\n") if b.strip()]
+        ids = {e["response"]["id"] for e in events if "response" in e}
+        assert ids == {"resp_mock-2"}  # created and completed name one response
+        done = events[-1]["response"]["output"][0]
+        assert done["id"] == "msg_mock_1-2"
+        assert done["content"][0]["text"] == "ok: stop and say banana"
+        gemini = {
+            "contents": [
+                {"role": "user", "parts": [{"text": "the task"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "run_shell_command"}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "x", "response": {}}}]},
+            ]
+        }
+        raw = post_to(srv.url + "/v1beta/models/g:generateContent", gemini)
+        part = json.loads(raw)["candidates"][0]["content"]["parts"][0]
+        assert part["functionCall"]["name"] == "run_shell_command"  # no message: loop on
+    assert [s.api for s in srv.served] == [mm.ANTHROPIC, mm.RESPONSES, mm.GEMINI]
+
+
+def post_to(url: str, body: dict[str, Any]) -> str:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(resp.read().decode())
+
+
+def test_served_counts_answers_with_their_usage() -> None:
+    script = Script(loop=True, usage=(1000, 200), error_status=503, error_times=1)
+    with MockModelServer(script) as srv:
+        with pytest.raises(urllib.error.HTTPError):
+            chat(srv.url, [USER])  # an error answer is not a turn
+        answer = chat(srv.url, [USER])
+        chat(srv.url, [USER, *call_round(1)])
+        served = srv.served
+    assert answer["usage"] == {
+        "prompt_tokens": 1000,
+        "completion_tokens": 200,
+        "total_tokens": 1200,
+    }
+    assert [(s.api, s.tool, s.usage) for s in served] == [
+        (mm.CHAT, "bash", (1000, 200)),
+        (mm.CHAT, "bash", (1000, 200)),
+    ]
+    assert sum(s.usage[0] + s.usage[1] for s in served) == 2400
+
+
+def test_config_writers_take_a_price(tmp_path: Path) -> None:
+    write_pi_config(tmp_path / "pi", "http://x", price=(3.0, 15.0))
+    model = json.loads((tmp_path / "pi" / "models.json").read_text())["providers"]["mock"]
+    assert model["models"][0]["cost"] == {
+        "input": 3.0,
+        "output": 15.0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+    }
+    env = mm.write_opencode_config(tmp_path / "oc", "http://x", price=(1.0, 2.0))
+    config = json.loads(Path(env["OPENCODE_CONFIG"]).read_text())
+    assert config["provider"]["mock"]["models"][mm.MODEL_ID]["cost"] == {
+        "input": 1.0,
+        "output": 2.0,
+    }
+    env = mm.write_opencode_config(tmp_path / "oc2", "http://x")
+    config = json.loads(Path(env["OPENCODE_CONFIG"]).read_text())
+    assert "cost" not in config["provider"]["mock"]["models"][mm.MODEL_ID]
+
+
+def test_cli_serves_a_loop() -> None:
+    src = str(Path(mm.__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "subagents.demo.mockmodel", "--loop", "--loop-limit", "1"]
+    argv += ["--usage", "7", "3", "--reply", "heard: {message}"]
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        looped = chat(url, [USER])
+        heard = chat(url, [USER, *call_round(1), {"role": "user", "content": "hi"}])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert looped["choices"][0]["finish_reason"] == "tool_calls"
+    assert looped["usage"]["total_tokens"] == 10
+    assert heard["choices"][0]["message"]["content"] == "heard: hi"
+
+
+@needs_pi
+def test_real_pi_rpc_steer_reaches_the_looping_model(tmp_path: Path) -> None:
+    """pi --mode rpc: a steer sent while a tool runs is the next user message, the loop
+    answers it, the run settles, and closing stdin ends pi (exit 0)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with MockModelServer(Script(loop=True, command="sleep 1")) as srv:
+        env = {**os.environ, **write_pi_config(tmp_path / "pi", srv.url, price=(1000.0, 2000.0))}
+        argv = ["pi", "--mode", "rpc", "--no-session", "--provider", "mock"]
+        child = Child([*argv, "--model", "mock-model", "--tools", "bash"], env, work)
+        try:
+            child.send({"id": "p1", "type": "prompt", "message": "loop until told otherwise"})
+            child.wait_for(lambda o: o.get("type") == "tool_execution_start")
+            child.send({"id": "s1", "type": "steer", "message": "stop and say banana"})
+            end = child.wait_for(lambda o: o.get("type") == "agent_settled")
+        finally:
+            rc = child.close()
+        served = srv.served
+    objs = child.objs()[: end + 1]
+    assert {"id": "s1", "type": "response", "command": "steer", "success": True} in objs
+    users = [
+        o["message"]["content"][0]["text"]
+        for o in objs
+        if o.get("type") == "message_end" and o["message"]["role"] == "user"
+    ]
+    assert users == ["loop until told otherwise", "stop and say banana"]
+    ends = assistant_ends(objs)
+    assert ends[-1]["content"] == [{"type": "text", "text": 'You said: "stop and say banana"'}]
+    assert ends[-1]["stopReason"] == "stop"
+    assert all(m["stopReason"] == "toolUse" for m in ends[:-1])
+    # pi prices each answer's usage (10 in, 5 out) with the model's price per million
+    assert [m["usage"]["cost"]["total"] for m in ends] == [pytest.approx(0.02)] * len(ends)
+    assert [s.tool for s in served] == ["bash"] * len(ends[:-1]) + [None]
+    assert rc == 0

@@ -4,10 +4,12 @@
     result = subagents.run("Summarize README.md", agent="scout")   # result.json
     job = subagents.start({"mode": "parallel", "tasks": [...]})    # a background job
 
-The public API is small: ``run``, ``start``, ``continue_run``, ``JobHandle`` and the errors
-(``subagents.errors``: every one under ``SubagentsError``). The functions are imported on
-first use, so that the supervisor process (``python -m subagents.supervisor``, which
-imports this package first) starts fast; the errors are standard library only.
+The public API is small: ``run``, ``start``, ``continue_run``, ``JobHandle``, the errors
+(``subagents.errors``: every one under ``SubagentsError``) and the records' types
+(``subagents.types``: ``RunResult`` for result.json, ``JobResult``, ``JobState``, each
+``Event``, ``AgentEvent``; plain dicts a type checker knows the keys of). The functions are
+imported on first use, so that the supervisor process (``python -m subagents.supervisor``,
+which imports this package first) starts fast; the errors are standard library only.
 """
 
 from __future__ import annotations

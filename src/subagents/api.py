@@ -4,6 +4,10 @@ import subagents
 result = subagents.run("Summarize README.md", agent="scout")      # result.json as a dict
 job = subagents.start({"mode": "parallel", "tasks": [...]})       # background job
 job.wait(); job.stop()
+
+What comes back is typed with ``subagents.types``: a task gives its run's ``RunResult``
+(or, for a run the job never started, its ``RunNotStarted`` record), a job its ``JobResult``,
+a job handle the job's ``JobState``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from subagents.core import paths
+from subagents.core.records import is_job_result, is_run_result
 from subagents.errors import BadRequest, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
@@ -38,6 +43,9 @@ from subagents.jobs import list_jobs as list_jobs
 from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
 from subagents.present.figures import money
+
+if TYPE_CHECKING:
+    from subagents.types import CostTotals, JobResult, JobRun, JobState
 
 
 @dataclass
@@ -113,12 +121,10 @@ def prepare_continuation(
 
 def continue_run(
     run: str, task: str, *, on_event: Callable[[int, dict[str, Any]], None] | None = None
-) -> dict[str, Any]:
+) -> JobRun:
     """Continue a finished run: its child resumes its own conversation with ``task``.
     Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
-    result = drive(prepare_continuation(run, task), on_event)
-    single: dict[str, Any] = result["runs"][0]
-    return single
+    return drive(prepare_continuation(run, task), on_event)["runs"][0]
 
 
 def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
@@ -136,7 +142,7 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
         raise BadRequest(str(exc)) from None
     if result is None:
         raise BadRequest(f"run {run_id} has not ended yet")
-    worktree = result.get("worktree")
+    worktree = result.get("worktree") if is_run_result(result) else None
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
     return apply_changes(worktree, Path(cwd or Path.cwd()))
@@ -146,7 +152,7 @@ def run_labels(job: PreparedJob) -> list[str]:
     return [r.agent or r.backend or job.plan.limits.default_backend for r in job.plan.requests]
 
 
-def drive(job: PreparedJob, on_event: EventSink | None = None) -> dict[str, Any]:
+def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
     SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
     from subagents.jobs import lifecycle_for
@@ -154,12 +160,15 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> dict[str, Any]
     runner = Job(job.store, job.job_id, job.plan)
     restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
     try:
-        return runner.run(
+        result = runner.run(
             on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
         )
     finally:
         if restore is not None:
             restore()
+    if not is_job_result(result):  # (Job.run's result is built as a plain dict)
+        raise RuntimeError(f"job {job.job_id} ended without a job result")
+    return result
 
 
 def _in_main_thread() -> bool:
@@ -176,9 +185,9 @@ def start_background(job: PreparedJob) -> str:
     return job.job_id
 
 
-def describe_job(state: dict[str, Any]) -> str:
+def describe_job(state: JobState) -> str:
     lines = [f"job {state['jobId']} · {state.get('mode')} · {state.get('status')}"]
-    usage = state.get("usage") or {}
+    usage: Mapping[str, Any] = state.get("usage") or {}
     if state.get("durationMs") is not None:
         cost = usage.get("cost")
         lines.append(
@@ -210,9 +219,11 @@ def describe_job(state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _run_notes(r: dict[str, Any]) -> list[str]:
+def _run_notes(r: JobRun) -> list[str]:
     """What ``show`` adds under a run: its worktree branch, and the runs it continues."""
     notes: list[str] = []
+    if "paths" not in r:  # a run never started
+        return notes
     wt = r.get("worktree")
     if isinstance(wt, dict):
         if wt.get("error"):
@@ -269,6 +280,36 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
             waker.close()
 
 
+def cost_report(
+    session: str | None = None, since: str | None = None, by: str | None = None
+) -> CostTotals:
+    """What finished jobs cost, from the session logs (``subagents cost --json``): ``{"by",
+    "rows", "total", "summary"}``. ``since``: 45s, 30m, 2h, 1d, 2w or an ISO date; ``by``:
+    agent, backend, model, repo or day. ValueError for a bad session, time or grouping."""
+    from subagents.lifecycle import cost as costs
+    from subagents.lifecycle import history
+
+    since_ts = history.parse_since(since) if since else None
+    entries = costs.end_entries(paths.state_home(), session, since_ts)
+    report = costs.totals(entries, by=by, runs_of=_runs_of_jobs(JobStore()) if by else None)
+    # The total in words too, for integrations that show it (the pi package's /subagents).
+    report["summary"] = costs.describe(report["total"])
+    return report
+
+
+def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | None]:
+    """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
+
+    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
+        try:
+            runs = store.load(job_id).get("runs")
+        except (OSError, ValueError):
+            return None
+        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
+
+    return runs_of
+
+
 # ---- agents ---------------------------------------------------------------------
 
 
@@ -311,13 +352,14 @@ class JobHandle:
         self.store = store
         self.job_id = job_id
 
-    def wait(self, timeout: float | None = None) -> dict[str, Any] | None:
+    def wait(self, timeout: float | None = None) -> JobState | None:
+        """The job's state once it has ended (holding the job result); None on a timeout."""
         return wait_job(self.store, self.job_id, timeout)
 
-    def stop(self) -> dict[str, Any]:
+    def stop(self) -> JobState:
         return stop_job(self.store, self.job_id)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> JobState:
         return job_state(self.store, self.job_id)
 
 
@@ -351,6 +393,30 @@ def start(
     return JobHandle(job.store, job.job_id)
 
 
+@overload
+def run(
+    task: str,
+    *,
+    agent: str | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+) -> JobRun: ...
+@overload
+def run(
+    task: dict[str, Any] | JobSpec,
+    *,
+    agent: str | None = None,
+    backend: str | None = None,
+    model: str | None = None,
+    cwd: str | Path | None = None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+) -> JobResult: ...
 def run(
     task: str | dict[str, Any] | JobSpec,
     *,
@@ -361,8 +427,10 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: Callable[[int, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Run a task (or a job) here to its end. One task: its ``result.json``; a job: the job result."""
+) -> JobRun | JobResult:
+    """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
+    a RunNotStarted record when the job was stopped before the run started, or the run could
+    not start: ``"paths" in result`` tells which); a job: the job result."""
     job = prepare_job(
         _spec(task, agent=agent, backend=backend, model=model, timeout=timeout),
         cwd=cwd,
@@ -370,8 +438,7 @@ def run(
     )
     result = drive(job, on_event)
     if isinstance(task, str):
-        single: dict[str, Any] = result["runs"][0]
-        return single
+        return result["runs"][0]
     return result
 
 
@@ -383,6 +450,7 @@ __all__ = [
     "PreparedJob",
     "apply_run",
     "continue_run",
+    "cost_report",
     "drive",
     "prepare_continuation",
     "prepare_job",

@@ -42,7 +42,7 @@ CONFIG_FILE = "config.toml"
 PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
-PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token"})
+PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token", "web_token"})
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
 
@@ -99,6 +99,8 @@ class Settings:
     notify_desktop: bool = False
     # The bearer token `subagents mcp --http` requires (generated and printed when unset).
     mcp_token: str | None = None
+    # The token `subagents web` requires (generated and printed when unset).
+    web_token: str | None = None
     # The stall watchdog: seconds without an event while no tool call runs (0: off), what
     # to do then, and the bound on a single tool call (0: none).
     stall_timeout: float | None = 300.0
@@ -159,6 +161,7 @@ ENV_SETTINGS: dict[str, str] = {
         "agent_scope",
         "notify_desktop",
         "mcp_token",
+        "web_token",
         "stall_timeout",
         "on_stall",
         "tool_timeout",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import subprocess
@@ -28,8 +29,10 @@ from subagents.errors import WorktreeError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
     from typing import Any
+
+    from subagents.types import WorktreeRecord, WorktreeSpec
 
 BRANCH_PREFIX = "subagents/"
 WORKTREE_DIR = "worktree"
@@ -82,6 +85,25 @@ def repo_root(cwd: Path) -> Path | None:
         return None
     text = done.stdout.decode("utf-8", "replace").strip()
     return Path(text) if done.returncode == 0 and text else None
+
+
+def repository_of(run: Mapping[str, Any]) -> str | None:
+    """The repository a run worked on (its ``meta.json`` or ``result.json``): an isolated
+    run's own, else the top of the git working tree holding its cwd; None outside one."""
+    worktree = run.get("worktree")
+    if isinstance(worktree, dict) and isinstance(worktree.get("repo"), str):
+        return str(worktree["repo"])
+    cwd = run.get("cwd")
+    return _root_of(cwd) if isinstance(cwd, str) and cwd else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _root_of(cwd: str) -> str | None:
+    """:func:`repo_root` remembered: views and reports ask it for every run they show."""
+    if not os.path.isdir(cwd):
+        return None
+    root = repo_root(Path(cwd))
+    return None if root is None else str(root)
 
 
 @contextlib.contextmanager
@@ -151,8 +173,8 @@ _SHORTSTAT = re.compile(
 
 
 def finalize(
-    record: dict[str, Any], run_dir: Path, *, message: str, keep: bool = False
-) -> dict[str, Any]:
+    record: WorktreeSpec, run_dir: Path, *, message: str, keep: bool = False
+) -> WorktreeRecord:
     """Commit what the run changed, write its patch and diffstat, tidy the worktree away.
 
     Returns ``result.json``'s ``worktree``: ``path, branch, base, commit, filesChanged,
@@ -199,7 +221,7 @@ def finalize(
     }
 
 
-def discard_worktree(worktree: dict[str, Any]) -> None:
+def discard_worktree(worktree: WorktreeRecord) -> None:
     """Remove a run's worktree (if still there) and its branch (for ``rm``/``prune``)."""
     root = Path(worktree["repo"])
     with repo_lock(root):
@@ -209,7 +231,7 @@ def discard_worktree(worktree: dict[str, Any]) -> None:
         git(["branch", "-D", "--quiet", worktree["branch"]], root, check=False)
 
 
-def apply_changes(worktree: dict[str, Any], cwd: Path) -> list[str]:
+def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
     """Bring a run's changes into the working tree at ``cwd``: a 3-way merge of the run's
     branch (from its base) into the working tree as it is now, uncommitted changes and all.
 

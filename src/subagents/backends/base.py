@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from subagents.types import AssistantText, Usage
+
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
 # one argument (128 KiB), with room for an option's name around it. A bigger task goes
@@ -101,7 +103,7 @@ class Normalizer(ABC):
         self.raw_stop_reason: str | None = None
         self.model: str | None = None
         self.error_message: str | None = None
-        self.usage: dict[str, Any] = ev.empty_usage()
+        self.usage: Usage = ev.empty_usage()
         self.tool_calls = 0
         self.saw_answer = False
         # The CLI's own id of the conversation, where its stream names one (to resume it).
@@ -137,9 +139,9 @@ class Normalizer(ABC):
         text: str,
         raw_stop: str | None,
         model: str | None,
-        usage: dict[str, Any] | None = None,
+        usage: Usage | None = None,
         has_tool_calls: bool = False,
-    ) -> ev.Event:
+    ) -> AssistantText:
         """Record an assistant message and decide whether it is terminal."""
         stop = ev.canonical_stop_reason(raw_stop)
         if stop is None and has_tool_calls:

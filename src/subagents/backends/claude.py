@@ -26,6 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import Usage
+
 # What a root user may run without prompts (claude refuses bypassPermissions as root).
 ROOT_ALLOWED_TOOLS = (
     "Bash",
@@ -44,7 +46,7 @@ ROOT_ALLOWED_TOOLS = (
 )
 
 
-def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
+def _claude_usage(u: Any, cost: Any = None) -> Usage:
     if not isinstance(u, dict):
         u = {}
     inp = int(u.get("input_tokens") or 0)
@@ -63,9 +65,16 @@ def _claude_usage(u: Any, cost: Any = None) -> dict[str, Any]:
     }
 
 
-# The token counts of a usage: all whole numbers, so a running sum stays exact.
-# (An assistant line carries no cost; only the result line does.)
-_TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+def _counts(usage: Usage) -> tuple[int, int, int, int, int]:
+    """The token counts of a usage: all whole numbers, so a running sum stays exact.
+    (An assistant line carries no cost; only the result line does.)"""
+    return (
+        usage["input"],
+        usage["output"],
+        usage["cacheRead"],
+        usage["cacheWrite"],
+        usage["totalTokens"],
+    )
 
 
 def _errors_text(obj: dict[str, Any]) -> str:
@@ -83,7 +92,7 @@ class ClaudeNormalizer(Normalizer):
         self._tool_names: dict[str, str] = {}
         # Token counts per assistant message id (claude repeats a message's usage on
         # every block of it) and their running sum, kept up to date message by message.
-        self._message_usage: dict[str, tuple[int, ...]] = {}
+        self._message_usage: dict[str, tuple[int, int, int, int, int]] = {}
         self._usage_total = ev.empty_usage()
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
@@ -159,14 +168,18 @@ class ClaudeNormalizer(Normalizer):
         msg_id = msg.get("id")
         if isinstance(msg_id, str) and isinstance(msg.get("usage"), dict):
             usage = _claude_usage(msg["usage"])
-            counts = tuple(usage[key] for key in _TOKEN_KEYS)
-            before = self._message_usage.get(msg_id)
+            counts = _counts(usage)
+            before = self._message_usage.get(msg_id, (0, 0, 0, 0, 0))
             self._message_usage[msg_id] = counts
+            grown = [now - was for now, was in zip(counts, before, strict=True)]
             total = self._usage_total
-            for i, key in enumerate(_TOKEN_KEYS):
-                total[key] += counts[i] - (before[i] if before is not None else 0)
-            self.usage = dict(total)
-            out.append(ev.usage(dict(total)))
+            total["input"] += grown[0]
+            total["output"] += grown[1]
+            total["cacheRead"] += grown[2]
+            total["cacheWrite"] += grown[3]
+            total["totalTokens"] += grown[4]
+            self.usage = total.copy()
+            out.append(ev.usage(total.copy()))
         return out
 
     def _user(self, obj: dict[str, Any]) -> list[ev.Event]:
@@ -216,7 +229,7 @@ class ClaudeNormalizer(Normalizer):
             out.append(
                 ev.notice("warn", f"claude denied {len(denials)} tool call(s): {', '.join(names)}")
             )
-        out.append(ev.usage(dict(self.usage)))
+        out.append(ev.usage(self.usage.copy()))
         return out
 
     @staticmethod

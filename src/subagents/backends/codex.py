@@ -25,6 +25,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import Usage
+
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 
 
@@ -46,7 +48,7 @@ def _unwrap_error(message: Any) -> str:
     return text
 
 
-def _codex_usage(u: Any) -> dict[str, Any]:
+def _codex_usage(u: Any) -> Usage:
     if not isinstance(u, dict):
         return ev.empty_usage()
     total_in = int(u.get("input_tokens") or 0)
@@ -177,7 +179,7 @@ class CodexNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = ev.STOP, None
         self.failed = False
         self.terminal = True
-        return [ev.usage(dict(self.usage))]
+        return [ev.usage(self.usage.copy())]
 
     def _turn_failed(self, obj: dict[str, Any]) -> list[ev.Event]:
         err = obj.get("error")
@@ -189,7 +191,7 @@ class CodexNormalizer(Normalizer):
         out: list[ev.Event] = [ev.error(self.error_message, fatal=False)]
         if isinstance(obj.get("usage"), dict):
             self.usage = _codex_usage(obj["usage"])
-            out.append(ev.usage(dict(self.usage)))
+            out.append(ev.usage(self.usage.copy()))
         return out
 
 

@@ -24,11 +24,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import Usage
+
 # How gemini says an answer was cut at the token limit (MAX_TOKENS_EXCEEDED_SUGGESTION).
 _TRUNCATED_MARKERS = ("truncated because it exceeded the token limit", "MAX_TOKENS")
 
 
-def _gemini_usage(stats: Any) -> dict[str, Any]:
+def _gemini_usage(stats: Any) -> Usage:
     if not isinstance(stats, dict):
         return ev.empty_usage()
     total_in = int(stats.get("input_tokens") or 0)
@@ -157,7 +159,7 @@ class GeminiNormalizer(Normalizer):
             message = _api_error(str(message)) if message else self._last_error
             self.error_message = message or f"gemini ended with status {obj.get('status')!r}"
             out.append(ev.error(self.error_message, fatal=False))
-        out.append(ev.usage(dict(self.usage)))
+        out.append(ev.usage(self.usage.copy()))
         return out
 
     def finish(self) -> list[ev.Event]:

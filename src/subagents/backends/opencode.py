@@ -22,12 +22,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import Usage
+
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _step_usage(part: dict[str, Any]) -> dict[str, Any]:
+def _step_usage(part: dict[str, Any]) -> Usage:
     tokens = part.get("tokens")
     tokens = tokens if isinstance(tokens, dict) else {}
     cache = tokens.get("cache")
@@ -112,7 +114,7 @@ class OpenCodeNormalizer(Normalizer):
         name = str(part.get("tool", ""))
         self.tool_calls += 1
         self._step_calls += 1
-        out = [ev.tool_call(call_id, name, state.get("input"))]
+        out: list[ev.Event] = [ev.tool_call(call_id, name, state.get("input"))]
         status = state.get("status")
         if status in ("completed", "error"):
             is_error = status == "error"
@@ -144,7 +146,7 @@ class OpenCodeNormalizer(Normalizer):
             self.failed = stop in ev.TERMINAL_FAILURE
             if self.failed:
                 self.error_message = self.error_message or f"the model stopped with {raw or stop}"
-        out.append(ev.usage(dict(self.usage)))
+        out.append(ev.usage(self.usage.copy()))
         return out
 
     def finish(self) -> list[ev.Event]:

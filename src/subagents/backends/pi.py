@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+    from subagents.types import Usage
+
 # Where in a run directory pi keeps the run's session.
 SESSION_DIR = "session"
 # The provider whose requests `copilot_agent_initiator` marks, and the extension that does it
@@ -25,7 +27,7 @@ COPILOT_PROVIDER = "github-copilot"
 COPILOT_EXTENSION = str(Path(__file__).with_name("pi_copilot.ts"))
 
 
-def _pi_usage(u: Any) -> dict[str, Any]:
+def _pi_usage(u: Any) -> Usage:
     if not isinstance(u, dict):
         return ev.empty_usage()
     cost = u.get("cost")
@@ -163,7 +165,7 @@ class PiNormalizer(Normalizer):
             out.append(ev.error(self.error_message, fatal=False))
         elif self.stop_reason in ev.TERMINAL_SUCCESS:
             self.failed = False
-        out.append(ev.usage(dict(self.usage)))
+        out.append(ev.usage(self.usage.copy()))
         return out
 
 

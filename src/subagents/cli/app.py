@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from subagents.core.childtext import neutralize
 from subagents.errors import SubagentsError
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult, JobState
 
 EXIT_USAGE = 2
 
@@ -67,7 +70,7 @@ def print_json(obj: Any) -> None:
     out.flush()
 
 
-def emit_answer(result: dict[str, Any]) -> None:
+def emit_answer(result: JobResult | JobState) -> None:
     """stdout: the answer(s); stderr: what went wrong."""
     runs = result.get("runs") or []
     if result.get("mode") == "parallel":

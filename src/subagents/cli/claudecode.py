@@ -68,14 +68,14 @@ def _session(claude_id: Any, where: str) -> str:
 RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
 
 
-def _with_result(store: Any, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+def _with_result(store: Any, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The job of an end entry, with its result (waited for briefly: the entry is logged
     just before it); None when its directory is gone."""
     from subagents import api
 
     job_id = str(entry.get("jobId"))
     try:
-        state: dict[str, Any] = store.load(job_id)
+        state: Mapping[str, Any] = store.load(job_id)
         if state.get("runs") is None:
             state = api.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
     except (OSError, ValueError):
@@ -83,7 +83,7 @@ def _with_result(store: Any, entry: Mapping[str, Any]) -> dict[str, Any] | None:
     return state
 
 
-def untold_ends(session: str, reader: str) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+def untold_ends(session: str, reader: str) -> list[tuple[dict[str, Any], Mapping[str, Any] | None]]:
     """The ends of the session's background jobs this *reader* was not told yet, each with
     its job (None when its directory is gone: told rather than lost); from now on they count
     as told. Foreground jobs are left out: their caller had the answer."""

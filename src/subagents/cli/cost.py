@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from subagents.cli.app import fail, main
 
-
-def runs_of_jobs() -> Any:
-    """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
-    from subagents.jobs import JobStore
-
-    store = JobStore()
-
-    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
-        try:
-            runs = store.load(job_id).get("runs")
-        except (OSError, ValueError):
-            return None
-        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
-
-    return runs_of
+if TYPE_CHECKING:
+    from subagents.types import KeyedCostRow
 
 
 @main.command()
@@ -32,8 +18,8 @@ def runs_of_jobs() -> Any:
 @click.option("--since", help="Only jobs that ended since: 45s, 30m, 2h, 1d, 2w or an ISO date.")
 @click.option(
     "--by",
-    type=click.Choice(["agent", "backend", "model", "day"]),
-    help="One row per agent, backend, model or day (by run for the first three).",
+    type=click.Choice(["agent", "backend", "model", "repo", "day"]),
+    help="One row per agent, backend, model, repository or day (by run but for day).",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="The totals as one JSON object (with a `summary` line)."
@@ -43,22 +29,17 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
 
     A cost a CLI did not report is never guessed: those runs are counted as unpriced.
     """
-    from subagents.core import paths
+    from subagents import api
     from subagents.lifecycle import cost as costs
-    from subagents.lifecycle import history
 
     try:
-        since_ts = history.parse_since(since) if since else None
-        entries = costs.end_entries(paths.state_home(), session, since_ts)
+        report = api.cost_report(session, since, by)
     except ValueError as exc:
         fail(str(exc))
-    report = costs.totals(entries, by=by, runs_of=runs_of_jobs() if by else None)
     if as_json:
-        # The total in words too, for integrations that show it (the pi package's /subagents).
-        report["summary"] = costs.describe(report["total"])
         click.echo(json.dumps(report, ensure_ascii=False))
         return
-    if not entries:
+    if not report["total"]["runs"]:
         click.echo("no finished jobs", err=True)
         return
     from rich.console import Console
@@ -69,10 +50,11 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
         table.add_column(col, justify="left" if col == (by or "").upper() else "right")
     table.add_column("TOKENS", justify="right")
     table.add_column("COST", justify="right")
-    rows = [*report["rows"], {**report["total"], "key": "total"}] if by else [report["total"]]
+    total: KeyedCostRow = {**report["total"], "key": "total"}
+    rows = [*report["rows"], total] if by else [total]
     for row in rows:
         table.add_row(
-            *([str(row.get("key"))] if by else ["total"]),
+            row["key"],
             str(row["jobs"]),
             str(row["runs"]),
             str(row["input"]),

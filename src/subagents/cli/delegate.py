@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+
+if TYPE_CHECKING:
+    from subagents.types import Executor, JobMode, OnStall, Runner
 
 # ---- run ----------------------------------------------------------------------
 
@@ -132,13 +135,13 @@ def run(
     tools: str | None,
     isolate: str | None,
     stall_timeout: float | None,
-    on_stall: str | None,
+    on_stall: OnStall | None,
     tool_timeout: float | None,
-    mode: str | None,
+    mode: JobMode | None,
     plan_file: Path | None,
     concurrency: int | None,
-    runner: str | None,
-    executor: str | None,
+    runner: Runner | None,
+    executor: Executor | None,
     ray_address: str | None,
     agent_scope: str | None,
     session: str | None,

@@ -22,7 +22,7 @@ import contextlib
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -33,6 +33,9 @@ from subagents.present import outcome
 from subagents.present.figures import money, tokens
 from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult
 
 REFRESH_PER_SECOND = 10
 # Lines a draw prints in full; past that (in a tenth of a second) the draw is coalesced.
@@ -217,7 +220,7 @@ class Display:
             text = f"{run.label}: {line}" if self.multi else line
             self.console.file.write(text.expandtabs(8) + "\n")
 
-    def finished(self, result: dict[str, Any]) -> None:
+    def finished(self, result: JobResult) -> None:
         """Each run's outcome (dim), then the job's in the words of its notice:
         ``✓ job … · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``."""
         if not self.enabled:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
 from subagents.core.childtext import neutralize
+
+if TYPE_CHECKING:
+    from subagents.types import JobRow
 
 # ---- job commands ------------------------------------------------------------
 
@@ -31,11 +34,12 @@ def _resolve(store: Any, job_id: str) -> str:
     return resolved
 
 
-def _elapsed(item: dict[str, Any]) -> str:
-    if item.get("durationMs") is not None:
-        seconds = item["durationMs"] / 1000
-    elif item.get("createdAt"):
-        seconds = time.time() - float(item["createdAt"])
+def _elapsed(item: JobRow) -> str:
+    took, created = item.get("durationMs"), item.get("createdAt")
+    if took is not None:
+        seconds = took / 1000
+    elif created:
+        seconds = time.time() - float(created)
     else:
         return "-"
     if seconds < 60:
@@ -43,7 +47,7 @@ def _elapsed(item: dict[str, Any]) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
-def jobs_table(items: list[dict[str, Any]], wide: bool) -> Any:
+def jobs_table(items: list[JobRow], wide: bool) -> Any:
     """The rows ``ps`` shows: id, who runs it (agents, else backends), status, elapsed,
     tokens, cost and the task; what a running job does now. Narrow, a running job's last
     cell is what it does now instead of its task."""

@@ -1,4 +1,4 @@
-"""``subagents mcp``: the MCP server over stdio or HTTP."""
+"""``subagents mcp`` (the MCP server over stdio or HTTP) and ``subagents web`` (the dashboard)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,23 @@ def claude_session_of(claude_id: str) -> str | None:
         return notices.claude_session(claude_id) if claude_id else None
     except (ValueError, UsageError) as exc:
         raise UsageError(f"${notices.CLAUDE_SESSION_ENV}: {exc}") from None
+
+
+# ---- web dashboard ---------------------------------------------------------------------
+
+
+@main.command("web")
+@click.option(
+    "--port", type=int, default=8766, show_default=True, help="The port (0 picks a free one)."
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in the browser.")
+def web(port: int, open_browser: bool) -> None:
+    """Serve the web dashboard on 127.0.0.1: every job live, transcripts, diffs, cost.
+
+    It prints its address once, with the token that signs a browser in: the token is
+    $SUBAGENTS_WEB_TOKEN, else web_token in the config, else a new one. Programs may send
+    `Authorization: Bearer <token>`. See docs/web.md.
+    """
+    from subagents.web import serve_web
+
+    serve_web(port, open_browser=open_browser)

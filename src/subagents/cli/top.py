@@ -24,7 +24,7 @@ def top(ctx: click.Context, session: str | None, limit: int) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         ctx.invoke(ps, limit=limit, session=session, as_json=False)
         return
-    from subagents.cli.live import LiveJobs
     from subagents.cli.topview import run_top
+    from subagents.jobs import LiveJobs
 
     run_top(LiveJobs(session=session, limit=limit))

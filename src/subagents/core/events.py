@@ -9,9 +9,27 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
-    from typing import Any, Final, TypeAlias
+    from collections.abc import Mapping
+    from typing import Any, Final
 
-    Event: TypeAlias = dict[str, Any]
+    from subagents.types import (
+        AssistantText,
+        ErrorEvent,
+        Event,
+        Notice,
+        NoticeLevel,
+        RunFinished,
+        RunStarted,
+        RunStatus,
+        StopReason,
+        Thinking,
+        ToolCall,
+        ToolResult,
+        Usage,
+        UsageEvent,
+    )
+
+__all__ = ["Event"]  # the union of every event, for annotations (subagents.types.Event)
 
 # Canonical stop reasons.
 STOP: Final = "stop"
@@ -24,7 +42,7 @@ TERMINAL_SUCCESS: Final = frozenset({STOP, LENGTH})
 TERMINAL_FAILURE: Final = frozenset({ABORTED, ERROR})
 TERMINAL: Final = TERMINAL_SUCCESS | TERMINAL_FAILURE
 
-_RAW_TO_CANONICAL: Final[dict[str, str]] = {
+_RAW_TO_CANONICAL: Final[dict[str, StopReason]] = {
     "toolUse": TOOL_USE,
     "tool_use": TOOL_USE,
     "tool_calls": TOOL_USE,
@@ -68,7 +86,7 @@ def is_terminal(stop_reason: str | None) -> bool:
     return stop_reason in TERMINAL
 
 
-def empty_usage() -> dict[str, Any]:
+def empty_usage() -> Usage:
     return {
         "input": 0,
         "output": 0,
@@ -79,20 +97,26 @@ def empty_usage() -> dict[str, Any]:
     }
 
 
-def add_usage(total: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
-    """Sum ``part`` into ``total`` in place; cost stays None until someone reports one."""
-    for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
-        total[key] = int(total.get(key) or 0) + int(part.get(key) or 0)
+def add_usage(total: Usage, part: Mapping[str, Any]) -> Usage:
+    """Sum ``part`` (a Usage, or a record's that may lack counts) into ``total`` in place;
+    cost stays None until someone reports one."""
+    total["input"] += int(part.get("input") or 0)
+    total["output"] += int(part.get("output") or 0)
+    total["cacheRead"] += int(part.get("cacheRead") or 0)
+    total["cacheWrite"] += int(part.get("cacheWrite") or 0)
+    total["totalTokens"] += int(part.get("totalTokens") or 0)
     cost = part.get("cost")
     if cost is not None:
-        total["cost"] = (total.get("cost") or 0.0) + float(cost)
+        total["cost"] = (total["cost"] or 0.0) + float(cost)
     return total
 
 
 # Constructors: one per event type, so every producer spells the fields the same way.
 
 
-def run_started(backend: str, agent: str | None, model: str | None, cwd: str, pid: int) -> Event:
+def run_started(
+    backend: str, agent: str | None, model: str | None, cwd: str, pid: int
+) -> RunStarted:
     return {
         "type": "run_started",
         "backend": backend,
@@ -108,9 +132,9 @@ def assistant_text(
     stop_reason: str | None,
     raw_stop_reason: str | None,
     model: str | None,
-    usage: dict[str, Any] | None = None,
-) -> Event:
-    ev: Event = {
+    usage: Usage | None = None,
+) -> AssistantText:
+    ev: AssistantText = {
         "type": "assistant_text",
         "text": text,
         "stopReason": stop_reason,
@@ -122,18 +146,18 @@ def assistant_text(
     return ev
 
 
-def thinking(text: str) -> Event:
+def thinking(text: str) -> Thinking:
     return {"type": "thinking", "text": text}
 
 
-def tool_call(tool_call_id: str, tool_name: str, args: Any) -> Event:
+def tool_call(tool_call_id: str, tool_name: str, args: Any) -> ToolCall:
     return {"type": "tool_call", "toolCallId": tool_call_id, "toolName": tool_name, "args": args}
 
 
 TOOL_RESULT_TEXT_LIMIT: Final = 4000
 
 
-def tool_result(tool_call_id: str, tool_name: str, is_error: bool, text: str) -> Event:
+def tool_result(tool_call_id: str, tool_name: str, is_error: bool, text: str) -> ToolResult:
     truncated = len(text) > TOOL_RESULT_TEXT_LIMIT
     return {
         "type": "tool_result",
@@ -145,15 +169,23 @@ def tool_result(tool_call_id: str, tool_name: str, is_error: bool, text: str) ->
     }
 
 
-def usage(totals: dict[str, Any]) -> Event:
-    return {"type": "usage", **totals}
+def usage(totals: Usage) -> UsageEvent:
+    return {
+        "type": "usage",
+        "input": totals["input"],
+        "output": totals["output"],
+        "cacheRead": totals["cacheRead"],
+        "cacheWrite": totals["cacheWrite"],
+        "totalTokens": totals["totalTokens"],
+        "cost": totals["cost"],
+    }
 
 
-def notice(level: str, message: str) -> Event:
+def notice(level: NoticeLevel, message: str) -> Notice:
     return {"type": "notice", "level": level, "message": message}
 
 
-def stalled(since: float, seconds: float) -> Event:
+def stalled(since: float, seconds: float) -> Notice:
     """The stall watchdog's notice: no event since ``since`` (epoch seconds) and no tool
     call in flight for ``seconds``."""
     return {
@@ -165,11 +197,13 @@ def stalled(since: float, seconds: float) -> Event:
     }
 
 
-def error(message: str, fatal: bool) -> Event:
+def error(message: str, fatal: bool) -> ErrorEvent:
     return {"type": "error", "message": message, "fatal": fatal}
 
 
-def run_finished(status: str, exit_code: int | None, signal: str | None, duration_ms: int) -> Event:
+def run_finished(
+    status: RunStatus, exit_code: int | None, signal: str | None, duration_ms: int
+) -> RunFinished:
     return {
         "type": "run_finished",
         "status": status,

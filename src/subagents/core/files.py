@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from subagents.types import Event
+
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -232,13 +234,15 @@ def read_tail(path: Path, size: int) -> str:
         return ""
 
 
-def read_events(path: Path) -> list[dict[str, Any]]:
-    """Every complete JSON line of an events file; a torn or bad line is skipped."""
-    out: list[dict[str, Any]] = []
+def read_events(path: Path) -> list[Event]:
+    """Every event of an events file; a torn or bad line (or one not an event) is skipped."""
+    from subagents.core.records import is_event
+
+    out: list[Event] = []
     with contextlib.suppress(OSError), open(path, "rb") as f:
         for line in f:
             with contextlib.suppress(ValueError):
                 obj = json.loads(line)
-                if isinstance(obj, dict):
+                if is_event(obj):
                     out.append(obj)
     return out

@@ -12,19 +12,22 @@ import signal
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
+
+    from subagents.types import ProcessIdentity
 
 # psutil derives start times from boot time + clock ticks; allow for float noise.
 _SAME_START = 0.05
 
 
-def identity(pid: int) -> dict[str, Any]:
+def identity(pid: int) -> ProcessIdentity:
     import psutil
 
     return {"pid": pid, "createTime": psutil.Process(pid).create_time()}
 
 
-def is_alive(ident: dict[str, Any]) -> bool:
+def is_alive(ident: Mapping[str, Any]) -> bool:
     """True when the process named by ``ident`` still runs (a zombie counts as dead)."""
     import psutil
 

@@ -1,6 +1,7 @@
 """jobs — what a caller asked for: plans and job specs, the job store and its index, the
 orchestrator (single, parallel, chain), the background job driver
-(``python -m subagents.jobs.driver JOB_DIR``) and what a job records in the session log.
+(``python -m subagents.jobs.driver JOB_DIR``), what a job records in the session log, and
+the live views' rows of running and recent jobs (``live``: ``top``, the web view).
 
 May import: core, config, agents, runs, lifecycle.
 """
@@ -17,6 +18,7 @@ from subagents.jobs.control import (
 )
 from subagents.jobs.driver import start_background
 from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
+from subagents.jobs.live import LiveJobs
 from subagents.jobs.orchestrator import (
     EventSink,
     Job,
@@ -41,6 +43,7 @@ __all__ = [
     "JobPlan",
     "JobSpec",
     "JobStore",
+    "LiveJobs",
     "PlanError",
     "PlanOptions",
     "Step",

@@ -10,14 +10,18 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths, procs
 from subagents.core.files import read_tail
+from subagents.core.records import is_event
 from subagents.jobs.store import TERMINAL, JobStore
 
+if TYPE_CHECKING:
+    from subagents.types import JobRow, JobState
 
-def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
+
+def job_state(store: JobStore, job_id: str) -> JobState:
     state = store.load(job_id)
     if state.get("status") not in TERMINAL:
         state = _recovered(store, job_id, state)
@@ -25,9 +29,7 @@ def job_state(store: JobStore, job_id: str) -> dict[str, Any]:
     return state
 
 
-def _recovered(
-    store: JobStore, job_id: str, state: dict[str, Any], **orphan: str
-) -> dict[str, Any]:
+def _recovered(store: JobStore, job_id: str, state: JobState, **orphan: str) -> JobState:
     """The job, ended now if its driver died; as it is when that cannot be recorded (a full
     disk): looking at jobs only reads."""
     try:
@@ -42,8 +44,9 @@ def wait_job(
     timeout: float | None = None,
     *,
     orphaned_as: tuple[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """The job result once the job has ended; None if ``timeout`` ran out first.
+) -> JobState | None:
+    """The job result once the job has ended (its state, holding it); None if ``timeout``
+    ran out first.
 
     A job whose driver is gone is ended (``orphaned_as``: status and message) once its
     runs are over, so this never waits on a dead driver.
@@ -80,7 +83,7 @@ def _orphan_args(orphaned_as: tuple[str, str] | None) -> dict[str, str]:
 STOPPED_ORPHAN = ("aborted", "stopped; its driver was gone")
 
 
-def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any]:
+def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
     """Abort a job. Its driver is asked (through the job directory) to start no more runs,
     and every running run is stopped here, so no process of the job is left alive. Only a
     background driver is signalled: a foreground one may be a CLI or an MCP server driving
@@ -90,11 +93,9 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
         return state
     store.request_cancel(job_id)
     driver = state.get("driver")
-    if not isinstance(driver, dict):
-        driver = {}
-    driver_alive = procs.is_alive(driver)
-    if driver_alive and state.get("background"):
-        os.kill(int(driver["pid"]), signal.SIGTERM)
+    driver_alive = driver is not None and procs.is_alive(driver)
+    if driver is not None and driver_alive and state.get("background"):
+        os.kill(driver["pid"], signal.SIGTERM)
         if wait_job(store, job_id, timeout=grace) is not None:
             return store.load(job_id)
     _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
@@ -103,9 +104,9 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> dict[str, Any
     done = wait_job(store, job_id, timeout=grace, orphaned_as=STOPPED_ORPHAN)
     if done is not None:
         return done
-    if state.get("background") and procs.is_alive(driver):
+    if state.get("background") and driver is not None and procs.is_alive(driver):
         with contextlib.suppress(OSError):
-            os.kill(int(driver["pid"]), signal.SIGKILL)
+            os.kill(driver["pid"], signal.SIGKILL)
     _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
     return store.recover_if_orphaned(job_id, status=STOPPED_ORPHAN[0], message=STOPPED_ORPHAN[1])
 
@@ -158,7 +159,7 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
         for line in lines:
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
-                if isinstance(event, dict):
+                if is_event(event):
                     fmt.line(event)
         return fmt.activity()
     return None
@@ -166,13 +167,13 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
 
 def list_jobs(
     limit: int = 20, home: Path | None = None, session: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[JobRow]:
     store = JobStore(home or paths.state_home())
     items = store.list(limit, session)
     for item in items:
         if item.get("status") not in TERMINAL:
-            state = _recovered(store, item["jobId"], item)
-            item["status"] = state.get("status")
+            with contextlib.suppress(OSError):  # as it is: looking at jobs only reads
+                item["status"] = store.recover_if_orphaned(item["jobId"])["status"]
             item["activity"] = current_activity(store.home, item.get("runIds") or [])
         else:
             store.settle_end_entry(item["jobId"])

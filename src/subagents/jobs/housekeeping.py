@@ -17,12 +17,16 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.core import paths
 from subagents.core.files import read_json
+from subagents.core.records import is_run_result
 from subagents.errors import JobBusyError
 from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
+
+if TYPE_CHECKING:
+    from subagents.types import JobState, WorktreeRecord
 
 # Set-aside job directories: a leading dot, which no job id has.
 TRASH_PREFIX = ".removing-"
@@ -37,7 +41,7 @@ class Removed:
     problems: list[str] = field(default_factory=list)
 
 
-def _finished(store: JobStore, job_id: str) -> dict[str, Any]:
+def _finished(store: JobStore, job_id: str) -> JobState:
     state = store.load(job_id)
     if state.get("status") not in TERMINAL:
         with contextlib.suppress(OSError):
@@ -139,7 +143,7 @@ def _remove_worktree(run_dir: Path, done: Removed, branches: bool = False) -> No
         result = read_json(run_dir / "result.json")
     except (OSError, ValueError):
         return
-    tree = result.get("worktree") if isinstance(result, dict) else None
+    tree = result.get("worktree") if is_run_result(result) else None
     if branches and isinstance(tree, dict) and _remove_branch(tree, done):
         return
     where = tree.get("path") if isinstance(tree, dict) else None
@@ -163,7 +167,7 @@ def _remove_worktree(run_dir: Path, done: Removed, branches: bool = False) -> No
         done.problems.append(f"worktree {where}: {last}")
 
 
-def _remove_branch(tree: dict[str, Any], done: Removed) -> bool:
+def _remove_branch(tree: WorktreeRecord, done: Removed) -> bool:
     """Remove a kept run branch (and its worktree, if still there); False when the run
     recorded no branch to remove."""
     from subagents.worktree import discard_worktree

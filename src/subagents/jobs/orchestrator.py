@@ -44,7 +44,7 @@ from subagents.runs import (
 # (index of the run in the job, canonical event)
 EventSink = Callable[[int, dict[str, Any]], None]
 # (lifecycle kind "start" | "end", job state or job result)
-LifecycleSink = Callable[[str, dict[str, Any]], None]
+LifecycleSink = Callable[[str, Mapping[str, Any]], None]
 
 
 @dataclass
@@ -472,5 +472,6 @@ def _why(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def exit_code(job_result: dict[str, Any]) -> int:
+def exit_code(job_result: Mapping[str, Any]) -> int:
+    """The CLI's exit code for a job result (or a finished job's state): by its status."""
     return EXIT_CODES.get(str(job_result.get("status")), 1)

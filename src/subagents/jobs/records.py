@@ -8,18 +8,18 @@ they never change or delay a job's result.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from subagents.jobs.orchestrator import JobPlan
+from subagents.jobs.orchestrator import JobPlan, LifecycleSink
 from subagents.lifecycle import sessionlog
 from subagents.lifecycle.hooks import configured_hooks, fire
 
 
 def lifecycle_for(
     home: Path, plan: JobPlan, *, background: bool, env: Mapping[str, str] | None = None
-) -> Callable[[str, dict[str, Any]], None]:
+) -> LifecycleSink:
     """A sink for Job.run: ``("start", job state)`` and ``("end", job result)``."""
     env = os.environ if env is None else env
     session = plan.session or sessionlog.default_session_id(env)
@@ -32,7 +32,7 @@ def lifecycle_for(
 
     store = JobStore(home)
 
-    def record(kind: str, data: dict[str, Any]) -> None:
+    def record(kind: str, data: Mapping[str, Any]) -> None:
         if kind == "start":
             models = [r.model for r in plan.requests if r.model]
             entry = sessionlog.entry(

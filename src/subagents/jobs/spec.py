@@ -31,6 +31,7 @@ from subagents.core.inputs import (
     timeout_problem,
 )
 from subagents.errors import FieldProblem, PlanError
+from subagents.types import Executor, JobMode, OnStall
 
 PREVIOUS = "{previous}"
 MODES = ("single", "parallel", "chain")
@@ -51,7 +52,7 @@ class Step:
     isolate: Literal["worktree"] | None = None
     # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
     stall_timeout: float | None = None
-    on_stall: Literal["notice", "abort"] | None = None
+    on_stall: OnStall | None = None
     tool_timeout: float | None = None
 
     def __post_init__(self) -> None:
@@ -81,14 +82,14 @@ class Step:
 class JobSpec:
     __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
 
-    mode: Literal["single", "parallel", "chain"]
+    mode: JobMode
     # ``tasks`` and ``steps`` are two spellings of one list (parallel plans say tasks,
     # chains say steps); either is accepted for any mode, and kept as ``steps``.
     steps: list[Step] = field(default_factory=list)
     tasks: list[Step] | None = None
     concurrency: int | None = None
     # Where the job's runs execute (else from config): see docs/cluster.md.
-    executor: Literal["local", "ray"] | None = None
+    executor: Executor | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -114,11 +115,11 @@ def _at(source: str, where: str, problem: str) -> PlanError:
 
 
 def job_of(
-    mode: str,
+    mode: JobMode,
     steps: list[dict[str, Any]],
     concurrency: int | None = None,
     source: str = "arguments",
-    executor: str | None = None,
+    executor: Executor | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives."""
@@ -129,7 +130,7 @@ def job_of(
         except FieldProblem as exc:
             raise _at(source, f"steps.{i}.{exc.where}", exc.problem) from None
     try:
-        return JobSpec(mode=mode, steps=built, concurrency=concurrency, executor=executor)  # type: ignore[arg-type]
+        return JobSpec(mode=mode, steps=built, concurrency=concurrency, executor=executor)
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
 

@@ -14,14 +14,19 @@ import shutil
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.core.records import is_job_state
 from subagents.errors import JobIdError
 from subagents.jobs.outcome import final_text, job_status
 from subagents.lifecycle import sessionlog
+
+if TYPE_CHECKING:
+    from subagents.types import AgentEvent, JobRow, JobState, JobUpdate
 
 JOB_FILE = "job.json"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
@@ -52,40 +57,6 @@ create table if not exists jobs (
 _INDEX_VERSION = 2
 TASK_MAX = 200  # characters of the first task the index keeps (for ``ps``)
 
-_COLUMNS = (
-    "jobId",
-    "mode",
-    "agents",
-    "status",
-    "createdAt",
-    "startedAt",
-    "completedAt",
-    "durationMs",
-    "runIds",
-    "session",
-    "task",
-    "totalTokens",
-    "cost",
-)
-
-
-def listed(state: dict[str, Any]) -> dict[str, Any]:
-    """What ``ps`` shows of a job: its index row, from its state."""
-    usage = state.get("usage")
-    usage = usage if isinstance(usage, dict) else {}
-    requests = (state.get("plan") or {}).get("requests") or []
-    # (a task may be 10 MiB: only its head is looked at)
-    task = " ".join(str(requests[0].get("task") or "")[: TASK_MAX * 2].split()) if requests else ""
-    task = task[:TASK_MAX] + (f" (+{len(requests) - 1} more)" if len(requests) > 1 else "")
-    return {
-        **{key: state.get(key) for key in _COLUMNS[:10]},
-        "agents": list(state.get("agents") or []),
-        "runIds": list(state.get("runIds") or []),
-        "task": task,
-        "totalTokens": usage.get("totalTokens"),
-        "cost": usage.get("cost"),
-    }
-
 
 def unknown_id(prefix: str) -> JobIdError:
     """The one wording for an id that names nothing (a job id or a run id, malformed or not),
@@ -100,14 +71,14 @@ def _matching(directory: Path, prefix: str) -> list[str]:
         return []
 
 
-def _derived_final_text(state: dict[str, Any]) -> str | None:
+def _derived_final_text(state: Mapping[str, Any]) -> str | None:
     runs = state.get("runs")
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         return None
     return final_text(str(state.get("mode")), str(state.get("status")), runs)
 
 
-def on_disk(state: dict[str, Any]) -> dict[str, Any]:
+def on_disk(state: JobState) -> Mapping[str, object]:
     """What ``job.json`` holds of ``state``: a finished job's ``finalText`` is its single
     run's or its chain's last step's (:func:`final_text`), so the file does not hold a big
     answer a second time; :meth:`JobStore.load` puts it back. Any other ``finalText`` (or
@@ -122,8 +93,8 @@ def on_disk(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def with_final_text(state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` as read from ``job.json``, with the ``finalText`` :func:`on_disk` left out,
-    in its place (right after ``runs``)."""
+    """``state`` as read from ``job.json`` (the JSON object, not yet known to be a job's),
+    with the ``finalText`` :func:`on_disk` left out, in its place (right after ``runs``)."""
     if "finalText" in state or "runs" not in state:
         return state
     text = _derived_final_text(state)
@@ -147,6 +118,7 @@ class JobStore:
         return self.dir / job_id / JOB_FILE
 
     def create(self, plan: dict[str, Any], *, agents: list[str], background: bool) -> str:
+        """Record a new job (``plan``: the checked job, JobPlan.to_dict()); its id."""
         job_id = ids.new_id()
         try:
             make_private_dir(self.dir / job_id)
@@ -160,7 +132,7 @@ class JobStore:
     @staticmethod
     def _new_state(
         job_id: str, plan: dict[str, Any], agents: list[str], background: bool
-    ) -> dict[str, Any]:
+    ) -> JobState:
         return {
             "jobId": job_id,
             "mode": plan["mode"],
@@ -173,38 +145,52 @@ class JobStore:
             "plan": plan,
         }
 
-    def load(self, job_id: str) -> dict[str, Any]:
+    def load(self, job_id: str) -> JobState:
         """The job's state: ``job.json`` as written, with a finished job's ``finalText``
-        (the file keeps it only in ``runs``: see :func:`on_disk`)."""
+        (the file keeps it only in ``runs``: see :func:`on_disk`). ValueError when the file
+        is not a job's."""
         data = read_json(self.path(job_id))
-        if not isinstance(data, dict):
+        state = with_final_text(data) if isinstance(data, dict) else data
+        if not is_job_state(state):
             raise ValueError(f"{self.path(job_id)}: not a job")
-        return with_final_text(data)
+        return state
 
-    def update(self, job_id: str, **fields: Any) -> dict[str, Any]:
+    def update(
+        self, job_id: str, *, driverPid: int | None = None, **fields: Unpack[JobUpdate]
+    ) -> JobState:
+        """Change the job's state (``driverPid``: the job's driver, recorded as its
+        identity); a finished job's status stays."""
         with self._lock:
             state = self.load(job_id)
-            if state.get("status") in TERMINAL and "status" in fields:
-                fields.pop("status")  # a finished job stays finished
-            state.update(fields)
-            if "driverPid" in fields:
+            if state["status"] in TERMINAL:
+                fields.pop("status", None)  # a finished job stays finished
+            updated = self._merged(job_id, state, fields)
+            if driverPid is not None:
                 with contextlib.suppress(Exception):
-                    state["driver"] = procs.identity(int(fields.pop("driverPid")))
-                state.pop("driverPid", None)
-            self._write(job_id, state)
-            return state
+                    updated["driver"] = procs.identity(driverPid)
+            self._write(job_id, updated)
+            return updated
 
-    def finish(self, job_id: str, result: dict[str, Any]) -> dict[str, Any]:
-        """Record the job result; the first one recorded wins."""
+    def finish(self, job_id: str, result: Mapping[str, Any]) -> JobState:
+        """Record the job result (a JobResult, with ``endEntry`` when its end entry is
+        pending); the first one recorded wins."""
         with self._lock:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
                 return state
-            state.update(result)
-            self._write(job_id, state, last=True)
-            return state
+            finished = self._merged(job_id, state, result)
+            self._write(job_id, finished, last=True)
+            return finished
 
-    def _write(self, job_id: str, state: dict[str, Any], *, last: bool = False) -> None:
+    @staticmethod
+    def _merged(job_id: str, state: JobState, fields: Mapping[str, Any]) -> JobState:
+        """``state`` with ``fields`` in it, still a job's state (else ValueError)."""
+        merged = {**state, **fields}
+        if not is_job_state(merged):
+            raise ValueError(f"job {job_id}: {sorted(fields)} would not leave a job's state")
+        return merged
+
+    def _write(self, job_id: str, state: JobState, *, last: bool = False) -> None:
         write_json_atomic(self.path(job_id), on_disk(state), last=last)
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
@@ -212,13 +198,13 @@ class JobStore:
 
     # ---- the lifecycle end entry -------------------------------------------
 
-    def log_end_once(self, job_id: str, session_log: str | Path, entry: dict[str, Any]) -> bool:
+    def log_end_once(self, job_id: str, session_log: str | Path, entry: AgentEvent) -> bool:
         """Append the job's lifecycle end entry unless it was: one per job, whoever writes
         it. False when it cannot be written now (it stays pending: see END_PENDING)."""
         return self.append_end_once(job_id, session_log, entry) != "pending"
 
     def append_end_once(
-        self, job_id: str, session_log: str | Path, entry: dict[str, Any]
+        self, job_id: str, session_log: str | Path, entry: AgentEvent
     ) -> Literal["written", "was", "pending"]:
         """:meth:`log_end_once`, saying whether this call wrote the entry (then its hooks are
         this caller's to run), found it written, or could not write it."""
@@ -245,24 +231,24 @@ class JobStore:
         finally:
             os.close(fd)
 
-    def _log_late_end(self, state: dict[str, Any], entry: dict[str, Any]) -> None:
+    def _log_late_end(self, state: JobState, entry: AgentEvent) -> None:
         """An end entry written after the job's driver (gone, or out of disk then): the
         hooks it triggers run now, as the driver would have run them."""
         if self.append_end_once(str(state["jobId"]), str(state["sessionLog"]), entry) != "written":
             return
         from subagents.lifecycle.hooks import configured_hooks, fire
 
-        requests = (state.get("plan") or {}).get("requests") or [{}]
+        requests = state["plan"].get("requests") or [{}]
         cwd = requests[0].get("cwd") if isinstance(requests[0], dict) else None
         fire(self.home, entry, *configured_hooks(Path(cwd or ".")))
 
-    def end_entry(self, state: dict[str, Any], pid: int | None = None) -> dict[str, Any]:
+    def end_entry(self, state: JobState, pid: int | None = None) -> AgentEvent:
         driver = state.get("driver")
-        if pid is None and isinstance(driver, dict) and isinstance(driver.get("pid"), int):
+        if pid is None and driver is not None:
             pid = driver["pid"]
         return sessionlog.entry_for_job(state, pid=pid)
 
-    def settle_end_entry(self, job_id: str, state: dict[str, Any] | None = None) -> None:
+    def settle_end_entry(self, job_id: str, state: JobState | None = None) -> None:
         """Write a finished job's end entry that could not be written when it ended (its
         job.json says ``endEntry: pending``, or the END_PENDING mark is there)."""
         marked = (self.dir / job_id / END_PENDING).exists()
@@ -312,9 +298,9 @@ class JobStore:
 
     # ---- liveness --------------------------------------------------------
 
-    def driver_alive(self, state: dict[str, Any]) -> bool:
+    def driver_alive(self, state: JobState) -> bool:
         driver = state.get("driver")
-        return isinstance(driver, dict) and procs.is_alive(driver)
+        return driver is not None and procs.is_alive(driver)
 
     def recover_if_orphaned(
         self,
@@ -322,7 +308,7 @@ class JobStore:
         *,
         status: str = "failed",
         message: str = "the job driver died before the job ended",
-    ) -> dict[str, Any]:
+    ) -> JobState:
         """A job whose driver died before recording its end: once its runs are over, record
         its end now (``status``, ``message``)."""
         state = self.load(job_id)
@@ -396,22 +382,19 @@ class JobStore:
         db.execute(_SCHEMA)
         return db
 
-    def _index_upsert(self, state: dict[str, Any], db: sqlite3.Connection | None = None) -> None:
-        item = listed(state)
-        row = tuple(
-            json.dumps(item[key]) if key in ("agents", "runIds") else item[key] for key in _COLUMNS
-        )
+    def _index_upsert(self, state: JobState, db: sqlite3.Connection | None = None) -> None:
+        row = _index_row(state)
         own = db is None
         conn = db or self._db()
         try:
-            marks = ",".join("?" * len(_COLUMNS))
+            marks = ",".join("?" * len(row))
             conn.execute(f"insert or replace into jobs values ({marks})", row)
             conn.commit()
         finally:
             if own:
                 conn.close()
 
-    def list(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+    def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
         """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
         An index that cannot be read or written (a full disk, a broken file) is passed by:
         the job files are read instead."""
@@ -420,7 +403,7 @@ class JobStore:
         except (sqlite3.Error, OSError):
             return self._list_from_files(limit, session)
 
-    def _list_from_files(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
+    def _list_from_files(self, limit: int, session: str | None) -> builtins.list[JobRow]:
         try:
             names = sorted(
                 (e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."),
@@ -428,7 +411,7 @@ class JobStore:
             )
         except FileNotFoundError:
             names = []
-        out: builtins.list[dict[str, Any]] = []
+        out: builtins.list[JobRow] = []
         for job_id in names:
             if len(out) >= limit:
                 break
@@ -436,10 +419,10 @@ class JobStore:
                 state = self.load(job_id)
                 if session is not None and state.get("session") != session:
                     continue
-                out.append({**listed(state), "jobId": job_id})
+                out.append(_job_row((job_id, *_index_row(state)[1:])))
         return out
 
-    def _list_indexed(self, limit: int, session: str | None) -> builtins.list[dict[str, Any]]:
+    def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
         db = self._db()
         try:
             known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
@@ -461,10 +444,55 @@ class JobStore:
             ).fetchall()
         finally:
             db.close()
-        out = []
-        for row in rows:
-            item = dict(zip(_COLUMNS, row, strict=True))
-            item["agents"] = json.loads(item["agents"] or "[]")
-            item["runIds"] = json.loads(item["runIds"] or "[]")
-            out.append(item)
-        return out
+        return [_job_row(row) for row in rows]
+
+
+def _task(state: JobState) -> str:
+    """The job's first task in one line (at most ``TASK_MAX`` characters), and how many more."""
+    requests = state.get("plan", {}).get("requests") or []
+    if not requests:
+        return ""
+    # (a task may be 10 MiB: only its head is looked at)
+    task = " ".join(str(requests[0].get("task") or "")[: TASK_MAX * 2].split())[:TASK_MAX]
+    return task + (f" (+{len(requests) - 1} more)" if len(requests) > 1 else "")
+
+
+def _index_row(state: JobState) -> tuple[Any, ...]:
+    """A job's row in the index (its columns, in order: see _SCHEMA)."""
+    usage: Mapping[str, Any] = state.get("usage") or {}
+    return (
+        state["jobId"],
+        state.get("mode"),
+        json.dumps(state.get("agents") or []),
+        state.get("status"),
+        state.get("createdAt"),
+        state.get("startedAt"),
+        state.get("completedAt"),
+        state.get("durationMs"),
+        json.dumps(state.get("runIds") or []),
+        state.get("session"),
+        _task(state),
+        usage.get("totalTokens"),
+        usage.get("cost"),
+    )
+
+
+def _job_row(row: tuple[Any, ...]) -> JobRow:
+    """A row of the index as ``ps`` lists the job."""
+    (job_id, mode, agents, status, created, started, completed, took, run_ids, session) = row[:10]
+    task, tokens, cost = row[10:]
+    return {
+        "jobId": job_id,
+        "mode": mode,
+        "agents": json.loads(agents or "[]"),
+        "status": status,
+        "createdAt": created,
+        "startedAt": started,
+        "completedAt": completed,
+        "durationMs": took,
+        "runIds": json.loads(run_ids or "[]"),
+        "session": session,
+        "task": task or "",
+        "totalTokens": tokens,
+        "cost": cost,
+    }

@@ -1,8 +1,9 @@
 """What delegation cost: tokens and USD totalled from the session logs' end entries, in all
-or one session, optionally grouped by agent, backend, model or day.
+or one session, optionally grouped by agent, backend, model, repository or day.
 
-A job's end entry carries its usage summed over its runs. Grouping by agent, backend or
-model needs each run's own usage: the caller passes ``runs_of(job_id)`` (the job's run
+A job's end entry carries its usage summed over its runs. Grouping by agent, backend, model
+or repository (an isolated run's, else the git root of the run's cwd) needs each run's own
+usage: the caller passes ``runs_of(job_id)`` (the job's run
 results, from its job directory) and, where a job's directory is gone, the entry itself
 stands in as one run (its ``agentName`` and ``model``; backend ``unknown``).
 
@@ -12,20 +13,25 @@ A cost the CLI did not report (``null``) is never guessed: such runs are counted
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from subagents.core.records import is_agent_event
 from subagents.lifecycle.sessionlog import epoch, read, session_path
 from subagents.present import figures
 
+if TYPE_CHECKING:
+    from subagents.types import AgentEvent, CostRow, CostTotals
+
 END_EVENTS = frozenset({"subagent:complete", "subagent:error", "subagent:aborted"})
-GROUPS = ("agent", "backend", "model", "day")
+GROUPS = ("agent", "backend", "model", "repo", "day")
 TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 UNKNOWN = "unknown"
 
-RunsOf = Callable[[str], "list[Mapping[str, Any]] | None"]
+# A job's runs (its JobResult's ``runs``), read key by key.
+RunsOf = Callable[[str], "Sequence[Mapping[str, Any]] | None"]
 
 
 def session_files(home: Path, session: str | None = None) -> list[Path]:
@@ -41,12 +47,12 @@ def session_files(home: Path, session: str | None = None) -> list[Path]:
 
 def end_entries(
     home: Path, session: str | None = None, since: float | None = None
-) -> list[dict[str, Any]]:
+) -> list[AgentEvent]:
     """The end entries of one or every session, ended at or after *since* (epoch s)."""
-    out = []
+    out: list[AgentEvent] = []
     for path in session_files(home, session):
         for entry in read(path):
-            if entry.get("eventType") not in END_EVENTS:
+            if not is_agent_event(entry) or entry["eventType"] not in END_EVENTS:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
             if since is not None and (when is None or when < since):
@@ -55,35 +61,48 @@ def end_entries(
     return out
 
 
-def _zero() -> dict[str, Any]:
-    return {"jobs": 0, "runs": 0, **dict.fromkeys(TOKEN_KEYS, 0), "cost": None, "unpriced": 0}
+def _zero() -> CostRow:
+    return {
+        "jobs": 0,
+        "runs": 0,
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": None,
+        "unpriced": 0,
+    }
 
 
-def _add(row: dict[str, Any], usage: Any, job_ids: set[str], job_id: str | None) -> None:
-    usage = usage if isinstance(usage, Mapping) else {}
+def _count(value: object) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _add(row: CostRow, usage: object, job_ids: set[str], job_id: str | None) -> None:
+    counts: Mapping[str, object] = usage if isinstance(usage, Mapping) else {}
     row["runs"] += 1
     if job_id and job_id not in job_ids:
         job_ids.add(job_id)
         row["jobs"] += 1
-    for key in TOKEN_KEYS:
-        value = usage.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            row[key] += int(value)
-    cost = usage.get("cost")
+    row["input"] += _count(counts.get("input"))
+    row["output"] += _count(counts.get("output"))
+    row["cacheRead"] += _count(counts.get("cacheRead"))
+    row["cacheWrite"] += _count(counts.get("cacheWrite"))
+    row["totalTokens"] += _count(counts.get("totalTokens"))
+    cost = counts.get("cost")
     if isinstance(cost, int | float) and not isinstance(cost, bool):
         row["cost"] = (row["cost"] or 0.0) + float(cost)
     else:
         row["unpriced"] += 1
 
 
-def _day(entry: Mapping[str, Any]) -> str:
+def _day(entry: AgentEvent) -> str:
     when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
     return datetime.fromtimestamp(when).strftime("%Y-%m-%d") if when is not None else UNKNOWN
 
 
-def _units(
-    entry: Mapping[str, Any], by: str | None, runs_of: RunsOf | None
-) -> list[tuple[str, Any]]:
+def _units(entry: AgentEvent, by: str | None, runs_of: RunsOf | None) -> list[tuple[str, object]]:
     """(group key, usage) for each unit the entry counts as: the job, or each of its runs."""
     if by is None:
         return [("total", entry.get("usage"))]
@@ -93,21 +112,25 @@ def _units(
     if not runs:
         stand_in = {"agent": entry.get("agentName"), "model": entry.get("model")}
         return [(str(stand_in.get(by) or UNKNOWN), entry.get("usage"))]
+    if by == "repo":
+        from subagents.worktree import repository_of
+
+        return [(repository_of(run) or UNKNOWN, run.get("usage")) for run in runs]
     return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
 
 
 def totals(
-    entries: Iterable[Mapping[str, Any]],
+    entries: Iterable[AgentEvent],
     *,
     by: str | None = None,
     runs_of: RunsOf | None = None,
-) -> dict[str, Any]:
+) -> CostTotals:
     """``{"by", "rows": [{"key", "jobs", "runs", input…totalTokens, "cost", "unpriced"}],
     "total": {…}}``; rows sorted by cost then tokens, most first (by day: oldest first).
     ``runs`` counts jobs where the grouping is per job (no ``by``, or ``day``)."""
     if by is not None and by not in GROUPS:
         raise ValueError(f"invalid grouping {by!r}: expected one of {', '.join(GROUPS)}")
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, CostRow] = {}
     jobs_in: dict[str, set[str]] = {}
     total = _zero()
     all_jobs: set[str] = set()
@@ -132,7 +155,7 @@ def money(cost: float | None, unpriced: int) -> str:
     return text + (f" (+{unpriced} unpriced)" if unpriced and cost is not None else "")
 
 
-def describe(total: Mapping[str, Any]) -> str:
+def describe(total: CostRow) -> str:
     """One line for a ``totals(...)["total"]``: jobs, tokens, cost (its ``runs`` counts jobs
     unless grouped by run, so it is left out)."""
     jobs = total["jobs"]

@@ -35,9 +35,12 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from subagents.lifecycle import sessionlog
+
+if TYPE_CHECKING:
+    from subagents.types import HookRecord
 
 HOOKS_LOG = "hooks.log.jsonl"
 TAIL_BYTES = 4000
@@ -109,7 +112,7 @@ class HookOutcome:
     command: list[str]
     event_type: str | None
     job_id: str | None
-    outcome: str  # ok | failed | timeout | error
+    outcome: Literal["ok", "failed", "timeout", "error"]
     exit_code: int | None = None
     signal: str | None = None
     error: str | None = None
@@ -118,7 +121,7 @@ class HookOutcome:
     stdout_tail: str = ""
     stderr_tail: str = ""
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> HookRecord:
         """The hooks-log line."""
         return {
             "type": "hook_outcome",
@@ -366,9 +369,10 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
             ensure_ascii=False,
             default=str,
         ).encode()
-        # The directory holding this copy of the package, so the helper runs the same code
-        # (without touching PYTHONPATH, which the hooks would inherit).
-        package_parent = str(Path(__file__).resolve().parent.parent)
+        # The directory holding this copy of the package (src/, not the package itself,
+        # whose modules must not shadow the standard library's: subagents/types.py), so the
+        # helper runs the same code (without touching PYTHONPATH, which the hooks inherit).
+        package_parent = str(Path(__file__).resolve().parents[2])
         proc = subprocess.Popen(
             [sys.executable, "-c", _HELPER_CODE, package_parent],
             stdin=subprocess.PIPE,

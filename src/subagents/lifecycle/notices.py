@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +125,7 @@ def mark_told(home: Path, session_id: str, job_id: str, reader: str = "default")
             )
 
 
-def describe_end(entry: dict[str, Any], job: dict[str, Any] | None = None) -> str:
+def describe_end(entry: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> str:
     """One line for a person or a model, as the command line ends a job:
     ``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``. From the job's result when
     it is at hand, else from the end entry (its summary says what came of it)."""
@@ -146,7 +146,7 @@ def describe_end(entry: dict[str, Any], job: dict[str, Any] | None = None) -> st
     )
 
 
-def notice_text(ends: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> str:
+def notice_text(ends: list[tuple[dict[str, Any], Mapping[str, Any] | None]]) -> str:
     """The notice for a list of job ends (each an end entry and, when at hand, the job's
     result), or "" for none."""
     if not ends:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
+from subagents.core.records import LIFECYCLE_EVENT_TYPES
 from subagents.errors import UsageError
 from subagents.present import outcome
 
@@ -31,7 +32,9 @@ except ImportError:  # pragma: no cover
 # typing itself is not imported at run time (import cost).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypeGuard
+
+    from subagents.types import AgentEvent, JobMode, LifecycleEventType, LifecycleStatus, Usage
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -39,9 +42,9 @@ FILE_MODE = 0o600
 ENV_SESSION = "SUBAGENTS_SESSION"
 DEFAULT_SESSION = "default"
 
-EVENT_TYPES = ("subagent:start", "subagent:complete", "subagent:error", "subagent:aborted")
+EVENT_TYPES = LIFECYCLE_EVENT_TYPES
 # Short spellings accepted wherever a user names an event (hooks' ``on``, history filters).
-SHORT_EVENT_TYPES = {
+SHORT_EVENT_TYPES: dict[str, LifecycleEventType] = {
     "start": "subagent:start",
     "complete": "subagent:complete",
     "error": "subagent:error",
@@ -49,7 +52,6 @@ SHORT_EVENT_TYPES = {
 }
 MODES = ("single", "parallel", "chain")
 ENTRY_STATUSES = ("completed", "failed", "aborted")
-USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost")
 SUMMARY_MAX = 200
 
 ENTRY_KEYS = (
@@ -134,15 +136,27 @@ def epoch(value: Any) -> float | None:
     return None
 
 
-def normalize_event_type(name: str) -> str | None:
+def _is_event_type(name: object) -> TypeGuard[LifecycleEventType]:
+    return name in EVENT_TYPES
+
+
+def _is_mode(mode: object) -> TypeGuard[JobMode]:
+    return mode in MODES
+
+
+def _is_status(status: object) -> TypeGuard[LifecycleStatus]:
+    return status in ENTRY_STATUSES
+
+
+def normalize_event_type(name: str) -> LifecycleEventType | None:
     """``subagent:complete`` or its short form ``complete`` -> ``subagent:complete``;
     None for anything else."""
-    if name in EVENT_TYPES:
+    if _is_event_type(name):
         return name
     return SHORT_EVENT_TYPES.get(name.strip().lower()) if isinstance(name, str) else None
 
 
-def event_type_for(status: str) -> str:
+def event_type_for(status: str) -> LifecycleEventType:
     """The eventType that ends a job with *status*: completed -> ``subagent:complete``,
     aborted -> ``subagent:aborted``, failed or timeout -> ``subagent:error``."""
     if status == "completed":
@@ -169,14 +183,17 @@ def _clip(text: str, limit: int = SUMMARY_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _usage(usage: Mapping[str, Any] | None) -> Usage | None:
     if usage is None:
         return None
-    out: dict[str, Any] = {}
-    for key in USAGE_KEYS:
-        value = usage.get(key)
-        out[key] = value if key == "cost" else (value or 0)
-    return out
+    return {
+        "input": usage.get("input") or 0,
+        "output": usage.get("output") or 0,
+        "cacheRead": usage.get("cacheRead") or 0,
+        "cacheWrite": usage.get("cacheWrite") or 0,
+        "totalTokens": usage.get("totalTokens") or 0,
+        "cost": usage.get("cost"),
+    }
 
 
 def entry(
@@ -194,7 +211,7 @@ def entry(
     usage: Mapping[str, Any] | None = None,
     summary: str = "",
     requested_by: str | None = None,
-) -> dict[str, Any]:
+) -> AgentEvent:
     """One session-log entry, exactly DESIGN's shape (see ``ENTRY_KEYS``).
 
     - ``event_type``: one of ``EVENT_TYPES`` (ValueError otherwise).
@@ -209,15 +226,15 @@ def entry(
     - ``requestedBy``: *requested_by*, else the user's login when known, else ``"assistant"``.
     - ``summary``: whitespace collapsed, at most 200 characters (cut with ``…``).
     """
-    if event_type not in EVENT_TYPES:
+    if not _is_event_type(event_type):
         raise ValueError(
             f"invalid eventType {event_type!r}: expected one of {', '.join(EVENT_TYPES)}"
         )
-    if mode not in MODES:
+    if not _is_mode(mode):
         raise ValueError(f"invalid mode {mode!r}: expected single, parallel or chain")
     if status == "timeout":
         status = "failed"
-    if status is not None and status not in ENTRY_STATUSES:
+    if status is not None and not _is_status(status):
         raise ValueError(f"invalid status {status!r}: expected completed, failed or aborted")
     if duration_ms is None:
         start, end = epoch(started_at), epoch(completed_at)
@@ -269,8 +286,9 @@ def entry_for_job(
     *,
     pid: int | None = None,
     requested_by: str | None = None,
-) -> dict[str, Any]:
-    """The closing entry for a finished job result (eventType from its status)."""
+) -> AgentEvent:
+    """The closing entry for a finished job result (eventType from its status): a
+    JobResult, or a finished job's JobState, read key by key."""
     status = str(job_result.get("status") or "failed")
     runs = outcome.runs_of(job_result)
     models = list(

@@ -22,7 +22,8 @@ import contextlib
 import functools
 import json
 import time
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -58,6 +59,9 @@ from subagents.mcp.results import (
 )
 from subagents.present import outcome
 from subagents.present.figures import rounded_usage
+
+if TYPE_CHECKING:
+    from subagents.types import JobState
 
 SERVER_NAME = "subagents"
 SUBAGENT_TITLE = "Run a subagent"  # Claude Code cuts a dialog's "server — title" at 48 characters
@@ -330,7 +334,7 @@ class SubagentsMCP:
             self.notifier.watch_in_background(job_id, token)
             return background_started(job_id, prepared.plan.agents(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
-        return result_to_tool_result(result)
+        return result_to_tool_result(dict(result))
 
     async def subagent_status(
         self,
@@ -346,7 +350,7 @@ class SubagentsMCP:
             return await anyio.to_thread.run_sync(self._session_totals, self.session_for(ctx))
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
-        summary = status_summary(state, activity)
+        summary = status_summary(dict(state), activity)
         text = api.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
@@ -364,7 +368,7 @@ class SubagentsMCP:
             structured_content={"session": session, "total": rounded_usage(total)},
         )
 
-    def _state_and_activity(self, job_id: str) -> tuple[dict[str, Any], str | None]:
+    def _state_and_activity(self, job_id: str) -> tuple[JobState, str | None]:
         state = api.job_state(self.store, job_id)
         activity = None
         if state.get("status") not in TERMINAL:
@@ -397,7 +401,7 @@ class SubagentsMCP:
                 abandon_on_cancel=True,
             )
             if result is not None:
-                return result_to_tool_result(result)
+                return result_to_tool_result(dict(result))
             if time.monotonic() >= deadline:
                 break
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -413,7 +417,7 @@ class SubagentsMCP:
                 )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
-            return result_to_tool_result(state)
+            return result_to_tool_result(dict(state))
         text = (
             f"job {jid} is still running ({state.get('status')}"
             + (f": {activity}" if activity else "")
@@ -421,7 +425,7 @@ class SubagentsMCP:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(state, activity),
+            structured_content=status_summary(dict(state), activity),
         )
 
     async def subagent_cancel(
@@ -444,7 +448,7 @@ class SubagentsMCP:
                     text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
-                        structured_content=status_summary(before, None),
+                        structured_content=status_summary(dict(before), None),
                     )
                 if self.announced and before.get("session") == self.session_id:
                     # Stopped from this session: its end is no news to it.
@@ -453,7 +457,7 @@ class SubagentsMCP:
         text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(state, None),
+            structured_content=status_summary(dict(state), None),
         )
 
     def _told(self, job_id: str) -> None:
@@ -492,6 +496,6 @@ class SubagentsMCP:
         return json.dumps(state, ensure_ascii=False, indent=1)
 
 
-def _ended(state: dict[str, Any]) -> str:
+def _ended(state: Mapping[str, Any]) -> str:
     """How a job ended, in its status line's words (its status while it has no result)."""
     return outcome.status_line(state) if state.get("runs") is not None else str(state.get("status"))

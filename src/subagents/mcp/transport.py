@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import hmac
 import json
 import logging
-import os
-import secrets
-import signal
-import socket
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -19,7 +14,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from subagents.errors import TokenError
+from subagents.loopback import STOP_SIGNALS, access_token, bearer, listen, same_secret, serve
 from subagents.mcp.foreground import CLIENT_GONE
 from subagents.mcp.server import SubagentsMCP
 
@@ -27,9 +22,6 @@ DEFAULT_PORT = 8765
 
 
 TOKEN_ENV = "SUBAGENTS_MCP_TOKEN"
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
@@ -66,13 +58,8 @@ class BearerAuth:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        auth = b""
-        for name, value in scope.get("headers") or []:
-            if name.lower() == b"authorization":
-                auth = value
-                break
-        scheme, _, given = auth.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
+        given = bearer(scope.get("headers") or [])
+        if given is not None and same_secret(given, self.token):
             await self.app(scope, receive, send)
             return
         body = json.dumps(
@@ -162,48 +149,20 @@ class RequestGuard:
                 await send({"type": "http.response.body", "body": b""})
 
 
-MIN_TOKEN_LENGTH = 16
-
-
 def http_token(env: dict[str, str] | None = None) -> tuple[str, bool]:
     """The bearer token: ``$SUBAGENTS_MCP_TOKEN``, else ``mcp_token`` in the user config, else a
     new random one (second item True). A chosen token shorter than 16 characters is refused
     (TokenError): a guessable token on a local port is no protection."""
-    from subagents.config import load_settings
-
-    env = dict(os.environ) if env is None else env
-    token = (load_settings(env=env).mcp_token or "").strip()  # the env var overrides the file
-    if token:
-        if len(token) < MIN_TOKEN_LENGTH:
-            where = f"${TOKEN_ENV}" if env.get(TOKEN_ENV, "").strip() else "mcp_token in the config"
-            raise TokenError(
-                f"the bearer token from {where} has {len(token)} characters; "
-                f"use at least {MIN_TOKEN_LENGTH} (or none, for a random one)"
-            )
-        return token, False
-    return secrets.token_urlsafe(32), True
+    return access_token("mcp_token", TOKEN_ENV, env, noun="bearer token")
 
 
 def serve_http(port: int = DEFAULT_PORT) -> None:
     """Streamable HTTP on 127.0.0.1:``port`` (0: any free port) at ``/mcp``, behind a bearer token."""
-    import uvicorn
-
     token, generated = http_token()  # a TokenError is bad input: one line, exit 2
     server = SubagentsMCP()
     guard = RequestGuard(server.mcp.streamable_http_app(host="127.0.0.1"))
     app = BearerAuth(guard, token)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(("127.0.0.1", port))
-        # Listening before the address is printed: a client that connects as soon as it reads
-        # it is queued until uvicorn accepts, never refused.
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        raise SystemExit(
-            f"subagents: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}"
-        ) from None
+    sock = listen(port)
     actual = sock.getsockname()[1]
     print(
         f"subagents mcp: serving streamable HTTP at http://127.0.0.1:{actual}/mcp",
@@ -219,28 +178,12 @@ def serve_http(port: int = DEFAULT_PORT) -> None:
     else:
         print(f"subagents mcp: bearer token from {TOKEN_ENV}", file=sys.stderr, flush=True)
 
-    class Server(uvicorn.Server):
-        """uvicorn's graceful shutdown on SIGTERM/SIGINT/SIGHUP, then a plain return (exit 0),
-        as over stdio: uvicorn would re-raise the signal, and click print "Aborted!"."""
+    def stopping() -> None:
+        # Answers the SDK cannot deliver to clients being left are expected now: no warnings.
+        logging.getLogger("mcp").setLevel(logging.ERROR)
+        guard.stop()
 
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            # Answers the SDK cannot deliver to clients being left are expected now: no warnings.
-            logging.getLogger("mcp").setLevel(logging.ERROR)
-            guard.stop()
-            await super().shutdown(sockets)
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
-            try:
-                yield
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
-
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=5)
     try:
-        anyio.run(lambda: Server(config).serve(sockets=[sock]))
+        serve(app, sock, on_stop=stopping)
     finally:
         server.close()
-        sock.close()

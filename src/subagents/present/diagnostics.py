@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from subagents.present.figures import money
 from subagents.present.humanize import humanize_tool_call, one_line
+
+if TYPE_CHECKING:
+    from subagents.types import Event, RunResult, ToolCall
 
 __all__ = ["render"]
 
@@ -69,13 +72,13 @@ def _number(value: Any) -> int:
 # --------------------------------------------------------------------------- sections
 
 
-def _error_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
+def _error_section(result: RunResult, events: Sequence[Event]) -> str:
     message = result.get("errorMessage")
     text = message.strip() if isinstance(message, str) else ""
     if not text:  # fall back on what the stream said
         seen: list[str] = []
         for event in events:
-            if event.get("type") == "error":
+            if event["type"] == "error":
                 msg = str(event.get("message") or "").strip()
                 if msg and msg not in seen:
                     seen.append(msg)
@@ -90,7 +93,7 @@ def _error_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
     return "## Error\n\n" + text
 
 
-def _status_section(result: Mapping[str, Any]) -> str:
+def _status_section(result: RunResult) -> str:
     parts: list[str] = []
     status = result.get("status")
     if status:
@@ -125,14 +128,13 @@ def _stderr_section(stderr_tail: str) -> str:
     return "## stderr (tail)\n\n" + note + _fenced(text)
 
 
-def _activity_section(events: list[dict[str, Any]], events_path: str | None) -> str:
-    calls: list[dict[str, Any]] = []
+def _activity_section(events: Sequence[Event], events_path: str | None) -> str:
+    calls: list[ToolCall] = []
     outcomes: dict[str, bool] = {}
     for event in events:
-        etype = event.get("type")
-        if etype == "tool_call":
+        if event["type"] == "tool_call":
             calls.append(event)
-        elif etype == "tool_result":
+        elif event["type"] == "tool_result":
             call_id = event.get("toolCallId")
             if isinstance(call_id, str):
                 outcomes[call_id] = bool(event.get("isError"))
@@ -158,15 +160,15 @@ def _activity_section(events: list[dict[str, Any]], events_path: str | None) -> 
     return "\n".join(lines)
 
 
-def _usage_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
-    usage = result.get("usage")
+def _usage_section(result: RunResult, events: Sequence[Event]) -> str:
+    usage: Mapping[str, Any] | None = result.get("usage")
     if not isinstance(usage, Mapping):
-        usage = next((e for e in reversed(events) if e.get("type") == "usage"), None)
+        usage = next((e for e in reversed(events) if e["type"] == "usage"), None)
     model = result.get("model")
     if not model:
         for event in reversed(events):
-            if event.get("type") in ("assistant_text", "run_started") and event.get("model"):
-                model = event["model"]
+            if event["type"] in ("assistant_text", "run_started") and event.get("model"):
+                model = str(event.get("model"))
                 break
     tokens = (
         {
@@ -197,12 +199,12 @@ def _usage_section(result: Mapping[str, Any], events: list[dict[str, Any]]) -> s
     return "\n".join(lines)
 
 
-def _partial_text(result: Mapping[str, Any], events: list[dict[str, Any]]) -> str:
+def _partial_text(result: RunResult, events: Sequence[Event]) -> str:
     final = result.get("finalText")
     if isinstance(final, str) and final.strip():
         return final.strip()
     for event in reversed(events):
-        if event.get("type") == "assistant_text":
+        if event["type"] == "assistant_text":
             text = event.get("text")
             if isinstance(text, str) and text.strip():
                 return text.strip()
@@ -266,19 +268,18 @@ def _cap(body: str, cap: int) -> str:
         keep = max(0, keep - excess)
 
 
-def _is_capturing_event(event: Mapping[str, Any]) -> bool:
-    etype = event.get("type")
-    if etype in ("tool_call", "tool_result", "error", "notice"):
+def _is_capturing_event(event: Event) -> bool:
+    if event["type"] in ("tool_call", "tool_result", "error", "notice"):
         return True
-    if etype in ("assistant_text", "thinking"):
+    if event["type"] == "assistant_text" or event["type"] == "thinking":
         text = event.get("text")
         return isinstance(text, str) and bool(text.strip())
     return False
 
 
 def render(
-    result: dict[str, Any],
-    events: list[dict[str, Any]],
+    result: RunResult,
+    events: Sequence[Event],
     *,
     stderr_tail: str = "",
     raw_path: str | None = None,

@@ -22,6 +22,13 @@ class RunRow:
     cost: float | None
     activity: str
     first_of_job: bool = True
+    # What the web view shows besides: the run's task, where it ran (an isolated run's
+    # repository too), its job's session, and when it started (epoch seconds).
+    task: str = ""
+    cwd: str = ""
+    worktree_repo: str | None = None
+    session: str | None = None
+    started: float | None = None
 
     @property
     def key(self) -> str:

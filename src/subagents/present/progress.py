@@ -31,6 +31,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
+    from subagents.types import Event
+
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
 # A progress line is one line, and a short one, wherever it is shown (a terminal, a log,
@@ -59,8 +61,12 @@ class ProgressFormatter:
 
     # public
 
-    def line(self, event: dict[str, Any]) -> str | None:
-        """The progress line for ``event``, or None when there is nothing to show."""
+    def line(self, event: Mapping[str, Any]) -> str | None:
+        """The progress line for ``event``, or None when there is nothing to show.
+
+        ``event`` is a canonical event (an ``Event``); any mapping is read as one, field by
+        field, so a line read back from disk whatever it holds, or a kind this version does
+        not know, is worded or passed over, never an error."""
         text = self._text(event, shorten=True)
         return None if text is None else self._cap(neutralize(text))
 
@@ -193,7 +199,7 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
 
 
-def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
+def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
     """Markdown chunk for ``transcript.md``; chunks are meant to be concatenated as they are.
 
     Uses the same wording as :meth:`ProgressFormatter.line` (with full paths and
@@ -216,7 +222,7 @@ def transcript_entry(event: dict[str, Any], formatter: ProgressFormatter) -> str
     return None if chunk is None else neutralize(chunk)
 
 
-def _transcript_chunk(event: dict[str, Any], formatter: ProgressFormatter) -> str | None:
+def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
     text = formatter._text(event, shorten=False)
     if text is None:
         return None

@@ -8,6 +8,7 @@ word progress the same way (the wording is :class:`ProgressFormatter`'s, as in
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from subagents.present.figures import elapsed
@@ -22,12 +23,14 @@ class RunState:
         self.fmt = ProgressFormatter(max_len=max_len)
         self.t0: float | None = None
         self.tools = 0
+        # The latest usage event's fields but its type (running totals; seq and ts too).
         self.usage: dict[str, Any] = {}
         self.status: str | None = None
         self.duration_ms: float | None = None
 
-    def update(self, event: dict[str, Any]) -> str | None:
-        """Take ``event`` in; the progress line it makes, if any."""
+    def update(self, event: Mapping[str, Any]) -> str | None:
+        """Take ``event`` (a canonical event, read as ProgressFormatter.line reads it) in;
+        the progress line it makes, if any."""
         kind = event.get("type")
         if kind == "run_started":
             self.t0 = time.monotonic()

@@ -57,6 +57,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import RunResult
+
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
 DRAIN_AFTER_EXIT = 0.2
@@ -123,10 +125,9 @@ class Supervisor:
 
     def record(self, event: ev.Event) -> None:
         """Record an event under the current stamp (for the stream's, the time of the read)."""
-        kind = event["type"]
-        if kind == "tool_call":
+        if event["type"] == "tool_call":
             self.watch.tool_started(event["toolCallId"], self.heard_at)
-        elif kind == "tool_result":
+        elif event["type"] == "tool_result":
             self.watch.tool_ended(event["toolCallId"])
         self.rec.record(event)
         if self.echo is not None and self._echo_fmt is not None:
@@ -348,7 +349,7 @@ class Supervisor:
         self.pgid = self.proc.pid
         return None
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResult:
         self.norm = norm = get_backend(self.spec.backend).normalizer()
         self.lines = Lines(norm.wants, self.handle_line, self.handle_skipped)
         wake_r, wake_w = os.pipe()
@@ -494,7 +495,7 @@ class Supervisor:
                 return
         killpg(self.pgid, signal.SIGKILL)
 
-    def finish(self, spawn_error: str | None = None) -> dict[str, Any]:
+    def finish(self, spawn_error: str | None = None) -> RunResult:
         norm = self.norm
         assert norm is not None
         proc = self.proc

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from subagents.backends import Normalizer
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import RunStatus
 
 
 def decide(
@@ -28,9 +29,10 @@ def decide(
     exit_code: int | None,
     sig: str | None,
     stderr_tail: Callable[[], str],
-) -> tuple[str, str | None]:
+) -> tuple[RunStatus, str | None]:
     """``(status, error message)`` for a run whose child is gone."""
     error: str | None = spawn_error
+    status: RunStatus
     if spawn_error:
         status = "failed"
     elif stop_cause == "timeout":
@@ -69,8 +71,8 @@ def decide(
 
 
 def with_write_error(
-    status: str, error: str | None, write_error: str | None
-) -> tuple[str, str | None]:
+    status: RunStatus, error: str | None, write_error: str | None
+) -> tuple[RunStatus, str | None]:
     """A record that could not be written whole (a full disk) is not a completed run."""
     if write_error is not None and status == "completed":
         # The answer is kept (finalText), but the run's record is not whole: say why.

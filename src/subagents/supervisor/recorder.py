@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import IO, Any
 
+    from subagents.types import Event
+
 
 _BUFFER = 1 << 20
 # An event line shorter than this is joined and written in one call; a longer one (an
@@ -57,7 +59,7 @@ class Recorder:
         event pays for reading and rounding the clock."""
         self._ts = b',"ts":' + repr(round(time.time(), 3)).encode() + b","
 
-    def record(self, event: dict[str, Any]) -> None:
+    def record(self, event: Event) -> None:
         """Number and stamp one canonical event, write it and its transcript entry.
 
         The line is ``{"seq":N,"ts":T,`` and then the event's own JSON without its ``{``:

@@ -12,10 +12,17 @@ from subagents.supervisor.spec import RunSpec
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
     from typing import Any
 
-
-STATUSES = ("completed", "failed", "aborted", "timeout")
+    from subagents.types import (
+        ExecutorPlace,
+        RunPaths,
+        RunResult,
+        RunStatus,
+        Usage,
+        WorktreeRecord,
+    )
 
 # CLI exit codes for each status (DESIGN: Command line).
 EXIT_CODES = {"completed": 0, "failed": 1, "aborted": 130, "timeout": 124}
@@ -25,15 +32,15 @@ def iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def sum_usage(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """A job's usage: the sum of its runs' usage."""
+def sum_usage(results: Iterable[Mapping[str, Any]]) -> Usage:
+    """A job's usage: the sum of its runs' usage (results, or a job's records of runs)."""
     total = ev.empty_usage()
     for r in results:
         ev.add_usage(total, r.get("usage") or {})
     return total
 
 
-def artifact_paths(run_dir: Path) -> dict[str, str]:
+def artifact_paths(run_dir: Path) -> RunPaths:
     d = run_dir.resolve()
     return {
         "events": str(d / "events.jsonl"),
@@ -47,7 +54,7 @@ def build_result(
     spec: RunSpec,
     run_dir: Path,
     *,
-    status: str,
+    status: RunStatus,
     started_at: float,
     completed_at: float | None = None,
     stop_reason: str | None = None,
@@ -57,16 +64,18 @@ def build_result(
     exit_code: int | None = None,
     signal: str | None = None,
     forced_cleanup: bool = False,
-    usage: dict[str, Any] | None = None,
+    usage: Usage | None = None,
     tool_calls: int = 0,
     model: str | None = None,
     diagnostics: str | None = None,
-    executor: dict[str, Any] | None = None,
+    executor: ExecutorPlace | None = None,
     session_id: str | None = None,
-) -> dict[str, Any]:
-    assert status in STATUSES, status
+) -> RunResult:
+    from subagents.core.records import RUN_STATUSES  # (at the end of a run, not its start)
+
+    assert status in RUN_STATUSES, status
     done = completed_at if completed_at is not None else time.time()
-    result = {
+    result: RunResult = {
         "runId": spec.runId,
         "jobId": spec.jobId,
         "agent": spec.agent,
@@ -100,7 +109,7 @@ def build_result(
     return result
 
 
-def finish_worktree(result: dict[str, Any], spec: RunSpec, run_dir: Path) -> None:
+def finish_worktree(result: RunResult, spec: RunSpec, run_dir: Path) -> None:
     """An isolated run's changes committed on its branch, its patch written, its worktree
     tidied; ``result["worktree"]`` says what happened. Never raises: a git failure is
     recorded, and the run's own outcome stands."""
@@ -118,7 +127,16 @@ def finish_worktree(result: dict[str, Any], spec: RunSpec, run_dir: Path) -> Non
             keep=spec.keepWorktree,
         )
     except Exception as exc:
-        result["worktree"] = {**record, "error": f"could not record the run's changes: {exc}"}
+        # (.get: the record came from meta.json, and nothing here may raise)
+        failed: WorktreeRecord = {
+            "repo": record.get("repo", ""),
+            "path": record.get("path", ""),
+            "branch": record.get("branch", ""),
+            "base": record.get("base", ""),
+            "subdir": record.get("subdir", "."),
+            "error": f"could not record the run's changes: {exc}",
+        }
+        result["worktree"] = failed
 
 
 STDERR_TAIL_BYTES = 4000
@@ -139,9 +157,15 @@ def publish_ended(
 ) -> dict[str, Any]:
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
-    that is on disk, whoever won the race to publish it."""
-    from subagents.core.files import read_json
+    that is on disk, whoever won the race to publish it.
 
+    A RunResult, handed over as a plain dict (and its status taken as a str) while its
+    callers (runs/monitor.py, runs/launch.py) hold results as plain dicts."""
+    from subagents.core.files import read_json
+    from subagents.core.records import is_run_result, is_run_status
+
+    if not is_run_status(status):
+        raise ValueError(f"not a run status: {status!r}")
     spec = spec or spec_of(run_dir)
     result = build_result(
         spec,
@@ -158,12 +182,12 @@ def publish_ended(
     except OSError as exc:
         # Nowhere to write it (a full disk): the caller still gets the true record.
         result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
-        return result
+        return dict(result)
     try:
         on_disk = read_json(run_dir / "result.json")
     except (OSError, ValueError):
-        return result
-    return on_disk if isinstance(on_disk, dict) else result
+        return dict(result)
+    return dict(on_disk if is_run_result(on_disk) else result)
 
 
 KEEP_WHEN_FULL = 32 * 1024
@@ -175,7 +199,7 @@ def cannot_write(exc: OSError) -> str:
     return f"could not write result.json: {describe_os_error(exc)}"
 
 
-def publish_result(run_dir: Path, result: dict[str, Any]) -> bool:
+def publish_result(run_dir: Path, result: RunResult) -> bool:
     """Publish ``result`` once (see publish_once). On a full disk, even after the run's
     reserved space is given back, a smaller record is tried (the answer cut to its first
     32 KiB, no diagnostics) so that the run still ends on disk with the true cause."""
@@ -186,9 +210,9 @@ def publish_result(run_dir: Path, result: dict[str, Any]) -> bool:
     except OSError as exc:
         if not disk_full(exc):
             raise
-        smaller = dict(result)
-        text = smaller.get("finalText")
-        if isinstance(text, str) and len(text) > KEEP_WHEN_FULL:
+        smaller = result.copy()
+        text = smaller["finalText"]
+        if len(text) > KEEP_WHEN_FULL:
             smaller["finalText"] = text[:KEEP_WHEN_FULL]
         smaller["diagnostics"] = None
         smaller["errorMessage"] = "; ".join(
@@ -199,7 +223,7 @@ def publish_result(run_dir: Path, result: dict[str, Any]) -> bool:
         return publish_once(run_dir / "result.json", smaller)
 
 
-def attach_diagnostics(result: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+def attach_diagnostics(result: RunResult, run_dir: Path) -> RunResult:
     """Render the failure body from what the run left on disk; never raises."""
     from subagents.core.files import read_events, read_tail
 

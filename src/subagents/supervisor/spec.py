@@ -7,6 +7,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from subagents.types import OnStall, WorktreeSpec
+
 _DEFAULTS: dict[str, Any] = {
     "jobId": None,
     "agent": None,
@@ -55,10 +57,10 @@ class RunSpec:
     createdAt: float
     # Print progress lines on the supervisor's stdout (the tmux runner's window).
     echo: bool
-    worktree: dict[str, Any] | None
+    worktree: WorktreeSpec | None
     keepWorktree: bool
     stallTimeout: float | None
-    onStall: str
+    onStall: OnStall
     toolTimeout: float | None
     continuedFrom: str | None
     sessionDir: str | None

@@ -14,12 +14,16 @@ same outcome, by forced cleanup). A new backend is done when every stream passes
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from subagents.backends import get_backend
-from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
+from subagents.backends import Normalizer, get_backend
+from subagents.testing.fakeagent import SCRIPT_ENV, Step, write_launcher, write_script
+
+if TYPE_CHECKING:
+    from subagents.types import Event, RunResult
 
 
 @dataclass
@@ -38,10 +42,10 @@ class Case:
     event_types: tuple[str, ...] = ()
 
 
-def normalize_stream(backend: str, stream: Path) -> tuple[Any, list[dict[str, Any]]]:
+def normalize_stream(backend: str, stream: Path) -> tuple[Normalizer, list[Event]]:
     """Feed a captured stream straight into a normalizer; return it and its events."""
     norm = get_backend(backend).normalizer()
-    out: list[dict[str, Any]] = []
+    out: list[Event] = []
     for line in stream.read_bytes().split(b"\n"):
         if not line.strip() or not norm.wants(line):
             continue
@@ -63,13 +67,14 @@ def replay_run(
     exit_code: int = 0,
     linger: bool = False,
     timeout: float = 60.0,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[RunResult, list[Event]]:
     """Run a captured stream through a real supervisor; return result.json and the events."""
     from subagents.core.files import read_events
+    from subagents.core.records import is_run_result
     from subagents.runs import Limits, RunRequest, start
 
     work.mkdir(parents=True, exist_ok=True)
-    steps: list[dict[str, Any]] = [{"replay": str(stream.resolve())}]
+    steps: list[Step] = [{"replay": str(stream.resolve())}]
     steps.append({"hang": True} if linger else {"exit": exit_code})
     script = write_script(work, steps, name=f"script-{'linger' if linger else 'exit'}.json")
     launcher = write_launcher(work)
@@ -86,12 +91,12 @@ def replay_run(
     result = handle.wait(timeout=timeout + 10)
     if result is None:
         result = handle.stop()
+    if not is_run_result(result):
+        raise ValueError(f"{handle.run_dir}: result.json is not a run's result")
     return result, read_events(handle.run_dir / "events.jsonl")
 
 
-def _compare(
-    case: Case, result: dict[str, Any], events: list[dict[str, Any]], label: str
-) -> list[str]:
+def _compare(case: Case, result: RunResult, events: list[Event], label: str) -> list[str]:
     problems: list[str] = []
 
     def expect(what: str, got: Any, want: Any) -> None:
@@ -107,7 +112,7 @@ def _compare(
         expect("toolCalls", result.get("toolCalls"), case.tool_calls)
     if case.model is not None:
         expect("model", result.get("model"), case.model)
-    usage = result.get("usage") or {}
+    usage: Mapping[str, Any] = result.get("usage") or {}
     for key, want in case.usage.items():
         expect(f"usage.{key}", usage.get(key), want)
     if case.error_contains is not None and case.error_contains not in (

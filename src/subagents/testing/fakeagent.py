@@ -34,9 +34,33 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 SCRIPT_ENV = "SUBAGENTS_FAKE_SCRIPT"
+
+
+class Step(TypedDict, total=False):
+    """One step of a script (the module's docstring says what each does)."""
+
+    emit: Any
+    copy_stdin: str
+    raw: str
+    replay: str
+    delay: float
+    sleep: float
+    wait_for: str
+    stderr: str
+    times: int
+    big_line: int
+    ignore_sigterm: bool
+    grandchild: float
+    pidfile: str
+    kill: str
+    write: str
+    text: str
+    session: bool
+    exit: int
+    hang: bool
 
 
 def _publish(path: str, text: str) -> None:
@@ -51,7 +75,7 @@ def _out(data: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def run_step(step: dict[str, Any]) -> None:
+def run_step(step: Step) -> None:
     if "emit" in step:
         item = step["emit"]
         text = item if isinstance(item, str) else json.dumps(item, separators=(",", ":"))
@@ -132,7 +156,7 @@ def write_launcher(directory: Path, name: str = "fake-agent") -> Path:
     return path
 
 
-def write_script(directory: Path, steps: list[dict[str, Any]], name: str = "script.json") -> Path:
+def write_script(directory: Path, steps: list[Step], name: str = "script.json") -> Path:
     path = directory / name
     path.write_text(json.dumps(steps))
     return path

@@ -55,8 +55,9 @@ from subagents.demo.mockmodel.script import (
     RESPONSES,
     SHELL_TOOLS,
     Script,
+    later_user_message,
 )
-from subagents.demo.mockmodel.server import MockModelServer
+from subagents.demo.mockmodel.server import MockModelServer, Served
 
 __all__ = [
     "ANTHROPIC",
@@ -72,6 +73,8 @@ __all__ = [
     "SHELL_TOOLS",
     "MockModelServer",
     "Script",
+    "Served",
+    "later_user_message",
     "pi_argv",
     "write_claude_config",
     "write_codex_config",

@@ -51,6 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     p.add_argument("--chunk-delay", type=float, default=0.0, help="seconds between SSE chunks")
     p.add_argument("--text-chunks", type=int, default=1)
+    p.add_argument(
+        "--loop", action="store_true", help="call the tool every turn until a user message comes"
+    )
+    p.add_argument("--loop-limit", type=int, default=50, help="with --loop: at most this many")
+    p.add_argument("--stubborn", action="store_true", help="with --loop: ignore user messages")
+    p.add_argument("--reply", help="with --loop: the answer to a message ({message}: its text)")
+    p.add_argument(
+        "--usage", type=int, nargs=2, default=(10, 5), metavar=("IN", "OUT"), help="per answer"
+    )
     p.add_argument("--pi-config", type=Path, metavar="DIR", help="also write a pi agent dir there")
     for name in _WRITERS:
         p.add_argument(
@@ -74,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         delay_s=a.delay,
         chunk_delay_s=a.chunk_delay,
         text_chunks=a.text_chunks,
+        usage=(a.usage[0], a.usage[1]),
+        loop=a.loop,
+        loop_limit=a.loop_limit,
+        heed_messages=not a.stubborn,
     )
+    if a.reply is not None:
+        script.reply_text = a.reply
     with MockModelServer(script, host=a.host, port=a.port) as srv:
         print(srv.url, flush=True)
         if a.pi_config is not None:

@@ -32,10 +32,10 @@ def _usage(script: Script) -> dict[str, int]:
 
 
 def _chunk(
-    model: str, created: int, delta: dict[str, Any], finish: str | None = None
+    answer: Answer, model: str, created: int, delta: dict[str, Any], finish: str | None = None
 ) -> dict[str, Any]:
     return {
-        "id": RESPONSE_ID,
+        "id": answer.uid(RESPONSE_ID),
         "object": "chat.completion.chunk",
         "created": created,
         "model": model,
@@ -47,20 +47,21 @@ def stream_chunks(
     script: Script, answer: Answer, model: str, include_usage: bool
 ) -> Iterator[dict[str, Any]]:
     created = int(time.time())
-    yield _chunk(model, created, {"role": "assistant", "content": ""})
+    yield _chunk(answer, model, created, {"role": "assistant", "content": ""})
     if answer.text is not None:
         for piece in split_parts(answer.text, script.text_chunks):
-            yield _chunk(model, created, {"content": piece})
+            yield _chunk(answer, model, created, {"content": piece})
     if answer.tool is not None:
         name, args = answer.tool
         yield _chunk(
+            answer,
             model,
             created,
             {
                 "tool_calls": [
                     {
                         "index": 0,
-                        "id": TOOL_CALL_ID,
+                        "id": answer.uid(TOOL_CALL_ID),
                         "type": "function",
                         "function": {"name": name, "arguments": ""},
                     }
@@ -69,12 +70,15 @@ def stream_chunks(
         )
         for part in halves(json.dumps(args)):
             yield _chunk(
-                model, created, {"tool_calls": [{"index": 0, "function": {"arguments": part}}]}
+                answer,
+                model,
+                created,
+                {"tool_calls": [{"index": 0, "function": {"arguments": part}}]},
             )
-    yield _chunk(model, created, {}, answer.finish_reason)
+    yield _chunk(answer, model, created, {}, answer.finish_reason)
     if include_usage:
         yield {
-            "id": RESPONSE_ID,
+            "id": answer.uid(RESPONSE_ID),
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
@@ -89,13 +93,13 @@ def completion(script: Script, answer: Answer, model: str) -> dict[str, Any]:
         name, args = answer.tool
         message["tool_calls"] = [
             {
-                "id": TOOL_CALL_ID,
+                "id": answer.uid(TOOL_CALL_ID),
                 "type": "function",
                 "function": {"name": name, "arguments": json.dumps(args)},
             }
         ]
     return {
-        "id": RESPONSE_ID,
+        "id": answer.uid(RESPONSE_ID),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
@@ -120,13 +124,13 @@ def _anthropic_usage(script: Script, output: bool = True) -> dict[str, int]:
 def _anthropic_blocks(answer: Answer) -> list[dict[str, Any]]:
     if answer.tool is not None:
         name, args = answer.tool
-        return [{"type": "tool_use", "id": "toolu_mock_1", "name": name, "input": args}]
+        return [{"type": "tool_use", "id": answer.uid("toolu_mock_1"), "name": name, "input": args}]
     return [{"type": "text", "text": answer.text or ""}]
 
 
 def anthropic_message(script: Script, answer: Answer, model: str) -> dict[str, Any]:
     return {
-        "id": "msg_mock",
+        "id": answer.uid("msg_mock"),
         "type": "message",
         "role": "assistant",
         "model": model,
@@ -184,8 +188,8 @@ def _responses_items(answer: Answer, done: bool) -> list[dict[str, Any]]:
         return [
             {
                 "type": "function_call",
-                "id": "fc_mock_1",
-                "call_id": TOOL_CALL_ID,
+                "id": answer.uid("fc_mock_1"),
+                "call_id": answer.uid(TOOL_CALL_ID),
                 "name": name,
                 "arguments": json.dumps(args) if done else "",
                 "status": status,
@@ -195,7 +199,7 @@ def _responses_items(answer: Answer, done: bool) -> list[dict[str, Any]]:
     return [
         {
             "type": "message",
-            "id": "msg_mock_1",
+            "id": answer.uid("msg_mock_1"),
             "role": "assistant",
             "status": status,
             "content": content if done else [],
@@ -203,11 +207,14 @@ def _responses_items(answer: Answer, done: bool) -> list[dict[str, Any]]:
     ]
 
 
-def responses_object(script: Script, answer: Answer | None, model: str) -> dict[str, Any]:
-    """The response object; ``answer`` None = the in-progress one of ``response.created``."""
+def responses_object(
+    script: Script, answer: Answer | None, model: str, n: int = 1
+) -> dict[str, Any]:
+    """The response object; ``answer`` None = the in-progress one of ``response.created``
+    (the ``n``th answer)."""
     prompt, completion = script.usage
     obj: dict[str, Any] = {
-        "id": "resp_mock",
+        "id": (answer or Answer(None, None, n)).uid("resp_mock"),
         "object": "response",
         "created_at": int(time.time()),
         "status": "in_progress" if answer is None else "completed",
@@ -230,7 +237,7 @@ def responses_events(
     script: Script, answer: Answer, model: str
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": responses_object(script, None, model)}
+        {"type": "response.created", "response": responses_object(script, None, model, answer.n)}
     ]
     (item,) = _responses_items(answer, done=False)
     (done,) = _responses_items(answer, done=True)

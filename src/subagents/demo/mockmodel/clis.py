@@ -17,20 +17,21 @@ def write_pi_config(
     *,
     retry: dict[str, Any] | None = None,
     provider: str = PROVIDER,
-    price: tuple[float, float] = (0, 0),
+    price: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, str]:
     """Point a pi child at the mock; return the env vars it needs.
 
     Writes ``agent_dir/models.json`` (provider ``mock``, or ``provider`` to stand in for a
     real one such as ``github-copilot``; model ``mock-model``, api ``openai-completions``,
     baseUrl ``<base_url>/v1``) and, when ``retry`` is given,
-    ``agent_dir/settings.json`` with ``{"retry": retry}``. ``price`` is the model's (input,
-    output) dollars per million tokens, from which pi reports each turn's cost (default free).  pi's retry shape is
+    ``agent_dir/settings.json`` with ``{"retry": retry}``.  pi's retry shape is
     ``{"enabled": bool, "maxRetries": int, "baseDelayMs": int,
     "provider": {"maxRetries": int, "timeoutMs": int, "maxRetryDelayMs": int}}``: the
     top-level keys drive pi's own ``auto_retry_start`` loop (defaults true/3/2000);
     ``provider.maxRetries`` is the OpenAI SDK's silent in-request retry count
     (default 2) -- set it to 0 to make every HTTP error visible to pi at once.
+    ``price`` is the model's (input, output) USD per million tokens: pi prices each
+    answer's usage with it (``usage.cost`` in its stream; 0 by default).
 
     The returned env: ``PI_CODING_AGENT_DIR``; ``PI_OFFLINE=1``,
     ``PI_SKIP_VERSION_CHECK=1`` and ``PI_TELEMETRY=0`` (no startup network); and
@@ -262,7 +263,9 @@ def write_gemini_config(
 # --------------------------------------------------------------------------- opencode
 
 
-def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
+def write_opencode_config(
+    config_dir: Path, base_url: str, *, price: tuple[float, float] | None = None
+) -> dict[str, str]:
     """Point an OpenCode child at the mock's Chat Completions API; return its env.
 
     Run ``opencode run --format json -m mock/mock-model TASK`` (:data:`OPENCODE_MODEL`)
@@ -273,7 +276,8 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
 
     Writes ``config_dir/opencode.json`` with provider ``mock`` (``npm:
     "@ai-sdk/openai-compatible"``, ``options.baseURL = <base_url>/v1``, ``apiKey``,
-    model ``mock-model``), outside the work tree, named by ``OPENCODE_CONFIG``.
+    model ``mock-model``, priced at ``price`` = (input, output) USD per million tokens
+    when given), outside the work tree, named by ``OPENCODE_CONFIG``.
 
     The env: ``OPENCODE_CONFIG``; ``HOME`` and ``XDG_{CONFIG,DATA,CACHE,STATE}_HOME``
     under ``config_dir/home`` (opencode keeps its database, logs and an npm cache
@@ -283,6 +287,13 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
     config_dir = Path(config_dir)
     home = config_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
+    model: dict[str, Any] = {
+        "name": "Mock Model",
+        "tool_call": True,
+        "limit": {"context": 128000, "output": 4096},
+    }
+    if price is not None:
+        model["cost"] = {"input": price[0], "output": price[1]}
     config = {
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
@@ -292,13 +303,7 @@ def write_opencode_config(config_dir: Path, base_url: str) -> dict[str, str]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Mock",
                 "options": {"baseURL": base_url.rstrip("/") + "/v1", "apiKey": "x"},
-                "models": {
-                    MODEL_ID: {
-                        "name": "Mock Model",
-                        "tool_call": True,
-                        "limit": {"context": 128000, "output": 4096},
-                    }
-                },
+                "models": {MODEL_ID: model},
             }
         },
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,26 @@ class Script:
     events; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
     (input tokens, output tokens) reported for every answer.
 
+    ``loop`` scripts a child that keeps working until it is told otherwise (live
+    control: steer, follow-up, budgets).  Per request, in this order:
+
+    * a user message came after the task (a steer, a follow-up, a budget's wrap-up;
+      :func:`later_user_message`) and
+      ``heed_messages`` is true -> a final text answer, ``reply_text`` with
+      ``{message}`` replaced by that message's text (the newest one);
+    * fewer than ``loop_limit`` tool results so far and the tool is offered -> the
+      tool call again (``command`` e.g. ``"sleep 1"``: a tool that runs long enough
+      to be steered);
+    * otherwise -> the final text as without ``loop``.
+
+    ``heed_messages`` false makes a stubborn child that ignores every message (a
+    budget's grace turns run out); ``loop_limit`` bounds every loop all the same.
+    Still stateless: the loop count is the number of tool results in the request.
+    Each answer's usage is ``usage``; the cost the CLI reports follows from its price
+    table (``write_pi_config``/``write_opencode_config`` take a ``price``; claude's
+    is its own for the model name; codex and gemini report none), and
+    :attr:`MockModelServer.served` counts the answers and the usage reported.
+
     ``per_api`` maps an API (:data:`CHAT`, :data:`ANTHROPIC`, :data:`RESPONSES`,
     :data:`GEMINI`) to the script that answers that API's requests instead of this one
     (its own tool call, final text, errors, delays and usage), so one server can drive
@@ -97,6 +118,10 @@ class Script:
     chunk_delay_s: float = 0.0
     text_chunks: int = 1
     usage: tuple[int, int] = (10, 5)
+    loop: bool = False
+    loop_limit: int = 50
+    heed_messages: bool = True
+    reply_text: str = 'You said: "{message}"'
     per_api: dict[str, Script] = field(default_factory=dict)
 
     def for_api(self, api: str) -> Script:
@@ -200,6 +225,109 @@ def _offered_tools(api: str, body: dict[str, Any]) -> set[str] | None:
     return names
 
 
+# --------------------------------------------------------------------------- the conversation
+
+ASSISTANT = "assistant"
+USER = "user"
+TOOL_RESULT = "tool_result"
+
+
+def _chat_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for msg in _list(body.get("messages")):
+        role = msg.get("role")
+        if role == "assistant":
+            yield ASSISTANT, ""
+        elif role == "tool":
+            yield TOOL_RESULT, ""
+        elif role == "user":
+            yield USER, _content_text(msg.get("content"))
+
+
+_CLAUDE_MID_TURN = re.compile(
+    r"The user sent a new message while you were working:\n(.*?)\n\n"
+    r"(?:This is how Claude Code|</system-reminder>)",
+    re.DOTALL,
+)
+
+
+def _anthropic_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for msg in _list(body.get("messages")):
+        content = msg.get("content")
+        if msg.get("role") == "assistant":
+            yield ASSISTANT, ""
+        elif msg.get("role") == "user" and isinstance(content, str):
+            yield USER, content
+        elif msg.get("role") == "user":
+            blocks = _list(content)
+            for block in blocks:
+                if block.get("type") == "tool_result":
+                    yield TOOL_RESULT, ""
+                    # claude 2.1 hands a message sent mid-turn inside the next tool result
+                    for found in _CLAUDE_MID_TURN.finditer(_content_text(block.get("content"))):
+                        yield USER, found.group(1)
+            yield USER, "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def _responses_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for item in _list(body.get("input")):
+        kind = str(item.get("type") or "message")
+        if kind.endswith("_call_output"):
+            yield TOOL_RESULT, ""
+        elif kind.endswith("_call") or (kind == "message" and item.get("role") == "assistant"):
+            yield ASSISTANT, ""
+        elif kind == "message" and item.get("role") == "user":
+            yield USER, _content_text(item.get("content"))
+
+
+def _gemini_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for content in _list(body.get("contents")):
+        parts = _list(content.get("parts"))
+        if content.get("role") == "model":
+            yield ASSISTANT, ""
+            continue
+        for part in parts:
+            if "functionResponse" in part:
+                yield TOOL_RESULT, ""
+        yield USER, "".join(str(p["text"]) for p in parts if isinstance(p.get("text"), str))
+
+
+def _list(value: Any) -> list[dict[str, Any]]:
+    """The dict items of a JSON list (anything else: none)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+_TURNS = {
+    CHAT: _chat_turns,
+    ANTHROPIC: _anthropic_turns,
+    RESPONSES: _responses_turns,
+    GEMINI: _gemini_turns,
+}
+
+
+def later_user_message(api: str, body: dict[str, Any]) -> str | None:
+    """The newest user text after the task (a message sent to a running child, a
+    follow-up, a wrap-up), or None.
+
+    The task is the conversation's first user text; claude's ``<system-reminder>``
+    notes and a text that is one tagged block (codex's ``<environment_context>``) are
+    no one's message.  A message may come before any answer: codex re-sends a request
+    that a steer overtook, pi delivers a steer queued while idle with the prompt."""
+    texts = []
+    for kind, text in _TURNS[api](body):
+        text = _REMINDER.sub("", text).strip() if kind == USER else ""
+        if text and not _TAGGED.fullmatch(text):
+            texts.append(text)
+    return texts[-1] if len(texts) > 1 else None
+
+
+_TAGGED = re.compile(r"<([A-Za-z_][\w-]*)>.*</\1>", re.DOTALL)
+
+
+def tool_results(api: str, body: dict[str, Any]) -> int:
+    """How many tool results the request's conversation holds (the loop's count)."""
+    return sum(1 for kind, _ in _TURNS[api](body) if kind == TOOL_RESULT)
+
+
 _OUTPUT_END = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): ")
 _REMINDER = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
 
@@ -238,6 +366,11 @@ def _shell_args(name: str, command: str) -> dict[str, Any]:
     return {"command": command}
 
 
+def _call_args(script: Script, name: str) -> dict[str, Any]:
+    args = script.tool_args if script.tool_args is not None else _shell_args(name, script.command)
+    return dict(args)
+
+
 def _tool_name(script: Script, api: str, offered: set[str] | None) -> str:
     if script.tool_name is not None:
         return script.tool_name
@@ -252,6 +385,13 @@ def _tool_name(script: Script, api: str, offered: set[str] | None) -> str:
 class Answer:
     text: str | None
     tool: tuple[str, dict[str, Any]] | None
+    n: int = 1
+    """Which answer of the conversation this is, in a loop (else 1): its ids carry it,
+    since a CLI may take two answers with one message id for one message (claude does)."""
+
+    def uid(self, base: str) -> str:
+        """``base``, made unique to this answer after the first."""
+        return base if self.n == 1 else f"{base}-{self.n}"
 
     @property
     def finish_reason(self) -> str:
@@ -262,11 +402,17 @@ def decide(script: Script, body: dict[str, Any], api: str = CHAT) -> Answer:
     tool_output = _TOOL_OUTPUT[api](body)
     offered = _offered_tools(api, body)
     name = _tool_name(script, api, offered)
-    if tool_output is None and script.use_tool and (offered is None or name in offered):
-        args = (
-            script.tool_args if script.tool_args is not None else _shell_args(name, script.command)
-        )
-        return Answer(None, (name, dict(args)))
+    can_call = script.use_tool and (offered is None or name in offered)
+    n = 1
+    if script.loop:
+        n = 1 + sum(1 for kind, _ in _TURNS[api](body) if kind == ASSISTANT)
+        message = later_user_message(api, body) if script.heed_messages else None
+        if message is not None:
+            return Answer(script.reply_text.replace("{message}", message), None, n)
+        if can_call and tool_results(api, body) < script.loop_limit:
+            return Answer(None, (name, _call_args(script, name)), n)
+    elif tool_output is None and can_call:
+        return Answer(None, (name, _call_args(script, name)))
     summary = _summarize(tool_output) if tool_output is not None else ""
     if script.final_text is not None:
         text = script.final_text.replace("{tool_output}", summary)
@@ -274,7 +420,7 @@ def decide(script: Script, body: dict[str, Any], api: str = CHAT) -> Answer:
         text = f"I ran {name} and it printed: {summary}"
     else:
         text = "Hello from the mock model."
-    return Answer(text, None)
+    return Answer(text, None, n)
 
 
 def split_parts(text: str, n: int) -> list[str]:

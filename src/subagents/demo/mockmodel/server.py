@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -169,6 +170,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(status, error_body(api, status, script.error_message), headers)
             return
         answer = decide(script, body, api)
+        owner._serve(
+            Served(api, answer.tool[0] if answer.tool else None, answer.text, script.usage)
+        )
         if api == GEMINI and gemini is not None:
             model = gemini.group(1)
             if gemini.group(2) == "generateContent":
@@ -231,6 +235,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
 
+@dataclass(frozen=True)
+class Served:
+    """One answer the mock gave (an error answer is none): to count a child's turns and
+    the usage it was told, e.g. against a budget."""
+
+    api: str
+    tool: str | None
+    """The tool called, or None for a text answer."""
+    text: str | None
+    usage: tuple[int, int]
+    """(input tokens, output tokens) reported with it."""
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -248,7 +265,8 @@ class MockModelServer:
     generateContent; error-answered ones included), in arrival order; ``http_log``
     lists every HTTP request as ``"METHOD /path?query"`` (token counts and model lists
     too); ``request_headers`` the headers of each model request (names lower-cased), in
-    the same order as ``requests``.
+    the same order as ``requests``; ``served`` each answer given (:class:`Served`: the
+    turns a child took and the usage it was told).
     """
 
     def __init__(
@@ -259,6 +277,7 @@ class MockModelServer:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._http_log: list[str] = []
+        self._served: list[Served] = []
         self._errors_sent = 0
         self._httpd = _Server((host, port), self)
         self.host = host
@@ -294,6 +313,16 @@ class MockModelServer:
         """A snapshot copy of every HTTP request line received so far (``"POST /v1/..."``)."""
         with self._lock:
             return list(self._http_log)
+
+    @property
+    def served(self) -> list[Served]:
+        """A snapshot copy of the answers given so far (error answers are not), in order."""
+        with self._lock:
+            return list(self._served)
+
+    def _serve(self, served: Served) -> None:
+        with self._lock:
+            self._served.append(served)
 
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""What ``subagents top`` shows, gathered cheaply enough to refresh every second: the newest
+"""What ``subagents top`` and the web view show, gathered cheaply enough to refresh every second: the newest
 jobs from the index, each finished run from its ``result.json``, and each running run from
 the events appended to its ``events.jsonl`` since the last refresh (never the whole file
 again: a run's tail keeps its offset, tool count, latest usage and activity line).
@@ -9,12 +9,20 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths
 from subagents.core.files import read_json
+from subagents.core.records import is_run_result
+from subagents.jobs.control import stop_job
+from subagents.jobs.store import TERMINAL, JobStore
+from subagents.lifecycle.sessionlog import epoch
 from subagents.present.jobview import RunRow, Snapshot
+
+if TYPE_CHECKING:
+    from subagents.types import JobRow, RunResult
 
 ACTIVITY_LEN = 200
 
@@ -72,37 +80,48 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _where(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's task and place, from its ``meta.json`` or ``result.json``."""
+    worktree = record.get("worktree")
+    repo = worktree.get("repo") if isinstance(worktree, dict) else None
+    return {
+        "task": str(record.get("task") or ""),
+        "cwd": str(record.get("cwd") or ""),
+        "worktree_repo": repo if isinstance(repo, str) else None,
+    }
+
+
 class LiveJobs:
-    """The live view's data: call :meth:`snapshot` as often as you like."""
+    """The live views' data: call :meth:`snapshot` as often as you like."""
 
     def __init__(
         self, home: Path | None = None, session: str | None = None, limit: int = 50
     ) -> None:
-        from subagents.jobs import JobStore
-
         self.store = JobStore(home or paths.state_home())
         self.session = session
         self.limit = limit
         self._tails: dict[str, RunTail] = {}
         self._meta: dict[str, dict[str, Any]] = {}
-        self._results: dict[str, dict[str, Any]] = {}
+        self._results: dict[str, RunResult] = {}
 
     def run_dir(self, run_id: str) -> Path:
         return paths.runs_dir(self.store.home) / run_id
 
-    def _run_row(self, job: dict[str, Any], run_id: str | None, first: bool) -> RunRow:
-        base = {
+    def _run_row(self, job: Mapping[str, Any], run_id: str | None, first: bool) -> RunRow:
+        base: dict[str, Any] = {
             "job_id": job["jobId"],
             "run_id": run_id,
             "mode": job.get("mode") or "",
             "first_of_job": first,
+            "session": job.get("session"),
         }
-        if run_id is None:  # not started yet
+        if run_id is None:  # not started yet: waiting, or never to start (the job ended)
+            status = job.get("status")
             return RunRow(
                 **base,
                 agent="-",
                 backend="-",
-                status=job.get("status") or "pending",
+                status=status if status in TERMINAL else "pending",
                 elapsed=None,
                 tools=0,
                 tokens=0,
@@ -111,9 +130,9 @@ class LiveJobs:
             )
         result = self._results.get(run_id)
         if result is None:
-            result = _read(self.run_dir(run_id) / "result.json") or None
-            if result is not None:
-                self._results[run_id] = result  # written once: never read again
+            on_disk = _read(self.run_dir(run_id) / "result.json")
+            if is_run_result(on_disk):
+                result = self._results[run_id] = on_disk  # written once: never read again
                 self._tails.pop(run_id, None)
         if result is not None:
             usage = result.get("usage") or {}
@@ -121,6 +140,8 @@ class LiveJobs:
             answer = (result.get("finalText") or result.get("errorMessage") or "").strip()
             return RunRow(
                 **base,
+                **_where(result),
+                started=epoch(result.get("startedAt")),
                 agent=str(result.get("agent") or result.get("backend") or "-"),
                 backend=str(result.get("backend") or "-"),
                 status=str(result.get("status")),
@@ -140,6 +161,8 @@ class LiveJobs:
         started = tail.started or _num(meta.get("createdAt"))
         return RunRow(
             **base,
+            **_where(meta),
+            started=started,
             agent=str(meta.get("agent") or meta.get("backend") or "-"),
             backend=str(meta.get("backend") or "-"),
             # The watchdog's stall notice (the same formatter as ps's "stalled for N s").
@@ -153,24 +176,34 @@ class LiveJobs:
             activity=tail.formatter.activity() or "starting",
         )
 
-    def snapshot(self) -> Snapshot:
-        from subagents.jobs import TERMINAL
-
-        snap = Snapshot()
+    def jobs(self) -> list[tuple[JobRow, list[RunRow]]]:
+        """The newest jobs (their index rows; a job whose driver died is ended first), each
+        with its rows."""
+        out = []
         for job in self.store.list(self.limit, self.session):
             if job.get("status") not in TERMINAL:
                 with contextlib.suppress(OSError, ValueError):
                     job["status"] = self.store.recover_if_orphaned(job["jobId"]).get("status")
+            out.append((job, self.rows(job)))
+        return out
+
+    def snapshot(self) -> Snapshot:
+        snap = Snapshot()
+        for job, rows in self.jobs():
             snap.jobs += 1
             snap.running += job.get("status") not in TERMINAL
-            run_ids = job.get("runIds") or [None]
-            for i, run_id in enumerate(run_ids):
-                row = self._run_row(job, run_id, i == 0)
+            for row in rows:
                 snap.rows.append(row)
                 snap.tokens += row.tokens
                 if row.cost is not None:
                     snap.cost = (snap.cost or 0.0) + row.cost
         return snap
+
+    def rows(self, job: Mapping[str, Any]) -> list[RunRow]:
+        """One row per run of ``job`` (an index row or its ``job.json``); one for a job
+        whose runs have not started."""
+        run_ids = job.get("runIds") or [None]
+        return [self._run_row(job, run_id, i == 0) for i, run_id in enumerate(run_ids)]
 
     def transcript(self, run_id: str, offset: int) -> tuple[str, int]:
         """The run's transcript from *offset* on, and the offset after it."""
@@ -184,6 +217,4 @@ class LiveJobs:
             return "", offset
 
     def stop(self, job_id: str) -> str:
-        from subagents import api
-
-        return str(api.stop_job(self.store, job_id).get("status"))
+        return str(stop_job(self.store, job_id).get("status"))

@@ -1,0 +1,78 @@
+"""Markdown a child wrote (its transcript, its answer, a failure's diagnostics) as HTML that
+carries none of its own HTML: raw HTML is off (shown as text), links open in a new tab with
+``rel="noopener noreferrer"``, an image is a link to it (nothing is fetched by showing it),
+and markdown-it's own check refuses ``javascript:`` and the like as link targets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from html import escape
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+
+@cache
+def _md() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+    def link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        tokens[idx].attrSet("rel", "noopener noreferrer")
+        tokens[idx].attrSet("target", "_blank")
+        rendered: str = self.renderToken(tokens, idx, options, env)
+        return rendered
+
+    def image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+        token = tokens[idx]
+        alt = self.renderInlineAsText(token.children or [], options, env) or "image"
+        src = escape(str(token.attrGet("src") or ""))
+        return f'<a href="{src}" rel="noopener noreferrer" target="_blank">[{escape(alt)}]</a>'
+
+    md.add_render_rule("link_open", link_open)
+    md.add_render_rule("image", image)
+    return md
+
+
+def render(text: str) -> str:
+    return str(_md().render(text))
+
+
+def whole_blocks(text: str) -> int:
+    """How many characters at the start of ``text`` (whole lines, without a carriage return:
+    a transcript has none) can be rendered now, though more may follow: all of it, unless
+    it ends in a code fence not yet closed (a chunk still being written), which is held back
+    from the start of its block (a top-level block, or an item of a top-level list: a run's
+    tool calls are one long list, shown as it grows)."""
+    if "```" not in text and "~~~" not in text:
+        return len(text)  # no fence at all (most reads): nothing to parse for
+    tokens = _md().parse(text)
+    lines = text.split("\n")
+    held = None
+    for token in tokens:
+        if token.type == "fence" and token.map and not _closed(token, lines):
+            held = token.map[0]
+            break
+    if held is None:
+        return len(text)
+    starts = [
+        t.map[0]
+        for t in tokens
+        if t.map
+        and t.map[0] <= held
+        and ((t.level == 0 and t.nesting >= 0) or (t.level == 1 and t.type == "list_item_open"))
+    ]
+    cut = max(starts, default=0)
+    return sum(len(line) + 1 for line in lines[:cut])
+
+
+def _closed(fence: Token, lines: list[str]) -> bool:
+    """Whether a fence's last line closes it (one left open runs to the end of the text)."""
+    assert fence.map is not None
+    first, end = fence.map
+    if end - first < 2:
+        return False
+    last = lines[end - 1].lstrip(" >\t")
+    mark = fence.markup
+    return bool(mark) and last.rstrip().startswith(mark) and not last.strip().strip(mark[0])

@@ -1,0 +1,181 @@
+"""subagents.types says what the records are: what real runs and jobs write has the keys their
+TypedDicts declare (every event kind, result.json, the job result, job.json, the session log's
+entries), the checks in core.records tell a record from a damaged file, and a caller's type
+checker knows which shape ``subagents.run`` gives back (a real mypy run)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+import pytest
+from conftest import Fake
+
+import subagents
+from subagents import types
+from subagents.core import events as ev
+from subagents.core.files import read_events
+from subagents.core.records import is_event, is_job_state, is_run_result
+from subagents.jobs import JobStore, list_jobs
+from subagents.jobs.outcome import job_status
+from subagents.lifecycle import sessionlog
+
+EVENT_TYPES = {
+    "run_started": types.RunStarted,
+    "assistant_text": types.AssistantText,
+    "thinking": types.Thinking,
+    "tool_call": types.ToolCall,
+    "tool_result": types.ToolResult,
+    "usage": types.UsageEvent,
+    "notice": types.Notice,
+    "error": types.ErrorEvent,
+    "run_finished": types.RunFinished,
+}
+
+
+def fits(record: Mapping[str, Any], shape: Any) -> None:
+    """``record`` has every key ``shape`` requires, and none it does not declare."""
+    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
+    keys = set(record)
+    assert not required - keys, f"{shape.__name__} lacks {sorted(required - keys)}"
+    assert not keys - required - optional, f"{shape.__name__}: {sorted(keys - required - optional)}"
+
+
+def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
+    thought = pi.assistant(
+        [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Done."}], "stop"
+    )
+    steps = [
+        *pi.start(),
+        {"emit": "not json"},  # a notice
+        *pi.tool_use(),
+        *pi.tool_end(),
+        {"emit": {"type": "message_end", "message": thought}},
+        *pi.end(),
+    ]
+    completed = fake.run(steps)
+    failed = fake.run([*pi.start(), {"exit": 3}])
+    seen = set()
+    for result in (completed, failed):
+        fits(result, types.RunResult)
+        assert is_run_result(result)
+        for event in read_events(Path(result["paths"]["events"])):
+            fits(event, EVENT_TYPES[event["type"]])
+            seen.add(event["type"])
+    assert seen == set(EVENT_TYPES) == set(ev.EVENT_TYPES)  # every kind, once at least
+    fits(completed["usage"], types.Usage)
+    fits(completed["paths"], types.RunPaths)
+    assert failed["status"] == "failed" and failed["diagnostics"]
+    fits(ev.stalled(1.0, 2.0), types.Notice)
+
+
+def test_a_job_and_its_records_fit_their_types(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    job = {"mode": "chain", "steps": [{"task": "a"}, {"task": "then {previous}"}]}
+    result = subagents.run(job, env=fake.env(pi.answer("ok")))
+    fits(result, types.JobResult)
+    for run in result["runs"]:
+        fits(run, types.RunResult)
+    store = JobStore(isolated_state)
+    state = store.load(result["jobId"])
+    fits(state, types.JobState)
+    fits(state["driver"], types.ProcessIdentity)
+    assert {k: state[k] for k in result} == result  # job.json holds the job result
+    [row] = list_jobs(home=isolated_state)
+    fits(row, types.JobRow)
+    entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
+    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:complete"]
+    for entry in entries:
+        fits(entry, types.AgentEvent)
+        fits(entry["usage"] or ev.empty_usage(), types.Usage)
+
+
+def test_a_record_read_back_is_checked_once(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    job_id = store.create({"mode": "single"}, agents=["pi"], background=False)
+    assert is_job_state(store.load(job_id))
+    for damaged in ([], {"jobId": job_id}, {"jobId": job_id, "status": "sleeping"}):
+        store.path(job_id).write_text(json.dumps(damaged))
+        with pytest.raises(ValueError, match=f"{store.path(job_id)}: not a job"):
+            store.load(job_id)
+    assert not is_run_result({"runId": "r", "status": "done"})
+    # A run's status no run can have (a damaged result.json) ends its job failed.
+    assert job_status(1, [{"runId": "r", "status": "done"}], cancelled=False) == "failed"
+    assert not is_event({"seq": 1, "type": "no_such_kind"}) and is_event(ev.thinking("x"))
+
+
+CALLER = """
+    import subagents
+    from subagents.types import Event, JobResult, JobRun, RunResult
+
+    one = subagents.run("task")
+    reveal_type(one)
+    job = subagents.run({"mode": "parallel", "tasks": [{"task": "a"}]})
+    reveal_type(job)
+    wrong: JobResult = subagents.run("task")
+    if "paths" in one:
+        reveal_type(one)
+
+    def tool_name(event: Event) -> str:
+        if event["type"] == "tool_call":
+            reveal_type(event)
+            return event["toolName"]
+        return event["toolName"]
+
+    runs: list[JobRun] = job["runs"]
+    status: str = job["status"]
+    handle = subagents.start("task")
+    reveal_type(handle.wait())
+"""
+
+
+def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
+    source = textwrap.dedent(CALLER).splitlines()
+    caller = tmp_path / "caller.py"
+    caller.write_text("\n".join(source) + "\n")
+    out = subprocess.run(
+        [
+            *(sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--no-color-output"),
+            *("--cache-dir", str(tmp_path / "cache"), caller.name),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    ).stdout
+    said: dict[int, list[str]] = {}
+    for line in out.splitlines():
+        where, _, what = line.partition(": ")
+        if where.startswith(caller.name + ":"):
+            said.setdefault(int(where.split(":")[1]), []).append(what)
+
+    def at(text: str, nth: int = 0) -> str:
+        """What mypy said at the ``nth`` line of the caller that reads ``text``."""
+        number = [i for i, line in enumerate(source, 1) if line.strip() == text][nth]
+        return " ".join(said.get(number, []))
+
+    one = at("reveal_type(one)")
+    assert "subagents.types.RunResult" in one and "subagents.types.RunNotStarted" in one, out
+    assert 'Revealed type is "TypedDict(subagents.types.RunResult' in at("reveal_type(one)", 1)
+    assert "RunNotStarted" not in at("reveal_type(one)", 1)  # "paths" in it: a RunResult
+    assert 'Revealed type is "TypedDict(subagents.types.JobResult' in at("reveal_type(job)")
+    assert "error: Incompatible types in assignment" in at(
+        'wrong: JobResult = subagents.run("task")'
+    )
+    narrowed = at("reveal_type(event)")
+    assert "subagents.types.ToolCall" in narrowed and "RunStarted" not in narrowed
+    # Not narrowed, an event of another kind has no toolName: an error there.
+    assert 'TypedDict "RunStarted" has no key "toolName"' in at('return event["toolName"]', 1)
+    assert at('return event["toolName"]') == ""
+    assert "subagents.types.JobState" in at("reveal_type(handle.wait())")
+    # Nothing else was wrong: the runs and the status are what a caller expects them to be.
+    errors = {n for n, what in said.items() if any(w.startswith("error:") for w in what)}
+    assert len(errors) == 2, out

@@ -1,0 +1,227 @@
+"""``subagents web`` in a real headless chromium (Debian's, driven through its chromedriver):
+the fleet page follows a job to its end without a reload, Stop aborts a job, Apply lands an
+isolated run's change (and a conflict changes nothing), a child's ``<script>`` is text on
+the page and opens no dialog. Jobs run real supervisors with the fake agent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+import pytest
+from conftest import Fake, eventually, git, git_repo, pid_alive
+from webserver import Web, chromium, have_chromium, web_server
+
+import subagents
+from subagents import api
+from subagents.jobs import JobStore
+
+pytestmark = pytest.mark.skipif(
+    not have_chromium(), reason="needs Debian's chromium and chromium-driver"
+)
+
+WAIT = 30.0
+XSS = "<script>alert(1)</script> and <img src=x onerror=alert(2)> and [click](javascript:alert(3))"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture
+def web(isolated_state: Path) -> Iterator[Web]:
+    with web_server(isolated_state) as server:
+        yield server
+
+
+@pytest.fixture
+def start(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
+    """``start(steps, spec=None, cwd=None)``: a background job whose fake pi plays ``steps``."""
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+
+    def run(steps: list[dict[str, Any]], spec: Any = "do it", cwd: Path | None = None) -> str:
+        return subagents.start(spec, cwd=cwd, env=fake.env(steps)).job_id
+
+    return run
+
+
+def until(driver: Any, script: str, timeout: float = WAIT) -> Any:
+    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value.
+    An expression that throws (its element is not there yet) is not true yet."""
+    value: list[Any] = [None]
+
+    def check() -> bool:
+        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
+        return bool(value[0])
+
+    assert eventually(check, timeout), f"never true: {script}"
+    return value[0]
+
+
+def sign_in(driver: Any, web: Web, path: str = "/") -> None:
+    driver.get(web.sign_in)
+    assert driver.execute_script("return location.search") == ""  # the token left the address
+    if path != "/":
+        driver.get(web.base + path)
+
+
+def no_dialog(driver: Any) -> bool:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        driver.switch_to.alert  # noqa: B018
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def test_fleet_follows_a_job_to_its_end_without_a_reload(
+    browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), *pi.tool_use(command="make test"), {"wait_for": str(gate)}]
+    job_id = start([*steps, *pi.tool_end(), pi.text_end("all green"), *pi.end()])
+    sign_in(browser, web)
+    row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
+    until(browser, f"{row} && {row}.dataset.status === 'running'")
+    assert "make test" in until(browser, f"{row}.querySelector('.activity').textContent")
+    browser.execute_script("window.stillThisPage = true")
+    gate.touch()
+    until(browser, f"{row}.dataset.status === 'completed'")
+    assert (
+        browser.execute_script(f"return {row}.querySelector('.activity').textContent")
+        == "all green"
+    )
+    assert browser.execute_script("return window.stillThisPage") is True  # no reload
+    # A filter is the page's address; a job that does not pass it is not shown.
+    browser.get(web.base + "/?status=failed")
+    until(browser, "document.querySelector('.totals')")
+    assert browser.execute_script(f"return {row}") is None
+
+
+def test_stop_from_the_job_page_aborts_the_job(
+    browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    job_id = start(
+        [*pi.start(), *pi.tool_use(command="sleep 600"), {"pidfile": str(pidfile)}, {"hang": True}]
+    )
+    assert eventually(pidfile.exists)
+    sign_in(browser, web, f"/job/{job_id}")
+    button = "document.querySelector('button[data-action=stop]')"
+    until(browser, button)
+    browser.execute_script(f"{button}.click()")
+    until(browser, "document.getElementById('stop-dialog').open")
+    browser.find_element("id", "stop-no").click()  # a second thought: nothing happens
+    assert not browser.execute_script("return document.getElementById('stop-dialog').open")
+    assert api.job_state(JobStore(), job_id)["status"] == "running"
+    browser.execute_script(f"{button}.click()")
+    until(browser, "document.getElementById('stop-dialog').open")
+    browser.find_element("id", "stop-yes").click()
+    until(browser, "document.getElementById('stop-result').textContent === 'job aborted'")
+    until(browser, "document.querySelector('.jobhead').dataset.status === 'aborted'")
+    assert api.job_state(JobStore(), job_id)["status"] == "aborted"
+    assert eventually(lambda: not pid_alive(int(pidfile.read_text())))
+
+
+def test_apply_from_the_job_page_lands_an_isolated_runs_change(
+    browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"app.py": "one\ntwo\nthree\n"})
+    edits = [
+        {"write": "app.py", "text": "one\ntwo\nthree ({task})\n"},
+        {"write": "new.txt", "text": "new\n"},
+    ]
+    spec = {"mode": "single", "steps": [{"task": "T", "isolate": "worktree"}]}
+    job_id = start([*edits, *pi.answer("edited")], spec, repo)
+    job = subagents.JobHandle(JobStore(), job_id).wait(WAIT)
+    assert job is not None and job["status"] == "completed", job
+    sign_in(browser, web, f"/job/{job_id}")
+    until(browser, "document.querySelector('button[data-action=apply]')")
+    assert "+three (T)" in browser.find_element("css selector", "pre.patch").text
+    assert (repo / "app.py").read_text() == "one\ntwo\nthree\n"  # nothing until Apply
+    browser.execute_script("document.querySelector('button[data-action=apply]').click()")
+    text = until(
+        browser,
+        "document.getElementById('apply-result').className === 'ok' && document.getElementById('apply-result').textContent",
+    )
+    assert text == "applied 2 file(s): app.py, new.txt", text
+    assert (repo / "app.py").read_text() == "one\ntwo\nthree (T)\n"
+    assert (repo / "new.txt").read_text() == "new\n"
+    # Applied again over a tree that changed the same line: a conflict, and nothing changes.
+    (repo / "app.py").write_text("one\ntwo\nthree (mine)\n")
+    (repo / "new.txt").unlink()
+    status = git(repo, "status", "--porcelain")
+    browser.execute_script("document.querySelector('button[data-action=apply]').click()")
+    text = until(
+        browser,
+        "document.getElementById('apply-result').className === 'problem' && document.getElementById('apply-result').textContent",
+    )
+    assert "conflict" in text and "app.py" in text and "nothing was changed" in text
+    assert (repo / "app.py").read_text() == "one\ntwo\nthree (mine)\n"
+    assert not (repo / "new.txt").exists() and git(repo, "status", "--porcelain") == status
+
+
+def test_a_childs_markup_is_text_and_runs_nothing(
+    browser: Any, web: Web, start: Callable[..., str], tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    job_id = start(
+        [
+            *pi.start(),
+            *pi.tool_use(),
+            {"wait_for": str(gate)},
+            *pi.tool_end(),
+            pi.text_end(XSS),
+            *pi.end(),
+        ]
+    )
+    sign_in(browser, web, f"/job/{job_id}")
+    until(browser, "document.getElementById('transcript').textContent.includes('$ ls')")
+    gate.touch()  # the answer arrives through the live stream
+    until(browser, "document.querySelector('.jobhead').dataset.status === 'completed'")
+    until(browser, "document.querySelector('#run-end .answer')")
+    for where in ("#run-end .answer", "#transcript"):
+        text = browser.find_element("css selector", where).text
+        assert "<script>alert(1)</script>" in text and "<img src=x onerror=alert(2)>" in text
+    assert (
+        browser.execute_script("return document.querySelectorAll('main script, main img').length")
+        == 0
+    )
+    assert (
+        browser.execute_script("return document.querySelectorAll('a[href^=javascript]').length")
+        == 0
+    )
+    assert no_dialog(browser)
+    # Loaded whole (not through the stream) and on the fleet page: the same.
+    browser.refresh()
+    until(browser, "document.querySelector('#run-end .answer')")
+    assert (
+        "<script>alert(1)</script>" in browser.find_element("css selector", "#run-end .answer").text
+    )
+    browser.get(web.base + "/")
+    cell = until(
+        browser, f"document.querySelector('tbody[data-job=\"{job_id}\"] .activity').textContent"
+    )
+    assert cell.startswith("<script>alert(1)</script>")
+    assert (
+        browser.execute_script("return document.querySelectorAll('main script, main img').length")
+        == 0
+    )
+    assert no_dialog(browser)
+
+
+def test_a_browser_without_the_token_is_not_signed_in(browser: Any, web: Web) -> None:
+    browser.delete_all_cookies()
+    browser.get(web.base + "/")
+    assert "Not signed in" in browser.find_element("tag name", "body").text
+    browser.get(web.base + "/?token=not-the-token-at-all")
+    assert "Not signed in" in browser.find_element("tag name", "body").text
+    browser.get(web.sign_in)
+    assert browser.find_element("tag name", "h1").text == "Fleet"
+    cookie = browser.get_cookie(f"subagents_web_{web.port}")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"

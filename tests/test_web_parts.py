@@ -1,0 +1,356 @@
+"""``subagents web`` over plain HTTP: who is refused (no token, a bad Host, a foreign Origin,
+a cross-site action), the served command line, the cost page's numbers against
+``subagents cost --json``, the fleet's repositories; Markdown without raw HTML, and a
+transcript rendered piece by piece as it grows."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from html import unescape
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pistream as pi
+import pytest
+from conftest import Fake, eventually, git_repo
+from test_cli_run import cli
+from webserver import TOKEN, Web, web_server
+
+import subagents
+from subagents.jobs import JobStore
+
+TIMEOUT = 60
+
+
+@pytest.fixture
+def web(isolated_state: Path) -> Iterator[Web]:
+    with web_server(isolated_state) as server:
+        yield server
+
+
+@pytest.fixture
+def finished(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, Any]]:
+    """``finished(steps, spec, cwd)``: a background job of the fake pi, waited for."""
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+
+    def run(
+        steps: list[dict[str, Any]], spec: Any = "do it", cwd: Path | None = None
+    ) -> dict[str, Any]:
+        job = subagents.start(spec, cwd=cwd, env=fake.env(steps))
+        result = job.wait(TIMEOUT)
+        assert result is not None
+        return result
+
+    return run
+
+
+@contextmanager
+def browser_client(web: Web) -> Iterator[httpx2.Client]:
+    """A client signed in as a browser is: the cookie the token's address sets."""
+    with httpx2.Client(base_url=web.base, timeout=30) as client:
+        signed = client.get(f"/?token={TOKEN}")
+        assert signed.status_code == 303 and signed.headers["location"] == "/"
+        cookie = signed.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        yield client
+
+
+def csrf_of(page: str) -> str:
+    found = re.search(r'<meta name="csrf-token" content="([0-9a-f]+)">', page)
+    assert found
+    return found.group(1)
+
+
+def test_requests_without_the_token_or_from_elsewhere_are_refused(web: Web) -> None:
+    with httpx2.Client(base_url=web.base, timeout=30) as anon:
+        for path in ("/", "/cost", "/job/x", "/events/fleet", "/api/jobs", "/static/app.js"):
+            assert anon.get(path).status_code == 401, path
+        assert anon.get("/?token=wrong-token-wrong-token").status_code == 401
+        assert anon.get("/api/jobs", headers={"Authorization": "Bearer nope"}).status_code == 401
+        assert anon.post("/api/jobs/x/stop").status_code == 401
+    with web.client() as program:
+        assert program.get("/api/jobs").json() == []
+        assert program.get("/", headers={"Host": "evil.example"}).status_code == 421
+        assert program.get("/", headers={"Host": f"evil.example:{web.port}"}).status_code == 421
+        assert program.get("/", headers={"Origin": "http://evil.example"}).status_code == 403
+        assert (
+            program.get("/", headers={"Origin": f"http://127.0.0.1:{web.port + 1}"}).status_code
+            == 403
+        )
+        assert program.request("OPTIONS", "/api/jobs").status_code == 405
+        page = program.get("/")
+        assert page.status_code == 200
+        assert "script-src 'self'" in page.headers["content-security-policy"]
+        assert "default-src 'none'" in page.headers["content-security-policy"]
+        assert not any(h.startswith("access-control-") for h in page.headers)
+    with browser_client(web) as browser:
+        page = browser.get("/")
+        assert page.status_code == 200 and "<h1>Fleet</h1>" in page.text
+        csrf = csrf_of(page.text)
+        origin = {"Origin": web.base}
+        # A cross-site form or fetch carries the cookie at most, never the page's CSRF token.
+        assert browser.post("/api/jobs/x/stop", headers=origin).status_code == 403
+        assert (
+            browser.post(
+                "/api/jobs/x/stop", headers={**origin, "X-CSRF-Token": "0" * 64}
+            ).status_code
+            == 403
+        )
+        assert (
+            browser.post("/api/jobs/x/stop", headers={"X-CSRF-Token": csrf}).status_code == 403
+        )  # no Origin
+        bad_origin = {"Origin": "http://evil.example", "X-CSRF-Token": csrf}
+        assert browser.post("/api/jobs/x/stop", headers=bad_origin).status_code == 403
+        ok = browser.post("/api/jobs/x/stop", headers={**origin, "X-CSRF-Token": csrf})
+        assert ok.status_code == 404 and "no job or run" in ok.json()["error"]  # past every check
+
+
+def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_state: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_WEB_TOKEN"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
+        assert found, line
+        base, token = found.group(1), found.group(3)
+        assert len(token) >= 32 and "SUBAGENTS_WEB_TOKEN" in line
+        with httpx2.Client(base_url=base, timeout=30) as client:
+            assert client.get("/").status_code == 401
+            assert client.get(f"/?token={token}").status_code == 303
+            assert client.get("/").status_code == 200  # the cookie
+            # An open live stream does not hold up the stop.
+            with client.stream("GET", "/events/fleet") as events:
+                first = next(events.iter_lines())
+                assert first.startswith("retry:")
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(15) == 0
+        assert proc.stderr.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_a_short_token_is_refused(isolated_state: Path) -> None:
+    p = cli(["web", "--port", "0"], {"SUBAGENTS_WEB_TOKEN": "x" * 15})
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "$SUBAGENTS_WEB_TOKEN" in p.stderr
+    assert "use at least 16" in p.stderr
+
+
+def _cost_tables(page: str) -> dict[str, list[list[str]]]:
+    tables = {}
+    for by, body in re.findall(
+        r'<table class="cost" data-by="(\w+)">.*?<tbody>(.*?)</tbody>', page, re.S
+    ):
+        rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+        tables[by] = [
+            [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows
+        ]
+    return tables
+
+
+def test_the_cost_page_shows_the_numbers_of_cost_json(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    finished(pi.answer("one"), cwd=repo)
+    finished(
+        pi.answer("two"), {"mode": "parallel", "tasks": [{"task": "x"}, {"task": "y"}]}, tmp_path
+    )
+    with web.client() as client:
+        page = client.get("/cost").text
+    tables = _cost_tables(page)
+    assert set(tables) == {"day", "backend", "agent", "repo"}
+    assert page.count("<svg") == 4
+    for by, rows in tables.items():
+        report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
+        expected = [
+            [str(r["key"]), str(r["jobs"]), str(r["runs"]), str(r["input"]), str(r["output"]),
+             f"{r['cacheRead']}/{r['cacheWrite']}", str(r["totalTokens"]),
+             "-" if r["cost"] is None else f"${r['cost']:.4f}"]
+            for r in [*report["rows"], {**report["total"], "key": "total"}]
+        ]  # fmt: skip
+        assert rows == expected, by
+    repos = json.loads(cli(["cost", "--json", "--by", "repo"]).stdout)
+    assert {r["key"] for r in repos["rows"]} == {str(repo), "unknown"}  # tmp_path is no repository
+    assert json.loads(cli(["cost", "--json"]).stdout)["summary"] in unescape(page)
+
+
+def test_the_fleet_groups_jobs_by_repository_and_session(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    one = git_repo(tmp_path / "one", {"a": "a\n"})
+    two = git_repo(tmp_path / "two", {"b": "b\n"})
+    (one / "sub").mkdir()
+    a = finished(pi.answer("in one"), cwd=one / "sub")["jobId"]
+    b = finished(pi.answer("in two"), cwd=two)["jobId"]
+    c = finished(
+        pi.answer("isolated"),
+        {"mode": "single", "steps": [{"task": "t", "isolate": "worktree"}]},
+        one,
+    )
+    with web.client() as client:
+        page = client.get("/").text
+        sections = dict(
+            re.findall(r'<section class="repo" data-repo="([^"]+)">(.*?)</section>', page, re.S)
+        )
+        assert set(sections) == {str(one), str(two)}
+        assert (
+            a in sections[str(one)] and c["jobId"] in sections[str(one)] and b in sections[str(two)]
+        )
+        only_two = client.get("/", params={"repo": str(two)}).text
+        assert b in only_two and a not in only_two
+        bad = client.get("/", params={"since": "yesterday-ish"}).text
+        assert "since: invalid time" in bad and a in bad  # said, and left out
+        job = client.get(f"/api/jobs/{a}").json()
+        assert job["status"] == "completed" and job["runs"][0]["finalText"] == "in one"
+
+
+def test_a_parallel_job_page_has_a_timeline_and_its_runs(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    job = finished(
+        pi.answer("x"),
+        {"mode": "parallel", "tasks": [{"task": "a"}, {"task": "b"}, {"task": "c"}]},
+        tmp_path,
+    )
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId'][:12]}").text
+        assert 'class="chart gantt"' in page and page.count('class="bar st-completed"') == 3
+        second = job["runs"][1]["runId"]
+        chosen = client.get(f"/job/{job['jobId']}", params={"run": second}).text
+        assert f'<tr data-run="{second}" class="chosen">' in chosen
+        assert client.get("/job/zzzz").status_code == 404
+
+
+def test_a_failed_runs_diagnostics_are_on_its_page(
+    web: Web, finished: Callable[..., dict[str, Any]]
+) -> None:
+    job = finished([*pi.start(), {"stderr": "boom <b>not bold</b>\n"}, {"exit": 3}])
+    assert job["status"] == "failed"
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+    assert '<section class="diagnostics">' in page
+    assert "boom &lt;b&gt;not bold&lt;/b&gt;" in page and "<b>not bold</b>" not in page
+
+
+def test_the_job_stream_sends_the_transcript_as_it_grows(
+    web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), *pi.tool_use(command="make"), {"wait_for": str(gate)}]
+    job_id = subagents.start(
+        "t", env=fake.env([*steps, *pi.tool_end(), pi.text_end("done"), *pi.end()])
+    ).job_id
+    assert eventually(lambda: JobStore().load(job_id)["runIds"])
+    run_id = JobStore().load(job_id)["runIds"][0]
+    seen: list[tuple[str, dict[str, Any]]] = []
+    with (
+        web.client() as client,
+        client.stream("GET", f"/events/job/{job_id}", params={"run": run_id}) as events,
+    ):
+        name = ""
+        for line in events.iter_lines():
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                seen.append((name, json.loads(line[6:])))
+                if name == "transcript" and "$ make" in seen[-1][1]["html"]:
+                    assert "done" not in json.dumps(seen)  # live: the run is still waiting
+                    gate.touch()
+                if name == "end":
+                    break
+    names = [n for n, _ in seen]
+    assert names[-1] == "end" and names.count("run") == 1 and "job" in names
+    transcript = "".join(d["html"] for n, d in seen if n == "transcript")
+    assert (
+        transcript.index("$ make")
+        < transcript.index("done")
+        < transcript.index("Finished: completed")
+    )
+
+
+def test_a_long_transcript_shows_its_end_and_links_to_all_of_it(
+    web: Web, finished: Callable[..., dict[str, Any]]
+) -> None:
+    from subagents.web.transcript import FIRST_LOOK
+
+    calls = []
+    for i in range(1400):  # ~300 KiB of transcript: tool calls with long commands
+        calls += pi.tool_use(f"c{i}", command=f"echo {'x' * 200} <b>{i}</b>")
+        calls += pi.tool_end(f"c{i}")
+    job = finished([*pi.start(), *calls, pi.text_end("the end"), *pi.end()])
+    run_id = job["runs"][0]["runId"]
+    transcript = Path(job["runs"][0]["paths"]["transcript"])
+    assert transcript.stat().st_size > FIRST_LOOK
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+        assert "&lt;b&gt;1399&lt;/b&gt;" in page and "&lt;b&gt;0&lt;/b&gt;" not in page
+        assert f'href="/runs/{run_id}/transcript.md"' in page
+        whole = client.get(f"/runs/{run_id}/transcript.md")
+        assert whole.headers["content-type"].startswith("text/plain")
+        assert whole.headers["x-content-type-options"] == "nosniff"
+        assert whole.text == transcript.read_text()
+
+
+# ---- parts ---------------------------------------------------------------------------
+
+
+def test_markdown_keeps_no_html_of_the_child() -> None:
+    from subagents.web.markdown import render
+
+    html = render(
+        "<script>alert(1)</script>\n\n**b** <img src=x onerror=alert(1)> [a](javascript:alert(1)) "
+        "[b](https://example.com) ![p](https://example.com/p.png)"
+    )
+    assert "<script" not in html and "<img" not in html and 'href="javascript' not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<strong>b</strong>" in html
+    assert 'href="https://example.com" rel="noopener noreferrer" target="_blank"' in html
+    assert (
+        '<a href="https://example.com/p.png" rel="noopener noreferrer" target="_blank">[p]</a>'
+        in html
+    )
+
+
+def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
+    from subagents.web.markdown import render
+    from subagents.web.transcript import read_piece
+
+    chunks = [
+        "\n## Started pi\n\n", "- $ ls\n", "- Command finished\n", "\nSome text\n\n",
+        "- ✗ $ make\n\n  ```\n  error: x\n\n  more\n  ```\n\n", "\n```python\nprint(1)\n\n", "x = 2\n```\n\n",
+        "\n## Finished: completed in 1s\n\n",
+    ]  # fmt: skip
+    path = tmp_path / "transcript.md"
+    path.write_text("")
+    offset, pieces = 0, []
+    for i, chunk in enumerate(chunks):
+        with open(path, "a") as f:
+            f.write(chunk)
+        piece = read_piece(path, offset, final=i == len(chunks) - 1)
+        offset = piece.offset
+        pieces.append(piece.html)
+    assert offset == path.stat().st_size
+    # The open fence waited for its end; nothing was rendered twice or lost.
+    assert pieces[5] == "" and "print(1)\n\nx = 2" in pieces[6]
+    whole = "".join(pieces)
+    squeeze = lambda s: re.sub(r"</ul><ul>", "", re.sub(r">\s+<", "><", s))  # noqa: E731 (lists may arrive in pieces)
+    assert squeeze(whole) == squeeze(render("".join(chunks)))

@@ -1,0 +1,99 @@
+"""The web app served for a test: in this process (uvicorn in a thread, on a free port of
+127.0.0.1, over the test's own SUBAGENTS_HOME), and a headless Debian chromium to look at it."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import uvicorn
+
+from subagents.loopback import listen
+from subagents.web import create_app
+
+TOKEN = "test-token-0123456789abcdef"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# Without the background-networking flags chromium tries hosts this machine cannot reach.
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--window-size=1280,900",
+)
+
+
+def have_chromium() -> bool:
+    return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
+
+
+@dataclass
+class Web:
+    port: int
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def sign_in(self) -> str:
+        return f"{self.base}/?token={TOKEN}"
+
+    def client(self, **kw: Any) -> httpx2.Client:
+        """A program's client: the bearer token on every request."""
+        headers = {"Authorization": f"Bearer {TOKEN}", **kw.pop("headers", {})}
+        return httpx2.Client(base_url=self.base, headers=headers, timeout=30, **kw)
+
+
+@contextmanager
+def web_server(home: Path) -> Iterator[Web]:
+    sock = listen(0)
+    port = sock.getsockname()[1]
+    app, stop_streams = create_app(token=TOKEN, port=port, home=home)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started, "the web server did not start"
+    try:
+        yield Web(port)
+    finally:
+        stop_streams()
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    profile = tempfile.mkdtemp(prefix="sa-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
