@@ -1,5 +1,5 @@
 """``subagents claude-code …``: what the Claude Code plugin (``integrations/claude-code``)
-runs, through its launcher ``bin/subagents-plugin``.
+runs, through its launcher ``scripts/subagents-plugin``.
 
 - ``monitor``: the plugin's monitor, armed by Claude Code at session start. It prints one
   line for each background job of the session that ends; Claude Code shows the line
@@ -35,6 +35,7 @@ EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block t
 JOBS_COMMAND = "/subagents:jobs"
 _JOBS_PROMPT = re.compile(rf"^\s*{re.escape(JOBS_COMMAND)}(?:\s+(.*))?$", re.DOTALL)
 HOOK_TABLE_WIDTH = 110  # columns of a table shown in Claude Code's transcript
+RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
 
 
 def _hook_fail(message: str) -> NoReturn:
@@ -63,9 +64,6 @@ def _session(claude_id: Any, where: str) -> str:
         return notices.claude_session(claude_id)
     except (ValueError, UsageError) as exc:
         _hook_fail(f"{where}: {exc}")
-
-
-RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
 
 
 def _with_result(store: Any, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
