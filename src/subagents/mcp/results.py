@@ -23,9 +23,13 @@ from subagents.present.figures import rounded_usage
 PROGRESS_MAX_LEN = 200  # characters in one progress message
 
 JOB_URI = "subagent://jobs/{id}"
-# The tools that follow a job started in the background (subagent_send joins them once
-# live control lands).
-FOLLOW_TOOLS = ("subagent_status", "subagent_result", "subagent_cancel")
+# How a model follows a job started in the background: each tool, as it is called for the
+# job ``{id}``, and what it does (subagent_send joins them once live control lands).
+FOLLOW = {
+    "subagent_status": ('subagent_status(job_id="{id}")', "says where it is"),
+    "subagent_result": ('subagent_result(job_id="{id}", wait_seconds=60)', "waits for its answer"),
+    "subagent_cancel": ('subagent_cancel(job_id="{id}")', "stops it"),
+}
 
 
 def one_line(text: str) -> str:
@@ -205,11 +209,8 @@ def result_to_tool_result(result: dict[str, Any]) -> CallToolResult:
 
 def follow_hint(job_id: str) -> str:
     """How a model follows a background job: the tools to call, with the id."""
-    return (
-        f'subagent_status(job_id="{job_id}") says where it is, '
-        f'subagent_result(job_id="{job_id}", wait_seconds=60) waits for its answer, '
-        f'subagent_cancel(job_id="{job_id}") stops it.'
-    )
+    calls = [f"{call.replace('{id}', job_id)} {does}" for call, does in FOLLOW.values()]
+    return ", ".join(calls) + "."
 
 
 def background_started(job_id: str, runs: list[str], announced: bool) -> CallToolResult:
