@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -136,3 +137,21 @@ def git_repo(path: Path, files: dict[str, str]) -> Path:
     git(path, "add", ".")
     git(path, "commit", "-q", "-m", "init")
     return path
+
+
+@pytest.fixture
+def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
+    """``tmux(*args)`` on a private tmux server (its own socket dir), killed afterwards."""
+    sock_dir = Path(f"/tmp/sa-tmux-{os.getpid()}-{tmp_path.name[-6:]}")
+    sock_dir.mkdir(mode=0o700, exist_ok=True)
+    monkeypatch.setenv("TMUX_TMPDIR", str(sock_dir))
+    monkeypatch.delenv("TMUX", raising=False)
+
+    def run(*args: str) -> str:
+        return subprocess.run(
+            ["tmux", *args], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+
+    yield run
+    run("kill-server")
+    shutil.rmtree(sock_dir, ignore_errors=True)

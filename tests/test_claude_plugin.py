@@ -234,8 +234,8 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
             told = last_user_text(req)
             assert "UserPromptSubmit hook additional context" in told, told
             notice = next(line for line in told.splitlines() if f"job {job_id}" in line)
-            assert f"job {job_id} completed ($" in notice, notice
-            assert PI_ANSWER in notice, notice
+            assert f"✓ job {job_id} · pi · " in notice and " tokens · $" in notice, notice
+            assert notice.endswith(f'"{PI_ANSWER}"'), notice
 
             # Once: the prompt after that adds no second notice (the first one stays in the
             # conversation's history).

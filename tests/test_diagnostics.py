@@ -172,7 +172,7 @@ def test_usage_section() -> None:
     text = section(render(make_result(), []), "Usage before failure")
     assert "input 1,200" in text and "output 340" in text
     assert "cache read 5,000" in text and "cache write 10" in text
-    assert "$0.0123" in text
+    assert "- cost: $0.012\n" in text + "\n"  # two significant digits
     assert "mock-model" in text
     usage = dict(make_result()["usage"], cost=None)
     no_cost = section(render(make_result(usage=usage), []), "Usage before failure")

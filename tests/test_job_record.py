@@ -118,7 +118,7 @@ _OLD_SPLIT = str.splitlines
 @settings(max_examples=300)
 @given(st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\u2028\u2029ab ü"), max_size=40))
 def test_the_first_line_is_what_splitting_every_line_found(text: str) -> None:
-    from subagents.lifecycle.sessionlog import _first_line
+    from subagents.present.outcome import first_line as _first_line
 
     expected = next((line.strip() for line in _OLD_SPLIT(text) if line.strip()), "")
     assert _first_line(text) == expected

@@ -53,9 +53,11 @@ def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def connect(env: dict[str, str], *, mode: str = "auto", **kw: Any) -> AsyncIterator[Client]:
+async def connect(
+    env: dict[str, str], *, mode: str = "auto", args: tuple[str, ...] = (), **kw: Any
+) -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "subagents.cli", "mcp"], env=server_env(env)
+        command=sys.executable, args=["-m", "subagents.cli", "mcp", *args], env=server_env(env)
     )
     async with Client(params, mode=mode, **kw) as client:  # type: ignore[arg-type]
         yield client
@@ -124,12 +126,18 @@ def test_foreground_call_streams_progress_and_returns_the_answer(
                 "subagent", {"task": "do the thing"}, progress_callback=on_progress
             )
         assert not result.is_error, text_of(result)
-        assert text_of(result) == "The answer."
         job = result.structured_content
         assert job is not None and job["status"] == "completed" and job["mode"] == "single"
-        assert job["answer"] == "The answer." and job["runs"][0]["finalText"] == "The answer."
-        assert list(job)[:2] == ["status", "answer"]  # what a parent model reads first
+        assert job["answer"] == "The answer." and "finalText" not in job["runs"][0]  # once
+        # What a parent model reads first: the answer, then one line of status and the ids.
+        assert list(job)[:2] == ["answer", "summary"]
+        assert job["summary"].startswith("✓ completed · pi · ") and " tokens · $" in job["summary"]
+        assert job["runIds"] == [job["runs"][0]["runId"]]
         assert "paths" not in job["runs"][0]  # compact: the full result is the job resource
+        # The text says the same for a person: the answer, then the status line with the ids.
+        answer, status = text_of(result).split("\n\n")
+        assert answer == "The answer."
+        assert status == f"{job['summary']} · job {job['jobId']} · run {job['runIds'][0]}"
         assert messages and messages[0].startswith(f"job {job['jobId']} started")
         assert any("$ ls" in m for m in messages), messages  # the shared formatter's tool line
         assert all(len(m) <= 200 for m in messages)
@@ -146,17 +154,27 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
     env = script_launcher(
         fake, "echo-pi", "time.sleep(0.3 if task == 'alpha' else 0)\nanswer('echo: ' + task)\n"
     )
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
 
     async def main() -> None:
         async with connect(env) as client:
-            result = await client.call_tool("subagent", {"tasks": ["alpha", {"task": "beta"}]})
+            result = await client.call_tool(
+                "subagent", {"tasks": ["alpha", {"task": "beta"}]}, progress_callback=on_progress
+            )
         assert not result.is_error, text_of(result)
         job = result.structured_content
         assert job is not None and job["mode"] == "parallel" and job["status"] == "completed"
-        assert [r["finalText"] for r in job["runs"]] == ["echo: alpha", "echo: beta"]
-        assert job["answer"] == ["echo: alpha", "echo: beta"]
+        assert job["answer"] == ["echo: alpha", "echo: beta"]  # in task order
+        assert [r["status"] for r in job["runs"]] == ["completed", "completed"]
         text = text_of(result)
         assert text.index("echo: alpha") < text.index("echo: beta")
+        # Every progress message speaks of both runs, whichever spoke last.
+        both = [m for m in messages if m.startswith("[1] ") and " · [2] " in m]
+        assert both and all(m in both for m in messages[1:]), messages
+        assert any(re.match(r"\[1\] .* · \[2\] ✓ \d", m) for m in both), messages  # beta ended
 
     run(main)
 
@@ -182,12 +200,16 @@ def test_background_job_then_result(fake: Fake) -> None:
             started = await client.call_tool("subagent", {"task": "later", "background": True})
             assert not started.is_error, text_of(started)
             job_id = (started.structured_content or {})["jobId"]
-            assert json.loads(text_of(started).splitlines()[0]) == {"jobId": job_id}
+            # How to follow the job, for the model (structured) and for a person (text).
+            follow = (started.structured_content or {})["follow"]
+            assert f'subagent_result(job_id="{job_id}", wait_seconds=' in follow
+            assert f"Started job {job_id} in the background" in text_of(started)
+            assert follow in text_of(started)
             result = await client.call_tool(
                 "subagent_result", {"job_id": job_id, "wait_seconds": 30}
             )
             assert not result.is_error, text_of(result)
-            assert text_of(result) == "Background answer."
+            assert text_of(result).startswith("Background answer.\n\n✓ completed")
             assert (result.structured_content or {})["status"] == "completed"
             status = await client.call_tool("subagent_status", {"job_id": job_id[:12]})
             assert (status.structured_content or {})["status"] == "completed"
@@ -198,6 +220,35 @@ def test_background_job_then_result(fake: Fake) -> None:
                 and state["status"] == "completed"
                 and state["background"] is True
             )
+
+    run(main)
+
+
+def test_a_job_stopped_from_the_claude_session_is_not_announced_to_it(fake: Fake) -> None:
+    env = {
+        **script_launcher(fake, "slow-pi", "time.sleep(30)\nanswer('late')\n"),
+        "CLAUDE_CODE_SESSION_ID": "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383",
+    }
+
+    async def main() -> None:
+        async with connect(env, args=("--claude-session",)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            # Claude Code names a tool by its annotations' title (its permission dialog).
+            assert tools["subagent"].annotations and tools["subagent"].annotations.title
+            assert tools["subagent"].annotations.title == tools["subagent"].title
+            started = await client.call_tool("subagent", {"task": "slow", "background": True})
+            view = started.structured_content or {}
+            assert "announced in this conversation" in view["told"], view
+            cancelled = await client.call_tool("subagent_cancel", {"job_id": view["jobId"]})
+            assert (cancelled.structured_content or {})["status"] == "aborted"
+        hook = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "claude-code", "prompt-hook"],
+            input=json.dumps({"session_id": env["CLAUDE_CODE_SESSION_ID"], "prompt": "news?"}),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert hook.returncode == 0 and hook.stdout == "", hook  # no news of a job stopped here
 
     run(main)
 
@@ -434,7 +485,7 @@ def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path)
         )
         assert total["cost"] == pytest.approx(0.006)
         assert text_of(status) == (
-            f"session {out['session']}: 2 jobs: 90 tokens (60 in, 30 out, cache 0/0), $0.0060"
+            f"session {out['session']}: 2 jobs: 90 tokens (60 in, 30 out, cache 0/0), $0.006"
         )
         # The same numbers `subagents cost --session` prints: one aggregation.
         cli = subprocess.run(
@@ -444,7 +495,9 @@ def test_status_without_a_job_id_totals_this_session(fake: Fake, tmp_path: Path)
             timeout=TIMEOUT,
             check=True,
         )
-        assert json.loads(cli.stdout)["total"] == total
+        exact = json.loads(cli.stdout)["total"]  # for programs: the cost as summed
+        assert {**exact, "cost": total["cost"]} == total  # for a model: rounded as people read it
+        assert total["cost"] == round(exact["cost"], 6)
 
     run(main)
 

@@ -15,7 +15,8 @@ from conftest import Fake
 
 from subagents.jobs import JobStore
 from subagents.lifecycle import cost as costs
-from subagents.lifecycle import sessionlog
+from subagents.lifecycle import notices, sessionlog
+from subagents.present.figures import money
 
 SUBAGENTS = str(Path(sys.executable).parent / "subagents")
 CLAUDE_ID = "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383"
@@ -34,19 +35,31 @@ def sub(
     )
 
 
-def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
-    result = {
+def job_result(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
+    return {
         "jobId": job_id,
         "mode": "single",
         "status": "completed",
+        "durationMs": 3400,
         "usage": {"input": 20, "output": 10, "totalTokens": 30, "cost": cost},
         "runs": [{"agent": "scout", "backend": "pi", "status": "completed", "finalText": answer}],
     }
-    return sessionlog.entry_for_job(result)
 
 
-def hook(home: Path) -> subprocess.CompletedProcess[str]:
-    payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": "hi"}
+def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
+    return sessionlog.entry_for_job(job_result(job_id, answer, cost))
+
+
+def ended(
+    store: JobStore, log: Path, job_id: str, answer: str, cost: float | None = 0.0125
+) -> None:
+    """A job's end as its driver records it: the job result, and its end entry."""
+    store.finish(job_id, job_result(job_id, answer, cost))
+    sessionlog.append(log, end_entry(job_id, answer, cost))
+
+
+def hook(home: Path, prompt: str = "hi") -> subprocess.CompletedProcess[str]:
+    payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
     return sub("notices", "--claude-hook", stdin=json.dumps(payload))
 
 
@@ -60,21 +73,34 @@ def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
 
     assert hook(isolated_state).stdout == ""  # nothing ended yet: no output at all
-    sessionlog.append(log, end_entry(fg, "foreground answer"))
-    sessionlog.append(log, end_entry(bg, "Found 3 retries.\nDetails follow"))
+    ended(store, log, fg, "foreground answer")
+    ended(store, log, bg, "Found 3 retries.\nDetails follow")
     first = hook(isolated_state)
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "UserPromptSubmit"
     context = out["additionalContext"]
-    assert f'job {bg} completed ($0.0125): completed: scout — "Found 3 retries."' in context
+    # Worded as the command line ends a job; the cost as people read it.
+    assert f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found 3 retries."' in context
     assert fg not in context and "Details follow" not in context
     assert hook(isolated_state).stdout == ""  # told once
 
     later = store.create(plan, agents=["scout"], background=True)
-    sessionlog.append(log, end_entry(later, "second", cost=None))
+    ended(store, log, later, "second", cost=None)
     context = json.loads(hook(isolated_state).stdout)["hookSpecificOutput"]["additionalContext"]
-    assert f"job {later} completed (cost unknown)" in context and bg not in context
+    assert f'✓ job {later} · scout · 3.4s · 30 tokens · "second"' in context
+    assert bg not in context
+
+
+def test_an_end_whose_job_is_gone_is_told_from_its_entry(isolated_state: Path) -> None:
+    log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
+    sessionlog.append(
+        log, end_entry("01m84t0m9p-8m6spb63", "the answer", cost=0.000039999999999999996)
+    )
+    context = json.loads(hook(isolated_state).stdout)["hookSpecificOutput"]["additionalContext"]
+    assert (
+        '✓ job 01m84t0m9p-8m6spb63 · scout · 3.4s · 30 tokens · $0.00004 · "the answer"' in context
+    )
 
 
 def test_racing_hooks_tell_an_end_exactly_once(isolated_state: Path) -> None:
@@ -96,11 +122,103 @@ def test_racing_hooks_tell_an_end_exactly_once(isolated_state: Path) -> None:
     assert len(told) == 1 and "01m84t0m9p-8m6spb63" in told[0], outputs
 
 
+def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    stopped = store.create({"mode": "single", "session": session}, agents=["pi"], background=True)
+    notices.mark_told(isolated_state, session, stopped, notices.CLAUDE_READER)
+    log = sessionlog.session_path(isolated_state, session)
+    ended(store, log, stopped, "cut short")
+    assert hook(isolated_state).stdout == ""
+
+
+def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    plan = {
+        "mode": "single",
+        "session": session,
+        "requests": [{"task": "look  around\nthe repo", "backend": "pi"}],
+    }
+    job = store.create(plan, agents=["pi"], background=False)
+    store.finish(job, job_result(job, "Looked.", cost=0.000039999999999999996))
+    other = store.create(
+        {**plan, "session": "claude-someone-else"}, agents=["pi"], background=False
+    )
+
+    listed = json.loads(hook(isolated_state, "/subagents:jobs").stdout)["systemMessage"]
+    assert listed.startswith("Subagents jobs of this session:\n")
+    (row,) = [line for line in listed.splitlines() if job in line]
+    assert "completed" in row and "pi" in row and "look around the repo" in row, listed
+    assert "$0.00004" in row and " 30 " in row, row
+    assert other not in listed
+
+    shown = json.loads(hook(isolated_state, f"/subagents:jobs show {job[:12]}").stdout)
+    assert shown["systemMessage"].startswith(f"job {job} · single · completed"), shown
+    assert "$0.00004" in shown["systemMessage"] and "Looked." in shown["systemMessage"]
+    cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["systemMessage"]
+    assert cost.startswith("Subagents cost of this session: "), cost
+    # stop is the model's to do (through subagent_cancel); other prompts get nothing.
+    for prompt in (f"/subagents:jobs stop {job}", "/subagents:jobsx", "list my /subagents:jobs"):
+        assert hook(isolated_state, prompt).stdout == "", prompt
+
+
+def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
+    payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "SessionStart"})
+    fine = sub("claude-code", "session-start", stdin=payload)
+    assert fine.returncode == 0 and fine.stdout == "", fine  # all is well: nothing said
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text('timeout = "never\n')
+    bad = sub(
+        "claude-code", "session-start", stdin=payload, env={"SUBAGENTS_CONFIG_DIR": str(config)}
+    )
+    assert bad.returncode == 0, bad.stderr
+    out = json.loads(bad.stdout)
+    assert out["systemMessage"].startswith("subagents plugin: its MCP server cannot serve: ")
+    assert "config.toml: invalid TOML" in out["systemMessage"]
+    assert "not available" in out["hookSpecificOutput"]["additionalContext"]
+
+
+def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
+    isolated_state: Path,
+) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    log = sessionlog.session_path(isolated_state, session)
+    plan = {"mode": "single", "session": session}
+    early = store.create(plan, agents=["scout"], background=True)
+    ended(store, log, early, "before the monitor started")
+    claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
+    monitor = subprocess.Popen(
+        [SUBAGENTS, "claude-code", "monitor"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
+    )
+    try:
+        assert monitor.stdout is not None
+        first = monitor.stdout.readline()  # an end not told yet is told at start
+        assert first.startswith(f"✓ job {early} · scout · ") and "before the monitor" in first
+        fg = store.create(plan, agents=["scout"], background=False)
+        bg = store.create(plan, agents=["scout"], background=True)
+        ended(store, log, fg, "foreground")
+        ended(store, log, bg, "Found it.")
+        line = monitor.stdout.readline()  # the foreground job is skipped
+        assert line == f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found it."\n', line
+        assert hook(isolated_state).stdout == ""  # told by the monitor: not again by the hook
+    finally:
+        claude.kill()
+        claude.wait()
+    assert monitor.wait(timeout=30) == 0  # Claude Code is gone: so is the monitor
+    assert monitor.stdout.read() == ""
+
+
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
         proc = sub("notices", "--claude-hook", stdin=stdin)
         assert proc.returncode == 1, (stdin, proc)  # 2 would make Claude Code block the prompt
-        assert proc.stdout == "" and proc.stderr.startswith("subagents notices: ")
+        assert proc.stdout == "" and proc.stderr.startswith("subagents claude-code: ")
 
 
 def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
@@ -141,7 +259,7 @@ def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
     assert report("--since", "2999-01-01")["total"]["jobs"] == 0
 
     table = sub("cost", "--by", "model").stdout
-    assert "MODEL" in table and "total" in table and f"${every['cost']:.4f}" in table
+    assert "MODEL" in table and "total" in table and money(every["cost"]) in table
 
     bad = sub("cost", "--since", "yesterday-ish")
     assert bad.returncode == 2 and bad.stderr.startswith("subagents: invalid time")

@@ -397,7 +397,7 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
     lines = shown["message"].splitlines()
     assert lines[0].startswith(f"{job_id}  completed  parallel")
     # The engine's words for the engine's numbers: the same line `subagents cost` gives.
-    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0.0000"
+    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 
 
 def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:

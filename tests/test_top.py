@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,24 +23,6 @@ SUBAGENTS = str(Path(sys.executable).parent / "subagents")
 needs_tmux_pi = pytest.mark.skipif(
     shutil.which("tmux") is None or shutil.which("pi") is None, reason="needs tmux and pi"
 )
-
-
-@pytest.fixture
-def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
-    """``tmux(*args)`` on a private tmux server (its own socket dir), killed afterwards."""
-    sock_dir = Path(f"/tmp/sa-top-{os.getpid()}-{tmp_path.name[-6:]}")
-    sock_dir.mkdir(mode=0o700, exist_ok=True)
-    monkeypatch.setenv("TMUX_TMPDIR", str(sock_dir))
-    monkeypatch.delenv("TMUX", raising=False)
-
-    def run(*args: str) -> str:
-        return subprocess.run(
-            ["tmux", *args], capture_output=True, text=True, timeout=30, check=False
-        ).stdout
-
-    yield run
-    run("kill-server")
-    shutil.rmtree(sock_dir, ignore_errors=True)
 
 
 def start_sleeping_job(tmp_path: Path, url: str) -> tuple[str, dict[str, str]]:

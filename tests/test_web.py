@@ -88,7 +88,8 @@ def test_fleet_follows_a_job_to_its_end_without_a_reload(
     sign_in(browser, web)
     row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
     until(browser, f"{row} && {row}.dataset.status === 'running'")
-    assert "make test" in until(browser, f"{row}.querySelector('.activity').textContent")
+    # (the cell says "starting" until the run's first tool call is seen: wait for that one)
+    until(browser, f"{row}.querySelector('.activity').textContent.includes('make test')")
     browser.execute_script("window.stillThisPage = true")
     gate.touch()
     until(browser, f"{row}.dataset.status === 'completed'")

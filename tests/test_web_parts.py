@@ -26,6 +26,7 @@ from webserver import TOKEN, Web, web_server
 
 import subagents
 from subagents.jobs import JobStore
+from subagents.present.figures import money
 
 TIMEOUT = 60
 
@@ -184,7 +185,7 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
         expected = [
             [str(r["key"]), str(r["jobs"]), str(r["runs"]), str(r["input"]), str(r["output"]),
              f"{r['cacheRead']}/{r['cacheWrite']}", str(r["totalTokens"]),
-             "-" if r["cost"] is None else f"${r['cost']:.4f}"]
+             money(r["cost"])]
             for r in [*report["rows"], {**report["total"], "key": "total"}]
         ]  # fmt: skip
         assert rows == expected, by

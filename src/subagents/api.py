@@ -40,6 +40,7 @@ from subagents.jobs import job_state as job_state
 from subagents.jobs import list_jobs as list_jobs
 from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
+from subagents.present.figures import money
 
 if TYPE_CHECKING:
     from subagents.config import Settings
@@ -92,7 +93,7 @@ def prepare_job(
         for req in job_plan.requests:
             req.tools = tools
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_dict(), agents=job_spec.agents(), background=background)
+    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -128,8 +129,7 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
-    req = job_plan.requests[0]
-    job_id = store.create(job_plan.to_dict(), agents=[req.agent or "-"], background=background)
+    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -206,7 +206,7 @@ def describe_job(state: JobState) -> str:
         cost = usage.get("cost")
         lines.append(
             f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
-            + (f" · ${cost:.4f}" if cost is not None else "")
+            + (f" · {money(cost)}" if cost is not None else "")
         )
     if state.get("errorMessage"):
         label = "note" if state.get("status") == "completed" else "error"

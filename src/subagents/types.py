@@ -381,6 +381,9 @@ class JobRow(TypedDict):
     durationMs: int | None
     runIds: list[str | None]
     session: str | None
+    task: str  # the first task, in one line (with how many more a job of several has)
+    totalTokens: int | None
+    cost: float | None
     activity: NotRequired[str | None]
 
 

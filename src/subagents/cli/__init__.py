@@ -6,11 +6,23 @@ its commands to it.
 
 from __future__ import annotations
 
-from subagents.cli import catalog, cost, delegate, jobs, notices, records, repos, serve, top
+from subagents.cli import (
+    catalog,
+    claudecode,
+    cost,
+    delegate,
+    jobs,
+    notices,
+    records,
+    repos,
+    serve,
+    top,
+)
 from subagents.cli.app import main
 
 __all__ = [
     "catalog",
+    "claudecode",
     "cost",
     "delegate",
     "jobs",

@@ -29,6 +29,8 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from subagents.present import outcome
+from subagents.present.figures import money, tokens
 from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
 
@@ -42,10 +44,6 @@ BURST = 10
 KEEP = 20
 # Events whose line a coalesced draw keeps.
 MUST_SHOW = frozenset({"run_started", "run_finished", "error", "notice"})
-
-
-def _tokens(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
 
 
 class Pending:
@@ -194,9 +192,9 @@ class Display:
         line.append(f" · {run.tools} tools", style="dim")
         total = int(run.usage.get("totalTokens") or 0)
         if total:
-            line.append(f" · {_tokens(total)} tok", style="dim")
+            line.append(f" · {tokens(total)} tok", style="dim")
         if run.usage.get("cost"):
-            line.append(f" · ${run.usage['cost']:.4f}", style="dim")
+            line.append(f" · {money(run.usage['cost'])}", style="dim")
         line.truncate(self.console.width, overflow="ellipsis")
         return line
 
@@ -223,19 +221,21 @@ class Display:
             self.console.file.write(text.expandtabs(8) + "\n")
 
     def finished(self, result: JobResult) -> None:
+        """Each run's outcome (dim), then the job's in the words of its notice:
+        ``✓ job … · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``."""
         if not self.enabled:
             return
-        for r in result.get("runs") or []:
-            status = r.get("status")
-            colour = "green" if status == "completed" else "red"
-            usage = r.get("usage") or {}
-            took = r["durationMs"] if "paths" in r else 0  # (0: a run never started)
-            bits = [f"{took / 1000:.1f}s", f"{r.get('toolCalls', 0)} tools"]
-            if usage.get("totalTokens"):
-                bits.append(f"{_tokens(int(usage['totalTokens']))} tokens")
-            if usage.get("cost") is not None:
-                bits.append(f"${usage['cost']:.4f}")
-            who = r.get("agent") or r.get("backend") or "run"
-            self.console.print(
-                f"[{colour}]{status}[/{colour}] [dim]{who} · {' · '.join(bits)} · run {r.get('runId')}[/dim]"
-            )
+        runs = result.get("runs") or []
+        for i, r in enumerate(runs):
+            tools = int(r.get("toolCalls") or 0)
+            bits = [
+                f"{outcome.mark(r.get('status'))} {r.get('status')}",
+                r.get("agent") or r.get("backend") or "run",
+                *outcome.figures(r.get("durationMs"), r.get("usage")),
+                f"{tools} tool{'' if tools == 1 else 's'}",
+                f"run {r.get('runId')}",
+            ]
+            label = f"[{i + 1}] " if len(runs) > 1 else ""
+            self.console.print(Text(label + " · ".join(str(b) for b in bits), style="dim"))
+        colour = "green" if result.get("status") == "completed" else "red"
+        self.console.print(Text(outcome.job_line(result), style=colour))

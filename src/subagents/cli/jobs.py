@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
+from subagents.core.childtext import neutralize
 
 if TYPE_CHECKING:
     from subagents.types import JobRow
@@ -46,22 +47,13 @@ def _elapsed(item: JobRow) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
-@main.command()
-@click.option("--limit", "-n", default=20, show_default=True, help="How many jobs, newest first.")
-@click.option("--session", "-s", help="Only the jobs of this lifecycle session.")
-@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
-def ps(limit: int, session: str | None, as_json: bool) -> None:
-    """Running and recent jobs: id, agents, status, elapsed, current activity."""
-    from subagents import api
+def jobs_table(items: list[JobRow], wide: bool) -> Any:
+    """The rows ``ps`` shows: id, who runs it (agents, else backends), status, elapsed,
+    tokens, cost and the task; what a running job does now. Narrow, a running job's last
+    cell is what it does now instead of its task."""
+    from subagents.present.figures import money, tokens
 
-    items = api.list_jobs(limit, session=session)
-    if as_json:
-        for item in items:
-            click.echo(json.dumps(item, ensure_ascii=False))
-        return
-    from rich.console import Console
-
-    wide = Console().width >= WIDE
+    running = any(item.get("activity") for item in items)
     columns: list[tuple[str, dict[str, Any]]] = [("JOB", {"min_width": 19})]
     if wide:
         columns.append(("MODE", {}))
@@ -69,23 +61,62 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
         ("AGENTS", {"max_width": 24 if wide else 12}),
         ("STATUS", {"min_width": 9}),
         ("ELAPSED", {"min_width": 7}),
-        ("ACTIVITY", {"ratio": 1}),
     ]
-    console, grid = table(columns)
+    if wide:
+        columns.append(("TOKENS", {"justify": "right"}))
+    columns.append(("COST", {"justify": "right"}))
+    if wide and running:
+        columns += [
+            ("TASK", {"ratio": 1}),
+            ("NOW", {"ratio": 1}),
+        ]
+    else:
+        columns.append(("TASK", {"ratio": 1}))
+    _, grid = table(columns)
     for item in items:
-        cells = [
-            item["jobId"],
-            item.get("mode") or "",
-            ",".join(item.get("agents") or []) or "-",
+        task = neutralize(str(item.get("task") or ""))
+        activity = neutralize(str(item.get("activity") or ""))
+        cells = [item["jobId"]]
+        if wide:
+            cells.append(item.get("mode") or "")
+        cells += [
+            ",".join(dict.fromkeys(item.get("agents") or [])) or "-",
             item.get("status") or "",
             _elapsed(item),
-            item.get("activity") or "",
         ]
-        grid.add_row(*(cells if wide else [cells[0], *cells[2:]]))
+        if wide:
+            total = item.get("totalTokens")
+            cells.append(tokens(total) if total is not None else "-")
+        cells.append(money(item.get("cost")))
+        if wide and running:
+            cells += [task, activity]
+        else:
+            cells.append(activity if not wide and activity else task)
+        grid.add_row(*cells)
+    return grid
+
+
+@main.command()
+@click.option("--limit", "-n", default=20, show_default=True, help="How many jobs, newest first.")
+@click.option("--session", "-s", help="Only the jobs of this lifecycle session.")
+@click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
+def ps(limit: int, session: str | None, as_json: bool) -> None:
+    """Running and recent jobs: id, agents, status, elapsed, tokens, cost, task, and what a
+    running job does now."""
+    from subagents import api
+
+    items = api.list_jobs(limit, session=session)
+    if as_json:
+        for item in items:
+            click.echo(json.dumps(item, ensure_ascii=False))
+        return
     if not items:
         click.echo("no jobs yet", err=True)
         return
-    console.print(grid)
+    from rich.console import Console
+
+    console = Console()
+    console.print(jobs_table(items, console.width >= WIDE))
 
 
 @main.command()

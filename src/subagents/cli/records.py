@@ -11,6 +11,7 @@ import click
 
 from subagents.cli.app import WIDE, echo_child_text, fail, main, table
 from subagents.core.childtext import neutralize
+from subagents.present.figures import money
 
 # ---- lifecycle records -------------------------------------------------------------
 
@@ -91,7 +92,7 @@ def history(
         if wide:
             cells.append(str(usage.get("totalTokens") or ""))
         cells += [
-            f"${cost:.4f}" if cost is not None else "",
+            money(cost, unknown=""),
             neutralize(str(e.get("summary") or "")),
         ]
         grid.add_row(*cells)

@@ -43,11 +43,7 @@ def mcp_server(http: bool, port: int, claude_session: bool) -> None:
     if claude_session:
         if http:
             fail("--claude-session is for stdio: over HTTP each MCP session has its own")
-        claude_id = os.environ.get(notices.CLAUDE_SESSION_ENV, "")
-        try:
-            session = notices.claude_session(claude_id) if claude_id else None
-        except ValueError as exc:
-            fail(f"${notices.CLAUDE_SESSION_ENV}: {exc}")
+        session = claude_session_of(os.environ.get(notices.CLAUDE_SESSION_ENV, ""))
         if session is None:  # still serve: only the end notices need the link
             click.echo(
                 f"subagents mcp: --claude-session: ${notices.CLAUDE_SESSION_ENV} is not set; "
@@ -62,6 +58,18 @@ def mcp_server(http: bool, port: int, claude_session: bool) -> None:
         serve_http(port)
     else:
         serve_stdio(session)
+
+
+def claude_session_of(claude_id: str) -> str | None:
+    """The lifecycle session ``--claude-session`` records in for this Claude Code session id
+    (None without one); a UsageError naming the variable when the id is not path-safe."""
+    from subagents.errors import UsageError
+    from subagents.lifecycle import notices
+
+    try:
+        return notices.claude_session(claude_id) if claude_id else None
+    except (ValueError, UsageError) as exc:
+        raise UsageError(f"${notices.CLAUDE_SESSION_ENV}: {exc}") from None
 
 
 # ---- web dashboard ---------------------------------------------------------------------

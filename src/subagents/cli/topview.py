@@ -15,7 +15,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Label, Log, Static
 
-from subagents.present.jobview import RunRow, Snapshot, elapsed, money, tokens
+from subagents.present.figures import elapsed, money, tokens
+from subagents.present.jobview import RunRow, Snapshot
 
 REFRESH_S = 1.0
 TRANSCRIPT_REFRESH_S = 0.5

@@ -36,12 +36,11 @@ def lifecycle_for(
     def record(kind: str, data: Mapping[str, Any]) -> None:
         if kind == "start":
             models = [r.model for r in plan.requests if r.model]
-            agents = plan.labels()
             entry = sessionlog.entry(
                 "subagent:start",
                 job_id=data.get("jobId"),
                 mode=plan.mode,
-                agent_name=", ".join(dict.fromkeys(agents)),
+                agent_name=", ".join(dict.fromkeys(plan.labels())),
                 model=", ".join(dict.fromkeys(models)) or None,
                 pid=pid,
                 started_at=data.get("startedAt"),

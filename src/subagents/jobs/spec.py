@@ -109,9 +109,6 @@ class JobSpec:
         check_at_least("concurrency", self.concurrency, 1)
         check_choice("executor", self.executor, ("local", "ray"))
 
-    def agents(self) -> list[str]:
-        return [s.agent or "-" for s in self.steps]
-
 
 def _at(source: str, where: str, problem: str) -> PlanError:
     return PlanError(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")

@@ -48,9 +48,15 @@ create table if not exists jobs (
     completed_at text,
     duration_ms integer,
     run_ids text,
-    session text
+    session text,
+    task text,
+    tokens integer,
+    cost real
 )
 """
+# Bumped whenever the table changes: an index of another version is rebuilt from the files.
+_INDEX_VERSION = 2
+TASK_MAX = 200  # characters of the first task the index keeps (for ``ps``)
 
 
 def unknown_id(prefix: str) -> JobIdError:
@@ -359,6 +365,9 @@ class JobStore:
         db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
         # The index is a cache of the job files, rebuilt from them when lost: no fsyncs for it.
         db.execute("pragma synchronous = off")
+        if db.execute("pragma user_version").fetchone()[0] != _INDEX_VERSION:
+            db.execute("drop table if exists jobs")  # a cache of the files: made again from them
+            db.execute(f"pragma user_version = {_INDEX_VERSION}")
         db.execute(_SCHEMA)
         return db
 
@@ -367,7 +376,8 @@ class JobStore:
         own = db is None
         conn = db or self._db()
         try:
-            conn.execute("insert or replace into jobs values (?,?,?,?,?,?,?,?,?,?)", row)
+            marks = ",".join("?" * len(row))
+            conn.execute(f"insert or replace into jobs values ({marks})", row)
             conn.commit()
         finally:
             if own:
@@ -426,8 +436,19 @@ class JobStore:
         return [_job_row(row) for row in rows]
 
 
+def _task(state: JobState) -> str:
+    """The job's first task in one line (at most ``TASK_MAX`` characters), and how many more."""
+    requests = state.get("plan", {}).get("requests") or []
+    if not requests:
+        return ""
+    # (a task may be 10 MiB: only its head is looked at)
+    task = " ".join(str(requests[0].get("task") or "")[: TASK_MAX * 2].split())[:TASK_MAX]
+    return task + (f" (+{len(requests) - 1} more)" if len(requests) > 1 else "")
+
+
 def _index_row(state: JobState) -> tuple[Any, ...]:
     """A job's row in the index (its columns, in order: see _SCHEMA)."""
+    usage: Mapping[str, Any] = state.get("usage") or {}
     return (
         state["jobId"],
         state.get("mode"),
@@ -439,12 +460,16 @@ def _index_row(state: JobState) -> tuple[Any, ...]:
         state.get("durationMs"),
         json.dumps(state.get("runIds") or []),
         state.get("session"),
+        _task(state),
+        usage.get("totalTokens"),
+        usage.get("cost"),
     )
 
 
 def _job_row(row: tuple[Any, ...]) -> JobRow:
     """A row of the index as ``ps`` lists the job."""
-    job_id, mode, agents, status, created, started, completed, took, run_ids, session = row
+    (job_id, mode, agents, status, created, started, completed, took, run_ids, session) = row[:10]
+    task, tokens, cost = row[10:]
     return {
         "jobId": job_id,
         "mode": mode,
@@ -456,4 +481,7 @@ def _job_row(row: tuple[Any, ...]) -> JobRow:
         "durationMs": took,
         "runIds": json.loads(run_ids or "[]"),
         "session": session,
+        "task": task or "",
+        "totalTokens": tokens,
+        "cost": cost,
     }

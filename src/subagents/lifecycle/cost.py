@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.core.clock import epoch
 from subagents.core.records import is_agent_event
 from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
+from subagents.present import figures
 
 if TYPE_CHECKING:
     from subagents.types import AgentEvent, CostRow, CostTotals
@@ -148,8 +149,8 @@ def totals(
 
 
 def money(cost: float | None, unpriced: int) -> str:
-    """``$0.0123``, ``-`` when no cost is known, with ``(+N unpriced)`` when some are not."""
-    text = "-" if cost is None else f"${cost:.4f}"
+    """``$0.012``, ``-`` when no cost is known, with ``(+N unpriced)`` when some are not."""
+    text = figures.money(cost)
     return text + (f" (+{unpriced} unpriced)" if unpriced and cost is not None else "")
 
 

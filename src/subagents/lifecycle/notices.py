@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from subagents.core.files import make_private_dir, write_json_atomic
 from subagents.core.tail import LineTail
 from subagents.lifecycle.sessionlog import END_EVENT_TYPES, parse_line, session_path
+from subagents.present import outcome
 
 try:
     import fcntl
@@ -48,17 +50,30 @@ def _new_lines(log: Path, offset: int) -> tuple[list[bytes], int]:
     return list(tail.lines()), tail.consumed
 
 
-def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[dict[str, Any]]:
-    """The end entries (complete, error, aborted) appended to the session's log since this
-    *reader* last asked, each returned once, oldest first; they count as announced from now.
-    ValueError for a bad session id or reader name."""
+@contextlib.contextmanager
+def _locked_state(
+    home: Path, session_id: str, reader: str
+) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The reader's state file and its contents, under its exclusive lock."""
     state_path = _state_file(home, session_id, reader)
     make_private_dir(state_path.parent)
     lock_fd = os.open(state_path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        state = _load(state_path)
+        yield state_path, _load(state_path)
+    finally:
+        if fcntl is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        os.close(lock_fd)
+
+
+def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[dict[str, Any]]:
+    """The end entries (complete, error, aborted) appended to the session's log since this
+    *reader* last asked, each returned once, oldest first; they count as announced from now.
+    ValueError for a bad session id or reader name."""
+    with _locked_state(home, session_id, reader) as (state_path, state):
         offset = state.get("offset")
         announced = [j for j in state.get("announced") or [] if isinstance(j, str)]
         seen = set(announced)
@@ -82,40 +97,63 @@ def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[
                 state_path, {"offset": new_offset, "announced": announced[-KEEP_IDS:]}
             )
         return out
-    finally:
-        if fcntl is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(lock_fd, fcntl.LOCK_UN)
-        os.close(lock_fd)
 
 
-def _cost(usage: Any) -> str:
-    cost = usage.get("cost") if isinstance(usage, dict) else None
-    return f"${cost:.4f}" if isinstance(cost, int | float) else "cost unknown"
+def mark_told(home: Path, session_id: str, job_id: str, reader: str = "default") -> None:
+    """Count *job_id*'s end as announced to *reader* before it is logged: a job the user
+    stopped in this session is not news to that session."""
+    with _locked_state(home, session_id, reader) as (state_path, state):
+        announced = [j for j in state.get("announced") or [] if isinstance(j, str)]
+        if job_id not in announced:
+            announced.append(job_id)
+            offset = state.get("offset")
+            write_json_atomic(
+                state_path,
+                {
+                    "offset": offset if isinstance(offset, int) else 0,
+                    "announced": announced[-KEEP_IDS:],
+                },
+            )
 
 
-def describe_end(entry: dict[str, Any]) -> str:
-    """One line for a person or a model: ``job <id> <status> (<cost>): <summary>``. The
-    summary already leads with the agent and the answer's first line (or the failure)."""
+def describe_end(entry: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> str:
+    """One line for a person or a model, as the command line ends a job:
+    ``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``. From the job's result when
+    it is at hand, else from the end entry (its summary says what came of it)."""
+    if job is not None and job.get("runs") is not None:
+        return outcome.job_line(job)
     status = entry.get("status") or str(entry.get("eventType", "")).removeprefix("subagent:")
     summary = str(entry.get("summary") or "").strip()
-    return f"job {entry.get('jobId')} {status} ({_cost(entry.get('usage'))}): {summary}"
+    # A single job's summary leads with "<status>: <agent> — ", which the line says already.
+    summary = summary.removeprefix(f"{status}: {entry.get('agentName')} — ")
+    return outcome.end_line(
+        entry.get("jobId"),
+        status,
+        entry.get("agentName"),
+        entry.get("durationMs"),
+        entry.get("usage"),
+        summary,
+        entry.get("mode"),
+    )
 
 
-def notice_text(entries: list[dict[str, Any]]) -> str:
-    """The notice for a list of job ends, or "" for none."""
-    if not entries:
+def notice_text(ends: list[tuple[dict[str, Any], Mapping[str, Any] | None]]) -> str:
+    """The notice for a list of job ends (each an end entry and, when at hand, the job's
+    result), or "" for none."""
+    if not ends:
         return ""
     head = (
         "A background subagents job ended since the last message:"
-        if len(entries) == 1
-        else f"{len(entries)} background subagents jobs ended since the last message:"
+        if len(ends) == 1
+        else f"{len(ends)} background subagents jobs ended since the last message:"
     )
-    lines = [head, *(f"- {describe_end(e)}" for e in entries)]
-    lines.append("(Full answers: the subagent_result tool with the job id.)")
+    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in ends)]
+    lines.append(f"({FULL_ANSWERS})")
     return "\n".join(lines)
 
 
+FULL_ANSWERS = "Full answers: the subagent_result tool with the job id."
+CLAUDE_READER = "claude-code"  # the Claude Code plugin's hook and monitor share what they told
 CLAUDE_PREFIX = "claude-"
 CLAUDE_SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # set by Claude Code for its MCP servers and hooks
 

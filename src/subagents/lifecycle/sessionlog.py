@@ -22,6 +22,7 @@ from subagents.core.clock import epoch, iso
 from subagents.core.files import DIR_MODE, FILE_MODE
 from subagents.core.records import LIFECYCLE_EVENT_TYPES
 from subagents.errors import UsageError
+from subagents.present import outcome
 
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
@@ -236,55 +237,6 @@ def entry(
     }
 
 
-def _runs(job_result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    runs = job_result.get("runs") or []
-    return [r for r in runs if isinstance(r, Mapping)]
-
-
-def _agent(run: Mapping[str, Any]) -> str:
-    return str(run.get("agent") or run.get("backend") or "agent")
-
-
-def agent_names(job_result: Mapping[str, Any]) -> str | None:
-    """The job's agents in run order, repeats dropped, joined with ``", "``."""
-    names = list(dict.fromkeys(_agent(r) for r in _runs(job_result)))
-    return ", ".join(names) if names else None
-
-
-_NOT_SPACE = re.compile(r"\S")
-# How much of the first non-blank line is read: far more than a summary shows (SUMMARY_MAX).
-FIRST_LINE_MAX = 1 << 16
-
-
-def _first_line(text: Any) -> str:
-    """The first non-blank line of ``text``, stripped (its first ``FIRST_LINE_MAX``
-    characters): found without splitting the whole text, which may be a 20 MB answer."""
-    whole = str(text or "")
-    found = _NOT_SPACE.search(whole)
-    if found is None:
-        return ""
-    start = found.start()
-    return whole[start : start + FIRST_LINE_MAX].splitlines()[0].strip()
-
-
-def _why(run: Mapping[str, Any]) -> str:
-    message = _first_line(run.get("errorMessage"))
-    if message:
-        return message
-    status = run.get("status")
-    return "timed out" if status == "timeout" else str(status or "unknown")
-
-
-def _word(run: Mapping[str, Any]) -> str:
-    status = str(run.get("status") or "unknown")
-    return "failed" if status == "timeout" else status
-
-
-def _quote(text: Any) -> str:
-    line = _first_line(text)
-    return f'"{line}"' if line else "(no answer)"
-
-
 def summarize(job_result: Mapping[str, Any]) -> str:
     """At most 200 characters saying what happened, from a job result
     (``{jobId, mode, status, runs: [result.json…], finalText, usage, durationMs}``), e.g.
@@ -292,44 +244,19 @@ def summarize(job_result: Mapping[str, Any]) -> str:
     code 3``, ``parallel 3/4 completed; failed: reviewer — timed out after 60s``."""
     mode = str(job_result.get("mode") or "single")
     status = str(job_result.get("status") or "unknown")
-    runs = _runs(job_result)
+    runs = outcome.runs_of(job_result)
     if not runs:
-        why = _first_line(job_result.get("errorMessage"))
+        why = outcome.first_line(job_result.get("errorMessage"))
         return _clip(f"{status}: {mode} job" + (f" — {why}" if why else ""))
-    bad = [r for r in runs if r.get("status") != "completed"]
+    what = outcome.detail(job_result)
     if mode == "single" or (len(runs) == 1 and mode != "parallel"):
         run = runs[0]
         run_status = str(run.get("status") or status)
         word = "failed" if run_status == "timeout" else run_status
-        if run_status == "completed":
-            detail = _quote(run.get("finalText") or job_result.get("finalText"))
-        else:
-            detail = _why(run)
-        return _clip(f"{word}: {_agent(run)} — {detail}")
-    done = len(runs) - len(bad)
-    if mode == "chain":
-        if not bad:
-            last = runs[-1]
-            return _clip(
-                f"chain {done}/{len(runs)} completed: {_agent(last)} — "
-                f"{_quote(last.get('finalText') or job_result.get('finalText'))}"
-            )
-        first_bad = bad[0]
-        step = runs.index(first_bad) + 1
-        word = _word(first_bad)
-        return _clip(
-            f"chain {done}/{len(runs)} completed; {word} at step {step}: "
-            f"{_agent(first_bad)} — {_why(first_bad)}"
-        )
-    # parallel
-    head = f"parallel {done}/{len(runs)} completed"
-    if not bad:
-        return _clip(f"{head}: {agent_names(job_result)}")
-    parts = []
-    for run in bad:
-        word = _word(run)
-        parts.append(f"{word}: {_agent(run)} — {_why(run)}")
-    return _clip(f"{head}; " + "; ".join(parts))
+        return _clip(f"{word}: {outcome.agent_of(run)} — {what}")
+    if mode == "parallel" and all(r.get("status") == "completed" for r in runs):
+        return _clip(f"parallel {what}: {outcome.agent_names(job_result)}")
+    return _clip(f"{mode} {what}")
 
 
 def entry_for_job(
@@ -341,7 +268,7 @@ def entry_for_job(
     """The closing entry for a finished job result (eventType from its status): a
     JobResult, or a finished job's JobState, read key by key."""
     status = str(job_result.get("status") or "failed")
-    runs = _runs(job_result)
+    runs = outcome.runs_of(job_result)
     models = list(
         dict.fromkeys(
             str(r.get("model") or r.get("requestedModel"))
@@ -354,7 +281,7 @@ def entry_for_job(
         event_type_for(status),
         job_id=job_result.get("jobId"),
         mode=str(job_result.get("mode") or "single"),
-        agent_name=agent_names(job_result),
+        agent_name=outcome.agent_names(job_result),
         model=", ".join(models) if models else None,
         pid=pid,
         status=status,

@@ -1,4 +1,6 @@
-"""MCP progress notifications for a foreground job: canonical events from run threads, with a heartbeat."""
+"""MCP progress notifications for a foreground job: canonical events from run threads, with a
+heartbeat. A job of several runs reports all of them in each message
+(``[1] ✓ 3.1s · [2] $ sleep 3; ls``), not only the run that spoke last."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from mcp.server.mcpserver import Context
 
 from subagents import api
 from subagents.mcp.results import PROGRESS_MAX_LEN, cap, elapsed
-from subagents.present.progress import ProgressFormatter
+from subagents.present.runstate import RunState, runs_line
 
 HEARTBEAT_SECONDS = 8.0  # a quiet run still reports at least this often (< 10 s)
 
@@ -29,9 +31,7 @@ class ProgressReporter:
         self.token = anyio.lowlevel.current_token()
         labels = api.run_labels(prepared)
         self.multi = len(labels) > 1
-        self.formatters = [ProgressFormatter(max_len=PROGRESS_MAX_LEN) for _ in labels]
-        self.active: dict[int, float] = {}  # run index -> when it started
-        self.last_index: int | None = None
+        self.runs = [RunState(label, max_len=PROGRESS_MAX_LEN) for label in labels]
         self.lock = threading.Lock()
         self.started = time.monotonic()
         self.count = 0
@@ -40,32 +40,24 @@ class ProgressReporter:
     def on_event(self, index: int, event: dict[str, Any]) -> None:
         """Called from run threads."""
         with self.lock:
-            fmt = self.formatters[index] if index < len(self.formatters) else self.formatters[-1]
-            kind = event.get("type")
-            if kind == "run_started":
-                self.active[index] = time.monotonic()
-            elif kind == "run_finished":
-                self.active.pop(index, None)
-            self.last_index = index
-            line = fmt.line(event)
+            run = self.runs[min(index, len(self.runs) - 1)]
+            line = run.update(event)
+            if line and self.multi:
+                line = runs_line(self.runs, PROGRESS_MAX_LEN)
         if line:
-            text = cap(f"[{index + 1}] {line}" if self.multi else line)
             with contextlib.suppress(Exception):  # the call is gone: nobody to tell
-                anyio.from_thread.run_sync(self._send.send_nowait, text, token=self.token)
+                anyio.from_thread.run_sync(self._send.send_nowait, cap(line), token=self.token)
 
     def close(self) -> None:
         self._send.close()
 
     def heartbeat(self) -> str:
+        took = elapsed(time.monotonic() - self.started)
         with self.lock:
-            index = (
-                self.last_index if self.last_index in self.active else next(iter(self.active), None)
-            )
-            activity = self.formatters[index].activity() if index is not None else None
-        what = activity or "starting"
-        if self.multi and index is not None:
-            what = f"[{index + 1}] {what}"
-        return cap(f"still running: {what} ({elapsed(time.monotonic() - self.started)})")
+            if self.multi:
+                return cap(f"still running ({took}): {runs_line(self.runs, PROGRESS_MAX_LEN)}")
+            activity = self.runs[0].fmt.activity()
+        return cap(f"still running: {activity or 'starting'} ({took})")
 
     async def send(self, message: str) -> None:
         self.count += 1

@@ -1,21 +1,35 @@
-"""What the MCP tools answer: a job's result and state turned into text and compact structured content."""
+"""What the MCP tools answer: a job's result and state as Markdown text and compact structured
+content, each leading with what a parent model needs first.
+
+Clients differ in what they hand the model: Claude Code gives it a successful call's
+structured content (as JSON) and shows the person the text. So both say the same: the answer
+(or, for a failure, what went wrong), one status line (``✓ completed · pi · 3.4s · 60 tokens ·
+$0.00004``), the job and run ids, and for a background job how to follow it. Costs are rounded
+as people read them; paths are written from the home directory or the working directory.
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
-from mcp_types import (
-    CallToolResult,
-    TextContent,
-)
+from mcp_types import CallToolResult, TextContent
 
 from subagents.core import ids
+from subagents.present import outcome
+from subagents.present.figures import rounded_usage
 
 PROGRESS_MAX_LEN = 200  # characters in one progress message
 
-
 JOB_URI = "subagent://jobs/{id}"
+# How a model follows a job started in the background: each tool, as it is called for the
+# job ``{id}``, and what it does (subagent_send joins them once live control lands).
+FOLLOW = {
+    "subagent_status": ('subagent_status(job_id="{id}")', "says where it is"),
+    "subagent_result": ('subagent_result(job_id="{id}", wait_seconds=60)', "waits for its answer"),
+    "subagent_cancel": ('subagent_cancel(job_id="{id}")', "stops it"),
+}
 
 
 def one_line(text: str) -> str:
@@ -41,43 +55,80 @@ def job_uri(job_id: str) -> str:
     return JOB_URI.replace("{id}", job_id)
 
 
-# ---- turning results into text -------------------------------------------------------
+def short_paths(text: str, cwd: str | None = None) -> str:
+    """``text`` with paths under the working directory made relative to it and paths under
+    the home directory written ``~/…``."""
+    for base, short in ((cwd or os.getcwd(), ""), (os.path.expanduser("~"), "~/")):
+        base = base.rstrip("/")
+        if len(base) > 1:
+            text = text.replace(base + "/", short)
+    return text
 
 
-def _run_label(index: int, run: dict[str, Any]) -> str:
-    return f"[{index + 1}] {run.get('agent') or run.get('backend') or 'run'}"
+_HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.MULTILINE)
 
 
-def _failure_text(run: dict[str, Any]) -> str:
-    return str(
-        run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}"
-    ).rstrip()
+def readable_diagnostics(text: str, cwd: str | None = None) -> str:
+    """A run's diagnostics for a person reading a tool result: sections as bold labels (a
+    transcript shows ``##`` as it is), paths shortened."""
+    return short_paths(_HEADING.sub(r"**\1**", text.rstrip()), cwd)
+
+
+# ---- a job's result -------------------------------------------------------------------
+
+
+def _ids(result: dict[str, Any]) -> str:
+    runs = [r.get("runId") for r in outcome.runs_of(result) if r.get("runId")]
+    if len(runs) == 1:
+        return f"job {result.get('jobId')} · run {runs[0]}"
+    return f"job {result.get('jobId')}"
+
+
+def _failure(run: dict[str, Any], cwd: str | None) -> str:
+    body = run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}"
+    return readable_diagnostics(str(body), cwd)
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    bits = [f"{outcome.mark(run.get('status'))} {run.get('status')}"]
+    bits += outcome.figures(run.get("durationMs"), run.get("usage"))
+    bits.append(f"run {run.get('runId')}")
+    return " · ".join(bits)
 
 
 def answer_text(result: dict[str, Any]) -> str:
-    """The text a model reads: the answer; for parallel jobs each answer; on failure the diagnostics."""
-    runs: list[dict[str, Any]] = result.get("runs") or []
-    status = result.get("status")
-    job_id = result.get("jobId")
+    """The text a tool result holds (Markdown): the answer (or each run's, for a parallel job)
+    then the job's status line and ids; for a job that did not complete, the status line first,
+    then what went wrong."""
+    runs = outcome.runs_of(result)
+    cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
+    parts: list[str] = []
     if result.get("mode") == "parallel":
-        parts = [f"job {job_id} · parallel · {status}"]
         for i, run in enumerate(runs):
             body = (
-                (run.get("finalText") or "").rstrip()
+                (run.get("finalText") or "").rstrip() or "(no answer)"
                 if run.get("status") == "completed"
-                else _failure_text(run)
+                else _failure(dict(run), cwd)
             )
-            parts.append(f"## {_run_label(i, run)}: {run.get('status')}\n\n{body}")
+            parts.append(
+                f"**[{i + 1}] {outcome.agent_of(run)}** · {_run_line(dict(run))}\n\n{body}"
+            )
+    elif result.get("status") == "completed":
+        parts.append(
+            str(result.get("finalText") or "").rstrip() or "(the agent gave an empty answer)"
+        )
+    else:
+        # What went wrong leads: the status line, then each failed run's diagnostics.
+        parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
+        for i, run in enumerate(runs):
+            if run.get("status") == "completed":
+                continue
+            label = f"**[{i + 1}] {outcome.agent_of(run)}**\n\n" if len(runs) > 1 else ""
+            parts.append(f"{label}{_failure(dict(run), cwd)}")
+        if not runs:
+            parts.append(str(result.get("errorMessage") or "no run was started"))
         return "\n\n".join(parts)
-    if status == "completed":
-        return str(result.get("finalText") or "").rstrip() or "(the agent gave an empty answer)"
-    parts = [f"job {job_id} · {result.get('mode')} · {status}"]
-    for i, run in enumerate(runs):
-        if run.get("status") == "completed":
-            continue
-        parts.append(f"## {_run_label(i, run)}: {run.get('status')}\n\n{_failure_text(run)}")
-    if not runs:
-        parts.append(str(result.get("errorMessage") or "no run was started"))
+    parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
     return "\n\n".join(parts)
 
 
@@ -96,25 +147,47 @@ RUN_KEYS = (
 )
 
 
+def _compact_run(run: dict[str, Any], answered: bool) -> dict[str, Any]:
+    """A run without its paths and bulky fields; without its answer when ``answer`` holds it."""
+    out = {
+        k: run.get(k)
+        for k in RUN_KEYS
+        if run.get(k) is not None and not (answered and k == "finalText")
+    }
+    if run.get("usage") is not None:
+        out["usage"] = rounded_usage(run.get("usage"))
+    return out
+
+
 def compact_result(result: dict[str, Any]) -> dict[str, Any]:
-    """The structured result a parent model reads (some clients show it instead of the text):
-    status and answer first, each run without its paths and bulky fields. The whole job
-    result stays available as the resource ``subagent://jobs/{id}``."""
-    runs = result.get("runs") or []
-    out: dict[str, Any] = {"status": result.get("status"), "answer": result.get("finalText")}
+    """The structured result a parent model reads (Claude Code hands the model this, not the
+    text): the answer first (a list for a parallel job), or what went wrong, then the status
+    line, the ids, and each run without its paths and bulky fields. The whole job result
+    stays available as the resource ``subagent://jobs/{id}``."""
+    runs = [dict(r) for r in outcome.runs_of(result)]
+    cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
+    out: dict[str, Any] = {}
+    if result.get("status") != "completed":
+        out["error"] = outcome.detail(result)
     if result.get("mode") == "parallel":
         out["answer"] = [r.get("finalText") for r in runs]
+    else:
+        out["answer"] = result.get("finalText")
     out.update(
         {
+            "summary": outcome.status_line(result),
+            "status": result.get("status"),
             "jobId": result.get("jobId"),
+            "runIds": [r.get("runId") for r in runs],
             "mode": result.get("mode"),
-            "usage": result.get("usage"),
+            "usage": rounded_usage(result.get("usage")),
             "durationMs": result.get("durationMs"),
+            # A chain's steps keep their answers: only the last one is the job's.
+            "runs": [_compact_run(r, result.get("mode") != "chain") for r in runs],
         }
     )
-    out["runs"] = [{k: r.get(k) for k in RUN_KEYS if r.get(k) is not None} for r in runs]
     failures = [
-        r.get("diagnostics")
+        readable_diagnostics(str(r["diagnostics"]), cwd)
         for r in runs
         if r.get("status") != "completed" and r.get("diagnostics")
     ]
@@ -129,6 +202,44 @@ def result_to_tool_result(result: dict[str, Any]) -> CallToolResult:
         structured_content=compact_result(result),
         is_error=result.get("status") != "completed",
     )
+
+
+# ---- a job started in the background --------------------------------------------------
+
+
+def follow_hint(job_id: str) -> str:
+    """How a model follows a background job: the tools to call, with the id."""
+    calls = [f"{call.replace('{id}', job_id)} {does}" for call, does in FOLLOW.values()]
+    return ", ".join(calls) + "."
+
+
+def background_started(job_id: str, runs: list[str], announced: bool) -> CallToolResult:
+    """The answer to a background call: the job id and how to follow the job (and, where the
+    client is told of job ends, that it will be)."""
+    who = ", ".join(dict.fromkeys(runs))
+    started = f"{len(runs)} run{'' if len(runs) == 1 else 's'} ({who})"
+    told = (
+        "Its end is announced in this conversation when it comes: no need to poll."
+        if announced
+        else f"Subscribers to {job_uri(job_id)} are notified when it ends."
+    )
+    structured = {
+        "jobId": job_id,
+        "status": "running in the background",
+        "started": started,
+        "follow": follow_hint(job_id),
+        "told": told,
+    }
+    text = (
+        f"Started job {job_id} in the background: {started}.\n\n"
+        f"Follow it: {follow_hint(job_id)} {told}"
+    )
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=structured
+    )
+
+
+# ---- a job's state --------------------------------------------------------------------
 
 
 def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any]:
@@ -148,6 +259,10 @@ def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any
         "errorMessage",
     )
     summary = {k: state[k] for k in keys if state.get(k) is not None}
+    if "usage" in summary:
+        summary["usage"] = rounded_usage(summary["usage"])
+    if state.get("runs") is not None:
+        summary = {"summary": outcome.status_line(state), **summary}
     if activity:
         summary["activity"] = activity
     if state.get("runs") is not None:

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import json
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -36,6 +37,7 @@ from subagents import api
 from subagents.core import ids, paths
 from subagents.errors import JobIdError
 from subagents.jobs import TERMINAL, JobStore
+from subagents.lifecycle import notices
 from subagents.mcp.args import (
     INSTRUCTIONS,
     SUBAGENT_DESCRIPTION,
@@ -48,18 +50,21 @@ from subagents.mcp.notify import JobNotifier
 from subagents.mcp.progress import HEARTBEAT_SECONDS
 from subagents.mcp.results import (
     JOB_URI,
+    background_started,
     cap,
     elapsed,
-    job_uri,
     result_to_tool_result,
     session_part,
     status_summary,
 )
+from subagents.present import outcome
+from subagents.present.figures import rounded_usage
 
 if TYPE_CHECKING:
     from subagents.types import JobState
 
 SERVER_NAME = "subagents"
+SUBAGENT_TITLE = "Run a subagent"  # Claude Code cuts a dialog's "server — title" at 48 characters
 MAX_WAIT_SECONDS = 600.0  # cap on subagent_result's wait_seconds
 
 
@@ -85,6 +90,8 @@ class SubagentsMCP:
         # One lifecycle session per server process / connection, unless the caller names it
         # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).
         self.session_id = session or f"mcp-{ids.new_id()}"
+        # The Claude Code plugin's session: its monitor and hook tell the model of job ends.
+        self.announced = session is not None and session.startswith(notices.CLAUDE_PREFIX)
         self.notifier = JobNotifier(self.store)
         self.foreground = ForegroundJobs()
         self.mcp: MCPServer[Any] = MCPServer(
@@ -113,19 +120,33 @@ class SubagentsMCP:
 
     def _register(self) -> None:
         mcp = self.mcp
-        read_only = ToolAnnotations(
-            read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        )
+
+        def hints(
+            title: str, *, reads: bool, idempotent: bool, open_world: bool
+        ) -> ToolAnnotations:
+            return ToolAnnotations(
+                title=title,
+                read_only_hint=reads,
+                destructive_hint=not reads,
+                idempotent_hint=idempotent,
+                open_world_hint=open_world,
+            )
+
+        def read_only(title: str) -> ToolAnnotations:
+            return hints(title, reads=True, idempotent=True, open_world=False)
+
         # subagent and continue start child agents: they act on the world, each call anew.
-        starts_agents = ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
-        )
+        def starts_agents(title: str) -> ToolAnnotations:
+            return hints(title, reads=False, idempotent=False, open_world=True)
+
+        # A title is given twice: Claude Code names a tool (its permission dialog, the
+        # transcript) by the annotations' title, other clients by the tool's own.
         mcp.add_tool(
             self.subagent,
             name="subagent",
-            title="Delegate to a subagent",
+            title=SUBAGENT_TITLE,
             description=SUBAGENT_DESCRIPTION,
-            annotations=starts_agents,
+            annotations=starts_agents(SUBAGENT_TITLE),
         )
         mcp.add_tool(
             self.continue_,
@@ -137,13 +158,13 @@ class SubagentsMCP:
                 "and job, answered like `subagent`; an isolated run goes on in its own branch. "
                 "pi, claude, codex, gemini and opencode runs can be continued."
             ),
-            annotations=starts_agents,
+            annotations=starts_agents("Continue a run"),
         )
         mcp.add_tool(
             self.subagent_status,
             name="subagent_status",
             title="Job status",
-            annotations=read_only,
+            annotations=read_only("Job status"),
             description=(
                 "The state of a job: status, current activity, runs. `job_id` is any unique prefix of the id. "
                 "Without `job_id`: this session's totals over its finished jobs (jobs, runs, tokens, cost)."
@@ -153,7 +174,7 @@ class SubagentsMCP:
             self.subagent_result,
             name="subagent_result",
             title="Job result",
-            annotations=read_only,
+            annotations=read_only("Job result"),
             description=(
                 "The answer of a job (as `subagent` returns it), waiting up to `wait_seconds` (max 600) for it to end. "
                 "If the job is still running when the wait ends, says so: call again to keep waiting."
@@ -163,19 +184,14 @@ class SubagentsMCP:
             self.subagent_cancel,
             name="subagent_cancel",
             title="Cancel a job",
-            annotations=ToolAnnotations(
-                read_only_hint=False,
-                destructive_hint=True,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            annotations=hints("Cancel a job", reads=False, idempotent=True, open_world=False),
             description="Stop a job: every run's process group is killed and the job ends 'aborted'.",
         )
         mcp.add_tool(
             self.list_agents,
             name="list_agents",
             title="List agents",
-            annotations=read_only,
+            annotations=read_only("List agents"),
             description="The named agents `subagent` accepts as `agent`: name, source, description, backend, model, tools.",
         )
         mcp.resource(
@@ -316,13 +332,7 @@ class SubagentsMCP:
         if background:
             job_id = await anyio.to_thread.run_sync(api.start_background, prepared)
             self.notifier.watch_in_background(job_id, token)
-            text = (
-                json.dumps({"jobId": job_id}) + "\nThe job runs in the background: follow it with "
-                f'subagent_status / subagent_result(job_id="{job_id}", wait_seconds=…) or read {job_uri(job_id)}.'
-            )
-            return CallToolResult(
-                content=[TextContent(type="text", text=text)], structured_content={"jobId": job_id}
-            )
+            return background_started(job_id, prepared.plan.labels(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
         return result_to_tool_result(dict(result))
 
@@ -355,7 +365,7 @@ class SubagentsMCP:
         total = cost.totals(cost.end_entries(self.home, session))["total"]
         return CallToolResult(
             content=[TextContent(type="text", text=f"session {session}: {cost.describe(total)}")],
-            structured_content={"session": session, "total": total},
+            structured_content={"session": session, "total": rounded_usage(total)},
         )
 
     def _state_and_activity(self, job_id: str) -> tuple[JobState, str | None]:
@@ -435,17 +445,24 @@ class SubagentsMCP:
             else:
                 before = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
                 if before.get("status") in TERMINAL:
-                    text = f"job {jid} had already ended: {before.get('status')}"
+                    text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
                         structured_content=status_summary(dict(before), None),
                     )
+                if self.announced and before.get("session") == self.session_id:
+                    # Stopped from this session: its end is no news to it.
+                    await anyio.to_thread.run_sync(self._told, jid)
                 state = await anyio.to_thread.run_sync(api.stop_job, self.store, jid)
-        text = f"job {jid}: {state.get('status')}"
+        text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=status_summary(dict(state), None),
         )
+
+    def _told(self, job_id: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            notices.mark_told(self.home, self.session_id, job_id, notices.CLAUDE_READER)
 
     async def list_agents(self) -> CallToolResult:
         found = await anyio.to_thread.run_sync(api.discover_agents)
@@ -477,3 +494,8 @@ class SubagentsMCP:
             raise ResourceNotFoundError(str(exc)) from None
         state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
         return json.dumps(state, ensure_ascii=False, indent=1)
+
+
+def _ended(state: Mapping[str, Any]) -> str:
+    """How a job ended, in its status line's words (its status while it has no result)."""
+    return outcome.status_line(state) if state.get("runs") is not None else str(state.get("status"))

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from subagents.core.events import TOKEN_KEYS
+from subagents.present.figures import money
 from subagents.present.humanize import humanize_tool_call, one_line
 
 if TYPE_CHECKING:
@@ -185,9 +186,7 @@ def _usage_section(result: RunResult, events: Sequence[Event]) -> str:
             f"(total {total:,})"
         )
     if isinstance(cost, int | float) and not isinstance(cost, bool):
-        lines.append(
-            f"- cost: ${cost:.4f}" if cost >= 0.0001 or cost == 0 else f"- cost: ${cost:g}"
-        )
+        lines.append(f"- cost: {money(cost)}")
     else:
         lines.append("- cost not reported")
     lines.append(f"- model: {model}" if model else "- model not reported")

@@ -44,25 +44,3 @@ class Snapshot:
     running: int = 0
     tokens: int = 0
     cost: float | None = None
-
-
-def elapsed(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h{int(seconds % 3600 // 60):02d}m"
-
-
-def money(cost: float | None) -> str:
-    return "-" if cost is None else f"${cost:.4f}"
-
-
-def tokens(count: int) -> str:
-    if count < 10_000:
-        return str(count)
-    if count < 1_000_000:
-        return f"{count / 1000:.1f}k"
-    return f"{count / 1_000_000:.1f}M"

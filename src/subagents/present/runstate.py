@@ -11,6 +11,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from subagents.present.figures import elapsed
+from subagents.present.humanize import head
+from subagents.present.outcome import mark
 from subagents.present.progress import ProgressFormatter
 
 
@@ -23,6 +26,7 @@ class RunState:
         # The latest usage event's fields but its type (running totals; seq and ts too).
         self.usage: dict[str, Any] = {}
         self.status: str | None = None
+        self.duration_ms: float | None = None
 
     def update(self, event: Mapping[str, Any]) -> str | None:
         """Take ``event`` (a canonical event, read as ProgressFormatter.line reads it) in;
@@ -36,4 +40,49 @@ class RunState:
             self.usage = {k: v for k, v in event.items() if k != "type"}
         elif kind == "run_finished":
             self.status = str(event.get("status"))
+            ms = event.get("durationMs")
+            self.duration_ms = float(ms) if isinstance(ms, int | float) else None
         return self.fmt.line(event)
+
+    def brief(self, room: int | None = None) -> str:
+        """``✓ 3.1s`` once ended, else what it does now (at most ``room`` characters)."""
+        if self.status is not None:
+            seconds = None if self.duration_ms is None else self.duration_ms / 1000
+            return f"{mark(self.status)} {elapsed(seconds)}"
+        what = self.fmt.activity() or "starting"
+        return what if room is None else head(what, room)
+
+
+def runs_line(runs: list[RunState], limit: int) -> str:
+    """Every run of a job in one line of at most ``limit`` characters, in order:
+    ``[1] ✓ 3.1s · [2] $ sleep 3; ls · [3-5] waiting``; what running runs do is cut evenly
+    to fit."""
+    # (index, run) for a run that started; (first, last) for a stretch of runs not started.
+    pieces: list[tuple[int, RunState] | tuple[int, int]] = []
+    for i, r in enumerate(runs):
+        if r.t0 is not None or r.status is not None:
+            pieces.append((i, r))
+        elif pieces and isinstance(pieces[-1][1], int) and pieces[-1][1] == i - 1:
+            pieces[-1] = (pieces[-1][0], i)
+        else:
+            pieces.append((i, i))
+
+    def line(room: int | None) -> str:
+        parts = []
+        for first, what in pieces:
+            if isinstance(what, RunState):
+                parts.append(f"[{first + 1}] {what.brief(room)}")
+            else:
+                span = f"{first + 1}" if what == first else f"{first + 1}-{what + 1}"
+                parts.append(f"[{span}] waiting")
+        return " · ".join(parts)
+
+    text = line(None)
+    busy = [r for r in runs if r.t0 is not None and r.status is None]
+    if len(text) <= limit or not busy:
+        return head(text, limit)
+    over = len(text) - limit
+    room = max(8, max(len(r.brief()) for r in busy) - -(-over // len(busy)))
+    while room > 8 and len(line(room)) > limit:
+        room -= 1
+    return head(line(room), limit)

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 from collections.abc import Callable
 
 from subagents.lifecycle.cost import money
-from subagents.present.jobview import tokens
+from subagents.present.figures import tokens
 from subagents.web import charts
 from subagents.web.layout import esc
 

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from subagents.present.jobview import elapsed, money, tokens
+from subagents.present.figures import elapsed, money, tokens
 
 NAV = (("/", "Fleet"), ("/cost", "Cost"))
 

@@ -1,0 +1,317 @@
+"""``subagents claude-code …``: what the Claude Code plugin (``integrations/claude-code``)
+runs, through its launcher ``scripts/subagents-plugin``.
+
+- ``monitor``: the plugin's monitor, armed by Claude Code at session start. It prints one
+  line for each background job of the session that ends; Claude Code shows the line
+  ("Monitor event: …") and hands it to the model, which wakes an idle session.
+- ``prompt-hook`` (``UserPromptSubmit``): the ends nobody told yet go to the model with the
+  prompt (where there is no monitor: ``claude -p``); and the ``/subagents:jobs`` command's
+  list, job or cost is shown to the user at once, as the hook's ``systemMessage`` (a plugin
+  command's own output reaches only the model in Claude Code 2.1.330).
+- ``session-start`` (``SessionStart``): checks that the plugin's MCP server can start here,
+  and says what is wrong, once, when it cannot.
+- ``statusline``: a status line of the session's running jobs, for users who set it as their
+  ``statusLine`` (Claude Code 2.1.330 lets a plugin set only ``agent`` and
+  ``subagentStatusLine``, not the status line).
+
+Every end is told once per Claude session, by whichever of them comes first (one record,
+``lifecycle.notices``), never for a job stopped through this session's MCP server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import click
+
+from subagents.cli.app import main
+
+EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block the prompt
+JOBS_COMMAND = "/subagents:jobs"
+_JOBS_PROMPT = re.compile(rf"^\s*{re.escape(JOBS_COMMAND)}(?:\s+(.*))?$", re.DOTALL)
+HOOK_TABLE_WIDTH = 110  # columns of a table shown in Claude Code's transcript
+RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
+
+
+def _hook_fail(message: str) -> NoReturn:
+    click.echo(f"subagents claude-code: {message}", err=True)
+    sys.exit(EXIT_HOOK_ERROR)
+
+
+def _hook_input() -> dict[str, Any]:
+    try:
+        payload = json.loads(sys.stdin.read() or "{}")
+    except ValueError as exc:
+        _hook_fail(f"the hook input is not JSON: {exc}")
+    if not isinstance(payload, dict):
+        _hook_fail("the hook input is not a JSON object")
+    return payload
+
+
+def _session(claude_id: Any, where: str) -> str:
+    """The lifecycle session of a Claude Code session id (``claude-<id>``)."""
+    from subagents.errors import UsageError
+    from subagents.lifecycle import notices
+
+    if not isinstance(claude_id, str) or not claude_id:
+        _hook_fail(f"{where} has no Claude Code session id")
+    try:
+        return notices.claude_session(claude_id)
+    except (ValueError, UsageError) as exc:
+        _hook_fail(f"{where}: {exc}")
+
+
+def _with_result(store: Any, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The job of an end entry, with its result (waited for briefly: the entry is logged
+    just before it); None when its directory is gone."""
+    from subagents import api
+
+    job_id = str(entry.get("jobId"))
+    try:
+        state: Mapping[str, Any] = store.load(job_id)
+        if state.get("runs") is None:
+            state = api.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
+    except (OSError, ValueError):
+        return None
+    return state
+
+
+def untold_ends(session: str, reader: str) -> list[tuple[dict[str, Any], Mapping[str, Any] | None]]:
+    """The ends of the session's background jobs this *reader* was not told yet, each with
+    its job (None when its directory is gone: told rather than lost); from now on they count
+    as told. Foreground jobs are left out: their caller had the answer."""
+    from subagents.core import paths
+    from subagents.jobs import JobStore
+    from subagents.lifecycle import notices
+
+    home = paths.state_home()
+    store = JobStore(home)
+    out = []
+    for entry in notices.take_new_ends(home, session, reader):
+        job = _with_result(store, entry)
+        if job is None or job.get("background", True):
+            out.append((entry, job))
+    return out
+
+
+# ---- the /subagents:jobs command, shown by the prompt hook ------------------------------
+
+
+def _render(renderable: Any) -> str:
+    """A rich renderable as plain text (the transcript shows no colours)."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    Console(file=buffer, width=HOOK_TABLE_WIDTH, color_system=None, highlight=False).print(
+        renderable
+    )
+    return buffer.getvalue().rstrip()
+
+
+def jobs_view(session: str, args: str) -> str | None:
+    """What ``/subagents:jobs ARGS`` shows the user: the session's jobs (no arguments),
+    one job (``show JOB``) or the session's cost (``cost``); None for what the model does
+    itself (``stop JOB``) or cannot be read."""
+    from subagents import api
+    from subagents.cli.jobs import jobs_table
+    from subagents.core.childtext import neutralize
+    from subagents.errors import JobIdError
+    from subagents.jobs import TERMINAL, JobStore
+
+    words = args.split()
+    if not words:
+        items = api.list_jobs(20, session=session)
+        if not items:
+            return "No subagents jobs in this session yet."
+        return "Subagents jobs of this session:\n" + _render(jobs_table(items, wide=True))
+    if words[0] == "show" and len(words) == 2:
+        store = JobStore()
+        try:
+            state = api.job_state(store, store.resolve(words[1]))
+        except JobIdError as exc:
+            return str(exc)
+        text = api.describe_job(state)
+        if state.get("status") not in TERMINAL:
+            activity = api.current_activity(store.home, state.get("runIds") or [])
+            text += f"\nnow: {activity}" if activity else ""
+        return neutralize(text)
+    if words == ["cost"]:
+        from subagents.core import paths
+        from subagents.lifecycle import cost
+
+        total = cost.totals(cost.end_entries(paths.state_home(), session))["total"]
+        return f"Subagents cost of this session: {cost.describe(total)}"
+    return None
+
+
+@main.group("claude-code")
+def claude_code() -> None:
+    """What the Claude Code plugin runs: its monitor and its hooks (see docs/claude-code.md)."""
+
+
+@claude_code.command("prompt-hook")
+def prompt_hook() -> None:
+    """Claude Code's UserPromptSubmit hook: the hook's JSON on stdin, its answer on stdout.
+
+    Ends of background jobs not told yet go to the model as additional context; the
+    /subagents:jobs command's view goes to the user as a system message.
+    """
+    run_prompt_hook()
+
+
+def run_prompt_hook() -> None:
+    from subagents.lifecycle import notices
+
+    payload = _hook_input()
+    session = _session(payload.get("session_id"), "the hook input")
+    output: dict[str, Any] = {}
+    try:
+        ended = untold_ends(session, notices.CLAUDE_READER)
+        command = _JOBS_PROMPT.match(str(payload.get("prompt") or ""))
+        view = jobs_view(session, command.group(1) or "") if command else None
+    except (ValueError, OSError) as exc:
+        _hook_fail(str(exc))
+    if ended:
+        output["hookSpecificOutput"] = {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": notices.notice_text(ended),
+        }
+    if view:
+        output["systemMessage"] = view
+    if output:
+        click.echo(json.dumps(output, ensure_ascii=False))
+
+
+@claude_code.command("monitor")
+def monitor() -> None:
+    """The plugin's monitor: one line per background job of this Claude Code session that
+    ends ($CLAUDE_CODE_SESSION_ID), until Claude Code ($CLAUDE_PID) is gone."""
+    from subagents.core import paths, procs
+    from subagents.lifecycle import history, notices, sessionlog
+
+    session = _session(os.environ.get(notices.CLAUDE_SESSION_ENV), "the environment")
+    claude = None
+    if os.environ.get("CLAUDE_PID", "").isdigit():
+        try:
+            claude = procs.identity(int(os.environ["CLAUDE_PID"]))
+        except Exception:
+            claude = None
+    parent = os.getppid()
+
+    def gone() -> bool:
+        if claude is not None:
+            return not procs.is_alive(claude)
+        return os.getppid() != parent
+
+    def tell() -> None:
+        try:
+            ends = untold_ends(session, notices.CLAUDE_READER)
+        except (OSError, ValueError) as exc:  # a monitor that ends is news: say it, go on
+            click.echo(f"subagents claude-code monitor: {exc}", err=True)
+            return
+        for entry, job in ends:
+            click.echo(notices.describe_end(entry, job))
+        sys.stdout.flush()
+
+    log = sessionlog.session_path(paths.state_home(), session)
+    try:
+        # From the log's start: ends nobody told yet are told at once (each at most once).
+        for entry in history.follow(log, stop=gone, from_start=True):
+            if entry.get("eventType") in sessionlog.END_EVENT_TYPES:
+                tell()
+    except (BrokenPipeError, KeyboardInterrupt):
+        return
+
+
+@claude_code.command("statusline")
+def statusline() -> None:
+    """A Claude Code status line (``statusLine`` in your settings; a plugin cannot set it):
+    this session's running subagents jobs and what each does now, or nothing."""
+    payload = _hook_input()
+    session = _session(payload.get("session_id"), "the status line input")
+    try:
+        line = running_line(session)
+    except (ValueError, OSError) as exc:
+        _hook_fail(str(exc))
+    if line:
+        click.echo(line)
+
+
+def running_line(session: str, limit: int = 20) -> str:
+    """``subagents: 2 running · 01m8…: $ sleep 3 (12s) · 01m9…: starting (2s)``, or ""."""
+    import time
+
+    from subagents import api
+    from subagents.core.childtext import neutralize
+    from subagents.jobs import TERMINAL
+    from subagents.present.figures import elapsed
+
+    running = [j for j in api.list_jobs(limit, session=session) if j.get("status") not in TERMINAL]
+    if not running:
+        return ""
+    parts = [f"subagents: {len(running)} running"]
+    for job in running:
+        took = time.time() - float(job.get("createdAt") or time.time())
+        now = job.get("activity") or "starting"
+        parts.append(f"{job['jobId']}: {now} ({elapsed(took)})")
+    return neutralize(" · ".join(parts))
+
+
+@claude_code.command("session-start")
+def session_start() -> None:
+    """Claude Code's SessionStart hook: is the plugin's MCP server able to start here? Says
+    what is wrong, once, when it is not (nothing when all is well)."""
+    payload = _hook_input()
+    problem = server_problem(payload.get("session_id"))
+    if problem is None:
+        return
+    click.echo(
+        json.dumps(
+            {
+                "systemMessage": f"subagents plugin: its MCP server cannot serve: {problem}",
+                "hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": (
+                        "The subagents plugin's MCP server cannot serve this session "
+                        f"({problem}): its subagent tools are not available."
+                    ),
+                },
+            },
+            ensure_ascii=False,
+        )
+    )
+
+
+def server_problem(claude_id: Any) -> str | None:
+    """Why the plugin's MCP server would not start or not serve here, or None: the steps
+    ``subagents mcp --claude-session`` takes before it serves (the session, the MCP SDK),
+    then what every call needs (the config files, a writable state directory)."""
+    from pathlib import Path
+
+    from subagents.cli.serve import claude_session_of
+    from subagents.config import load_settings
+    from subagents.core import paths
+    from subagents.core.files import describe_os_error, make_private_dir
+
+    try:
+        session = claude_session_of(claude_id if isinstance(claude_id, str) else "")
+        from subagents.mcp import SubagentsMCP
+
+        SubagentsMCP(session=session).close()
+        load_settings(Path.cwd(), os.environ)
+        home = paths.state_home()
+        make_private_dir(home)
+        if not os.access(home, os.W_OK):
+            return f"{home}: not writable"
+    except OSError as exc:
+        return describe_os_error(exc)
+    except Exception as exc:  # whatever stops the server stops it here too: say it
+        return str(exc) or type(exc).__name__
+    return None

@@ -1,0 +1,167 @@
+"""How a finished job is told in one line: a mark, who ran, how long, tokens, cost, and the
+answer's first line or why it failed.
+
+``✓ job 01m8… · pi · 3.4s · 60 tokens · $0.00004 · "DONE"`` is the command line's last line,
+the notice of a background job's end (Claude Code plugin, ``subagents notices``) and the
+status line of an MCP result alike. The session log's ``summary`` is worded from the same
+pieces. Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from subagents.core.childtext import neutralize
+from subagents.present.figures import elapsed, money, tokens
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MARKS = {"completed": "✓", "failed": "✗", "timeout": "✗", "aborted": "■"}
+
+_NOT_SPACE = re.compile(r"\S")
+# How much of the first non-blank line is read: far more than any summary shows.
+FIRST_LINE_MAX = 1 << 16
+
+
+def mark(status: Any) -> str:
+    return MARKS.get(str(status), "•")
+
+
+def runs_of(job_result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    runs = job_result.get("runs") or []
+    return [r for r in runs if isinstance(r, Mapping)]
+
+
+def agent_of(run: Mapping[str, Any]) -> str:
+    return str(run.get("agent") or run.get("backend") or "agent")
+
+
+def agent_names(job_result: Mapping[str, Any]) -> str | None:
+    """The job's agents in run order, repeats dropped, joined with ``", "``."""
+    names = list(dict.fromkeys(agent_of(r) for r in runs_of(job_result)))
+    return ", ".join(names) if names else None
+
+
+def first_line(text: Any) -> str:
+    """The first non-blank line of ``text``, stripped (its first ``FIRST_LINE_MAX``
+    characters): found without splitting the whole text, which may be a 20 MB answer."""
+    whole = str(text or "")
+    found = _NOT_SPACE.search(whole)
+    if found is None:
+        return ""
+    start = found.start()
+    return whole[start : start + FIRST_LINE_MAX].splitlines()[0].strip()
+
+
+def why(run: Mapping[str, Any]) -> str:
+    """Why a run did not complete, in one line."""
+    message = first_line(run.get("errorMessage"))
+    if message:
+        return message
+    status = run.get("status")
+    return "timed out" if status == "timeout" else str(status or "unknown")
+
+
+def word(run: Mapping[str, Any]) -> str:
+    """A run's status as a session log entry words it (a timeout is a failure)."""
+    status = str(run.get("status") or "unknown")
+    return "failed" if status == "timeout" else status
+
+
+def quote(text: Any) -> str:
+    line = first_line(text)
+    return f'"{line}"' if line else "(no answer)"
+
+
+def detail(job_result: Mapping[str, Any]) -> str:
+    """What a job came to, after its figures: the answer's first line (quoted), or why it
+    failed; for parallel and chain jobs how many runs completed and which did not."""
+    mode = str(job_result.get("mode") or "single")
+    runs = runs_of(job_result)
+    if not runs:
+        return first_line(job_result.get("errorMessage")) or "no run was started"
+    bad = [r for r in runs if r.get("status") != "completed"]
+    if mode == "single" or (len(runs) == 1 and mode != "parallel"):
+        run = runs[0]
+        if (run.get("status") or job_result.get("status")) == "completed":
+            return quote(run.get("finalText") or job_result.get("finalText"))
+        return why(run)
+    done = f"{len(runs) - len(bad)}/{len(runs)} completed"
+    if mode == "chain":
+        if not bad:
+            last = runs[-1]
+            answer = quote(last.get("finalText") or job_result.get("finalText"))
+            return f"{done}: {agent_of(last)} — {answer}"
+        step = runs.index(bad[0]) + 1
+        return f"{done}; {word(bad[0])} at step {step}: {agent_of(bad[0])} — {why(bad[0])}"
+    if not bad:
+        return done
+    return f"{done}; " + "; ".join(f"{word(r)}: {agent_of(r)} — {why(r)}" for r in bad)
+
+
+def figures(duration_ms: Any, usage: Any) -> list[str]:
+    """``["3.4s", "60 tokens", "$0.00004"]``: what is known of them."""
+    out = []
+    if isinstance(duration_ms, int | float) and not isinstance(duration_ms, bool):
+        out.append(elapsed(duration_ms / 1000))
+    usage = usage if isinstance(usage, Mapping) else {}
+    if usage.get("totalTokens") is not None:
+        out.append(f"{tokens(usage.get('totalTokens'))} tokens")
+    if usage.get("cost") is not None:
+        out.append(money(usage.get("cost")))
+    return out
+
+
+def status_line(job_result: Mapping[str, Any]) -> str:
+    """``✓ completed · pi · 3.4s · 60 tokens · $0.00004``: a job's outcome without its answer."""
+    status = str(job_result.get("status") or "unknown")
+    mode = str(job_result.get("mode") or "single")
+    who = agent_names(job_result)
+    parts = [f"{mark(status)} {status}"]
+    if mode != "single":
+        parts.append(mode)
+    if who:
+        parts.append(who)
+    parts += figures(job_result.get("durationMs"), job_result.get("usage"))
+    return " · ".join(parts)
+
+
+def end_line(
+    job_id: Any,
+    status: Any,
+    who: Any,
+    duration_ms: Any,
+    usage: Any,
+    what: str,
+    mode: Any = "single",
+) -> str:
+    """``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``; a job that did not
+    complete says how it ended after its id (``✗ job <id> failed · …``). Terminal escapes
+    and control characters in what it quotes are removed."""
+    status = str(status or "unknown")
+    head = f"{mark(status)} job {job_id}" + ("" if status == "completed" else f" {status}")
+    parts = [head]
+    if mode and mode != "single":
+        parts.append(str(mode))
+    if who:
+        parts.append(str(who))
+    parts += figures(duration_ms, usage)
+    if what:
+        parts.append(what)
+    return neutralize(" · ".join(parts))  # it quotes a child: no escapes reach a terminal
+
+
+def job_line(job_result: Mapping[str, Any]) -> str:
+    """:func:`end_line` for a job result (``job.json`` once it ended)."""
+    return end_line(
+        job_result.get("jobId"),
+        job_result.get("status"),
+        agent_names(job_result),
+        job_result.get("durationMs"),
+        job_result.get("usage"),
+        detail(job_result),
+        job_result.get("mode"),
+    )
