@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 
 from subagents.core import events as ev
-from subagents.core.clock import iso
 from subagents.supervisor.spec import RunSpec
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -58,7 +57,9 @@ def build_result(
     executor: ExecutorPlace | None = None,
     session_id: str | None = None,
 ) -> RunResult:
-    from subagents.core.records import RUN_STATUSES  # (at the end of a run, not its start)
+    # At the end of a run, not on the supervisor's start path.
+    from subagents.core.clock import iso
+    from subagents.core.records import RUN_STATUSES
 
     assert status in RUN_STATUSES, status
     done = completed_at if completed_at is not None else time.time()
