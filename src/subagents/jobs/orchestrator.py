@@ -76,11 +76,16 @@ class Job:
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
         # Runs not yet started (or passed over): what warm supervisors are kept for.
         self._to_start = len(job_plan.requests)
+        # The job's start when whoever started it recorded one (a background launch, a
+        # caller that announced it): the job's one clock, kept in its result.
+        self._started: float | None = None
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
-            for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
+            state = store.load(job_id)
+            for i, run_id in enumerate(state.get("runIds") or []):
                 if i < len(self._run_ids) and isinstance(run_id, str):
                     self._run_ids[i] = run_id
+            self._started = _epoch(state.get("startedAt"))
 
     # ---- control ---------------------------------------------------------
 
@@ -235,7 +240,7 @@ class Job:
             keep_warm(self, 0, self.plan.placement)
 
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
-        started = time.time()
+        started = self._started or time.time()
         session_log = getattr(lifecycle, "session_log", None)
         try:
             state = self.store.update(
@@ -297,6 +302,18 @@ class Job:
     def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
         status = job_status(len(self.plan.requests), runs, self.cancelled)
         return job_result(self.job_id, self.plan.mode, status, runs, started)
+
+
+def _epoch(when: Any) -> float | None:
+    """An ISO time from a job record as epoch seconds (None when there is none)."""
+    if not isinstance(when, str) or not when:
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(when).timestamp()
+    except ValueError:
+        return None
 
 
 def _why(exc: OSError) -> str:
