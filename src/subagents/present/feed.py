@@ -78,7 +78,7 @@ class StderrWarnings:
             return None
         cut = data.rfind(b"\n") + 1  # whole lines only; the rest is read next time
         self.offset += cut
-        found = _WARNING.findall(data[:cut].decode("utf-8", "replace"))
+        found = _WARNING.findall(neutralize(data[:cut].decode("utf-8", "replace")))
         return found[-1] if found else None
 
 
