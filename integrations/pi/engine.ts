@@ -25,7 +25,7 @@ export interface Step { task: string; agent?: string | null; backend?: string | 
 export interface FeedRecord {
 	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
-	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null;
+	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
 }
 
 /** One run as pi shows it: filled in by progress records, then by its result. */
@@ -171,6 +171,7 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	if (rec.backend) run.backend = rec.backend;
 	if (rec.model) run.model = rec.model;
 	if (typeof rec.startedAt === "number") run.startedAt = rec.startedAt * 1000;
+	if (typeof rec.durationMs === "number") run.durationMs = rec.durationMs;
 	if (rec.transcript) run.transcript = rec.transcript;
 	if (rec.text) run.lines = [...run.lines, rec.text].slice(-LINES_KEPT);
 	view.runIds = view.runs.map((r) => r.runId ?? "").filter(Boolean);

@@ -6,7 +6,7 @@
  */
 import { getMarkdownTheme, keyHint, type Theme } from "@earendil-works/pi-coding-agent";
 import { Box, type Component, Container, Markdown, stripTerminalSequences, Text, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
-import type { RunView, SubagentDetails } from "./engine.ts";
+import { firstLine, type RunView, type SubagentDetails } from "./engine.ts";
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const PREVIEW_LINES = 12; // of an answer, collapsed (one run); a third of it each for several
@@ -115,7 +115,7 @@ function differ(view: SubagentDetails): boolean {
 export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
 	const steps = args.tasks ?? args.chain;
 	const mode = args.continue ? "continue" : args.chain ? "chain" : args.tasks ? "parallel" : "single";
-	const label = steps ? steps.map((s) => oneLine(s.task)).join(theme.fg("dim", " · ")) : oneLine(args.task ?? "");
+	const label = steps ? steps.map((s) => oneLine(firstLine(s.task))).join(theme.fg("dim", " · ")) : oneLine(firstLine(args.task ?? ""));
 	const extra = [args.agent, [args.backend, args.model].filter(Boolean).join("/"), args.background ? "background" : ""].filter(Boolean).map(oneLine);
 	return new Line(() => [
 		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", steps ? `${mode} ×${steps.length}` : mode)} `,
@@ -187,16 +187,16 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 	return new Line(() => {
 		const runs = view.runs;
 		const running = runs.find((r) => r.status === "running");
-		const state = view.status === "running" || view.status === "pending"
-			? { status: running ? "running" : "pending", stalled: runs.some((r) => r.stalled) && runs.every((r) => r.status !== "running" || r.stalled) }
-			: { status: view.status };
+		const live = view.status === "running" || view.status === "pending";
+		const state = live ? { status: "running", stalled: runs.some((r) => r.stalled) && runs.every((r) => r.status !== "running" || r.stalled) } : { status: view.status };
 		const label = runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
 		const starts = runs.map((r) => r.startedAt).filter((t): t is number => t !== undefined);
-		const ms = state.status === "running" || state.status === "pending"
+		const ms = live
 			? (starts.length ? Date.now() - Math.min(...starts) : view.startedAt ? Date.now() - Date.parse(view.startedAt) : undefined)
 			: runs.reduce((sum, r) => (view.mode === "parallel" ? Math.max(sum, r.durationMs ?? 0) : sum + (r.durationMs ?? 0)), 0);
-		const now = running?.stalled ? running.activity : running?.activity;
-		const word = state.status === "running" ? theme.fg("muted", now ? ` · ${oneLine(now)}` : "") : theme.fg(state.status === "completed" ? "success" : "error", ` · ${state.status}`);
+		const word = live
+			? theme.fg(running?.stalled ? "warning" : "muted", ` · ${oneLine(running?.activity ?? "starting")}`)
+			: theme.fg(state.status === "completed" ? "success" : state.status === "aborted" ? "muted" : "error", ` · ${state.status}`);
 		const cost = view.usage.cost.total ? ` · ${money(view.usage.cost.total)}` : "";
 		return [`${prefix}${icon(theme, state)} `, theme.fg("text", label), `${word}${theme.fg("dim", ` · ${tokens(view.usage.totalTokens)} tok${cost} · ${elapsed(ms)}`)}`];
 	});
@@ -206,7 +206,7 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 export function renderWidget(theme: Theme, jobs: SubagentDetails[]): Component {
 	const box = new Container();
 	box.addChild(text(theme.fg("dim", ` subagents · ${plural(jobs.length, "background job")} running`)));
-	for (const job of jobs) box.addChild(jobLine(theme, job, " "));
+	for (const job of jobs) box.addChild(jobLine(theme, job, "  "));
 	return box;
 }
 

@@ -9,9 +9,10 @@ Records (all carry ``jobId``):
   ``startedAt`` is the job's (ISO, the engine's clock; null when not yet known), ``steps``
   one ``{task, agent, backend, model}`` per run as asked (``task``: its first line);
 - ``{"type": "progress", "jobId", "runId", "index", "label", "text", "status", "activity",
-  "toolCount", "usage", "backend", "model", "startedAt", "stalled", "warning",
+  "toolCount", "usage", "backend", "model", "startedAt", "durationMs", "stalled", "warning",
   "transcript"}`` for each event that makes a progress line (``status`` is ``running``
-  until the run's own status; ``startedAt`` the run's start in epoch seconds; ``stalled``
+  until the run's own status; ``startedAt`` the run's start in epoch seconds, ``durationMs``
+  its duration once it has finished; ``stalled``
   while the stall watchdog's notice is the last word; ``warning`` the child's latest
   warning, from its events or a ``Warning:`` line on its stderr).
 
@@ -167,6 +168,7 @@ class JsonlFeed:
                     "backend": run.backend,
                     "model": run.model,
                     "startedAt": run.started_at,
+                    "durationMs": run.duration_ms,
                     "stalled": run.stalled,
                     "warning": run.warning,
                     "transcript": str(self.runs_dir / rid / "transcript.md")

@@ -1,0 +1,245 @@
+"""The pi package as a person sees it: the real pi 0.87 TUI in a real terminal (tmux,
+120x40, capture-pane), the package loaded, its children real pi runs through the real
+``subagents`` CLI, every model the mock on 127.0.0.1. The parent's mock calls ``subagent``
+once; each child's provider is a mock of its own (slow, broken or running a command).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import eventually
+from test_pi_package import EXTENSION, SUBAGENTS, Parent, add_provider
+from test_pi_package import pytestmark as needs_pi
+
+from subagents.demo.mockmodel import MockModelServer, Script
+
+pytestmark = [needs_pi, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+COLS, ROWS = 120, 40
+
+
+class PiTui:
+    """pi's TUI in a 120x40 tmux window named ``pi``; ``shows`` captures the screen (and the
+    scrollback) into ``screen`` and says whether every text is in it."""
+
+    def __init__(self, tmux: Callable[..., str], parent: Parent) -> None:
+        self.tmux = tmux
+        self.parent = parent
+        self.screen = ""
+        argv = ["pi", "--provider", "mock", "--model", "mock-model"]
+        argv += ["--session-dir", str(parent.sessions), "-e", str(EXTENSION)]
+        tmux(
+            "new-session", "-d", "-s", "pi", "-x", str(COLS), "-y", str(ROWS),
+            "-c", str(parent.work), "--", *argv, env=parent.env,
+        )  # fmt: skip
+        tmux("set-option", "-w", "-t", "pi", "remain-on-exit", "on")
+        assert eventually(lambda: self.shows("mock-model"), 60), self.screen
+
+    def capture(self) -> str:
+        self.screen = self.tmux("capture-pane", "-p", "-t", "pi", "-S", "-200")
+        return self.screen
+
+    def shows(self, *texts: str) -> bool:
+        screen = self.capture()
+        return all(t in screen for t in texts)
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-t", "pi", "-l", text)
+        time.sleep(0.3)  # the editor takes the text in before Enter
+        self.keys("Enter")
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "pi", *keys)
+
+    def line(self, *texts: str) -> str:
+        """The (last) screen line holding every text, "" if none does."""
+        found = [ln for ln in self.capture().splitlines() if all(t in ln for t in texts)]
+        return found[-1] if found else ""
+
+
+def session_lines(parent: Parent) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in parent.session_file().read_text().splitlines() if x]
+
+
+def tool_results(parent: Parent) -> list[dict[str, Any]]:
+    return [
+        e["message"]
+        for e in session_lines(parent)
+        if e["type"] == "message" and e["message"].get("role") == "toolResult"
+    ]
+
+
+def write_agent(name: str, model: str) -> None:
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.md").write_text(
+        f"---\nname: {name}\ndescription: {name}\nmodel: {model}\n---\nYou are {name}.\n"
+    )
+
+
+ELAPSED = re.compile(r"(\d+\.\d)s")
+
+
+def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    task = "Count the files in this project and report the total\nsecond line, not shown"
+    args = {"task": task, "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(delay_s=12, use_tool=False, final_text="There are 3.")) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        pi = PiTui(tmux, parent)
+        pi.type("delegate it")
+        # The call line: the tool, the mode, the task's first line, the model.
+        call = "subagent single Count the files in this project and report the total · slow/mock-model"
+        assert eventually(lambda: pi.shows(call), 60), pi.screen
+        assert "second line" not in pi.screen
+        # A row for the run: a spinner, its label, counts, an elapsed time; then what it does.
+        label = "Count the files in this project and report the total · 0 tools · 0 tok · "
+        assert eventually(lambda: bool(pi.line(label)), 60), pi.screen
+        first = pi.line(label)
+        assert re.match(r"^ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", first), first
+        assert "⎿ Starting" in pi.screen
+        # The child waits on its model: no event comes, and the elapsed time goes on.
+        time.sleep(2.5)
+        second = pi.line(label)
+        assert "⎿ Starting" in pi.screen, pi.screen
+        ticks = [float(ELAPSED.findall(x)[-1]) for x in (first, second)]
+        assert ticks[1] - ticks[0] >= 1.5, (first, second)
+        # The end: ✓, the answer as Markdown, the parent's next turn.
+        assert eventually(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
+        assert all(len(ln) <= COLS for ln in pi.screen.splitlines())
+    (result,) = tool_results(parent)
+    assert result["isError"] is False
+    assert result["details"]["runs"][0]["status"] == "completed"
+
+
+def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_error(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    write_agent("scout", "child/mock-model")
+    write_agent("failer", "broken/mock-model")
+    args = {
+        "tasks": [
+            {"task": "Find the entry point", "agent": "scout"},
+            {"task": "Summarize the changelog", "agent": "failer"},
+        ]
+    }
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(use_tool=False, final_text="It is **main.py**.")) as child,
+        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "child", child.url)
+        add_provider(parent.agent_dir, "broken", broken.url)
+        pi = PiTui(tmux, parent)
+        pi.type("delegate both")
+        assert eventually(lambda: pi.shows("subagent parallel ×2 Find the entry point"), 60)
+        done = ("✓ Find the entry point · scout", "✗ Summarize the changelog · failer · failed")
+        assert eventually(lambda: pi.shows(*done, "1/2 completed"), 120), pi.screen
+        # The answer, rendered (no literal **), and the failure's reason, side by side.
+        assert "It is main.py." in pi.screen and "500 mock server error" in pi.screen, pi.screen
+        assert "**" not in pi.line("It is main.py")
+        # Ctrl+O: the failure's post-mortem (its headings drawn, not ##) and the transcripts.
+        pi.keys("C-o")
+        assert eventually(lambda: pi.shows("transcript: ", "Error"), 30), pi.screen
+        assert not [ln for ln in pi.screen.splitlines() if ln.strip().startswith("## ")]
+    (result,) = tool_results(parent)
+    assert result["isError"] is False
+    text = result["content"][0]["text"]
+    assert "It is **main.py**." in text and "500 mock server error" in text
+    assert '1 of 2 tasks did not complete: "Summarize the changelog" (failed).' in text
+    statuses = [r["status"] for r in result["details"]["runs"]]
+    assert statuses == ["completed", "failed"]
+    assert result["usage"]["totalTokens"] == result["details"]["usage"]["totalTokens"] > 0
+
+
+def test_the_widget_follows_a_background_job_and_is_gone_after_it(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    args = {"task": "Tidy the imports", "model": "slow/mock-model", "background": True}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(command="sleep 6; echo tidied")) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        pi = PiTui(tmux, parent)
+        pi.type("start it in the background")
+        widget = ("subagents · 1 background job running", "1 subagent job running")
+        assert eventually(lambda: pi.shows(*widget), 60), pi.screen
+        row = pi.line("Tidy the imports", " tok · ")
+        assert row.startswith("  ") and re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] Tidy the imports", row), row
+        assert eventually(lambda: bool(pi.line("Tidy the imports", "$ sleep 6; echo tidied")), 60)
+        # Its end: a notice (✓, title, stats, a preview, the transcript); the widget is gone.
+        ended = ("background subagent job", "ended", "✓ Tidy the imports · completed", "tidied")
+        assert eventually(lambda: pi.shows(*ended, "transcript: "), 120), pi.screen
+        assert eventually(lambda: not pi.shows("subagents · 1 background job running"), 30)
+        assert "subagent job running" not in pi.screen
+    entries = [
+        e["data"]["eventType"]
+        for e in session_lines(parent)
+        if e["type"] == "custom" and e["customType"] == "agent_event"
+    ]
+    assert entries == ["subagent:start", "subagent:complete"]
+
+
+def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_turn(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    args = {"task": "Watch the logs", "model": "slow/mock-model", "background": True}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(command="sleep 300")) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "slow", slow.url)
+        pi = PiTui(tmux, parent)
+        pi.type("start it in the background")
+        assert eventually(lambda: bool(pi.line("Watch the logs", "$ sleep 300")), 90), pi.screen
+        assert eventually(lambda: pi.shows("I ran subagent"), 60)  # the parent's turn is over
+        asked = len(server.requests)
+
+        pi.type("/subagents")
+        header = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "COST")
+        assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        head = pi.line(*header)
+        assert head and all(h in head for h in header), pi.screen
+        row = pi.line("Watch the logs", "running")
+        assert row and " pi " in row, pi.screen
+        # Columns line up under their labels.
+        assert row.index("Watch the logs") == head.index("TASK")
+        assert row.index("running") == head.index("STATUS")
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Stop the job", "Show the transcript tail"), 30)
+        pi.keys("Down")
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Stop this subagent job?"), 30), pi.screen
+        pi.keys("Enter")  # Yes
+        assert eventually(lambda: pi.shows("Stopped subagent job", ": aborted"), 60), pi.screen
+        assert eventually(lambda: pi.shows("■ Watch the logs · aborted"), 60), pi.screen
+        assert eventually(lambda: not pi.shows("1 subagent job running"), 30), pi.screen
+        time.sleep(3)  # a turn, had one started, would have asked the model by now
+        assert len(server.requests) == asked
+        assert not pi.shows("Working")
+    lines = session_lines(parent)
+    notices = [e for e in lines if e["type"] == "custom_message"]
+    assert len(notices) == 1 and "(aborted)" in notices[0]["content"]
+    assert lines[-1]["type"] in ("custom_message", "custom")  # nothing answered it
+    states = subprocess.run(
+        [str(SUBAGENTS), "ps", "--json"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert json.loads(states.splitlines()[0])["status"] == "aborted"
