@@ -73,6 +73,7 @@ class Parent:
             "SUBAGENTS_BIN": str(SUBAGENTS),
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
+        self.stderr = ""  # the last print-mode run's
 
     def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
         argv = pi_argv(prompt)
@@ -91,6 +92,7 @@ class Parent:
             check=False,
         )
         assert p.returncode == 0, p.stderr[-3000:]
+        self.stderr = p.stderr
         return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
 
     def spawn(self, argv: list[str], stdin: int) -> subprocess.Popen[str]:
@@ -119,6 +121,23 @@ class Parent:
 
 def tool_end(events: list[dict[str, Any]]) -> dict[str, Any]:
     return next(e for e in events if e["type"] == "tool_execution_end")
+
+
+def show(job_id: str) -> str:
+    shown = subprocess.run(
+        [str(SUBAGENTS), "show", job_id, "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def write_agent(name: str, model: str) -> None:
+    """An agent (in the test's own config dir) whose runs use ``model``."""
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.md").write_text(
+        f"---\nname: {name}\ndescription: {name}\nmodel: {model}\n---\nYou are {name}.\n"
+    )
 
 
 START_FIELDS = {"eventType", "jobId", "requestedBy", "agentName", "mode", "pid", "startedAt"}
@@ -169,13 +188,29 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     ]
     assert CHILD_ANSWER in finals[-1]["content"][0]["text"]
 
+    # What a row draws: the task, where it runs, since when (the engine's clock), its counts.
+    (run,) = details["runs"]
+    assert run["task"] == "say hello" and run["backend"] == "pi"
+    assert run["model"] == "mock/mock-model" and run["status"] == "completed"
+    assert run["transcript"].endswith(f"{run_id}/transcript.md") and run["lines"][-1] == texts[-1]
+    events_file = Path(run["transcript"]).with_name("events.jsonl")
+    assert run["startedAt"] == json.loads(events_file.read_text().splitlines()[0])["ts"] * 1000
+    # The result's details: the run's answer and its end.
+    (ran,) = end["result"]["details"]["runs"]
+    assert ran["text"] == CHILD_ANSWER and ran["durationMs"] > 0 and ran["error"] is None
+
     # Lifecycle entries in pi's own session file, written by pi's writer.
     start, done = parent.agent_events()
     assert set(start) >= START_FIELDS and start["eventType"] == "subagent:start"
     assert set(done) >= END_FIELDS and done["eventType"] == "subagent:complete"
     assert start["jobId"] == done["jobId"] == details["jobId"]
     assert done["status"] == "completed" and done["mode"] == "single"
-    assert done["model"] == "mock-model" and done["usage"]["totalTokens"] == 15
+    # One clock: both entries carry the job's start as the engine recorded it.
+    job = json.loads(show(done["jobId"]))
+    assert start["startedAt"] == done["startedAt"] == job["startedAt"]
+    # The model with its provider, as asked; every run's model.
+    assert start["model"] == done["model"] == "mock/mock-model"
+    assert done["models"] == ["mock/mock-model"] and done["usage"]["totalTokens"] == 15
     assert done["summary"] == CHILD_ANSWER
     assert Path(done["runDir"], "result.json").exists()
 
@@ -193,9 +228,79 @@ def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Pa
     assert end["isError"] is True
     text = end["result"]["content"][0]["text"]
     assert "## Error" in text and "500 mock server error" in text
+    # The call threw, and still its row (and its end) are on the result, to be drawn.
+    (run,) = end["result"]["details"]["runs"]
+    assert run["status"] == "failed" and "500 mock server error" in run["error"]
     entries = parent.agent_events()
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:error"]
     assert entries[1]["status"] == "failed" and "500 mock server error" in entries[1]["summary"]
+    assert entries[1]["model"] == "broken/mock-model"
+
+
+def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
+    write_agent("helper", "mock/mock-model")
+    write_agent("failer", "broken/mock-model")
+    args = {
+        "tasks": [
+            {"task": "say hello", "agent": "helper"},
+            {"task": "summarize the changelog", "agent": "failer"},
+        ]
+    }
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "broken", broken.url)
+        events = parent.run("delegate both")
+    end = tool_end(events)
+    assert end["isError"] is False
+    text = end["result"]["content"][0]["text"]
+    # Every run's answer or diagnostics, and which task failed.
+    assert text.startswith('1 of 2 tasks did not complete: "summarize the changelog" (failed).')
+    assert "# 1. say hello (helper): completed" in text and CHILD_ANSWER in text
+    assert "# 2. summarize the changelog (failer): failed" in text
+    assert "500 mock server error" in text
+    details = end["result"]["details"]
+    assert [r["status"] for r in details["runs"]] == ["completed", "failed"]
+    assert [r["agent"] for r in details["runs"]] == ["helper", "failer"]
+    # Every run's usage counts: in the details and on the result pi sums.
+    assert details["usage"]["totalTokens"] == 15 == end["result"]["usage"]["totalTokens"]
+    start, done = parent.agent_events()
+    assert done["eventType"] == "subagent:error" and done["status"] == "failed"
+    assert start["agentName"] == done["agentName"] == "helper, failer"
+    assert done["models"] == ["mock/mock-model", "broken/mock-model"]
+    assert done["model"] == "mock/mock-model, broken/mock-model"
+    assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
+
+
+def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
+    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
+    ):
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "broken", broken.url)
+        end = tool_end(parent.run("delegate both"))
+    assert end["isError"] is True
+    assert '2 of 2 tasks did not complete: "one" (failed), "two" (failed).' in str(
+        end["result"]["content"][0]["text"]
+    )
+    assert [r["status"] for r in end["result"]["details"]["runs"]] == ["failed", "failed"]
+
+
+def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) -> None:
+    args = {"task": "say hello", "backend": "nope"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        parent = Parent(tmp_path, server)
+        end = tool_end(parent.run("delegate it"))
+    assert end["isError"] is True
+    reason = end["result"]["content"][0]["text"]
+    assert "nope" in reason
+    (entry,) = parent.agent_events()
+    assert entry["eventType"] == "subagent:error" and entry["status"] == "failed"
+    assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
 
 
 def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: Path) -> None:
@@ -211,6 +316,10 @@ def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: 
         assert end["isError"] is False
         job_id = end["result"]["details"]["jobId"]
         assert f"Started background subagent job {job_id}" in end["result"]["content"][0]["text"]
+        # pi quit with the job running: a word says it goes on, and where to find it.
+        assert f"subagents: 1 background job still running: {job_id} (take your time)" in (
+            parent.stderr
+        )
         # pi (print mode) has exited; the job runs on without it. End it while pi is away.
         assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"]
         stop = subprocess.run(
@@ -324,6 +433,18 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
     message = notice["message"]
     assert message["customType"] == "subagent_result"
     assert "(completed)" in message["content"] and CHILD_ANSWER in message["content"]
+    (job,) = message["details"]["jobs"]  # what the notice draws
+    assert job["status"] == "completed" and job["runs"][0]["text"] == CHILD_ANSWER
+    assert job["runs"][0]["task"] == "say hello" and job["usage"]["totalTokens"] == 15
+    # While it ran: a widget of this session's background jobs and a count; both gone after.
+    ui = [e for e in rpc.seen if e["type"] == "extension_ui_request"]
+    widgets = [e.get("widgetLines") for e in ui if e.get("widgetKey") == "subagents"]
+    shown = [lines for lines in widgets if lines]
+    assert shown and shown[0][0].strip() == "subagents · 1 background job running"
+    assert any("say hello" in line and " tok · " in line for line in shown[-1])
+    assert widgets[-1] is None
+    counts = [e.get("statusText") for e in ui if e.get("statusKey") == "subagents"]
+    assert "1 subagent job running" in counts and counts[-1] is None
     events = [e["eventType"] for e in parent.agent_events()]
     assert events == ["subagent:start", "subagent:complete"]
 
@@ -377,6 +498,9 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
 
 
+COLUMNS = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "COST")
+
+
 def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
     # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
@@ -388,14 +512,25 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
             end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
             rpc.wait_for(lambda e: e["type"] == "agent_end")
             rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
+            fleet = rpc.wait_for(
+                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "select"
+            )
+            rpc.send({"type": "extension_ui_response", "id": fleet["id"], "cancelled": True})
+            rpc.send({"id": "3", "type": "prompt", "message": "/subagents cost"})
             shown = rpc.wait_for(
                 lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
             )
         finally:
             rpc.close()
     job_id = end["result"]["details"]["jobId"]
+    # The fleet: labelled columns, a row per job of this session.
+    title, (row,) = fleet["title"].splitlines(), fleet["options"]
+    assert title[0] == "Subagent jobs of this session"
+    assert title[1].split() == [*COLUMNS]
+    assert row.startswith(job_id[:10]) and "parallel \u00d72: one · two" in row
+    assert row.split()[-5:-2] == ["pi", "completed", row.split()[-3]] and row.split()[-2] == "30"
     lines = shown["message"].splitlines()
-    assert lines[0].startswith(f"{job_id}  completed  parallel")
+    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0.0000"
     # The engine's words for the engine's numbers: the same line `subagents cost` gives.
     assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 

@@ -7,7 +7,6 @@ once; each child's provider is a mock of its own (slow, broken or running a comm
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import eventually
-from test_pi_package import EXTENSION, SUBAGENTS, Parent, add_provider
+from test_pi_package import COLUMNS, EXTENSION, SUBAGENTS, Parent, add_provider, write_agent
 from test_pi_package import pytestmark as needs_pi
 
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -78,14 +77,6 @@ def tool_results(parent: Parent) -> list[dict[str, Any]]:
     ]
 
 
-def write_agent(name: str, model: str) -> None:
-    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
-    agents.mkdir(parents=True, exist_ok=True)
-    (agents / f"{name}.md").write_text(
-        f"---\nname: {name}\ndescription: {name}\nmodel: {model}\n---\nYou are {name}.\n"
-    )
-
-
 ELAPSED = re.compile(r"(\d+\.\d)s")
 
 
@@ -103,7 +94,9 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
         pi = PiTui(tmux, parent)
         pi.type("delegate it")
         # The call line: the tool, the mode, the task's first line, the model.
-        call = "subagent single Count the files in this project and report the total · slow/mock-model"
+        call = (
+            "subagent single Count the files in this project and report the total · slow/mock-model"
+        )
         assert eventually(lambda: pi.shows(call), 60), pi.screen
         assert "second line" not in pi.screen
         # A row for the run: a spinner, its label, counts, an elapsed time; then what it does.
@@ -147,7 +140,7 @@ def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_er
         add_provider(parent.agent_dir, "broken", broken.url)
         pi = PiTui(tmux, parent)
         pi.type("delegate both")
-        assert eventually(lambda: pi.shows("subagent parallel ×2 Find the entry point"), 60)
+        assert eventually(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
         done = ("✓ Find the entry point · scout", "✗ Summarize the changelog · failer · failed")
         assert eventually(lambda: pi.shows(*done, "1/2 completed"), 120), pi.screen
         # The answer, rendered (no literal **), and the failure's reason, side by side.
@@ -214,7 +207,7 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
         asked = len(server.requests)
 
         pi.type("/subagents")
-        header = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "COST")
+        header = COLUMNS
         assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
         head = pi.line(*header)
         assert head and all(h in head for h in header), pi.screen

@@ -63,7 +63,8 @@ export function asJob(obj: unknown, mode: string): JobResult | undefined {
 	if (Array.isArray(o.runs) || typeof o.jobId === "string" && typeof o.runId !== "string") return o as unknown as JobResult;
 	if (typeof o.runId === "string") {
 		const r = o as RunResult & { jobId?: string; completedAt?: string };
-		return { jobId: r.jobId ?? "", mode, status: r.status ?? "failed", runs: [r], finalText: r.finalText, usage: r.usage, startedAt: r.startedAt, completedAt: r.completedAt, durationMs: r.durationMs };
+		// The run's times are not the job's: the job's start came in its `job` record.
+		return { jobId: r.jobId ?? "", mode, status: r.status ?? "failed", runs: [r], finalText: r.finalText, usage: r.usage, completedAt: r.completedAt };
 	}
 	return undefined;
 }

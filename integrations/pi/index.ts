@@ -89,10 +89,11 @@ export default function (pi: ExtensionAPI) {
 		const status = job.status;
 		const eventType = status === "completed" ? "subagent:complete" : status === "aborted" ? "subagent:aborted" : "subagent:error";
 		const dirs = view.runs.map((r) => (r.transcript ? dirname(r.transcript) : undefined)).filter(Boolean);
+		const [startedAt, completedAt] = [job.startedAt ?? view.startedAt ?? null, job.completedAt ?? new Date().toISOString()];
 		append({
 			eventType, jobId: job.jobId, agentName: joined(view.runs.map((r) => r.agent)), mode: job.mode,
-			pid: pid ?? job.driver?.pid ?? null, startedAt: job.startedAt ?? view.startedAt ?? null, completedAt: job.completedAt ?? new Date().toISOString(),
-			durationMs: job.durationMs ?? null, model: joined(view.runs.map((r) => r.model)), models: view.runs.map((r) => r.model ?? null),
+			pid: pid ?? job.driver?.pid ?? null, startedAt, completedAt,
+			durationMs: job.durationMs ?? (startedAt ? Date.parse(completedAt) - Date.parse(startedAt) : null), model: joined(view.runs.map((r) => r.model)), models: view.runs.map((r) => r.model ?? null),
 			usage: piUsage(job.usage), status, summary: summarize(summary), runIds: view.runIds, runDir: dirs.length === 1 ? dirs[0] : dirs,
 		});
 	};

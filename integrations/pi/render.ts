@@ -186,7 +186,7 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line {
 	return new Line(() => {
 		const runs = view.runs;
-		const running = runs.find((r) => r.status === "running");
+		const running = runs.find((r) => r.status === "running") ?? [...runs].reverse().find((r) => r.activity);
 		const live = view.status === "running" || view.status === "pending";
 		const state = live ? { status: "running", stalled: runs.some((r) => r.stalled) && runs.every((r) => r.status !== "running" || r.stalled) } : { status: view.status };
 		const label = runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
