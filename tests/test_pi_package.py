@@ -303,38 +303,48 @@ def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) ->
     assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
 
 
-def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: Path) -> None:
+def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_session_resumes(
+    tmp_path: Path,
+) -> None:
     args = {"task": "take your time", "model": "slow/mock-model", "background": True}
     with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
+        # The parent calls the tool twice: two background jobs.
+        MockModelServer(
+            Script(tool_name="subagent", tool_args=args, loop=True, loop_limit=2)
+        ) as server,
+        MockModelServer(Script(delay_s=120)) as slow,  # the children wait until stopped
     ):
         parent = Parent(tmp_path, server)
         add_provider(parent.agent_dir, "slow", slow.url)
-        events = parent.run("start it in the background")
-        end = tool_end(events)
-        assert end["isError"] is False
-        job_id = end["result"]["details"]["jobId"]
-        assert f"Started background subagent job {job_id}" in end["result"]["content"][0]["text"]
-        # pi quit with the job running: a word says it goes on, and where to find it.
-        assert f"subagents: 1 background job still running: {job_id} (take your time)" in (
-            parent.stderr
-        )
-        # pi (print mode) has exited; the job runs on without it. End it while pi is away.
-        assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"]
-        stop = subprocess.run(
-            [str(SUBAGENTS), "stop", job_id], capture_output=True, text=True, timeout=60
-        )
-        assert stop.returncode == 0, stop.stderr
+        events = parent.run("start them in the background")
+        ends = [e for e in events if e["type"] == "tool_execution_end"]
+        assert [e["isError"] for e in ends] == [False, False]
+        job_ids = [e["result"]["details"]["jobId"] for e in ends]
+        for end, job_id in zip(ends, job_ids, strict=True):
+            text = end["result"]["content"][0]["text"]
+            assert f"Started background subagent job {job_id}" in text
+        # pi quit with the jobs running: a word says they go on, and where to find them.
+        assert "subagents: 2 background jobs still running: " in parent.stderr
+        assert all(f"{j} (take your time)" in parent.stderr for j in job_ids)
+        # pi (print mode) has exited; the jobs run on without it. End them while pi is away.
+        assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"] * 2
+        for job_id in job_ids:
+            stop = subprocess.run(
+                [str(SUBAGENTS), "stop", job_id], capture_output=True, text=True, timeout=60
+            )
+            assert stop.returncode == 0, stop.stderr
         session = str(parent.session_file())
         parent.run("anything new?", "--session", session)
         parent.run("and now?", "--session", session)
     entries = parent.agent_events()
-    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:aborted"]
-    assert entries[1]["jobId"] == job_id and entries[1]["status"] == "aborted"
+    assert [e["eventType"] for e in entries] == ["subagent:start"] * 2 + ["subagent:aborted"] * 2
+    assert {e["jobId"] for e in entries[2:]} == set(job_ids)
+    assert all(e["status"] == "aborted" for e in entries[2:])
     lines = [json.loads(x) for x in parent.session_file().read_text().splitlines()]
-    notices = [e for e in lines if e["type"] == "custom_message"]
-    assert len(notices) == 1 and job_id in str(notices[0]["content"])
+    (notice,) = [e for e in lines if e["type"] == "custom_message"]  # both ends, one notice
+    assert all(j in str(notice["content"]) for j in job_ids)
+    assert [j["jobId"] for j in notice["details"]["jobs"]] == job_ids
+    assert {j["status"] for j in notice["details"]["jobs"]} == {"aborted"}
 
 
 class Rpc:

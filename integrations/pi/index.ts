@@ -276,6 +276,7 @@ export default function (pi: ExtensionAPI) {
 		};
 		const all = Promise.allSettled([...started].filter((id) => !ended.has(id)).map(reconcile));
 		await Promise.race([all, new Promise((r) => setTimeout(r, 10_000).unref())]);
+		away.sort((a, b) => a.job.jobId.localeCompare(b.job.jobId)); // ids sort by time
 		if (away.length) tell(away, false, true);
 	});
 
