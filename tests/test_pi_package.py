@@ -215,6 +215,28 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     assert Path(done["runDir"], "result.json").exists()
 
 
+def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
+    args = {"task": "think hard", "model": "slow/mock-model"}
+    with (
+        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
+        MockModelServer(Script(use_tool=False, delay_s=8, final_text="Thought.")) as slow,
+    ):
+        parent = Parent(tmp_path, server)
+        parent.env["SUBAGENTS_STALL_TIMEOUT"] = "1"  # the watchdog: 1 s without an event
+        add_provider(parent.agent_dir, "slow", slow.url)
+        events = parent.run("delegate it")
+    runs = [
+        e["partialResult"]["details"]["runs"][0]
+        for e in events
+        if e["type"] == "tool_execution_update"
+    ]
+    stalled = [r for r in runs if r["stalled"]]
+    assert stalled and stalled[0]["activity"].startswith("stalled for ")
+    assert not runs[-1]["stalled"]  # it answered: moving again
+    end = tool_end(events)  # a stall is only said (on_stall: notice)
+    assert end["isError"] is False and end["result"]["content"][0]["text"] == "Thought."
+
+
 def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "broken/mock-model"}
     with (

@@ -14,7 +14,7 @@ interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: nu
 
 const TAIL_BYTES = 64 * 1024;
 const TAIL_LINES = 30;
-const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 12], ["BACKENDS", 10], ["STATUS", 9], ["ELAPSED", 8], ["TOKENS", 7], ["COST", 8]];
+const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 14], ["BACKENDS", 8], ["STATUS", 9], ["ELAPSED", 7], ["TOKENS", 6], ["COST", 7]];
 const ACTIONS = { tail: "Show the transcript tail", stop: "Stop the job", back: "Back" };
 // Live control (send a message to a running job) plugs in here as one more action.
 
@@ -107,7 +107,7 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 	const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
 	const jobs = ((parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? []);
 	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
-	const width = Math.max(60, (process.stdout.columns || 120) - 6);
+	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
 	const options = jobs.map((job) => row(cells(job), width));
 	const header = row(COLUMNS.map(([name]) => name), width);
 	const chosen = await ctx.ui.select(`Subagent jobs of this session\n  ${header}`, options);

@@ -134,7 +134,7 @@ export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolea
 		box.addChild(runTitle(theme, run, "", showWhere));
 		if (expanded) {
 			for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
-			if (run.warning) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
+			if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
 			if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
 		} else {
 			const line = activityLine(theme, run, "");
@@ -158,6 +158,7 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 		box.addChild(runTitle(theme, run, "", showWhere));
 		if (run.status === "not run") continue;
 		const ok = run.status === "completed";
+		if (run.warning && !expanded) box.addChild(text(`  ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
 		if (!ok && !expanded) {
 			box.addChild(text(`  ${theme.fg("error", oneLine(run.error ?? run.status))}`));
 			if (run.text) box.addChild(text(`  ${keyHint("app.tools.expand", "for the post-mortem")}`));
@@ -170,7 +171,7 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 		}
 		if (expanded) {
 			for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
-			if (run.warning) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
+			if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
 			if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
 		}
 	}
@@ -192,7 +193,7 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 		const label = runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
 		const starts = runs.map((r) => r.startedAt).filter((t): t is number => t !== undefined);
 		const ms = live
-			? (starts.length ? Date.now() - Math.min(...starts) : view.startedAt ? Date.now() - Date.parse(view.startedAt) : undefined)
+			? (view.startedAt ? Date.now() - Date.parse(view.startedAt) : starts.length ? Date.now() - Math.min(...starts) : undefined)
 			: runs.reduce((sum, r) => (view.mode === "parallel" ? Math.max(sum, r.durationMs ?? 0) : sum + (r.durationMs ?? 0)), 0);
 		const word = live
 			? theme.fg(running?.stalled ? "warning" : "muted", ` · ${oneLine(running?.activity ?? "starting")}`)
@@ -217,10 +218,13 @@ export function renderEnded(theme: Theme, views: SubagentDetails[], expanded: bo
 	box.addChild(text(theme.fg("customMessageLabel", theme.bold(title))));
 	for (const view of views) {
 		box.addChild(jobLine(theme, view));
+		const multi = view.runs.length > 1;
+		const pad = multi ? 4 : 2;
 		for (const run of view.runs) {
+			if (multi) box.addChild(runTitle(theme, run, "  ", false));
 			const body = safe(run.status === "completed" ? run.text : run.error).trim();
-			if (body) box.addChild(new Clip(new Markdown(body, 2, 0, getMarkdownTheme()), expanded ? 200 : 3, (n) => theme.fg("muted", `  … ${plural(n, "more line")}`)));
-			if (run.transcript) box.addChild(text(`  ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
+			if (body) box.addChild(new Clip(new Markdown(body, pad, 0, getMarkdownTheme()), expanded ? 200 : 3, (n) => theme.fg("muted", `${" ".repeat(pad)}… ${plural(n, "more line")}`)));
+			if (run.transcript) box.addChild(text(`${" ".repeat(pad)}${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
 		}
 	}
 	return box;
