@@ -215,6 +215,19 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     assert Path(done["runDir"], "result.json").exists()
 
 
+def test_a_childs_warning_about_its_model_reaches_its_row(tmp_path: Path) -> None:
+    # pi says an unknown model only on stderr, then runs on with it: the row says so.
+    args = {"task": "say hello", "model": "mock/mock-modle"}
+    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
+        events = Parent(tmp_path, server).run("delegate it")
+    end = tool_end(events)
+    assert end["isError"] is False
+    (run,) = end["result"]["details"]["runs"]
+    assert (
+        run["warning"] == 'Model "mock-modle" not found for provider "mock". Using custom model id.'
+    )
+
+
 def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
     args = {"task": "think hard", "model": "slow/mock-model"}
     with (

@@ -287,7 +287,8 @@ export default function (pi: ExtensionAPI) {
 		alive = false;
 		if (event.reason === "quit" && left.length) {
 			const jobs = left.map((v) => `${v.jobId} (${firstLine(v.runs[0]?.task ?? "").slice(0, 60)})`).join(", ");
-			process.stderr.write(`subagents: ${left.length} background job${left.length === 1 ? "" : "s"} still running: ${jobs}. They go on; their results are recorded when this session is resumed (\`subagents ps\` shows them).\n`);
+			const one = left.length === 1;
+			process.stderr.write(`subagents: ${left.length} background job${one ? "" : "s"} still running: ${jobs}. ${one ? "It goes on; its result is" : "They go on; their results are"} recorded when this session is resumed (\`subagents ps\` shows ${one ? "it" : "them"}).\n`);
 		}
 	});
 }
