@@ -6,6 +6,7 @@ second, broken or slow, mock as their own provider).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,23 @@ class Parent:
         ]
 
 
+@contextlib.contextmanager
+def delegating(
+    tmp_path: Path, args: dict[str, Any], calls: int = 1, **children: Script
+) -> Iterator[tuple[Parent, MockModelServer]]:
+    """A pi parent whose mock model calls ``subagent(args)`` (``calls`` times, then answers);
+    each ``NAME=script`` is a mock of its own, the provider of children on ``NAME/mock-model``."""
+    script = Script(tool_name="subagent", tool_args=args)
+    if calls > 1:
+        script = Script(tool_name="subagent", tool_args=args, loop=True, loop_limit=calls)
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(MockModelServer(script))
+        parent = Parent(tmp_path, server)
+        for name, child in children.items():
+            add_provider(parent.agent_dir, name, stack.enter_context(MockModelServer(child)).url)
+        yield parent, server
+
+
 def tool_end(events: list[dict[str, Any]]) -> dict[str, Any]:
     return next(e for e in events if e["type"] == "tool_execution_end")
 
@@ -157,8 +175,7 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     tmp_path: Path,
 ) -> None:
     args = {"task": "say hello", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         events = parent.run("delegate it")
 
     # Live progress: the engine's humanized lines, the same words as the run's transcript.
@@ -218,8 +235,8 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
 def test_a_childs_warning_about_its_model_reaches_its_row(tmp_path: Path) -> None:
     # pi says an unknown model only on stderr, then runs on with it: the row says so.
     args = {"task": "say hello", "model": "mock/mock-modle"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        events = Parent(tmp_path, server).run("delegate it")
+    with delegating(tmp_path, args) as (parent, _):
+        events = parent.run("delegate it")
     end = tool_end(events)
     assert end["isError"] is False
     (run,) = end["result"]["details"]["runs"]
@@ -230,13 +247,9 @@ def test_a_childs_warning_about_its_model_reaches_its_row(tmp_path: Path) -> Non
 
 def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
     args = {"task": "think hard", "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(use_tool=False, delay_s=8, final_text="Thought.")) as slow,
-    ):
-        parent = Parent(tmp_path, server)
+    slow = Script(use_tool=False, delay_s=8, final_text="Thought.")
+    with delegating(tmp_path, args, slow=slow) as (parent, _):
         parent.env["SUBAGENTS_STALL_TIMEOUT"] = "1"  # the watchdog: 1 s without an event
-        add_provider(parent.agent_dir, "slow", slow.url)
         events = parent.run("delegate it")
     runs = [
         e["partialResult"]["details"]["runs"][0]
@@ -252,12 +265,7 @@ def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
 
 def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "broken/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "broken", broken.url)
+    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
         events = parent.run("delegate it")
     end = tool_end(events)
     assert end["isError"] is True
@@ -272,51 +280,45 @@ def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Pa
     assert entries[1]["model"] == "broken/mock-model"
 
 
-def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
-    write_agent("helper", "mock/mock-model")
+def mixed_tasks(first: str, second: str) -> dict[str, Any]:
+    """Two tasks in parallel: ``first`` for the agent ``scout`` (on the provider ``child``),
+    ``second`` for ``failer`` (on ``broken``)."""
+    write_agent("scout", "child/mock-model")
     write_agent("failer", "broken/mock-model")
-    args = {
-        "tasks": [
-            {"task": "say hello", "agent": "helper"},
-            {"task": "summarize the changelog", "agent": "failer"},
-        ]
-    }
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "broken", broken.url)
+    return {"tasks": [{"task": first, "agent": "scout"}, {"task": second, "agent": "failer"}]}
+
+
+BROKEN = Script(error_status=500, error_times=-1)  # every request: 500 mock server error
+
+
+def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
+    args = mixed_tasks("say hello", "summarize the changelog")
+    with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
         events = parent.run("delegate both")
     end = tool_end(events)
     assert end["isError"] is False
     text = end["result"]["content"][0]["text"]
     # Every run's answer or diagnostics, and which task failed.
     assert text.startswith('1 of 2 tasks did not complete: "summarize the changelog" (failed).')
-    assert "# 1. say hello (helper): completed" in text and CHILD_ANSWER in text
+    assert "# 1. say hello (scout): completed" in text and CHILD_ANSWER in text
     assert "# 2. summarize the changelog (failer): failed" in text
     assert "500 mock server error" in text
     details = end["result"]["details"]
     assert [r["status"] for r in details["runs"]] == ["completed", "failed"]
-    assert [r["agent"] for r in details["runs"]] == ["helper", "failer"]
+    assert [r["agent"] for r in details["runs"]] == ["scout", "failer"]
     # Every run's usage counts: in the details and on the result pi sums.
     assert details["usage"]["totalTokens"] == 15 == end["result"]["usage"]["totalTokens"]
     start, done = parent.agent_events()
     assert done["eventType"] == "subagent:error" and done["status"] == "failed"
-    assert start["agentName"] == done["agentName"] == "helper, failer"
-    assert done["models"] == ["mock/mock-model", "broken/mock-model"]
-    assert done["model"] == "mock/mock-model, broken/mock-model"
+    assert start["agentName"] == done["agentName"] == "scout, failer"
+    assert done["models"] == ["child/mock-model", "broken/mock-model"]
+    assert done["model"] == "child/mock-model, broken/mock-model"
     assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
 
 
 def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "broken", broken.url)
+    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
         end = tool_end(parent.run("delegate both"))
     assert end["isError"] is True
     assert '2 of 2 tasks did not complete: "one" (failed), "two" (failed).' in str(
@@ -327,8 +329,7 @@ def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path:
 
 def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) -> None:
     args = {"task": "say hello", "backend": "nope"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         end = tool_end(parent.run("delegate it"))
     assert end["isError"] is True
     reason = end["result"]["content"][0]["text"]
@@ -342,15 +343,8 @@ def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_sessi
     tmp_path: Path,
 ) -> None:
     args = {"task": "take your time", "model": "slow/mock-model", "background": True}
-    with (
-        # The parent calls the tool twice: two background jobs.
-        MockModelServer(
-            Script(tool_name="subagent", tool_args=args, loop=True, loop_limit=2)
-        ) as server,
-        MockModelServer(Script(delay_s=120)) as slow,  # the children wait until stopped
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    # The parent calls the tool twice: two background jobs; the children wait until stopped.
+    with delegating(tmp_path, args, calls=2, slow=Script(delay_s=120)) as (parent, _):
         events = parent.run("start them in the background")
         ends = [e for e in events if e["type"] == "tool_execution_end"]
         assert [e["isError"] for e in ends] == [False, False]
@@ -432,12 +426,8 @@ class Rpc:
 
 def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
     args = {"task": "take your time", "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    # the child waits until stopped
+    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
@@ -459,8 +449,7 @@ def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
 
 def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "mock/mock-model", "background": True}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
@@ -497,12 +486,7 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
 def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
     # pi -p dies on SIGINT without telling its extensions: the CLI's --parent-pid stops the job.
     args = {"task": "take your time", "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
         argv = pi_argv("delegate it")
         argv[-1:-1] = ["-e", str(EXTENSION)]
         proc = parent.spawn(argv, subprocess.DEVNULL)
@@ -527,8 +511,7 @@ def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) 
 
 def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         p = subprocess.run(
             ["pi", "install", str(EXTENSION.parent)],
             env=parent.env,
@@ -549,8 +532,7 @@ COLUMNS = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "
 def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
     # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
@@ -622,8 +604,8 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
 
 def test_continue_with_run_options_is_an_error(tmp_path: Path) -> None:
     args = {"continue": "0abc", "task": "more", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        end = tool_end(Parent(tmp_path, server).run("continue it"))
+    with delegating(tmp_path, args) as (parent, _):
+        end = tool_end(parent.run("continue it"))
     assert end["isError"] is True
     assert "continue takes a task (the follow-up) and background only, not model" in str(
         end["result"]["content"][0]["text"]

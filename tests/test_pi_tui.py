@@ -17,10 +17,18 @@ from typing import Any
 
 import pytest
 from conftest import eventually
-from test_pi_package import COLUMNS, EXTENSION, SUBAGENTS, Parent, add_provider, write_agent
+from test_pi_package import (
+    BROKEN,
+    COLUMNS,
+    EXTENSION,
+    SUBAGENTS,
+    Parent,
+    delegating,
+    mixed_tasks,
+)
 from test_pi_package import pytestmark as needs_pi
 
-from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.demo.mockmodel import Script
 
 pytestmark = [needs_pi, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
 COLS, ROWS = 120, 40
@@ -69,6 +77,11 @@ def session_lines(parent: Parent) -> list[dict[str, Any]]:
     return [json.loads(x) for x in parent.session_file().read_text().splitlines() if x]
 
 
+def roles(parent: Parent) -> list[str]:
+    """The roles of the session's messages so far, in order."""
+    return [e["message"]["role"] for e in session_lines(parent) if e["type"] == "message"]
+
+
 def tool_results(parent: Parent) -> list[dict[str, Any]]:
     return [
         e["message"]
@@ -85,12 +98,9 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
 ) -> None:
     task = "Count the files in this project and report the total\nsecond line, not shown"
     args = {"task": task, "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=12, use_tool=False, final_text="There are 3.")) as slow,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    with delegating(
+        tmp_path, args, slow=Script(delay_s=12, use_tool=False, final_text="There are 3.")
+    ) as (parent, _):
         pi = PiTui(tmux, parent)
         pi.type("delegate it")
         # The call line: the tool, the mode, the task's first line, the model.
@@ -105,12 +115,14 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
         first = pi.line(label)
         assert re.match(r"^ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", first), first
         assert "⎿ Starting" in pi.screen
-        # The child waits on its model: no event comes, and the elapsed time goes on.
-        time.sleep(2.5)
-        second = pi.line(label)
-        assert "⎿ Starting" in pi.screen, pi.screen
-        ticks = [float(ELAPSED.findall(x)[-1]) for x in (first, second)]
-        assert ticks[1] - ticks[0] >= 1.5, (first, second)
+        # The child waits on its model (12 s): no event comes, and the elapsed time goes on.
+        start = float(ELAPSED.findall(first)[-1])
+
+        def ticked() -> bool:
+            now = ELAPSED.findall(pi.line(label))
+            return bool(now) and float(now[-1]) >= start + 2 and "⎿ Starting" in pi.screen
+
+        assert eventually(ticked, 30), (first, pi.screen)
         # The end: ✓, the answer as Markdown, the parent's next turn.
         assert eventually(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
         assert all(len(ln) <= COLS for ln in pi.screen.splitlines())
@@ -122,22 +134,13 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
 def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_error(
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
-    write_agent("scout", "child/mock-model")
-    write_agent("failer", "broken/mock-model")
-    args = {
-        "tasks": [
-            {"task": "Find the entry point", "agent": "scout"},
-            {"task": "Summarize the changelog", "agent": "failer"},
-        ]
-    }
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(use_tool=False, final_text="It is **main.py**.")) as child,
-        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "child", child.url)
-        add_provider(parent.agent_dir, "broken", broken.url)
+    args = mixed_tasks("Find the entry point", "Summarize the changelog")
+    with delegating(
+        tmp_path,
+        args,
+        child=Script(use_tool=False, final_text="It is **main.py**."),
+        broken=BROKEN,
+    ) as (parent, _):
         pi = PiTui(tmux, parent)
         pi.type("delegate both")
         assert eventually(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
@@ -164,12 +167,7 @@ def test_the_widget_follows_a_background_job_and_is_gone_after_it(
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = {"task": "Tidy the imports", "model": "slow/mock-model", "background": True}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(command="sleep 6; echo tidied")) as slow,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    with delegating(tmp_path, args, slow=Script(command="sleep 6; echo tidied")) as (parent, _):
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
         widget = ("subagents · 1 background job running", "1 subagent job running")
@@ -194,12 +192,7 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = {"task": "Watch the logs", "model": "slow/mock-model", "background": True}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(command="sleep 300")) as slow,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, server):
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
         assert eventually(lambda: bool(pi.line("Watch the logs", "$ sleep 300")), 90), pi.screen
@@ -225,13 +218,15 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
         assert eventually(lambda: pi.shows("Stopped subagent job", ": aborted"), 60), pi.screen
         assert eventually(lambda: pi.shows("■ Watch the logs · aborted"), 60), pi.screen
         assert eventually(lambda: not pi.shows("1 subagent job running"), 30), pi.screen
-        time.sleep(3)  # a turn, had one started, would have asked the model by now
-        assert len(server.requests) == asked
-        assert not pi.shows("Working")
+        # A turn of our own: one the notice had started would have asked the model first.
+        pi.type("what now?")
+        assert eventually(lambda: roles(parent)[-2:] == ["user", "assistant"], 60), pi.screen
+        assert len(server.requests) == asked + 1
     lines = session_lines(parent)
-    notices = [e for e in lines if e["type"] == "custom_message"]
-    assert len(notices) == 1 and "(aborted)" in notices[0]["content"]
-    assert lines[-1]["type"] in ("custom_message", "custom")  # nothing answered it
+    notices = [i for i, e in enumerate(lines) if e["type"] == "custom_message"]
+    assert len(notices) == 1 and "(aborted)" in lines[notices[0]]["content"]
+    after = [e["message"]["role"] for e in lines[notices[0] :] if e["type"] == "message"]
+    assert after == ["user", "assistant"]  # nothing answered the notice: only our prompt
     states = subprocess.run(
         [str(SUBAGENTS), "ps", "--json"], capture_output=True, text=True, timeout=60
     ).stdout
