@@ -122,13 +122,20 @@ class Parent:
 
 @contextlib.contextmanager
 def delegating(
-    tmp_path: Path, args: dict[str, Any], calls: int = 1, **children: Script
+    tmp_path: Path,
+    args: dict[str, Any],
+    calls: int = 1,
+    answer: str | None = None,
+    **children: Script,
 ) -> Iterator[tuple[Parent, MockModelServer]]:
-    """A pi parent whose mock model calls ``subagent(args)`` (``calls`` times, then answers);
-    each ``NAME=script`` is a mock of its own, the provider of children on ``NAME/mock-model``."""
-    script = Script(tool_name="subagent", tool_args=args)
+    """A pi parent whose mock model calls ``subagent(args)`` (``calls`` times, then answers
+    ``answer``, by default quoting the tool's output); each ``NAME=script`` is a mock of its
+    own, the provider of children on ``NAME/mock-model``."""
+    script = Script(tool_name="subagent", tool_args=args, final_text=answer)
     if calls > 1:
-        script = Script(tool_name="subagent", tool_args=args, loop=True, loop_limit=calls)
+        script = Script(
+            tool_name="subagent", tool_args=args, final_text=answer, loop=True, loop_limit=calls
+        )
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(MockModelServer(script))
         parent = Parent(tmp_path, server)

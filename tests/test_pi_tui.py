@@ -98,9 +98,10 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
 ) -> None:
     task = "Count the files in this project and report the total\nsecond line, not shown"
     args = {"task": task, "model": "slow/mock-model"}
-    with delegating(
-        tmp_path, args, slow=Script(delay_s=12, use_tool=False, final_text="There are 3.")
-    ) as (parent, _):
+    # The child's answer tries to color its text, set the window's title and clear the screen.
+    answer = "There are \x1b[31m3\x1b[0m.\x1b]2;PWNED\x07\x1b[2J"
+    slow = Script(delay_s=12, use_tool=False, final_text=answer)
+    with delegating(tmp_path, args, answer="Counted.", slow=slow) as (parent, _):
         pi = PiTui(tmux, parent)
         pi.type("delegate it")
         # The call line: the tool, the mode, the task's first line, the model.
@@ -123,12 +124,19 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
             return bool(now) and float(now[-1]) >= start + 2 and "⎿ Starting" in pi.screen
 
         assert eventually(ticked, 30), (first, pi.screen)
-        # The end: ✓, the answer as Markdown, the parent's next turn.
+        # The end: ✓, the answer as Markdown (none of its escapes), the parent's next turn.
         assert eventually(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
+        assert eventually(lambda: pi.shows("Counted."), 60), pi.screen
         assert all(len(ln) <= COLS for ln in pi.screen.splitlines())
+        assert "PWNED" not in tmux("display-message", "-p", "-t", "pi", "#{pane_title}")
+        pi.keys("C-o")  # the expanded view draws it whole: still no escape through
+        assert eventually(lambda: pi.shows("transcript: "), 30), pi.screen
+        assert "PWNED" not in tmux("display-message", "-p", "-t", "pi", "#{pane_title}")
+        assert "Count the files" in pi.capture()  # nothing cleared the screen
     (result,) = tool_results(parent)
     assert result["isError"] is False
     assert result["details"]["runs"][0]["status"] == "completed"
+    assert result["content"][0]["text"] == answer  # the model reads what the child said
 
 
 def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_error(
