@@ -7,7 +7,7 @@
 import type { ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 import type { TUI } from "@earendil-works/pi-tui";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
-import { applyRecord, applyResult, asJob, type CliExit, type JobResult, parseJson, runCli, type SubagentDetails } from "./engine.ts";
+import { applyRecord, applyResult, asJob, type JobResult, parseJson, runCli, type SubagentDetails } from "./engine.ts";
 import { renderWidget } from "./render.ts";
 
 const KEY = "subagents";
@@ -15,7 +15,7 @@ const GROUP_MS = 1000;
 const TICK_MS = 1000;
 
 /** `live`: pi goes on (the notice may start a turn); else pi is going away. */
-export type Ended = (ends: { view: SubagentDetails; job: JobResult; exit: CliExit }[], live: boolean) => void;
+export type Ended = (ends: { view: SubagentDetails; job: JobResult }[], live: boolean) => void;
 
 export class Background {
 	private jobs = new Map<string, SubagentDetails>();
@@ -57,13 +57,13 @@ export class Background {
 			const job = asJob(parseJson(exit.stdout), view.mode);
 			if (!job || stop.signal.aborted) return; // pi is going away: session_start reconciles later
 			applyResult(view, job);
-			this.ended(view, job, exit);
+			this.ended(view, job);
 		}, done);
 	}
 
 	/** Ends are gathered for a second, then told in one notice. */
-	ended(view: SubagentDetails, job: JobResult, exit: CliExit): void {
-		this.ends.push({ view, job, exit });
+	ended(view: SubagentDetails, job: JobResult): void {
+		this.ends.push({ view, job });
 		this.flushing ??= setTimeout(() => {
 			this.flushing = undefined;
 			const ends = this.ends.splice(0);

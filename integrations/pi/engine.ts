@@ -179,13 +179,8 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	sumUsage(view);
 }
 
-/** The model a run used, with its provider where the engine knows it. */
-export function fullModel(r: RunResult): string | null {
-	const [m, req] = [r.model || null, r.requestedModel || null];
-	if (m?.includes("/")) return m;
-	if (req?.includes("/") && (!m || req.endsWith(`/${m}`))) return req;
-	return m ?? req;
-}
+/** A run's model as it was given (`provider/id` where given so); else as the CLI named it. */
+export const fullModel = (r: RunResult) => r.requestedModel || r.model || null;
 
 /** Take the job result in: each run's end, answer or diagnostics. */
 export function applyResult(view: SubagentDetails, job: JobResult): void {

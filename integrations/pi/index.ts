@@ -15,7 +15,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
-	applyRecord, applyResult, asJob, type CliExit, cliFailure, type FeedRecord, firstLine, type JobResult, newView, outcome,
+	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, newView, outcome,
 	parseJson, piUsage, runCli, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
@@ -109,7 +109,7 @@ export default function (pi: ExtensionAPI) {
 	};
 
 	/** Background ends (grouped): end entries, then one notice; a turn only for news the user did not make. */
-	const tell = (ends: { view: SubagentDetails; job: JobResult; exit: CliExit }[], live: boolean, away = false) => {
+	const tell = (ends: { view: SubagentDetails; job: JobResult }[], live: boolean, away = false) => {
 		const parts = ends.map(({ view, job }) => {
 			const text = outcome(view).text;
 			recordEnd(job, view);
@@ -264,7 +264,7 @@ export default function (pi: ExtensionAPI) {
 			if (d.eventType === "subagent:start") started.add(d.jobId);
 			else ended.add(d.jobId);
 		}
-		const away: { view: SubagentDetails; job: JobResult; exit: CliExit }[] = [];
+		const away: { view: SubagentDetails; job: JobResult }[] = [];
 		const reconcile = async (jobId: string) => {
 			const exit = await runCli(["show", jobId, "--json"], { cwd: ctx.cwd });
 			const job = asJob(parseJson(exit.stdout), "single");
@@ -272,7 +272,7 @@ export default function (pi: ExtensionAPI) {
 			const view = newView(job.mode, [], jobId);
 			if (job.status === "running" || job.status === "pending") return bg.watch(Object.assign(view, { background: true }), ctx.cwd);
 			applyResult(view, job);
-			away.push({ view, job, exit });
+			away.push({ view, job });
 		};
 		const all = Promise.allSettled([...started].filter((id) => !ended.has(id)).map(reconcile));
 		await Promise.race([all, new Promise((r) => setTimeout(r, 10_000).unref())]);

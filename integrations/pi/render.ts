@@ -103,6 +103,13 @@ function activityLine(theme: Theme, run: RunView, indent: string): Line | undefi
 	return new Line(() => [`${indent}  ${theme.fg("dim", "⎿ ")}`, [what, warn].filter(Boolean).join(theme.fg("dim", " · ")), ""]);
 }
 
+/** Expanded: a run's last progress lines, its warning, where its transcript is. */
+function addDetails(box: Container, theme: Theme, run: RunView): void {
+	for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
+	if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
+	if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
+}
+
 function chainLine(theme: Theme, view: SubagentDetails): Line {
 	return new Line(() => ["", view.runs.map((r) => `${icon(theme, r)} ${theme.fg(r.status === "running" ? "accent" : "muted", oneLine(r.agent || r.task).slice(0, 24))}`).join(theme.fg("dim", " → ")), ""]);
 }
@@ -132,14 +139,9 @@ export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolea
 	for (const run of view.runs) {
 		if (view.mode === "chain" && run.status === "pending") continue;
 		box.addChild(runTitle(theme, run, "", showWhere));
-		if (expanded) {
-			for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
-			if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
-			if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
-		} else {
-			const line = activityLine(theme, run, "");
-			if (line) box.addChild(line);
-		}
+		const line = expanded ? undefined : activityLine(theme, run, "");
+		if (expanded) addDetails(box, theme, run);
+		else if (line) box.addChild(line);
 	}
 	return box;
 }
@@ -169,11 +171,7 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 			const md = new Markdown(body, 2, 0, getMarkdownTheme());
 			box.addChild(expanded ? md : new Clip(md, budget, more));
 		}
-		if (expanded) {
-			for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
-			if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
-			if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
-		}
+		if (expanded) addDetails(box, theme, run);
 	}
 	if (view.runs.length > 1) {
 		const u = view.usage;
