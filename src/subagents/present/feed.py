@@ -9,12 +9,12 @@ Records (all carry ``jobId``):
   ``startedAt`` is the job's (ISO, the engine's clock; null when not yet known), ``steps``
   one ``{task, agent, backend, model}`` per run as asked (``task``: its first line);
 - ``{"type": "progress", "jobId", "runId", "index", "label", "text", "status", "activity",
-  "toolCount", "usage", "backend", "model", "startedAt", "durationMs", "stalled", "warning",
-  "transcript"}`` for each event that makes a progress line (``status`` is ``running``
-  until the run's own status; ``startedAt`` the run's start in epoch seconds, ``durationMs``
-  its duration once it has finished; ``stalled``
-  while the stall watchdog's notice is the last word; ``warning`` the child's latest
-  warning, from its events or a ``Warning:`` line on its stderr).
+  "toolCount", "usage"}`` for each event that makes a progress line (``status`` is
+  ``running`` until the run's own status), with, in the run's first record that knows them
+  and again when they change: ``backend``, ``model``, ``startedAt`` (the run's start, epoch
+  seconds), ``transcript`` (its path), ``warning`` (the child's latest warning, from its
+  events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
+  ``stalled: true`` while the stall watchdog's notice is the last word.
 
 Every text in a record that came from a child is neutralized (no control characters).
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +35,7 @@ from subagents.present.runstate import RunState
 
 TASK_LABEL = 200  # characters of a task's first line in a step
 STDERR_LOOK = 64 * 1024  # bytes of new stderr read per look
+STDERR_EVERY = 1.0  # seconds between looks
 # pi (and many CLIs) say "Warning: ..." on stderr for what does not stop them: an unknown
 # model, a missing tool. Such a child "works", so its row should say it.
 _WARNING = re.compile(r"^\s*warn(?:ing)?\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -63,14 +65,24 @@ def steps_of(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
+_SAID_ONCE = ("backend", "model", "startedAt", "transcript", "warning", "durationMs")
+_NOTHING_SAID: tuple[Any, ...] = (None,) * len(_SAID_ONCE)
+
+
 class StderrWarnings:
-    """A run's ``stderr.log`` looked at for warning lines, reading only what is new."""
+    """A run's ``stderr.log`` looked at for warning lines, reading only what is new, at most
+    once a second (and at the run's end): a chatty run's records cost no file reads."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
+        self.looked = -STDERR_EVERY
 
-    def latest(self) -> str | None:
+    def latest(self, last: bool = False) -> str | None:
+        now = time.monotonic()
+        if not last and now - self.looked < STDERR_EVERY:
+            return None
+        self.looked = now
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
@@ -108,6 +120,8 @@ class JsonlFeed:
         self._run_id = run_id
         self._ids: dict[int, str] = {}
         self._stderr: dict[int, StderrWarnings] = {}
+        self._said: dict[int, tuple[Any, ...]] = {}
+        self._transcripts: dict[int, str] = {}
         self._lock = threading.Lock()
         self._gone = False
 
@@ -147,32 +161,40 @@ class JsonlFeed:
                     self._ids[index] = rid
                     if self.runs_dir is not None:
                         self._stderr[index] = StderrWarnings(self.runs_dir / rid / "stderr.log")
+                        self._transcripts[index] = str(self.runs_dir / rid / "transcript.md")
             warnings = self._stderr.get(index)
             if warnings is not None:
-                said = warnings.latest()
+                said = warnings.latest(last=event.get("type") == "run_finished")
                 if said:
                     run.warn(said)
             rid = self._ids.get(index)
-            self._emit(
-                {
-                    "type": "progress",
-                    "jobId": self.job_id,
-                    "runId": rid,
-                    "index": index,
-                    "label": run.label,
-                    "text": line,
-                    "status": run.status or "running",
-                    "activity": run.fmt.activity(),
-                    "toolCount": run.tools,
-                    "usage": run.usage,
-                    "backend": run.backend,
-                    "model": run.model,
-                    "startedAt": run.started_at,
-                    "durationMs": run.duration_ms,
-                    "stalled": run.stalled,
-                    "warning": run.warning,
-                    "transcript": str(self.runs_dir / rid / "transcript.md")
-                    if rid and self.runs_dir is not None
-                    else None,
-                }
+            record: dict[str, Any] = {
+                "type": "progress",
+                "jobId": self.job_id,
+                "runId": rid,
+                "index": index,
+                "label": run.label,
+                "text": line,
+                "status": run.status or "running",
+                "activity": run.fmt.activity(),
+                "toolCount": run.tools,
+                "usage": run.usage,
+            }
+            # What seldom changes is said when it is new: records stay small for a chatty run.
+            now = (
+                run.backend,
+                run.model,
+                run.started_at,
+                self._transcripts.get(index),
+                run.warning,
+                run.duration_ms,
             )
+            told = self._said.get(index, _NOTHING_SAID)
+            if now != told:
+                for key, value, before in zip(_SAID_ONCE, now, told, strict=True):
+                    if value is not None and value != before:
+                        record[key] = value
+                self._said[index] = now
+            if run.stalled:
+                record["stalled"] = True
+            self._emit(record)
