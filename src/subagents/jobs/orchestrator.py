@@ -85,7 +85,10 @@ class Job:
             for i, run_id in enumerate(state.get("runIds") or []):
                 if i < len(self._run_ids) and isinstance(run_id, str):
                     self._run_ids[i] = run_id
-            self._started = _epoch(state.get("startedAt"))
+            if state.get("startedAt"):
+                from subagents.lifecycle.sessionlog import epoch
+
+                self._started = epoch(state["startedAt"])
 
     # ---- control ---------------------------------------------------------
 
@@ -302,18 +305,6 @@ class Job:
     def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
         status = job_status(len(self.plan.requests), runs, self.cancelled)
         return job_result(self.job_id, self.plan.mode, status, runs, started)
-
-
-def _epoch(when: Any) -> float | None:
-    """An ISO time from a job record as epoch seconds (None when there is none)."""
-    if not isinstance(when, str) or not when:
-        return None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(when).timestamp()
-    except ValueError:
-        return None
 
 
 def _why(exc: OSError) -> str:
