@@ -197,7 +197,7 @@ def mark_started(job: PreparedJob, **fields: Any) -> str:
     driver keeps it, so a caller can announce the job's own start time at once."""
     import time
 
-    from subagents.runs import iso
+    from subagents.core.clock import iso
 
     job.started_at = iso(time.time())
     job.store.update(job.job_id, startedAt=job.started_at, **fields)

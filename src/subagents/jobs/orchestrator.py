@@ -22,7 +22,7 @@ from subagents.core import events as ev
 if TYPE_CHECKING:
     from concurrent.futures import Future
 from subagents.core import paths
-from subagents.core.clock import iso
+from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
@@ -85,10 +85,7 @@ class Job:
             for i, run_id in enumerate(state.get("runIds") or []):
                 if i < len(self._run_ids) and isinstance(run_id, str):
                     self._run_ids[i] = run_id
-            if state.get("startedAt"):
-                from subagents.lifecycle.sessionlog import epoch
-
-                self._started = epoch(state["startedAt"])
+            self._started = epoch(state.get("startedAt"))
 
     # ---- control ---------------------------------------------------------
 
