@@ -564,7 +564,7 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
     assert row.startswith(job_id[:10]) and "parallel \u00d72: one · two" in row
     assert row.split()[-5:-2] == ["pi", "completed", row.split()[-3]] and row.split()[-2] == "30"
     lines = shown["message"].splitlines()
-    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0.0000"
+    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0"
     # The engine's words for the engine's numbers: the same line `subagents cost` gives.
     assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 

@@ -18,9 +18,11 @@ export function safe(text: unknown): string {
 }
 const oneLine = (text: unknown) => safe(text).replace(/\s+/g, " ").trim();
 
+// Numbers read as the engine writes them (src/subagents/present/figures.py).
 export function tokens(n: number): string {
-	if (n < 10_000) return `${n}`;
-	return n < 1_000_000 ? `${(n / 1000).toFixed(1)}k` : `${(n / 1_000_000).toFixed(1)}M`;
+	if (n < 1000) return `${n}`;
+	if (n < 100_000) return `${(n / 1000).toFixed(1)}k`;
+	return n < 1_000_000 ? `${Math.floor(n / 1000)}k` : `${(n / 1_000_000).toFixed(1)}M`;
 }
 export function elapsed(ms: number | undefined): string {
 	if (ms === undefined || !Number.isFinite(ms)) return "-";
@@ -29,7 +31,16 @@ export function elapsed(ms: number | undefined): string {
 	if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
 	return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }
-export const money = (cost: number | null | undefined) => (typeof cost === "number" ? `$${cost.toFixed(4)}` : "-");
+export function money(cost: number | null | undefined): string {
+	if (typeof cost !== "number" || !Number.isFinite(cost)) return "-";
+	const amount = Math.abs(cost);
+	const sign = cost < 0 ? "-" : "";
+	if (amount === 0) return "$0";
+	if (amount < 1e-6) return `<${sign}$0.000001`;
+	const digits = amount >= 0.1 ? 2 : 1 - Math.floor(Math.log10(amount)); // cents, else 2 significant
+	const text = amount.toFixed(digits);
+	return `${sign}$${digits > 2 ? text.replace(/0+$/, "").replace(/\.$/, "") : text}`;
+}
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 /** A run's time: ticking while it runs (from the engine's start), its duration once over. */

@@ -33,7 +33,6 @@ class RunState:
         self.model: str | None = None
         self.started_at: float | None = None  # the event's epoch seconds: the engine's clock
         self.warning: str | None = None  # the child's latest warning (a retry, a notice)
-        self.duration_ms: float | None = None  # once it has finished
 
     def update(self, event: Mapping[str, Any]) -> str | None:
         """Take ``event`` (a canonical event, read as ProgressFormatter.line reads it) in;
