@@ -141,15 +141,16 @@ def git_repo(path: Path, files: dict[str, str]) -> Path:
 
 @pytest.fixture
 def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., str]]:
-    """``tmux(*args)`` on a private tmux server (its own socket dir), killed afterwards."""
+    """``tmux(*args)`` on a private tmux server (its own socket dir), killed afterwards. The
+    server starts with the test's environment (the first command starts it)."""
     sock_dir = Path(f"/tmp/sa-tmux-{os.getpid()}-{tmp_path.name[-6:]}")
     sock_dir.mkdir(mode=0o700, exist_ok=True)
     monkeypatch.setenv("TMUX_TMPDIR", str(sock_dir))
     monkeypatch.delenv("TMUX", raising=False)
 
-    def run(*args: str) -> str:
+    def run(*args: str, env: dict[str, str] | None = None) -> str:
         return subprocess.run(
-            ["tmux", *args], capture_output=True, text=True, timeout=30, check=False
+            ["tmux", *args], capture_output=True, text=True, timeout=30, check=False, env=env
         ).stdout
 
     yield run

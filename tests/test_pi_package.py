@@ -6,6 +6,7 @@ second, broken or slow, mock as their own provider).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ class Parent:
             "SUBAGENTS_BIN": str(SUBAGENTS),
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
+        self.stderr = ""  # the last print-mode run's
 
     def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
         argv = pi_argv(prompt)
@@ -91,6 +93,7 @@ class Parent:
             check=False,
         )
         assert p.returncode == 0, p.stderr[-3000:]
+        self.stderr = p.stderr
         return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
 
     def spawn(self, argv: list[str], stdin: int) -> subprocess.Popen[str]:
@@ -117,8 +120,49 @@ class Parent:
         ]
 
 
+@contextlib.contextmanager
+def delegating(
+    tmp_path: Path,
+    args: dict[str, Any],
+    calls: int = 1,
+    answer: str | None = None,
+    **children: Script,
+) -> Iterator[tuple[Parent, MockModelServer]]:
+    """A pi parent whose mock model calls ``subagent(args)`` (``calls`` times, then answers
+    ``answer``, by default quoting the tool's output); each ``NAME=script`` is a mock of its
+    own, the provider of children on ``NAME/mock-model``."""
+    script = Script(tool_name="subagent", tool_args=args, final_text=answer)
+    if calls > 1:
+        script = Script(
+            tool_name="subagent", tool_args=args, final_text=answer, loop=True, loop_limit=calls
+        )
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(MockModelServer(script))
+        parent = Parent(tmp_path, server)
+        for name, child in children.items():
+            add_provider(parent.agent_dir, name, stack.enter_context(MockModelServer(child)).url)
+        yield parent, server
+
+
 def tool_end(events: list[dict[str, Any]]) -> dict[str, Any]:
     return next(e for e in events if e["type"] == "tool_execution_end")
+
+
+def show(job_id: str) -> str:
+    shown = subprocess.run(
+        [str(SUBAGENTS), "show", job_id, "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0, shown.stderr
+    return shown.stdout
+
+
+def write_agent(name: str, model: str) -> None:
+    """An agent (in the test's own config dir) whose runs use ``model``."""
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.md").write_text(
+        f"---\nname: {name}\ndescription: {name}\nmodel: {model}\n---\nYou are {name}.\n"
+    )
 
 
 START_FIELDS = {"eventType", "jobId", "requestedBy", "agentName", "mode", "pid", "startedAt"}
@@ -138,8 +182,7 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     tmp_path: Path,
 ) -> None:
     args = {"task": "say hello", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         events = parent.run("delegate it")
 
     # Live progress: the engine's humanized lines, the same words as the run's transcript.
@@ -169,63 +212,175 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     ]
     assert CHILD_ANSWER in finals[-1]["content"][0]["text"]
 
+    # What a row draws: the task, where it runs, since when (the engine's clock), its counts.
+    (run,) = details["runs"]
+    assert run["task"] == "say hello" and run["backend"] == "pi"
+    assert run["model"] == "mock/mock-model" and run["status"] == "completed"
+    assert run["transcript"].endswith(f"{run_id}/transcript.md") and run["lines"][-1] == texts[-1]
+    events_file = Path(run["transcript"]).with_name("events.jsonl")
+    assert run["startedAt"] == json.loads(events_file.read_text().splitlines()[0])["ts"] * 1000
+    # The result's details: the run's answer and its end.
+    (ran,) = end["result"]["details"]["runs"]
+    assert ran["text"] == CHILD_ANSWER and ran["durationMs"] > 0 and ran["error"] is None
+
     # Lifecycle entries in pi's own session file, written by pi's writer.
     start, done = parent.agent_events()
     assert set(start) >= START_FIELDS and start["eventType"] == "subagent:start"
     assert set(done) >= END_FIELDS and done["eventType"] == "subagent:complete"
     assert start["jobId"] == done["jobId"] == details["jobId"]
     assert done["status"] == "completed" and done["mode"] == "single"
-    assert done["model"] == "mock-model" and done["usage"]["totalTokens"] == 15
+    # One clock: both entries carry the job's start as the engine recorded it.
+    job = json.loads(show(done["jobId"]))
+    assert start["startedAt"] == done["startedAt"] == job["startedAt"]
+    # The model with its provider, as asked; every run's model.
+    assert start["model"] == done["model"] == "mock/mock-model"
+    assert done["models"] == ["mock/mock-model"] and done["usage"]["totalTokens"] == 15
     assert done["summary"] == CHILD_ANSWER
     assert Path(done["runDir"], "result.json").exists()
 
 
+def test_a_childs_warning_about_its_model_reaches_its_row(tmp_path: Path) -> None:
+    # pi says an unknown model only on stderr, then runs on with it: the row says so.
+    args = {"task": "say hello", "model": "mock/mock-modle"}
+    with delegating(tmp_path, args) as (parent, _):
+        events = parent.run("delegate it")
+    end = tool_end(events)
+    assert end["isError"] is False
+    (run,) = end["result"]["details"]["runs"]
+    assert (
+        run["warning"] == 'Model "mock-modle" not found for provider "mock". Using custom model id.'
+    )
+
+
+def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
+    args = {"task": "think hard", "model": "slow/mock-model"}
+    slow = Script(use_tool=False, delay_s=8, final_text="Thought.")
+    with delegating(tmp_path, args, slow=slow) as (parent, _):
+        parent.env["SUBAGENTS_STALL_TIMEOUT"] = "1"  # the watchdog: 1 s without an event
+        events = parent.run("delegate it")
+    runs = [
+        e["partialResult"]["details"]["runs"][0]
+        for e in events
+        if e["type"] == "tool_execution_update"
+    ]
+    stalled = [r for r in runs if r["stalled"]]
+    assert stalled and stalled[0]["activity"].startswith("stalled for ")
+    assert not runs[-1]["stalled"]  # it answered: moving again
+    end = tool_end(events)  # a stall is only said (on_stall: notice)
+    assert end["isError"] is False and end["result"]["content"][0]["text"] == "Thought."
+
+
 def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "broken/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(error_status=500, error_times=-1)) as broken,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "broken", broken.url)
+    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
         events = parent.run("delegate it")
     end = tool_end(events)
     assert end["isError"] is True
     text = end["result"]["content"][0]["text"]
     assert "## Error" in text and "500 mock server error" in text
+    # The call threw, and still its row (and its end) are on the result, to be drawn.
+    (run,) = end["result"]["details"]["runs"]
+    assert run["status"] == "failed" and "500 mock server error" in run["error"]
     entries = parent.agent_events()
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:error"]
     assert entries[1]["status"] == "failed" and "500 mock server error" in entries[1]["summary"]
+    assert entries[1]["model"] == "broken/mock-model"
 
 
-def test_background_job_end_is_recorded_once_when_the_session_resumes(tmp_path: Path) -> None:
+def mixed_tasks(first: str, second: str) -> dict[str, Any]:
+    """Two tasks in parallel: ``first`` for the agent ``scout`` (on the provider ``child``),
+    ``second`` for ``failer`` (on ``broken``)."""
+    write_agent("scout", "child/mock-model")
+    write_agent("failer", "broken/mock-model")
+    return {"tasks": [{"task": first, "agent": "scout"}, {"task": second, "agent": "failer"}]}
+
+
+BROKEN = Script(error_status=500, error_times=-1)  # every request: 500 mock server error
+
+
+def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
+    args = mixed_tasks("say hello", "summarize the changelog")
+    with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
+        events = parent.run("delegate both")
+    end = tool_end(events)
+    assert end["isError"] is False
+    text = end["result"]["content"][0]["text"]
+    # Every run's answer or diagnostics, and which task failed.
+    assert text.startswith('1 of 2 tasks did not complete: "summarize the changelog" (failed).')
+    assert "# 1. say hello (scout): completed" in text and CHILD_ANSWER in text
+    assert "# 2. summarize the changelog (failer): failed" in text
+    assert "500 mock server error" in text
+    details = end["result"]["details"]
+    assert [r["status"] for r in details["runs"]] == ["completed", "failed"]
+    assert [r["agent"] for r in details["runs"]] == ["scout", "failer"]
+    # Every run's usage counts: in the details and on the result pi sums.
+    assert details["usage"]["totalTokens"] == 15 == end["result"]["usage"]["totalTokens"]
+    start, done = parent.agent_events()
+    assert done["eventType"] == "subagent:error" and done["status"] == "failed"
+    assert start["agentName"] == done["agentName"] == "scout, failer"
+    assert done["models"] == ["child/mock-model", "broken/mock-model"]
+    assert done["model"] == "child/mock-model, broken/mock-model"
+    assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
+
+
+def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
+    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
+    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
+        end = tool_end(parent.run("delegate both"))
+    assert end["isError"] is True
+    assert '2 of 2 tasks did not complete: "one" (failed), "two" (failed).' in str(
+        end["result"]["content"][0]["text"]
+    )
+    assert [r["status"] for r in end["result"]["details"]["runs"]] == ["failed", "failed"]
+
+
+def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) -> None:
+    args = {"task": "say hello", "backend": "nope"}
+    with delegating(tmp_path, args) as (parent, _):
+        end = tool_end(parent.run("delegate it"))
+    assert end["isError"] is True
+    reason = end["result"]["content"][0]["text"]
+    assert "nope" in reason
+    (entry,) = parent.agent_events()
+    assert entry["eventType"] == "subagent:error" and entry["status"] == "failed"
+    assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
+
+
+def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_session_resumes(
+    tmp_path: Path,
+) -> None:
     args = {"task": "take your time", "model": "slow/mock-model", "background": True}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
-        events = parent.run("start it in the background")
-        end = tool_end(events)
-        assert end["isError"] is False
-        job_id = end["result"]["details"]["jobId"]
-        assert f"Started background subagent job {job_id}" in end["result"]["content"][0]["text"]
-        # pi (print mode) has exited; the job runs on without it. End it while pi is away.
-        assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"]
-        stop = subprocess.run(
-            [str(SUBAGENTS), "stop", job_id], capture_output=True, text=True, timeout=60
-        )
-        assert stop.returncode == 0, stop.stderr
+    # The parent calls the tool twice: two background jobs; the children wait until stopped.
+    with delegating(tmp_path, args, calls=2, slow=Script(delay_s=120)) as (parent, _):
+        events = parent.run("start them in the background")
+        ends = [e for e in events if e["type"] == "tool_execution_end"]
+        assert [e["isError"] for e in ends] == [False, False]
+        job_ids = [e["result"]["details"]["jobId"] for e in ends]
+        for end, job_id in zip(ends, job_ids, strict=True):
+            text = end["result"]["content"][0]["text"]
+            assert f"Started background subagent job {job_id}" in text
+        # pi quit with the jobs running: a word says they go on, and where to find them.
+        assert "subagents: 2 background jobs still running: " in parent.stderr
+        assert all(f"{j} (take your time)" in parent.stderr for j in job_ids)
+        # pi (print mode) has exited; the jobs run on without it. End them while pi is away.
+        assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start"] * 2
+        for job_id in job_ids:
+            stop = subprocess.run(
+                [str(SUBAGENTS), "stop", job_id], capture_output=True, text=True, timeout=60
+            )
+            assert stop.returncode == 0, stop.stderr
         session = str(parent.session_file())
         parent.run("anything new?", "--session", session)
         parent.run("and now?", "--session", session)
     entries = parent.agent_events()
-    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:aborted"]
-    assert entries[1]["jobId"] == job_id and entries[1]["status"] == "aborted"
+    assert [e["eventType"] for e in entries] == ["subagent:start"] * 2 + ["subagent:aborted"] * 2
+    assert {e["jobId"] for e in entries[2:]} == set(job_ids)
+    assert all(e["status"] == "aborted" for e in entries[2:])
     lines = [json.loads(x) for x in parent.session_file().read_text().splitlines()]
-    notices = [e for e in lines if e["type"] == "custom_message"]
-    assert len(notices) == 1 and job_id in str(notices[0]["content"])
+    (notice,) = [e for e in lines if e["type"] == "custom_message"]  # both ends, one notice
+    assert all(j in str(notice["content"]) for j in job_ids)
+    assert [j["jobId"] for j in notice["details"]["jobs"]] == job_ids
+    assert {j["status"] for j in notice["details"]["jobs"]} == {"aborted"}
 
 
 class Rpc:
@@ -278,12 +433,8 @@ class Rpc:
 
 def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
     args = {"task": "take your time", "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,  # the child waits until stopped
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    # the child waits until stopped
+    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
@@ -305,8 +456,7 @@ def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
 
 def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "mock/mock-model", "background": True}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
@@ -324,6 +474,18 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
     message = notice["message"]
     assert message["customType"] == "subagent_result"
     assert "(completed)" in message["content"] and CHILD_ANSWER in message["content"]
+    (job,) = message["details"]["jobs"]  # what the notice draws
+    assert job["status"] == "completed" and job["runs"][0]["text"] == CHILD_ANSWER
+    assert job["runs"][0]["task"] == "say hello" and job["usage"]["totalTokens"] == 15
+    # While it ran: a widget of this session's background jobs and a count; both gone after.
+    ui = [e for e in rpc.seen if e["type"] == "extension_ui_request"]
+    widgets = [e.get("widgetLines") for e in ui if e.get("widgetKey") == "subagents"]
+    shown = [lines for lines in widgets if lines]
+    assert shown and shown[0][0].strip() == "subagents · 1 background job running"
+    assert any("say hello" in line and " tok · " in line for line in shown[-1])
+    assert widgets[-1] is None
+    counts = [e.get("statusText") for e in ui if e.get("statusKey") == "subagents"]
+    assert "1 subagent job running" in counts and counts[-1] is None
     events = [e["eventType"] for e in parent.agent_events()]
     assert events == ["subagent:start", "subagent:complete"]
 
@@ -331,12 +493,7 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
 def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
     # pi -p dies on SIGINT without telling its extensions: the CLI's --parent-pid stops the job.
     args = {"task": "take your time", "model": "slow/mock-model"}
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=args)) as server,
-        MockModelServer(Script(delay_s=120)) as slow,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "slow", slow.url)
+    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
         argv = pi_argv("delegate it")
         argv[-1:-1] = ["-e", str(EXTENSION)]
         proc = parent.spawn(argv, subprocess.DEVNULL)
@@ -361,8 +518,7 @@ def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) 
 
 def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         p = subprocess.run(
             ["pi", "install", str(EXTENSION.parent)],
             env=parent.env,
@@ -377,25 +533,38 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
 
 
+COLUMNS = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "COST")
+
+
 def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
     # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        parent = Parent(tmp_path, server)
+    with delegating(tmp_path, args) as (parent, _):
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
             end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
             rpc.wait_for(lambda e: e["type"] == "agent_end")
             rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
+            fleet = rpc.wait_for(
+                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "select"
+            )
+            rpc.send({"type": "extension_ui_response", "id": fleet["id"], "cancelled": True})
+            rpc.send({"id": "3", "type": "prompt", "message": "/subagents cost"})
             shown = rpc.wait_for(
                 lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
             )
         finally:
             rpc.close()
     job_id = end["result"]["details"]["jobId"]
+    # The fleet: labelled columns, a row per job of this session.
+    title, (row,) = fleet["title"].splitlines(), fleet["options"]
+    assert title[0] == "Subagent jobs of this session"
+    assert title[1].split() == [*COLUMNS]
+    assert row.startswith(job_id[:10]) and "parallel \u00d72: one · two" in row
+    assert row.split()[-5:-2] == ["pi", "completed", row.split()[-3]] and row.split()[-2] == "30"
     lines = shown["message"].splitlines()
-    assert lines[0].startswith(f"{job_id}  completed  parallel")
+    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0"
     # The engine's words for the engine's numbers: the same line `subagents cost` gives.
     assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 
@@ -442,8 +611,8 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
 
 def test_continue_with_run_options_is_an_error(tmp_path: Path) -> None:
     args = {"continue": "0abc", "task": "more", "model": "mock/mock-model"}
-    with MockModelServer(Script(tool_name="subagent", tool_args=args)) as server:
-        end = tool_end(Parent(tmp_path, server).run("continue it"))
+    with delegating(tmp_path, args) as (parent, _):
+        end = tool_end(parent.run("continue it"))
     assert end["isError"] is True
     assert "continue takes a task (the follow-up) and background only, not model" in str(
         end["result"]["content"][0]["text"]

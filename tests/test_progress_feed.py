@@ -25,7 +25,15 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     recs = records(p.stderr)  # every stderr line is a JSON record
-    assert recs[0] == {"type": "job", "jobId": result["jobId"], "mode": "single", "runs": 1}
+    job = json.loads(cli(["show", result["jobId"], "--json"]).stdout)
+    assert recs[0] == {
+        "type": "job",
+        "jobId": result["jobId"],
+        "mode": "single",
+        "runs": 1,
+        "startedAt": job["startedAt"],  # the job's own start, said before it runs
+        "steps": [{"task": "x", "agent": None, "backend": "pi", "model": None}],
+    }
     progress = recs[1:]
     assert {r["type"] for r in progress} == {"progress"}
     assert {r["runId"] for r in progress} == {result["runId"]}
@@ -37,6 +45,56 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
     assert "$ ls" in texts
     assert progress[0]["toolCount"] == 0 and progress[-1]["toolCount"] == 1
     assert progress[-1]["status"] == "completed" and progress[0]["status"] == "running"
+    assert progress[-1]["usage"]["totalTokens"] == result["usage"]["totalTokens"]
+    # What a row needs besides the words: where it runs, since when, where its transcript is,
+    # said once (in the first record) and not again, so records stay small.
+    first = progress[0]
+    assert first["backend"] == "pi" and "model" not in first  # none was given
+    started = json.loads(Path(result["paths"]["events"]).read_text().splitlines()[0])["ts"]
+    assert first["startedAt"] == started and first["transcript"] == result["paths"]["transcript"]
+    assert not any("backend" in r or "transcript" in r for r in progress[1:])
+    assert progress[-1]["durationMs"] == result["durationMs"]
+    assert not any(r.get("stalled") or "warning" in r for r in progress)
+
+
+def test_a_childs_warnings_on_stderr_reach_its_progress_records(fake: Fake) -> None:
+    # pi says an unknown model only on stderr, and goes on: the run "works".
+    warning = '\x1b[33mWarning:\x1b[0m Model "nope" not found for provider "mock".\x07\n'
+    steps = [{"stderr": "some noise\n"}, {"stderr": warning}, *pi.answer("Done.")]
+    p = cli(["run", "--json", "--progress", "jsonl", "x"], fake_env(fake, steps))
+    assert p.returncode == 0, p.stderr
+    progress = [r for r in records(p.stderr) if r["type"] == "progress"]
+    said = [r["warning"] for r in progress if "warning" in r]  # said once, when it came
+    assert said == ['Model "nope" not found for provider "mock".']
+
+
+def test_wait_follows_a_background_job_with_the_same_records(fake: Fake, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), {"wait_for": str(gate)}, *pi.tool_use(), *pi.tool_end()]
+    steps += [pi.text_end("Done."), *pi.end()]
+    p = cli(["run", "--bg", "--json", "x"], fake_env(fake, steps))
+    assert p.returncode == 0, p.stderr
+    started = json.loads(p.stdout)
+    waiting = subprocess.Popen(
+        [*CLI, "wait", started["jobId"], "--json", "--progress", "jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    gate.touch()
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, err
+    result = json.loads(out)
+    recs = records(err)
+    # One clock: the start `--bg` announced is the job's, in the feed and in its result.
+    assert recs[0]["type"] == "job" and recs[0]["jobId"] == started["jobId"]
+    assert recs[0]["startedAt"] == started["startedAt"] == result["startedAt"]
+    progress = recs[1:]
+    texts = [r["text"] for r in progress]
+    assert texts[0].startswith("Started pi") and texts[-1].startswith("Finished: completed")
+    assert "$ ls" in texts and "Done." in texts
+    assert progress[-1]["runId"] == result["runs"][0]["runId"]
     assert progress[-1]["usage"]["totalTokens"] == result["usage"]["totalTokens"]
 
 

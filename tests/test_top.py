@@ -13,8 +13,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pistream as pi
 import pytest
-from conftest import eventually
+from conftest import Fake, eventually
+from test_cli_run import cli, fake_env
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -154,3 +156,23 @@ def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str
         subprocess.run([SUBAGENTS, "stop", job_id], capture_output=True, timeout=60, check=True)
         assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
         tmux("send-keys", "-t", "top", "q")
+
+
+def test_top_json_is_one_snapshot_of_the_view_per_job(fake: Fake, tmp_path: Path) -> None:
+    env = fake_env(fake, pi.answer("Done."))
+    p = cli(["run", "--json", "--parallel", "--session", "s1", "count files", "read me\nmore"], env)
+    assert p.returncode == 0, p.stderr
+    job = json.loads(p.stdout)
+    cli(["run", "--json", "--session", "other", "elsewhere"], env)
+    shown = cli(["top", "--json", "-s", "s1"])
+    assert shown.returncode == 0, shown.stderr
+    (row,) = json.loads(shown.stdout)["jobs"]  # this session's job only
+    assert row["jobId"] == job["jobId"] and row["status"] == "completed"
+    assert row["mode"] == "parallel" and row["startedAt"] == job["startedAt"]
+    assert row["elapsed"] == job["durationMs"] / 1000
+    assert row["tokens"] == job["usage"]["totalTokens"] and row["cost"] == job["usage"]["cost"]
+    assert [r["task"] for r in row["runs"]] == ["count files", "read me"]  # first lines
+    for run, result in zip(row["runs"], job["runs"], strict=True):
+        assert run["runId"] == result["runId"] and run["status"] == "completed"
+        assert run["agent"] is None and run["backend"] == "pi" and run["tools"] == 1
+        assert run["transcript"] == result["paths"]["transcript"]

@@ -53,6 +53,7 @@ class PreparedJob:
     job_id: str
     plan: JobPlan
     driver_pid: int | None = None  # set by start_background
+    started_at: str | None = None  # set by start_background and mark_started
 
 
 def prepare_job(
@@ -191,10 +192,22 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def mark_started(job: PreparedJob, **fields: Any) -> str:
+    """Record now as the job's start (ISO; ``fields`` go with it), before it runs: its
+    driver keeps it, so a caller can announce the job's own start time at once."""
+    import time
+
+    from subagents.core.clock import iso
+
+    job.started_at = iso(time.time())
+    job.store.update(job.job_id, startedAt=job.started_at, **fields)
+    return job.started_at
+
+
 def start_background(job: PreparedJob) -> str:
     from subagents.jobs import start_background as launch
 
-    job.store.update(job.job_id, background=True)
+    mark_started(job, background=True)
     job.driver_pid = launch(job.store, job.job_id)
     return job.job_id
 

@@ -274,7 +274,7 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
 
     job_id = api.start_background(job)
     if as_json:
-        print_json({"jobId": job_id, "pid": job.driver_pid})
+        print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
     else:
         click.echo(job_id)
         if hint:
@@ -294,24 +294,18 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
     from subagents import api
     from subagents.jobs import exit_code
 
-    labels = api.run_labels(job)
     if quiet:
         # Nothing shown: the run's events are not read here at all (nor rich imported).
         result = api.drive(job)
     elif progress == "jsonl":
-        from subagents.present.feed import JsonlFeed
-
-        def run_id(index: int) -> str | None:
-            ids = job.store.load(job.job_id).get("runIds") or []
-            return ids[index] if index < len(ids) and ids[index] else None
-
-        feed = JsonlFeed(sys.stderr, job.job_id, job.plan.mode, labels, run_id)
+        api.mark_started(job)  # so the first record can say when the job started
+        feed = progress_feed(job.store, job.job_id)
         feed.started()
         result = api.drive(job, on_event=feed.event)
     else:
         from subagents.cli.display import Display
 
-        display = Display(labels=labels)
+        display = Display(labels=api.run_labels(job))
         display.started(job)
         with display:
             result = api.drive(job, on_event=display.event)
@@ -322,6 +316,31 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
     else:
         emit_answer(result)
     return exit_code(result)
+
+
+def progress_feed(store: Any, job_id: str) -> Any:
+    """The JSON-lines progress feed (on stderr) of a stored job: ``run --progress jsonl``
+    and ``wait --progress jsonl`` say the same."""
+    from subagents.core import paths
+    from subagents.present.feed import JsonlFeed, steps_of
+
+    state = store.load(job_id)
+    steps = steps_of(state.get("plan") or {})
+
+    def run_id(index: int) -> str | None:
+        ids = store.load(job_id).get("runIds") or []
+        return ids[index] if index < len(ids) and ids[index] else None
+
+    return JsonlFeed(
+        sys.stderr,
+        job_id,
+        str(state.get("mode") or "single"),
+        [s["agent"] or s["backend"] or "run" for s in steps],
+        run_id,
+        steps=steps,
+        started_at=state.get("startedAt"),
+        runs_dir=paths.runs_dir(store.home),
+    )
 
 
 # ---- demo ----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -163,17 +164,39 @@ def logs(job_id: str, follow: bool) -> None:
     "--timeout", type=float, help="Give up after this many seconds (exit 124, the job runs on)."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the job result.")
-def wait(job_id: str, timeout: float | None, as_json: bool) -> None:
+@click.option(
+    "--progress",
+    type=click.Choice(["jsonl"]),
+    help="While waiting, the job's progress on stderr as JSON records, as `run --progress "
+    "jsonl` gives them (from each run's first event).",
+)
+def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None) -> None:
     """Wait for a job to end; the exit code is the job's status code."""
     store = _store()
     from subagents import api
     from subagents.jobs import exit_code
 
     jid = _resolve(store, job_id)
+    stop = threading.Event()
+    follower = None
+    if progress == "jsonl":
+        from subagents.cli.delegate import progress_feed
+        from subagents.jobs import follow_events
+
+        feed = progress_feed(store, jid)
+        feed.started()
+        follower = threading.Thread(
+            target=follow_events, args=(store, jid, feed.event, stop), daemon=True
+        )
+        follower.start()
     try:
         result = api.wait_job(store, jid, timeout)
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        stop.set()
+        if follower is not None:
+            follower.join(timeout=10)  # the last events before the result
     if result is None:
         fail(f"job {jid} is still running after {timeout:g}s", 124)
     if as_json:

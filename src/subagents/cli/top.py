@@ -13,14 +13,26 @@ from subagents.cli.jobs import ps
 @main.command()
 @click.option("--session", "-s", help="Only the jobs of this lifecycle session.")
 @click.option("--limit", "-n", default=50, show_default=True, help="How many jobs, newest first.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print what the view shows once, as JSON: each job with its runs.",
+)
 @click.pass_context
-def top(ctx: click.Context, session: str | None, limit: int) -> None:
+def top(ctx: click.Context, session: str | None, limit: int, as_json: bool) -> None:
     """A live full-screen view of running and recent jobs, one row per run.
 
     Keys: ↑/↓ select, Enter follows the selected run's transcript (Esc goes back),
     s stops the selected job (after y to confirm), q quits. Off a terminal it prints
-    what `subagents ps` prints.
+    what `subagents ps` prints; with --json, one snapshot of the view for programs.
     """
+    if as_json:
+        from subagents.cli.app import print_json
+        from subagents.jobs import LiveJobs
+
+        print_json({"jobs": LiveJobs(session=session, limit=limit).fleet()})
+        return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         ctx.invoke(ps, limit=limit, session=session, as_json=False)
         return

@@ -11,6 +11,7 @@ from subagents.jobs.continuation import chain_of, continuation_plan, read_run, r
 from subagents.jobs.control import (
     STOPPED_ORPHAN,
     current_activity,
+    follow_events,
     job_state,
     list_jobs,
     stop_job,
@@ -43,6 +44,7 @@ __all__ = [
     "continuation_plan",
     "current_activity",
     "exit_code",
+    "follow_events",
     "job_of",
     "job_state",
     "jobs_to_prune",

@@ -8,9 +8,11 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths, procs
 from subagents.core.files import read_tail
@@ -117,6 +119,41 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
     for run_id in run_ids:
         if run_id:
             stop_run(paths.runs_dir(store.home) / run_id, grace)
+
+
+def follow_events(
+    store: JobStore,
+    job_id: str,
+    on_event: Callable[[int, dict[str, Any]], None],
+    stop: threading.Event,
+) -> None:
+    """Hand each event of the job's runs to ``on_event(index, event)`` as it lands (from
+    each run's first event), until ``stop`` is set; then what is written by then, and
+    return. Only reads: whoever waits for the job ends it if its driver died."""
+    from subagents.core.waker import DirWaker
+    from subagents.runs import RunMonitor
+
+    monitors: dict[int, RunMonitor] = {}
+    waker = DirWaker(store.dir / job_id)
+    waker.arm()
+    try:
+        while True:
+            ending = stop.is_set()
+            with contextlib.suppress(OSError, ValueError):
+                for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
+                    if run_id and i not in monitors:
+                        monitors[i] = RunMonitor(paths.runs_dir(store.home) / run_id)
+            for i, monitor in monitors.items():
+                while events := monitor.new_events():  # a chunk at a time, to the end
+                    for event in events:
+                        on_event(i, event)
+            if ending:
+                return
+            # Wakes at once when the job's state changes (a new run, the end); the runs'
+            # events grow in their own directories: look again every 0.25 s.
+            waker.wait(0.25)
+    finally:
+        waker.close()
 
 
 ACTIVITY_TAIL_BYTES = 64 * 1024

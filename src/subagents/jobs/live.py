@@ -133,6 +133,7 @@ class LiveJobs:
                 **_where(result),
                 started=epoch(result.get("startedAt")),
                 agent=str(result.get("agent") or result.get("backend") or "-"),
+                agent_name=result.get("agent"),
                 backend=str(result.get("backend") or "-"),
                 status=str(result.get("status")),
                 elapsed=None if duration is None else duration / 1000,
@@ -154,6 +155,7 @@ class LiveJobs:
             **_where(meta),
             started=started,
             agent=str(meta.get("agent") or meta.get("backend") or "-"),
+            agent_name=meta.get("agent"),
             backend=str(meta.get("backend") or "-"),
             # The watchdog's stall notice (the same formatter as ps's "stalled for N s").
             status="stalled"
@@ -188,6 +190,53 @@ class LiveJobs:
                 if row.cost is not None:
                     snap.cost = (snap.cost or 0.0) + row.cost
         return snap
+
+    def fleet(self) -> list[dict[str, Any]]:
+        """What ``top --json`` prints: each job (status, elapsed, tokens, cost summed over
+        its runs) with its runs as ``top`` shows them (the task's first line) and where each
+        run's transcript is."""
+        from subagents.present.feed import first_line
+
+        out = []
+        for job, rows in self.jobs():
+            costs = [r.cost for r in rows if r.cost is not None]
+            duration = _num(job.get("durationMs"))
+            started = epoch(job.get("startedAt")) or _num(job.get("createdAt"))
+            if duration is not None:
+                elapsed: float | None = duration / 1000
+            else:
+                elapsed = None if started is None else max(0.0, time.time() - started)
+            runs = [
+                {
+                    "runId": row.run_id,
+                    "task": first_line(row.task),
+                    "agent": row.agent_name,
+                    "backend": row.backend,
+                    "status": row.status,
+                    "elapsed": row.elapsed,
+                    "tools": row.tools,
+                    "tokens": row.tokens,
+                    "cost": row.cost,
+                    "activity": row.activity,
+                    "transcript": str(self.run_dir(row.run_id) / "transcript.md")
+                    if row.run_id
+                    else None,
+                }
+                for row in rows
+            ]
+            out.append(
+                {
+                    "jobId": job["jobId"],
+                    "mode": job.get("mode"),
+                    "status": job.get("status"),
+                    "startedAt": job.get("startedAt"),
+                    "elapsed": elapsed,
+                    "tokens": sum(r.tokens for r in rows),
+                    "cost": sum(costs) if costs else None,
+                    "runs": runs,
+                }
+            )
+        return out
 
     def rows(self, job: Mapping[str, Any]) -> list[RunRow]:
         """One row per run of ``job`` (an index row or its ``job.json``); one for a job

@@ -22,7 +22,7 @@ from subagents.core import events as ev
 if TYPE_CHECKING:
     from concurrent.futures import Future
 from subagents.core import paths
-from subagents.core.clock import iso
+from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
@@ -76,11 +76,16 @@ class Job:
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
         # Runs not yet started (or passed over): what warm supervisors are kept for.
         self._to_start = len(job_plan.requests)
+        # The job's start when whoever started it recorded one (a background launch, a
+        # caller that announced it): the job's one clock, kept in its result.
+        self._started: float | None = None
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
-            for i, run_id in enumerate(store.load(job_id).get("runIds") or []):
+            state = store.load(job_id)
+            for i, run_id in enumerate(state.get("runIds") or []):
                 if i < len(self._run_ids) and isinstance(run_id, str):
                     self._run_ids[i] = run_id
+            self._started = epoch(state.get("startedAt"))
 
     # ---- control ---------------------------------------------------------
 
@@ -235,7 +240,7 @@ class Job:
             keep_warm(self, 0, self.plan.placement)
 
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
-        started = time.time()
+        started = self._started or time.time()
         session_log = getattr(lifecycle, "session_log", None)
         try:
             state = self.store.update(

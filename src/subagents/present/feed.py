@@ -1,23 +1,98 @@
-"""``subagents run --progress jsonl``: progress as JSON records, one a line, for programs.
+"""``subagents run --progress jsonl`` (and ``wait --progress jsonl``): progress as JSON
+records, one a line, for programs.
 
 The same callback as the terminal display (``event(index, event)``), the same per-run state
 and the same words (:class:`RunState`, so :class:`ProgressFormatter`, as in ``transcript.md``).
 Records (all carry ``jobId``):
 
-- ``{"type": "job", "jobId", "mode", "runs": n}`` once, first;
+- ``{"type": "job", "jobId", "mode", "runs": n, "startedAt", "steps"}`` once, first;
+  ``startedAt`` is the job's (ISO, the engine's clock; null when not yet known), ``steps``
+  one ``{task, agent, backend, model}`` per run as asked (``task``: its first line);
 - ``{"type": "progress", "jobId", "runId", "index", "label", "text", "status", "activity",
   "toolCount", "usage"}`` for each event that makes a progress line (``status`` is
-  ``running`` until the run's own status).
+  ``running`` until the run's own status), with, in the run's first record that knows them
+  and again when they change: ``backend``, ``model``, ``startedAt`` (the run's start, epoch
+  seconds), ``transcript`` (its path), ``warning`` (the child's latest warning, from its
+  events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
+  ``stalled: true`` while the stall watchdog's notice is the last word.
+
+Every text in a record that came from a child is neutralized (no control characters).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO, Any
 
+from subagents.core.childtext import neutralize
+from subagents.present.humanize import head
 from subagents.present.runstate import RunState
+
+TASK_LABEL = 200  # characters of a task's first line in a step
+STDERR_LOOK = 64 * 1024  # bytes of new stderr read per look
+STDERR_EVERY = 1.0  # seconds between looks
+# pi (and many CLIs) say "Warning: ..." on stderr for what does not stop them: an unknown
+# model, a missing tool. Such a child "works", so its row should say it.
+_WARNING = re.compile(r"^\s*warn(?:ing)?\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def first_line(text: str, limit: int = TASK_LABEL) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return head(neutralize(line.strip()), limit)
+    return ""
+
+
+def steps_of(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One ``{task, agent, backend, model}`` per run of a stored plan (``JobPlan.to_dict``)."""
+    limits = plan.get("limits") or {}
+    default = limits.get("default_backend") if isinstance(limits, Mapping) else None
+    steps = []
+    for req in plan.get("requests") or []:
+        steps.append(
+            {
+                "task": first_line(str(req.get("task") or "")),
+                "agent": req.get("agent"),
+                "backend": req.get("backend") or default,
+                "model": req.get("model"),
+            }
+        )
+    return steps
+
+
+_SAID_ONCE = ("backend", "model", "startedAt", "transcript", "warning", "durationMs")
+_NOTHING_SAID: tuple[Any, ...] = (None,) * len(_SAID_ONCE)
+
+
+class StderrWarnings:
+    """A run's ``stderr.log`` looked at for warning lines, reading only what is new, at most
+    once a second (and at the run's end): a chatty run's records cost no file reads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.looked = -STDERR_EVERY
+
+    def latest(self, last: bool = False) -> str | None:
+        now = time.monotonic()
+        if not last and now - self.looked < STDERR_EVERY:
+            return None
+        self.looked = now
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(STDERR_LOOK)
+        except OSError:
+            return None
+        cut = data.rfind(b"\n") + 1  # whole lines only; the rest is read next time
+        self.offset += cut
+        found = _WARNING.findall(neutralize(data[:cut].decode("utf-8", "replace")))
+        return found[-1] if found else None
 
 
 class JsonlFeed:
@@ -28,14 +103,25 @@ class JsonlFeed:
         mode: str,
         labels: list[str],
         run_id: Callable[[int], str | None],
+        *,
+        steps: list[dict[str, Any]] | None = None,
+        started_at: str | None = None,
+        runs_dir: Path | None = None,
     ) -> None:
-        """``run_id(index)``: the run id of the job's ``index``-th run, once it has one."""
+        """``run_id(index)``: the run id of the job's ``index``-th run, once it has one;
+        ``runs_dir``: where run directories are (for transcripts and stderr warnings)."""
         self.stream = stream
         self.job_id = job_id
         self.mode = mode
         self.runs = [RunState(label) for label in labels or ["run"]]
+        self.steps = steps
+        self.started_at = started_at
+        self.runs_dir = runs_dir
         self._run_id = run_id
         self._ids: dict[int, str] = {}
+        self._stderr: dict[int, StderrWarnings] = {}
+        self._said: dict[int, tuple[Any, ...]] = {}
+        self._transcripts: dict[int, str] = {}
         self._lock = threading.Lock()
         self._gone = False
 
@@ -51,13 +137,21 @@ class JsonlFeed:
 
     def started(self) -> None:
         with self._lock:
-            self._emit(
-                {"type": "job", "jobId": self.job_id, "mode": self.mode, "runs": len(self.runs)}
-            )
+            record: dict[str, Any] = {
+                "type": "job",
+                "jobId": self.job_id,
+                "mode": self.mode,
+                "runs": len(self.runs),
+                "startedAt": self.started_at,
+            }
+            if self.steps is not None:
+                record["steps"] = self.steps
+            self._emit(record)
 
     def event(self, index: int, event: dict[str, Any]) -> None:
         with self._lock:
-            run = self.runs[min(index, len(self.runs) - 1)]
+            index = min(index, len(self.runs) - 1)
+            run = self.runs[index]
             line = run.update(event)
             if line is None:
                 return
@@ -65,17 +159,42 @@ class JsonlFeed:
                 rid = self._run_id(index)
                 if rid:
                     self._ids[index] = rid
-            self._emit(
-                {
-                    "type": "progress",
-                    "jobId": self.job_id,
-                    "runId": self._ids.get(index),
-                    "index": index,
-                    "label": run.label,
-                    "text": line,
-                    "status": run.status or "running",
-                    "activity": run.fmt.activity(),
-                    "toolCount": run.tools,
-                    "usage": run.usage,
-                }
+                    if self.runs_dir is not None:
+                        self._stderr[index] = StderrWarnings(self.runs_dir / rid / "stderr.log")
+                        self._transcripts[index] = str(self.runs_dir / rid / "transcript.md")
+            warnings = self._stderr.get(index)
+            if warnings is not None:
+                said = warnings.latest(last=event.get("type") == "run_finished")
+                if said:
+                    run.warn(said)
+            rid = self._ids.get(index)
+            record: dict[str, Any] = {
+                "type": "progress",
+                "jobId": self.job_id,
+                "runId": rid,
+                "index": index,
+                "label": run.label,
+                "text": line,
+                "status": run.status or "running",
+                "activity": run.fmt.activity(),
+                "toolCount": run.tools,
+                "usage": run.usage,
+            }
+            # What seldom changes is said when it is new: records stay small for a chatty run.
+            now = (
+                run.backend,
+                run.model,
+                run.started_at,
+                self._transcripts.get(index),
+                run.warning,
+                run.duration_ms,
             )
+            told = self._said.get(index, _NOTHING_SAID)
+            if now != told:
+                for key, value, before in zip(_SAID_ONCE, now, told, strict=True):
+                    if value is not None and value != before:
+                        record[key] = value
+                self._said[index] = now
+            if run.stalled:
+                record["stalled"] = True
+            self._emit(record)

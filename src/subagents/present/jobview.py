@@ -29,6 +29,7 @@ class RunRow:
     worktree_repo: str | None = None
     session: str | None = None
     started: float | None = None
+    agent_name: str | None = None  # the agent it runs, if any (``agent`` falls back on the backend)
 
     @property
     def key(self) -> str:

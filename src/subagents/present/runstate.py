@@ -11,10 +11,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from subagents.core.childtext import neutralize
 from subagents.present.figures import elapsed
-from subagents.present.humanize import head
+from subagents.present.humanize import WARN_LEVELS, collapse, head
 from subagents.present.outcome import mark
-from subagents.present.progress import ProgressFormatter
+from subagents.present.progress import LINE_LIMIT, ProgressFormatter
 
 
 class RunState:
@@ -27,6 +28,11 @@ class RunState:
         self.usage: dict[str, Any] = {}
         self.status: str | None = None
         self.duration_ms: float | None = None
+        # From run_started (the model as asked for, provider included) and the stream.
+        self.backend: str | None = None
+        self.model: str | None = None
+        self.started_at: float | None = None  # the event's epoch seconds: the engine's clock
+        self.warning: str | None = None  # the child's latest warning (a retry, a notice)
 
     def update(self, event: Mapping[str, Any]) -> str | None:
         """Take ``event`` (a canonical event, read as ProgressFormatter.line reads it) in;
@@ -34,6 +40,10 @@ class RunState:
         kind = event.get("type")
         if kind == "run_started":
             self.t0 = time.monotonic()
+            ts = event.get("ts")
+            self.started_at = float(ts) if isinstance(ts, int | float) else None
+            self.backend = _text(event.get("backend"))
+            self.model = _text(event.get("model"))
         elif kind == "tool_call":
             self.tools += 1
         elif kind == "usage":
@@ -42,7 +52,20 @@ class RunState:
             self.status = str(event.get("status"))
             ms = event.get("durationMs")
             self.duration_ms = float(ms) if isinstance(ms, int | float) else None
+        elif kind == "assistant_text" and self.model is None:
+            self.model = _text(event.get("model"))  # the CLI's default model, as it says
+        elif kind == "notice" and str(event.get("level") or "").lower() in WARN_LEVELS:
+            self.warn(str(event.get("message") or ""))
         return self.fmt.line(event)
+
+    def warn(self, message: str) -> None:
+        text = collapse(neutralize(message))
+        if text:
+            self.warning = head(text, LINE_LIMIT)
+
+    @property
+    def stalled(self) -> bool:
+        return self.fmt.stalled_for() is not None
 
     def brief(self, room: int | None = None) -> str:
         """``✓ 3.1s`` once ended, else what it does now (at most ``room`` characters)."""
@@ -86,3 +109,7 @@ def runs_line(runs: list[RunState], limit: int) -> str:
     while room > 8 and len(line(room)) > limit:
         room -= 1
     return head(line(room), limit)
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None

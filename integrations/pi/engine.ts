@@ -1,0 +1,239 @@
+/**
+ * The `subagents` CLI from pi's side: running it (an argv, never a shell), what it prints
+ * (result.json, the job result, the `--progress jsonl` records, `top --json`), and one view
+ * of a job that its progress records and its result fill in. No drawing here (render.ts).
+ */
+import { spawn } from "node:child_process";
+import type { Usage } from "@earendil-works/pi-ai";
+
+export const BIN = () => process.env.SUBAGENTS_BIN || "subagents";
+const LINES_KEPT = 5; // a run's last progress lines, for the expanded view
+
+/** The engine's usage (result.json); cost is a number or null. */
+export interface EngineUsage { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; totalTokens?: number; cost?: number | null }
+export interface RunResult {
+	runId?: string; agent?: string | null; backend?: string; task?: string; model?: string | null; requestedModel?: string | null;
+	status?: string; finalText?: string | null; errorMessage?: string | null; diagnostics?: string | null; usage?: EngineUsage;
+	toolCalls?: number; startedAt?: string; durationMs?: number; paths?: { transcript?: string };
+}
+export interface JobResult {
+	jobId: string; mode: string; status: string; runs?: RunResult[]; runIds?: string[]; finalText?: string | null; usage?: EngineUsage;
+	startedAt?: string; completedAt?: string; durationMs?: number; driver?: { pid?: number };
+}
+export interface Step { task: string; agent?: string | null; backend?: string | null; model?: string | null }
+/** A `--progress jsonl` record: `job` first, then `progress` (docs/pi.md). */
+export interface FeedRecord {
+	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
+	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
+	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
+}
+
+/** One run as pi shows it: filled in by progress records, then by its result. */
+export interface RunView {
+	index: number; runId?: string; task: string; agent?: string | null; backend?: string | null; model?: string | null;
+	status: string; stalled?: boolean; activity?: string | null; warning?: string | null; lines: string[];
+	toolCount: number; usage: Usage; startedAt?: number; durationMs?: number; transcript?: string;
+	error?: string | null; text?: string;
+}
+/** The tool's `details`, and the view of a background job. */
+export interface SubagentDetails {
+	jobId?: string; mode: string; status: string; runIds: string[]; usage: Usage; runs: RunView[];
+	startedAt?: string; background?: boolean; stoppedByUser?: boolean;
+}
+
+export function piUsage(u: EngineUsage | undefined): Usage {
+	const n = (x: unknown) => (typeof x === "number" ? x : 0);
+	return {
+		input: n(u?.input), output: n(u?.output), cacheRead: n(u?.cacheRead), cacheWrite: n(u?.cacheWrite),
+		totalTokens: n(u?.totalTokens),
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: n(u?.cost) },
+	};
+}
+
+export function parseJson(text: string): unknown {
+	try { return JSON.parse(text); } catch { return undefined; }
+}
+
+export const firstLine = (text: string) => text.split("\n").find((l) => l.trim())?.trim() ?? "";
+
+/** `run --json` prints result.json for one run and the job result otherwise: always a job. */
+export function asJob(obj: unknown, mode: string): JobResult | undefined {
+	if (!obj || typeof obj !== "object") return undefined;
+	const o = obj as Record<string, unknown>;
+	if (Array.isArray(o.runs) || typeof o.jobId === "string" && typeof o.runId !== "string") return o as unknown as JobResult;
+	if (typeof o.runId === "string") {
+		const r = o as RunResult & { jobId?: string; completedAt?: string };
+		// The run's times are not the job's: the job's start came in its `job` record.
+		return { jobId: r.jobId ?? "", mode, status: r.status ?? "failed", runs: [r], finalText: r.finalText, usage: r.usage, completedAt: r.completedAt };
+	}
+	return undefined;
+}
+
+export interface CliExit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderrTail: string[] }
+interface CliOptions { cwd?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void }
+
+/** Run the CLI with an argv (never a shell). JSON records on stderr go to onRecord; other lines are kept as a tail. */
+export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> {
+	return new Promise((resolve, reject) => {
+		const child = spawn(BIN(), args, { cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"], env: process.env });
+		opts.onSpawn?.(child.pid);
+		let stdout = "";
+		let pending = "";
+		const tail: string[] = [];
+		const take = (line: string) => {
+			const rec = line.startsWith("{") ? (parseJson(line) as FeedRecord | undefined) : undefined;
+			if (rec && typeof rec.type === "string") opts.onRecord?.(rec);
+			else if (line.trim()) { tail.push(line); if (tail.length > 40) tail.shift(); }
+		};
+		child.stdout.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
+		child.stderr.setEncoding("utf8").on("data", (d: string) => {
+			const lines = (pending + d).split("\n");
+			pending = lines.pop() ?? "";
+			for (const line of lines) take(line);
+		});
+		let killer: NodeJS.Timeout | undefined;
+		const abort = () => {
+			opts.onAbort?.();
+			child.kill("SIGTERM"); // the CLI stops its job (process groups killed) and exits 130
+			killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+			killer.unref();
+		};
+		if (opts.signal?.aborted) abort();
+		else opts.signal?.addEventListener("abort", abort, { once: true });
+		child.on("error", (err: NodeJS.ErrnoException) => {
+			opts.signal?.removeEventListener("abort", abort);
+			reject(err.code === "ENOENT" ? new Error(`subagents CLI not found: ${BIN()} (put it on PATH, or set SUBAGENTS_BIN)`) : err);
+		});
+		child.on("close", (code, signal) => {
+			opts.signal?.removeEventListener("abort", abort);
+			if (killer) clearTimeout(killer);
+			if (pending) take(pending);
+			resolve({ code, signal, stdout, stderrTail: tail });
+		});
+	});
+}
+
+/** What the CLI said when it refused or died before a job result. */
+export function cliFailure(exit: CliExit): string {
+	if (exit.code === 2 && exit.stderrTail.length) return exit.stderrTail.join("\n");
+	const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+	return `subagents ${how}${exit.stderrTail.length ? `:\n${exit.stderrTail.join("\n")}` : ""}`;
+}
+
+// ---- the job view ---------------------------------------------------------------
+
+export function newView(mode: string, steps: Step[], jobId?: string): SubagentDetails {
+	return {
+		jobId, mode, status: "pending", runIds: [], usage: piUsage(undefined),
+		runs: steps.map((s, index) => ({ index, task: firstLine(s.task), agent: s.agent, backend: s.backend, model: s.model, status: "pending", lines: [], toolCount: 0, usage: piUsage(undefined) })),
+	};
+}
+
+function sumUsage(view: SubagentDetails): void {
+	const total: EngineUsage = { cost: 0 };
+	for (const r of view.runs) {
+		for (const k of ["input", "output", "cacheRead", "cacheWrite", "totalTokens"] as const) total[k] = (total[k] ?? 0) + r.usage[k];
+		total.cost = (total.cost ?? 0) + r.usage.cost.total;
+	}
+	view.usage = piUsage(total);
+}
+
+function runAt(view: SubagentDetails, index: number): RunView {
+	while (view.runs.length <= index) view.runs.push({ index: view.runs.length, task: "", status: "pending", lines: [], toolCount: 0, usage: piUsage(undefined) });
+	return view.runs[index];
+}
+
+/** Take a `--progress jsonl` record in. */
+export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
+	if (rec.type === "job") {
+		view.jobId = rec.jobId ?? view.jobId;
+		view.mode = rec.mode ?? view.mode;
+		if (typeof rec.startedAt === "string") view.startedAt = rec.startedAt;
+		if (view.status === "pending") view.status = "running";
+		(rec.steps ?? []).forEach((s, i) => {
+			const run = runAt(view, i);
+			run.task ||= firstLine(s.task);
+			run.agent ??= s.agent;
+			run.backend ??= s.backend;
+			run.model ??= s.model;
+		});
+		return;
+	}
+	if (rec.type !== "progress") return;
+	view.status = "running";
+	const run = runAt(view, rec.index ?? 0);
+	if (rec.runId) run.runId = rec.runId;
+	run.status = rec.status ?? "running";
+	run.stalled = Boolean(rec.stalled);
+	run.activity = rec.activity;
+	run.warning = rec.warning ?? run.warning;
+	run.toolCount = rec.toolCount ?? run.toolCount;
+	run.usage = piUsage(rec.usage);
+	if (rec.backend) run.backend = rec.backend;
+	if (rec.model) run.model = rec.model;
+	if (typeof rec.startedAt === "number") run.startedAt = rec.startedAt * 1000;
+	if (typeof rec.durationMs === "number") run.durationMs = rec.durationMs;
+	if (rec.transcript) run.transcript = rec.transcript;
+	if (rec.text) run.lines = [...run.lines, rec.text].slice(-LINES_KEPT);
+	view.runIds = view.runs.map((r) => r.runId ?? "").filter(Boolean);
+	sumUsage(view);
+}
+
+/** A run's model as it was given (`provider/id` where given so); else as the CLI named it. */
+export const fullModel = (r: RunResult) => r.requestedModel || r.model || null;
+
+/** Take the job result in: each run's end, answer or diagnostics. */
+export function applyResult(view: SubagentDetails, job: JobResult): void {
+	view.jobId = job.jobId || view.jobId;
+	view.status = job.status;
+	view.startedAt = job.startedAt ?? view.startedAt;
+	(job.runs ?? []).forEach((r, i) => {
+		const run = runAt(view, i);
+		run.runId = r.runId ?? run.runId;
+		run.task ||= firstLine(r.task ?? "");
+		run.agent = r.agent ?? run.agent;
+		run.backend = r.backend ?? run.backend;
+		run.model = fullModel(r) ?? run.model;
+		run.status = r.status ?? "failed";
+		run.stalled = false;
+		run.usage = piUsage(r.usage);
+		run.toolCount = r.toolCalls ?? run.toolCount;
+		run.durationMs = r.durationMs;
+		if (r.startedAt) run.startedAt = Date.parse(r.startedAt);
+		run.transcript = r.paths?.transcript ?? run.transcript;
+		run.error = r.status === "completed" ? null : r.errorMessage || `the run ended ${r.status}`;
+		run.text = (r.status === "completed" ? r.finalText : r.diagnostics || r.errorMessage) ?? "";
+	});
+	// Steps a chain never reached, or runs a stopped job never started.
+	for (const run of view.runs.slice(job.runs?.length ?? 0)) if (run.status === "pending" || run.status === "running") run.status = "not run";
+	view.runIds = view.runs.map((r) => r.runId ?? "").filter(Boolean);
+	sumUsage(view);
+}
+
+/** A job's end in a few words, for its lifecycle entry. */
+export function summaryOf(view: SubagentDetails): string {
+	const { text } = outcome(view);
+	if (view.runs.length < 2) return text;
+	const done = view.runs.filter((r) => r.status === "completed").length;
+	const bad = view.runs.filter((r) => r.status !== "completed").map((r) => `"${r.task}" ${r.status}: ${r.error ?? ""}`.trim());
+	return [`${view.mode} ${done}/${view.runs.length} completed`, ...bad].join("; ");
+}
+
+/** What the parent model reads, and whether the call failed: only when no run completed. */
+export function outcome(view: SubagentDetails): { text: string; isError: boolean } {
+	const runs = view.runs;
+	const bad = runs.filter((r) => r.status !== "completed");
+	const isError = bad.length === runs.length;
+	if (runs.length === 1) return { text: runs[0].text || runs[0].error || `the run ended ${runs[0].status}`, isError };
+	if (!bad.length && view.mode === "chain") return { text: runs[runs.length - 1].text ?? "", isError };
+	const sections = runs.map((r, i) => {
+		const title = `# ${i + 1}. ${r.task || "task"}${r.agent ? ` (${r.agent})` : ""}: ${r.status}`;
+		const body = r.status === "not run" ? "(not run)" : (r.text || r.error || "").trim();
+		return `${title}\n\n${body}`;
+	});
+	if (bad.length) {
+		const named = bad.map((r) => `"${r.task || `task ${r.index + 1}`}" (${r.status})`).join(", ");
+		sections.unshift(`${bad.length} of ${runs.length} tasks did not complete: ${named}.`);
+	}
+	return { text: sections.join("\n\n"), isError };
+}

@@ -1,0 +1,123 @@
+/**
+ * `/subagents`: this session's jobs as a list with labelled columns (`subagents top --json`,
+ * the engine's live view); choosing one offers its transcript's tail and stopping it.
+ * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
+ */
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import type { ExtensionCommandContext, Theme } from "@earendil-works/pi-coding-agent";
+import { type Component, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
+import { parseJson, runCli } from "./engine.ts";
+import { elapsed, money, safe, tokens } from "./render.ts";
+
+interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null }
+interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: number | null; tokens?: number; cost?: number | null; runs: FleetRun[] }
+
+const TAIL_BYTES = 64 * 1024;
+const TAIL_LINES = 30;
+const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 14], ["BACKENDS", 8], ["STATUS", 9], ["ELAPSED", 7], ["TOKENS", 6], ["COST", 7]];
+const ACTIONS = { tail: "Show the transcript tail", stop: "Stop the job", back: "Back" };
+// Live control (send a message to a running job) plugs in here as one more action.
+
+const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
+
+/** A row's cells, each cut or padded to its column (the flexible TASK takes what is left). */
+function row(cells: string[], width: number): string {
+	const fixed = COLUMNS.reduce((sum, [, w]) => sum + (w ? w + 2 : 0), 0);
+	return cells.map((cell, i) => {
+		const w = COLUMNS[i][1] || Math.max(10, width - fixed - 2);
+		const cut = truncateToWidth(safe(cell).replace(/\s+/g, " "), w);
+		return cut + " ".repeat(Math.max(0, w - visibleWidth(cut)));
+	}).join("  ").trimEnd();
+}
+
+function cells(job: FleetJob): string[] {
+	const tasks = job.runs.map((r) => r.task).filter(Boolean);
+	return [
+		job.jobId.slice(0, 10),
+		tasks.length > 1 ? `${job.mode} ×${tasks.length}: ${tasks.join(" · ")}` : tasks[0] ?? "",
+		unique(job.runs.map((r) => r.agent)).join(",") || "-",
+		unique(job.runs.map((r) => r.backend)).join(","),
+		job.status ?? "",
+		elapsed(typeof job.elapsed === "number" ? job.elapsed * 1000 : undefined),
+		tokens(job.tokens ?? 0),
+		money(job.cost),
+	];
+}
+
+/** The last lines of a file (its tail only is read), safe to draw. */
+function tail(path: string): string[] {
+	try {
+		const size = statSync(path).size;
+		const fd = openSync(path, "r");
+		try {
+			const buf = Buffer.alloc(Math.min(size, TAIL_BYTES));
+			readSync(fd, buf, 0, buf.length, size - buf.length);
+			return safe(buf.toString("utf8")).split("\n").slice(-TAIL_LINES);
+		} finally {
+			closeSync(fd);
+		}
+	} catch {
+		return [`(no transcript at ${path})`];
+	}
+}
+
+/** A screen of text over the editor; any key closes it. */
+class TailView implements Component {
+	constructor(private title: string, private lines: string[], private theme: Theme, private done: () => void) {}
+	handleInput(): void { this.done(); }
+	invalidate(): void {}
+	render(width: number): string[] {
+		const rule = this.theme.fg("border", "─".repeat(width));
+		const body = this.lines.map((l) => truncateToWidth(` ${l}`, width));
+		return [rule, truncateToWidth(this.theme.fg("accent", this.theme.bold(` ${safe(this.title)}`)), width), ...body, this.theme.fg("dim", " any key closes"), rule];
+	}
+}
+
+export interface FleetHooks { stopping(jobId: string): void }
+
+async function showTail(ctx: ExtensionCommandContext, job: FleetJob): Promise<void> {
+	const lines = job.runs.flatMap((r, i) => [
+		...(job.runs.length > 1 ? [`── ${i + 1}. ${r.task ?? ""}`] : []),
+		...(r.transcript ? tail(r.transcript) : ["(not started)"]),
+	]);
+	const title = `job ${job.jobId} · transcript tail`;
+	if (ctx.mode !== "tui") return ctx.ui.notify([title, ...lines].join("\n"), "info");
+	await ctx.ui.custom<void>((_tui, theme, _kb, done) => new TailView(title, lines, theme, () => done()));
+}
+
+async function stop(ctx: ExtensionCommandContext, jobId: string, hooks: FleetHooks): Promise<void> {
+	hooks.stopping(jobId); // its end is told without starting a turn
+	const exit = await runCli(["stop", jobId], { cwd: ctx.cwd });
+	const said = exit.stdout.trim() || exit.stderrTail.join("\n");
+	ctx.ui.notify(exit.code === 0 ? `Stopped subagent job ${safe(said)}` : `stop ${jobId}: ${safe(said) || `exit ${exit.code}`}`, exit.code === 0 ? "info" : "warning");
+}
+
+async function costs(ctx: ExtensionCommandContext): Promise<void> {
+	const exit = await runCli(["cost", "--session", ctx.sessionManager.getSessionId(), "--by", "backend", "--json"], { cwd: ctx.cwd });
+	const report = parseJson(exit.stdout) as { rows?: { key: string; jobs: number; runs: number; input: number; output: number; totalTokens: number; cost: number | null; unpriced: number }[]; summary?: string } | undefined;
+	if (!report?.summary) return ctx.ui.notify(`subagents cost: ${safe(exit.stderrTail.join("\n")) || `exit ${exit.code}`}`, "warning");
+	const lines = (report.rows ?? []).map((r) => `${safe(r.key)}: ${r.runs} run${r.runs === 1 ? "" : "s"}, ${r.totalTokens} tokens (${r.input} in, ${r.output} out), ${money(r.cost)}${r.unpriced ? ` (${r.unpriced} unpriced)` : ""}`);
+	ctx.ui.notify([...lines, `session total: ${safe(report.summary)}`].join("\n"), "info");
+}
+
+export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: FleetHooks): Promise<void> {
+	const [verb, id] = args.trim().split(/\s+/);
+	if (verb === "cost") return costs(ctx);
+	if (verb === "stop" && id) return stop(ctx, id, hooks);
+	const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
+	const jobs = ((parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? []);
+	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
+	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
+	const options = jobs.map((job) => row(cells(job), width));
+	const header = row(COLUMNS.map(([name]) => name), width);
+	const chosen = await ctx.ui.select(`Subagent jobs of this session\n  ${header}`, options);
+	const job = chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
+	if (!job) return;
+	const running = job.status === "running" || job.status === "pending";
+	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.stop] : []), ACTIONS.back];
+	const action = await ctx.ui.select(`Job ${job.jobId} · ${safe(cells(job)[1])} · ${job.status}`, actions);
+	if (action === ACTIONS.tail) return showTail(ctx, job);
+	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {
+		return stop(ctx, job.jobId, hooks);
+	}
+}

@@ -1,0 +1,260 @@
+/**
+ * Drawing only: the call line, a row per run (live), the result's sections, the widget of
+ * background jobs, the end notices and the lifecycle entries. Everything shown that came
+ * from a child (or a model) goes through `safe` first: no escape sequence reaches pi's UI.
+ * Times are read when a line is drawn, so an elapsed time ticks with every redraw.
+ */
+import { getMarkdownTheme, keyHint, type Theme } from "@earendil-works/pi-coding-agent";
+import { Box, type Component, Container, Markdown, stripTerminalSequences, Text, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
+import { firstLine, type RunView, type SubagentDetails } from "./engine.ts";
+
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const PREVIEW_LINES = 12; // of an answer, collapsed (one run); a third of it each for several
+
+/** Text safe to draw: no terminal sequences, no control characters but newline and tab. */
+export function safe(text: unknown): string {
+	// biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point
+	return stripTerminalSequences(String(text ?? "")).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "");
+}
+const oneLine = (text: unknown) => safe(text).replace(/\s+/g, " ").trim();
+
+// Numbers read as the engine writes them (src/subagents/present/figures.py).
+export function tokens(n: number): string {
+	if (n < 1000) return `${n}`;
+	if (n < 100_000) return `${(n / 1000).toFixed(1)}k`;
+	return n < 1_000_000 ? `${Math.floor(n / 1000)}k` : `${(n / 1_000_000).toFixed(1)}M`;
+}
+export function elapsed(ms: number | undefined): string {
+	if (ms === undefined || !Number.isFinite(ms)) return "-";
+	const s = Math.max(0, ms) / 1000;
+	if (s < 60) return `${s.toFixed(1)}s`;
+	if (s < 3600) return `${Math.floor(s / 60)}m${String(Math.floor(s % 60)).padStart(2, "0")}s`;
+	return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+export function money(cost: number | null | undefined): string {
+	if (typeof cost !== "number" || !Number.isFinite(cost)) return "-";
+	const amount = Math.abs(cost);
+	const sign = cost < 0 ? "-" : "";
+	if (amount === 0) return "$0";
+	if (amount < 1e-6) return `<${sign}$0.000001`;
+	const digits = amount >= 0.1 ? 2 : 1 - Math.floor(Math.log10(amount)); // cents, else 2 significant
+	const text = amount.toFixed(digits);
+	return `${sign}$${digits > 2 ? text.replace(/0+$/, "").replace(/\.$/, "") : text}`;
+}
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** A run's time: ticking while it runs (from the engine's start), its duration once over. */
+export function runMs(run: RunView): number | undefined {
+	if (run.durationMs !== undefined) return run.durationMs;
+	return run.startedAt !== undefined && run.status === "running" ? Date.now() - run.startedAt : undefined;
+}
+
+export function icon(theme: Theme, run: { status: string; stalled?: boolean }): string {
+	if (run.stalled && run.status === "running") return theme.fg("warning", "⏸");
+	switch (run.status) {
+		case "running": return theme.fg("accent", SPINNER[Math.floor(Date.now() / 100) % SPINNER.length]);
+		case "completed": return theme.fg("success", "✓");
+		case "failed": case "timeout": return theme.fg("error", "✗");
+		case "aborted": return theme.fg("muted", "■");
+		default: return theme.fg("dim", "·");
+	}
+}
+
+/** One line cut to the width: `head` and `tail` kept, `flex` shortened first. */
+export class Line implements Component {
+	constructor(private parts: () => [string, string, string]) {}
+	invalidate(): void {}
+	render(width: number): string[] {
+		const [head, flex, tail] = this.parts();
+		const room = width - visibleWidth(head) - visibleWidth(tail);
+		return [truncateToWidth(head + (room > 0 ? truncateToWidth(flex, room) : "") + tail, width)];
+	}
+}
+
+/** At most `max` lines of `inner`, then a line saying how many more. */
+class Clip implements Component {
+	constructor(private inner: Component, private max: number, private more: (n: number) => string) {}
+	invalidate(): void { this.inner.invalidate(); }
+	render(width: number): string[] {
+		const lines = this.inner.render(width);
+		return lines.length <= this.max ? lines : [...lines.slice(0, this.max), truncateToWidth(this.more(lines.length - this.max), width)];
+	}
+}
+
+const text = (s: string) => new Line(() => [s, "", ""]);
+
+function stats(theme: Theme, run: RunView): string {
+	const parts = [plural(run.toolCount, "tool"), `${tokens(run.usage.totalTokens)} tok`];
+	if (run.usage.cost.total) parts.push(money(run.usage.cost.total));
+	parts.push(elapsed(runMs(run)));
+	return theme.fg("dim", ` · ${parts.join(" · ")}`);
+}
+
+function where(run: RunView): string {
+	return [run.backend, run.model].filter(Boolean).map(oneLine).join(" · ");
+}
+
+/** A run's title: icon, its task's first line, agent, status word when it did not complete, stats. */
+function runTitle(theme: Theme, run: RunView, indent: string, showWhere: boolean): Line {
+	return new Line(() => {
+		const head = `${indent}${icon(theme, run)} `;
+		const agent = run.agent ? `${theme.fg("dim", " · ")}${theme.fg("accent", oneLine(run.agent))}` : "";
+		const word = ["completed", "running", "pending"].includes(run.status) ? "" : ` · ${run.status}`;
+		const place = showWhere && where(run) ? theme.fg("dim", ` · ${where(run)}`) : "";
+		const tail = `${agent}${theme.fg(run.status === "failed" || run.status === "timeout" ? "error" : "muted", word)}${stats(theme, run)}${place}`;
+		return [head, theme.fg("text", oneLine(run.task) || `task ${run.index + 1}`), tail];
+	});
+}
+
+/** The second line of a live row: what it does now, or the child's warning. */
+function activityLine(theme: Theme, run: RunView, indent: string): Line | undefined {
+	const what = run.stalled ? theme.fg("warning", oneLine(run.activity ?? "stalled")) : theme.fg("muted", oneLine(run.activity ?? ""));
+	const warn = run.warning ? theme.fg("warning", `⚠ ${oneLine(run.warning)}`) : "";
+	if (!run.activity && !warn) return undefined;
+	return new Line(() => [`${indent}  ${theme.fg("dim", "⎿ ")}`, [what, warn].filter(Boolean).join(theme.fg("dim", " · ")), ""]);
+}
+
+/** Expanded: a run's last progress lines, its warning, where its transcript is. */
+function addDetails(box: Container, theme: Theme, run: RunView): void {
+	for (const line of run.lines) box.addChild(text(`    ${theme.fg("dim", oneLine(line))}`));
+	if (run.warning && !run.lines.some((l) => l.includes(run.warning ?? ""))) box.addChild(text(`    ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
+	if (run.transcript) box.addChild(text(`    ${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
+}
+
+function chainLine(theme: Theme, view: SubagentDetails): Line {
+	return new Line(() => ["", view.runs.map((r) => `${icon(theme, r)} ${theme.fg(r.status === "running" ? "accent" : "muted", oneLine(r.agent || r.task).slice(0, 24))}`).join(theme.fg("dim", " → ")), ""]);
+}
+
+function differ(view: SubagentDetails): boolean {
+	return new Set(view.runs.map(where)).size > 1;
+}
+
+/** The call line: mode, the task (first line, cut to the width), agent, backend/model. */
+export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
+	const steps = args.tasks ?? args.chain;
+	const mode = args.continue ? "continue" : args.chain ? "chain" : args.tasks ? "parallel" : "single";
+	const label = steps ? steps.map((s) => oneLine(firstLine(s.task))).join(theme.fg("dim", " · ")) : oneLine(firstLine(args.task ?? ""));
+	const extra = [args.agent, [args.backend, args.model].filter(Boolean).join("/"), args.background ? "background" : ""].filter(Boolean).map(oneLine);
+	return new Line(() => [
+		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", steps ? `${mode} ×${steps.length}` : mode)} `,
+		label,
+		extra.length ? theme.fg("dim", ` · ${extra.join(" · ")}`) : "",
+	]);
+}
+
+/** Live: a row per run (two lines: title, activity); a chain's steps on one line above. */
+export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
+	const box = new Container();
+	if (view.mode === "chain" && view.runs.length > 1) box.addChild(chainLine(theme, view));
+	const showWhere = differ(view);
+	for (const run of view.runs) {
+		if (view.mode === "chain" && run.status === "pending") continue;
+		box.addChild(runTitle(theme, run, "", showWhere));
+		const line = expanded ? undefined : activityLine(theme, run, "");
+		if (expanded) addDetails(box, theme, run);
+		else if (line) box.addChild(line);
+	}
+	return box;
+}
+
+/** The result: a titled section per run, its answer (or diagnostics) as Markdown. */
+export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
+	if (view.background && view.status === "running") {
+		return text(`${theme.fg("accent", "↗")} ${theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}: the widget above the editor follows it; /subagents lists it`)}`);
+	}
+	const box = new Container();
+	if (view.mode === "chain" && view.runs.length > 1) box.addChild(chainLine(theme, view));
+	const showWhere = view.runs.length > 1 && differ(view);
+	const budget = view.runs.length > 1 ? Math.max(3, Math.floor(PREVIEW_LINES / 3)) : PREVIEW_LINES;
+	const more = (n: number) => theme.fg("muted", `  … ${plural(n, "more line")} (${keyHint("app.tools.expand", "to expand")}${theme.fg("muted", ")")}`);
+	for (const run of view.runs) {
+		box.addChild(runTitle(theme, run, "", showWhere));
+		if (run.status === "not run") continue;
+		const ok = run.status === "completed";
+		if (run.warning && !expanded) box.addChild(text(`  ${theme.fg("warning", `⚠ ${oneLine(run.warning)}`)}`));
+		if (!ok && !expanded) {
+			box.addChild(text(`  ${theme.fg("error", oneLine(run.error ?? run.status))}`));
+			if (run.text) box.addChild(text(`  ${keyHint("app.tools.expand", "for the post-mortem")}`));
+			continue;
+		}
+		const body = safe(run.text ?? "").trim();
+		if (body) {
+			const md = new Markdown(body, 2, 0, getMarkdownTheme());
+			box.addChild(expanded ? md : new Clip(md, budget, more));
+		}
+		if (expanded) addDetails(box, theme, run);
+	}
+	if (view.runs.length > 1) {
+		const u = view.usage;
+		const done = view.runs.filter((r) => r.status === "completed").length;
+		box.addChild(text(theme.fg("dim", `${done}/${view.runs.length} completed · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)));
+	}
+	return box;
+}
+
+/** A job in one line: the widget's row, and the title of its end notice. */
+export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line {
+	return new Line(() => {
+		const runs = view.runs;
+		const running = runs.find((r) => r.status === "running") ?? [...runs].reverse().find((r) => r.activity);
+		const live = view.status === "running" || view.status === "pending";
+		const state = live ? { status: "running", stalled: runs.some((r) => r.stalled) && runs.every((r) => r.status !== "running" || r.stalled) } : { status: view.status };
+		const label = runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
+		const starts = runs.map((r) => r.startedAt).filter((t): t is number => t !== undefined);
+		const ms = live
+			? (view.startedAt ? Date.now() - Date.parse(view.startedAt) : starts.length ? Date.now() - Math.min(...starts) : undefined)
+			: runs.reduce((sum, r) => (view.mode === "parallel" ? Math.max(sum, r.durationMs ?? 0) : sum + (r.durationMs ?? 0)), 0);
+		const word = live
+			? theme.fg(running?.stalled ? "warning" : "muted", ` · ${oneLine(running?.activity ?? "starting")}`)
+			: theme.fg(state.status === "completed" ? "success" : state.status === "aborted" ? "muted" : "error", ` · ${state.status}`);
+		const cost = view.usage.cost.total ? ` · ${money(view.usage.cost.total)}` : "";
+		return [`${prefix}${icon(theme, state)} `, theme.fg("text", label), `${word}${theme.fg("dim", ` · ${tokens(view.usage.totalTokens)} tok${cost} · ${elapsed(ms)}`)}`];
+	});
+}
+
+/** The widget above the editor: this session's running background jobs. */
+export function renderWidget(theme: Theme, jobs: SubagentDetails[]): Component {
+	const box = new Container();
+	box.addChild(text(theme.fg("dim", ` subagents · ${plural(jobs.length, "background job")} running`)));
+	for (const job of jobs) box.addChild(jobLine(theme, job, "  "));
+	return box;
+}
+
+/** Background jobs' ends, in one notice: per job a title line, a preview, the transcript. */
+export function renderEnded(theme: Theme, views: SubagentDetails[], expanded: boolean): Component {
+	const box = new Box(1, 1, (s) => theme.bg("customMessageBg", s));
+	const title = views.length > 1 ? `${views.length} background subagent jobs ended` : `background subagent job ${oneLine(views[0].jobId)} ended`;
+	box.addChild(text(theme.fg("customMessageLabel", theme.bold(title))));
+	for (const view of views) {
+		box.addChild(jobLine(theme, view));
+		const multi = view.runs.length > 1;
+		const pad = multi ? 4 : 2;
+		for (const run of view.runs) {
+			if (multi) box.addChild(runTitle(theme, run, "  ", false));
+			const body = safe(run.status === "completed" ? run.text : run.error).trim();
+			if (body) box.addChild(new Clip(new Markdown(body, pad, 0, getMarkdownTheme()), expanded ? 200 : 3, (n) => theme.fg("muted", `${" ".repeat(pad)}… ${plural(n, "more line")}`)));
+			if (run.transcript) box.addChild(text(`${" ".repeat(pad)}${theme.fg("dim", `transcript: ${oneLine(run.transcript)}`)}`));
+		}
+	}
+	return box;
+}
+
+/** A result without rows (a refused call): its text. */
+export function renderText(theme: Theme, body: string, isError: boolean): Component {
+	return new Text(theme.fg(isError ? "error" : "toolOutput", safe(body).trim()), 0, 0);
+}
+
+/** A lifecycle entry as one dim line. */
+export function renderEntry(theme: Theme, d: Record<string, unknown>): Component {
+	const num = (x: unknown) => (typeof x === "number" ? x : 0);
+	const usage = (d.usage ?? {}) as { totalTokens?: number; cost?: { total?: number } };
+	const start = d.eventType === "subagent:start";
+	const facts = start
+		? [d.mode, d.agentName, d.model, d.background ? "background" : ""]
+		: [d.status, elapsed(num(d.durationMs)), `${tokens(num(usage.totalTokens))} tok`, usage.cost?.total ? money(usage.cost.total) : "", d.model];
+	return new Line(() => [
+		theme.fg("dim", ` ${oneLine(d.eventType)} ${oneLine(d.jobId ?? "(no job)")} · `),
+		theme.fg("dim", [...facts.filter(Boolean).map(oneLine), start ? "" : oneLine(d.summary)].filter(Boolean).join(" · ")),
+		"",
+	]);
+}
