@@ -39,3 +39,34 @@ def test_start_wait_and_stop(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_bad_request_is_one_exception(fake: Fake) -> None:
     with pytest.raises(subagents.BadRequest, match="unknown agent 'nobody'"):
         subagents.run("x", agent="nobody")
+
+
+def test_a_parallel_jobs_run_ids_all_land_in_its_record(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs starting side by side each record the job's run ids; a list made earlier must
+    never be written last (job.json once kept 2 of 3 ids, and the web page drew 2 bars)."""
+    import threading
+    import time
+
+    from subagents.jobs import JobStore
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    update = JobStore.update
+    held = threading.Event()
+
+    def slow_update(self: JobStore, job_id: str, **fields: object) -> object:
+        ids = fields.get("runIds")
+        if isinstance(ids, list) and None in ids and not held.is_set():
+            held.set()
+            time.sleep(1.0)  # an older list, preempted on its way to the file
+        return update(self, job_id, **fields)
+
+    monkeypatch.setattr(JobStore, "update", slow_update)
+    result = subagents.run(
+        {"mode": "parallel", "concurrency": 3, "tasks": [{"task": t} for t in "abc"]},
+        env=fake.env(pi.answer("ok")),
+    )
+    assert held.is_set() and result["status"] == "completed"
+    state = JobStore().load(result["jobId"])
+    assert state["runIds"] == [r["runId"] for r in result["runs"]]

@@ -157,8 +157,10 @@ class Job:
             with self._lock:
                 self._handles[index] = handle
                 self._run_ids[index] = handle.run_id
-            with contextlib.suppress(OSError):  # job.json lags on a full disk; its end has all
-                self.store.update(self.job_id, runIds=list(self._run_ids))
+                # Under the lock: runs starting side by side write their lists in the order
+                # they made them, so an older list never lands last.
+                with contextlib.suppress(OSError):  # job.json lags on a full disk
+                    self.store.update(self.job_id, runIds=list(self._run_ids))
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
