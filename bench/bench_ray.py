@@ -42,7 +42,9 @@ def run_job(runs: int, concurrency: int, work: Path, executor: str, address: str
         }
     )
     t0 = time.perf_counter()
-    job = api.prepare_job(spec, cwd=work, executor=executor, ray_address=address)
+    job = api.prepare_job(
+        spec, cwd=work, executor=executor, ray_address=address, ray_shared_cwd=True
+    )
     result = api.drive(job)
     wall = time.perf_counter() - t0
     assert result["status"] == "completed", result
@@ -86,6 +88,8 @@ def main() -> None:
             ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
             connect = time.perf_counter() - t0
             assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+            local = run_job(args.runs, args.concurrency, work, "local", None)
+            on_ray = run_job(args.runs, args.concurrency, work, "ray", cluster.address)
             local = run_job(args.runs, args.concurrency, work, "local", None)
             on_ray = run_job(args.runs, args.concurrency, work, "ray", cluster.address)
         finally:

@@ -128,12 +128,20 @@ def marked_processes(mark: str) -> list[psutil.Process]:
     return found
 
 
-def no_ray_actor_left(run_id: str) -> bool:
-    try:
-        ray.get_actor(f"subagents-run-{run_id}", namespace="subagents")
-    except ValueError:
-        return True
-    return False
+def no_unit_left(run_id: str) -> bool:
+    """The run holds no unit of its backend (its placement group is gone) and no host
+    has it any more."""
+    from ray.util import placement_group_table
+
+    for group in placement_group_table().values():
+        if group.get("name") == f"subagents-run-{run_id}" and group.get("state") != "REMOVED":
+            return False
+    return not any(r["runId"] == run_id for h in hosts_status() for r in h["runs"])
+
+
+def hosts_status() -> list[dict[str, Any]]:
+    names = [n for n in ray.util.list_named_actors() if n.startswith("subagents-host-")]
+    return [ray.get(ray.get_actor(n, namespace="subagents").status.remote()) for n in names]
 
 
 def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) -> RunHandle:
@@ -144,7 +152,7 @@ def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) ->
         cwd=str(work),
         env={**env, "SUBAGENTS_TEST_MARK": mark},
     )
-    return start(req, Settings(executor="ray", ray_address=rc.address))
+    return start(req, Settings(executor="ray", ray_address=rc.address, ray_shared_cwd=True))
 
 
 def started(handle: RunHandle) -> bool:
@@ -190,6 +198,7 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         extra_env=env,
         executor="ray",
         ray_address=rc.address,
+        ray_shared_cwd=True,
     )
     result = api.drive(job, on_event=on_event)
     assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
@@ -211,12 +220,12 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         assert any(e["type"] == "tool_call" for e in events)
         assert "hello.txt" in (run_dir / "raw.jsonl").read_text()
         assert (run_dir / "transcript.md").read_text()
-        assert eventually(lambda rid=r["runId"]: no_ray_actor_left(rid), 60)
+        assert eventually(lambda rid=r["runId"]: no_unit_left(rid), 60)
     # Progress arrived while the runs ran: each run's start was seen before all had ended.
     for i in range(n):
         assert any(idx == i and t == "run_started" and done < n for idx, t, done in seen), i
     # The nodes' copies are gone once the caller has everything.
-    assert eventually(lambda: not any(rc.node_runs.iterdir()), 30)
+    assert eventually(lambda: not [p for p in rc.node_runs.iterdir() if p.name != "repo.git"], 30)
 
 
 def test_stop_mid_run_leaves_no_process_on_any_node(
@@ -234,7 +243,7 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     # no pid that is not the supervisor's.
     record = json.loads((handle.run_dir / "supervisor.json").read_text())
     assert set(record) == {"runner", "ray", "relay"}
-    assert record["ray"]["actor"] == f"subagents-run-{handle.run_id}"
+    assert record["ray"]["actor"] == f"subagents-host-{node_of(handle)}"
     assert record["ray"]["node"] == node_of(handle) and record["ray"]["address"]
     assert record["relay"] == procs.identity(os.getpid())
     result = handle.stop()
@@ -243,7 +252,7 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     assert result["executor"]["node"] in rc.pi_node_ids()
     # The supervisor on the node killed the child's whole process group.
     assert eventually(lambda: not marked_processes(mark), 30), marked_processes(mark)
-    assert eventually(lambda: no_ray_actor_left(handle.run_id), 60)
+    assert eventually(lambda: no_unit_left(handle.run_id), 60)
 
 
 def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> None:
@@ -254,7 +263,8 @@ def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> No
         "PYTHONUNBUFFERED": "1",
     }
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--backend", "claude"]
-    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work), "hi"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
+    argv += ["--cwd", str(work), "hi"]
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     result = json.loads(p.stdout)
@@ -295,8 +305,8 @@ def bg_ray_job_whose_driver_died(
     rc.server.script = Script(final_text=FINAL, delay_s=delay)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
-    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work)]
-    argv += ["--model", "mock/mock-model", "List the files."]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
+    argv += ["--cwd", str(work), "--model", "mock/mock-model", "List the files."]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
@@ -340,7 +350,7 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     assert result["executor"]["kind"] == "ray"
     assert result["executor"]["node"] in rc.pi_node_ids()
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
@@ -358,9 +368,11 @@ def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
     assert w.returncode == 1, w.stdout + w.stderr
     result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
     assert result["status"] == "failed", result
-    assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
+    assert f"its run on Ray node {result['executor']['node']} was ended" in result[
+        "errorMessage"
+    ], result
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_restarted_driver_reattaches_to_its_runs(
@@ -402,7 +414,7 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert not procs.killpg(child, 0)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
@@ -411,7 +423,8 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     rc.server.script = Script(final_text=FINAL, delay_s=120)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
-    argv += ["--ray-address", rc.address, "--cwd", str(work), "--model", "mock/mock-model", "x"]
+    argv += ["--ray-address", rc.address, "--ray-shared-cwd", "--cwd", str(work)]
+    argv += ["--model", "mock/mock-model", "x"]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
     )
@@ -430,7 +443,7 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     result = json.loads(out)
     assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_dir.name), 60)
+    assert eventually(lambda: no_unit_left(run_dir.name), 60)
 
 
 def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:
