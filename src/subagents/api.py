@@ -101,9 +101,7 @@ def prepare_job(
     return PreparedJob(store, job_id, job_plan)
 
 
-def _job_settings(
-    base: Path, env: Mapping[str, str], **overrides: str | bool | None
-) -> Settings:
+def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
     """The settings for a job in ``base``, with the caller's overrides (each checked as the
     setting is: a bad one is a ``BadRequest`` naming it)."""
     from subagents.config import load_settings

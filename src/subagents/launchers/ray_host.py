@@ -42,7 +42,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import procs
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
@@ -52,6 +52,9 @@ from subagents.launchers.ray_keeper import SPARE, die_with_parent
 from subagents.supervisor import handover
 from subagents.supervisor.handover import LOG_FILE
 from subagents.worktree import PATCH_FILE, STAT_FILE
+
+if TYPE_CHECKING:
+    from subagents.types import WorktreeRecord
 
 # What a caller and a host must agree on; a host that says otherwise is replaced
 # (`subagents ray down`).
@@ -73,6 +76,8 @@ PULL_CHUNK = 4 << 20
 POLL = 0.02
 # How often the host looks at its runs (ended ones release their unit) and its spares.
 WATCH = 0.25
+# How many reasons for runs ended by others (`ray down`) are kept for their relays.
+ENDED_KEPT = 1000
 # A run whose result nobody collected is dropped after this long.
 UNCOLLECTED = 24 * 3600.0
 # Closing a run that still runs: SIGTERM, this long for it to end, then SIGKILL.
@@ -96,7 +101,8 @@ def placement_name(run_id: str) -> str:
 
 
 def node_runs_dir() -> Path:
-    """Where runs live on a node: ``$SUBAGENTS_RAY_RUNS``, else a private temp directory."""
+    """Where runs live on a machine: ``$SUBAGENTS_RAY_RUNS``, else a private temp directory;
+    each node's host keeps its runs in ``<node id>/<run id>`` there."""
     configured = os.environ.get("SUBAGENTS_RAY_RUNS")
     return (
         Path(configured)
@@ -106,7 +112,7 @@ def node_runs_dir() -> Path:
 
 
 def cache_dir() -> Path:
-    """The node's cache repository: every commit sent to this node."""
+    """The cache repository of the machine's nodes: every commit sent to one of them."""
     return node_runs_dir() / "repo.git"
 
 
@@ -156,6 +162,28 @@ def localize(meta: dict[str, Any], caller_dir: str, node_dir: Path) -> dict[str,
     return local
 
 
+def drop_run_dir(run_dir: Path) -> None:
+    """A run's directory on this node, with its worktree and branch in the cache
+    repository when its repository was sent here."""
+    try:
+        shipped = bool(json.loads((run_dir / "meta.json").read_bytes())["worktree"]["shipped"])
+    except (OSError, ValueError, KeyError, TypeError):
+        shipped = False
+    if shipped:
+        from subagents.worktree import WORKTREE_DIR, branch_name, discard_worktree
+
+        record: WorktreeRecord = {
+            "repo": str(cache_dir()),
+            "path": str(run_dir / WORKTREE_DIR),
+            "branch": branch_name(run_dir.name),
+            "base": "",
+            "subdir": ".",
+        }
+        with contextlib.suppress(Exception):
+            discard_worktree(record)
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
 @dataclass
 class HostedRun:
     """One run on this node: its directory, its keeper (whose child is the supervisor)."""
@@ -170,8 +198,6 @@ class HostedRun:
     # When the supervisor was seen gone (monotonic), and whether its unit went with it.
     ended: float | None = None
     released: bool = False
-    # A shipped run's worktree, in the cache repository (removed with the run).
-    shipped: dict[str, Any] | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
     def alive(self) -> bool:
@@ -242,9 +268,20 @@ class NodeHost:
         self.incoming: dict[str, float] = {}
         self.packs = 0
         self.last_start = 0.0
+        # Why runs were ended here by someone else than their relay (`ray down`).
+        self.ended: dict[str, str] = {}
         self.watcher: asyncio.Task[None] | None = None
         self.warmer: asyncio.Task[None] | None = None
         make_private_dir(node_runs_dir())
+        self.dir = node_runs_dir() / self.node_id
+        make_private_dir(self.dir)
+        self._clear_stale()
+
+    def _clear_stale(self) -> None:
+        """What a host of this node that died left: its runs ended with it (their
+        supervisors saw it die), and nobody will collect them."""
+        for stale in self.dir.iterdir():
+            drop_run_dir(stale)
 
     # ---- for the caller ---------------------------------------------------
 
@@ -264,9 +301,7 @@ class NodeHost:
         self._watch()
         run = self.runs.get(run_id)
         if run is None:
-            run = self.runs[run_id] = HostedRun(
-                run_id, node_runs_dir() / run_id, str(meta.get("backend"))
-            )
+            run = self.runs[run_id] = HostedRun(run_id, self.dir / run_id, str(meta.get("backend")))
             self.last_start = time.monotonic()
             try:
                 await asyncio.to_thread(self._prepare, run, meta, caller_dir, files, ship)
@@ -283,14 +318,15 @@ class NodeHost:
         ``result`` only once every byte before it has been handed over."""
         run = self.runs.get(run_id)
         if run is None:
+            why = self.ended.get(run_id) or "it was restarted, or the run was ended there"
             return {
                 "node": self.node_id,
                 "known": False,
                 "chunks": {},
                 "result": None,
                 "alive": False,
-                "error": f"the Ray host on node {self.node_id} has no such run (it was"
-                " restarted, or the run was ended there)",
+                "error": f"the subagents host on Ray node {self.node_id} no longer has this"
+                f" run: {why}",
             }
         await run.ready.wait()
         deadline = time.monotonic() + wait
@@ -323,9 +359,14 @@ class NodeHost:
             return False
         return procs.killpg(run.supervisor_pid, sig)
 
-    async def close(self, run_id: str) -> bool:
-        """The caller has everything, or gives the run up: end it if it still runs,
-        release its unit, drop the node's copy. True if it was still running."""
+    async def close(self, run_id: str, why: str | None = None) -> bool:
+        """The caller has everything, or gives the run up (``why``, for a relay that
+        still follows it): end it if it still runs, release its unit, drop the node's
+        copy. True if it was still running."""
+        if why is not None:
+            self.ended[run_id] = why
+            while len(self.ended) > ENDED_KEPT:
+                self.ended.pop(next(iter(self.ended)))
         run = self.runs.pop(run_id, None)
         if run is None:
             await asyncio.to_thread(remove_placement, run_id)
@@ -423,7 +464,7 @@ class NodeHost:
             base = worktree_from(
                 repo, ship["commit"], Path(record["path"]), record["branch"], ship.get("patch")
             )
-            local["worktree"] = run.shipped = {**record, "repo": str(repo), "base": base}
+            local["worktree"] = {**record, "repo": str(repo), "base": base}
         write_json_atomic(run.dir / "meta.json", local)
 
     async def _spawn(self, run: HostedRun) -> None:
@@ -527,13 +568,8 @@ class NodeHost:
                 await asyncio.to_thread(remove_placement, run.run_id)
 
     def _drop(self, run: HostedRun) -> None:
-        """(In a worker thread.) The node's copy of a run, and its branch if it was shipped."""
-        if run.shipped is not None:
-            from subagents.worktree import discard_worktree
-
-            with contextlib.suppress(Exception):
-                discard_worktree(run.shipped)  # type: ignore[arg-type]
-        shutil.rmtree(run.dir, ignore_errors=True)
+        """(In a worker thread.)"""
+        drop_run_dir(run.dir)
 
     def _orphan_cleanup(self, run: HostedRun) -> str | None:
         """The supervisor ended: without a result, kill whatever its child left and say so."""

@@ -203,16 +203,19 @@ def host_for(ray: Any, node_id: str) -> Any:
 
 
 def find_host(ray: Any, node_id: str) -> Any | None:
-    """The host actor of ``node_id`` if it exists (never created: a run it does not have
-    is not there)."""
-    with _hosts_lock:
-        known = _hosts.get(node_id)
-    if known is not None:
-        return known
+    """The host actor of ``node_id`` if it exists, looked up by name (never created: a run
+    it does not have is not there; never this process's handle, which may be of a host
+    replaced since)."""
     try:
         return ray.get_actor(host_name(node_id), namespace=NAMESPACE)
     except ValueError:
         return None
+
+
+def known_host(node_id: str) -> bool:
+    """Whether this process holds a handle on ``node_id``'s host (which may have died since)."""
+    with _hosts_lock:
+        return node_id in _hosts
 
 
 def forget_host(node_id: str | None) -> None:
@@ -303,7 +306,12 @@ def cluster_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
         )
     ray = connect(address)
     removed = []
+    why = "it was aborted by `subagents ray down --force`"
     for name, handle in _hosts_of(ray):
+        status_of: dict[str, Any] = next((h for h in status["hosts"] if h["name"] == name), {})
+        ending = [handle.close.remote(r["runId"], why) for r in status_of.get("runs") or []]
+        with contextlib.suppress(Exception):
+            ray.get(ending, timeout=KILL_PATIENCE)
         with contextlib.suppress(Exception):
             ray.kill(handle, no_restart=True)
         removed.append(name)

@@ -45,6 +45,7 @@ from subagents.launchers.ray_pool import (
     first_line,
     forget_host,
     host_for,
+    known_host,
     node_state,
     placed_on,
     release,
@@ -302,28 +303,34 @@ class RayRun:
         node = placed_on(ray, group)
         if node is None:
             return "Ray placed the run's unit on no node"
-        host = self._host = host_for(ray, node)
         shipment = self._shipment
         if shipment is None and (meta.get("worktree") or {}).get("shipped"):
             from subagents.launchers import ray_ship
 
             shipment = ray_ship.prepare(self.run_dir, meta["worktree"])
-        if shipment is not None:
-            from subagents.launchers import ray_ship
-
-            ray_ship.send(ray, host, node, shipment)
         files = {
             n: (self.run_dir / n).read_bytes() for n in SENT_FILES if (self.run_dir / n).exists()
         }
-        ship = shipment.for_host() if shipment is not None else None
-        try:
-            reply = ray.get(
-                host.start.remote(self.run_id, meta, str(self.run_dir), files, ship),
-                timeout=START_PATIENCE,
-            )
-        except ray.exceptions.RayActorError as exc:
-            forget_host(node)
-            return self._diagnose(exc, node)
+        for attempt in (1, 2):
+            known = attempt == 1 and known_host(node)
+            host = self._host = host_for(ray, node)
+            try:
+                if shipment is not None:
+                    from subagents.launchers import ray_ship
+
+                    ray_ship.send(ray, host, node, shipment)
+                ship = shipment.for_host() if shipment is not None else None
+                reply = ray.get(
+                    host.start.remote(self.run_id, meta, str(self.run_dir), files, ship),
+                    timeout=START_PATIENCE,
+                )
+                break
+            except ray.exceptions.RayActorError as exc:
+                # A host this process knew of has died since (`ray down`, its process
+                # lost): the run never reached it, so a new one gets it.
+                forget_host(node)
+                if not known or not node_state(ray, node)[0]:
+                    return self._diagnose(exc, node)
         self.node, self.actor = node, host_name(node)
         with contextlib.suppress(OSError):  # the record names its node from now on
             write_record(self.run_dir, self)
