@@ -78,6 +78,8 @@ def connect(address: str | None) -> Any:
                 raise LaunchError(
                     f"could not connect to the Ray cluster at {target}: {first_line(exc)}"
                 ) from None
+            finally:
+                _keep_ray_quiet(ray)  # again: ray.init drops the "ray" logger's handlers
     return ray
 
 
@@ -94,6 +96,8 @@ def _keep_ray_quiet(ray: Any) -> None:
         handler = logging.NullHandler()
     ray_logger = logging.getLogger("ray")
     for old in list(ray_logger.handlers):
+        if isinstance(old, logging.FileHandler):
+            old.close()
         ray_logger.removeHandler(old)
     ray_logger.addHandler(handler)
     ray_logger.setLevel(logging.INFO)
