@@ -358,12 +358,22 @@ def has_commit(repo: Path, commit: str) -> bool:
 
 
 def cache_repository(path: Path) -> Path:
-    """A bare repository at ``path`` that keeps what packs bring (made when missing)."""
-    if not (path / "HEAD").exists():
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        git(["init", "--quiet", "--bare", str(path)], path)
-        # Nothing is collected behind the back of the runs' worktrees.
-        git(["config", "gc.auto", "0"], path)
+    """A bare repository at ``path`` that keeps what packs bring (made when missing, by
+    one process at a time: the hosts of a machine's nodes share it)."""
+    if (path / "HEAD").exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not (path / "HEAD").exists():
+            fresh = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
+            git(["init", "--quiet", "--bare", str(fresh)], fresh)
+            # Nothing is collected behind the back of the runs' worktrees.
+            git(["config", "gc.auto", "0"], fresh)
+            os.rename(fresh, path)
+    finally:
+        os.close(fd)
     return path
 
 

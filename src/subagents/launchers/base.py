@@ -66,7 +66,8 @@ class Placement:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Placement:
         # A ray job recorded before repositories travelled ran on a shared filesystem.
-        return cls(data["launcher"], data.get("ray_address"), data.get("ray_shared_cwd", True))
+        shared = data.get("ray_shared_cwd", data["launcher"] == "ray")
+        return cls(data["launcher"], data.get("ray_address"), bool(shared))
 
 
 class Launched(Protocol):

@@ -23,14 +23,16 @@ sent it: a commit travels to a node once.
 
 The class is plain Python with ``async`` methods, made an actor by the caller
 (``ray.remote(NodeHost)``): Ray runs them on one event loop, so thousands of long polls
-wait at once without a thread each. Whatever blocks runs in a worker thread, except
-starting a keeper: ``PR_SET_PDEATHSIG`` fires when the *thread* that forked a process ends,
-and the loop's thread lives as long as the host.
+wait at once without a thread each, woken by inotify when a run's directory changes.
+Whatever blocks runs in a worker thread, except starting a keeper: ``PR_SET_PDEATHSIG``
+fires when the *thread* that forked a process ends, and the loop's thread lives as long
+as the host.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -40,15 +42,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.core import procs
-from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
+from subagents.core.files import dumps, make_private_dir, open_private, read_events
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
-from subagents.launchers.ray_keeper import SPARE, die_with_parent
+from subagents.launchers.ray_keeper import SPARE
 from subagents.supervisor import handover
 from subagents.supervisor.handover import LOG_FILE
 from subagents.worktree import PATCH_FILE, STAT_FILE
@@ -74,6 +77,10 @@ RELAYED = (
 # At most this much of one file per pull: a huge raw.jsonl comes back in several.
 PULL_CHUNK = 4 << 20
 POLL = 0.02
+# With inotify: how often a waiting pull looks at the supervisor all the same.
+LOOK = 0.25
+# A pull that sees the run finish waits this long at most for its result, to bring both.
+FINISHING = 0.2
 # How often the host looks at its runs (ended ones release their unit) and its spares.
 WATCH = 0.25
 # How many reasons for runs ended by others (`ray down`) are kept for their relays.
@@ -83,7 +90,7 @@ UNCOLLECTED = 24 * 3600.0
 # Closing a run that still runs: SIGTERM, this long for it to end, then SIGKILL.
 CLOSE_GRACE = 5.0
 # Spares: at most this many, while runs started within SPARE_IDLE seconds.
-SPARE_MAX = 4
+SPARE_MAX = 8
 SPARE_IDLE = 30.0
 # A spare waits handover.SPARE_WAIT seconds for a run; it is handed one well inside that.
 SPARE_AGE = handover.SPARE_WAIT / 2
@@ -199,6 +206,9 @@ class HostedRun:
     ended: float | None = None
     released: bool = False
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when its directory changes (see DirChanges); ``watched``: that works here.
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    watched: bool = False
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -209,6 +219,46 @@ class HostedRun:
         except (FileNotFoundError, ValueError):
             return None
         return data if isinstance(data, dict) else None
+
+
+class DirChanges:
+    """Wakes the pulls waiting on a run when its directory changes: inotify, one
+    descriptor for the whole host, read on the event loop. Where there is none, the
+    pulls look again every ``POLL``."""
+
+    def __init__(self) -> None:
+        self.ino: Any = None
+        self.runs: dict[int, HostedRun] = {}
+        try:
+            from inotify_simple import INotify
+
+            self.ino = INotify()
+            asyncio.get_running_loop().add_reader(self.ino.fileno(), self._read)
+        except (ImportError, OSError):
+            self.ino = None
+
+    def watch(self, run: HostedRun) -> None:
+        if self.ino is None:
+            return
+        from inotify_simple import flags
+
+        mask = flags.CREATE | flags.MODIFY | flags.MOVED_TO | flags.CLOSE_WRITE
+        try:
+            self.runs[self.ino.add_watch(str(run.dir), mask)] = run
+        except OSError:
+            return
+        run.watched = True
+
+    def _read(self) -> None:
+        from inotify_simple import flags
+
+        with contextlib.suppress(OSError):
+            for event in self.ino.read(timeout=0, read_delay=None):
+                run = self.runs.get(event.wd)
+                if event.mask & flags.IGNORED:  # its directory is gone
+                    self.runs.pop(event.wd, None)
+                if run is not None:
+                    run.changed.set()
 
 
 @dataclass
@@ -268,8 +318,14 @@ class NodeHost:
         self.incoming: dict[str, float] = {}
         self.packs = 0
         self.last_start = 0.0
+        # (when, how many ran then): the runs at once over the last SPARE_IDLE seconds.
+        self.peaks: collections.deque[tuple[float, int]] = collections.deque()
         # Why runs were ended here by someone else than their relay (`ray down`).
-        self.ended: dict[str, str] = {}
+        self.reasons: dict[str, str] = {}
+        # Runs closed while their supervisor was still finishing: dropped once it is gone.
+        self.closing: list[HostedRun] = []
+        self.dir_changes: DirChanges | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
         self.watcher: asyncio.Task[None] | None = None
         self.warmer: asyncio.Task[None] | None = None
         make_private_dir(node_runs_dir())
@@ -304,7 +360,13 @@ class NodeHost:
             run = self.runs[run_id] = HostedRun(run_id, self.dir / run_id, str(meta.get("backend")))
             self.last_start = time.monotonic()
             try:
-                await asyncio.to_thread(self._prepare, run, meta, caller_dir, files, ship)
+                if ship is None:  # a few small files
+                    self._prepare(run, meta, caller_dir, files, ship)
+                else:  # git: a worktree checked out
+                    await asyncio.to_thread(self._prepare, run, meta, caller_dir, files, ship)
+                if self.dir_changes is None:
+                    self.dir_changes = DirChanges()
+                self.dir_changes.watch(run)
                 await self._spawn(run)
             except Exception as exc:
                 run.error = f"could not start the run on Ray node {self.node_id}: {exc}"
@@ -318,7 +380,7 @@ class NodeHost:
         ``result`` only once every byte before it has been handed over."""
         run = self.runs.get(run_id)
         if run is None:
-            why = self.ended.get(run_id) or "it was restarted, or the run was ended there"
+            why = self.reasons.get(run_id) or "it was restarted, or the run was ended there"
             return {
                 "node": self.node_id,
                 "known": False,
@@ -330,7 +392,9 @@ class NodeHost:
             }
         await run.ready.wait()
         deadline = time.monotonic() + wait
+        finishing: float | None = None
         while True:
+            run.changed.clear()  # before looking: a change from now on wakes the wait
             result = run.result()  # read before the files: they are complete by then
             alive = run.alive()
             chunks: dict[str, bytes] = {}
@@ -341,7 +405,14 @@ class NodeHost:
                     data, more = data[:PULL_CHUNK], True
                 if data:
                     chunks[name] = data
-            if chunks or result is not None or not alive or time.monotonic() >= deadline:
+            now = time.monotonic()
+            if result is None and alive and b'"run_finished"' in chunks.get("events.jsonl", b""):
+                # Its result follows within milliseconds: one reply brings both.
+                finishing = finishing or now + FINISHING
+                if now < finishing:
+                    await self._changed(run, finishing - now)
+                    continue
+            if chunks or result is not None or not alive or now >= deadline:
                 return {
                     "node": self.node_id,
                     "known": True,
@@ -350,7 +421,15 @@ class NodeHost:
                     "alive": alive,
                     "error": run.error or (None if alive else self._orphan_cleanup(run)),
                 }
-            await asyncio.sleep(POLL)
+            await self._changed(run, deadline - now)
+
+    async def _changed(self, run: HostedRun, at_most: float) -> None:
+        """Until the run's directory changes (inotify), or a look at its supervisor is due."""
+        if run.watched:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(run.changed.wait(), min(at_most, LOOK))
+        else:
+            await asyncio.sleep(min(at_most, POLL))
 
     async def stop(self, run_id: str, sig: int) -> bool:
         """Signal the run's supervisor (its own process group): SIGTERM aborts the run."""
@@ -364,9 +443,9 @@ class NodeHost:
         still follows it): end it if it still runs, release its unit, drop the node's
         copy. True if it was still running."""
         if why is not None:
-            self.ended[run_id] = why
-            while len(self.ended) > ENDED_KEPT:
-                self.ended.pop(next(iter(self.ended)))
+            self.reasons[run_id] = why
+            while len(self.reasons) > ENDED_KEPT:
+                self.reasons.pop(next(iter(self.reasons)))
         run = self.runs.pop(run_id, None)
         if run is None:
             await asyncio.to_thread(remove_placement, run_id)
@@ -374,17 +453,26 @@ class NodeHost:
         await run.ready.wait()
         ending = run.result() is None and run.alive()
         if ending:
+            # SIGTERM, a grace, then SIGKILL (and its child's group, which it cannot end).
             procs.killpg(run.supervisor_pid, signal.SIGTERM)
-        # One with its result out exits by itself at once; one asked to end gets a grace.
-        deadline = time.monotonic() + CLOSE_GRACE
-        while run.alive() and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        if run.alive():
-            procs.killpg(run.supervisor_pid, signal.SIGKILL)
-            self._orphan_cleanup(run)
-        await self._release(run)
-        await asyncio.to_thread(self._drop, run)
+            deadline = time.monotonic() + CLOSE_GRACE
+            while run.alive() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            if run.alive():
+                procs.killpg(run.supervisor_pid, signal.SIGKILL)
+                self._orphan_cleanup(run)
+        # The unit and the files go after the answer: the caller waits for neither.
+        self._background(self._release(run))
+        if run.alive():  # its result is out and it is exiting: the watch drops it
+            self.closing.append(run)
+        else:
+            self._background(asyncio.to_thread(self._drop, run))
         return ending
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self.tasks.add(task)  # (held: the loop keeps only a weak reference)
+        task.add_done_callback(self.tasks.discard)
 
     async def changes(self, run_id: str, exclude: str) -> bytes:
         """A shipped run's branch as a pack, without what ``exclude`` (the commit it was
@@ -465,7 +553,9 @@ class NodeHost:
                 repo, ship["commit"], Path(record["path"]), record["branch"], ship.get("patch")
             )
             local["worktree"] = {**record, "repo": str(repo), "base": base}
-        write_json_atomic(run.dir / "meta.json", local)
+        # A copy its supervisor reads once: no fsync (the caller's is the record).
+        with open_private(run.dir / "meta.json", "wb") as f:
+            f.write(dumps(local))
 
     async def _spawn(self, run: HostedRun) -> None:
         spare = self._take_spare()
@@ -479,11 +569,10 @@ class NodeHost:
             open_private(log, "ab").close()
             # Here, on the loop's thread (see the module's docstring).
             run.proc = subprocess.Popen(
-                [*KEEPER, str(log), *supervisor_argv(run.dir)],
+                [*KEEPER, str(os.getpid()), str(log), *supervisor_argv(run.dir)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 close_fds=True,
-                preexec_fn=die_with_parent,
             )
             assert run.proc.stdout is not None
             line = await asyncio.to_thread(run.proc.stdout.readline)
@@ -505,9 +594,17 @@ class NodeHost:
     # ---- spares -----------------------------------------------------------
 
     def _spare_target(self) -> int:
-        if time.monotonic() - self.last_start > SPARE_IDLE:
+        """As many as ran at once lately (a wave of starts as big as the last finds a
+        spare each), one more, at most SPARE_MAX; none once no run started for a while."""
+        now = time.monotonic()
+        if now - self.last_start > SPARE_IDLE:
+            self.peaks.clear()
             return 0
-        return min(SPARE_MAX, 1 + sum(1 for r in self.runs.values() if r.alive()))
+        running = sum(1 for r in self.runs.values() if r.alive())
+        self.peaks.append((now, running))
+        while self.peaks and now - self.peaks[0][0] > SPARE_IDLE:
+            self.peaks.popleft()
+        return min(SPARE_MAX, 1 + max(n for _, n in self.peaks))
 
     def _warm(self) -> None:
         if len(self.spares) < self._spare_target() and (self.warmer is None or self.warmer.done()):
@@ -518,12 +615,11 @@ class NodeHost:
         while len(self.spares) < self._spare_target():
             try:
                 proc = subprocess.Popen(
-                    [*KEEPER, SPARE, *handover.command()],
+                    [*KEEPER, str(os.getpid()), SPARE, *handover.command()],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     close_fds=True,
-                    preexec_fn=die_with_parent,
                 )
             except OSError:
                 return  # runs start their own supervisors, as they always could
@@ -552,6 +648,9 @@ class NodeHost:
                 elif run.ended is not None and now - run.ended > UNCOLLECTED:
                     self.runs.pop(run.run_id, None)
                     await asyncio.to_thread(self._drop, run)
+            for run in [r for r in self.closing if not r.alive()]:
+                self.closing.remove(run)
+                await asyncio.to_thread(self._drop, run)
             target = self._spare_target()
             keep = [s for s in self.spares if s.proc.poll() is None and now - s.born < SPARE_AGE]
             self.leaving += [s for s in self.spares if s not in keep] + keep[target:]

@@ -44,6 +44,10 @@ _connect_lock = threading.Lock()
 _hosts_lock = threading.Lock()
 _hosts: dict[str, Any] = {}
 _host_class: Any = None
+# When each backend was last seen offered by the cluster (launches within OFFERED_TTL
+# seconds of it do not ask again; a run waiting for a unit always does).
+_offered: dict[str, float] = {}
+OFFERED_TTL = 5.0
 
 
 def resource_name(backend: str) -> str:
@@ -51,6 +55,11 @@ def resource_name(backend: str) -> str:
 
 
 def first_line(exc: BaseException) -> str:
+    """What went wrong, in a line: for an error raised in an actor's method, the error
+    itself (Ray's own text starts with where it was raised)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException) and cause is not exc:
+        return first_line(cause)
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
@@ -116,22 +125,34 @@ def _keep_ray_quiet(ray: Any) -> None:
 # ---- placement: one unit per running run ---------------------------------------------
 
 
-def check_offered(ray: Any, backend: str) -> None:
-    """Fail at once when no node of the cluster offers ``backend``."""
+def check_offered(ray: Any, backend: str, *, fresh: bool = False) -> None:
+    """Fail at once when no node of the cluster offers ``backend`` (what the cluster
+    offered is asked again after OFFERED_TTL seconds, or when ``fresh``)."""
     wanted = resource_name(backend)
-    if ray.cluster_resources().get(wanted, 0) < 1:
-        raise LaunchError(
-            f"no Ray node offers {wanted}: no node of the cluster can run {backend} "
-            f"(start one with: ray start --address=<head> --resources='{{\"{wanted}\": 4}}')"
-        )
+    with _hosts_lock:
+        seen = _offered.get(wanted)
+    if not fresh and seen is not None and time.monotonic() - seen < OFFERED_TTL:
+        return
+    if ray.cluster_resources().get(wanted, 0) >= 1:
+        with _hosts_lock:
+            _offered[wanted] = time.monotonic()
+        return
+    with _hosts_lock:
+        _offered.pop(wanted, None)
+    raise LaunchError(
+        f"no Ray node offers {wanted}: no node of the cluster can run {backend} "
+        f"(start one with: ray start --address=<head> --resources='{{\"{wanted}\": 4}}')"
+    )
 
 
-def reserve(ray: Any, run_id: str, backend: str) -> Any:
-    """The run's placement group (made unless it exists: a relay taking a run over)."""
+def reserve(ray: Any, run_id: str, backend: str, *, fresh: bool = False) -> Any:
+    """The run's placement group: made, unless it exists (a relay taking a run over;
+    ``fresh``: a run just launched, which has none)."""
     from ray.util import get_placement_group, placement_group
 
-    with contextlib.suppress(ValueError):
-        return get_placement_group(placement_name(run_id))
+    if not fresh:
+        with contextlib.suppress(ValueError):
+            return get_placement_group(placement_name(run_id))
     return placement_group(
         [{resource_name(backend): 1}],
         strategy="SPREAD",

@@ -95,7 +95,7 @@ class RayLauncher:
 
             shipment = ray_ship.prepare(run_dir, dict(spec.worktree))
         run = RayRun(run_dir, None, self.address)
-        run.follow(ray, shipment)
+        run.follow(ray, shipment, fresh=True)
         return run
 
     def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> RayRun:
@@ -131,6 +131,7 @@ class RayRun:
         self._ray: Any = None
         self._host: Any = None
         self._shipment: Shipment | None = None
+        self._fresh = False
         self._thread: threading.Thread | None = None
         self._lost: str | None = None
         self._detached = threading.Event()
@@ -234,15 +235,18 @@ class RayRun:
 
     # ---- the relay --------------------------------------------------------
 
-    def follow(self, ray: Any = None, shipment: Shipment | None = None) -> None:
-        """Relay the run from this process (a thread), and say so in its record."""
+    def follow(
+        self, ray: Any = None, shipment: Shipment | None = None, *, fresh: bool = False
+    ) -> None:
+        """Relay the run from this process (a thread), and say so in its record
+        (``fresh``: a run just launched, not yet placed by anyone)."""
         if self._legacy():
             raise LaunchError(
                 f"run {self.run_id} was started by an earlier subagents (its Ray actor"
                 f" {self.actor}) and cannot be followed by this one"
             )
         ray = ray or connect(self.address)
-        self._ray, self._shipment = ray, shipment
+        self._ray, self._shipment, self._fresh = ray, shipment, fresh
         # What another process needs to find the run (`subagents stop`, a new driver).
         self.address = ray.get_runtime_context().gcs_address
         self.relay = procs.identity(os.getpid())
@@ -290,14 +294,14 @@ class RayRun:
             return None
         meta = read_json(self.run_dir / "meta.json")
         backend = str(meta.get("backend"))
-        group = reserve(ray, self.run_id, backend)
+        group = reserve(ray, self.run_id, backend, fresh=self._fresh)
         while not group.wait(PULL_PATIENCE):
             if self._detached.is_set():
                 return None
             if self._stop is not None:
                 return "stopped before it was placed on a Ray node"
             try:
-                check_offered(ray, backend)
+                check_offered(ray, backend, fresh=True)
             except LaunchError as exc:
                 return f"{exc}; the run could not be placed"
         node = placed_on(ray, group)
@@ -318,7 +322,14 @@ class RayRun:
                 if shipment is not None:
                     from subagents.launchers import ray_ship
 
-                    ray_ship.send(ray, host, node, shipment)
+                    try:
+                        ray_ship.send(ray, host, node, shipment)
+                    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                        raise
+                    except Exception as exc:
+                        return (
+                            f"could not send {shipment.root} to Ray node {node}: {first_line(exc)}"
+                        )
                 ship = shipment.for_host() if shipment is not None else None
                 reply = ray.get(
                     host.start.remote(self.run_id, meta, str(self.run_dir), files, ship),
