@@ -342,7 +342,11 @@ def pack(root: Path, commit: str, exclude: str | None = None) -> bytes:
     """The objects of ``commit``'s history as one git pack; without those of ``exclude``'s
     history when given (the receiver has them)."""
     revs = commit + "\n" + (f"^{exclude}\n" if exclude else "")
-    return git(["pack-objects", "--revs", "--stdout", "-q"], root, input=revs.encode()).stdout
+    # No search for new deltas (--window=0): the deltas the repository's own packs hold are
+    # reused, and what is loose goes whole; searching costs seconds on big files (5.4 s
+    # against 1.1 s for 50 MiB of binaries) for nothing on a cluster's network.
+    argv = ["pack-objects", "--revs", "--stdout", "-q", "--window=0"]
+    return git(argv, root, input=revs.encode()).stdout
 
 
 def unpack(repo: Path, data: bytes, ref: str, commit: str, *, new: bool = False) -> None:
@@ -381,8 +385,9 @@ def worktree_from(repo: Path, commit: str, path: Path, branch: str, patch: bytes
     """A worktree of ``repo`` at ``path`` on a new ``branch`` from ``commit``, with ``patch``
     (the caller's uncommitted changes) applied and committed on it. Returns the commit the
     run starts from: the one holding the patch, else ``commit``."""
-    with repo_lock(repo):
-        git(["worktree", "add", "--quiet", "-b", branch, str(path), commit], repo)
+    with repo_lock(repo):  # only the worktree list and the branch: checked out after
+        git(["worktree", "add", "--quiet", "--no-checkout", "-b", branch, str(path), commit], repo)
+    git(["reset", "--quiet", "--hard"], path)
     if not patch:
         return commit
     git(["apply", "--whitespace=nowarn", "-"], path, input=patch)
