@@ -39,7 +39,9 @@ from conftest import eventually  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from subagents import api  # noqa: E402
+from subagents.config import Settings  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
+from subagents.runs import RunRequest, start  # noqa: E402
 
 LOOPBACK = "127.0.0.1"
 UNITS = 8
@@ -233,16 +235,17 @@ def test_many_runs_complete_each_on_its_node_leaving_nothing(
 def test_a_restarted_driver_takes_its_runs_up(
     sc: Scale, tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A background job's driver is killed with runs running and runs still to start; a
-    new driver follows the running ones where they are and starts the rest: every run
-    ran exactly once, and the job completes."""
+    """A background job's driver is killed with its first runs running on the nodes and
+    the rest still to start; a new driver follows the running ones where they are (found
+    by name on their hosts) and starts the rest: every run ran exactly once, and the job
+    completes."""
     work = tmp_path / "work"
     work.mkdir()
     count = tmp_path / "starts"
-    use_child(monkeypatch, tmp_path, 3, count)
-    runs = 12
+    use_child(monkeypatch, tmp_path, 8, count)
+    runs, width = 12, 6
     job = api.prepare_job(
-        spec(runs, 6),
+        spec(runs, width),
         cwd=work,
         executor="ray",
         ray_address=sc.address,
@@ -255,7 +258,13 @@ def test_a_restarted_driver_takes_its_runs_up(
     def started() -> int:
         return len(count.read_text().splitlines()) if count.exists() else 0
 
-    assert eventually(lambda: started() >= 3, 120), "no run started"
+    def recorded() -> list[str]:
+        return [r for r in json.loads((job_dir / "job.json").read_text()).get("runIds") or [] if r]
+
+    # The first wave runs on the nodes and the job has recorded it (a run the driver
+    # launched but had not yet recorded when it died is the job's business: issue 27).
+    assert eventually(lambda: started() == width and len(recorded()) == width, 120)
+    first = recorded()
     driver = json.loads((job_dir / "job.json").read_text())["driver"]["pid"]
     os.kill(driver, signal.SIGKILL)
     again = subprocess.Popen(
@@ -281,7 +290,77 @@ def test_a_restarted_driver_takes_its_runs_up(
     assert w.returncode == 0, w.stdout[-2000:] + w.stderr
     state = json.loads(w.stdout)
     assert [r["status"] for r in state["runs"]] == ["completed"] * runs
+    assert [r["runId"] for r in state["runs"]][:width] == first  # taken up, not redone
+    for run_id in first:
+        events = (isolated_state / "runs" / run_id / "events.jsonl").read_text()
+        assert events.count('"run_started"') == 1
     assert started() == runs, "a run was started twice"
+    assert eventually(lambda: units_held() == [], 30), units_held()
+
+
+def test_a_run_waiting_for_a_unit_is_stopped_at_once(
+    sc: Scale, tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every unit of the cluster is held: one more run waits for one (its placement group
+    pending, no node named), and stopping it ends it as aborted within seconds, its
+    pending unit withdrawn, while the others run on."""
+    use_child(monkeypatch, tmp_path, 120)
+    work = tmp_path / "work"
+    work.mkdir()
+    settings = Settings(executor="ray", ray_address=sc.address, ray_shared_cwd=True)
+    units = UNITS * len(sc.nodes)
+    handles = [start(RunRequest(task=f"t{i}", cwd=str(work)), settings) for i in range(units)]
+    try:
+        assert eventually(lambda: all(h.launched.where()["node"] for h in handles), 120)
+        waiting = start(RunRequest(task="one too many", cwd=str(work)), settings)
+        time.sleep(2)
+        assert waiting.launched.where()["node"] is None and waiting.result() is None
+        assert len(units_held()) == units + 1
+        t0 = time.monotonic()
+        result = waiting.stop()
+        assert time.monotonic() - t0 < 10
+        assert result["status"] == "aborted", result
+        assert "before it was placed" in result["errorMessage"], result["errorMessage"]
+        assert eventually(lambda: len(units_held()) == units, 30), units_held()
+        assert all(h.result() is None for h in handles)  # the others run on
+    finally:
+        for h in handles:
+            h.stop()
+    assert eventually(lambda: units_held() == [], 30), units_held()
+
+
+def test_a_dead_host_fails_only_its_runs_naming_its_node(
+    sc: Scale, tmp_path: Path, isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host's process killed under its runs: they fail naming the node (their children
+    go: their supervisors saw the host die), the other nodes' runs complete, and the next
+    run there makes a new host, which clears what the dead one left."""
+    use_child(monkeypatch, tmp_path, 6)
+    work = tmp_path / "work"
+    work.mkdir()
+    settings = Settings(executor="ray", ray_address=sc.address, ray_shared_cwd=True)
+    handles = [start(RunRequest(task=f"t{i}", cwd=str(work)), settings) for i in range(6)]
+    assert eventually(lambda: all(h.launched.where()["node"] for h in handles), 120)
+    node = handles[0].launched.where()["node"]
+    host = next(h for h in hosts() if h["node"] == node)
+    os.kill(host["pid"], signal.SIGKILL)
+    results = [h.wait(timeout=120) for h in handles]
+    for h, r in zip(handles, results, strict=True):
+        assert r is not None
+        if h.launched.where()["node"] == node:
+            assert r["status"] == "failed", r
+            assert f"Ray node {node}" in r["errorMessage"], r["errorMessage"]
+        else:
+            assert r["status"] == "completed", r
+    # As many runs as the cluster has units: every node takes some, that one too.
+    use_child(monkeypatch, tmp_path, 1)
+    units = UNITS * len(sc.nodes)
+    again = [start(RunRequest(task=f"u{i}", cwd=str(work)), settings) for i in range(units)]
+    done = [h.wait(timeout=120) for h in again]
+    assert [r["status"] if r else None for r in done] == ["completed"] * units
+    assert node in {r["executor"]["node"] for r in done if r}
+    assert node in {h["node"] for h in hosts()}
+    assert eventually(lambda: not leftover_runs(sc.node_runs), 30), leftover_runs(sc.node_runs)
     assert eventually(lambda: units_held() == [], 30), units_held()
 
 

@@ -83,7 +83,7 @@ LOOK = 0.25
 FINISHING = 0.2
 # How often the host looks at its runs (ended ones release their unit) and its spares.
 WATCH = 0.25
-# How many reasons for runs ended by others (`ray down`) are kept for their relays.
+# How many reasons for runs ended by others (`ray down --force`) are kept for their relays.
 ENDED_KEPT = 1000
 # A run whose result nobody collected is dropped after this long.
 UNCOLLECTED = 24 * 3600.0
@@ -420,6 +420,7 @@ class NodeHost:
                     "result": None if more else result,
                     "alive": alive,
                     "error": run.error or (None if alive else self._orphan_cleanup(run)),
+                    "reason": self.reasons.get(run_id),
                 }
             await self._changed(run, deadline - now)
 
@@ -438,14 +439,32 @@ class NodeHost:
             return False
         return procs.killpg(run.supervisor_pid, sig)
 
-    async def close(self, run_id: str, why: str | None = None) -> bool:
-        """The caller has everything, or gives the run up (``why``, for a relay that
-        still follows it): end it if it still runs, release its unit, drop the node's
-        copy. True if it was still running."""
-        if why is not None:
-            self.reasons[run_id] = why
-            while len(self.reasons) > ENDED_KEPT:
-                self.reasons.pop(next(iter(self.reasons)))
+    async def abort(self, run_id: str, why: str) -> bool:
+        """End a run for someone else than its caller (`subagents ray down --force`):
+        its relay gets its aborted result, and ``why``. True if it was still running."""
+        self.reasons[run_id] = why
+        while len(self.reasons) > ENDED_KEPT:
+            self.reasons.pop(next(iter(self.reasons)))
+        run = self.runs.get(run_id)
+        if run is None or not run.alive():
+            return False
+        await self._end(run)
+        return True
+
+    async def _end(self, run: HostedRun) -> None:
+        """SIGTERM to its supervisor, a grace, then SIGKILL (and its child's group, which a
+        killed supervisor cannot end)."""
+        procs.killpg(run.supervisor_pid, signal.SIGTERM)
+        deadline = time.monotonic() + CLOSE_GRACE
+        while run.alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        if run.alive():
+            procs.killpg(run.supervisor_pid, signal.SIGKILL)
+            self._orphan_cleanup(run)
+
+    async def close(self, run_id: str) -> bool:
+        """The caller has everything, or gives the run up: end it if it still runs,
+        release its unit, drop the node's copy. True if it was still running."""
         run = self.runs.pop(run_id, None)
         if run is None:
             await asyncio.to_thread(remove_placement, run_id)
@@ -453,14 +472,7 @@ class NodeHost:
         await run.ready.wait()
         ending = run.result() is None and run.alive()
         if ending:
-            # SIGTERM, a grace, then SIGKILL (and its child's group, which it cannot end).
-            procs.killpg(run.supervisor_pid, signal.SIGTERM)
-            deadline = time.monotonic() + CLOSE_GRACE
-            while run.alive() and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
-            if run.alive():
-                procs.killpg(run.supervisor_pid, signal.SIGKILL)
-                self._orphan_cleanup(run)
+            await self._end(run)
         # The unit and the files go after the answer: the caller waits for neither.
         self._background(self._release(run))
         if run.alive():  # its result is out and it is exiting: the watch drops it

@@ -38,8 +38,10 @@ NAMESPACE = "subagents"
 RAY_LOG = "ray.log"
 # A new host starts a Ray worker process on its node: this long at most.
 HOST_PATIENCE = 120.0
-# Ending the hosts (`ray down`): this long for the cluster to let go of each.
+# Ending the hosts (`ray down`): this long for the cluster to let go of each, and for the
+# relays of the runs it aborts to collect their results first.
 KILL_PATIENCE = 10.0
+COLLECT_PATIENCE = 15.0
 _connect_lock = threading.Lock()
 _hosts_lock = threading.Lock()
 _hosts: dict[str, Any] = {}
@@ -330,13 +332,22 @@ def cluster_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
             " to abort them"
         )
     ray = connect(address)
-    removed = []
-    why = "it was aborted by `subagents ray down --force`"
-    for name, handle in _hosts_of(ray):
-        status_of: dict[str, Any] = next((h for h in status["hosts"] if h["name"] == name), {})
-        ending = [handle.close.remote(r["runId"], why) for r in status_of.get("runs") or []]
+    hosts = _hosts_of(ray)
+    if running:
+        # Aborted where they run; their relays bring their results home before the hosts go.
+        why = "it was aborted by `subagents ray down --force`"
+        ending = []
+        for name, handle in hosts:
+            runs = next((h.get("runs") or [] for h in status["hosts"] if h["name"] == name), [])
+            ending += [handle.abort.remote(r["runId"], why) for r in runs if r.get("running")]
         with contextlib.suppress(Exception):
             ray.get(ending, timeout=KILL_PATIENCE)
+        aborted = {str(r["runId"]) for r in running}
+        deadline = time.monotonic() + COLLECT_PATIENCE
+        while time.monotonic() < deadline and aborted & _held(ray, hosts):
+            time.sleep(0.2)
+    removed = []
+    for name, handle in hosts:
         with contextlib.suppress(Exception):
             ray.kill(handle, no_restart=True)
         removed.append(name)
@@ -354,6 +365,17 @@ def cluster_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
     for unit in units:
         release(str(unit["runId"]))
     return {"hosts": removed, "aborted": [r["runId"] for r in running], "units": len(units)}
+
+
+def _held(ray: Any, hosts: list[tuple[str, Any]]) -> set[str]:
+    """The runs the hosts hold (running, or ended and not yet collected by their relay)."""
+    held: set[str] = set()
+    for _, host in hosts:
+        with contextlib.suppress(Exception):
+            held |= {
+                r["runId"] for r in ray.get(host.status.remote(), timeout=KILL_PATIENCE)["runs"]
+            }
+    return held
 
 
 def describe_status(status: dict[str, Any]) -> str:

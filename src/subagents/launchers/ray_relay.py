@@ -36,7 +36,13 @@ from subagents.core import procs
 from subagents.core.files import open_private, publish_once, read_json
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import LAUNCHER_KEY, RAY_MISSING, write_record
-from subagents.launchers.ray_host import PLACEMENT_PREFIX, RELAYED, SENT_FILES, host_name
+from subagents.launchers.ray_host import (
+    PLACEMENT_PREFIX,
+    RELAYED,
+    SENT_FILES,
+    host_name,
+    placement_name,
+)
 from subagents.launchers.ray_pool import (
     NAMESPACE,
     check_offered,
@@ -61,6 +67,9 @@ PULL_WAIT = 0.5
 # How long one call may take beyond its wait before the node is looked at (a busy node),
 # and how long a run waits for a unit between looks at whether any node can give one.
 PULL_PATIENCE = 10.0
+# A run waiting for a unit looks this often whether it was stopped meanwhile (whole
+# seconds: Ray's wait truncates a fraction, 0.5 would not wait at all).
+PLACE_LOOK = 1
 # Starting a run on its host (a first run on a node waits for the host to start).
 START_PATIENCE = 180.0
 # A host that is unreachable (not known dead) gets this long to come back.
@@ -203,6 +212,11 @@ class RayRun:
             ray = connect(self.address)
             if self._legacy():
                 return self._kill_legacy(ray)
+            if self.node is None:  # placed (and started) since its record was written?
+                with contextlib.suppress(Exception):
+                    from ray.util import get_placement_group
+
+                    self.node = placed_on(ray, get_placement_group(placement_name(self.run_id)))
             host = find_host(ray, self.node) if self.node else None
             ended = False
             if host is not None:
@@ -271,7 +285,9 @@ class RayRun:
 
     def _relay(self) -> None:
         try:
-            self._lost = self._start() or self._follow()
+            self._lost = self._start()
+            if self._lost is None and not self._detached.is_set():
+                self._lost = self._follow()
         except BaseException as exc:  # it must end with a diagnosis (Ray may raise SystemExit)
             self._lost = f"the relay of Ray run {self.run_id} failed: {first_line(exc)}"
         if self._lost is not None and not self._detached.is_set():
@@ -295,15 +311,18 @@ class RayRun:
         meta = read_json(self.run_dir / "meta.json")
         backend = str(meta.get("backend"))
         group = reserve(ray, self.run_id, backend, fresh=self._fresh)
-        while not group.wait(PULL_PATIENCE):
+        next_look = time.monotonic() + PULL_PATIENCE
+        while not group.wait(PLACE_LOOK):
             if self._detached.is_set():
                 return None
             if self._stop is not None:
                 return "stopped before it was placed on a Ray node"
-            try:
-                check_offered(ray, backend, fresh=True)
-            except LaunchError as exc:
-                return f"{exc}; the run could not be placed"
+            if time.monotonic() >= next_look:  # can any node still take it?
+                next_look = time.monotonic() + PULL_PATIENCE
+                try:
+                    check_offered(ray, backend, fresh=True)
+                except LaunchError as exc:
+                    return f"{exc}; the run could not be placed"
         node = placed_on(ray, group)
         if node is None:
             return "Ray placed the run's unit on no node"
@@ -384,11 +403,15 @@ class RayRun:
                     f.write(data)
                 offsets[name] = offsets.get(name, 0) + len(data)
             result = reply["result"]
+            reason = reply.get("reason")
             if result is not None:
+                if reason and result.get("errorMessage"):  # ended by someone else: who
+                    result["errorMessage"] = f"{result['errorMessage']}; {reason}"
                 self._publish(result)
                 return None
             if not reply["alive"] and not reply["chunks"]:
-                return reply["error"] or f"the supervisor on Ray node {self.node} ended"
+                why = reply["error"] or f"the supervisor on Ray node {self.node} ended"
+                return f"{why}; {reason}" if reason else why
         return None
 
     def _publish(self, result: dict[str, Any]) -> None:
