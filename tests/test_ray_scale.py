@@ -222,7 +222,8 @@ def test_many_runs_complete_each_on_its_node_leaving_nothing(
     # process but the pool's spares, no temp directory of ours, no relay thread.
     assert eventually(lambda: units_held() == [], 30), units_held()
     assert eventually(lambda: all(h["runs"] == [] for h in hosts()), 30), hosts()
-    assert len(hosts()) == 3
+    assert len(hosts()) == 3  # the pool: one host per node, no actor per run
+    assert all(n.startswith("subagents-host-") for n in ray.util.list_named_actors())
     assert eventually(lambda: not leftover_runs(sc.node_runs), 30), leftover_runs(sc.node_runs)
     assert eventually(lambda: supervisors_beyond_spares() == [], 30), supervisors_beyond_spares()
     temp_after = {p.name for p in Path(tempfile.gettempdir()).glob("subagents-*")}
