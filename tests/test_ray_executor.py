@@ -616,6 +616,33 @@ def test_a_tree_that_cannot_travel_is_refused_in_one_line(
         assert p.stderr.count("\n") == 1 and words in p.stderr and "--ray-shared-cwd" in p.stderr
 
 
+def test_what_is_too_big_to_travel_is_refused_in_one_line(
+    rc: RayCluster, tmp_path: Path, isolated_state: Path
+) -> None:
+    """Over a limit, the run fails before anything is sent, its error naming the limit;
+    the user's tree is untouched."""
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    (repo / "big.bin").write_bytes(os.urandom(300_000))
+    base = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
+    base += ["--ray-address", rc.address, "--isolate", "worktree", "--cwd", str(repo), "hi"]
+    for var, words in (
+        ("SUBAGENTS_RAY_MAX_PATCH_MB", "the uncommitted changes in"),
+        ("SUBAGENTS_RAY_MAX_PACK_MB", "as a git pack, over the 0.0 MiB"),
+    ):
+        if var == "SUBAGENTS_RAY_MAX_PACK_MB":
+            git(repo, "add", "big.bin")
+            git(repo, "commit", "-q", "-m", "big")
+        p = subprocess.run(
+            base, env={**os.environ, var: "0"}, capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode == 1, p.stderr
+        result = json.loads(p.stdout)
+        assert result["status"] == "failed" and words in result["errorMessage"], result
+        assert var in result["errorMessage"]
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "branch", "--list").strip() == "* main"
+
+
 def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:
     """Runs last: it takes one of the module's pi nodes away."""
     marks = [uuid.uuid4().hex for _ in range(3)]
