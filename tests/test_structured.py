@@ -160,3 +160,20 @@ def test_strict_mode_closes_objects_and_makes_optional_keys_nullable() -> None:
 def test_strict_mode_refuses_what_it_cannot_express(schema: dict, words: str) -> None:  # type: ignore[type-arg]
     with pytest.raises(UsageError, match=words):
         strict(schema)
+
+
+def test_a_council_compares_answers_field_by_field() -> None:
+    from subagents.structured import compare
+
+    report = compare(
+        {
+            "pi": {"verdict": "approve", "findings": ["a"], "score": {"x": 1, "y": 2}},
+            "claude": {"verdict": "approve", "findings": ["b"], "score": {"x": 1, "y": 3}},
+            "codex": {"verdict": "approve", "findings": ["a"], "score": {"x": 1}, "a/b": 1},
+        }
+    )
+    assert report["agree"] == ["/score/x", "/verdict"]
+    assert report["differ"]["/findings"] == {"pi": ["a"], "claude": ["b"], "codex": ["a"]}
+    assert report["differ"]["/score/y"] == {"pi": 2, "claude": 3, "codex": None}
+    assert report["differ"]["/a~1b"] == {"pi": None, "claude": None, "codex": 1}
+    assert compare({"pi": [1, 2], "claude": [1, 2]}) == {"agree": ["/"], "differ": {}}

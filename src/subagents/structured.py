@@ -231,3 +231,29 @@ def _nullable(schema: Any) -> Any:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def compare(answers: dict[str, Any]) -> dict[str, Any]:
+    """Where members' structured answers agree and where they differ, field by field:
+    ``{"agree": [path, ...], "differ": {path: {member: value}}}``. A path is a JSON pointer
+    into the values (``/verdict``, ``/findings/0``); objects are compared key by key, any
+    other value (a list, a scalar) as a whole at its path, so two lists in another order
+    differ. A member that lacks a path counts as ``null`` there."""
+    agree: list[str] = []
+    differ: dict[str, dict[str, Any]] = {}
+
+    def walk(path: str, values: dict[str, Any]) -> None:
+        if values and all(isinstance(v, dict) for v in values.values()):
+            keys = sorted({k for v in values.values() for k in v})
+            for key in keys:
+                pointer = f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+                walk(pointer, {m: v.get(key) for m, v in values.items()})
+            return
+        canonical = {m: json.dumps(v, sort_keys=True) for m, v in values.items()}
+        if len(set(canonical.values())) <= 1:
+            agree.append(path or "/")
+        else:
+            differ[path or "/"] = dict(values)
+
+    walk("", dict(answers))
+    return {"agree": agree, "differ": differ}
