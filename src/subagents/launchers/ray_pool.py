@@ -23,11 +23,11 @@ from typing import Any
 from subagents.core import paths
 from subagents.errors import LaunchError
 from subagents.launchers.base import RAY_MISSING
-from subagents.launchers.ray_host import (
+from subagents.launchers.ray_host import NodeHost
+from subagents.launchers.ray_node import (
     HOST_PREFIX,
     PLACEMENT_PREFIX,
     PROTOCOL,
-    NodeHost,
     host_name,
     placement_name,
 )
@@ -174,7 +174,7 @@ def placed_on(ray: Any, group: Any) -> str | None:
 
 def release(run_id: str) -> None:
     """Give the run's unit back (when its host cannot: gone with its node)."""
-    from subagents.launchers.ray_host import remove_placement
+    from subagents.launchers.ray_node import remove_placement
 
     with contextlib.suppress(Exception):
         remove_placement(run_id)

@@ -36,7 +36,7 @@ from subagents.core import procs
 from subagents.core.files import open_private, publish_once, read_json
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import LAUNCHER_KEY, RAY_MISSING, write_record
-from subagents.launchers.ray_host import (
+from subagents.launchers.ray_node import (
     PLACEMENT_PREFIX,
     RELAYED,
     SENT_FILES,
