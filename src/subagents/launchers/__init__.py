@@ -1,8 +1,9 @@
 """launchers — how and where a run's supervisor starts: one ``Launcher`` each for a
 detached process here (``process``, with warm spares), a tmux window here (``tmux``), and a
 run on a Ray cluster's node (``ray``: ``ray_relay``, ``ray_pool`` and ``ray_ship`` on the
-caller's side, ``ray_host`` and ``ray_keeper`` on the node's). A run's ``Placement`` chooses one; what a launch hands back
-(``Launched``) says what the supervisor is, and ``supervisor.json`` records it.
+caller's side, ``ray_host`` and ``ray_keeper`` on the node's, ``ray_node`` the names
+both share). A run's ``Placement`` chooses one; what a launch hands back (``Launched``)
+says what the supervisor is, and ``supervisor.json`` records it.
 
 May import: supervisor (its command line), worktree, config, core.
 """
