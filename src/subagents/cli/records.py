@@ -11,6 +11,8 @@ import click
 
 from subagents.cli.app import WIDE, echo_child_text, fail, main, table
 from subagents.core.childtext import neutralize
+from subagents.core.events import number
+from subagents.core.records import object_of
 from subagents.present.figures import money
 
 # ---- lifecycle records -------------------------------------------------------------
@@ -79,15 +81,16 @@ def history(
     columns += [("COST", {}), ("SUMMARY", {"ratio": 1})]
     console, grid = table(columns)
     for e in entries:
-        usage = e.get("usage") or {}
+        usage = object_of(e.get("usage"))
         cost = usage.get("cost")
+        took = number(e.get("durationMs"))
         stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
         cells = [
             stamp if wide else stamp[5:16],  # "MM-DD HH:MM"
             str(e.get("jobId") or ""),
             str(e.get("eventType", "")).removeprefix("subagent:"),
             neutralize(str(e.get("agentName") or "-")),
-            f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
+            f"{took / 1000:.1f}s" if took is not None else "",
         ]
         if wide:
             cells.append(str(usage.get("totalTokens") or ""))

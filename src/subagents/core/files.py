@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from subagents.types import Event
+    from subagents.types import Event, JsonValue
 
 
 DIR_MODE = 0o700
@@ -85,21 +85,23 @@ def dumps_fast(obj: Any) -> bytes:
         return dumps(obj)
 
 
-def loads_exact(data: bytes | bytearray) -> Any:
+def loads_exact(data: bytes | bytearray) -> JsonValue:
     """Parse JSON through orjson; ``ValueError`` where orjson refuses it (NaN, invalid
     UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
     if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
         raise ValueError("a number orjson may not read exactly")
-    return (_orjson or orjson_module()).loads(data)
+    value: JsonValue = (_orjson or orjson_module()).loads(data)
+    return value
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes) -> JsonValue:
     """Parse JSON written by :func:`dumps` or :func:`dumps_fast`: orjson, json where it
     cannot read the data exactly."""
     try:
         return loads_exact(data)
     except ValueError:
-        return json.loads(data)
+        value: JsonValue = json.loads(data)
+        return value
 
 
 def reserve_space(directory: Path, size: int = RESERVE_BYTES) -> None:
@@ -218,9 +220,12 @@ def publish_once(path: Path, obj: Any) -> bool:
     return True
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JsonValue:
+    """A JSON file's value: what the file says, to be checked by its reader (see
+    :mod:`subagents.core.records`) before it is taken for a record."""
     with open(path, "rb") as f:
-        return json.loads(f.read())
+        value: JsonValue = json.loads(f.read())
+    return value
 
 
 def read_tail(path: Path, size: int) -> str:

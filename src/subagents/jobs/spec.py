@@ -40,7 +40,7 @@ MODES = ("single", "parallel", "chain")
 @dataclass
 class Step:
     # pydantic reads this when checking a document against the class.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     task: str
     agent: str | None = None
@@ -80,7 +80,7 @@ class Step:
 
 @dataclass
 class JobSpec:
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     mode: JobMode
     # ``tasks`` and ``steps`` are two spellings of one list (parallel plans say tasks,

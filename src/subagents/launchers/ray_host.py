@@ -15,7 +15,6 @@ made an actor by the relay (``ray.remote(RunHost)``).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -25,14 +24,24 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from subagents.core import procs
-from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
+from subagents.core.files import (
+    make_private_dir,
+    open_private,
+    read_events,
+    read_json,
+    write_json_atomic,
+)
+from subagents.core.records import is_run_result
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
 from subagents.launchers.ray_keeper import die_with_parent
 from subagents.supervisor.handover import LOG_FILE
+
+if TYPE_CHECKING:
+    from subagents.types import JsonObject, JsonValue, RunResult
 
 # The artifacts relayed to the caller, in the order they are pulled.
 RELAYED = ("events.jsonl", "transcript.md", "raw.jsonl", "stderr.log", LOG_FILE)
@@ -51,15 +60,28 @@ def node_runs_dir() -> Path:
     )
 
 
-def _localize(meta: dict[str, Any], caller_dir: str, node_dir: Path) -> dict[str, Any]:
+class Pulled(TypedDict):
+    """What one pull hands the caller's relay: the artifacts' new bytes, and the result once
+    every byte before it is handed over."""
+
+    node: str
+    chunks: dict[str, bytes]
+    result: RunResult | None
+    alive: bool
+    error: str | None
+
+
+def _localize(meta: JsonObject, caller_dir: str, node_dir: Path) -> JsonObject:
     """The caller's spec, made to run here: its run-dir paths (a system prompt file)
     point into the node's run dir, and an agent CLI the caller found at a path this node
     does not have is looked up on this node's PATH by name."""
-    argv = [
+    given = meta.get("argv")
+    argv: list[JsonValue] = [
         str(node_dir / a[len(caller_dir) + 1 :]) if a.startswith(caller_dir + os.sep) else a
-        for a in meta["argv"]
+        for a in (given if isinstance(given, list) else [])
+        if isinstance(a, str)
     ]
-    if argv and not os.access(argv[0], os.X_OK):
+    if argv and isinstance(argv[0], str) and not os.access(argv[0], os.X_OK):
         found = shutil.which(os.path.basename(argv[0]))
         if found:
             argv[0] = found
@@ -70,7 +92,7 @@ class RunHost:
     """One run's supervisor on this node. Methods are called from the caller's relay."""
 
     def __init__(
-        self, run_id: str, meta: dict[str, Any], caller_dir: str, files: dict[str, bytes]
+        self, run_id: str, meta: JsonObject, caller_dir: str, files: dict[str, bytes]
     ) -> None:
         import ray
 
@@ -113,13 +135,13 @@ class RunHost:
         if self.proc is not None:
             self.proc.wait()
 
-    def where(self) -> dict[str, Any]:
+    def where(self) -> dict[str, str | int]:
         return {"node": self.node_id, "dir": str(self.dir), "pid": os.getpid()}
 
     def _alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def pull(self, offsets: dict[str, int], wait: float) -> dict[str, Any]:
+    def pull(self, offsets: dict[str, int], wait: float) -> Pulled:
         """New bytes of each artifact past ``offsets``, waiting up to ``wait`` s for any;
         ``result`` only once every byte before it has been handed over."""
         deadline = time.monotonic() + wait
@@ -144,12 +166,12 @@ class RunHost:
                 }
             time.sleep(POLL)
 
-    def _result(self) -> dict[str, Any] | None:
+    def _result(self) -> RunResult | None:
         try:
-            data = json.loads((self.dir / "result.json").read_bytes())
+            data = read_json(self.dir / "result.json")
         except (FileNotFoundError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        return data if is_run_result(data) else None
 
     def _orphan_cleanup(self) -> str | None:
         """The supervisor ended: without a result, kill whatever its child left and say so."""

@@ -25,18 +25,26 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.core import procs
 from subagents.core.files import open_private, publish_once, read_json
+from subagents.core.records import process_identity
 from subagents.errors import LaunchError, SubagentsError, UsageError
-from subagents.launchers.base import LAUNCHER_KEY, RAY_MISSING, write_record
+from subagents.launchers.base import RAY_MISSING, write_record
 from subagents.launchers.ray_host import RELAYED, RunHost
+from subagents.supervisor.result import artifact_paths
 
 if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import (
+        ExecutorPlace,
+        JsonObject,
+        ProcessIdentity,
+        RaySupervisorRecord,
+        RunResult,
+    )
 
 NAMESPACE = "subagents"
 PULL_WAIT = 0.5
@@ -112,6 +120,8 @@ class RayLauncher:
         ray = connect(self.address)
         _check_placement(ray, spec.backend)
         meta = read_json(run_dir / "meta.json")
+        if not isinstance(meta, dict):
+            raise LaunchError(f"{run_dir / 'meta.json'}: not a run's spec")
         files = {}
         prompt = run_dir / "system-prompt.md"
         if prompt.exists():
@@ -135,7 +145,7 @@ class RayLauncher:
         run.follow(ray, actor)
         return run
 
-    def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> RayRun:
+    def reattach(self, run_dir: Path, record: JsonObject, *, follow: bool = True) -> RayRun:
         run = RayRun.from_record(run_dir, record)
         if follow:
             run.follow()
@@ -156,13 +166,14 @@ class RayRun:
         actor: str,
         address: str | None,
         node: str | None = None,
-        relay: dict[str, Any] | None = None,
+        relay: ProcessIdentity | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.actor = actor
         self.address = address
         self.node = node
-        self.relay: Mapping[str, Any] = relay or {}
+        # None until a process relays it (a record that names none: nothing relays it).
+        self.relay = relay
         self._ray: Any = None
         self._actor: Any = None
         self._thread: threading.Thread | None = None
@@ -170,18 +181,32 @@ class RayRun:
         self._detached = threading.Event()
 
     @classmethod
-    def from_record(cls, run_dir: Path, record: dict[str, Any]) -> RayRun:
+    def from_record(cls, run_dir: Path, record: JsonObject) -> RayRun:
+        """The run its ``supervisor.json`` names (ValueError for one that names none)."""
         # A record written before the launchers were one seam said where the run was under
         # "executor", and its relay's pid and start time as "pid" and "createTime".
-        where = record.get("ray") or record["executor"]
-        relay = record.get("relay") or {"pid": record["pid"], "createTime": record["createTime"]}
+        where = record.get("ray") or record.get("executor")
+        relay = record.get("relay")
+        if not isinstance(relay, dict):
+            relay = record
+        actor, address, node = (
+            (where.get("actor"), where.get("address"), where.get("node"))
+            if isinstance(where, dict)
+            else (None, None, None)
+        )
+        if not isinstance(actor, str):
+            raise ValueError("supervisor.json names no Ray actor")
         return cls(
-            run_dir, str(where["actor"]), where.get("address") or None, where.get("node"), relay
+            run_dir,
+            actor,
+            address if isinstance(address, str) and address else None,
+            node if isinstance(node, str) else None,
+            process_identity(relay),
         )
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> RaySupervisorRecord:
         return {
-            LAUNCHER_KEY: self.launcher,
+            "runner": "ray",
             "ray": {"actor": self.actor, "address": self.address, "node": self.node},
             "relay": self.relay,
         }
@@ -191,10 +216,10 @@ class RayRun:
     def alive(self) -> bool:
         if self._thread is not None:
             return self._thread.is_alive()
-        return procs.is_alive(self.relay)
+        return self.relay is not None and procs.is_alive(self.relay)
 
     def terminate(self, sig: int) -> None:
-        if self._thread is None and not procs.is_alive(self.relay):
+        if self._thread is None and not (self.relay is not None and procs.is_alive(self.relay)):
             # Its relay died with its driver: relay it from here, so its result still comes
             # back and its actor (and the node's unit it holds) is released.
             self.follow()
@@ -207,7 +232,7 @@ class RayRun:
     def lost(self) -> str | None:
         return self._lost
 
-    def where(self) -> dict[str, Any]:
+    def where(self) -> ExecutorPlace:
         return {"kind": "ray", "node": self.node}
 
     def orphaned(self, child_pid: int | None) -> str | None:
@@ -321,10 +346,9 @@ class RayRun:
                 return reply["error"] or f"the supervisor on Ray node {self.node} ended"
         return None
 
-    def _publish(self, result: dict[str, Any]) -> None:
-        paths = result.get("paths")
-        if isinstance(paths, dict):
-            result["paths"] = {k: str(self.run_dir / Path(v).name) for k, v in paths.items()}
+    def _publish(self, result: RunResult) -> None:
+        # Its artifacts are the ones relayed here.
+        result["paths"] = artifact_paths(self.run_dir)
         result["executor"] = self.where()
         publish_once(self.run_dir / "result.json", result)
 
@@ -354,8 +378,11 @@ class RayRun:
                 return f"the Ray node {self.node} ({address}) died while running this run"
             return None
         try:
-            backend = str(read_json(self.run_dir / "meta.json").get("backend"))
-        except (OSError, ValueError, AttributeError):
+            meta = read_json(self.run_dir / "meta.json")
+        except (OSError, ValueError):
+            meta = None
+        backend = meta.get("backend") if isinstance(meta, dict) else None
+        if not isinstance(backend, str):
             return None  # cannot tell: keep waiting, bounded by the run's own monitor
         try:
             _check_placement(self._ray, backend)

@@ -16,21 +16,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core.clock import epoch
+from subagents.core.events import count, number
 from subagents.core.records import is_agent_event
 from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
 from subagents.present import figures
 
 if TYPE_CHECKING:
-    from subagents.types import AgentEvent, CostRow, CostTotals
+    from subagents.types import AgentEvent, CostRow, CostTotals, JobRun
 
 GROUPS = ("agent", "backend", "model", "repo", "day")
 UNKNOWN = "unknown"
 
-# A job's runs (its JobResult's ``runs``), read key by key.
-RunsOf = Callable[[str], "Sequence[Mapping[str, Any]] | None"]
+# A job's runs (its JobResult's ``runs``).
+RunsOf = Callable[[str], "Sequence[JobRun] | None"]
 
 
 def session_files(home: Path, session: str | None = None) -> list[Path]:
@@ -74,24 +75,20 @@ def _zero() -> CostRow:
     }
 
 
-def _count(value: object) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
 def _add(row: CostRow, usage: object, job_ids: set[str], job_id: str | None) -> None:
     counts: Mapping[str, object] = usage if isinstance(usage, Mapping) else {}
     row["runs"] += 1
     if job_id and job_id not in job_ids:
         job_ids.add(job_id)
         row["jobs"] += 1
-    row["input"] += _count(counts.get("input"))
-    row["output"] += _count(counts.get("output"))
-    row["cacheRead"] += _count(counts.get("cacheRead"))
-    row["cacheWrite"] += _count(counts.get("cacheWrite"))
-    row["totalTokens"] += _count(counts.get("totalTokens"))
-    cost = counts.get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        row["cost"] = (row["cost"] or 0.0) + float(cost)
+    row["input"] += count(counts.get("input"))
+    row["output"] += count(counts.get("output"))
+    row["cacheRead"] += count(counts.get("cacheRead"))
+    row["cacheWrite"] += count(counts.get("cacheWrite"))
+    row["totalTokens"] += count(counts.get("totalTokens"))
+    cost = number(counts.get("cost"))
+    if cost is not None:
+        row["cost"] = (row["cost"] or 0.0) + cost
     else:
         row["unpriced"] += 1
 
@@ -114,7 +111,14 @@ def _units(entry: AgentEvent, by: str | None, runs_of: RunsOf | None) -> list[tu
     if by == "repo":
         from subagents.worktree import repository_of
 
-        return [(repository_of(run) or UNKNOWN, run.get("usage")) for run in runs]
+        return [
+            (
+                (repository_of(run.get("cwd"), run.get("worktree")) if "paths" in run else None)
+                or UNKNOWN,
+                run.get("usage"),
+            )
+            for run in runs
+        ]
     return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
 
 

@@ -58,7 +58,7 @@ def rounded_cost(cost: Any) -> float | None:
     return round(float(cost), digits)
 
 
-def rounded_usage(usage: Any) -> dict[str, Any] | None:
+def rounded_usage(usage: object) -> dict[str, object] | None:
     """A usage record (``input, output, cacheRead, cacheWrite, totalTokens, cost``) with its
     cost rounded; None for none."""
     if not isinstance(usage, dict):

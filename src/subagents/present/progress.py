@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 
 from subagents.core.childtext import neutralize
 from subagents.present.humanize import (
@@ -29,7 +28,7 @@ from subagents.present.humanize import (
 # typing and dataclasses are not imported at run time: the supervisor imports this module.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Final
 
     from subagents.types import Event
 
@@ -57,16 +56,15 @@ class ProgressFormatter:
         self._activity: str | tuple[Call, str | None, str | None] | None = None
         self._cwd: str | None = None
         # When the child went quiet, while the last event is the watchdog's stall notice.
-        self._stalled_since: Any = None
+        self._stalled_since: object = None
 
     # public
 
-    def line(self, event: Mapping[str, Any]) -> str | None:
+    def line(self, event: Event) -> str | None:
         """The progress line for ``event``, or None when there is nothing to show.
 
-        ``event`` is a canonical event (an ``Event``); any mapping is read as one, field by
-        field, so a line read back from disk whatever it holds, or a kind this version does
-        not know, is worded or passed over, never an error."""
+        Its fields are read one by one, each checked as it is read: an event read back from
+        disk, whatever else it holds, is worded or passed over, never an error."""
         text = self._text(event, shorten=True)
         return None if text is None else self._cap(neutralize(text))
 
@@ -106,7 +104,7 @@ class ProgressFormatter:
         if len(pending) > MEMORY_LIMIT:
             pending.popitem(last=False)
 
-    def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
+    def _text(self, event: Event, *, shorten: bool) -> str | None:
         """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
         etype = event.get("type")
         if etype == "assistant_text":
@@ -160,7 +158,7 @@ class ProgressFormatter:
             return text
         return None  # usage (the status line shows tokens) and anything unknown
 
-    def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+    def _tool_call(self, event: Event, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         call = Call(str(event.get("toolName") or "tool"), event.get("args"))
         if isinstance(call_id, str) and call_id:
@@ -168,7 +166,7 @@ class ProgressFormatter:
         self._activity = (call, None, self._cwd)
         return call.words(None, shorten=shorten, cwd=self._cwd)
 
-    def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+    def _tool_result(self, event: Event, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         outcome = "failed" if event.get("isError") else "done"
         call = self._calls.get(call_id) if isinstance(call_id, str) else None

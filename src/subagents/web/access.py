@@ -22,6 +22,8 @@ import hmac
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from starlette.types import Scope
+
 from subagents.loopback import allowed_hosts, allowed_origins, bearer, same_secret
 
 CSRF_HEADER = b"x-csrf-token"
@@ -55,7 +57,7 @@ def derived(token: str, purpose: str) -> str:
     return hmac.new(token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
 
-def _headers(scope: dict[str, Any]) -> dict[bytes, bytes]:
+def _headers(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope.get("headers") or []}
 
 
