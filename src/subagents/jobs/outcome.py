@@ -40,9 +40,10 @@ def job_result(
         "runs": runs,
         "finalText": final_text(mode, status, runs),
     }
-    if error is not None:
-        result["errorMessage"] = error
-    return result
+    if error is None:
+        return result
+    # Why it ended comes right after how (as job.json has always said it).
+    return {"jobId": job_id, "mode": mode, "status": status, "errorMessage": error, **result}
 
 
 def sum_usage(runs: Sequence[JobRun]) -> Usage:
