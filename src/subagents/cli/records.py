@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from subagents.cli.app import WIDE, echo_child_text, fail, main, table
+from subagents.cli.app import WIDE, ColumnOptions, echo_child_text, fail, main, table
 from subagents.core.childtext import neutralize
 from subagents.core.events import number
 from subagents.core.records import object_of
@@ -69,7 +68,7 @@ def history(
     from rich.console import Console
 
     wide = Console().width >= WIDE
-    columns: list[tuple[str, dict[str, Any]]] = [
+    columns: list[tuple[str, ColumnOptions]] = [
         ("TIME", {"min_width": 19 if wide else 11}),
         ("JOB", {"min_width": 19}),
         ("EVENT", {"min_width": 8}),

@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from subagents.types import Event
+    from subagents.types import Event, ToolCall, ToolResult
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
@@ -122,9 +122,9 @@ class ProgressFormatter:
             return "Thinking: " + (
                 head(collapse(text), THINKING_LIMIT) if shorten else text.strip()
             )
-        if etype == "tool_call":
+        if event["type"] == "tool_call":
             return self._tool_call(event, shorten=shorten)
-        if etype == "tool_result":
+        if event["type"] == "tool_result":
             return self._tool_result(event, shorten=shorten)
         # Any event but a stall notice means the child is moving again.
         self._stalled_since = event.get("since") if event.get("stalled") else None
@@ -158,7 +158,7 @@ class ProgressFormatter:
             return text
         return None  # usage (the status line shows tokens) and anything unknown
 
-    def _tool_call(self, event: Event, *, shorten: bool) -> str:
+    def _tool_call(self, event: ToolCall, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         call = Call(str(event.get("toolName") or "tool"), event.get("args"))
         if isinstance(call_id, str) and call_id:
@@ -166,7 +166,7 @@ class ProgressFormatter:
         self._activity = (call, None, self._cwd)
         return call.words(None, shorten=shorten, cwd=self._cwd)
 
-    def _tool_result(self, event: Event, *, shorten: bool) -> str:
+    def _tool_result(self, event: ToolResult, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         outcome = "failed" if event.get("isError") else "done"
         call = self._calls.get(call_id) if isinstance(call_id, str) else None
@@ -207,10 +207,9 @@ def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
     # Most of a long run: a tool call or its result, one line each, worded directly (what
     # `_text` dispatches to). Printable text holds no control character, escape or lone
     # surrogate (each is unprintable), so there is nothing to neutralise.
-    etype = event.get("type")
-    if etype == "tool_call":
+    if event["type"] == "tool_call":
         text = formatter._tool_call(event, shorten=False)
-    elif etype == "tool_result" and not event.get("isError"):
+    elif event["type"] == "tool_result" and not event.get("isError"):
         text = formatter._tool_result(event, shorten=False)
     else:
         text = None
