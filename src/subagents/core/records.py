@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from subagents.types import (
         AgentEvent,
         Event,
-        JobResult,
         JobState,
         JsonObject,
         JsonValue,
@@ -62,18 +61,6 @@ def is_job_state(data: object) -> TypeGuard[JobState]:
         and data.get("status") in JOB_STATUSES
         and data.get("mode") in JOB_MODES
         and isinstance(data.get("plan"), dict)
-    )
-
-
-def is_job_result(data: object) -> TypeGuard[JobResult]:
-    """A job result: an object naming its job, with a run's status, a job's mode and the
-    list of runs."""
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("jobId"), str)
-        and data.get("status") in RUN_STATUSES
-        and data.get("mode") in JOB_MODES
-        and isinstance(data.get("runs"), list)
     )
 
 
