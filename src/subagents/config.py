@@ -48,6 +48,8 @@ from subagents.core.inputs import (
 from subagents.errors import ConfigError, FieldProblem
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
     from subagents.types import JsonObject
 
 APP_NAME = "subagents"
@@ -237,7 +239,7 @@ def _label(loc: list[str], field_names: Mapping[str, str]) -> str:
     return ".".join(loc) or "(top level)"
 
 
-def _describe(error: Any, where: str, field_names: Mapping[str, str]) -> str:
+def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]) -> str:
     """One line for the first problem pydantic found, e.g.
     ``/x/config.toml: concurrency: Input should ...``."""
     errors = error.errors()
@@ -271,7 +273,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 @cache
-def _adapter() -> Any:
+def _adapter() -> TypeAdapter[Settings]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(Settings)
