@@ -108,6 +108,7 @@ def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | None) -
     from subagents.config import load_settings
 
     settings = load_settings(base, env)
+    # Text for settings of several types (a runner's name is a Literal): Settings checks it.
     given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
     if not given:
         return settings
