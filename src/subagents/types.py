@@ -58,6 +58,7 @@ __all__ = [
     "RunStatus",
     "Runner",
     "StopReason",
+    "StructuredComparison",
     "SupervisorRecord",
     "Thinking",
     "ToolCall",
@@ -590,3 +591,11 @@ class CostTotals(TypedDict):
     rows: list[KeyedCostRow]
     total: CostRow
     summary: NotRequired[str]  # the total in words (``--json``)
+
+
+class StructuredComparison(TypedDict):
+    """Where members' structured answers agree and differ (``structured.compare``): JSON
+    pointers into the values; at a pointer that differs, each member's value there."""
+
+    agree: list[str]
+    differ: dict[str, dict[str, JsonValue]]
