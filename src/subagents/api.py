@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from subagents.core import paths
-from subagents.core.records import is_job_result, is_run_result
 from subagents.errors import BadRequest, FieldProblem, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
@@ -43,8 +42,13 @@ from subagents.jobs import wait_job as wait_job
 from subagents.present.figures import money
 
 if TYPE_CHECKING:
+    from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
     from subagents.types import CostTotals, JobResult, JobRun, JobState
+
+# A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
+# checked by ``jobs.parse_job``; or one already checked.
+JobDocument = Mapping[str, object]
 
 
 @dataclass
@@ -57,7 +61,7 @@ class PreparedJob:
 
 
 def prepare_job(
-    spec: JobSpec | dict[str, Any],
+    spec: JobSpec | JobDocument,
     *,
     cwd: str | Path | None = None,
     tools: list[str] | None = None,
@@ -97,7 +101,7 @@ def prepare_job(
         for req in job_plan.requests:
             req.tools = tools
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -107,6 +111,7 @@ def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | 
     from subagents.config import load_settings
 
     settings = load_settings(base, env)
+    # Text for settings of several types (a runner's name is a Literal): Settings checks it.
     given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
     if not given:
         return settings
@@ -133,13 +138,11 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
-def continue_run(
-    run: str, task: str, *, on_event: Callable[[int, dict[str, Any]], None] | None = None
-) -> JobRun:
+def continue_run(run: str, task: str, *, on_event: EventSink | None = None) -> JobRun:
     """Continue a finished run: its child resumes its own conversation with ``task``.
     Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
     return drive(prepare_continuation(run, task), on_event)["runs"][0]
@@ -160,7 +163,7 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
         raise BadRequest(str(exc)) from None
     if result is None:
         raise BadRequest(f"run {run_id} has not ended yet")
-    worktree = result.get("worktree") if is_run_result(result) else None
+    worktree = result.get("worktree")
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
     return apply_changes(worktree, Path(cwd or Path.cwd()))
@@ -184,8 +187,6 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     finally:
         if restore is not None:
             restore()
-    if not is_job_result(result):  # (Job.run's result is built as a plain dict)
-        raise RuntimeError(f"job {job.job_id} ended without a job result")
     return result
 
 
@@ -195,15 +196,19 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def mark_started(job: PreparedJob, **fields: Any) -> str:
-    """Record now as the job's start (ISO; ``fields`` go with it), before it runs: its
-    driver keeps it, so a caller can announce the job's own start time at once."""
+def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
+    """Record now as the job's start (ISO; ``background``: that it runs in the background),
+    before it runs: its driver keeps it, so a caller can announce the job's own start time
+    at once."""
     import time
 
     from subagents.core.clock import iso
 
     job.started_at = iso(time.time())
-    job.store.update(job.job_id, startedAt=job.started_at, **fields)
+    if background is None:
+        job.store.update(job.job_id, startedAt=job.started_at)
+    else:
+        job.store.update(job.job_id, startedAt=job.started_at, background=background)
     return job.started_at
 
 
@@ -217,11 +222,11 @@ def start_background(job: PreparedJob) -> str:
 
 def describe_job(state: JobState) -> str:
     lines = [f"job {state['jobId']} · {state.get('mode')} · {state.get('status')}"]
-    usage: Mapping[str, Any] = state.get("usage") or {}
+    usage = state.get("usage")
     if state.get("durationMs") is not None:
-        cost = usage.get("cost")
+        cost = usage.get("cost") if usage else None
         lines.append(
-            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
+            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0) if usage else 0} tokens"
             + (f" · {money(cost)}" if cost is not None else "")
         )
     if state.get("errorMessage"):
@@ -326,15 +331,15 @@ def cost_report(
     return report
 
 
-def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | None]:
+def _runs_of_jobs(store: JobStore) -> Callable[[str], list[JobRun] | None]:
     """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
 
-    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
+    def runs_of(job_id: str) -> list[JobRun] | None:
         try:
             runs = store.load(job_id).get("runs")
         except (OSError, ValueError):
             return None
-        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else None
 
     return runs_of
 
@@ -342,7 +347,7 @@ def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | 
 # ---- agents ---------------------------------------------------------------------
 
 
-def _settings(base: Path) -> Any:
+def _settings(base: Path) -> Settings:
     """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
     from subagents.config import load_settings
     from subagents.errors import ConfigError
@@ -353,14 +358,14 @@ def _settings(base: Path) -> Any:
         raise BadRequest(str(exc)) from None
 
 
-def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
+def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
     base = cwd or Path.cwd()
     return discover(base, scope or _settings(base).agent_scope)
 
 
-def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
+def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> AgentDef:
     from subagents.agents import get_agent as lookup
     from subagents.errors import AgentError
 
@@ -392,7 +397,9 @@ class JobHandle:
         return job_state(self.store, self.job_id)
 
 
-def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[str, Any]:
+def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
+    """A task as a job of one step (``step``: its agent, backend, model and timeout, where
+    given); a job as it is."""
     if isinstance(task, str):
         return {
             "mode": "single",
@@ -402,7 +409,7 @@ def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[s
 
 
 def start(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -432,11 +439,11 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
 ) -> JobRun: ...
 @overload
 def run(
-    task: dict[str, Any] | JobSpec,
+    task: JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -444,10 +451,10 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
 ) -> JobResult: ...
 def run(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -455,7 +462,7 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
 ) -> JobRun | JobResult:
     """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
     a RunNotStarted record when the job was stopped before the run started, or the run could

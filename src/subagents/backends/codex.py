@@ -23,38 +23,38 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import Usage
+    from subagents.types import JsonObject, JsonValue, Usage
 
 TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 
 
-def _unwrap_error(message: Any) -> str:
+def _unwrap_error(message: JsonValue) -> str:
     """Codex passes the server's JSON error body through as the message; keep its text."""
     text = str(message or "").strip()
     if text.startswith("{"):
         try:
-            body = json.loads(text)
+            body: JsonValue = json.loads(text)
         except ValueError:
             return text
         inner = body.get("error") if isinstance(body, dict) else None
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str) and inner["message"]:
-            return str(inner["message"])
+        said = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(said, str) and said:
+            return said
         if isinstance(inner, str) and inner:
             return inner
-        if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-            return str(body["message"])
+        said = body.get("message") if isinstance(body, dict) else None
+        if isinstance(said, str) and said:
+            return said
     return text
 
 
-def _codex_usage(u: Any) -> Usage:
+def _codex_usage(u: JsonValue) -> Usage:
     if not isinstance(u, dict):
         return ev.empty_usage()
-    total_in = int(u.get("input_tokens") or 0)
-    cache_read = int(u.get("cached_input_tokens") or 0)
-    cache_write = int(u.get("cache_write_input_tokens") or 0)
-    out = int(u.get("output_tokens") or 0)  # includes reasoning_output_tokens
+    total_in = ev.count(u.get("input_tokens"))
+    cache_read = ev.count(u.get("cached_input_tokens"))
+    cache_write = ev.count(u.get("cache_write_input_tokens"))
+    out = ev.count(u.get("output_tokens"))  # includes reasoning_output_tokens
     return {
         # Codex counts cached tokens inside input_tokens; canonical input is the rest.
         "input": max(0, total_in - cache_read - cache_write),
@@ -66,7 +66,7 @@ def _codex_usage(u: Any) -> Usage:
     }
 
 
-def _tool_args(item: dict[str, Any]) -> dict[str, Any]:
+def _tool_args(item: JsonObject) -> JsonObject:
     kind = item.get("type")
     if kind == "command_execution":
         return {"command": item.get("command", "")}
@@ -83,7 +83,7 @@ def _tool_args(item: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _tool_outcome(item: dict[str, Any]) -> tuple[bool, str]:
+def _tool_outcome(item: JsonObject) -> tuple[bool, str]:
     kind = item.get("type")
     status = item.get("status")
     failed = status in ("failed", "declined")
@@ -92,15 +92,18 @@ def _tool_outcome(item: dict[str, Any]) -> tuple[bool, str]:
         failed = failed or (isinstance(code, int) and code != 0)
         return failed, str(item.get("aggregated_output") or "")
     if kind == "file_change":
-        changes = item.get("changes") or []
+        changes = item.get("changes")
         text = "\n".join(
-            f"{c.get('kind', 'update')} {c.get('path', '')}" for c in changes if isinstance(c, dict)
+            f"{c.get('kind', 'update')} {c.get('path', '')}"
+            for c in (changes if isinstance(changes, list) else [])
+            if isinstance(c, dict)
         )
         return failed, text
     if kind == "mcp_tool_call":
         err = item.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return True, str(err["message"])
+        said = err.get("message") if isinstance(err, dict) else None
+        if said:
+            return True, str(said)
         result = item.get("result")
         content = result.get("content") if isinstance(result, dict) else None
         return failed, text_blocks(content, "\n") if isinstance(content, list) else ""
@@ -112,7 +115,7 @@ class CodexNormalizer(Normalizer):
         super().__init__()
         self._started: set[str] = set()
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "item.completed":
             self.terminal = False
@@ -140,7 +143,7 @@ class CodexNormalizer(Normalizer):
             return [ev.notice("warn", message)]
         return []
 
-    def _item_started(self, item: Any) -> list[ev.Event]:
+    def _item_started(self, item: JsonValue) -> list[ev.Event]:
         if not isinstance(item, dict) or item.get("type") not in TOOL_ITEMS:
             return []
         item_id = str(item.get("id", ""))
@@ -151,7 +154,7 @@ class CodexNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = ev.TOOL_USE, None
         return [ev.tool_call(item_id, str(item["type"]), _tool_args(item))]
 
-    def _item_completed(self, item: Any) -> list[ev.Event]:
+    def _item_completed(self, item: JsonValue) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")
@@ -172,7 +175,7 @@ class CodexNormalizer(Normalizer):
             return out
         return []
 
-    def _turn_completed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _turn_completed(self, obj: JsonObject) -> list[ev.Event]:
         # Usage is the thread's running total: replace, never add.
         self.usage = _codex_usage(obj.get("usage"))
         # Codex gives no stop reason; a completed turn is a normal stop.
@@ -181,7 +184,7 @@ class CodexNormalizer(Normalizer):
         self.terminal = True
         return [ev.usage(self.usage.copy())]
 
-    def _turn_failed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _turn_failed(self, obj: JsonObject) -> list[ev.Event]:
         err = obj.get("error")
         message = _unwrap_error(err.get("message") if isinstance(err, dict) else err)
         self.error_message = message or "codex reported the turn failed"
@@ -189,8 +192,9 @@ class CodexNormalizer(Normalizer):
         self.failed = True
         self.terminal = True
         out: list[ev.Event] = [ev.error(self.error_message, fatal=False)]
-        if isinstance(obj.get("usage"), dict):
-            self.usage = _codex_usage(obj["usage"])
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self.usage = _codex_usage(usage)
             out.append(ev.usage(self.usage.copy()))
         return out
 

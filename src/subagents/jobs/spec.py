@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     UNKNOWN_KEY,
@@ -33,6 +33,9 @@ from subagents.core.inputs import (
 from subagents.errors import FieldProblem, PlanError
 from subagents.types import Executor, JobMode, OnStall
 
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
 PREVIOUS = "{previous}"
 MODES = ("single", "parallel", "chain")
 
@@ -40,7 +43,7 @@ MODES = ("single", "parallel", "chain")
 @dataclass
 class Step:
     # pydantic reads this when checking a document against the class.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     task: str
     agent: str | None = None
@@ -80,7 +83,7 @@ class Step:
 
 @dataclass
 class JobSpec:
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     mode: JobMode
     # ``tasks`` and ``steps`` are two spellings of one list (parallel plans say tasks,
@@ -149,7 +152,7 @@ def with_options(
     return job_of(spec.mode, steps, concurrency, source, spec.executor)
 
 
-def parse_job(data: Any, source: str = "job") -> JobSpec:
+def parse_job(data: object, source: str = "job") -> JobSpec:
     """A job from a document (a plan file's mapping, an API dict, MCP arguments)."""
     if isinstance(data, JobSpec):
         return data
@@ -158,20 +161,19 @@ def parse_job(data: Any, source: str = "job") -> JobSpec:
     from pydantic import ValidationError
 
     try:
-        spec: JobSpec = _adapter().validate_python(data)
-        return spec
+        return _adapter().validate_python(data)
     except ValidationError as exc:
         raise _describe(exc, source) from None
 
 
 @cache
-def _adapter() -> Any:
+def _adapter() -> TypeAdapter[JobSpec]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(JobSpec)
 
 
-def _describe(exc: Any, source: str) -> PlanError:
+def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
         msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"

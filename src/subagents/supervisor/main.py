@@ -56,7 +56,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import RunResult
+    from subagents.types import JsonValue, RunResult
 
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
@@ -101,7 +101,7 @@ class Supervisor:
         self.abort_signal: str | None = None
         self.noise_lines = 0
         self.parsed = 0
-        self._parse: Callable[[bytes | bytearray], Any] = parse_line
+        self._parse: Callable[[bytes | bytearray], JsonValue] = parse_line
         # (id -> when each started); a run is stalled only while none is.
         self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.heard_at = self.t0  # when stdout last said anything (the time of the read)
@@ -301,7 +301,9 @@ class Supervisor:
         if environ_file.exists():
             # Launched through a runner that does not pass the caller's environment on.
             with contextlib.suppress(OSError, ValueError):
-                env = {str(k): str(v) for k, v in read_json(environ_file).items()}
+                saved = read_json(environ_file)
+                if isinstance(saved, dict):
+                    env = {k: str(v) for k, v in saved.items()}
             with contextlib.suppress(OSError):
                 environ_file.unlink()
         env.update(spec.env)

@@ -5,11 +5,9 @@ from __future__ import annotations
 # typing and dataclasses are not imported at run time: they slow the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from subagents.types import JsonObject, JsonValue, OnStall, WorktreeSpec
 
-    from subagents.types import OnStall, WorktreeSpec
-
-_DEFAULTS: dict[str, Any] = {
+_DEFAULTS: JsonObject = {
     "jobId": None,
     "agent": None,
     "agentSource": None,
@@ -67,7 +65,7 @@ class RunSpec:
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
         if missing:
             raise TypeError(f"RunSpec lacks {', '.join(missing)}")
@@ -78,11 +76,14 @@ class RunSpec:
         if self.env is None:
             self.env = {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+    def from_dict(cls, data: JsonValue) -> RunSpec:
+        """The spec ``meta.json`` holds (TypeError when it holds no run's spec)."""
+        if not isinstance(data, dict):
+            raise TypeError("meta.json is not a JSON object")
         return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
 
     def __repr__(self) -> str:
