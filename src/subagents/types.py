@@ -120,6 +120,8 @@ class RunStarted(_Stamped):
     model: str | None
     cwd: str
     pid: int
+    # When the child started (a ProcessIdentity's createTime); runs from before it lack it.
+    createTime: NotRequired[float | None]
 
 
 class AssistantText(_Stamped):

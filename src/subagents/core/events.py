@@ -116,12 +116,28 @@ def add_usage(total: Usage, part: Mapping[str, Any]) -> Usage:
     return total
 
 
+def started_event(events: list[Any]) -> RunStarted | None:
+    """The run's ``run_started`` event (its child's pid and start time), if it has one."""
+    for event in events:
+        if isinstance(event, dict) and event.get("type") == "run_started":
+            started: RunStarted = event  # type: ignore[assignment]
+            return started
+    return None
+
+
 # Constructors: one per event type, so every producer spells the fields the same way.
 
 
 def run_started(
-    backend: str, agent: str | None, model: str | None, cwd: str, pid: int
+    backend: str,
+    agent: str | None,
+    model: str | None,
+    cwd: str,
+    pid: int,
+    create_time: float | None = None,
 ) -> RunStarted:
+    """``createTime``: when the child started (core.procs), so that whoever finds its
+    supervisor dead signals that pid only while it is still the child."""
     return {
         "type": "run_started",
         "backend": backend,
@@ -129,6 +145,7 @@ def run_started(
         "model": model,
         "cwd": cwd,
         "pid": pid,
+        "createTime": create_time,
     }
 
 

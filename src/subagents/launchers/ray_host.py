@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import procs
+from subagents.core.events import started_event
 from subagents.core.files import make_private_dir, open_private, read_events, write_json_atomic
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
@@ -155,10 +156,9 @@ class RunHost:
         """The supervisor ended: without a result, kill whatever its child left and say so."""
         if self._result() is not None:
             return None
-        events = read_events(self.dir / "events.jsonl")
-        child = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
-        if isinstance(child, int) and child > 0:
-            procs.killpg(child)
+        child = started_event(read_events(self.dir / "events.jsonl"))
+        if child is not None:
+            procs.end_recorded_group(child, self.dir.name)
         code = self.proc.returncode if self.proc is not None else None
         return f"the supervisor on Ray node {self.node_id} ended (code {code}) without a result"
 

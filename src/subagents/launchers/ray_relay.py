@@ -37,6 +37,7 @@ from subagents.launchers.ray_host import RELAYED, RunHost
 
 if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import RunStarted
 
 NAMESPACE = "subagents"
 PULL_WAIT = 0.5
@@ -210,7 +211,7 @@ class RayRun:
     def where(self) -> dict[str, Any]:
         return {"kind": "ray", "node": self.node}
 
-    def orphaned(self, child_pid: int | None) -> str | None:
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
         """The child's pid is the node's: nothing of it is here. A relay of this process
         released the actor when it ended; a run followed by a relay that is gone (its
         driver died) is ended on its node: its actor killed, its supervisor then gets

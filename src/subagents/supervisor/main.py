@@ -35,7 +35,15 @@ from subagents.core.files import (
     read_json,
     read_tail,
 )
-from subagents.core.procs import STOP_SIGNALS, group_alive, killpg, signal_name, stop_group
+from subagents.core.procs import (
+    RUN_ENV,
+    STOP_SIGNALS,
+    create_time,
+    group_alive,
+    killpg,
+    signal_name,
+    stop_group,
+)
 from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
 from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
 from subagents.supervisor.outcome import decide, with_write_error
@@ -309,6 +317,7 @@ class Supervisor:
         env["PWD"] = spec.cwd
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
+        env[RUN_ENV] = spec.runId  # inherited by all it starts: see procs.end_recorded_group
         try:
             # A regular file, written whole before the run started: a CLI reading its task
             # there sees it end, and none can wait on an open terminal.
@@ -374,6 +383,7 @@ class Supervisor:
                     self.spec.requestedModel,
                     self.spec.cwd,
                     self.proc.pid,
+                    create_time(self.proc.pid),
                 )
             )
             self.flush()
