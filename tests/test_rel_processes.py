@@ -143,6 +143,8 @@ def test_what_a_dead_supervisors_child_left_is_ended_by_the_run_id_it_carries(
     reap_group.append(child)
     assert eventually(grandchild.exists, 30)
     os.kill(handle.launched.pid, signal.SIGKILL)
+    # Its children are ours once it has exited (a zombie already has handed them over).
+    assert eventually(lambda: not pid_alive(handle.launched.pid), 10)
     handle.launched.reap(5)
     gate.touch()
     assert os.waitpid(child, 0)[0] == child  # adopted here: gone for good once reaped
@@ -153,3 +155,101 @@ def test_what_a_dead_supervisors_child_left_is_ended_by_the_run_id_it_carries(
     assert f"what it left (pid {left}) was killed" in result["errorMessage"]
     assert eventually(lambda: not pid_alive(left), 10)
     os.waitpid(left, 0)
+
+
+# ---- --parent-pid: the job is bound to its caller --------------------------------------
+
+
+def cli(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def fake_env(fake: Fake, steps: list[dict[str, object]]) -> dict[str, str]:
+    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize("bg", [False, True])
+def test_a_dead_parent_pid_creates_nothing(fake: Fake, isolated_state: Path, bg: bool) -> None:
+    env = fake_env(fake, pi.answer("ok"))
+    first = cli(["run", "--json", "first"], env)
+    assert first.returncode == 0, first.stderr
+    run_id = json.loads(first.stdout)["runId"]
+    before = sorted((isolated_state / "jobs").iterdir())
+    gone = dead_pid()
+    extra = ["--bg"] if bg else []
+    for args in (
+        ["run", *extra, "--parent-pid", str(gone), "x"],
+        ["continue", *extra, "--parent-pid", str(gone), run_id, "more"],
+    ):
+        p = cli(args, env)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.strip() == f"subagents: --parent-pid {gone}: no such process"
+    assert sorted((isolated_state / "jobs").iterdir()) == before
+    assert len(list((isolated_state / "runs").iterdir())) == 1
+
+
+def test_a_background_job_bound_to_its_parent_stops_when_the_parent_ends(
+    fake: Fake, tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    env = fake_env(fake, [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}])
+    parent = subprocess.Popen(["sleep", "300"])
+    started_bg = cli(["run", "--bg", "--json", "--parent-pid", str(parent.pid), "x"], env)
+    assert started_bg.returncode == 0, started_bg.stderr
+    job_id = json.loads(started_bg.stdout)["jobId"]
+    assert eventually(pidfile.exists)
+    parent.kill()
+    parent.wait()
+    waited = cli(["wait", "--json", job_id], env)
+    assert waited.returncode == 130, waited.stderr
+    job = json.loads(waited.stdout)
+    assert job["status"] == "aborted"
+    assert (
+        f"process {parent.pid}, which the run was bound to, ended" in job["runs"][0]["errorMessage"]
+    )
+    assert eventually(lambda: not pid_alive(int(pidfile.read_text())), 10)
+
+
+def test_a_foreground_job_bound_to_its_parent_stops_when_its_command_is_killed(
+    fake: Fake, tmp_path: Path, isolated_state: Path
+) -> None:
+    # The parent lives on, but the command it started is killed outright: nothing of the
+    # job may run on to its end.
+    pidfile = tmp_path / "child.pid"
+    env = fake_env(fake, [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}])
+    parent = subprocess.Popen(["sleep", "300"])
+    try:
+        proc = subprocess.Popen(
+            [*CLI, "run", "--json", "--parent-pid", str(parent.pid), "x"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **env},
+        )
+        assert eventually(pidfile.exists)
+        proc.kill()
+        proc.wait()
+        child = int(pidfile.read_text())
+        assert eventually(lambda: not pid_alive(child), 15), "the child ran on"
+        job_id = next(p.name for p in (isolated_state / "jobs").iterdir())
+        waited = cli(["wait", "--json", job_id], env)
+        run = json.loads(waited.stdout)["runs"][0]
+        assert run["status"] == "aborted"
+        assert f"process {proc.pid}, which the run was bound to, ended" in run["errorMessage"]
+    finally:
+        parent.kill()
+        parent.wait()

@@ -44,7 +44,7 @@ from subagents.present.figures import money
 
 if TYPE_CHECKING:
     from subagents.config import Settings
-    from subagents.types import CostTotals, JobResult, JobRun, JobState
+    from subagents.types import CostTotals, JobResult, JobRun, JobState, ProcessIdentity
 
 
 @dataclass
@@ -69,9 +69,12 @@ def prepare_job(
     executor: str | None = None,
     ray_address: str | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
-    ``runner``, ``executor``, ``ray_address`` and ``agent_scope`` override the settings."""
+    ``runner``, ``executor``, ``ray_address`` and ``agent_scope`` override the settings.
+    ``watch``: processes the job is bound to (:func:`bound_to`): when one ends, its runs and
+    its background driver stop (the job ends ``aborted``)."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
@@ -90,12 +93,28 @@ def prepare_job(
     session = session or sessionlog.default_session_id(env)
     sessionlog.session_path(paths.state_home(env), session)
     job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
-    if tools is not None:
-        for req in job_plan.requests:
+    for req in job_plan.requests:
+        if tools is not None:
             req.tools = tools
+        req.watch = [dict(w) for w in watch or []]
     store = JobStore(paths.state_home(env))
     job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
+
+
+def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
+    """What a job started for process ``pid`` (``--parent-pid``) watches: that process, and
+    in the foreground this one too (its driver: killed outright, it can stop nothing).
+    ``BadRequest`` when ``pid`` is not running, before anything is created."""
+    from subagents.core import procs
+
+    try:
+        parent = procs.identity(pid)
+    except (ProcessLookupError, ValueError, OverflowError):
+        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+    if not procs.is_alive(parent):
+        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+    return [parent, procs.identity(os.getpid())] if foreground else [parent]
 
 
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | None) -> Settings:
@@ -120,8 +139,10 @@ def prepare_continuation(
     background: bool = False,
     session: str | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
-    """Check and record a job of one run that continues ``run``'s conversation with ``task``."""
+    """Check and record a job of one run that continues ``run``'s conversation with ``task``
+    (``watch``: as for :func:`prepare_job`)."""
     from subagents.jobs import continuation_plan
     from subagents.lifecycle import sessionlog
 
@@ -130,6 +151,7 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
+    job_plan.requests[0].watch = [dict(w) for w in watch or []]
     job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 

@@ -29,8 +29,9 @@ progress_option = click.option(
 parent_pid_option = click.option(
     "--parent-pid",
     type=int,
-    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
-    "that started this command died. Foreground only.",
+    help="Bind the job to process PID: if it ends first (e.g. the program that started "
+    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
+    "if this command is killed.",
 )
 
 
@@ -200,6 +201,7 @@ def run(
     from subagents import api
 
     try:
+        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
         job = api.prepare_job(
             spec,
             cwd=cwd,
@@ -209,39 +211,13 @@ def run(
             session=session,
             executor=executor,
             ray_address=ray_address,
+            watch=watch,
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
     if bg:
         run_in_background(job, as_json=as_json, hint=not quiet)
-    if parent_pid is not None:
-        stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
-
-
-def stop_when_gone(pid: int) -> None:
-    """SIGTERM this process (which stops the job, recording it 'aborted') once ``pid`` ends.
-
-    A parent killed outright (pi in print mode on Ctrl-C) never tells its children: without
-    this a foreground job would run on, orphaned."""
-    import os
-    import signal
-    import threading
-    import time
-
-    from subagents.core import procs
-
-    try:
-        ident = procs.identity(pid)
-    except Exception:
-        fail(f"--parent-pid {pid}: no such process")
-
-    def watch() -> None:
-        while procs.is_alive(ident):
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
@@ -285,7 +261,16 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
 
 
 def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
-    """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    """Drive a job here, showing progress; print its outcome; exit with its status code.
+    A job bound to its parent (``--parent-pid``) is stopped here too when the parent ends
+    (SIGTERM to this process: the job ends 'aborted'); its runs watch it as well."""
+    import os
+    import signal
+
+    from subagents.core import procs
+
+    watched = [w for w in job.plan.requests[0].watch if w["pid"] != os.getpid()]
+    procs.when_gone(watched, lambda _gone: os.kill(os.getpid(), signal.SIGTERM))
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 
 

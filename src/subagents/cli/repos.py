@@ -41,18 +41,17 @@ def continue_(
     worktree branch. TASK '-' reads the task from stdin. RUN_ID is any unique prefix.
     """
     from subagents import api
-    from subagents.cli.delegate import run_in_background, run_in_foreground, stop_when_gone
+    from subagents.cli.delegate import run_in_background, run_in_foreground
 
     if task == "-":
         task = sys.stdin.read()
     try:
-        job = api.prepare_continuation(run_id, task, background=bg, session=session)
+        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
+        job = api.prepare_continuation(run_id, task, background=bg, session=session, watch=watch)
     except api.BadRequest as exc:
         fail(str(exc))
     if bg:
         run_in_background(job, as_json=as_json, hint=False)
-    if parent_pid is not None:
-        stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
 
 

@@ -14,7 +14,7 @@ import time
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
     from subagents.types import ProcessIdentity
@@ -113,6 +113,29 @@ def is_alive(ident: Mapping[str, Any]) -> bool:
     """True when the process named by ``ident`` still runs (a zombie counts as dead)."""
     same = _same(ident)
     return same is not None and not same[1]
+
+
+def first_gone(idents: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The first of ``idents`` that no longer runs, or None while they all do."""
+    return next((ident for ident in idents if not is_alive(ident)), None)
+
+
+def when_gone(
+    idents: Sequence[Mapping[str, Any]], then: Callable[[Mapping[str, Any]], object]
+) -> None:
+    """Call ``then(ident)`` once, from a daemon thread, when the first of ``idents`` (the
+    processes a job is bound to: ``--parent-pid``) no longer runs. A process killed outright
+    tells nobody: its end is looked for twice a second."""
+    if not idents:
+        return
+    import threading
+
+    def watch() -> None:
+        while (gone := first_gone(idents)) is None:
+            time.sleep(0.5)
+        then(gone)
+
+    threading.Thread(target=watch, name="subagents-watch", daemon=True).start()
 
 
 def signal_name(signum: int) -> str:

@@ -29,6 +29,9 @@ class RunRequest:
     tool_timeout: float | None = None
     # The id of a finished run whose child's conversation this run resumes.
     continue_from: str | None = None
+    # Processes the run is bound to (``--parent-pid``), each ``{pid, createTime}``: when
+    # one of them ends, the run is aborted (by its supervisor, whoever else is gone).
+    watch: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRequest:

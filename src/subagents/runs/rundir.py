@@ -127,6 +127,7 @@ def _write_run_dir(
         continuedFrom=req.continue_from,
         sessionDir=command.session_dir,
         stdinFile=str(stdin_file) if stdin_file else None,
+        watch=list(req.watch),
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir

@@ -39,10 +39,12 @@ from subagents.core.procs import (
     RUN_ENV,
     STOP_SIGNALS,
     create_time,
+    first_gone,
     group_alive,
     killpg,
     signal_name,
     stop_group,
+    when_gone,
 )
 from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
 from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
@@ -107,6 +109,7 @@ class Supervisor:
         self.forced_cleanup = False
         self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
+        self.abort_why: str | None = None  # a stop not asked for by a signal's sender
         self.noise_lines = 0
         self.parsed = 0
         self._parse: Callable[[bytes | bytearray], Any] = parse_line
@@ -273,9 +276,10 @@ class Supervisor:
             killpg(self.pgid, signal.SIGKILL)  # asked twice: no more patience
             return
         self.abort_signal = signal_name(signum)
-        self.emit(
-            ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child")
-        )
+        if self.abort_why is None and (gone := first_gone(self.spec.watch)) is not None:
+            self.process_gone(gone, signal_self=False)  # what the stop was for, whoever sent it
+        what = self.abort_why or f"supervisor received {self.abort_signal}"
+        self.emit(ev.notice("error", f"{what}; stopping the child"))
         if self.child_alive():
             self.terminate_group("aborted")
         elif self.stop_cause is None and not (self.norm and self.norm.terminal):
@@ -368,6 +372,13 @@ class Supervisor:
         for s in STOP_SIGNALS:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
+            # A process the run is bound to that is already gone stops it before it starts;
+            # one that goes later stops it as `subagents stop` would (SIGTERM, here).
+            if (gone := first_gone(self.spec.watch)) is not None:
+                self.process_gone(gone, signal_self=False)
+                self.early_signals.append(signal.SIGTERM)
+            else:
+                when_gone(self.spec.watch, self.process_gone)
             if self.early_signals:  # asked to stop before the child was even spawned
                 self.on_signal(self.early_signals[0])
                 return self.finish()
@@ -393,6 +404,12 @@ class Supervisor:
             signal.set_wakeup_fd(previous_wakeup)
             for fd in (wake_r, wake_w):
                 os.close(fd)
+
+    def process_gone(self, ident: Any, signal_self: bool = True) -> None:
+        """A process the run is bound to ended (``watch``: the caller's ``--parent-pid``)."""
+        self.abort_why = f"process {ident['pid']}, which the run was bound to, ended"
+        if signal_self:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     _have_pidfd = False
 
@@ -518,6 +535,7 @@ class Supervisor:
             spawn_error=spawn_error,
             stop_cause=self.stop_cause,
             abort_signal=self.abort_signal,
+            abort_why=self.abort_why,
             exit_code=exit_code,
             sig=sig,
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),

@@ -7,7 +7,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import OnStall, WorktreeSpec
+    from subagents.types import OnStall, ProcessIdentity, WorktreeSpec
 
 _DEFAULTS: dict[str, Any] = {
     "jobId": None,
@@ -34,6 +34,9 @@ _DEFAULTS: dict[str, Any] = {
     "continuedFrom": None,
     "sessionDir": None,
     "stdinFile": None,
+    # Processes the run is bound to (``--parent-pid``: the caller's, and a foreground
+    # driver's), each ``{pid, createTime}``: when one ends, the run is aborted.
+    "watch": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -66,6 +69,7 @@ class RunSpec:
     sessionDir: str | None
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
+    watch: list[ProcessIdentity]
 
     def __init__(self, **fields: Any) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
@@ -77,6 +81,8 @@ class RunSpec:
             setattr(self, key, fields[key])
         if self.env is None:
             self.env = {}
+        if self.watch is None:
+            self.watch = []
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}
