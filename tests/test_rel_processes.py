@@ -184,7 +184,7 @@ def dead_pid() -> int:
 
 @pytest.mark.parametrize("bg", [False, True])
 def test_a_dead_parent_pid_creates_nothing(fake: Fake, isolated_state: Path, bg: bool) -> None:
-    env = fake_env(fake, pi.answer("ok"))
+    env = fake_env(fake, [{"session": True}, *pi.answer("ok")])  # a run that can continue
     first = cli(["run", "--json", "first"], env)
     assert first.returncode == 0, first.stderr
     run_id = json.loads(first.stdout)["runId"]

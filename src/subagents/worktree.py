@@ -17,7 +17,6 @@ Standard library only: the supervisor imports it when an isolated run ends.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -63,7 +62,9 @@ def git(
             capture_output=True,
             timeout=300,
         )
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        if not os.path.isdir(cwd):  # (what Popen reports for a missing cwd too)
+            raise WorktreeError(f"{cwd} no longer exists (moved or deleted?)") from None
         raise WorktreeError("git is not installed (needed for --isolate worktree)") from None
     except subprocess.TimeoutExpired:
         raise WorktreeError(f"git {args[0]} did not finish in 300 s") from None
@@ -109,15 +110,16 @@ def _root_of(cwd: str) -> str | None:
 @contextlib.contextmanager
 def repo_lock(root: Path) -> Iterator[None]:
     """Serialize changes to one repository's worktree list and branches across processes."""
-    common = Path(out(["rev-parse", "--git-common-dir"], root))
-    if not common.is_absolute():
-        common = root / common
-    fd = os.open(common / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from subagents.core.files import locked
+
+    with locked(_common_dir(root) / LOCK_FILE):
         yield
-    finally:
-        os.close(fd)
+
+
+def _common_dir(root: Path) -> Path:
+    """The repository's git directory (shared by all its worktrees)."""
+    common = Path(out(["rev-parse", "--git-common-dir"], root))
+    return common if common.is_absolute() else root / common
 
 
 def branch_name(run_id: str) -> str:
@@ -146,21 +148,89 @@ def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
     return {"repo": str(root), "path": str(path), "branch": branch, "base": base, "subdir": subdir}
 
 
-def reopen(record: dict[str, Any]) -> dict[str, Any]:
+# A continued run's worktree is one run's at a time: its claim (in the repository's git
+# directory, ``subagents-claims/<branch's run id>``) names the run working in it until that
+# run has a result (or never got a run directory).
+CLAIMS_DIR = "subagents-claims"
+
+
+def _claim_file(root: Path, branch: str) -> Path:
+    return _common_dir(root) / CLAIMS_DIR / branch.removeprefix(BRANCH_PREFIX)
+
+
+def _live_claim(claim: Path) -> str | None:
+    """The run id a claim names while that run may still work in the worktree."""
+    import json
+
+    try:
+        data = json.loads(claim.read_bytes())
+        run_id, run_dir = str(data["run"]), Path(data["runDir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not run_dir.is_dir() or (run_dir / "result.json").exists():
+        return None
+    return run_id
+
+
+def in_use_by(record: Mapping[str, Any]) -> str | None:
+    """The run working in this worktree now (a continuation that has not ended), or None."""
+    try:
+        return _live_claim(_claim_file(Path(record["repo"]), str(record["branch"])))
+    except (WorktreeError, KeyError, OSError):
+        return None
+
+
+def busy(record: Mapping[str, Any], run_id: str) -> str:
+    return (
+        f"the worktree of branch {record['branch']} is in use by run {run_id}, which has not "
+        f"ended: wait for it (subagents wait {run_id}), then continue that run"
+    )
+
+
+def reopen(record: dict[str, Any], run_id: str, run_dir: Path) -> dict[str, Any]:
     """The worktree of an earlier run again, on its branch, at its path (a continued run
-    works where the earlier one did; some CLIs find their sessions by directory)."""
+    works where the earlier one did; some CLIs find their sessions by directory), claimed
+    for run ``run_id`` (in ``run_dir``) until it ends (:func:`finalize` lets go).
+    WorktreeError when another run works in it now, or its branch is gone although the
+    earlier run kept one (removed: its work cannot be continued)."""
     root, path, branch = Path(record["repo"]), Path(record["path"]), record["branch"]
     keys = ("repo", "path", "branch", "base", "subdir")
-    if path.is_dir():
-        return {k: record[k] for k in keys if k in record}
+    if not root.is_dir():
+        raise WorktreeError(f"the repository {root} is gone (moved or deleted?)")
     with repo_lock(root):
-        git(["worktree", "prune"], root)
+        claim = _claim_file(root, branch)
+        holder = _live_claim(claim)
+        if holder is not None:
+            raise WorktreeError(busy(record, holder))
         has_branch = git(["rev-parse", "--verify", "--quiet", branch], root, check=False)
-        if has_branch.returncode == 0:
-            git(["worktree", "add", "--quiet", str(path), branch], root)
-        else:  # nothing changed in the earlier run, so its branch went: start it again
-            git(["worktree", "add", "--quiet", "-b", branch, str(path), record["base"]], root)
+        if has_branch.returncode != 0 and record.get("kept"):
+            raise WorktreeError(
+                f"branch {branch}, which holds the earlier run's changes, no longer exists"
+                " (removed?); continuing would start again from the base commit"
+            )
+        if not path.is_dir():
+            git(["worktree", "prune"], root)
+            if has_branch.returncode == 0:
+                git(["worktree", "add", "--quiet", str(path), branch], root)
+            else:  # nothing changed in the earlier run, so its branch went: start it again
+                git(["worktree", "add", "--quiet", "-b", branch, str(path), record["base"]], root)
+        claim.parent.mkdir(mode=0o700, exist_ok=True)
+        from subagents.core.files import write_json_atomic
+
+        write_json_atomic(claim, {"run": run_id, "runDir": str(run_dir)})
     return {k: record[k] for k in keys if k in record}
+
+
+def release(record: Mapping[str, Any], run_id: str) -> None:
+    """Let go of the worktree's claim, if ``run_id`` holds it (its run has ended)."""
+    import json
+
+    try:
+        claim = _claim_file(Path(record["repo"]), str(record["branch"]))
+        if json.loads(claim.read_bytes()).get("run") == run_id:
+            claim.unlink()
+    except (OSError, ValueError, KeyError, AttributeError, WorktreeError):
+        pass
 
 
 def child_cwd(record: dict[str, Any]) -> str:
@@ -206,6 +276,7 @@ def finalize(
             git(["worktree", "remove", "--force", str(path)], root)
         if not changed:
             git(["branch", "-D", "--quiet", branch], root)
+        release(record, run_dir.name)
     return {
         "path": str(path),
         "branch": branch,

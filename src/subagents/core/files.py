@@ -36,6 +36,24 @@ def describe_os_error(exc: OSError) -> str:
     return f"{what}: {exc.filename}" if exc.filename else what
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (a directory, or a lock file made 0600 if
+    missing) for the ``with`` block: one holder at a time, across processes; a holder that
+    dies lets go. A directory's lock needs no space of its own (a full disk still locks)."""
+    import fcntl
+
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY)
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def make_private_dir(path: Path) -> None:
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     # mkdir's mode is filtered by the umask; make sure of it.

@@ -113,6 +113,13 @@ def continuation_plan(
         raise PlanError(f"{name} cannot continue a run")
     if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
         raise PlanError(f"run {run_id} left no {name} session to continue")
+    tree = result.get("worktree") or meta.get("worktree")
+    if isinstance(tree, dict):
+        from subagents.worktree import busy, in_use_by
+
+        holder = in_use_by(tree)
+        if holder is not None:
+            raise PlanError(busy(tree, holder))
     earlier, earlier_plan = _original(store, run_id, meta)
     req = replace(earlier, task=task, job_id=None, continue_from=run_id, watch=[])
     check(req, settings, os.environ, earlier_plan.placement)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -19,7 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.core.files import (
+    locked,
+    make_private_dir,
+    read_json,
+    reserve_space,
+    write_json_atomic,
+)
 from subagents.core.records import RUN_STATUSES, is_job_state
 from subagents.errors import JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
@@ -210,9 +215,7 @@ class JobStore:
         """:meth:`log_end_once`, saying whether this call wrote the entry (then its hooks are
         this caller's to run), found it written, or could not write it."""
         job_dir = self.dir / job_id
-        fd = os.open(job_dir, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # on the directory: needs no space of its own
+        with locked(job_dir):
             mark = job_dir / END_MARK
             written: Literal["written", "was"] = "was"
             if not mark.exists():
@@ -229,8 +232,6 @@ class JobStore:
             with contextlib.suppress(OSError):
                 (job_dir / END_PENDING).unlink()
             return written
-        finally:
-            os.close(fd)
 
     def _log_late_end(self, state: JobState, entry: AgentEvent) -> None:
         """An end entry written after the job's driver (gone, or out of disk then): the

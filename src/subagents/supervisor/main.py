@@ -55,6 +55,7 @@ from subagents.supervisor.result import (
     attach_diagnostics,
     build_result,
     finish_worktree,
+    finishing,
     publish_ended,
     publish_result,
 )
@@ -565,12 +566,13 @@ class Supervisor:
             model=norm.model,
             session_id=norm.session_id,
         )
-        if self.spec.worktree:
-            finish_worktree(result, self.spec, self.run_dir)
-        if status != "completed":
-            attach_diagnostics(result, self.run_dir)
-        self.rec.close()
-        publish_result(self.run_dir, result)
+        with finishing(self.run_dir):
+            if self.spec.worktree:
+                finish_worktree(result, self.spec, self.run_dir)
+            if status != "completed":
+                attach_diagnostics(result, self.run_dir)
+            self.rec.close()
+            publish_result(self.run_dir, result)
         return result
 
 

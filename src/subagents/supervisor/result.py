@@ -145,7 +145,9 @@ def publish_ended(
 ) -> dict[str, Any]:
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
-    that is on disk, whoever won the race to publish it.
+    that is on disk, whoever won the race to publish it: one finisher at a time holds the
+    run (:func:`finishing`), so two readers that found the supervisor dead never both
+    commit an isolated run's changes, nor publish a result the other's commit contradicts.
 
     A RunResult, handed over as a plain dict (and its status taken as a str) while its
     callers (runs/monitor.py, runs/launch.py) hold results as plain dicts."""
@@ -163,19 +165,31 @@ def publish_ended(
         error_message=error_message,
         **fields,
     )
-    if not (run_dir / "result.json").exists():
-        finish_worktree(result, spec, run_dir)
-    try:
-        publish_result(run_dir, attach_diagnostics(result, run_dir))
-    except OSError as exc:
-        # Nowhere to write it (a full disk): the caller still gets the true record.
-        result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
-        return dict(result)
+    with finishing(run_dir):
+        if not (run_dir / "result.json").exists():
+            finish_worktree(result, spec, run_dir)
+            try:
+                publish_result(run_dir, attach_diagnostics(result, run_dir))
+            except OSError as exc:
+                # Nowhere to write it (a full disk): the caller still gets the true record.
+                result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
+                return dict(result)
     try:
         on_disk = read_json(run_dir / "result.json")
     except (OSError, ValueError):
         return dict(result)
     return dict(on_disk if is_run_result(on_disk) else result)
+
+
+def finishing(run_dir: Path) -> Any:
+    """The run held by its one finisher (a lock on its directory) while its changes are
+    committed and its result published: the supervisor, or a reader that found it dead."""
+    import contextlib
+
+    from subagents.core.files import locked
+
+    # (no directory: nothing of the run to finish, and nothing to make by locking it)
+    return locked(run_dir) if run_dir.is_dir() else contextlib.nullcontext()
 
 
 KEEP_WHEN_FULL = 32 * 1024

@@ -1,0 +1,202 @@
+"""Issue 27, worktree isolation under faults: one finisher per run, one run at a time in a
+worktree, nothing a run changed silently lost, cleanup that leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pistream as pi
+import pytest
+from conftest import Fake, eventually, git, git_repo, pid_alive
+
+from subagents import api
+
+CLI = [sys.executable, "-m", "subagents.cli"]
+
+
+def cli(
+    args: list[str], env: dict[str, str] | None = None, **kw: Any
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
+
+
+def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
+    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
+
+
+# The fake stands in for pi and keeps a session file where pi would (so runs continue).
+SESSION: list[dict[str, Any]] = [{"session": True}]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return git_repo(tmp_path / "repo", {"app.py": "one\n", "src/lib.py": "x = 1\n"})
+
+
+def no_traceback(*procs: subprocess.CompletedProcess[str]) -> None:
+    for p in procs:
+        assert "Traceback" not in p.stderr + p.stdout, (p.args, p.stderr)
+
+
+def run_isolated(fake: Fake, repo: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    p = cli(
+        ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"], fake_env(fake, steps)
+    )
+    assert p.returncode == 0, p.stderr
+    result: dict[str, Any] = json.loads(p.stdout)
+    return result
+
+
+# ---- item 4: two readers that find a supervisor dead ------------------------------------
+
+
+def test_racing_readers_of_a_dead_isolated_run_commit_its_changes_once(
+    fake: Fake, repo: Path, isolated_state: Path
+) -> None:
+    for trial in range(4):
+        pidfile = fake.dir / f"child{trial}.pid"
+        steps = [
+            *pi.start(),
+            {"write": f"made{trial}.txt", "text": "work\n"},
+            {"pidfile": str(pidfile)},
+            {"sleep": 60},
+        ]
+        started = cli(
+            ["run", "--bg", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"],
+            fake_env(fake, steps),
+        )
+        assert started.returncode == 0, started.stderr
+        job_id = json.loads(started.stdout)["jobId"]
+        assert eventually(pidfile.exists)
+        job_dir = isolated_state / "jobs" / job_id
+        state = json.loads((job_dir / "job.json").read_text())
+        run_dir = isolated_state / "runs" / state["runIds"][0]
+        # Nobody left to finish the run: its driver, then its supervisor, killed outright.
+        os.kill(state["driver"]["pid"], signal.SIGKILL)
+        assert eventually(lambda: not pid_alive(state["driver"]["pid"]), 10)
+        supervisor = json.loads((run_dir / "supervisor.json").read_text())["pid"]
+        os.kill(supervisor, signal.SIGKILL)
+        readers = [
+            subprocess.Popen(
+                [*CLI, "wait", "--json", job_id],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                stdin=subprocess.DEVNULL,
+            )
+            for _ in range(2)
+        ]
+        outs = [r.communicate(timeout=120) for r in readers]
+        for (out, err), reader in zip(outs, readers, strict=True):
+            assert reader.returncode == 1 and "Traceback" not in err, err
+            run = json.loads(out)["runs"][0]
+            assert run["status"] == "failed" and "supervisor died" in run["errorMessage"]
+            tree = run["worktree"]
+            assert "error" not in tree, tree
+            assert tree["commit"] != tree["base"] and tree["filesChanged"] == 1
+        assert git(repo, "show", f"{tree['branch']}:made{trial}.txt") == "work\n"
+        assert not pid_alive(int(pidfile.read_text()))
+        applied = cli(["apply", run["runId"], "--cwd", str(repo)])
+        assert applied.returncode == 0, applied.stderr
+        assert (repo / f"made{trial}.txt").read_text() == "work\n"
+
+
+# ---- item 2: concurrent continues of one isolated run -----------------------------------
+
+
+def test_a_worktree_in_use_by_a_continuation_is_refused_to_another(
+    fake: Fake, repo: Path, isolated_state: Path
+) -> None:
+    first = run_isolated(fake, repo, [*SESSION, {"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    gate = fake.dir / "gate"
+    busy_steps = [
+        *SESSION,
+        *pi.start(),
+        {"write": "b.txt", "text": "half"},
+        {"wait_for": str(gate)},
+        {"write": "b.txt", "text": "b, whole\n"},
+        *pi.answer("B")[2:],
+    ]
+    env = fake_env(fake, busy_steps)
+    started = cli(["continue", "--bg", "--json", first["runId"], "go on"], env)
+    assert started.returncode == 0, started.stderr
+    job_b = json.loads(started.stdout)["jobId"]
+    state = isolated_state / "jobs" / job_b / "job.json"
+    assert eventually(lambda: json.loads(state.read_text()).get("runIds"))
+    run_b = json.loads(state.read_text())["runIds"][0]
+    assert eventually((isolated_state / "runs" / run_b / "events.jsonl").exists)
+    jobs_before = sorted(p.name for p in (isolated_state / "jobs").iterdir())
+    second = cli(["continue", "--json", first["runId"], "and another"], env)
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.strip() == (
+        f"subagents: the worktree of branch subagents/{first['runId']} is in use by run "
+        f"{run_b}, which has not ended: wait for it (subagents wait {run_b}), then continue "
+        "that run"
+    )
+    assert sorted(p.name for p in (isolated_state / "jobs").iterdir()) == jobs_before
+    gate.touch()
+    waited = cli(["wait", "--json", job_b])
+    run = json.loads(waited.stdout)["runs"][0]
+    assert run["status"] == "completed", run["errorMessage"]
+    branch = run["worktree"]["branch"]
+    assert git(repo, "show", f"{branch}:b.txt") == "b, whole\n"
+    # Once it has ended, the branch is free to go on.
+    third = cli(
+        ["continue", "--json", run["runId"], "more"], fake_env(fake, [*SESSION, *pi.answer("C")])
+    )
+    assert third.returncode == 0, third.stderr
+
+
+def test_continues_that_race_past_the_check_take_the_worktree_one_at_a_time(
+    fake: Fake, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = run_isolated(fake, repo, [*SESSION, {"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    gate = fake.dir / "gate"
+    steps = [
+        *SESSION,
+        *pi.start(),
+        {"write": "made.txt", "text": "{task}\n"},
+        {"wait_for": str(gate)},
+    ]
+    for k, v in fake_env(fake, [*steps, *pi.answer("done")[2:]]).items():
+        monkeypatch.setenv(k, v)
+    # Both pass the check before either has started its run.
+    jobs = [api.prepare_continuation(first["runId"], name) for name in ("left", "right")]
+    results: list[Any] = [None, None]
+
+    def drive(i: int) -> None:
+        results[i] = api.drive(jobs[i])
+
+    threads = [threading.Thread(target=drive, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    refused = eventually(lambda: any(r is not None for r in results), 60)
+    gate.touch()
+    for t in threads:
+        t.join(120)
+    assert refused
+    runs = [r["runs"][0] for r in results]
+    done = [r for r in runs if r["status"] == "completed"]
+    other = [r for r in runs if r["status"] != "completed"]
+    assert len(done) == 1 and len(other) == 1, [r.get("errorMessage") for r in runs]
+    assert "is in use by run" in other[0]["errorMessage"]
+    name = done[0]["task"]
+    branch = done[0]["worktree"]["branch"]
+    # The branch holds the one run's work, whole (the other never started in it).
+    assert git(repo, "show", f"{branch}:made.txt") == f"{name}\n"
+    assert len(git(repo, "log", "--format=%s", branch).splitlines()) == 3
