@@ -87,8 +87,9 @@ def test_racing_readers_of_a_dead_isolated_run_commit_its_changes_once(
         state = json.loads((job_dir / "job.json").read_text())
         run_dir = isolated_state / "runs" / state["runIds"][0]
         # Nobody left to finish the run: its driver, then its supervisor, killed outright.
-        os.kill(state["driver"]["pid"], signal.SIGKILL)
-        assert eventually(lambda: not pid_alive(state["driver"]["pid"]), 10)
+        driver = int(state["driver"]["pid"])
+        os.kill(driver, signal.SIGKILL)
+        assert eventually(lambda d=driver: not pid_alive(d), 10)  # type: ignore[misc]
         supervisor = json.loads((run_dir / "supervisor.json").read_text())["pid"]
         os.kill(supervisor, signal.SIGKILL)
         readers = [
