@@ -112,7 +112,7 @@ def test_racing_readers_of_a_dead_isolated_run_commit_its_changes_once(
             assert tree["commit"] != tree["base"] and tree["filesChanged"] == 1
         assert git(repo, "show", f"{tree['branch']}:made{trial}.txt") == "work\n"
         assert not pid_alive(int(pidfile.read_text()))
-        applied = cli(["apply", run["runId"], "--cwd", str(repo)])
+        applied = cli(["apply", "--partial", run["runId"], "--cwd", str(repo)])
         assert applied.returncode == 0, applied.stderr
         assert (repo / f"made{trial}.txt").read_text() == "work\n"
 
@@ -201,3 +201,137 @@ def test_continues_that_race_past_the_check_take_the_worktree_one_at_a_time(
     # The branch holds the one run's work, whole (the other never started in it).
     assert git(repo, "show", f"{branch}:made.txt") == f"{name}\n"
     assert len(git(repo, "log", "--format=%s", branch).splitlines()) == 3
+
+
+# ---- item 3 and what a commit cannot hold ----------------------------------------------
+
+
+GIT_ID = ["-c", "user.name=child", "-c", "user.email=child@example.com"]
+
+
+@pytest.fixture
+def with_submodule(tmp_path: Path) -> Path:
+    lib = git_repo(tmp_path / "lib", {"lib.txt": "lib\n"})
+    top = git_repo(tmp_path / "top", {"app.py": "one\n"})
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "lib")
+    git(top, "commit", "-q", "-m", "lib as a submodule")
+    return top
+
+
+def test_edits_inside_a_submodule_are_kept_and_said(
+    fake: Fake, with_submodule: Path, isolated_state: Path
+) -> None:
+    steps = [
+        {"run": ["git", "-c", "protocol.file.allow=always", "submodule", "update", "--init"]},
+        {"write": "lib/lib.txt", "text": "changed in the submodule\n"},
+        {"write": "app.py", "text": "two\n"},
+        *pi.answer("edited"),
+    ]
+    result = run_isolated(fake, with_submodule, steps)
+    tree = result["worktree"]
+    assert tree["uncommitted"] == ["lib"]
+    assert tree["kept"] is True
+    # The commit holds what it can; the submodule's edit is still there, in the worktree.
+    assert git(with_submodule, "show", f"{tree['branch']}:app.py") == "two\n"
+    assert (Path(tree["path"]) / "lib" / "lib.txt").read_text() == "changed in the submodule\n"
+    show = cli(["show", result["jobId"]])
+    assert (
+        f"lib: changes a commit cannot hold (a submodule's, a nested repository's), kept in {tree['path']}"
+        in show.stdout
+    )
+
+
+def test_a_repository_the_child_made_is_kept_not_lost(fake: Fake, repo: Path) -> None:
+    steps = [
+        {"run": ["git", "init", "-q", "inner"]},
+        {"write": "inner/notes.txt", "text": "the child's own repository\n"},
+        {"write": "outer.txt", "text": "outer\n"},
+        *pi.answer("made"),
+    ]
+    result = run_isolated(fake, repo, steps)
+    tree = result["worktree"]
+    assert "error" not in tree, tree
+    assert tree["uncommitted"] == ["inner"]
+    assert git(repo, "show", f"{tree['branch']}:outer.txt") == "outer\n"
+    assert (Path(tree["path"]) / "inner" / "notes.txt").exists()
+
+
+def test_commits_on_a_detached_head_end_up_on_the_runs_branch(fake: Fake, repo: Path) -> None:
+    steps = [
+        {"run": ["git", "checkout", "-q", "--detach"]},
+        {"write": "detached.txt", "text": "work\n"},
+        {"run": ["git", "add", "detached.txt"]},
+        {"run": ["git", *GIT_ID, "commit", "-q", "-m", "the child's own commit"]},
+        {"write": "after.txt", "text": "more\n"},
+        *pi.answer("done"),
+    ]
+    result = run_isolated(fake, repo, steps)
+    branch = result["worktree"]["branch"]
+    assert git(repo, "show", f"{branch}:detached.txt") == "work\n"
+    assert git(repo, "show", f"{branch}:after.txt") == "more\n"
+    assert git(repo, "rev-parse", branch).strip() == result["worktree"]["commit"]
+
+
+# ---- apply ---------------------------------------------------------------------------------
+
+
+def test_apply_says_what_it_did_with_names_as_they_are(fake: Fake, repo: Path) -> None:
+    name = "d ir/fi le é.txt"
+    result = run_isolated(fake, repo, [{"write": name, "text": "x\n"}, *pi.answer("ok")])
+    # An empty repository inside the working tree is none of apply's business.
+    subprocess.run(["git", "init", "-q", str(repo / "scratch")], check=True)
+    first = cli(["apply", result["runId"], "--cwd", str(repo)])
+    assert first.returncode == 0, first.stderr
+    assert first.stderr.strip() == f"applied 1 file(s): {name}"
+    assert (repo / name).read_text() == "x\n"
+    again = cli(["apply", result["runId"], "--cwd", str(repo)])
+    assert again.returncode == 0, again.stderr
+    assert (
+        again.stderr.strip() == "nothing to apply: the working tree already has the run's changes"
+    )
+
+
+def test_apply_of_a_run_that_did_not_complete_needs_partial(fake: Fake, repo: Path) -> None:
+    steps = [{"write": "half.txt", "text": "half\n"}, *pi.start(), {"exit": 3}]
+    p = cli(
+        ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"], fake_env(fake, steps)
+    )
+    result = json.loads(p.stdout)
+    assert result["status"] == "failed"
+    refused = cli(["apply", result["runId"], "--cwd", str(repo)])
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"subagents: run {result['runId']} ended failed, so its changes may be half done; "
+        "apply them anyway with --partial"
+    )
+    assert not (repo / "half.txt").exists()
+    asked = cli(["apply", "--partial", result["runId"], "--cwd", str(repo)])
+    assert asked.returncode == 0, asked.stderr
+    assert (repo / "half.txt").read_text() == "half\n"
+
+
+# ---- item 10: bad input creates nothing ---------------------------------------------------
+
+
+def test_isolation_that_cannot_be_is_refused_before_anything_exists(
+    fake: Fake, tmp_path: Path, repo: Path, isolated_state: Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    subprocess.run(["git", "init", "-q", str(empty)], check=True)
+    (repo / "untracked" / "deeper").mkdir(parents=True)
+    env = fake_env(fake, pi.answer("never"))
+    cases = {
+        empty: f"--isolate worktree needs a commit to start from; {empty} has none yet",
+        repo / "untracked" / "deeper": (
+            f"--isolate worktree starts from the last commit of {repo}, which has no "
+            "untracked/deeper/ (commit it first, or give a --cwd that is committed)"
+        ),
+    }
+    for cwd, message in cases.items():
+        for bg in ([], ["--bg"]):
+            p = cli(["run", *bg, "--isolate", "worktree", "--cwd", str(cwd), "T"], env)
+            assert p.returncode == 2, p.stderr
+            assert p.stderr.strip() == f"subagents: {message}"
+    assert not (isolated_state / "jobs").exists() or not list((isolated_state / "jobs").iterdir())
+    assert "subagents/" not in git(repo, "branch", "--list")

@@ -164,10 +164,11 @@ def continue_run(
     return drive(prepare_continuation(run, task), on_event)["runs"][0]
 
 
-def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
+def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False) -> list[str]:
     """Apply an isolated run's changes to the working tree at ``cwd`` (3-way); returns the
-    files changed. ``BadRequest`` for a run without changes to apply; ``runs.WorktreeError``
-    on a conflict, having changed nothing."""
+    files changed. ``BadRequest`` for a run without changes to apply, or one that did not
+    complete (its changes may be half done) unless ``partial``; ``runs.WorktreeError`` on a
+    conflict, having changed nothing."""
     from subagents.jobs import read_run, resolve_run
     from subagents.worktree import apply_changes
 
@@ -182,6 +183,13 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
     worktree = result.get("worktree") if is_run_result(result) else None
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
+    status = result.get("status")
+    if status != "completed" and not partial and worktree["commit"] != worktree["base"]:
+        raise BadRequest(
+            f"run {run_id} ended {status}, so its changes may be half done; "
+            "apply them anyway with --partial",
+            "partial",
+        )
     return apply_changes(worktree, Path(cwd or Path.cwd()))
 
 
@@ -284,8 +292,13 @@ def _run_notes(r: JobRun) -> list[str]:
                 f" +{wt.get('insertions', 0)} -{wt.get('deletions', 0)}"
                 f" (subagents apply {r.get('runId')})"
             )
-        else:
+        elif not wt.get("uncommitted"):
             notes.append("      worktree: no changes (branch removed)")
+        if wt.get("uncommitted"):
+            notes.append(
+                f"      worktree: {', '.join(wt['uncommitted'])}: changes a commit cannot hold"
+                f" (a submodule's, a nested repository's), kept in {wt['path']}"
+            )
     if r.get("continuedFrom") and r.get("runId"):
         from subagents.jobs import chain_of
 

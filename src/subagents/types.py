@@ -236,6 +236,9 @@ class WorktreeRecord(TypedDict):
     deletions: NotRequired[int]
     kept: NotRequired[bool]
     patch: NotRequired[str | None]
+    # Paths a commit cannot hold (a submodule's own changes, a repository made inside the
+    # copy): the worktree directory is kept, with them in it.
+    uncommitted: NotRequired[list[str]]
     error: NotRequired[str]
 
 

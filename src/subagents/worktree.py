@@ -126,11 +126,10 @@ def branch_name(run_id: str) -> str:
     return BRANCH_PREFIX + run_id
 
 
-def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
-    """A new worktree for a run on branch ``subagents/<run-id>`` from ``HEAD``.
-
-    Returns the spec's worktree record: ``repo, path, branch, base, subdir`` (``subdir``: where
-    ``cwd`` sits inside the repository, so the child starts at the same place in its copy)."""
+def _starting_point(cwd: Path) -> tuple[Path, str, str]:
+    """Where an isolated run in ``cwd`` starts: the repository's top, its ``HEAD`` commit,
+    and ``cwd``'s place in it, which that commit must hold (the worktree is made from it).
+    WorktreeError (one line) for anything that makes isolation impossible there."""
     root = repo_root(cwd)
     if root is None:
         raise WorktreeError(f"--isolate worktree needs a git repository, and {cwd} is not in one")
@@ -141,11 +140,60 @@ def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
             f"--isolate worktree needs a commit to start from; {root} has none yet"
         ) from None
     subdir = os.path.relpath(cwd.resolve(), root.resolve())
+    if subdir != "." and git(["cat-file", "-e", f"{base}:{subdir}"], root, check=False).returncode:
+        raise WorktreeError(
+            f"--isolate worktree starts from the last commit of {root}, which has no {subdir}/ "
+            "(commit it first, or give a --cwd that is committed)"
+        )
+    return root, base, subdir
+
+
+def isolation_problem(cwd: Path) -> str | None:
+    """Why a run in ``cwd`` cannot be isolated in a worktree, or None (checked before
+    anything is created)."""
+    try:
+        _starting_point(cwd)
+    except WorktreeError as exc:
+        return str(exc)
+    return None
+
+
+def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
+    """A new worktree for a run on branch ``subagents/<run-id>`` from ``HEAD``.
+
+    Returns the spec's worktree record: ``repo, path, branch, base, subdir`` (``subdir``: where
+    ``cwd`` sits inside the repository, so the child starts at the same place in its copy).
+    A failure (a full disk half-way) leaves neither the branch nor the worktree behind."""
+    root, base, subdir = _starting_point(cwd)
     path = run_dir / WORKTREE_DIR
     branch = branch_name(run_id)
     with repo_lock(root):
-        git(["worktree", "add", "--quiet", "-b", branch, str(path), base], root)
+        try:
+            git(["worktree", "add", "--quiet", "-b", branch, str(path), base], root)
+        except WorktreeError as exc:
+            _remove(root, str(path), branch)
+            raise WorktreeError(f"{exc}{_space_note(run_dir)}") from None
     return {"repo": str(root), "path": str(path), "branch": branch, "base": base, "subdir": subdir}
+
+
+def _remove(root: Path, path: str, branch: str | None) -> None:
+    """A worktree and its branch gone, whatever is left of them (the repository lock held)."""
+    if Path(path).is_dir():
+        git(["worktree", "remove", "--force", path], root, check=False)
+    git(["worktree", "prune"], root, check=False)
+    if branch is not None:
+        git(["branch", "-D", "--quiet", branch], root, check=False)
+
+
+def _space_note(where: Path) -> str:
+    """Why a git command may have failed there: its disk is full (git rarely says so)."""
+    try:
+        free = os.statvfs(where if where.exists() else where.parent)
+    except OSError:
+        return ""
+    if free.f_bavail * free.f_frsize < 1024 * 1024:
+        return f" (no space left on device: {where})"
+    return ""
 
 
 # A continued run's worktree is one run's at a time: its claim (in the repository's git
@@ -248,18 +296,27 @@ def finalize(
     """Commit what the run changed, write its patch and diffstat, tidy the worktree away.
 
     Returns ``result.json``'s ``worktree``: ``path, branch, base, commit, filesChanged,
-    insertions, deletions, kept`` (``kept``: the branch remains)."""
+    insertions, deletions, kept`` (``kept``: the branch remains). What a commit cannot hold
+    (changes inside a submodule, a repository the child made inside its copy) is listed in
+    ``uncommitted``, and the worktree directory is kept so that nothing is lost. Commits the
+    child made itself end up on the branch even where it left ``HEAD`` (detached)."""
     root, path, branch, base = (
         Path(record["repo"]),
         Path(record["path"]),
         record["branch"],
         record["base"],
     )
+    uncommitted = _beyond_a_commit(path)
     if git(["status", "--porcelain", "--untracked-files=all"], path).stdout.strip():
-        git(["add", "-A"], path)
-        identity = () if out(["config", "user.email"], path, check=False) else FALLBACK_IDENTITY
-        git([*identity, "commit", "--quiet", "--no-verify", "-m", message], path)
+        git(["add", "-A", "--", ":/", *(f":(exclude,top){p}" for p in uncommitted)], path)
+        if git(["diff", "--cached", "--quiet"], path, check=False).returncode:
+            ident = () if out(["config", "user.email"], path, check=False) else FALLBACK_IDENTITY
+            git([*ident, "commit", "--quiet", "--no-verify", "-m", message], path)
     commit = out(["rev-parse", "HEAD"], path)
+    on = git(["symbolic-ref", "--quiet", "HEAD"], path, check=False).stdout.decode().strip()
+    if on != f"refs/heads/{branch}":
+        # The child left its branch (a detached HEAD, another branch): its work goes on ours.
+        git(["update-ref", f"refs/heads/{branch}", commit], path)
     patch = git(["diff", "--binary", base, commit], path).stdout
     stat = git(["diff", "--stat", base, commit], path).stdout
     from subagents.core.files import open_private
@@ -271,13 +328,14 @@ def finalize(
     m = _SHORTSTAT.search(out(["diff", "--shortstat", base, commit], path))
     files, ins, dels = (int(g or 0) for g in m.groups()) if m else (0, 0, 0)
     changed = commit != base
+    kept = changed or bool(uncommitted)
     with repo_lock(root):
-        if not (keep and changed):
+        if not (keep and changed) and not uncommitted:
             git(["worktree", "remove", "--force", str(path)], root)
-        if not changed:
+        if not kept:
             git(["branch", "-D", "--quiet", branch], root)
         release(record, run_dir.name)
-    return {
+    done: WorktreeRecord = {
         "path": str(path),
         "branch": branch,
         "base": base,
@@ -285,21 +343,42 @@ def finalize(
         "filesChanged": files,
         "insertions": ins,
         "deletions": dels,
-        "kept": changed,
+        "kept": kept,
         "repo": str(root),
         "subdir": record.get("subdir", "."),
         "patch": str(run_dir / PATCH_FILE) if changed else None,
     }
+    if uncommitted:
+        done["uncommitted"] = uncommitted
+    return done
 
 
-def discard_worktree(worktree: WorktreeRecord) -> None:
-    """Remove a run's worktree (if still there) and its branch (for ``rm``/``prune``)."""
+def _beyond_a_commit(path: Path) -> list[str]:
+    """What a commit of the worktree at ``path`` cannot hold: submodules with changes of
+    their own (their files, their commits: kept in the worktree's own git directory, which
+    goes with it), and git repositories the child made inside its copy."""
+    status = git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], path).stdout
+    found = []
+    for entry in status.split(b"\0"):
+        fields = entry.split(b" ", 8)
+        # "1 XY S<c><m><u> ..." (a changed entry; S: a submodule, then what changed in it)
+        if fields[0] == b"1" and len(fields) == 9 and fields[2].startswith(b"S"):
+            if fields[2] != b"S...":
+                found.append(fields[8].decode("utf-8", "replace"))
+        elif fields[0] == b"?" and entry.endswith(b"/"):  # an untracked repository
+            found.append(entry[2:-1].decode("utf-8", "replace"))
+    return found
+
+
+def discard_worktree(worktree: Mapping[str, Any], *, branch: bool = True) -> None:
+    """Remove a run's worktree (if still there, and git's record of it either way) and,
+    with ``branch``, its branch (for ``rm``/``prune``). WorktreeError when the repository
+    is gone (moved or deleted)."""
     root = Path(worktree["repo"])
+    if not root.is_dir():
+        raise WorktreeError(f"the repository {root} is gone (moved or deleted?)")
     with repo_lock(root):
-        if Path(worktree["path"]).is_dir():
-            git(["worktree", "remove", "--force", worktree["path"]], root, check=False)
-        git(["worktree", "prune"], root, check=False)
-        git(["branch", "-D", "--quiet", worktree["branch"]], root, check=False)
+        _remove(root, str(worktree["path"]), str(worktree["branch"]) if branch else None)
 
 
 def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
@@ -327,18 +406,21 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
         # The working tree as it is now, as a tree object: the "ours" side.
         if git(["rev-parse", "--verify", "--quiet", "HEAD"], root, check=False).returncode == 0:
             git(["read-tree", "HEAD"], root, env=index)
-        git(["add", "-A", "--", ":/"], root, env=index)
+        # (a repository inside the working tree is none of the run's business, and one
+        # without a commit would stop git add)
+        nested = [f":(exclude,top){p}" for p in _nested_repositories(root)]
+        git(["add", "-A", "--", ":/", *nested], root, env=index)
         ours_tree = out(["write-tree"], root, env=index)
         # A commit on the run's base, so the merge's base is exactly where the run began.
         ours = out(
             [*FALLBACK_IDENTITY, "commit-tree", ours_tree, "-p", base, "-m", "working tree"], root
         )
         merged = git(
-            ["merge-tree", "--write-tree", "--name-only", "--no-messages", ours, commit],
+            ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, commit],
             root,
             check=False,
         )
-        lines = merged.stdout.decode("utf-8", "replace").splitlines()
+        lines = _names(merged.stdout)
         if merged.returncode == 1:
             names = sorted({n for n in lines[1:] if n})
             raise WorktreeError(
@@ -348,9 +430,20 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
             why = merged.stderr.decode("utf-8", "replace").strip()
             raise WorktreeError(f"git merge-tree failed: {why or merged.returncode}")
         result_tree = lines[0]
-        changed = out(["diff", "--name-only", ours_tree, result_tree], root).splitlines()
+        changed = _names(git(["diff", "-z", "--name-only", ours_tree, result_tree], root).stdout)
         patch = git(["diff", "--binary", ours_tree, result_tree], root).stdout
         if patch:
             # All or nothing: git apply checks every hunk before it writes any.
             git(["apply", "--whitespace=nowarn", "-"], root, input=patch)
     return changed
+
+
+def _names(listing: bytes) -> list[str]:
+    """Paths git listed with ``-z``, as they are (never C-quoted)."""
+    return [n.decode("utf-8", "replace") for n in listing.split(b"\0") if n]
+
+
+def _nested_repositories(root: Path) -> list[str]:
+    """Untracked git repositories inside the working tree at ``root`` (paths from its top)."""
+    listed = git(["ls-files", "--others", "--exclude-standard", "-z"], root).stdout
+    return [n[:-1] for n in _names(listed) if n.endswith("/")]

@@ -238,7 +238,7 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if steps != 1 or not field.startswith("steps.0."):
         return message
     name = field.removeprefix("steps.0.")
-    if name in ("backend", "agent") or rest.startswith("the task"):
+    if name in ("backend", "agent") or rest.startswith(("the task", f"--{name} ")):
         return rest
     return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
 

@@ -144,10 +144,9 @@ def check(
     if req.isolate is not None:
         if req.isolate != "worktree":
             raise UsageError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
-        from subagents.worktree import repo_root
+        from subagents.worktree import isolation_problem
 
-        if req.continue_from is None and repo_root(cwd) is None:
-            raise UsageError(
-                f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
-            )
+        problem = None if req.continue_from is not None else isolation_problem(cwd)
+        if problem:
+            raise UsageError(problem, "isolate")
     return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth)

@@ -224,7 +224,8 @@ class WebApp:
                 raise UsageError(
                     f"run {run_id} did not run in its own worktree (--isolate worktree)"
                 )
-            return api.apply_run(run_id, repo)
+            partial = request.query_params.get("partial") == "1"
+            return api.apply_run(run_id, repo, partial=partial)
 
         try:
             changed = await anyio.to_thread.run_sync(apply)

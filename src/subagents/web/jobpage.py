@@ -200,11 +200,16 @@ def render_diff(result: dict[str, Any], home: Path) -> str:
         for name, a, d in _patch_files(patch)
     )
     count = int(wt.get("filesChanged") or 0)
+    # A run that did not complete may have left its work half done: the button says so.
+    partial = result.get("status") != "completed"
+    label = "Apply these partial changes" if partial else "Apply to the working tree"
+    marked = ' data-partial="1"' if partial else ""
     return (
         f'<section class="diff"><h2>Changes</h2><p>branch <code>{esc(wt.get("branch"))}</code> · '
         f"{count} file{'' if count == 1 else 's'} changed, +{int(wt.get('insertions') or 0)} "
         f"-{int(wt.get('deletions') or 0)} · into <code>{esc(wt.get('repo'))}</code></p>"
-        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}">Apply to the working tree</button> '
+        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}"'
+        f"{marked}>{label}</button> "
         '<span id="apply-result" role="status"></span></p>'
         f'<table class="files">{files}</table>{more}<pre class="patch">{_patch_html(patch)}</pre></section>'
     )
