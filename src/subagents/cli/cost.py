@@ -37,7 +37,7 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(json.dumps(report, ensure_ascii=False, allow_nan=False))
         return
     if not report["total"]["runs"]:
         click.echo("no finished jobs", err=True)

@@ -106,10 +106,13 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
     running job does now."""
     from subagents import api
 
-    items = api.list_jobs(limit, session=session)
+    damaged: list[str] = []
+    items = api.list_jobs(limit, session=session, damaged=damaged)
+    for problem in damaged:
+        click.echo(f"subagents: warning: {problem}", err=True)
     if as_json:
         for item in items:
-            click.echo(json.dumps(item, ensure_ascii=False))
+            click.echo(json.dumps(item, ensure_ascii=False, allow_nan=False))
         return
     if not items:
         click.echo("no jobs yet", err=True)

@@ -59,7 +59,7 @@ def history(
     entries = history.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
     if as_json:
         for e in entries:
-            echo_child_text(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False, allow_nan=False))
         return
     if not entries:
         click.echo("no entries", err=True)

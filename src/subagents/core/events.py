@@ -6,6 +6,8 @@ Events are plain dicts (cheap to build, ready for JSON). Every event carries
 
 from __future__ import annotations
 
+import math
+
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
@@ -104,16 +106,45 @@ def empty_usage() -> Usage:
 
 def add_usage(total: Usage, part: Mapping[str, Any]) -> Usage:
     """Sum ``part`` (a Usage, or a record's that may lack counts) into ``total`` in place;
-    cost stays None until someone reports one."""
+    cost stays None until someone reports one. A sum that is no number (an overflow, a
+    child's NaN) stays so, whatever comes after, and is written unpriced: :func:`priced`."""
     total["input"] += int(part.get("input") or 0)
     total["output"] += int(part.get("output") or 0)
     total["cacheRead"] += int(part.get("cacheRead") or 0)
     total["cacheWrite"] += int(part.get("cacheWrite") or 0)
     total["totalTokens"] += int(part.get("totalTokens") or 0)
-    cost = part.get("cost")
-    if cost is not None:
-        total["cost"] = (total["cost"] or 0.0) + float(cost)
+    total["cost"] = add_cost(total["cost"], part.get("cost"))
     return total
+
+
+def add_cost(total: float | None, cost: Any) -> float | None:
+    """A running sum of costs: None until one is known; infinite from the first that is no
+    finite number or the first overflow (:func:`cost_of` makes that "unpriced", null)."""
+    if cost is None or isinstance(cost, bool):
+        return total
+    try:
+        part = float(cost)
+    except (TypeError, ValueError):
+        return total
+    if not math.isfinite(part):
+        part = math.inf
+    return (total or 0.0) + part
+
+
+def cost_of(total: Any) -> float | None:
+    """A cost as a record holds it: a finite number, else None (unpriced; JSON has no
+    Infinity or NaN, and a record is written strict)."""
+    if isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total):
+        return float(total)
+    return None
+
+
+def priced(usage: Usage) -> Usage:
+    """``usage`` fit for a record: its cost made :func:`cost_of` (a copy when it changes)."""
+    cost = usage.get("cost")
+    if cost is None or cost_of(cost) is not None:
+        return usage
+    return {**usage, "cost": None}
 
 
 def started_event(events: list[Any]) -> RunStarted | None:
@@ -199,7 +230,7 @@ def usage(totals: Usage) -> UsageEvent:
         "cacheRead": totals["cacheRead"],
         "cacheWrite": totals["cacheWrite"],
         "totalTokens": totals["totalTokens"],
-        "cost": totals["cost"],
+        "cost": cost_of(totals["cost"]),
     }
 
 

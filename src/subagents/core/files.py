@@ -69,8 +69,9 @@ def open_private(
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON, UTF-8 (not ASCII-escaped)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact JSON, UTF-8 (not ASCII-escaped); strict: NaN and Infinity are no JSON (a
+    ValueError: a record's numbers are made finite before, see core.events.cost_of)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 _orjson: Any = None
@@ -156,7 +157,7 @@ def json_pieces(obj: Any) -> Iterator[str]:
     characters, to be written one at a time: a big string (an answer) is held once more, as
     JSON, while it is written (json.dumps, its ``encode`` and the newline added to it held
     three more copies)."""
-    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+    for piece in json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).iterencode(obj):
         if len(piece) <= JSON_PIECE:
             yield piece
         else:

@@ -52,7 +52,7 @@ def sum_usage(runs: Runs) -> Usage:
     total = ev.empty_usage()
     for r in runs:
         ev.add_usage(total, r.get("usage") or {})
-    return total
+    return ev.priced(total)
 
 
 def job_status(planned: int, runs: Runs, cancelled: bool) -> str:

@@ -26,7 +26,7 @@ from subagents.core.files import (
     write_json_atomic,
 )
 from subagents.core.records import RUN_STATUSES, is_job_state
-from subagents.errors import JobIdError
+from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
@@ -68,6 +68,21 @@ def unknown_id(prefix: str) -> JobIdError:
     """The one wording for an id that names nothing (a job id or a run id, malformed or not),
     wherever an id is looked up: the CLI, the MCP tools and resources."""
     return JobIdError(f"no job or run with id {prefix!r}")
+
+
+def damaged(path: Path, job_id: str, why: str) -> DamagedRecord:
+    """The one wording for a job.json that is not a job's (every reader says it)."""
+    return DamagedRecord(
+        f"{path} is damaged ({why}); remove the job with: subagents rm {job_id}", str(path)
+    )
+
+
+def _not_a_job(data: object) -> str:
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if not isinstance(data.get("jobId"), str):
+        return "no job id"
+    return f"its status is {json.dumps(data.get('status'), default=str)[:60]}"
 
 
 def _matching(directory: Path, prefix: str) -> list[str]:
@@ -117,6 +132,10 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
+        # What the last list() passed over: a line for each damaged job.json; and how many
+        # jobs there are in all (of the session asked for).
+        self.damaged: builtins.list[str] = []
+        self.total = 0
 
     # ---- files -----------------------------------------------------------
 
@@ -153,12 +172,16 @@ class JobStore:
 
     def load(self, job_id: str) -> JobState:
         """The job's state: ``job.json`` as written, with a finished job's ``finalText``
-        (the file keeps it only in ``runs``: see :func:`on_disk`). ValueError when the file
-        is not a job's."""
-        data = read_json(self.path(job_id))
+        (the file keeps it only in ``runs``: see :func:`on_disk`). DamagedRecord (a
+        ValueError) when the file is not a job's; OSError when it cannot be read."""
+        path = self.path(job_id)
+        try:
+            data = read_json(path)
+        except ValueError as exc:  # truncated, or not JSON (UnicodeDecodeError too)
+            raise damaged(path, job_id, f"not JSON: {exc}") from None
         state = with_final_text(data) if isinstance(data, dict) else data
         if not is_job_state(state):
-            raise ValueError(f"{self.path(job_id)}: not a job")
+            raise damaged(path, job_id, _not_a_job(data))
         return state
 
     def update(
@@ -387,7 +410,9 @@ class JobStore:
     def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
         """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
         An index that cannot be read or written (a full disk, a broken file) is passed by:
-        the job files are read instead."""
+        the job files are read instead. A damaged job file is passed over and said in
+        ``damaged``."""
+        self.damaged = []
         try:
             return self._list_indexed(limit, session)
         except (sqlite3.Error, OSError):
@@ -401,15 +426,21 @@ class JobStore:
             )
         except FileNotFoundError:
             names = []
+        self.total = len(names)
         out: builtins.list[JobRow] = []
         for job_id in names:
             if len(out) >= limit:
                 break
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 state = self.load(job_id)
-                if session is not None and state.get("session") != session:
-                    continue
-                out.append(_job_row((job_id, *_index_row(state)[1:])))
+            except DamagedRecord as exc:
+                self.damaged.append(str(exc))
+                continue
+            except (OSError, ValueError):
+                continue
+            if session is not None and state.get("session") != session:
+                continue
+            out.append(_job_row((job_id, *_index_row(state)[1:])))
         return out
 
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
@@ -425,10 +456,16 @@ class JobStore:
             for job_id in on_disk:
                 if known.get(job_id) in TERMINAL:
                     continue  # finished jobs never change
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     self._index_upsert(self.load(job_id), db)
+                except DamagedRecord as exc:
+                    self.damaged.append(str(exc))
+                    db.execute("delete from jobs where job_id = ?", (job_id,))
+                except (OSError, ValueError):
+                    continue
             db.commit()
             where, args = ("where session = ?", (session,)) if session is not None else ("", ())
+            self.total = db.execute(f"select count(*) from jobs {where}", args).fetchone()[0]
             rows = db.execute(
                 f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
             ).fetchall()
@@ -453,13 +490,13 @@ def _index_row(state: JobState) -> tuple[Any, ...]:
     return (
         state["jobId"],
         state.get("mode"),
-        json.dumps(state.get("agents") or []),
+        json.dumps(state.get("agents") or [], allow_nan=False),
         state.get("status"),
         state.get("createdAt"),
         state.get("startedAt"),
         state.get("completedAt"),
         state.get("durationMs"),
-        json.dumps(state.get("runIds") or []),
+        json.dumps(state.get("runIds") or [], allow_nan=False),
         state.get("session"),
         _task(state),
         usage.get("totalTokens"),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.core.clock import epoch
+from subagents.core.events import add_cost, cost_of
 from subagents.core.records import is_agent_event
 from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
 from subagents.present import figures
@@ -89,9 +90,9 @@ def _add(row: CostRow, usage: object, job_ids: set[str], job_id: str | None) -> 
     row["cacheRead"] += _count(counts.get("cacheRead"))
     row["cacheWrite"] += _count(counts.get("cacheWrite"))
     row["totalTokens"] += _count(counts.get("totalTokens"))
-    cost = counts.get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        row["cost"] = (row["cost"] or 0.0) + float(cost)
+    cost = cost_of(counts.get("cost"))
+    if cost is not None:
+        row["cost"] = add_cost(row["cost"], cost)
     else:
         row["unpriced"] += 1
 
@@ -142,6 +143,8 @@ def totals(
         # The total counts the job once, whatever its runs: from the entry's summed usage.
         _add(total, entry.get("usage"), all_jobs, job_id)
     total["runs"] = sum(row["runs"] for row in rows.values())
+    for row in (*rows.values(), total):  # a sum past what a float holds: unpriced
+        row["cost"] = cost_of(row["cost"])
     ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost"] or 0), -kv[1]["totalTokens"]))
     if by == "day":
         ordered = sorted(rows.items())

@@ -240,7 +240,9 @@ def run_hook(hook: HookLike, entry: Mapping[str, Any]) -> HookOutcome:
     start = time.monotonic()
     try:
         timeout = float(hook.timeout)
-        payload = json.dumps(entry, ensure_ascii=False, default=str).encode() + b"\n"
+        payload = (
+            json.dumps(entry, ensure_ascii=False, default=str, allow_nan=False).encode() + b"\n"
+        )
         if not argv or not argv[0]:
             outcome.error = "empty command"
             return outcome
@@ -340,6 +342,7 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
             {"entry": entry, "hooks": selected, "logPath": str(log_path)},
             ensure_ascii=False,
             default=str,
+            allow_nan=False,
         ).encode()
         # The directory holding this copy of the package (src/, not the package itself,
         # whose modules must not shadow the standard library's: subagents/types.py), so the

@@ -321,7 +321,9 @@ def append(path: Path, obj: Mapping[str, Any]) -> None:
     Should an earlier writer have died mid-line (a torn tail), the line starts with a newline
     so that the new entry stays whole and readable. Raises OSError / TypeError / ValueError.
     """
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    data = (
+        json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    )
     path = Path(path)
     _make_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)

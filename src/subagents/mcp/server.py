@@ -493,7 +493,7 @@ class SubagentsMCP:
         except JobIdError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
-        return json.dumps(state, ensure_ascii=False, indent=1)
+        return json.dumps(state, ensure_ascii=False, indent=1, allow_nan=False)
 
 
 def _ended(state: Mapping[str, Any]) -> str:

@@ -17,6 +17,9 @@ from subagents.present.humanize import WARN_LEVELS, collapse, head
 from subagents.present.outcome import mark
 from subagents.present.progress import LINE_LIMIT, ProgressFormatter
 
+# What a usage event has that is not usage.
+_NOT_USAGE = frozenset({"type", "seq", "ts"})
+
 
 class RunState:
     def __init__(self, label: str, max_len: int | None = None) -> None:
@@ -24,7 +27,7 @@ class RunState:
         self.fmt = ProgressFormatter(max_len=max_len)
         self.t0: float | None = None
         self.tools = 0
-        # The latest usage event's fields but its type (running totals; seq and ts too).
+        # The latest usage event's counts (running totals), as a Usage: not its type, seq, ts.
         self.usage: dict[str, Any] = {}
         self.status: str | None = None
         self.duration_ms: float | None = None
@@ -47,7 +50,7 @@ class RunState:
         elif kind == "tool_call":
             self.tools += 1
         elif kind == "usage":
-            self.usage = {k: v for k, v in event.items() if k != "type"}
+            self.usage = {k: v for k, v in event.items() if k not in _NOT_USAGE}
         elif kind == "run_finished":
             self.status = str(event.get("status"))
             ms = event.get("durationMs")

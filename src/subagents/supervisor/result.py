@@ -81,7 +81,7 @@ def build_result(
         "exitCode": exit_code,
         "signal": signal,
         "forcedCleanup": forced_cleanup,
-        "usage": usage if usage is not None else ev.empty_usage(),
+        "usage": ev.priced(usage) if usage is not None else ev.empty_usage(),
         "toolCalls": tool_calls,
         "startedAt": iso(started_at),
         "completedAt": iso(done),

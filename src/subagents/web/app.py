@@ -53,7 +53,7 @@ KEEPALIVE = 15.0
 def event(name: str, data: dict[str, Any], event_id: str | None = None) -> str:
     """One Server-Sent Event; its data is one line of JSON (ASCII: no line breaks inside)."""
     head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return head + "data: " + json.dumps(data) + "\n\n"
+    return head + "data: " + json.dumps(data, allow_nan=False) + "\n\n"
 
 
 class WebApp:
