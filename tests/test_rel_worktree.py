@@ -335,3 +335,115 @@ def test_isolation_that_cannot_be_is_refused_before_anything_exists(
             assert p.stderr.strip() == f"subagents: {message}"
     assert not (isolated_state / "jobs").exists() or not list((isolated_state / "jobs").iterdir())
     assert "subagents/" not in git(repo, "branch", "--list")
+
+
+# ---- items 6 and 9: removal leaves nothing behind, and takes nothing still in use -------
+
+
+def test_rm_branches_of_a_chains_first_job_keeps_the_branch_its_continuation_uses(
+    fake: Fake, repo: Path, isolated_state: Path
+) -> None:
+    first = run_isolated(fake, repo, [*SESSION, {"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    second = cli(
+        ["continue", "--json", first["runId"], "more"],
+        fake_env(fake, [*SESSION, {"write": "b.txt", "text": "b\n"}, *pi.answer("B")]),
+    )
+    assert second.returncode == 0, second.stderr
+    later = json.loads(second.stdout)
+    branch = first["worktree"]["branch"]
+    removed = cli(["rm", "--branches", first["jobId"]])
+    no_traceback(removed)
+    assert removed.returncode == 0, removed.stderr
+    assert f"branch {branch} kept: run {later['runId']} (another job) works on it" in removed.stderr
+    assert branch in git(repo, "branch", "--list")
+    # The chain goes on where it was, not from the base commit.
+    third = cli(
+        ["continue", "--json", later["runId"], "again"],
+        fake_env(fake, [*SESSION, {"write": "c.txt", "text": "c\n"}, *pi.answer("C")]),
+    )
+    assert third.returncode == 0, third.stderr
+    assert git(repo, "show", f"{branch}:a.txt") == "a\n"
+    assert git(repo, "show", f"{branch}:c.txt") == "c\n"
+
+
+def test_a_continue_whose_branch_was_removed_is_refused_not_restarted(
+    fake: Fake, repo: Path, isolated_state: Path
+) -> None:
+    first = run_isolated(fake, repo, [*SESSION, {"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    git(repo, "branch", "-D", first["worktree"]["branch"])
+    p = cli(
+        ["continue", "--json", first["runId"], "more"], fake_env(fake, [*SESSION, *pi.answer("B")])
+    )
+    no_traceback(p)
+    assert p.returncode == 1, p.stderr
+    run = json.loads(p.stdout)
+    assert "no longer exists" in run["errorMessage"], run["errorMessage"]
+    assert first["worktree"]["branch"] not in git(repo, "branch", "--list")
+
+
+def test_rm_of_a_kept_worktree_leaves_no_stale_worktree_nor_branch(
+    fake: Fake, repo: Path, tmp_path: Path, isolated_state: Path
+) -> None:
+    config = tmp_path / "config"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text("keep_worktree = true\n")
+    result = run_isolated(fake, repo, [{"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    assert Path(result["worktree"]["path"]).is_dir()
+    removed = cli(["rm", result["jobId"]])
+    assert removed.returncode == 0, removed.stderr
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    branch = result["worktree"]["branch"]
+    assert branch in git(repo, "branch", "--list")  # kept (plain rm), and deletable:
+    git(repo, "branch", "-D", branch)
+
+
+def test_rm_branches_after_the_repository_moved_says_so_and_removes_the_job(
+    fake: Fake, repo: Path, tmp_path: Path, isolated_state: Path
+) -> None:
+    result = run_isolated(fake, repo, [{"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
+    repo.rename(tmp_path / "moved")
+    removed = cli(["rm", "--branches", result["jobId"]])
+    no_traceback(removed)
+    assert removed.returncode == 0, removed.stderr
+    assert f"the repository {repo} is gone (moved or deleted?)" in removed.stderr
+    assert list((isolated_state / "jobs").iterdir()) == []  # no .removing-<id> left
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Any:
+    """A real 3 MB filesystem (tmpfs), where the machine lets this test mount one."""
+    where = tmp_path / "small"
+    where.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {exc}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+def test_a_full_disk_while_making_the_worktree_leaks_no_branch_and_says_why(
+    fake: Fake, tmp_path: Path, small_disk: Path
+) -> None:
+    # The state directory fits a job and a run, not the checkout of the repository.
+    big = git_repo(tmp_path / "big", {"small.txt": "s\n"})
+    (big / "big.bin").write_bytes(os.urandom(2_500_000))
+    git(big, "add", "big.bin")
+    git(big, "commit", "-q", "-m", "big")
+    home = small_disk / "home"
+    free = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(bytes(free.f_bavail * free.f_frsize - 1_000_000))
+    env = {**fake_env(fake, pi.answer("never")), "SUBAGENTS_HOME": str(home)}
+    p = cli(["run", "--json", "--isolate", "worktree", "--cwd", str(big), "T"], env)
+    no_traceback(p)
+    assert p.returncode != 0
+    assert "no space left on device" in (p.stdout + p.stderr).lower(), (p.stdout, p.stderr)
+    assert "subagents/" not in git(big, "branch", "--list")
+    assert git(big, "worktree", "list", "--porcelain").count("worktree ") == 1
