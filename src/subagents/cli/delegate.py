@@ -238,9 +238,10 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if steps != 1 or not field.startswith("steps.0."):
         return message
     name = field.removeprefix("steps.0.")
-    if name in ("backend", "agent") or rest.startswith(("the task", f"--{name} ")):
+    option = "--" + name.replace("_", "-")  # as typed: --stall-timeout
+    if name in ("backend", "agent") or rest.startswith(("the task", f"{option} ")):
         return rest
-    return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
+    return f"{name}: {rest}" if name == "task" else f"{option}: {rest}"
 
 
 def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:

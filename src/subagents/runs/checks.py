@@ -11,7 +11,7 @@ from pathlib import Path
 
 from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, get_backend
 from subagents.config import Settings
-from subagents.core.inputs import text_problem, timeout_problem
+from subagents.core.inputs import seconds_problem, text_problem, timeout_problem
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.request import RunRequest
@@ -101,8 +101,9 @@ def check_task_size(backend: Backend, task: str) -> None:
 def check_watchdog(req: RunRequest) -> None:
     for name in ("stall_timeout", "tool_timeout"):
         value = getattr(req, name)
-        if value is not None and value < 0:
-            raise UsageError(f"{name} must be 0 (off) or a positive number of seconds", name)
+        problem = None if value is None else seconds_problem(value, off=True)
+        if problem:
+            raise UsageError(f"{name}: {problem}", name)
     if req.on_stall not in (None, "notice", "abort"):
         raise UsageError(
             f"unknown on_stall policy {req.on_stall!r} (use notice or abort)", "on_stall"

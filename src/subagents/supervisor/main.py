@@ -74,6 +74,9 @@ if TYPE_CHECKING:
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
+# The longest the event loop waits at once (epoll takes at most 2^31 ms, ~24.8 days): a
+# deadline further off is waited for a day at a time, whatever meta.json says.
+MAX_WAIT = 86400.0
 MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
@@ -302,7 +305,7 @@ class Supervisor:
             points.append(now + POLL_EXIT)
         if not points:
             return None
-        return max(0.0, min(points) - now)
+        return min(MAX_WAIT, max(0.0, min(points) - now))
 
     # ---- main loop -------------------------------------------------------
 
