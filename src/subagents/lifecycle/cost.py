@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from subagents.core.clock import epoch
 from subagents.core.events import add_cost, cost_of
 from subagents.core.records import is_agent_event
-from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, entries, session_path
 from subagents.present import figures
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def end_entries(
     """The end entries of one or every session, ended at or after *since* (epoch s)."""
     out: list[AgentEvent] = []
     for path in session_files(home, session):
-        for entry in read(path):
+        for entry in entries(path):
             if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))

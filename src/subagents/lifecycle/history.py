@@ -104,6 +104,10 @@ def parse_since(text: str, *, now: float | None = None) -> float:
     return dt.timestamp()
 
 
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     if value is None:
         return None
@@ -119,7 +123,29 @@ def select(
     event_types: str | Iterable[str] | None = None,
     job_id: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The entries that pass every given filter, in order.
+    """The entries that pass every given filter, in order (:func:`selected`, as a list)."""
+    return list(
+        selected(
+            entries,
+            status=status,
+            agent=agent,
+            since=since,
+            event_types=event_types,
+            job_id=job_id,
+        )
+    )
+
+
+def selected(
+    entries: Iterable[Mapping[str, Any]],
+    *,
+    status: str | Iterable[str] | None = None,
+    agent: str | Iterable[str] | None = None,
+    since: float | None = None,
+    event_types: str | Iterable[str] | None = None,
+    job_id: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The entries that pass every given filter, in order, one at a time.
 
     ``status``: entry status(es) (``timeout`` matches ``failed``, as it is recorded);
     ``agent``: matches ``agentName`` or one of its ``", "``-joined names; ``since``: epoch
@@ -142,11 +168,11 @@ def select(
                     f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
                 )
             types.add(full)
-    out: list[dict[str, Any]] = []
     for item in entries:
-        if statuses is not None and item.get("status") not in statuses:
+        # (a damaged entry's status may be anything, an object too: only text is one)
+        if statuses is not None and _text(item.get("status")) not in statuses:
             continue
-        if types is not None and item.get("eventType") not in types:
+        if types is not None and _text(item.get("eventType")) not in types:
             continue
         if agents is not None:
             name = str(item.get("agentName") or "")
@@ -159,5 +185,4 @@ def select(
             when = epoch(item.get("timestamp"))
             if when is None or when < since:
                 continue
-        out.append(dict(item))
-    return out
+        yield dict(item)

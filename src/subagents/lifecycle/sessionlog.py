@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from subagents.core.clock import epoch, iso
@@ -400,3 +400,20 @@ def read_with_problems(path: Path) -> ReadResult:
 def read(path: Path) -> list[dict[str, Any]]:
     """All complete entries of *path*; torn or bad lines are skipped silently."""
     return read_with_problems(path).entries
+
+
+def entries(path: Path) -> Iterator[dict[str, Any]]:
+    """The complete entries of *path* one at a time, as :func:`read` finds them, holding one
+    line at a time (a long log is never all in memory); a missing file has none."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 (closed below, also when the caller stops early)
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                return  # a torn last line: not an entry (yet)
+            if line.strip():
+                obj = parse_line(line)
+                if obj is not None:
+                    yield obj
