@@ -47,9 +47,9 @@ def _load(path: Path, log: Path) -> dict[str, Any]:
         data = None
     offset = data.get("offset") if isinstance(data, dict) else None
     announced = data.get("announced") if isinstance(data, dict) else None
-    if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
-        if isinstance(announced, list):
-            return {"offset": offset, "announced": announced}
+    whole = isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0
+    if whole and isinstance(announced, list):
+        return {"offset": offset, "announced": announced}
     try:
         end = log.stat().st_size
     except OSError:
