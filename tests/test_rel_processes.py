@@ -253,3 +253,32 @@ def test_a_foreground_job_bound_to_its_parent_stops_when_its_command_is_killed(
     finally:
         parent.kill()
         parent.wait()
+
+
+# ---- partial: continue given a job id; top's footer --------------------------------------
+
+
+def test_continue_takes_the_id_of_a_job_of_one_run(fake: Fake, isolated_state: Path) -> None:
+    env = fake_env(fake, [{"session": True}, *pi.answer("first")])
+    first = json.loads(cli(["run", "--json", "x"], env).stdout)
+    p = cli(["continue", "--json", first["jobId"], "more"], env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["continuedFrom"] == first["runId"]
+    both = json.loads(cli(["run", "--json", "--parallel", "a", "b"], env).stdout)
+    p = cli(["continue", both["jobId"], "more"], env)
+    assert p.returncode == 2
+    ids = ", ".join(r["runId"] for r in both["runs"])
+    assert p.stderr.strip() == (
+        f"subagents: {both['jobId']!r} is job {both['jobId']}, which has 2 runs: give one of "
+        f"them ({ids})"
+    )
+
+
+def test_tops_footer_says_how_many_jobs_of_how_many(fake: Fake, isolated_state: Path) -> None:
+    from subagents.jobs import LiveJobs
+
+    env = fake_env(fake, pi.answer("ok"))
+    for task in ("a", "b", "c"):
+        assert cli(["run", "-q", task], env).returncode == 0
+    assert LiveJobs(isolated_state, limit=2).snapshot().footer().startswith("2 of 3 jobs · ")
+    assert LiveJobs(isolated_state, limit=50).snapshot().footer().startswith("3 jobs · ")

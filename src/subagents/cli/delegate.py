@@ -159,6 +159,14 @@ def run(
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     Put `--` before a TASK that starts with '-'.
+
+    \b
+    Examples:
+      subagents run "Summarize the architecture of this repo"
+      subagents run --agent scout --json "Where is authentication handled?"
+      subagents run --parallel -j 2 "check module a" "check module b"
+      subagents run --chain "list the TODOs" "pick the most important: {previous}"
+      subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
     from subagents.errors import PlanError
     from subagents.jobs import job_of, load_plan, with_options

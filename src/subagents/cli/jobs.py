@@ -103,7 +103,14 @@ def jobs_table(items: list[JobRow], wide: bool) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
 def ps(limit: int, session: str | None, as_json: bool) -> None:
     """Running and recent jobs: id, agents, status, elapsed, tokens, cost, task, and what a
-    running job does now."""
+    running job does now.
+
+    \b
+    Examples:
+      subagents ps                 # the 20 newest jobs
+      subagents ps -n 100 -s ci    # the newest 100 of session 'ci'
+      subagents ps --json          # one JSON object a line
+    """
     from subagents import api
 
     damaged: list[str] = []

@@ -38,7 +38,14 @@ def continue_(
     """Continue a finished run: its child resumes its own conversation with TASK.
 
     A new run (and job) that records `continuedFrom`; an isolated run goes on in its own
-    worktree branch. TASK '-' reads the task from stdin. RUN_ID is any unique prefix.
+    worktree branch (one run at a time). TASK '-' reads the task from stdin. RUN_ID is any
+    unique prefix, or the id of a job of one run.
+
+    \b
+    Examples:
+      subagents run --json -b claude "Find where retries are configured"
+      subagents continue 01m84w "Now make the delay configurable"
+      subagents continue --bg --json 01m84x "And add a test"   # {"jobId": ...}
     """
     from subagents import api
     from subagents.cli.delegate import run_in_background, run_in_foreground
