@@ -7,37 +7,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pistream as pi
 import pytest
 from conftest import Fake
+from test_faults import cli, fake_env
 
 from subagents import api
 
-CLI = [sys.executable, "-m", "subagents.cli"]
 CAP = "must be at most 2592000 seconds (30 days), not 1e+12"
-
-
-def cli(
-    args: list[str], env: dict[str, str] | None = None, **kw: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
 
 
 def nothing_made(home: Path) -> bool:

@@ -11,22 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_faults import cli
 from test_notices_cost import CLAUDE_ID, end_entry, hook
 
 from subagents.lifecycle import notices, sessionlog
 
 CLI = [sys.executable, "-m", "subagents.cli"]
-
-
-def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "COLUMNS": "120", **(env or {})},
-    )
+WIDE = {"COLUMNS": "120"}
 
 
 def entry(**changes: Any) -> dict[str, Any]:
@@ -57,10 +48,10 @@ def test_history_shows_damaged_entries_without_a_traceback(isolated_state: Path)
         ],
     )
     for args in (["history"], ["history", "--json"], ["history", "--status", "completed"]):
-        p = cli(args)
+        p = cli(args, WIDE)
         assert p.returncode == 0, (args, p.stderr)
         assert "Traceback" not in p.stderr
-    shown = cli(["history"]).stdout
+    shown = cli(["history"], WIDE).stdout
     assert "the last one" in shown and shown.count("01m84t0m9p-8m6spb63") == 8
 
 

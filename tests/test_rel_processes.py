@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,11 +15,10 @@ from pathlib import Path
 import pistream as pi
 import pytest
 from conftest import Fake, eventually, pid_alive
+from test_faults import CLI, cli, fake_env
 
 from subagents.core import procs
 from subagents.runs import RunMonitor
-
-CLI = [sys.executable, "-m", "subagents.cli"]
 
 
 def started(run_dir: Path) -> dict[str, object]:
@@ -158,22 +156,6 @@ def test_what_a_dead_supervisors_child_left_is_ended_by_the_run_id_it_carries(
 
 
 # ---- --parent-pid: the job is bound to its caller --------------------------------------
-
-
-def cli(args: list[str], env: dict[str, str], **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **env},
-        **kw,  # type: ignore[arg-type]
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, object]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
 
 
 def dead_pid() -> int:

@@ -4,40 +4,13 @@ damaged record is one line naming its file, for every reader, and `rm` removes i
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pistream as pi
 import pytest
 from conftest import Fake
-
-CLI = [sys.executable, "-m", "subagents.cli"]
-
-
-def cli(
-    args: list[str], env: dict[str, str] | None = None, **kw: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
-
-
-def no_traceback(*procs: subprocess.CompletedProcess[str]) -> None:
-    for p in procs:
-        assert "Traceback" not in p.stderr + p.stdout, (p.args, p.stderr)
+from test_faults import cli, fake_env, no_traceback
 
 
 def _refuse(constant: str) -> Any:

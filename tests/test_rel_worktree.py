@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,29 +14,10 @@ from typing import Any
 import pistream as pi
 import pytest
 from conftest import Fake, eventually, git, git_repo, pid_alive
+from test_faults import CLI, cli, fake_env, no_traceback
+from test_faults import small_disk as small_disk  # a fixture: a real small filesystem
 
 from subagents import api
-
-CLI = [sys.executable, "-m", "subagents.cli"]
-
-
-def cli(
-    args: list[str], env: dict[str, str] | None = None, **kw: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
-
 
 # The fake stands in for pi and keeps a session file where pi would (so runs continue).
 SESSION: list[dict[str, Any]] = [{"session": True}]
@@ -46,11 +26,6 @@ SESSION: list[dict[str, Any]] = [{"session": True}]
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return git_repo(tmp_path / "repo", {"app.py": "one\n", "src/lib.py": "x = 1\n"})
-
-
-def no_traceback(*procs: subprocess.CompletedProcess[str]) -> None:
-    for p in procs:
-        assert "Traceback" not in p.stderr + p.stdout, (p.args, p.stderr)
 
 
 def run_isolated(fake: Fake, repo: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
@@ -407,26 +382,6 @@ def test_rm_branches_after_the_repository_moved_says_so_and_removes_the_job(
     assert removed.returncode == 0, removed.stderr
     assert f"the repository {repo} is gone (moved or deleted?)" in removed.stderr
     assert list((isolated_state / "jobs").iterdir()) == []  # no .removing-<id> left
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Any:
-    """A real 3 MB filesystem (tmpfs), where the machine lets this test mount one."""
-    where = tmp_path / "small"
-    where.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(where)],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {exc}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
 
 
 def test_a_full_disk_while_making_the_worktree_leaks_no_branch_and_says_why(

@@ -114,26 +114,9 @@ def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     return {value} if isinstance(value, str) else set(value)
 
 
-def select(
-    entries: Iterable[Mapping[str, Any]],
-    *,
-    status: str | Iterable[str] | None = None,
-    agent: str | Iterable[str] | None = None,
-    since: float | None = None,
-    event_types: str | Iterable[str] | None = None,
-    job_id: str | None = None,
-) -> list[dict[str, Any]]:
+def select(entries: Iterable[Mapping[str, Any]], **filters: Any) -> list[dict[str, Any]]:
     """The entries that pass every given filter, in order (:func:`selected`, as a list)."""
-    return list(
-        selected(
-            entries,
-            status=status,
-            agent=agent,
-            since=since,
-            event_types=event_types,
-            job_id=job_id,
-        )
-    )
+    return list(selected(entries, **filters))
 
 
 def selected(
