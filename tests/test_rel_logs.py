@@ -55,6 +55,31 @@ def test_history_shows_damaged_entries_without_a_traceback(isolated_state: Path)
     assert "the last one" in shown and shown.count("01m84t0m9p-8m6spb63") == 8
 
 
+def test_a_log_holding_nan_or_infinity_reads_as_null_and_every_output_stays_json(
+    isolated_state: Path,
+) -> None:
+    log = write_log(isolated_state, [entry(summary="whole")])
+    usage = {"input": 1, "output": 1, "totalTokens": 2, "cost": 0.4242}
+    damaged = json.dumps(entry(summary="damaged", durationMs=777, usage=usage))
+    with log.open("a") as f:
+        f.write(damaged.replace("0.4242", "Infinity").replace("777", "NaN") + "\n")
+    assert "NaN" in log.read_text() and "Infinity" in log.read_text()
+    for args in (["history", "--json"], ["cost", "--json"], ["history"], ["cost"]):
+        p = cli(args, WIDE)
+        assert p.returncode == 0, (args, p.stderr)
+        assert "Traceback" not in p.stderr, p.stderr
+        if "--json" in args:
+            for line in p.stdout.splitlines():
+                json.loads(line, parse_constant=_refuse)
+    shown = [json.loads(line) for line in cli(["history", "--json"]).stdout.splitlines()]
+    assert [e["summary"] for e in shown] == ["whole", "damaged"]
+    assert shown[1]["durationMs"] is None and shown[1]["usage"]["cost"] is None
+
+
+def _refuse(constant: str) -> Any:
+    raise AssertionError(f"{constant} is not JSON")
+
+
 def measured(args: list[str]) -> tuple[subprocess.CompletedProcess[str], float, int]:
     """The command's outcome, seconds and peak memory (KiB), measured in a process of its
     own (whose only child it is)."""

@@ -312,6 +312,16 @@ def test_isolation_that_cannot_be_is_refused_before_anything_exists(
     assert "subagents/" not in git(repo, "branch", "--list")
 
 
+def test_git_in_a_directory_that_is_gone_says_so_not_that_git_is_missing(tmp_path: Path) -> None:
+    # (what a run whose worktree was removed under it used to report: "git is not installed")
+    from subagents import worktree
+    from subagents.errors import WorktreeError
+
+    with pytest.raises(WorktreeError) as caught:
+        worktree.git(["status"], tmp_path / "gone")
+    assert str(caught.value) == f"{tmp_path / 'gone'} no longer exists (moved or deleted?)"
+
+
 # ---- items 6 and 9: removal leaves nothing behind, and takes nothing still in use -------
 
 

@@ -147,6 +147,6 @@ def watch(session: str | None) -> None:
     path = _session_file(session)
     try:
         for e in history.follow(path):
-            echo_child_text(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False, allow_nan=False))
     except KeyboardInterrupt:
         sys.exit(130)

@@ -365,9 +365,15 @@ class ReadResult:
         )
 
 
+def _no_number(_constant: str) -> None:
+    return None
+
+
 def parse_line(line: bytes) -> dict[str, Any] | None:
     try:
-        obj = json.loads(line)
+        # NaN and Infinity (a log another program damaged) read as null: no entry read here
+        # may make what is written from it invalid JSON.
+        obj = json.loads(line, parse_constant=_no_number)
     except ValueError:  # includes UnicodeDecodeError
         return None
     return obj if isinstance(obj, dict) else None
