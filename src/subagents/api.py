@@ -96,7 +96,7 @@ def prepare_job(
     for req in job_plan.requests:
         if tools is not None:
             req.tools = tools
-        req.watch = [dict(w) for w in watch or []]
+        req.watch = [w.copy() for w in watch or []]
     store = JobStore(paths.state_home(env))
     job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
@@ -151,7 +151,7 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
-    job_plan.requests[0].watch = [dict(w) for w in watch or []]
+    job_plan.requests[0].watch = [w.copy() for w in watch or []]
     job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -113,7 +113,7 @@ class HistoryLayout:
         return joiner.join([*out, last if len(last) <= room else last[: room - 1] + "…"]).rstrip()
 
 
-def _history_cells(e: dict[str, Any], wide: bool) -> list[str]:
+def _history_cells(e: Mapping[str, object], wide: bool) -> list[str]:
     """An entry's cells, whatever its fields hold (a damaged entry's may be anything)."""
     from subagents.present.figures import tokens
 
@@ -121,7 +121,7 @@ def _history_cells(e: dict[str, Any], wide: bool) -> list[str]:
         return neutralize(value[: limit * 2] if isinstance(value, str) else "")[:limit]
 
     found = e.get("usage")
-    usage: dict[str, Any] = found if isinstance(found, dict) else {}
+    usage: Mapping[str, object] = found if isinstance(found, dict) else {}
     took = e.get("durationMs")
     stamp = text(e.get("timestamp"), 19).replace("T", " ")
     cells = [

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from subagents.types import ProcessIdentity
+
 
 @dataclass
 class RunRequest:
@@ -31,7 +33,7 @@ class RunRequest:
     continue_from: str | None = None
     # Processes the run is bound to (``--parent-pid``), each ``{pid, createTime}``: when
     # one of them ends, the run is aborted (by its supervisor, whoever else is gone).
-    watch: list[dict[str, Any]] = field(default_factory=list)
+    watch: list[ProcessIdentity] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRequest:
