@@ -218,6 +218,9 @@ class WorktreeSpec(TypedDict):
     branch: str
     base: str
     subdir: str
+    # The repository travels to the Ray node that runs it (no worktree here; the uncommitted
+    # changes in the run dir's uncommitted.patch): launchers/ray_ship.py.
+    shipped: NotRequired[bool]
 
 
 class WorktreeRecord(TypedDict):
@@ -239,6 +242,7 @@ class WorktreeRecord(TypedDict):
     # Paths a commit cannot hold (a submodule's own changes, a repository made inside the
     # copy): the worktree directory is kept, with them in it.
     uncommitted: NotRequired[list[str]]
+    shipped: NotRequired[bool]
     error: NotRequired[str]
 
 

@@ -1,0 +1,259 @@
+"""Answers a program can use: a JSON Schema (2020-12) a run's answer must satisfy.
+
+The pieces every surface and backend share, so a schema means the same everywhere:
+- :func:`load_schema` — ``--output-schema FILE|JSON`` (and plan steps, agent frontmatter, the
+  API, MCP): read, size-capped, checked as a schema; bad input is one ``UsageError`` line;
+- :func:`schema_hash` — the canonical hash ``result.json`` records beside the value;
+- :func:`answer_value` — the JSON value in an answer: the whole answer, else its last fenced
+  block (models wrap JSON in ```json fences however they are asked);
+- :func:`problem` — the first reason a value does not satisfy the schema, as one line;
+- :func:`instruction` / :func:`repair` — what a backend without a schema flag of its own is
+  told in its task, and the one repair turn that quotes the validation error;
+- :func:`strict` — the schema as OpenAI's strict mode takes it (codex ``--output-schema``):
+  every object closed and every key required, optional keys made nullable; a schema strict
+  mode cannot express is refused up front, naming the rule.
+
+``jsonschema`` is imported by the functions that validate, never at module import: the
+supervisor may import this module, and its start path stays lean.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from subagents.errors import UsageError
+
+# The largest schema accepted (a schema is instructions, not data).
+MAX_SCHEMA_BYTES = 256 * 1024
+FIELD = "output_schema"
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.S)
+
+
+def load_schema(given: str | dict[str, Any], cwd: Path | None = None) -> dict[str, Any]:
+    """A schema from ``--output-schema``: a path to a file, inline JSON text, or (API, MCP,
+    plan files) a mapping already. Raises ``UsageError`` naming the problem."""
+    if isinstance(given, dict):
+        schema = given
+        size = len(json.dumps(given, ensure_ascii=False).encode())
+    else:
+        text = given.strip()
+        if not text:
+            raise UsageError("the output schema is empty", FIELD)
+        if text[0] in "{[":
+            source, raw = "the output schema", text.encode()
+        else:
+            path = Path(text).expanduser()
+            if not path.is_absolute() and cwd is not None:
+                path = cwd / path
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise UsageError(
+                    f"output schema {path}: cannot read it: {exc.strerror or exc}", FIELD
+                ) from None
+            source = f"output schema {path}"
+        size = len(raw)
+        if size > MAX_SCHEMA_BYTES:
+            raise UsageError(f"{source} is {size} bytes, over the limit of 256 KiB", FIELD)
+        try:
+            schema = json.loads(raw)
+        except UnicodeDecodeError:
+            raise UsageError(f"{source} is not UTF-8 text", FIELD) from None
+        except ValueError as exc:
+            raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
+    if size > MAX_SCHEMA_BYTES:
+        raise UsageError(f"the output schema is {size} bytes, over the limit of 256 KiB", FIELD)
+    if not isinstance(schema, dict):
+        raise UsageError("the output schema must be a JSON object (a JSON Schema)", FIELD)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path)
+        raise UsageError(
+            f"the output schema is not a valid JSON Schema (2020-12)"
+            f"{f' at {where}' if where else ''}: {_one_line(exc.message)}",
+            FIELD,
+        ) from None
+    return schema
+
+
+def schema_hash(schema: dict[str, Any]) -> str:
+    """``sha256:<hex>`` of the schema's canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def answer_value(answer: str) -> tuple[bool, Any]:
+    """``(True, value)`` for the JSON value in ``answer`` — the whole answer, else the last
+    fenced block that parses — or ``(False, None)`` when there is none."""
+    text = answer.strip()
+    if text:
+        try:
+            return True, json.loads(text)
+        except ValueError:
+            pass
+    for _lang, body in reversed(_FENCE.findall(answer)):
+        try:
+            return True, json.loads(body)
+        except ValueError:
+            continue
+    return False, None
+
+
+def problem(schema: dict[str, Any], value: Any) -> str | None:
+    """The first reason ``value`` does not satisfy ``schema`` (the most relevant error, with
+    its place in the value), or None when it does."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{'$' + where if where else 'the answer'}: {_one_line(error.message)}"
+
+
+def check_answer(schema: dict[str, Any], answer: str) -> tuple[Any, str | None]:
+    """The answer's value and the first problem with it (None: valid)."""
+    found, value = answer_value(answer)
+    if not found:
+        return None, "the answer is not JSON (neither the whole answer nor a fenced block)"
+    return value, problem(schema, value)
+
+
+def instruction(schema: dict[str, Any]) -> str:
+    """What a task says when the backend has no schema flag of its own."""
+    return (
+        "\n\nAnswer with a single JSON value that satisfies this JSON Schema (2020-12), and"
+        " nothing else: no prose before or after it.\n\n```json\n"
+        + json.dumps(schema, indent=2, ensure_ascii=False)
+        + "\n```\n"
+    )
+
+
+def repair(error: str) -> str:
+    """The one repair turn: the validation error, and the instruction again."""
+    return (
+        f"Your answer does not satisfy the required JSON Schema: {error}\n"
+        "Reply again with only the corrected JSON value, nothing else."
+    )
+
+
+# Keywords OpenAI's strict mode refuses (its structured outputs' "supported schemas").
+_STRICT_REFUSED = (
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentRequired",
+    "dependentSchemas",
+    "patternProperties",
+    "propertyNames",
+    "unevaluatedProperties",
+)
+
+
+def strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as OpenAI's strict mode takes it: each object gets ``additionalProperties:
+    false`` and every property in ``required``; a property that was optional becomes
+    nullable (``anyOf`` with ``null``), which keeps its meaning for a caller that treats null
+    as absent. Raises ``UsageError`` naming the rule a schema breaks that this cannot fix."""
+    if schema.get("type") != "object":
+        raise UsageError(
+            "codex's strict mode needs an object at the top of the output schema"
+            ' ("type": "object"); wrap the value in one',
+            FIELD,
+        )
+    result: dict[str, Any] = _strict(schema, "$")
+    return result
+
+
+def _strict(node: Any, where: str) -> Any:
+    if isinstance(node, list):
+        return [_strict(item, f"{where}[{i}]") for i, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    for key in _STRICT_REFUSED:
+        if key in node:
+            raise UsageError(
+                f"the output schema uses {key!r} at {where}, which codex's strict mode refuses",
+                FIELD,
+            )
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _strict(sub, f"{where}.{name}") for name, sub in value.items()}
+        elif key in ("$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _strict(sub, f"{where}.{key}.{name}") for name, sub in value.items()}
+        elif isinstance(value, dict | list):
+            out[key] = _strict(value, f"{where}.{key}")
+        else:
+            out[key] = value
+    is_object = node.get("type") == "object" or "properties" in node
+    if is_object:
+        extra = node.get("additionalProperties", False)
+        if extra is not False:
+            raise UsageError(
+                f"the output schema lets the object at {where} have other keys"
+                " (additionalProperties), which codex's strict mode refuses",
+                FIELD,
+            )
+        out["additionalProperties"] = False
+        props: dict[str, Any] = out.get("properties", {})
+        required = set(node.get("required") or [])
+        for name in props:
+            if name not in required:
+                props[name] = _nullable(props[name])
+        out["properties"] = props
+        out["required"] = list(props)
+    return out
+
+
+def _nullable(schema: Any) -> Any:
+    if not isinstance(schema, dict):
+        return schema
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return schema
+    if isinstance(kind, str) and set(schema) <= {"type", "description"}:
+        return {**schema, "type": [kind, "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def compare(answers: dict[str, Any]) -> dict[str, Any]:
+    """Where members' structured answers agree and where they differ, field by field:
+    ``{"agree": [path, ...], "differ": {path: {member: value}}}``. A path is a JSON pointer
+    into the values (``/verdict``, ``/findings/0``); objects are compared key by key, any
+    other value (a list, a scalar) as a whole at its path, so two lists in another order
+    differ. A member that lacks a path counts as ``null`` there."""
+    agree: list[str] = []
+    differ: dict[str, dict[str, Any]] = {}
+
+    def walk(path: str, values: dict[str, Any]) -> None:
+        if values and all(isinstance(v, dict) for v in values.values()):
+            keys = sorted({k for v in values.values() for k in v})
+            for key in keys:
+                pointer = f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
+                walk(pointer, {m: v.get(key) for m, v in values.items()})
+            return
+        canonical = {m: json.dumps(v, sort_keys=True) for m, v in values.items()}
+        if len(set(canonical.values())) <= 1:
+            agree.append(path or "/")
+        else:
+            differ[path or "/"] = dict(values)
+
+    walk("", dict(answers))
+    return {"agree": agree, "differ": differ}
