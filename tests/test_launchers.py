@@ -28,6 +28,7 @@ from subagents.launchers import (
     reattach,
 )
 from subagents.runs import RunMonitor, RunRequest
+from subagents.types import PlacementRecord
 
 
 def test_placement_from_the_settings() -> None:
@@ -199,8 +200,8 @@ def test_requests_read_from_any_version() -> None:
 def test_a_ray_placement_says_whether_the_working_directory_travels() -> None:
     assert Placement.of(Settings(executor="ray")).ships_cwd
     shared = Placement.of(Settings(executor="ray", ray_shared_cwd=True))
-    assert not shared.ships_cwd and Placement.from_dict(shared.to_dict()) == shared
+    assert not shared.ships_cwd and Placement.from_record(shared.to_record()) == shared
     assert not Placement("process").ships_cwd and not Placement("tmux").ships_cwd
     # A ray job recorded before repositories travelled ran on a shared filesystem.
-    old = {"launcher": "ray", "ray_address": "h:1"}
-    assert Placement.from_dict(old) == Placement("ray", "h:1", ray_shared_cwd=True)
+    old: PlacementRecord = {"launcher": "ray", "ray_address": "h:1"}
+    assert Placement.from_record(old) == Placement("ray", "h:1", ray_shared_cwd=True)

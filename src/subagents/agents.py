@@ -45,7 +45,7 @@ from pydantic import (
 )
 
 from subagents.config import home_dir, user_config_dir
-from subagents.core.inputs import timeout_problem
+from subagents.core.inputs import Seconds, timeout_problem
 from subagents.errors import AgentError
 
 Source = Literal["builtin", "user", "project"]
@@ -68,7 +68,7 @@ def _seconds(value: float | None) -> float | None:
     return value
 
 
-OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
+OptionalSeconds = Annotated[float | None, Seconds, AfterValidator(_seconds)]
 
 
 class AgentDef(BaseModel):

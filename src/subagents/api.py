@@ -44,7 +44,7 @@ from subagents.present.figures import money
 if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
-    from subagents.types import CostTotals, JobResult, JobRun, JobState
+    from subagents.types import CostTotals, JobResult, JobRun, JobState, ProcessIdentity
 
 # A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
 # checked by ``jobs.parse_job``; or one already checked.
@@ -74,10 +74,12 @@ def prepare_job(
     ray_address: str | None = None,
     ray_shared_cwd: bool | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
     ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
-    override the settings."""
+    override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
+    one ends, its runs and its background driver stop (the job ends ``aborted``)."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
@@ -97,12 +99,28 @@ def prepare_job(
     session = session or sessionlog.default_session_id(env)
     sessionlog.session_path(paths.state_home(env), session)
     job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
-    if tools is not None:
-        for req in job_plan.requests:
+    for req in job_plan.requests:
+        if tools is not None:
             req.tools = tools
+        req.watch = [w.copy() for w in watch or []]
     store = JobStore(paths.state_home(env))
     job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
+
+
+def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
+    """What a job started for process ``pid`` (``--parent-pid``) watches: that process, and
+    in the foreground this one too (its driver: killed outright, it can stop nothing).
+    ``BadRequest`` when ``pid`` is not running, before anything is created."""
+    from subagents.core import procs
+
+    try:
+        parent = procs.identity(pid)
+    except (ProcessLookupError, ValueError, OverflowError):
+        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+    if not procs.is_alive(parent):
+        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+    return [parent, procs.identity(os.getpid())] if foreground else [parent]
 
 
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
@@ -128,8 +146,10 @@ def prepare_continuation(
     background: bool = False,
     session: str | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
-    """Check and record a job of one run that continues ``run``'s conversation with ``task``."""
+    """Check and record a job of one run that continues ``run``'s conversation with ``task``
+    (``watch``: as for :func:`prepare_job`)."""
     from subagents.jobs import continuation_plan
     from subagents.lifecycle import sessionlog
 
@@ -138,6 +158,7 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
+    job_plan.requests[0].watch = [w.copy() for w in watch or []]
     job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
@@ -148,10 +169,11 @@ def continue_run(run: str, task: str, *, on_event: EventSink | None = None) -> J
     return drive(prepare_continuation(run, task), on_event)["runs"][0]
 
 
-def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
+def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False) -> list[str]:
     """Apply an isolated run's changes to the working tree at ``cwd`` (3-way); returns the
-    files changed. ``BadRequest`` for a run without changes to apply; ``runs.WorktreeError``
-    on a conflict, having changed nothing."""
+    files changed. ``BadRequest`` for a run without changes to apply, or one that did not
+    complete (its changes may be half done) unless ``partial``; ``runs.WorktreeError`` on a
+    conflict, having changed nothing."""
     from subagents.jobs import read_run, resolve_run
     from subagents.worktree import apply_changes
 
@@ -166,6 +188,13 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
     worktree = result.get("worktree")
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
+    status = result.get("status")
+    if status != "completed" and not partial and worktree["commit"] != worktree["base"]:
+        raise BadRequest(
+            f"run {run_id} ended {status}, so its changes may be half done; "
+            "apply them anyway with --partial",
+            "partial",
+        )
     return apply_changes(worktree, Path(cwd or Path.cwd()))
 
 
@@ -270,8 +299,13 @@ def _run_notes(r: JobRun) -> list[str]:
                 f" +{wt.get('insertions', 0)} -{wt.get('deletions', 0)}"
                 f" (subagents apply {r.get('runId')})"
             )
-        else:
+        elif not wt.get("uncommitted"):
             notes.append("      worktree: no changes (branch removed)")
+        if wt.get("uncommitted"):
+            notes.append(
+                f"      worktree: {', '.join(wt['uncommitted'])}: changes a commit cannot hold"
+                f" (a submodule's, a nested repository's), kept in {wt['path']}"
+            )
     if r.get("continuedFrom") and r.get("runId"):
         from subagents.jobs import chain_of
 

@@ -42,6 +42,7 @@ from subagents.core.inputs import (
     check_at_least,
     check_choice,
     first_problem,
+    seconds_problem,
     text_problem,
     timeout_problem,
 )
@@ -149,12 +150,11 @@ class Settings:
                 raise FieldProblem(name, f"must be at most {MAX_GRACE:g} seconds, not {value!r}")
         for name in ("timeout", "stall_timeout", "tool_timeout"):
             value = getattr(self, name)
-            if value is None or value == 0:
-                _set(self, name, None)
-                continue
-            problem = timeout_problem(value)
+            problem = None if value is None else seconds_problem(value, off=True)
             if problem:
-                raise FieldProblem(name, f"{problem} (0 means no timeout)")
+                raise FieldProblem(name, problem)
+            if value == 0:
+                _set(self, name, None)
 
 
 # Normalizing a frozen instance in its own __post_init__.

@@ -146,6 +146,8 @@ class RunStarted(_Stamped):
     model: str | None
     cwd: str
     pid: int
+    # When the child started (a ProcessIdentity's createTime); runs from before it lack it.
+    createTime: NotRequired[float | None]
 
 
 class AssistantText(_Stamped):
@@ -263,6 +265,9 @@ class WorktreeRecord(TypedDict):
     deletions: NotRequired[int]
     kept: NotRequired[bool]
     patch: NotRequired[str | None]
+    # Paths a commit cannot hold (a submodule's own changes, a repository made inside the
+    # copy): the worktree directory is kept, with them in it.
+    uncommitted: NotRequired[list[str]]
     shipped: NotRequired[bool]
     error: NotRequired[str]
 

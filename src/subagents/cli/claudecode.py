@@ -189,7 +189,7 @@ def run_prompt_hook() -> None:
     if view:
         output["systemMessage"] = view
     if output:
-        click.echo(json.dumps(output, ensure_ascii=False))
+        click.echo(json.dumps(output, ensure_ascii=False, allow_nan=False))
 
 
 @claude_code.command("monitor")

@@ -32,8 +32,9 @@ progress_option = click.option(
 parent_pid_option = click.option(
     "--parent-pid",
     type=int,
-    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
-    "that started this command died. Foreground only.",
+    help="Bind the job to process PID: if it ends first (e.g. the program that started "
+    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
+    "if this command is killed.",
 )
 
 
@@ -169,6 +170,14 @@ def run(
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     Put `--` before a TASK that starts with '-'.
+
+    \b
+    Examples:
+      subagents run "Summarize the architecture of this repo"
+      subagents run --agent scout --json "Where is authentication handled?"
+      subagents run --parallel -j 2 "check module a" "check module b"
+      subagents run --chain "list the TODOs" "pick the most important: {previous}"
+      subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
     from subagents.errors import PlanError
     from subagents.jobs import job_of, load_plan, with_options
@@ -211,6 +220,7 @@ def run(
     from subagents import api
 
     try:
+        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
         job = api.prepare_job(
             spec,
             cwd=cwd,
@@ -220,40 +230,14 @@ def run(
             session=session,
             executor=executor,
             ray_address=ray_address,
+            watch=watch,
             ray_shared_cwd=ray_shared_cwd,
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
     if bg:
         run_in_background(job, as_json=as_json, hint=not quiet)
-    if parent_pid is not None:
-        stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
-
-
-def stop_when_gone(pid: int) -> None:
-    """SIGTERM this process (which stops the job, recording it 'aborted') once ``pid`` ends.
-
-    A parent killed outright (pi in print mode on Ctrl-C) never tells its children: without
-    this a foreground job would run on, orphaned."""
-    import os
-    import signal
-    import threading
-    import time
-
-    from subagents.core import procs
-
-    try:
-        ident = procs.identity(pid)
-    except Exception:
-        fail(f"--parent-pid {pid}: no such process")
-
-    def watch() -> None:
-        while procs.is_alive(ident):
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
@@ -274,9 +258,10 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if steps != 1 or not field.startswith("steps.0."):
         return message
     name = field.removeprefix("steps.0.")
-    if name in ("backend", "agent") or rest.startswith("the task"):
+    option = "--" + name.replace("_", "-")  # as typed: --stall-timeout
+    if name in ("backend", "agent") or rest.startswith(("the task", f"{option} ")):
         return rest
-    return f"{name}: {rest}" if name == "task" else f"--{name}: {rest}"
+    return f"{name}: {rest}" if name == "task" else f"{option}: {rest}"
 
 
 def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
@@ -299,7 +284,16 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
 def run_in_foreground(
     job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
 ) -> NoReturn:
-    """Drive a job here, showing progress; print its outcome; exit with its status code."""
+    """Drive a job here, showing progress; print its outcome; exit with its status code.
+    A job bound to its parent (``--parent-pid``) is stopped here too when the parent ends
+    (SIGTERM to this process: the job ends 'aborted'); its runs watch it as well."""
+    import os
+    import signal
+
+    from subagents.core import procs
+
+    watched = [w for w in job.plan.requests[0].watch if w["pid"] != os.getpid()]
+    procs.when_gone(watched, lambda _gone: os.kill(os.getpid(), signal.SIGTERM))
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 
 

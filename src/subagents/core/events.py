@@ -6,6 +6,8 @@ Events are plain dicts (cheap to build, ready for JSON). Every event carries
 
 from __future__ import annotations
 
+import math
+
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
@@ -131,25 +133,67 @@ def usage_of(record: Usage) -> Usage:
 
 
 def add_usage(total: Usage, part: Usage) -> Usage:
-    """Sum ``part`` into ``total`` in place; cost stays None until someone reports one.
-    (``part`` may be a record's read back from disk: a count it lacks counts 0.)"""
+    """Sum ``part`` into ``total`` in place (``part`` may be a record's read back from disk:
+    a count it lacks counts 0); cost stays None until someone reports one. A sum that is no
+    number (an overflow, a child's NaN) stays so, whatever comes after, and is written
+    unpriced: :func:`priced`."""
     total["input"] += count(part.get("input"))
     total["output"] += count(part.get("output"))
     total["cacheRead"] += count(part.get("cacheRead"))
     total["cacheWrite"] += count(part.get("cacheWrite"))
     total["totalTokens"] += count(part.get("totalTokens"))
-    cost = number(part.get("cost"))
-    if cost is not None:
-        total["cost"] = (total["cost"] or 0.0) + cost
+    total["cost"] = add_cost(total["cost"], part.get("cost"))
     return total
+
+
+def add_cost(total: float | None, cost: object) -> float | None:
+    """A running sum of costs: None until one is known; infinite from the first that is no
+    finite number or the first overflow (:func:`cost_of` makes that "unpriced", null)."""
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool):
+        return total
+    part = float(cost)
+    if not math.isfinite(part):
+        part = math.inf
+    return (total or 0.0) + part
+
+
+def cost_of(total: object) -> float | None:
+    """A cost as a record holds it: a finite number, else None (unpriced; JSON has no
+    Infinity or NaN, and a record is written strict)."""
+    if isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total):
+        return float(total)
+    return None
+
+
+def priced(usage: Usage) -> Usage:
+    """``usage`` fit for a record: its cost made :func:`cost_of` (a copy when it changes)."""
+    cost = usage.get("cost")
+    if cost is None or cost_of(cost) is not None:
+        return usage
+    return {**usage, "cost": None}
+
+
+def started_event(events: list[Event]) -> RunStarted | None:
+    """The run's ``run_started`` event (its child's pid and start time), if it has one."""
+    for event in events:
+        if event["type"] == "run_started":
+            return event
+    return None
 
 
 # Constructors: one per event type, so every producer spells the fields the same way.
 
 
 def run_started(
-    backend: str, agent: str | None, model: str | None, cwd: str, pid: int
+    backend: str,
+    agent: str | None,
+    model: str | None,
+    cwd: str,
+    pid: int,
+    create_time: float | None = None,
 ) -> RunStarted:
+    """``createTime``: when the child started (core.procs), so that whoever finds its
+    supervisor dead signals that pid only while it is still the child."""
     return {
         "type": "run_started",
         "backend": backend,
@@ -157,6 +201,7 @@ def run_started(
         "model": model,
         "cwd": cwd,
         "pid": pid,
+        "createTime": create_time,
     }
 
 
@@ -210,7 +255,7 @@ def usage(totals: Usage) -> UsageEvent:
         "cacheRead": totals["cacheRead"],
         "cacheWrite": totals["cacheWrite"],
         "totalTokens": totals["totalTokens"],
-        "cost": totals["cost"],
+        "cost": cost_of(totals["cost"]),
     }
 
 

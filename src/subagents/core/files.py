@@ -36,6 +36,24 @@ def describe_os_error(exc: OSError) -> str:
     return f"{what}: {exc.filename}" if exc.filename else what
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (a directory, or a lock file made 0600 if
+    missing) for the ``with`` block: one holder at a time, across processes; a holder that
+    dies lets go. A directory's lock needs no space of its own (a full disk still locks)."""
+    import fcntl
+
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY)
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def make_private_dir(path: Path) -> None:
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     # mkdir's mode is filtered by the umask; make sure of it.
@@ -51,8 +69,9 @@ def open_private(
 
 
 def dumps(obj: object) -> bytes:
-    """Compact JSON, UTF-8 (not ASCII-escaped)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact JSON, UTF-8 (not ASCII-escaped); strict: NaN and Infinity are no JSON (a
+    ValueError: a record's numbers are made finite before, see core.events.cost_of)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 _orjson: Any = None
@@ -140,7 +159,7 @@ def json_pieces(obj: object) -> Iterator[str]:
     characters, to be written one at a time: a big string (an answer) is held once more, as
     JSON, while it is written (json.dumps, its ``encode`` and the newline added to it held
     three more copies)."""
-    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+    for piece in json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).iterencode(obj):
         if len(piece) <= JSON_PIECE:
             yield piece
         else:

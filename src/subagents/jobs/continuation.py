@@ -39,10 +39,31 @@ def resolve_run(home: Path, prefix: str) -> str:
     except FileNotFoundError:
         names = []
     if not names:
-        raise PlanError(str(unknown_id(prefix)))
+        return _run_of_job(home, prefix)
     if len(names) > 1:
         raise PlanError(f"ambiguous run id {prefix!r}: matches {len(names)} runs")
     return names[0]
+
+
+def _run_of_job(home: Path, prefix: str) -> str:
+    """The run a job id names where a run id is asked for: a job of one run, its run."""
+    store = JobStore(home)
+    try:
+        job_id = store.resolve(prefix)
+    except UsageError:
+        raise PlanError(str(unknown_id(prefix))) from None
+    try:
+        run_ids = [r for r in store.load(job_id).get("runIds") or [] if r]
+    except (OSError, ValueError) as exc:
+        raise PlanError(str(exc)) from None
+    if len(run_ids) == 1:
+        return str(run_ids[0])
+    if not run_ids:
+        raise PlanError(f"job {job_id} has no run yet")
+    raise PlanError(
+        f"{prefix!r} is job {job_id}, which has {len(run_ids)} runs: give one of them "
+        f"({', '.join(run_ids)})"
+    )
 
 
 def read_run(home: Path, run_id: str) -> tuple[JsonObject, RunResult | None]:
@@ -100,8 +121,15 @@ def continuation_plan(
         raise PlanError(f"{name} cannot continue a run")
     if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
         raise PlanError(f"run {run_id} left no {name} session to continue")
+    tree = result.get("worktree") or meta.get("worktree")
+    if isinstance(tree, dict):
+        from subagents.worktree import busy, in_use_by
+
+        holder = in_use_by(tree)
+        if holder is not None:
+            raise PlanError(busy(tree, holder))
     earlier, earlier_plan = _original(store, run_id, meta)
-    req = replace(earlier, task=task, job_id=None, continue_from=run_id)
+    req = replace(earlier, task=task, job_id=None, continue_from=run_id, watch=[])
     check(req, settings, os.environ, earlier_plan.placement)
     return JobPlan("single", [req], settings, earlier_plan.placement, 1, session)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from subagents.core import paths, procs
 from subagents.core.files import read_tail
 from subagents.core.records import is_event
+from subagents.errors import DamagedRecord
 from subagents.jobs.store import TERMINAL, JobStore
 
 if TYPE_CHECKING:
@@ -188,15 +189,27 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
 
 
 def list_jobs(
-    limit: int = 20, home: Path | None = None, session: str | None = None
+    limit: int = 20,
+    home: Path | None = None,
+    session: str | None = None,
+    damaged: list[str] | None = None,
 ) -> list[JobRow]:
+    """The newest jobs as ``ps`` lists them; ``damaged`` gets a line for each job file that
+    could not be read as a job's (passed over)."""
     store = JobStore(home or paths.state_home())
     items = store.list(limit, session)
+    problems = store.damaged
     for item in items:
         if item.get("status") not in TERMINAL:
-            with contextlib.suppress(OSError):  # as it is: looking at jobs only reads
+            try:
                 item["status"] = store.recover_if_orphaned(item["jobId"])["status"]
+            except DamagedRecord as exc:
+                problems.append(str(exc))
+            except (OSError, ValueError):
+                pass  # as it is: looking at jobs only reads
             item["activity"] = current_activity(store.home, item.get("runIds") or [])
         else:
             store.settle_end_entry(item["jobId"])
+    if damaged is not None:
+        damaged.extend(problems)
     return items

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from subagents.core import paths
 from subagents.core.clock import epoch
-from subagents.core.events import count, empty_usage, number
+from subagents.core.events import add_cost, cost_of, count, empty_usage, number
 from subagents.core.files import loads, read_json
 from subagents.core.records import is_event, is_run_result, object_of
 from subagents.core.tail import LineTail
+from subagents.errors import DamagedRecord
 from subagents.jobs.control import stop_job
 from subagents.jobs.store import TERMINAL, JobStore
 from subagents.present.jobview import RunRow, Snapshot
@@ -88,6 +89,8 @@ class LiveJobs:
         self._tails: dict[str, RunTail] = {}
         self._meta: dict[str, JsonObject] = {}
         self._results: dict[str, RunResult] = {}
+        # What the last look passed over: a line for each damaged job.json.
+        self.damaged: list[str] = []
 
     def run_dir(self, run_id: str) -> Path:
         return paths.runs_dir(self.store.home) / run_id
@@ -172,23 +175,31 @@ class LiveJobs:
         """The newest jobs (their index rows; a job whose driver died is ended first), each
         with its rows."""
         out = []
-        for job in self.store.list(self.limit, self.session):
+        listed = self.store.list(self.limit, self.session)
+        self.damaged = self.store.damaged
+        for job in listed:
             if job.get("status") not in TERMINAL:
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     job["status"] = self.store.recover_if_orphaned(job["jobId"]).get("status")
+                except DamagedRecord as exc:
+                    self.damaged.append(str(exc))
+                except (OSError, ValueError):
+                    pass
             out.append((job, self.rows(job)))
         return out
 
     def snapshot(self) -> Snapshot:
         snap = Snapshot()
-        for job, rows in self.jobs():
+        jobs = self.jobs()
+        snap.total, snap.damaged = self.store.total, self.damaged
+        for job, rows in jobs:
             snap.jobs += 1
             snap.running += job.get("status") not in TERMINAL
             for row in rows:
                 snap.rows.append(row)
                 snap.tokens += row.tokens
-                if row.cost is not None:
-                    snap.cost = (snap.cost or 0.0) + row.cost
+                snap.cost = add_cost(snap.cost, row.cost)
+        snap.cost = cost_of(snap.cost)
         return snap
 
     def fleet(self) -> list[FleetJob]:
@@ -232,7 +243,7 @@ class LiveJobs:
                     "startedAt": job.get("startedAt"),
                     "elapsed": elapsed,
                     "tokens": sum(r.tokens for r in rows),
-                    "cost": sum(costs) if costs else None,
+                    "cost": cost_of(sum(costs)) if costs else None,
                     "runs": runs,
                 }
             )

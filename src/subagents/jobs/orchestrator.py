@@ -181,11 +181,7 @@ class Job:
                 return handle
             with self._lock:
                 self._handles[index] = handle
-                self._run_ids[index] = handle.run_id
-                # Under the lock: runs starting side by side write their lists in the order
-                # they made them, so an older list never lands last.
-                with contextlib.suppress(OSError):  # job.json lags on a full disk
-                    self.store.update(self.job_id, runIds=list(self._run_ids))
+            self._record_run_id(index, handle.run_id)
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
@@ -208,10 +204,24 @@ class Job:
             return not_started(req, str(exc), "failed")
         except OSError as exc:  # a full disk: the run never started, and says why
             return not_started(req, f"the run could not start: {_why(exc)}", "failed")
+        # Recorded before its supervisor starts: a driver killed from here on leaves a run
+        # that whoever finds the driver dead finishes (its worktree too), never one that
+        # goes on, or holds a branch, that the job does not know of.
+        self._record_run_id(index, spec.runId)
         try:
             return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
             return not_started(req, str(exc), "failed", spec.runId)
+
+    def _record_run_id(self, index: int, run_id: str) -> None:
+        with self._lock:
+            if self._run_ids[index] == run_id:
+                return
+            self._run_ids[index] = run_id
+            # Under the lock: runs starting side by side write their lists in the order
+            # they made them, so an older list never lands last.
+            with contextlib.suppress(OSError):  # job.json lags on a full disk
+                self.store.update(self.job_id, runIds=list(self._run_ids))
 
     def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> RunResult:
         if self.cancelled:  # stopped while this run was starting

@@ -51,7 +51,7 @@ def sum_usage(runs: Sequence[JobRun]) -> Usage:
     total = ev.empty_usage()
     for r in runs:
         ev.add_usage(total, r.get("usage") or ev.empty_usage())
-    return total
+    return ev.priced(total)
 
 
 def job_status(planned: int, runs: Sequence[JobRun], cancelled: bool) -> RunStatus:

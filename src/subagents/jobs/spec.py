@@ -20,15 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     UNKNOWN_KEY,
+    Seconds,
     check_at_least,
     check_choice,
     first_problem,
+    seconds_problem,
     text_problem,
-    timeout_problem,
 )
 from subagents.errors import FieldProblem, PlanError
 from subagents.types import Executor, JobMode, OnStall
@@ -50,13 +51,14 @@ class Step:
     cwd: str | None = None
     model: str | None = None
     backend: str | None = None
-    timeout: float | None = None
+    # (Seconds: a document's ``true`` is no number of seconds; pydantic would make it 1.)
+    timeout: Annotated[float | None, Seconds] = None
     # "worktree": the run works in its own git worktree on branch subagents/<run-id>.
     isolate: Literal["worktree"] | None = None
     # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
-    stall_timeout: float | None = None
+    stall_timeout: Annotated[float | None, Seconds] = None
     on_stall: OnStall | None = None
-    tool_timeout: float | None = None
+    tool_timeout: Annotated[float | None, Seconds] = None
 
     def __post_init__(self) -> None:
         for name in ("task", "agent", "cwd", "model", "backend"):
@@ -66,13 +68,13 @@ class Step:
                 raise FieldProblem(name, problem)
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
-        problem = None if self.timeout is None else timeout_problem(self.timeout)
-        if problem:
-            raise FieldProblem("timeout", problem)
+        for name, off in (("timeout", False), ("stall_timeout", True), ("tool_timeout", True)):
+            value = getattr(self, name)
+            problem = None if value is None else seconds_problem(value, off=off)
+            if problem:
+                raise FieldProblem(name, problem)
         check_choice("isolate", self.isolate, ("worktree",))
         check_choice("on_stall", self.on_stall, ("notice", "abort"))
-        check_at_least("stall_timeout", self.stall_timeout, 0, " seconds")
-        check_at_least("tool_timeout", self.tool_timeout, 0, " seconds")
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""

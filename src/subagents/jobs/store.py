@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -19,9 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.core.files import (
+    locked,
+    make_private_dir,
+    read_json,
+    reserve_space,
+    write_json_atomic,
+)
 from subagents.core.records import RUN_STATUSES, is_job_state
-from subagents.errors import JobIdError
+from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
@@ -74,6 +79,21 @@ def unknown_id(prefix: str) -> JobIdError:
     return JobIdError(f"no job or run with id {prefix!r}")
 
 
+def damaged(path: Path, job_id: str, why: str) -> DamagedRecord:
+    """The one wording for a job.json that is not a job's (every reader says it)."""
+    return DamagedRecord(
+        f"{path} is damaged ({why}); remove the job with: subagents rm {job_id}", str(path)
+    )
+
+
+def _not_a_job(data: object) -> str:
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if not isinstance(data.get("jobId"), str):
+        return "no job id"
+    return f"its status is {json.dumps(data.get('status'), default=str)[:60]}"
+
+
 def _matching(directory: Path, prefix: str) -> list[str]:
     try:
         return [e.name for e in os.scandir(directory) if e.name.startswith(prefix) and e.is_dir()]
@@ -119,6 +139,10 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
+        # What the last list() passed over: a line for each damaged job.json; and how many
+        # jobs there are in all (of the session asked for).
+        self.damaged: builtins.list[str] = []
+        self.total = 0
 
     # ---- files -----------------------------------------------------------
 
@@ -155,12 +179,16 @@ class JobStore:
 
     def load(self, job_id: str) -> JobState:
         """The job's state: ``job.json`` as written, with a finished job's ``finalText``
-        (the file keeps it only in ``runs``: see :func:`on_disk`). ValueError when the file
-        is not a job's."""
-        state = read_json(self.path(job_id))
-        if not is_job_state(state):
-            raise ValueError(f"{self.path(job_id)}: not a job")
-        return with_final_text(state)
+        (the file keeps it only in ``runs``: see :func:`on_disk`). DamagedRecord (a
+        ValueError) when the file is not a job's; OSError when it cannot be read."""
+        path = self.path(job_id)
+        try:
+            data = read_json(path)
+        except ValueError as exc:  # truncated, or not JSON (UnicodeDecodeError too)
+            raise damaged(path, job_id, f"not JSON: {exc}") from None
+        if not is_job_state(data):
+            raise damaged(path, job_id, _not_a_job(data))
+        return with_final_text(data)
 
     def update(
         self, job_id: str, *, driverPid: int | None = None, **fields: Unpack[JobUpdate]
@@ -212,9 +240,7 @@ class JobStore:
         """:meth:`log_end_once`, saying whether this call wrote the entry (then its hooks are
         this caller's to run), found it written, or could not write it."""
         job_dir = self.dir / job_id
-        fd = os.open(job_dir, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # on the directory: needs no space of its own
+        with locked(job_dir):
             mark = job_dir / END_MARK
             written: Literal["written", "was"] = "was"
             if not mark.exists():
@@ -231,8 +257,6 @@ class JobStore:
             with contextlib.suppress(OSError):
                 (job_dir / END_PENDING).unlink()
             return written
-        finally:
-            os.close(fd)
 
     def _log_late_end(self, state: JobState, entry: AgentEvent) -> None:
         """An end entry written after the job's driver (gone, or out of disk then): the
@@ -386,7 +410,9 @@ class JobStore:
     def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
         """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
         An index that cannot be read or written (a full disk, a broken file) is passed by:
-        the job files are read instead."""
+        the job files are read instead. A damaged job file is passed over and said in
+        ``damaged``."""
+        self.damaged = []
         try:
             return self._list_indexed(limit, session)
         except (sqlite3.Error, OSError):
@@ -400,15 +426,21 @@ class JobStore:
             )
         except FileNotFoundError:
             names = []
+        self.total = len(names)
         out: builtins.list[JobRow] = []
         for job_id in names:
             if len(out) >= limit:
                 break
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 state = self.load(job_id)
-                if session is not None and state.get("session") != session:
-                    continue
-                out.append(_job_row((job_id, *_index_row(state)[1:])))
+            except DamagedRecord as exc:
+                self.damaged.append(str(exc))
+                continue
+            except (OSError, ValueError):
+                continue
+            if session is not None and state.get("session") != session:
+                continue
+            out.append(_job_row((job_id, *_index_row(state)[1:])))
         return out
 
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
@@ -424,10 +456,16 @@ class JobStore:
             for job_id in on_disk:
                 if known.get(job_id) in TERMINAL:
                     continue  # finished jobs never change
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     self._index_upsert(self.load(job_id), db)
+                except DamagedRecord as exc:
+                    self.damaged.append(str(exc))
+                    db.execute("delete from jobs where job_id = ?", (job_id,))
+                except (OSError, ValueError):
+                    continue
             db.commit()
             where, args = ("where session = ?", (session,)) if session is not None else ("", ())
+            self.total = db.execute(f"select count(*) from jobs {where}", args).fetchone()[0]
             rows = db.execute(
                 f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
             ).fetchall()
@@ -453,13 +491,13 @@ def _index_row(state: JobState) -> tuple[Any, ...]:
     return (
         state["jobId"],
         state.get("mode"),
-        json.dumps(state.get("agents") or []),
+        json.dumps(state.get("agents") or [], allow_nan=False),
         state.get("status"),
         state.get("createdAt"),
         state.get("startedAt"),
         state.get("completedAt"),
         state.get("durationMs"),
-        json.dumps(state.get("runIds") or []),
+        json.dumps(state.get("runIds") or [], allow_nan=False),
         state.get("session"),
         _task(state),
         usage.get("totalTokens") if usage else None,

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         JsonObject,
         LauncherName,
         PlacementRecord,
+        RunStarted,
         SupervisorRecord,
     )
 
@@ -104,10 +105,11 @@ class Launched(Protocol):
         """Where the run executes, for ``result.json`` (None: on this machine)."""
         ...
 
-    def orphaned(self, child_pid: int | None) -> str | None:
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
         """The supervisor is gone without a result: end what is left of the run where it
         ran (its child's process group, its actor); returns what was done, for the run's
-        error message."""
+        error message. ``child``: the run's ``run_started`` event (pid and start time: see
+        core.procs.end_recorded_group, the one rule for signalling a recorded pid)."""
         ...
 
     def reap(self, timeout: float) -> None:

@@ -15,7 +15,7 @@ from subagents.core.records import process_identity
 
 if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
-    from subagents.types import ExecutorPlace, JsonObject, LocalSupervisorRecord
+    from subagents.types import ExecutorPlace, JsonObject, LocalSupervisorRecord, RunStarted
 
 
 @dataclass
@@ -52,12 +52,8 @@ class LocalSupervisor:
     def where(self) -> ExecutorPlace | None:
         return None
 
-    def orphaned(self, child_pid: int | None) -> str | None:
-        if not isinstance(child_pid, int):
-            return None
-        if child_pid > 0:
-            procs.killpg(child_pid)
-        return f"its child (pid {child_pid}) was killed"
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
+        return None if child is None else procs.end_recorded_group(child, run_id)
 
     def reap(self, timeout: float) -> None:
         # In the background: the caller (a job's slot) goes on to its next run meanwhile.

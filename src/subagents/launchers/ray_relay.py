@@ -69,6 +69,7 @@ if TYPE_CHECKING:
         ProcessIdentity,
         RaySupervisorRecord,
         RunResult,
+        RunStarted,
     )
 
 PULL_WAIT = 0.5
@@ -215,7 +216,7 @@ class RayRun:
     def where(self) -> ExecutorPlace:
         return {"kind": "ray", "node": self.node}
 
-    def orphaned(self, child_pid: int | None) -> str | None:
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
         """The child's pid is the node's: nothing of it is here. A relay of this process
         ended the run where it ran when it ended; a run followed by a relay that is gone
         (its driver died) is ended on its node by its host (its supervisor aborts it), and

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from subagents.core.clock import epoch
-from subagents.core.events import add_usage, number
+from subagents.core.events import add_usage, cost_of, priced
 from subagents.core.records import is_agent_event
-from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, entries, session_path
 from subagents.present import figures
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def end_entries(
     """The end entries of one or every session, ended at or after *since* (epoch s)."""
     out: list[AgentEvent] = []
     for path in session_files(home, session):
-        for entry in read(path):
+        for entry in entries(path):
             if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
@@ -80,10 +80,12 @@ def _add(row: CostRow, usage: Usage | None, job_ids: set[str], job_id: str | Non
     if job_id and job_id not in job_ids:
         job_ids.add(job_id)
         row["jobs"] += 1
-    # (a record read back from disk: its usage is checked as it is read)
+    # (a record read back from disk: its usage is checked as it is read; a cost that is
+    # no finite number counts as unpriced)
+    cost = cost_of(usage.get("cost")) if isinstance(usage, dict) else None
     if isinstance(usage, dict):
-        add_usage(row, usage)
-    if not isinstance(usage, dict) or number(usage.get("cost")) is None:
+        add_usage(row, priced(usage))
+    if cost is None:
         row["unpriced"] += 1
 
 
@@ -142,6 +144,8 @@ def totals(
         # The total counts the job once, whatever its runs: from the entry's summed usage.
         _add(total, entry.get("usage"), all_jobs, job_id)
     total["runs"] = sum(row["runs"] for row in rows.values())
+    for row in (*rows.values(), total):  # a sum past what a float holds: unpriced
+        row["cost"] = cost_of(row["cost"])
     ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost"] or 0), -kv[1]["totalTokens"]))
     if by == "day":
         ordered = sorted(rows.items())

@@ -105,13 +105,17 @@ def parse_since(text: str, *, now: float | None = None) -> float:
     return dt.timestamp()
 
 
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     if value is None:
         return None
     return {value} if isinstance(value, str) else set(value)
 
 
-def select(
+def selected(
     entries: Iterable[JsonObject],
     *,
     status: str | Iterable[str] | None = None,
@@ -119,8 +123,8 @@ def select(
     since: float | None = None,
     event_types: str | Iterable[str] | None = None,
     job_id: str | None = None,
-) -> list[JsonObject]:
-    """The entries that pass every given filter, in order.
+) -> Iterator[JsonObject]:
+    """The entries that pass every given filter, in order, one at a time.
 
     ``status``: entry status(es) (``timeout`` matches ``failed``, as it is recorded);
     ``agent``: matches ``agentName`` or one of its ``", "``-joined names; ``since``: epoch
@@ -143,11 +147,11 @@ def select(
                     f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
                 )
             types.add(full)
-    out: list[JsonObject] = []
     for item in entries:
-        if statuses is not None and item.get("status") not in statuses:
+        # (a damaged entry's status may be anything, an object too: only text is one)
+        if statuses is not None and _text(item.get("status")) not in statuses:
             continue
-        if types is not None and item.get("eventType") not in types:
+        if types is not None and _text(item.get("eventType")) not in types:
             continue
         if agents is not None:
             name = str(item.get("agentName") or "")
@@ -160,5 +164,4 @@ def select(
             when = epoch(item.get("timestamp"))
             if when is None or when < since:
                 continue
-        out.append(dict(item))
-    return out
+        yield dict(item)

@@ -247,7 +247,9 @@ def run_hook(hook: HookLike, entry: Entry) -> HookOutcome:
     start = time.monotonic()
     try:
         timeout = float(hook.timeout)
-        payload = json.dumps(entry, ensure_ascii=False, default=str).encode() + b"\n"
+        payload = (
+            json.dumps(entry, ensure_ascii=False, default=str, allow_nan=False).encode() + b"\n"
+        )
         if not argv or not argv[0]:
             outcome.error = "empty command"
             return outcome
@@ -349,6 +351,7 @@ def run_hooks_detached(entry: Entry, hooks: Sequence[HookLike], log_path: Path) 
             {"entry": entry, "hooks": selected, "logPath": str(log_path)},
             ensure_ascii=False,
             default=str,
+            allow_nan=False,
         ).encode()
         # The directory holding this copy of the package (src/, not the package itself,
         # whose modules must not shadow the standard library's: subagents/types.py), so the

@@ -38,12 +38,26 @@ def _state_file(home: Path, session_id: str, reader: str) -> Path:
     return Path(home) / "notices" / reader / f"{log.stem}.json"
 
 
-def _load(path: Path) -> JsonObject:
+def _load(path: Path, log: Path) -> JsonObject:
+    """The reader's state: a new reader's starts at the log's start (every end is news to
+    it); a damaged one (truncated, an offset that is no byte count) at the log's end as it
+    is now, so what was announced before is not announced again, all at once."""
     try:
         data = read_json(path)
-    except (OSError, ValueError):
+    except FileNotFoundError:
         return {"offset": 0, "announced": []}
-    return data if isinstance(data, dict) else {"offset": 0, "announced": []}
+    except (OSError, ValueError):
+        data = None
+    offset = data.get("offset") if isinstance(data, dict) else None
+    announced = data.get("announced") if isinstance(data, dict) else None
+    whole = isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0
+    if whole and isinstance(announced, list):
+        return {"offset": offset, "announced": announced}
+    try:
+        end = log.stat().st_size
+    except OSError:
+        end = 0
+    return {"offset": end, "announced": [], "damaged": True}
 
 
 def _new_lines(log: Path, offset: int) -> tuple[list[bytes], int]:
@@ -62,7 +76,7 @@ def _locked_state(home: Path, session_id: str, reader: str) -> Iterator[tuple[Pa
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        yield state_path, _load(state_path)
+        yield state_path, _load(state_path, session_path(home, session_id))
     finally:
         if fcntl is not None:
             with contextlib.suppress(OSError):
@@ -93,7 +107,7 @@ def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[
                 seen.add(job_id)
                 announced.append(job_id)
             out.append(entry)
-        if new_offset != offset:
+        if new_offset != offset or state.get("damaged"):
             write_json_atomic(
                 state_path, {"offset": new_offset, "announced": announced[-KEEP_IDS:]}
             )
@@ -153,9 +167,16 @@ def notice_text(ends: list[tuple[AgentEvent, JobState | None]]) -> str:
         if len(ends) == 1
         else f"{len(ends)} background subagents jobs ended since the last message:"
     )
-    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in ends)]
+    # The newest few: a notice goes into a model's context, which a flood would fill.
+    shown = ends[-MAX_LISTED:]
+    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in shown)]
+    if len(ends) > len(shown):
+        lines.append(f"- and {len(ends) - len(shown)} earlier (subagents history)")
     lines.append(f"({FULL_ANSWERS})")
     return "\n".join(lines)
+
+
+MAX_LISTED = 10  # job ends a notice lists (the newest), the rest counted
 
 
 FULL_ANSWERS = "Full answers: the subagent_result tool with the job id."

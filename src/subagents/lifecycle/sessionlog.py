@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from subagents.core.clock import epoch, iso
@@ -332,7 +332,9 @@ def append(path: Path, obj: AgentEvent | HookRecord) -> None:
     Should an earlier writer have died mid-line (a torn tail), the line starts with a newline
     so that the new entry stays whole and readable. Raises OSError / TypeError / ValueError.
     """
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    data = (
+        json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    )
     path = Path(path)
     _make_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
@@ -374,11 +376,17 @@ class ReadResult:
         )
 
 
+def _no_number(_constant: str) -> None:
+    return None
+
+
 def parse_line(line: bytes) -> JsonObject | None:
     """A line of a session log as a JSON object (an entry is told apart from another line
     by its reader: ``records.is_agent_event``), or None."""
     try:
-        obj: JsonValue = json.loads(line)
+        # NaN and Infinity (a log another program damaged) read as null: no entry read here
+        # may make what is written from it invalid JSON.
+        obj: JsonValue = json.loads(line, parse_constant=_no_number)
     except ValueError:  # includes UnicodeDecodeError
         return None
     return obj if isinstance(obj, dict) else None
@@ -411,3 +419,20 @@ def read_with_problems(path: Path) -> ReadResult:
 def read(path: Path) -> list[JsonObject]:
     """All complete entries of *path*; torn or bad lines are skipped silently."""
     return read_with_problems(path).entries
+
+
+def entries(path: Path) -> Iterator[JsonObject]:
+    """The complete entries of *path* one at a time, as :func:`read` finds them, holding one
+    line at a time (a long log is never all in memory); a missing file has none."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 (closed below, also when the caller stops early)
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                return  # a torn last line: not an entry (yet)
+            if line.strip():
+                obj = parse_line(line)
+                if obj is not None:
+                    yield obj

@@ -61,8 +61,9 @@ class StepArg(BaseModel):
     backend: str | None = Field(
         default=None, description="Agent CLI: pi, claude, codex, gemini or opencode."
     )
+    # (numbers only, not true; their range is checked where every surface's is: jobs/spec.py)
     timeout: float | None = Field(
-        default=None, gt=0, description="Wall-clock limit for this step, seconds."
+        default=None, strict=True, description="Wall-clock limit for this step, seconds."
     )
     isolate: Literal["worktree"] | None = Field(
         default=None,

@@ -246,7 +246,8 @@ class SubagentsMCP:
             ),
         ] = None,
         timeout: Annotated[
-            float | None, Field(gt=0, description="Wall-clock limit per run, seconds.")
+            float | None,
+            Field(strict=True, description="Wall-clock limit per run, seconds (30 days at most)."),
         ] = None,
         background: Annotated[
             bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")
@@ -262,7 +263,7 @@ class SubagentsMCP:
         stall_timeout: Annotated[
             float | None,
             Field(
-                ge=0,
+                strict=True,
                 description="Seconds without an event, with no tool call in flight, before a run is stalled (0 = off).",
             ),
         ] = None,
@@ -273,7 +274,7 @@ class SubagentsMCP:
         tool_timeout: Annotated[
             float | None,
             Field(
-                ge=0,
+                strict=True,
                 description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
             ),
         ] = None,
@@ -492,7 +493,7 @@ class SubagentsMCP:
         except JobIdError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
-        return json.dumps(state, ensure_ascii=False, indent=1)
+        return json.dumps(state, ensure_ascii=False, indent=1, allow_nan=False)
 
 
 def _ended(state: JobState) -> str:

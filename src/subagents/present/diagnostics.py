@@ -137,7 +137,7 @@ def _activity_section(events: Sequence[Event], events_path: str | None) -> str:
     left_out = len(calls) - len(shown)
     noun = "call" if len(calls) == 1 else "calls"
     if left_out:
-        where = f"; all in {events_path}" if events_path else ""
+        where = f"; the older {left_out} in {events_path}" if events_path else ""
         header = f"## Activity ({len(calls)} tool {noun}, showing the last {len(shown)}{where})"
     else:
         header = f"## Activity ({len(calls)} tool {noun})"

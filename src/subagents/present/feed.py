@@ -142,7 +142,7 @@ class JsonlFeed:
             return
         # One write per record, flushed: a reader never sees half a line.
         try:
-            self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.stream.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             self.stream.flush()
         except OSError:  # the reader died (EPIPE): the job goes on to record its end
             self._gone = True

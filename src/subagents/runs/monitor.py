@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.core import events as ev
 from subagents.core import paths
 from subagents.core.files import loads, read_events, read_json
 from subagents.core.records import is_event, is_run_result
@@ -127,7 +128,6 @@ class RunMonitor:
         if result is not None:  # it finished just now
             return result
         events = read_events(self.run_dir / "events.jsonl")
-        child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
         supervisor = self.supervisor() or unrecorded()
         spec = spec_of(self.run_dir)
         status: RunStatus
@@ -142,7 +142,7 @@ class RunMonitor:
         if lost:
             message += f": {lost}"
         # What is left of the run where it ran: its child's group here, its actor on a node.
-        done = supervisor.orphaned(child_pid if isinstance(child_pid, int) else None)
+        done = supervisor.orphaned(ev.started_event(events), spec.runId)
         if done:
             message += f"; {done}"
         return publish_ended(

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from subagents.types import RunRequestRecord
 
+from subagents.types import ProcessIdentity
+
 
 @dataclass
 class RunRequest:
@@ -32,6 +34,9 @@ class RunRequest:
     tool_timeout: float | None = None
     # The id of a finished run whose child's conversation this run resumes.
     continue_from: str | None = None
+    # Processes the run is bound to (``--parent-pid``), each ``{pid, createTime}``: when
+    # one of them ends, the run is aborted (by its supervisor, whoever else is gone).
+    watch: list[ProcessIdentity] = field(default_factory=list)
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it (every field: tests/test_types.py holds

@@ -68,7 +68,7 @@ def _write_run_dir(
     make_private_dir(run_dir)
     reserve_space(run_dir)
     try:
-        resume, worktree = _continuation(req, backend, run_dir.parent)
+        resume, worktree = _continuation(req, backend, run_dir)
         if worktree is None and req.isolate == "worktree":
             from subagents import worktree as wt
 
@@ -132,22 +132,23 @@ def _write_run_dir(
         continuedFrom=req.continue_from,
         sessionDir=command.session_dir,
         stdinFile=str(stdin_file) if stdin_file else None,
+        watch=list(req.watch),
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir
 
 
 def _continuation(
-    req: RunRequest, backend: Backend, runs_dir: Path
+    req: RunRequest, backend: Backend, run_dir: Path
 ) -> tuple[str | None, WorktreeSpec | None]:
     """For a run that continues another: what its child resumes, and the earlier run's
-    worktree reopened (a worktree run continues in its own branch)."""
+    worktree reopened for this run (a worktree run continues in its own branch)."""
     if req.continue_from is None:
         return None, None
     from subagents.core.files import read_json
     from subagents.core.records import is_run_result, is_worktree_spec
 
-    earlier = runs_dir / req.continue_from
+    earlier = run_dir.parent / req.continue_from
     try:
         meta = read_json(earlier / "meta.json")
         result = read_json(earlier / "result.json")
@@ -168,6 +169,6 @@ def _continuation(
     from subagents import worktree as wt
 
     try:
-        return resume, wt.reopen(record)
+        return resume, wt.reopen(record, run_dir.name, run_dir)
     except WorktreeError as exc:
         raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None

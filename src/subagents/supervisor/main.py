@@ -35,7 +35,17 @@ from subagents.core.files import (
     read_json,
     read_tail,
 )
-from subagents.core.procs import STOP_SIGNALS, group_alive, killpg, signal_name, stop_group
+from subagents.core.procs import (
+    RUN_ENV,
+    STOP_SIGNALS,
+    create_time,
+    first_gone,
+    group_alive,
+    killpg,
+    signal_name,
+    stop_group,
+    when_gone,
+)
 from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
 from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
 from subagents.supervisor.outcome import decide, with_write_error
@@ -45,6 +55,7 @@ from subagents.supervisor.result import (
     attach_diagnostics,
     build_result,
     finish_worktree,
+    finishing,
     publish_ended,
     publish_result,
 )
@@ -63,6 +74,9 @@ if TYPE_CHECKING:
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
+# The longest the event loop waits at once (epoll takes at most 2^31 ms, ~24.8 days): a
+# deadline further off is waited for a day at a time, whatever meta.json says.
+MAX_WAIT = 86400.0
 MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
@@ -99,6 +113,7 @@ class Supervisor:
         self.forced_cleanup = False
         self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
+        self.abort_why: str | None = None  # a stop not asked for by a signal's sender
         self.noise_lines = 0
         self.parsed = 0
         self._parse: Callable[[bytes | bytearray], JsonValue] = parse_line
@@ -265,9 +280,10 @@ class Supervisor:
             killpg(self.pgid, signal.SIGKILL)  # asked twice: no more patience
             return
         self.abort_signal = signal_name(signum)
-        self.emit(
-            ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child")
-        )
+        if self.abort_why is None and (gone := first_gone(self.spec.watch)) is not None:
+            self.process_gone(gone, signal_self=False)  # what the stop was for, whoever sent it
+        what = self.abort_why or f"supervisor received {self.abort_signal}"
+        self.emit(ev.notice("error", f"{what}; stopping the child"))
         if self.child_alive():
             self.terminate_group("aborted")
         elif self.stop_cause is None and not (self.norm and self.norm.terminal):
@@ -289,7 +305,7 @@ class Supervisor:
             points.append(now + POLL_EXIT)
         if not points:
             return None
-        return max(0.0, min(points) - now)
+        return min(MAX_WAIT, max(0.0, min(points) - now))
 
     # ---- main loop -------------------------------------------------------
 
@@ -311,6 +327,7 @@ class Supervisor:
         env["PWD"] = spec.cwd
         env["SUBAGENTS_CHILD"] = "1"
         env["SUBAGENTS_DEPTH"] = str(spec.depth)
+        env[RUN_ENV] = spec.runId  # inherited by all it starts: see procs.end_recorded_group
         try:
             # A regular file, written whole before the run started: a CLI reading its task
             # there sees it end, and none can wait on an open terminal.
@@ -361,6 +378,13 @@ class Supervisor:
         for s in STOP_SIGNALS:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
+            # A process the run is bound to that is already gone stops it before it starts;
+            # one that goes later stops it as `subagents stop` would (SIGTERM, here).
+            if (gone := first_gone(self.spec.watch)) is not None:
+                self.process_gone(gone, signal_self=False)
+                self.early_signals.append(signal.SIGTERM)
+            else:
+                when_gone(self.spec.watch, self.process_gone)
             if self.early_signals:  # asked to stop before the child was even spawned
                 self.on_signal(self.early_signals[0])
                 return self.finish()
@@ -376,6 +400,7 @@ class Supervisor:
                     self.spec.requestedModel,
                     self.spec.cwd,
                     self.proc.pid,
+                    create_time(self.proc.pid),
                 )
             )
             self.flush()
@@ -385,6 +410,12 @@ class Supervisor:
             signal.set_wakeup_fd(previous_wakeup)
             for fd in (wake_r, wake_w):
                 os.close(fd)
+
+    def process_gone(self, ident: Any, signal_self: bool = True) -> None:
+        """A process the run is bound to ended (``watch``: the caller's ``--parent-pid``)."""
+        self.abort_why = f"process {ident['pid']}, which the run was bound to, ended"
+        if signal_self:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     _have_pidfd = False
 
@@ -510,6 +541,7 @@ class Supervisor:
             spawn_error=spawn_error,
             stop_cause=self.stop_cause,
             abort_signal=self.abort_signal,
+            abort_why=self.abort_why,
             exit_code=exit_code,
             sig=sig,
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
@@ -539,12 +571,13 @@ class Supervisor:
             model=norm.model,
             session_id=norm.session_id,
         )
-        if self.spec.worktree:
-            finish_worktree(result, self.spec, self.run_dir)
-        if status != "completed":
-            attach_diagnostics(result, self.run_dir)
-        self.rec.close()
-        publish_result(self.run_dir, result)
+        with finishing(self.run_dir):
+            if self.spec.worktree:
+                finish_worktree(result, self.spec, self.run_dir)
+            if status != "completed":
+                attach_diagnostics(result, self.run_dir)
+            self.rec.close()
+            publish_result(self.run_dir, result)
         return result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 # typing and dataclasses are not imported at run time: they slow the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, OnStall, WorktreeSpec
+    from subagents.types import JsonObject, JsonValue, OnStall, ProcessIdentity, WorktreeSpec
 
 _DEFAULTS: JsonObject = {
     "jobId": None,
@@ -32,6 +32,9 @@ _DEFAULTS: JsonObject = {
     "continuedFrom": None,
     "sessionDir": None,
     "stdinFile": None,
+    # Processes the run is bound to (``--parent-pid``: the caller's, and a foreground
+    # driver's), each ``{pid, createTime}``: when one ends, the run is aborted.
+    "watch": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -64,6 +67,7 @@ class RunSpec:
     sessionDir: str | None
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
+    watch: list[ProcessIdentity]
 
     def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
@@ -75,6 +79,8 @@ class RunSpec:
             setattr(self, key, fields[key])
         if self.env is None:
             self.env = {}
+        if self.watch is None:
+            self.watch = []
 
     def to_dict(self) -> JsonObject:
         return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}

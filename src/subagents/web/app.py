@@ -53,7 +53,7 @@ KEEPALIVE = 15.0
 def event(name: str, data: Mapping[str, str], event_id: str | None = None) -> str:
     """One Server-Sent Event; its data is one line of JSON (ASCII: no line breaks inside)."""
     head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return head + "data: " + json.dumps(data) + "\n\n"
+    return head + "data: " + json.dumps(data, allow_nan=False) + "\n\n"
 
 
 class WebApp:
@@ -224,7 +224,8 @@ class WebApp:
                 raise UsageError(
                     f"run {run_id} did not run in its own worktree (--isolate worktree)"
                 )
-            return api.apply_run(run_id, repo)
+            partial = request.query_params.get("partial") == "1"
+            return api.apply_run(run_id, repo, partial=partial)
 
         try:
             changed = await anyio.to_thread.run_sync(apply)

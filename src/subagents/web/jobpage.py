@@ -206,11 +206,16 @@ def render_diff(result: RunResult, home: Path) -> str:
         for name, a, d in _patch_files(patch)
     )
     changed = count(wt.get("filesChanged"))
+    # A run that did not complete may have left its work half done: the button says so.
+    partial = result.get("status") != "completed"
+    label = "Apply these partial changes" if partial else "Apply to the working tree"
+    marked = ' data-partial="1"' if partial else ""
     return (
         f'<section class="diff"><h2>Changes</h2><p>branch <code>{esc(wt.get("branch"))}</code> · '
         f"{changed} file{'' if changed == 1 else 's'} changed, +{count(wt.get('insertions'))} "
         f"-{count(wt.get('deletions'))} · into <code>{esc(wt.get('repo'))}</code></p>"
-        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}">Apply to the working tree</button> '
+        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}"'
+        f"{marked}>{label}</button> "
         '<span id="apply-result" role="status"></span></p>'
         f'<table class="files">{files}</table>{more}<pre class="patch">{_patch_html(patch)}</pre></section>'
     )
