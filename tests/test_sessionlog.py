@@ -608,4 +608,4 @@ def test_select() -> None:
         entries[2]
     ]
     with pytest.raises(ValueError, match="event type"):
-        history.select(entries, event_types=["finished"])
+        list(history.selected(entries, event_types=["finished"]))

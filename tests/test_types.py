@@ -111,7 +111,7 @@ def test_a_record_read_back_is_checked_once(isolated_state: Path) -> None:
     assert is_job_state(store.load(job_id))
     for damaged in ([], {"jobId": job_id}, {"jobId": job_id, "status": "sleeping"}):
         store.path(job_id).write_text(json.dumps(damaged))
-        with pytest.raises(ValueError, match=f"{store.path(job_id)}: not a job"):
+        with pytest.raises(ValueError, match=f"{store.path(job_id)} is damaged"):
             store.load(job_id)
     assert not is_run_result({"runId": "r", "status": "done"})
     # A run's status no run can have (a damaged result.json) ends its job failed.
@@ -244,7 +244,7 @@ def test_another_programs_json_is_narrowed_where_it_is_read(tmp_path: Path) -> N
     for damaged in (
         {"runner": "process", "pid": "12", "createTime": 1.0},
         {"runner": "process", "pid": 12, "createTime": "then"},
-        {"runner": "ray", "ray": {"actor": 7}},
+        {"runner": "ray", "ray": 7},
     ):
         (tmp_path / SUPERVISOR_FILE).write_text(json.dumps(damaged))
         assert reattach(tmp_path, follow=False) is None

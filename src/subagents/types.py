@@ -390,6 +390,8 @@ class RunRequestRecord(TypedDict):
     on_stall: str | None
     tool_timeout: float | None
     continue_from: str | None
+    # The processes the job is bound to (--parent-pid): its runs end when one does.
+    watch: list[ProcessIdentity]
     # Recorded before placements: the runner the job was given, on each request.
     runner: NotRequired[str | None]
 

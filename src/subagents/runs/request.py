@@ -59,6 +59,7 @@ class RunRequest:
             "on_stall": self.on_stall,
             "tool_timeout": self.tool_timeout,
             "continue_from": self.continue_from,
+            "watch": [w.copy() for w in self.watch],
         }
 
     @classmethod
@@ -84,4 +85,5 @@ class RunRequest:
             on_stall=record.get("on_stall"),
             tool_timeout=record.get("tool_timeout"),
             continue_from=record.get("continue_from"),
+            watch=[w.copy() for w in record.get("watch") or []],
         )
