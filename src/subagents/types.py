@@ -35,10 +35,20 @@ __all__ = [
     "KeyedCostRow",
     "LifecycleEventType",
     "LifecycleStatus",
+    "LimitAction",
+    "LimitEvent",
+    "LimitKind",
+    "LimitRecord",
+    "LimitScope",
+    "Limits",
+    "MessageCounts",
+    "MessageMode",
     "Notice",
     "NoticeLevel",
     "OnStall",
     "ProcessIdentity",
+    "Receipt",
+    "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
     "RunPaths",
@@ -52,6 +62,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UsageEvent",
+    "UserMessage",
     "WorktreeRecord",
     "WorktreeSpec",
 ]
@@ -88,7 +99,21 @@ EventType: TypeAlias = Literal[
     "notice",
     "error",
     "run_finished",
+    "user_message",
+    "limit",
 ]
+# A message sent to a running child (``subagents send``): a steer lands in the running
+# conversation, a follow-up when the child would otherwise end; a wrap-up is the one a
+# budget sends at its limit.
+MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up"]
+# What became of a message: the CLI (or the supervisor) holds it to deliver, it is in the
+# conversation, or it was not taken (the reason says why).
+ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
+# What a budget bounds: model turns, tokens (totalTokens), cost (USD).
+LimitKind: TypeAlias = Literal["turns", "tokens", "cost"]
+# What a budget did at its limit (see LimitRecord), and whose budget it was.
+LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop"]
+LimitScope: TypeAlias = Literal["run", "job"]
 
 
 class Usage(TypedDict):
@@ -153,9 +178,11 @@ class ToolResult(_Stamped):
 
 
 class UsageEvent(Usage, _Stamped):
-    """Running totals of the run so far."""
+    """Running totals of the run so far (``turns``: model turns so far, added by the
+    supervisor; absent from events written before budgets)."""
 
     type: Literal["usage"]
+    turns: NotRequired[int]
 
 
 class Notice(_Stamped):
@@ -181,6 +208,31 @@ class RunFinished(_Stamped):
     durationMs: int
 
 
+class UserMessage(_Stamped):
+    """A message sent to the running child, and later what became of it: one event when it
+    is sent (``queued`` or ``refused``), another with the same ``id`` when the child takes
+    it (``delivered``) or it could not be (``refused``). ``text`` is bounded like a tool
+    result's; ``reason`` says why a message was refused or is held."""
+
+    type: Literal["user_message"]
+    id: str
+    mode: MessageMode
+    text: str
+    receipt: ReceiptWord
+    reason: NotRequired[str]
+
+
+class LimitEvent(_Stamped):
+    """A budget reached its limit and acted (``action``: wrap-up, abort or stop)."""
+
+    type: Literal["limit"]
+    kind: LimitKind
+    limit: float
+    used: float
+    action: LimitAction
+    scope: LimitScope
+
+
 # A canonical event: ``event["type"] == "tool_call"`` narrows it to a ToolCall.
 Event: TypeAlias = (
     RunStarted
@@ -192,7 +244,51 @@ Event: TypeAlias = (
     | Notice
     | ErrorEvent
     | RunFinished
+    | UserMessage
+    | LimitEvent
 )
+
+
+class Limits(TypedDict, total=False):
+    """A budget: the most model turns, tokens (totalTokens) and cost (USD) a run (or a job,
+    summed over its runs) may use; a kind left out is not bounded."""
+
+    turns: int
+    tokens: int
+    cost: float
+
+
+class LimitRecord(TypedDict):
+    """result.json's ``limit``: which budget was reached, its limit, what was used (by the
+    end of the run; for a job's budget, the job's total when it was reached), and what was
+    done: ``wrap-up`` (the child was asked to finish and did, within the grace turns),
+    ``abort`` (it was stopped: the run failed), ``stop`` (reached at an answer: the run
+    ended there, its queued follow-ups not delivered). ``scope``: the run's own budget or
+    its job's."""
+
+    kind: LimitKind
+    limit: float
+    used: float
+    action: LimitAction
+    scope: LimitScope
+
+
+class MessageCounts(TypedDict):
+    """result.json's ``messages``: the messages sent to the run (wrap-ups included), and
+    how many the child took."""
+
+    sent: int
+    delivered: int
+
+
+class Receipt(TypedDict):
+    """What ``send`` answers: the run, the message's id and what became of it so far."""
+
+    runId: str
+    id: str
+    mode: MessageMode
+    receipt: ReceiptWord
+    reason: NotRequired[str]
 
 
 # ---- result.json -------------------------------------------------------------------------
@@ -276,6 +372,10 @@ class RunResult(TypedDict):
     continuedFrom: str | None  # the run whose conversation this one continued
     worktree: WorktreeRecord | None
     executor: NotRequired[ExecutorPlace]
+    # Live control (absent from results written before it): the messages sent to the run,
+    # and the budget that was reached, if one was.
+    messages: NotRequired[MessageCounts]
+    limit: NotRequired[LimitRecord | None]
 
 
 @final

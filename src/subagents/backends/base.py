@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from subagents.types import AssistantText, Usage
+    from subagents.types import AssistantText, MessageMode, Usage
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -65,6 +65,9 @@ class CommandRequest:
         resume: str | None = None,
         task_on_stdin: bool = False,
         copilot_agent_initiator: bool = False,
+        live: bool = False,
+        own_max_turns: int | None = None,
+        own_max_cost: float | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -83,6 +86,17 @@ class CommandRequest:
         self.task_on_stdin = task_on_stdin
         # Requests to GitHub Copilot say the agent, not the user, initiated them (pi only).
         self.copilot_agent_initiator = copilot_agent_initiator
+        # The child takes its task and later messages on stdin, in the CLI's input protocol
+        # (``Backend.live_input``): no task in argv.
+        self.live = live
+        # The CLI's own bounds, passed where it has flags for them (claude): a second line of
+        # defence behind the supervisor's budget, never instead of it.
+        self.own_max_turns = own_max_turns
+        self.own_max_cost = own_max_cost
+
+    def fields(self) -> dict[str, Any]:
+        """The request as ``meta.json`` keeps it (to build a continuation's argv again)."""
+        return dict(vars(self))
 
 
 class Normalizer(ABC):
@@ -108,6 +122,16 @@ class Normalizer(ABC):
         self.saw_answer = False
         # The CLI's own id of the conversation, where its stream names one (to resume it).
         self.session_id: str | None = None
+        # Model turns so far (one per model response): what a turn budget counts.
+        self.turns = 0
+        # The CLI's own bound ended the run ("turns" or "cost"; claude's --max-turns,
+        # --max-budget-usd): the budget it stood behind is named in the result.
+        self.own_limit: str | None = None
+        # Live input (``live``): the lines for the child's stdin, in order (the supervisor
+        # takes and writes them after each call), and what became of each message by its
+        # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
+        self.outbox: list[bytes] = []
+        self.receipts: list[tuple[str, str, str | None]] = []
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -131,6 +155,39 @@ class Normalizer(ABC):
     def finish(self) -> list[ev.Event]:
         """The stream ended: return any events still held back."""
         return []
+
+    # Live input: a normalizer of a CLI that takes messages on stdin while it runs (its
+    # backend's ``live_normalizer``) speaks that input too, since what becomes of a message
+    # is read from the same stream. The supervisor calls these and writes ``outbox``.
+
+    live = False
+
+    def begin(self, req: CommandRequest) -> None:
+        """Queue the lines that start the run: its task (``req.task``), and whatever else
+        the CLI takes over its input rather than in argv."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def steer(self, message_id: str, text: str) -> None:
+        """Queue ``text`` into the running conversation, as soon as the CLI allows."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def follow_up(self, message_id: str, text: str) -> None:
+        """The run is at rest (its last event was terminal): start its next turn with
+        ``text``, in the same conversation."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def abort(self) -> None:
+        """Queue what stops the running turn (a budget ran out): the CLI ends it with a
+        terminal event of its own."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def holds_input(self) -> bool:
+        """At rest: whether the CLI holds a message it will act on by itself (a steer that
+        came too late for the turn), so the run goes on without a follow-up."""
+        return False
+
+    def _receipt(self, message_id: str, receipt: str, reason: str | None = None) -> None:
+        self.receipts.append((message_id, receipt, reason))
 
     # Helpers for subclasses.
 
@@ -171,6 +228,38 @@ class Backend(ABC):
     can_continue: bool = False
     # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
     reads_task_from_stdin: bool = False
+    # The run's command line depends on the installed version (``live_input``): the
+    # caller reads it once per binary (``version_argv``) and hands it to these hooks.
+    needs_version: bool = False
+    # The versions this backend was tested with (oldest first), for ``doctor``.
+    tested_versions: tuple[str, ...] = ()
+    # Costs: reported at all (else a cost budget cannot be counted and is refused), and as
+    # the run goes (else only at the end of each of its turns).
+    reports_cost: bool = True
+    live_cost: bool = True
+
+    def live_input(self, version: str | None) -> bool:
+        """Whether a run takes its task and messages on the child's stdin (``CommandRequest.live``;
+        ``live_normalizer`` reads and writes that protocol)."""
+        return False
+
+    def live_normalizer(self) -> Normalizer:
+        """The normalizer of a live run (``live_input``)."""
+        return self.normalizer()
+
+    def refusals(self, version: str | None) -> dict[MessageMode, str]:
+        """The kinds of message a run of this backend cannot take, each with the reason
+        ``send`` gives. By default: steers need live input; a follow-up continues the
+        conversation in a new process where the backend can continue a run."""
+        if self.live_input(version):
+            return {}
+        out: dict[MessageMode, str] = {
+            "steer": f"{self.name} takes no messages while it runs: send a follow-up instead"
+            " (delivered when the current turn ends)"
+        }
+        if not self.can_continue:
+            out["follow-up"] = f"{self.name} runs cannot be continued"
+        return out
 
     def binary_env_var(self) -> str:
         return f"SUBAGENTS_{self.name.upper()}_BIN"

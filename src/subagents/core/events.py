@@ -16,8 +16,14 @@ if TYPE_CHECKING:
         AssistantText,
         ErrorEvent,
         Event,
+        LimitAction,
+        LimitEvent,
+        LimitKind,
+        LimitScope,
+        MessageMode,
         Notice,
         NoticeLevel,
+        ReceiptWord,
         RunFinished,
         RunStarted,
         RunStatus,
@@ -27,6 +33,7 @@ if TYPE_CHECKING:
         ToolResult,
         Usage,
         UsageEvent,
+        UserMessage,
     )
 
 __all__ = ["Event"]  # the union of every event, for annotations (subagents.types.Event)
@@ -68,6 +75,8 @@ EVENT_TYPES: Final = frozenset(
         "notice",
         "error",
         "run_finished",
+        "user_message",
+        "limit",
     }
 )
 
@@ -215,4 +224,36 @@ def run_finished(
         "exitCode": exit_code,
         "signal": signal,
         "durationMs": duration_ms,
+    }
+
+
+# A sent message's text as its events keep it (the child gets it whole).
+MESSAGE_TEXT_LIMIT: Final = TOOL_RESULT_TEXT_LIMIT
+
+
+def user_message(
+    message_id: str, mode: MessageMode, text: str, receipt: ReceiptWord, reason: str | None = None
+) -> UserMessage:
+    event: UserMessage = {
+        "type": "user_message",
+        "id": message_id,
+        "mode": mode,
+        "text": text[:MESSAGE_TEXT_LIMIT],
+        "receipt": receipt,
+    }
+    if reason:
+        event["reason"] = reason
+    return event
+
+
+def limit(
+    kind: LimitKind, bound: float, used: float, action: LimitAction, scope: LimitScope
+) -> LimitEvent:
+    return {
+        "type": "limit",
+        "kind": kind,
+        "limit": bound,
+        "used": used,
+        "action": action,
+        "scope": scope,
     }

@@ -29,6 +29,12 @@ class RunRequest:
     tool_timeout: float | None = None
     # The id of a finished run whose child's conversation this run resumes.
     continue_from: str | None = None
+    # The run's budget (docs/live-control.md); and, for the kinds bounded by what its job
+    # had left, what the job had used before it (set by the job as the run starts).
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    job_used: dict[str, float] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRequest:

@@ -7,7 +7,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import OnStall, WorktreeSpec
+    from subagents.types import Limits, OnStall, WorktreeSpec
 
 _DEFAULTS: dict[str, Any] = {
     "jobId": None,
@@ -34,6 +34,18 @@ _DEFAULTS: dict[str, Any] = {
     "continuedFrom": None,
     "sessionDir": None,
     "stdinFile": None,
+    # Live control (docs/live-control.md): the child takes its task and messages on stdin
+    # in its CLI's protocol; the kinds of message it cannot take, with why; its budget (and
+    # the kinds bounded by what its job had left, with what the job had used before it);
+    # the wrap-up message and the grace turns after it; the command request (without the
+    # task) to build a continuation's argv from.
+    "live": False,
+    "refuse": None,
+    "limits": None,
+    "jobLimits": None,
+    "graceTurns": 2,
+    "wrapUp": "stop here and give your final answer now",
+    "command": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -66,6 +78,13 @@ class RunSpec:
     sessionDir: str | None
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
+    live: bool
+    refuse: dict[str, str] | None
+    limits: Limits | None
+    jobLimits: dict[str, float] | None
+    graceTurns: int
+    wrapUp: str
+    command: dict[str, Any] | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [k for k in _REQUIRED if k not in fields]

@@ -1,0 +1,114 @@
+"""An agent CLI's installed version, where a run's command line depends on it (pi: rpc mode
+since 0.80.4). An npm-installed CLI says it in its package's ``package.json`` (the one whose
+``bin`` is the binary): read there, no process started. Else ``<bin> --version`` is run
+once per binary and its answer kept in ``$SUBAGENTS_HOME/cache/versions.json`` under the
+binary's real path, size and modification time (reinstalling the CLI reads it again)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from subagents.backends import Backend
+from subagents.core import procs
+from subagents.core.files import read_json, write_json_atomic
+
+VERSION_TIMEOUT = 10.0
+CACHE_FILE = Path("cache") / "versions.json"
+_VERSION = re.compile(r"\b(\d+\.\d+\.\d+)\b")
+_lock = threading.Lock()
+_seen: dict[str, str | None] = {}
+
+
+def parse_version(text: str) -> str | None:
+    """The first ``X.Y.Z`` in a ``--version`` output (``codex-cli 0.169.0`` -> ``0.169.0``)."""
+    found = _VERSION.search(text)
+    return found.group(1) if found else None
+
+
+def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str, str | None]:
+    """``(what it printed, first line)``, or ``("", why it could not be read)``: the
+    ``--version`` command in its own process group, bounded, killed whole on a timeout."""
+    what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return "", f"could not run it: {exc.strerror or exc}"
+    try:
+        out, err = proc.communicate(timeout=VERSION_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        procs.killpg(proc.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=2.0)
+        proc.kill()
+        proc.wait()
+        return "", f"{what} did not answer within {VERSION_TIMEOUT:g}s"
+    text = (out or err).decode("utf-8", "replace")
+    if proc.returncode != 0:
+        return "", f"{what} failed (exit {proc.returncode})"
+    return text, None
+
+
+def package_version(real: str) -> str | None:
+    """The version in the ``package.json`` of the npm package whose ``bin`` is ``real``."""
+    target = Path(real)
+    for parent in list(target.parents)[:5]:
+        try:
+            data = read_json(parent / "package.json")
+        except (OSError, ValueError):
+            continue
+        bins = data.get("bin") if isinstance(data, dict) else None
+        paths = [bins] if isinstance(bins, str) else list((bins or {}).values())
+        version = data.get("version")
+        if isinstance(version, str) and any(
+            isinstance(p, str) and os.path.realpath(parent / p) == real for p in paths
+        ):
+            return parse_version(version)
+    return None
+
+
+def installed_version(
+    backend: Backend, binary: str, env: Mapping[str, str], home: Path
+) -> str | None:
+    """The version of ``binary`` (``X.Y.Z``), or None when it cannot be told."""
+    try:
+        real = os.path.realpath(binary)
+        st = os.stat(real)
+    except OSError:
+        return None
+    found = package_version(real)
+    if found is not None:
+        return found
+    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
+    with _lock:
+        if key in _seen:
+            return _seen[key]
+        cache_path = home / CACHE_FILE
+        cache: dict[str, str] = {}
+        with contextlib.suppress(OSError, ValueError):
+            loaded = read_json(cache_path)
+            cache = {k: v for k, v in loaded.items() if isinstance(v, str)}
+        version = cache.get(key)
+        if version is None:
+            text, _problem = read_version(backend.version_argv(binary), env)
+            version = parse_version(text)
+            if version is not None:  # a failure is not kept: the next run reads again
+                cache = {k: v for k, v in cache.items() if not k.startswith(real + "\0")}
+                cache[key] = version
+                with contextlib.suppress(OSError):
+                    cache_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                    write_json_atomic(cache_path, cache)
+        _seen[key] = version
+        return version

@@ -1,0 +1,327 @@
+"""Live control of one run, the supervisor's side: messages sent to the child (``subagents
+send``: steer, follow-up), its budget, and what happens when it comes to rest.
+
+A live child (pi in rpc mode, claude, codex: ``RunSpec.live``) takes its task and every later
+message on its stdin, in its CLI's protocol, which its normalizer speaks; this module feeds
+the supervisor's control endpoint to it and writes what it asks to the child's stdin
+(``InputWriter``). A follow-up waits here until the child would end; then it is sent as the
+conversation's next turn (live), or, for a CLI that takes no input while it runs (gemini,
+opencode), it becomes a continuation of the same conversation in a new process of the same
+run (the supervisor spawns it). A steer is refused where the CLI takes none.
+
+Every message is a ``user_message`` event when it is sent (queued or refused) and again when
+the child takes it; a budget reached is a ``limit`` event. Standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+
+from subagents.core import events as ev
+from subagents.core.inputs import MAX_MESSAGE_BYTES
+from subagents.supervisor.budget import NAMES, Budget, describe
+from subagents.supervisor.control import ControlServer, Reply
+from subagents.supervisor.stdin import InputWriter
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import selectors
+    from typing import Any
+
+    from subagents.backends import Backend, CommandRequest, Normalizer
+    from subagents.supervisor.main import Supervisor
+    from subagents.types import LimitRecord, MessageCounts, MessageMode, ReceiptWord, Usage
+
+MODES = ("steer", "follow-up")
+HELD = "held until the current turn ends"
+ENDING = "the run has given its answer and is ending"
+ENDED = "the run ended before the child took it"
+# After asking a live child to abort, how long its CLI has to end the turn itself.
+ABORT_WITHIN = 10.0
+
+
+class Message:
+    __slots__ = ("mode", "reply", "said", "text")
+
+    def __init__(self, mode: MessageMode, text: str, reply: Reply | None) -> None:
+        self.mode: MessageMode = mode
+        self.text = text
+        self.reply = reply
+        self.said: tuple[str, str | None] | None = None  # the last receipt recorded
+
+
+class Live:
+    def __init__(self, sup: Supervisor, backend: Backend) -> None:
+        self.sup = sup
+        self.spec = spec = sup.spec
+        self.backend = backend
+        self.refusals: dict[str, str] = dict(spec.refuse or {})
+        self.server = ControlServer(sup.run_dir, self.on_request)
+        self.writer: InputWriter | None = None
+        self.messages: dict[str, Message] = {}
+        self.followups: list[str] = []
+        self.delivered = 0
+        self.ending = False
+        self.abort_at: float | None = None
+        self.budget = (
+            Budget(spec.limits, grace=spec.graceTurns, graceful=spec.live, job=spec.jobLimits)
+            if spec.limits
+            else None
+        )
+
+    # ---- the child -------------------------------------------------------------------
+
+    def request(self, task: str | None = None, resume: str | None = None) -> CommandRequest:
+        """The run's command request (``meta.json``'s ``command``), for ``task``."""
+        from subagents.backends import CommandRequest
+
+        fields = dict(self.spec.command or {"cwd": self.spec.cwd, "live": self.spec.live})
+        fields["task"] = self.spec.task if task is None else task
+        if resume is not None:
+            fields["resume"] = resume
+        return CommandRequest(**fields)
+
+    def listen(self, sel: selectors.BaseSelector) -> None:
+        problem = self.server.listen(sel)
+        if problem:
+            self.sup.emit(ev.notice("warn", problem))
+
+    def started(self, stdin_fd: int, sel: selectors.BaseSelector) -> None:
+        """A live child was spawned with ``stdin_fd`` as its stdin: give it its task."""
+        self.writer = InputWriter(stdin_fd, sel)
+        self.norm.begin(self.request())
+        self.pump()
+
+    @property
+    def norm(self) -> Normalizer:
+        norm = self.sup.norm
+        assert norm is not None
+        return norm
+
+    def pump(self) -> None:
+        """Write what the child's normalizer asks for; record what became of messages."""
+        norm = self.norm
+        if norm.outbox:
+            lines, norm.outbox = norm.outbox, []
+            if self.writer is not None:
+                for line in lines:
+                    self.writer.write(line)
+        if norm.receipts:
+            receipts, norm.receipts = norm.receipts, []
+            for mid, receipt, reason in receipts:
+                self.receipt(mid, receipt, reason)  # type: ignore[arg-type]
+
+    # ---- messages --------------------------------------------------------------------
+
+    def on_request(self, request: dict[str, Any], reply: Reply) -> None:
+        op = request.get("op")
+        if op == "limit":
+            self._job_limit(request, reply)
+            return
+        mode, text = request.get("mode"), request.get("text")
+        if op != "send" or mode not in MODES or not isinstance(text, str):
+            reply.send({"receipt": "refused", "reason": "not a request this supervisor takes"})
+            return
+        mid = f"m{len(self.messages) + 1}"
+        message = self.messages[mid] = Message(mode, text, reply)
+        why = self._refusal(mode, text)
+        if why is not None:
+            self.receipt(mid, "refused", why)
+        elif mode == "follow-up":
+            self.followups.append(mid)
+            self.receipt(mid, "queued", HELD)
+        else:
+            self.norm.steer(mid, text)
+            self.pump()
+            if message.said is None:  # the CLI's own receipt has not come yet
+                reply.wait({"id": mid, "receipt": "queued", "mode": mode})
+
+    def _refusal(self, mode: str, text: str) -> str | None:
+        if not text.strip():
+            return "the message is empty"
+        if len(text.encode()) > MAX_MESSAGE_BYTES:
+            return "the message is over 1 MiB"
+        if self.ending:
+            return ENDING
+        if mode in self.refusals:
+            return self.refusals[mode]
+        if self.budget is not None and self.budget.state != "ok":
+            return "the run's budget is spent: it is wrapping up"
+        return None
+
+    def receipt(self, mid: str, receipt: ReceiptWord, reason: str | None = None) -> None:
+        """What became of message ``mid``: recorded when it changed, told to its sender
+        when it is the first word of it."""
+        message = self.messages.get(mid)
+        if message is None or message.said == (receipt, reason):
+            return
+        if message.said is not None and message.said[0] in ("delivered", "refused"):
+            return  # final already
+        message.said = (receipt, reason)
+        if receipt == "delivered":
+            self.delivered += 1
+        self.sup.emit(ev.user_message(mid, message.mode, message.text, receipt, reason))
+        if message.reply is not None:
+            answer: dict[str, Any] = {"id": mid, "mode": message.mode, "receipt": receipt}
+            if reason:
+                answer["reason"] = reason
+            message.reply.send(answer)
+            message.reply = None
+
+    def counts(self) -> MessageCounts:
+        refused = sum(1 for m in self.messages.values() if m.said and m.said[0] == "refused")
+        return {"sent": len(self.messages) - refused, "delivered": self.delivered}
+
+    # ---- budget ----------------------------------------------------------------------
+
+    def on_usage(self) -> None:
+        """The child reported usage (a turn): check its budget."""
+        budget = self.budget
+        if budget is None:
+            return
+        turns, usage = self.sup.totals()
+        if budget.cost_unknown(usage):
+            self.sup.emit(
+                ev.notice(
+                    "warn",
+                    "a cost limit is set, but the child reports no cost for its"
+                    " model: that limit cannot be counted",
+                )
+            )
+        action = budget.check(turns, usage, self.norm.terminal)
+        if action is not None:
+            self._act(action)
+
+    def _job_limit(self, request: dict[str, Any], reply: Reply) -> None:
+        kind, limit, used = request.get("kind"), request.get("limit"), request.get("used")
+        if self.ending or kind not in ("turns", "tokens", "cost"):
+            reply.send({"receipt": "refused", "reason": ENDING if self.ending else "bad limit"})
+            return
+        if self.budget is None:
+            self.budget = Budget({}, grace=self.spec.graceTurns, graceful=self.spec.live)
+        turns, usage = self.sup.totals()
+        action = self.budget.force(kind, float(limit or 0), float(used or 0), turns, usage)
+        if action is not None:
+            self._act(action)
+        reply.send({"receipt": "queued", "reason": action or "already acting on a limit"})
+
+    def _act(self, action: str) -> None:
+        budget = self.budget
+        assert budget is not None and budget.record is not None
+        record = budget.record
+        self.sup.emit(
+            ev.limit(
+                record["kind"], record["limit"], record["used"], record["action"], record["scope"]
+            )
+        )
+        if action == "wrap-up":
+            mid = f"w{len(self.messages) + 1}"
+            self.messages[mid] = Message("wrap-up", self.spec.wrapUp, None)
+            self.norm.steer(mid, self.spec.wrapUp)
+            self.pump()
+            return
+        # abort: the CLI ends the turn itself where it can (its output and usage kept).
+        self.sup.stop_for_limit()
+        if self.spec.live:
+            self.norm.abort()
+            self.pump()
+            self.abort_at = time.monotonic() + self.spec.killGrace + ABORT_WITHIN
+
+    def next_deadline(self) -> float | None:
+        points = [t for t in (self.server.next_deadline(), self.abort_at) if t is not None]
+        return min(points) if points else None
+
+    def on_deadlines(self, now: float) -> None:
+        self.server.on_deadlines(now)
+        if self.abort_at is not None and now >= self.abort_at:
+            self.abort_at = None
+            self.sup.terminate_group("limit")  # the CLI did not end the turn: stop it
+
+    # ---- at rest ---------------------------------------------------------------------
+
+    def at_rest(self) -> bool:
+        """The child's last event ended its turn: True when the run goes on (a follow-up
+        sent, or a message the CLI holds); else the run ends (a live child's stdin closed)."""
+        norm = self.norm
+        budget = self.budget
+        turns, usage = self.sup.totals()
+        if budget is not None and norm.own_limit:
+            budget.stopped_by_cli(norm.own_limit, turns, usage)
+        if not self.spec.live:
+            return False  # a follow-up is a continuation, once the child has exited
+        self.abort_at = None
+        goes_on = False
+        if self._may_go_on(budget, turns, usage):
+            if norm.holds_input():
+                goes_on = True
+            elif self.followups:
+                mid = self.followups.pop(0)
+                norm.follow_up(mid, self.messages[mid].text)
+                goes_on = True
+        self.pump()
+        if goes_on:
+            norm.terminal = False
+            return True
+        self.end_input()
+        return False
+
+    def _may_go_on(self, budget: Budget | None, turns: int, usage: Usage) -> bool:
+        norm = self.norm
+        if norm.failed or self.sup.stop_cause is not None:
+            self._refuse_held("the run did not end well: its follow-ups were not delivered")
+            return False
+        if budget is None or not self.followups:
+            return True
+        spent = budget.spent(turns, usage)
+        if spent is None:
+            return True
+        if budget.state == "ok":  # reached at this answer: it is where the run stops
+            record = budget.stop(spent, turns, usage)
+            self.sup.emit(
+                ev.limit(record["kind"], record["limit"], record["used"], "stop", record["scope"])
+            )
+        kind, limit = spent
+        self._refuse_held(f"the run's {NAMES[kind]} limit of {describe(kind, limit)} is reached")
+        return False
+
+    def continuation(self) -> tuple[str, str] | None:
+        """A child that takes no input has exited after its answer: the follow-up to
+        continue its conversation with, in a new process (None: the run ends)."""
+        norm = self.norm
+        turns, usage = self.sup.totals()
+        if (
+            not self.followups
+            or not norm.terminal
+            or not self._may_go_on(self.budget, turns, usage)
+        ):
+            return None
+        mid = self.followups.pop(0)
+        return mid, self.messages[mid].text
+
+    def end_input(self) -> None:
+        """No more messages: the child's stdin closes once what is buffered is written."""
+        self.ending = True
+        if self.writer is not None:
+            self.writer.close()
+
+    def _refuse_held(self, why: str) -> None:
+        for mid in self.followups:
+            self.receipt(mid, "refused", why)
+        self.followups = []
+
+    def finish(self) -> tuple[MessageCounts, LimitRecord | None]:
+        """The run is over: nothing more is taken; what was never delivered says so."""
+        self.ending = True
+        self.server.close("the run has ended")
+        self._refuse_held(ENDED)
+        for mid, message in self.messages.items():
+            if message.said is None or message.said[0] == "queued":
+                self.receipt(mid, "refused", ENDED)
+        if self.writer is not None and not self.writer.closed:
+            self.writer.close()
+        record = None
+        if self.budget is not None:
+            turns, usage = self.sup.totals()
+            self.budget.settle(turns, usage)
+            record = self.budget.record
+        return self.counts(), record
