@@ -75,9 +75,13 @@ class GeminiNormalizer(Normalizer):
         self._responding = False
 
     def _responds(self) -> None:
-        """An assistant message or tool call: a new model turn unless one is going on."""
-        if not self._responding:
-            self._responding = True
+        """An assistant message or tool call: part of a model response."""
+        self._responding = True
+
+    def _responded(self) -> None:
+        """A tool result or the end: the model response before it was one turn."""
+        if self._responding:
+            self._responding = False
             self.turns += 1
 
     def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
@@ -108,7 +112,7 @@ class GeminiNormalizer(Normalizer):
             out.append(ev.tool_call(call_id, name, obj.get("parameters")))
             return out
         if t == "tool_result":
-            self._responding = False
+            self._responded()
             call_id = str(obj.get("tool_id", ""))
             is_error = obj.get("status") == "error"
             output = obj.get("output")
@@ -133,6 +137,7 @@ class GeminiNormalizer(Normalizer):
                 return [ev.notice("error", message)] if message else []
             return [ev.notice("warn", message)] if message else []
         if t == "result":
+            self._responded()
             return self._result(obj)
         if t == "init":
             model = obj.get("model")

@@ -153,9 +153,10 @@ class PiNormalizer(Normalizer):
     def _message_end(self, msg: Any) -> list[ev.Event]:
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             return []
-        self.turns += 1
         content = msg.get("content")
         parts = content if isinstance(content, list) else []
+        if parts or msg.get("stopReason") not in ("error", "aborted"):
+            self.turns += 1  # (an empty failed message, an abort's or an API error's, is none)
         text = text_blocks(parts)
         has_calls = any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
         out: list[ev.Event] = []

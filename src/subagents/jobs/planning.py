@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.config import Settings, settings_from_record, settings_record
+from subagents.core.inputs import BUDGET_FIELDS
 from subagents.errors import PlanError, UsageError
 from subagents.jobs.spec import PREVIOUS, JobSpec
 from subagents.launchers import Placement
@@ -30,6 +31,8 @@ class JobPlan:
     concurrency: int = 4
     session: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The job's budget: the most its runs may use together (``max_turns`` …).
+    budget: dict[str, Any] = field(default_factory=dict)
 
     def labels(self) -> list[str]:
         """What each run is called where a job is shown: its agent, else its backend."""
@@ -44,6 +47,7 @@ class JobPlan:
             "concurrency": self.concurrency,
             "session": self.session,
             "extra": self.extra,
+            "budget": self.budget,
         }
 
     @classmethod
@@ -63,6 +67,7 @@ class JobPlan:
             concurrency=int(data.get("concurrency") or 4),
             session=data.get("session"),
             extra=dict(data.get("extra") or {}),
+            budget=dict(data.get("budget") or {}),
         )
 
 
@@ -127,6 +132,11 @@ def plan(
             stall_timeout=step.stall_timeout,
             on_stall=step.on_stall,
             tool_timeout=step.tool_timeout,
+            **{
+                name: value
+                for name in BUDGET_FIELDS
+                if (value := _first(getattr(step, name), getattr(agent, name, None))) is not None
+            },
         )
         try:
             # {previous} is only known at run time; check the step with a stand-in.
@@ -135,7 +145,27 @@ def plan(
             raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
-    return JobPlan(spec.mode, requests, settings, placement, concurrency, session)
+    budget = spec.budget()
+    if budget.get("max_cost") is not None:
+        _check_job_cost(requests, settings)
+    return JobPlan(spec.mode, requests, settings, placement, concurrency, session, budget=budget)
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
+    """A job's cost budget is counted over every run: each CLI must report costs."""
+    from subagents.backends import get_backend
+
+    for req in requests:
+        backend = get_backend(req.backend or settings.default_backend)
+        if not backend.reports_cost:
+            raise PlanError(
+                f"max_cost: {backend.name} reports no cost, so the job's cost limit cannot be"
+                " counted (bound its tokens with max_tokens instead)"
+            )
 
 
 def _source_of(agent: Any) -> str:

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from subagents.core.inputs import (
+    BUDGET_FIELDS,
     UNKNOWN_KEY,
     check_at_least,
+    check_budget,
     check_choice,
     first_problem,
     text_problem,
@@ -54,6 +56,10 @@ class Step:
     stall_timeout: float | None = None
     on_stall: OnStall | None = None
     tool_timeout: float | None = None
+    # The run's budget (docs/live-control.md): model turns, tokens, cost in USD.
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "agent", "cwd", "model", "backend"):
@@ -70,6 +76,8 @@ class Step:
         check_choice("on_stall", self.on_stall, ("notice", "abort"))
         check_at_least("stall_timeout", self.stall_timeout, 0, " seconds")
         check_at_least("tool_timeout", self.tool_timeout, 0, " seconds")
+        for name in BUDGET_FIELDS:
+            check_budget(name, getattr(self, name))
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""
@@ -90,6 +98,10 @@ class JobSpec:
     concurrency: int | None = None
     # Where the job's runs execute (else from config): see docs/cluster.md.
     executor: Executor | None = None
+    # The job's budget: the most its runs may use together (each run's own is its step's).
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -108,6 +120,12 @@ class JobSpec:
             raise FieldProblem("steps.0.task", "the first step has no {previous} to use")
         check_at_least("concurrency", self.concurrency, 1)
         check_choice("executor", self.executor, ("local", "ray"))
+        for name in BUDGET_FIELDS:
+            check_budget(name, getattr(self, name))
+
+    def budget(self) -> dict[str, Any]:
+        """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
+        return {n: getattr(self, n) for n in BUDGET_FIELDS if getattr(self, n) is not None}
 
 
 def _at(source: str, where: str, problem: str) -> PlanError:
@@ -120,6 +138,7 @@ def job_of(
     concurrency: int | None = None,
     source: str = "arguments",
     executor: Executor | None = None,
+    budget: dict[str, Any] | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives."""
@@ -130,23 +149,31 @@ def job_of(
         except FieldProblem as exc:
             raise _at(source, f"steps.{i}.{exc.where}", exc.problem) from None
     try:
-        return JobSpec(mode=mode, steps=built, concurrency=concurrency, executor=executor)
+        return JobSpec(
+            mode=mode, steps=built, concurrency=concurrency, executor=executor, **(budget or {})
+        )
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
 
 
 def with_options(
-    spec: JobSpec, step_defaults: dict[str, Any], concurrency: int | None, source: str
+    spec: JobSpec,
+    step_defaults: dict[str, Any],
+    concurrency: int | None,
+    source: str,
+    budget: dict[str, Any] | None = None,
 ) -> JobSpec:
     """``spec`` (a plan file's) under command-line options: each step's unset fields from
-    ``step_defaults``, and ``concurrency`` when given; checked again."""
+    ``step_defaults``, ``concurrency`` and the job's budget (``budget``) when given; checked
+    again."""
     given = {k: v for k, v in step_defaults.items() if v is not None}
-    if not given and concurrency is None:
+    job_budget = {**spec.budget(), **{k: v for k, v in (budget or {}).items() if v is not None}}
+    if not given and concurrency is None and job_budget == spec.budget():
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
     if concurrency is None:
         concurrency = spec.concurrency
-    return job_of(spec.mode, steps, concurrency, source, spec.executor)
+    return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget)
 
 
 def parse_job(data: Any, source: str = "job") -> JobSpec:

@@ -2,13 +2,15 @@
 (checks.py), the run directory and ``meta.json`` (rundir.py), starting its supervisor (a
 process of its own, ``subagents.supervisor``) through its launcher (launch.py), and the
 handle and monitor that follow it and recover from a dead supervisor (handle.py,
-monitor.py).
+monitor.py), messages to its child and its job's budget (control.py), and the installed
+version of its CLI (versions.py).
 
 May import: launchers, supervisor, backends, present, worktree, config, core.
 """
 
 from subagents.errors import UsageError
 from subagents.runs.checks import check, check_capabilities, resolve_binary
+from subagents.runs.control import check_message, send, tell_limit
 from subagents.runs.handle import RunHandle
 from subagents.runs.launch import keep_warm, resume, start, start_prepared, stop_run
 from subagents.runs.monitor import RunMonitor
@@ -26,11 +28,14 @@ __all__ = [
     "UsageError",
     "check",
     "check_capabilities",
+    "check_message",
     "keep_warm",
     "prepare",
     "resolve_binary",
     "resume",
+    "send",
     "start",
     "start_prepared",
     "stop_run",
+    "tell_limit",
 ]

@@ -118,7 +118,7 @@ def check_budget(backend: Backend, req: RunRequest) -> None:
             raise UsageError(f"{name}: {problem}", name)
     if req.max_cost is not None and not backend.reports_cost:
         raise UsageError(
-            f"max_cost: {backend.name} reports no cost, so a cost limit cannot be counted"
+            f"{backend.name} reports no cost, so a cost limit cannot be counted"
             " (bound its tokens with max_tokens instead)",
             "max_cost",
         )

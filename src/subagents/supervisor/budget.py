@@ -53,6 +53,7 @@ class Budget:
         # what the job had used before this run: the record speaks of the job's budget.
         self.job = dict(job or {})
         self._forced = False  # the job said its budget was reached (its figures are kept)
+        self.by_cli = False  # the CLI's own bound behind this budget stopped the run
         self.record: LimitRecord | None = None
         self.state = "ok"  # -> "wrapping" (wrap-up sent) -> "aborting"; or "stopped"
         self._wrap_turn = 0
@@ -135,14 +136,18 @@ class Budget:
         assert self.record is not None
         return self.record
 
-    def stopped_by_cli(self, kind: str, turns: int, usage: Usage) -> None:
-        """The CLI's own bound (passed behind this budget) stopped the run."""
+    def stopped_by_cli(self, kind: str, turns: int, usage: Usage) -> bool:
+        """The CLI's own bound (passed behind this budget) stopped the run: True when that
+        is news (the budget had not acted yet)."""
         for known in KINDS:
             limit = self.limits.get(known)
             if known == kind and limit is not None and self.state in ("ok", "wrapping"):
                 if self.record is None:
                     self._reached(known, limit)
+                self.by_cli = True
                 self._act("abort", turns, usage)
+                return True
+        return False
 
     def _reached(self, kind: LimitKind, limit: float) -> None:
         scope: LimitScope = "job" if kind in self.job else "run"
@@ -165,7 +170,8 @@ class Budget:
         kind = self.record["kind"]
         used = used_of(kind, turns, usage)
         if used is not None:
-            self.record["used"] = used + self.job.get(kind, 0)
+            # (a sum of costs in floating point: 0.12000000000000001 is 0.12)
+            self.record["used"] = round(used + self.job.get(kind, 0), 10)
 
     def message(self) -> str | None:
         """The error message of a run this budget stopped."""
@@ -178,6 +184,8 @@ class Budget:
             f"stopped at {whose} {NAMES[kind]} limit of {describe(kind, record['limit'])}:"
             f" {describe(kind, record['used'])} used"
         )
-        if self.graceful and self.grace:
+        if self.by_cli:
+            text += " (the CLI's own bound behind it ended the run)"
+        elif self.graceful and self.grace:
             text += f" (no answer to the wrap-up within {describe('turns', self.grace)})"
         return text

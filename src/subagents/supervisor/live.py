@@ -63,6 +63,7 @@ class Live:
         self.delivered = 0
         self.ending = False
         self.abort_at: float | None = None
+        self._seen: tuple[int, int, float | None] = (0, 0, None)
         self.budget = (
             Budget(spec.limits, grace=spec.graceTurns, graceful=spec.live, job=spec.jobLimits)
             if spec.limits
@@ -174,12 +175,17 @@ class Live:
 
     # ---- budget ----------------------------------------------------------------------
 
-    def on_usage(self) -> None:
-        """The child reported usage (a turn): check its budget."""
+    def on_progress(self) -> None:
+        """The child reported something (only looked at when the run has a budget): check
+        the budget when its turns or usage moved."""
         budget = self.budget
         if budget is None:
             return
         turns, usage = self.sup.totals()
+        seen = (turns, usage["totalTokens"], usage["cost"])
+        if seen == self._seen:
+            return
+        self._seen = seen
         if budget.cost_unknown(usage):
             self.sup.emit(
                 ev.notice(
@@ -205,15 +211,17 @@ class Live:
             self._act(action)
         reply.send({"receipt": "queued", "reason": action or "already acting on a limit"})
 
-    def _act(self, action: str) -> None:
-        budget = self.budget
-        assert budget is not None and budget.record is not None
-        record = budget.record
+    def _limit_event(self) -> None:
+        assert self.budget is not None and self.budget.record is not None
+        record = self.budget.record
         self.sup.emit(
             ev.limit(
                 record["kind"], record["limit"], record["used"], record["action"], record["scope"]
             )
         )
+
+    def _act(self, action: str) -> None:
+        self._limit_event()
         if action == "wrap-up":
             mid = f"w{len(self.messages) + 1}"
             self.messages[mid] = Message("wrap-up", self.spec.wrapUp, None)
@@ -245,8 +253,12 @@ class Live:
         norm = self.norm
         budget = self.budget
         turns, usage = self.sup.totals()
-        if budget is not None and norm.own_limit:
-            budget.stopped_by_cli(norm.own_limit, turns, usage)
+        if (
+            budget is not None
+            and norm.own_limit
+            and budget.stopped_by_cli(norm.own_limit, turns, usage)
+        ):
+            self._limit_event()
         if not self.spec.live:
             return False  # a follow-up is a continuation, once the child has exited
         self.abort_at = None
@@ -276,10 +288,8 @@ class Live:
         if spent is None:
             return True
         if budget.state == "ok":  # reached at this answer: it is where the run stops
-            record = budget.stop(spent, turns, usage)
-            self.sup.emit(
-                ev.limit(record["kind"], record["limit"], record["used"], "stop", record["scope"])
-            )
+            budget.stop(spent, turns, usage)
+            self._limit_event()
         kind, limit = spent
         self._refuse_held(f"the run's {NAMES[kind]} limit of {describe(kind, limit)} is reached")
         return False

@@ -135,8 +135,6 @@ class Supervisor:
                 ev.add_usage(event, self.carry[1])
             event["turns"] = self.totals()[0]
         self.rec.record(event)
-        if event["type"] == "usage":
-            self.live.on_usage()
         if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(event)
             if line:
@@ -184,6 +182,8 @@ class Supervisor:
             self.record(event)
         if norm.outbox or norm.receipts:
             self.live.pump()
+        if self.live.budget is not None:
+            self.live.on_progress()
         if norm.terminal and not was_terminal:
             self.at_rest()
         elif was_terminal and not norm.terminal:
