@@ -243,6 +243,45 @@ class Backend(ABC):
         ``live_normalizer`` reads and writes that protocol)."""
         return False
 
+    def support(self, version: str | None) -> dict[str, str]:
+        """What a run of this backend can do (at ``version``), in words: the support matrix
+        of docs/backends.md and ``doctor``."""
+        live = self.live_input(version)
+        refused = self.refusals(version)
+        budgets = "graceful" if live else "abort-only"
+        if not self.reports_cost:
+            budgets += "; no cost limit (no cost reported)"
+        elif live and not self.live_cost:
+            budgets += "; cost: abort-only (reported per answer)"
+        follow = "as a continuation" if not live and self.can_continue else "yes"
+        return {
+            "stream": "yes",
+            "continue": "yes" if self.can_continue else "no",
+            "steer": "no" if "steer" in refused else "yes",
+            "follow-up": "no" if "follow-up" in refused else follow,
+            "budgets": budgets,
+            "structured output": "next issue",
+        }
+
+    def tested(self, version: str | None) -> str:
+        """Where ``version`` stands against the versions this backend was tested with."""
+        if not self.tested_versions:
+            return "untested"
+        if version is None:
+            return "unknown version"
+        low, high = self.tested_versions[0], self.tested_versions[-1]
+        if version in self.tested_versions:
+            return "tested"
+
+        def key(v: str) -> tuple[int, ...]:
+            return tuple(int(p) if p.isdigit() else 0 for p in v.split(".")[:3])
+
+        if key(version) < key(low):
+            return f"older than tested ({low})"
+        if key(version) > key(high):
+            return f"newer than tested ({high})"
+        return "in the tested range"
+
     def live_normalizer(self) -> Normalizer:
         """The normalizer of a live run (``live_input``)."""
         return self.normalizer()

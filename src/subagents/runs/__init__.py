@@ -16,6 +16,7 @@ from subagents.runs.launch import keep_warm, resume, start, start_prepared, stop
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.request import RunRequest
 from subagents.runs.rundir import prepare
+from subagents.runs.versions import installed_version, parse_version, read_version
 from subagents.supervisor.result import EXIT_CODES
 from subagents.supervisor.spec import RunSpec
 
@@ -29,8 +30,11 @@ __all__ = [
     "check",
     "check_capabilities",
     "check_message",
+    "installed_version",
     "keep_warm",
+    "parse_version",
     "prepare",
+    "read_version",
     "resolve_binary",
     "resume",
     "send",

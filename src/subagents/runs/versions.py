@@ -31,8 +31,23 @@ def parse_version(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str, str | None]:
-    """``(what it printed, first line)``, or ``("", why it could not be read)``: the
+def _first_line(data: bytes) -> str:
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+def _error_line(data: bytes) -> str:
+    """The line naming the error (a Node stack starts with a file path), else the first."""
+    for line in data.decode("utf-8", "replace").splitlines():
+        if re.match(r"\s*\w*(Error|Exception)\b", line):
+            return line.strip()[:200]
+    return _first_line(data)
+
+
+def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``(the first line it printed, None)`` or ``(None, why it could not be read)``: the
     ``--version`` command in its own process group, bounded, killed whole on a timeout."""
     what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
     try:
@@ -42,10 +57,10 @@ def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str, str | No
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=dict(env),
-            start_new_session=True,
+            start_new_session=True,  # its own group, so a timeout kills all of it
         )
     except OSError as exc:
-        return "", f"could not run it: {exc.strerror or exc}"
+        return None, f"could not run it: {exc.strerror or exc}"
     try:
         out, err = proc.communicate(timeout=VERSION_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -54,11 +69,12 @@ def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str, str | No
             proc.communicate(timeout=2.0)
         proc.kill()
         proc.wait()
-        return "", f"{what} did not answer within {VERSION_TIMEOUT:g}s"
-    text = (out or err).decode("utf-8", "replace")
+        return None, f"{what} did not answer within {VERSION_TIMEOUT:g}s"
     if proc.returncode != 0:
-        return "", f"{what} failed (exit {proc.returncode})"
-    return text, None
+        detail = _error_line(err) or _first_line(out)
+        return None, f"{what} failed (exit {proc.returncode})" + (f": {detail}" if detail else "")
+    # (pi 0.73 prints its version on stderr)
+    return (_first_line(out) or _first_line(err) or "unknown"), None
 
 
 def package_version(real: str) -> str | None:
@@ -102,8 +118,8 @@ def installed_version(
             cache = {k: v for k, v in loaded.items() if isinstance(v, str)}
         version = cache.get(key)
         if version is None:
-            text, _problem = read_version(backend.version_argv(binary), env)
-            version = parse_version(text)
+            line, _problem = read_version(backend.version_argv(binary), env)
+            version = parse_version(line or "")
             if version is not None:  # a failure is not kept: the next run reads again
                 cache = {k: v for k, v in cache.items() if not k.startswith(real + "\0")}
                 cache[key] = version
