@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import subagents.cli.doctor as doctor
+import subagents.runs.versions as versions
 from subagents.cli.doctor import BackendCheck, check_backend, check_backends, render_text
 
 
@@ -82,7 +82,7 @@ def test_version_failure_and_timeout(
     # A CLI that hangs (even through a child holding the pipe) is cut off in time.
     sleep = shutil.which("sleep")  # the temp PATH holds only the fakes
     fake_cli(Path(world["PATH"]), "pi", f"{sleep} 30 & {sleep} 30")
-    monkeypatch.setattr(doctor, "VERSION_TIMEOUT", 0.5)
+    monkeypatch.setattr(versions, "VERSION_TIMEOUT", 0.5)
     t0 = time.monotonic()
     c = check_backend("pi", world)
     assert time.monotonic() - t0 < 5

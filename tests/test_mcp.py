@@ -86,6 +86,7 @@ def test_lists_the_tools_and_the_job_resource() -> None:
                 "subagent",
                 "subagent_status",
                 "subagent_result",
+                "subagent_send",
                 "subagent_cancel",
                 "list_agents",
                 "continue",

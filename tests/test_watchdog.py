@@ -95,4 +95,4 @@ def test_config_default_and_zero_turns_it_off(fake: Fake) -> None:
 
 def test_bad_watchdog_options_are_bad_input(fake: Fake) -> None:
     p = cli(["run", "--stall-timeout", "-1", "x"], fake_env(fake, pi.answer("x")))
-    assert p.returncode == 2 and "stall_timeout" in p.stderr
+    assert p.returncode == 2 and "--stall-timeout" in p.stderr

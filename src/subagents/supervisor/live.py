@@ -64,6 +64,9 @@ class Live:
         self.ending = False
         self.abort_at: float | None = None
         self._seen: tuple[int, int, float | None] = (0, 0, None)
+        # The child's turns when it came to rest and the run went on (a follow-up sent, a
+        # message it holds): if it ends with no turn since, its last answer stands.
+        self.rest_turns: int | None = None
         self.budget = (
             Budget(spec.limits, grace=spec.graceTurns, graceful=spec.live, job=spec.jobLimits)
             if spec.limits
@@ -273,6 +276,7 @@ class Live:
         self.pump()
         if goes_on:
             norm.terminal = False
+            self.rest_turns = turns
             return True
         self.end_input()
         return False
@@ -320,7 +324,10 @@ class Live:
         self.followups = []
 
     def finish(self) -> tuple[MessageCounts, LimitRecord | None]:
-        """The run is over: nothing more is taken; what was never delivered says so."""
+        """The run is over: nothing more is taken; what was never delivered says so. A
+        child that ended after an answer without taking what followed it keeps that answer."""
+        if self.rest_turns is not None and self.sup.totals()[0] == self.rest_turns:
+            self.norm.terminal = True
         self.ending = True
         self.server.close("the run has ended")
         self._refuse_held(ENDED)
