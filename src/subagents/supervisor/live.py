@@ -61,6 +61,7 @@ class Live:
         self.messages: dict[str, Message] = {}
         self.followups: list[str] = []
         self.delivered = 0
+        self.turned_away = 0  # messages refused as they came (not sent)
         self.ending = False
         self.abort_at: float | None = None
         self._seen: tuple[int, int, float | None] = (0, 0, None)
@@ -130,6 +131,7 @@ class Live:
         message = self.messages[mid] = Message(mode, text, reply)
         why = self._refusal(mode, text)
         if why is not None:
+            self.turned_away += 1
             self.receipt(mid, "refused", why)
         elif mode == "follow-up":
             self.followups.append(mid)
@@ -173,8 +175,7 @@ class Live:
             message.reply = None
 
     def counts(self) -> MessageCounts:
-        refused = sum(1 for m in self.messages.values() if m.said and m.said[0] == "refused")
-        return {"sent": len(self.messages) - refused, "delivered": self.delivered}
+        return {"sent": len(self.messages) - self.turned_away, "delivered": self.delivered}
 
     # ---- budget ----------------------------------------------------------------------
 
@@ -197,7 +198,10 @@ class Live:
                     " model: that limit cannot be counted",
                 )
             )
-        action = budget.check(turns, usage, self.norm.terminal)
+        # A turn that called no tool was an answer (a live child's run may not be over yet:
+        # pi settles later, claude's result follows): nothing to wrap up or stop there.
+        norm = self.norm
+        action = budget.check(turns, usage, norm.terminal or norm.stop_reason != ev.TOOL_USE)
         if action is not None:
             self._act(action)
 
