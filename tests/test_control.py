@@ -344,3 +344,47 @@ def test_the_endpoint_answers_a_request_that_is_not_one(fake: Fake) -> None:
     assert reply["receipt"] == "refused"
     gate.touch()
     handle.wait(timeout=60)
+
+
+# --------------------------------------------------------------------------- the CLI's version
+
+
+def test_an_npm_clis_version_is_read_from_its_package(tmp_path: Path) -> None:
+    from subagents.backends import get_backend
+    from subagents.runs import installed_version
+
+    package = tmp_path / "node_modules" / "@earendil-works" / "pi-coding-agent"
+    (package / "dist").mkdir(parents=True)
+    (package / "package.json").write_text(
+        json.dumps({"version": "0.87.1", "bin": {"pi": "dist/cli.js"}})
+    )
+    cli_js = package / "dist" / "cli.js"
+    cli_js.write_text("#!/bin/sh\necho ran >> " + str(tmp_path / "ran") + "\n")
+    cli_js.chmod(0o755)
+    link = tmp_path / "pi"
+    link.symlink_to(cli_js)
+    assert (
+        installed_version(get_backend("pi"), str(link), os.environ, tmp_path / "home") == "0.87.1"
+    )
+    assert not (tmp_path / "ran").exists()  # read, not run
+
+
+def test_a_version_is_asked_once_and_a_failure_again(tmp_path: Path) -> None:
+    from subagents.backends import get_backend
+    from subagents.runs import installed_version
+
+    log = tmp_path / "asked"
+    wrapper = tmp_path / "pi-wrapper"
+    wrapper.write_text(f"#!/bin/sh\necho x >> {log}\necho 'pi 0.90.2'\n")
+    wrapper.chmod(0o755)
+    home = tmp_path / "home"
+    pi_backend = get_backend("pi")
+    for _ in range(3):
+        assert installed_version(pi_backend, str(wrapper), os.environ, home) == "0.90.2"
+    assert log.read_text().count("x") == 1
+    broken = tmp_path / "pi-broken"
+    broken.write_text(f"#!/bin/sh\necho x >> {log}\nexit 1\n")
+    broken.chmod(0o755)
+    for _ in range(2):
+        assert installed_version(pi_backend, str(broken), os.environ, home) is None
+    assert log.read_text().count("x") == 3  # not kept: asked each time

@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +21,8 @@ from subagents.core import procs
 from subagents.core.files import read_json, write_json_atomic
 
 VERSION_TIMEOUT = 10.0
+# What is read of a ``--version`` answer at most: a version is in its first line.
+READ_AT_MOST = 1 << 16
 CACHE_FILE = Path("cache") / "versions.json"
 _VERSION = re.compile(r"\b(\d+\.\d+\.\d+)\b")
 _lock = threading.Lock()
@@ -48,7 +52,8 @@ def _error_line(data: bytes) -> str:
 
 def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """``(the first line it printed, None)`` or ``(None, why it could not be read)``: the
-    ``--version`` command in its own process group, bounded, killed whole on a timeout."""
+    ``--version`` command in its own process group, bounded in time and in what is read of
+    it (a stand-in that prints a whole stream is cut off), its group killed after."""
     what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
     try:
         proc = subprocess.Popen(
@@ -61,20 +66,44 @@ def read_version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, s
         )
     except OSError as exc:
         return None, f"could not run it: {exc.strerror or exc}"
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err = bytearray(), bytearray()
+    open_pipes = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    deadline = time.monotonic() + VERSION_TIMEOUT
+    with selectors.DefaultSelector() as sel:
+        for fd in open_pipes:
+            sel.register(fd, selectors.EVENT_READ)
+        while open_pipes and len(out) + len(err) < READ_AT_MOST:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, READ_AT_MOST)
+                if chunk:
+                    open_pipes[key.fd] += chunk
+                else:
+                    sel.unregister(key.fd)
+                    del open_pipes[key.fd]
+    timed_out = bool(open_pipes) and time.monotonic() >= deadline
     try:
-        out, err = proc.communicate(timeout=VERSION_TIMEOUT)
+        code = proc.wait(timeout=0 if open_pipes else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        procs.killpg(proc.pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=2.0)
+        code = None
+    procs.killpg(proc.pid)  # whatever it left (a child holding the pipe, a stream still going)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=2.0)
+    if proc.poll() is None:
         proc.kill()
         proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    if timed_out or (code is None and not out and not err):
         return None, f"{what} did not answer within {VERSION_TIMEOUT:g}s"
-    if proc.returncode != 0:
-        detail = _error_line(err) or _first_line(out)
-        return None, f"{what} failed (exit {proc.returncode})" + (f": {detail}" if detail else "")
+    if code not in (0, None):
+        detail = _error_line(bytes(err)) or _first_line(bytes(out))
+        return None, f"{what} failed (exit {code})" + (f": {detail}" if detail else "")
     # (pi 0.73 prints its version on stderr)
-    return (_first_line(out) or _first_line(err) or "unknown"), None
+    return (_first_line(bytes(out)) or _first_line(bytes(err)) or "unknown"), None
 
 
 def package_version(real: str) -> str | None:
@@ -104,27 +133,33 @@ def installed_version(
         st = os.stat(real)
     except OSError:
         return None
-    found = package_version(real)
-    if found is not None:
-        return found
     key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}"
     with _lock:
         if key in _seen:
             return _seen[key]
+        found = package_version(real)
+        if found is not None:
+            _seen[key] = found
+            return found
         cache_path = home / CACHE_FILE
         cache: dict[str, str] = {}
         with contextlib.suppress(OSError, ValueError):
             loaded = read_json(cache_path)
             cache = {k: v for k, v in loaded.items() if isinstance(v, str)}
-        version = cache.get(key)
-        if version is None:
-            line, _problem = read_version(backend.version_argv(binary), env)
-            version = parse_version(line or "")
-            if version is not None:  # a failure is not kept: the next run reads again
+        known = cache.get(key)
+        problem = None
+        if known is None:
+            line, problem = read_version(backend.version_argv(binary), env)
+            known = parse_version(line or "") or ""
+            # Kept: a version, or an answer without one (a stand-in, a wrapper). Not kept: a
+            # failure (its Node too old, say), which the next run reads again.
+            if problem is None:
                 cache = {k: v for k, v in cache.items() if not k.startswith(real + "\0")}
-                cache[key] = version
+                cache[key] = known
                 with contextlib.suppress(OSError):
                     cache_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                     write_json_atomic(cache_path, cache)
-        _seen[key] = version
+        version = known or None
+        if problem is None:
+            _seen[key] = version
         return version

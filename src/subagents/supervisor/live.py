@@ -26,11 +26,26 @@ from subagents.supervisor.stdin import InputWriter
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import selectors
-    from typing import Any
+    from pathlib import Path
+    from typing import Any, Protocol
 
     from subagents.backends import Backend, CommandRequest, Normalizer
-    from subagents.supervisor.main import Supervisor
-    from subagents.types import LimitRecord, MessageCounts, MessageMode, ReceiptWord, Usage
+    from subagents.supervisor.spec import RunSpec
+    from subagents.types import Event, LimitRecord, MessageCounts, MessageMode, ReceiptWord, Usage
+
+    class Supervisor(Protocol):
+        """What live control uses of the supervisor (supervisor/main.py)."""
+
+        spec: RunSpec
+        run_dir: Path
+        norm: Normalizer | None
+        stop_cause: str | None
+
+        def emit(self, event: Event) -> None: ...
+        def totals(self) -> tuple[int, Usage]: ...
+        def stop_for_limit(self) -> None: ...
+        def terminate_group(self, cause: str | None) -> None: ...
+
 
 MODES = ("steer", "follow-up")
 HELD = "held until the current turn ends"
