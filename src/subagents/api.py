@@ -265,6 +265,11 @@ def _run_notes(r: JobRun) -> list[str]:
             )
         else:
             notes.append("      worktree: no changes (branch removed)")
+    from subagents.present.outcome import live_notes
+
+    live = live_notes(r)
+    if live:
+        notes.append("      " + " · ".join(live))
     if r.get("continuedFrom") and r.get("runId"):
         from subagents.jobs import chain_of
 

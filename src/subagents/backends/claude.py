@@ -97,6 +97,8 @@ def _user_line(text: str) -> bytes:
     return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+# claude's own bound that ended a turn (its result's terminal_reason): the budget's kind.
+_OWN_LIMITS: dict[Any, str] = {"max_turns": "turns", "budget_exhausted": "cost"}
 # The id claude's echo of the task is matched to.
 TASK_ID = "task"
 # Why a steer claude took after its answer is a follow-up now.
@@ -111,11 +113,12 @@ class ClaudeNormalizer(Normalizer):
         super().__init__()
         self._tool_names: dict[str, str] = {}
         # Token counts per assistant message id (claude repeats a message's usage on
-        # every block of it) and their running sum, kept up to date message by message,
-        # since the last result; and the sum of the results before (each counts its turn).
+        # every block of it) since the last result; the results' sum (each counts its own
+        # turn, its cost is the session's so far); and the running total, kept up to date
+        # message by message from that sum.
         self._message_usage: dict[str, tuple[int, int, int, int, int]] = {}
-        self._usage_total = ev.empty_usage()
         self._results_total = ev.empty_usage()
+        self._usage_total = ev.empty_usage()
         # User lines written that claude has not echoed yet: (id, text), oldest first.
         self._pending: list[tuple[str, str]] = []
         self._interrupts = 0
@@ -250,8 +253,7 @@ class ClaudeNormalizer(Normalizer):
             total["cacheRead"] += grown[2]
             total["cacheWrite"] += grown[3]
             total["totalTokens"] += grown[4]
-            self.usage = ev.add_usage(self._results_total.copy(), total)
-            self.usage["cost"] = self._results_total["cost"]
+            self.usage = total.copy()
             out.append(ev.usage(self.usage.copy()))
         return out
 
@@ -291,13 +293,13 @@ class ClaudeNormalizer(Normalizer):
         # up, the cost is the latest (a follow-up's result comes after the first's).
         turn = _claude_usage(obj.get("usage"), obj.get("total_cost_usd"))
         totals = self._results_total
-        ev.add_usage(totals, {**turn, "cost": None})
-        totals["cost"] = turn["cost"] if turn["cost"] is not None else totals["cost"]
+        cost = turn["cost"] if turn["cost"] is not None else totals["cost"]
+        ev.add_usage(totals, turn)
+        totals["cost"] = cost
         self.usage = totals.copy()
         self._message_usage.clear()  # the next turn's messages are new ones
-        self._usage_total = ev.empty_usage()
-        reason = obj.get("terminal_reason")
-        self.own_limit = {"max_turns": "turns", "budget_exhausted": "cost"}.get(str(reason))
+        self._usage_total = totals.copy()
+        self.own_limit = _OWN_LIMITS.get(obj.get("terminal_reason"))
         out: list[ev.Event] = []
         text = obj.get("result")
         if failed:

@@ -130,6 +130,8 @@ class ProgressFormatter:
             return self._tool_result(event, shorten=shorten)
         # Any event but a stall notice means the child is moving again.
         self._stalled_since = event.get("since") if event.get("stalled") else None
+        if etype == "usage":  # (the status line shows tokens): the most frequent, first
+            return None
         if etype == "notice":
             message = str(event.get("message") or "").strip()
             level = str(event.get("level") or "info").lower()
