@@ -19,9 +19,9 @@ import time
 
 from subagents.core import events as ev
 from subagents.core.inputs import MAX_MESSAGE_BYTES
-from subagents.supervisor.budget import NAMES, Budget, describe
-from subagents.supervisor.control import ControlServer, Reply
-from subagents.supervisor.stdin import InputWriter
+
+# The endpoint, the stdin writer and the budget are imported where a run has them: a run that
+# can take nothing (pi before 0.80.4, no budget) starts as it did without live control.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from typing import Any, Protocol
 
     from subagents.backends import Backend, CommandRequest, Normalizer
+    from subagents.supervisor.budget import Budget
+    from subagents.supervisor.control import ControlServer, Reply
     from subagents.supervisor.spec import RunSpec
+    from subagents.supervisor.stdin import InputWriter
     from subagents.types import Event, LimitRecord, MessageCounts, MessageMode, ReceiptWord, Usage
 
     class Supervisor(Protocol):
@@ -71,7 +74,7 @@ class Live:
         self.spec = spec = sup.spec
         self.backend = backend
         self.refusals: dict[str, str] = dict(spec.refuse or {})
-        self.server = ControlServer(sup.run_dir, self.on_request)
+        self.server: ControlServer | None = None
         self.writer: InputWriter | None = None
         self.messages: dict[str, Message] = {}
         self.followups: list[str] = []
@@ -83,11 +86,12 @@ class Live:
         # The child's turns when it came to rest and the run went on (a follow-up sent, a
         # message it holds): if it ends with no turn since, its last answer stands.
         self.rest_turns: int | None = None
-        self.budget = (
-            Budget(spec.limits, grace=spec.graceTurns, graceful=spec.live, job=spec.jobLimits)
-            if spec.limits
-            else None
-        )
+        self.budget: Budget | None = None
+        if spec.limits:
+            self.budget = self._budget(spec.limits, spec.jobLimits)
+        # Something to do after each line the child writes (its input, a budget): the
+        # supervisor asks only then.
+        self.active = spec.live or self.budget is not None
 
     # ---- the child -------------------------------------------------------------------
 
@@ -101,13 +105,27 @@ class Live:
             fields["resume"] = resume
         return CommandRequest(**fields)
 
+    def _budget(self, limits: Any, job: dict[str, float] | None = None) -> Budget:
+        from subagents.supervisor.budget import Budget
+
+        return Budget(limits, grace=self.spec.graceTurns, graceful=self.spec.live, job=job)
+
     def listen(self, sel: selectors.BaseSelector) -> None:
+        """Open the control endpoint, where the run can take something: a message (its CLI
+        takes one kind or another), or its job's budget reached (it has a budget)."""
+        if not (self.spec.live or len(self.refusals) < len(MODES) or self.budget is not None):
+            return
+        from subagents.supervisor.control import ControlServer
+
+        self.server = ControlServer(self.sup.run_dir, self.on_request)
         problem = self.server.listen(sel)
         if problem:
             self.sup.emit(ev.notice("warn", problem))
 
     def started(self, stdin_fd: int, sel: selectors.BaseSelector) -> None:
         """A live child was spawned with ``stdin_fd`` as its stdin: give it its task."""
+        from subagents.supervisor.stdin import InputWriter
+
         self.writer = InputWriter(stdin_fd, sel)
         self.norm.begin(self.request())
         self.pump()
@@ -117,6 +135,15 @@ class Live:
         norm = self.sup.norm
         assert norm is not None
         return norm
+
+    def after_line(self) -> None:
+        """The child wrote a line (``active`` runs only): write what its normalizer asks
+        for, record receipts, check the budget."""
+        norm = self.norm
+        if norm.outbox or norm.receipts:
+            self.pump()
+        if self.budget is not None:
+            self.on_progress()
 
     def pump(self) -> None:
         """Write what the child's normalizer asks for; record what became of messages."""
@@ -226,7 +253,8 @@ class Live:
             reply.send({"receipt": "refused", "reason": ENDING if self.ending else "bad limit"})
             return
         if self.budget is None:
-            self.budget = Budget({}, grace=self.spec.graceTurns, graceful=self.spec.live)
+            self.budget = self._budget({})
+            self.active = True
         turns, usage = self.sup.totals()
         action = self.budget.force(kind, float(limit or 0), float(used or 0), turns, usage)
         if action is not None:
@@ -258,11 +286,14 @@ class Live:
             self.abort_at = time.monotonic() + self.spec.killGrace + ABORT_WITHIN
 
     def next_deadline(self) -> float | None:
-        points = [t for t in (self.server.next_deadline(), self.abort_at) if t is not None]
-        return min(points) if points else None
+        server = self.server.next_deadline() if self.server is not None else None
+        if server is None or self.abort_at is None:
+            return server if self.abort_at is None else self.abort_at
+        return min(server, self.abort_at)
 
     def on_deadlines(self, now: float) -> None:
-        self.server.on_deadlines(now)
+        if self.server is not None:
+            self.server.on_deadlines(now)
         if self.abort_at is not None and now >= self.abort_at:
             self.abort_at = None
             self.sup.terminate_group("limit")  # the CLI did not end the turn: stop it
@@ -313,6 +344,8 @@ class Live:
         if budget.state == "ok":  # reached at this answer: it is where the run stops
             budget.stop(spent, turns, usage)
             self._limit_event()
+        from subagents.supervisor.budget import NAMES, describe
+
         kind, limit = spent
         self._refuse_held(f"the run's {NAMES[kind]} limit of {describe(kind, limit)} is reached")
         return False
@@ -348,7 +381,8 @@ class Live:
         if self.rest_turns is not None and self.sup.totals()[0] == self.rest_turns:
             self.norm.terminal = True
         self.ending = True
-        self.server.close("the run has ended")
+        if self.server is not None:
+            self.server.close("the run has ended")
         self._refuse_held(ENDED)
         for mid, message in self.messages.items():
             if message.said is None or message.said[0] == "queued":

@@ -131,9 +131,11 @@ class Supervisor:
         elif event["type"] == "tool_result":
             self.watch.tool_ended(event["toolCallId"])
         elif event["type"] == "usage":
+            turns = self.norm.turns if self.norm is not None else 0
             if self.carry is not None:  # the run's totals, not this child's alone
                 ev.add_usage(event, self.carry[1])
-            event["turns"] = self.totals()[0]
+                turns += self.carry[0]
+            event["turns"] = turns
         self.rec.record(event)
         if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(event)
@@ -180,10 +182,8 @@ class Supervisor:
             ]
         for event in produced:
             self.record(event)
-        if norm.outbox or norm.receipts:
-            self.live.pump()
-        if self.live.budget is not None:
-            self.live.on_progress()
+        if self.live.active:
+            self.live.after_line()
         if norm.terminal and not was_terminal:
             self.at_rest()
         elif was_terminal and not norm.terminal:
@@ -452,10 +452,10 @@ class Supervisor:
                         self.proc.poll()
                     elif key.data == "signal":
                         self.read_signals(wake_r)
-                    elif key.data is self.live.server:
-                        key.data.on_ready(key.fileobj)
-                    else:  # the child's stdin has room
-                        key.data.on_writable()
+                    elif key.data is self.live.writer:  # the child's stdin has room
+                        self.live.writer.on_writable()
+                    elif self.live.server is not None:  # a connection, or a request on one
+                        self.live.server.on_ready(key.fileobj)
                 if not self._have_pidfd:
                     self.proc.poll()
         finally:
