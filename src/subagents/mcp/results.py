@@ -145,6 +145,7 @@ RUN_KEYS = (
     "durationMs",
     "continuedFrom",
     "worktree",
+    "limit",
 )
 
 
@@ -157,6 +158,9 @@ def _compact_run(run: dict[str, Any], answered: bool) -> dict[str, Any]:
     }
     if run.get("usage") is not None:
         out["usage"] = rounded_usage(run.get("usage"))
+    messages = run.get("messages")
+    if isinstance(messages, dict) and messages.get("sent"):  # what became of the parent's
+        out["messages"] = messages
     return out
 
 
