@@ -115,7 +115,7 @@ class AgentDef(BaseModel):
     system_prompt: str = ""
     source: Source
     path: Path | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, object] = Field(default_factory=dict)
 
     @field_validator("name", "description", mode="before")
     @classmethod
@@ -215,8 +215,8 @@ def parse_agent_text(text: str, source: Source, path: Path | None = None) -> Age
         data = {}
     if not isinstance(data, dict):
         raise AgentError(f"{where}: frontmatter must be a mapping of keys to values")
-    fields: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    fields: dict[str, object] = {}
+    extra: dict[str, object] = {}
     for key, value in data.items():
         (fields if key in _KNOWN_KEYS else extra)[str(key)] = value
     try:

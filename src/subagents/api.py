@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from subagents.core import paths
-from subagents.core.records import is_job_result, is_run_result
 from subagents.errors import BadRequest, FieldProblem, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
@@ -44,8 +43,13 @@ from subagents.jobs import wait_job as wait_job
 from subagents.present.figures import money
 
 if TYPE_CHECKING:
+    from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
     from subagents.types import CostTotals, JobResult, JobRun, JobState, MessageMode, Receipt
+
+# A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
+# checked by ``jobs.parse_job``; or one already checked.
+JobDocument = Mapping[str, object]
 
 
 @dataclass
@@ -58,7 +62,7 @@ class PreparedJob:
 
 
 def prepare_job(
-    spec: JobSpec | dict[str, Any],
+    spec: JobSpec | JobDocument,
     *,
     cwd: str | Path | None = None,
     tools: list[str] | None = None,
@@ -98,7 +102,7 @@ def prepare_job(
         for req in job_plan.requests:
             req.tools = tools
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -108,6 +112,7 @@ def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | 
     from subagents.config import load_settings
 
     settings = load_settings(base, env)
+    # Text for settings of several types (a runner's name is a Literal): Settings checks it.
     given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
     if not given:
         return settings
@@ -134,13 +139,11 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
-def continue_run(
-    run: str, task: str, *, on_event: Callable[[int, dict[str, Any]], None] | None = None
-) -> JobRun:
+def continue_run(run: str, task: str, *, on_event: EventSink | None = None) -> JobRun:
     """Continue a finished run: its child resumes its own conversation with ``task``.
     Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
     return drive(prepare_continuation(run, task), on_event)["runs"][0]
@@ -161,7 +164,7 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
         raise BadRequest(str(exc)) from None
     if result is None:
         raise BadRequest(f"run {run_id} has not ended yet")
-    worktree = result.get("worktree") if is_run_result(result) else None
+    worktree = result.get("worktree")
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
     return apply_changes(worktree, Path(cwd or Path.cwd()))
@@ -185,8 +188,6 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     finally:
         if restore is not None:
             restore()
-    if not is_job_result(result):  # (Job.run's result is built as a plain dict)
-        raise RuntimeError(f"job {job.job_id} ended without a job result")
     return result
 
 
@@ -196,15 +197,19 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def mark_started(job: PreparedJob, **fields: Any) -> str:
-    """Record now as the job's start (ISO; ``fields`` go with it), before it runs: its
-    driver keeps it, so a caller can announce the job's own start time at once."""
+def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
+    """Record now as the job's start (ISO; ``background``: that it runs in the background),
+    before it runs: its driver keeps it, so a caller can announce the job's own start time
+    at once."""
     import time
 
     from subagents.core.clock import iso
 
     job.started_at = iso(time.time())
-    job.store.update(job.job_id, startedAt=job.started_at, **fields)
+    if background is None:
+        job.store.update(job.job_id, startedAt=job.started_at)
+    else:
+        job.store.update(job.job_id, startedAt=job.started_at, background=background)
     return job.started_at
 
 
@@ -218,11 +223,11 @@ def start_background(job: PreparedJob) -> str:
 
 def describe_job(state: JobState) -> str:
     lines = [f"job {state['jobId']} · {state.get('mode')} · {state.get('status')}"]
-    usage: Mapping[str, Any] = state.get("usage") or {}
+    usage = state.get("usage")
     if state.get("durationMs") is not None:
-        cost = usage.get("cost")
+        cost = usage.get("cost") if usage else None
         lines.append(
-            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
+            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0) if usage else 0} tokens"
             + (f" · {money(cost)}" if cost is not None else "")
         )
     if state.get("errorMessage"):
@@ -332,15 +337,15 @@ def cost_report(
     return report
 
 
-def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | None]:
+def _runs_of_jobs(store: JobStore) -> Callable[[str], list[JobRun] | None]:
     """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
 
-    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
+    def runs_of(job_id: str) -> list[JobRun] | None:
         try:
             runs = store.load(job_id).get("runs")
         except (OSError, ValueError):
             return None
-        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else None
 
     return runs_of
 
@@ -348,7 +353,7 @@ def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | 
 # ---- agents ---------------------------------------------------------------------
 
 
-def _settings(base: Path) -> Any:
+def _settings(base: Path) -> Settings:
     """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
     from subagents.config import load_settings
     from subagents.errors import ConfigError
@@ -359,14 +364,14 @@ def _settings(base: Path) -> Any:
         raise BadRequest(str(exc)) from None
 
 
-def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
+def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
     base = cwd or Path.cwd()
     return discover(base, scope or _settings(base).agent_scope)
 
 
-def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
+def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> AgentDef:
     from subagents.agents import get_agent as lookup
     from subagents.errors import AgentError
 
@@ -408,7 +413,9 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
-def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[str, Any]:
+def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
+    """A task as a job of one step (``step``: its agent, backend, model, timeout and budget, where
+    given); a job as it is."""
     if isinstance(task, str):
         return {
             "mode": "single",
@@ -418,7 +425,7 @@ def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[s
 
 
 def start(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -461,14 +468,14 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
 ) -> JobRun: ...
 @overload
 def run(
-    task: dict[str, Any] | JobSpec,
+    task: JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -476,13 +483,13 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
 ) -> JobResult: ...
 def run(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -490,7 +497,7 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,

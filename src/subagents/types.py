@@ -12,7 +12,7 @@ and says which one it is.
 
 # No ``from __future__ import annotations``: the annotations are evaluated, so that
 # ``__required_keys__`` and ``get_type_hints`` (and pydantic) see NotRequired at run time.
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, final
+from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
     "AgentEvent",
@@ -24,15 +24,22 @@ __all__ = [
     "EventType",
     "Executor",
     "ExecutorPlace",
+    "FleetJob",
+    "FleetRun",
     "HookRecord",
+    "JobBudget",
     "JobMode",
+    "JobPlanRecord",
     "JobResult",
     "JobRow",
     "JobRun",
     "JobState",
     "JobStatus",
     "JobUpdate",
+    "JsonObject",
+    "JsonValue",
     "KeyedCostRow",
+    "LauncherName",
     "LifecycleEventType",
     "LifecycleStatus",
     "LimitAction",
@@ -41,22 +48,29 @@ __all__ = [
     "LimitRecord",
     "LimitScope",
     "Limits",
+    "LocalSupervisorRecord",
     "MessageCounts",
     "MessageMode",
     "Notice",
     "NoticeLevel",
     "OnStall",
+    "PlacementRecord",
     "ProcessIdentity",
+    "RayPlace",
+    "RaySupervisorRecord",
     "Receipt",
     "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
     "RunPaths",
+    "RunRequestRecord",
     "RunResult",
     "RunStarted",
     "RunStatus",
     "Runner",
     "StopReason",
+    "StructuredComparison",
+    "SupervisorRecord",
     "Thinking",
     "ToolCall",
     "ToolResult",
@@ -66,6 +80,17 @@ __all__ = [
     "WorktreeRecord",
     "WorktreeSpec",
 ]
+
+# ---- JSON ---------------------------------------------------------------------------------
+
+# Any JSON value, as ``json.loads`` makes one: what another program wrote (an agent CLI's
+# stdout line, a request to the mock model, a file on disk) before it is known to be one
+# of the records below. Unlike ``Any`` it must be narrowed (``isinstance``) before use:
+# ``obj.get("usage")`` is a JsonValue, and only ``isinstance(u, dict)`` makes it an object.
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+# A JSON object: what a line of a CLI's JSON stream is, once ``type(obj) is dict``.
+JsonObject: TypeAlias = dict[str, JsonValue]
+
 
 # ---- words ----------------------------------------------------------------------------
 
@@ -83,9 +108,11 @@ LifecycleEventType: TypeAlias = Literal[
     "subagent:start", "subagent:complete", "subagent:error", "subagent:aborted"
 ]
 LifecycleStatus: TypeAlias = Literal["completed", "failed", "aborted"]
-# How a supervisor is started, and where it runs.
+# How a supervisor is started, and where it runs (settings), and what started it (a
+# launcher: one of those ways, chosen by a run's placement).
 Runner: TypeAlias = Literal["process", "tmux"]
 Executor: TypeAlias = Literal["local", "ray"]
+LauncherName: TypeAlias = Literal["process", "tmux", "ray"]
 # What the stall watchdog does when a run goes quiet.
 OnStall: TypeAlias = Literal["notice", "abort"]
 NoticeLevel: TypeAlias = Literal["info", "warn", "error"]
@@ -165,7 +192,7 @@ class ToolCall(_Stamped):
     type: Literal["tool_call"]
     toolCallId: str
     toolName: str
-    args: Any  # the tool's arguments as the CLI gave them (any JSON value)
+    args: JsonValue  # the tool's arguments as the CLI gave them
 
 
 class ToolResult(_Stamped):
@@ -258,6 +285,15 @@ class Limits(TypedDict, total=False):
     cost: float
 
 
+class JobBudget(TypedDict, total=False):
+    """A job's budget as a job file, the CLI and the tools name it: the most model turns,
+    tokens and cost (USD) its runs may use together; a kind left out is not bounded."""
+
+    max_turns: int
+    max_tokens: int
+    max_cost: float
+
+
 class LimitRecord(TypedDict):
     """result.json's ``limit``: which budget was reached, its limit, what was used (by the
     end of the run; for a job's budget, the job's total when it was reached), and what was
@@ -341,7 +377,7 @@ class ExecutorPlace(TypedDict):
     """result.json's ``executor``: where a run executed when not here (on a Ray node)."""
 
     kind: Executor
-    node: str
+    node: str | None  # None: the run ended before its actor was placed on a node
 
 
 @final
@@ -431,6 +467,61 @@ class ProcessIdentity(TypedDict):
     createTime: float
 
 
+class PlacementRecord(TypedDict):
+    """Where a job's runs start (a ``Placement``, as ``job.json`` keeps it)."""
+
+    launcher: LauncherName
+    ray_address: str | None
+    ray_shared_cwd: NotRequired[bool]
+
+
+class RunRequestRecord(TypedDict):
+    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it)."""
+
+    task: str
+    backend: str | None
+    model: str | None
+    cwd: str | None
+    timeout: float | None
+    tools: list[str] | None
+    system_prompt: str | None
+    thinking: str | None
+    agent: str | None
+    agent_source: str | None
+    job_id: str | None
+    env: dict[str, str]
+    isolate: str | None
+    stall_timeout: float | None
+    on_stall: str | None
+    tool_timeout: float | None
+    continue_from: str | None
+    # The run's budget, and what its job had used before it (absent from records written
+    # before budgets: read with .get).
+    max_turns: int | None
+    max_tokens: int | None
+    max_cost: float | None
+    job_used: dict[str, float] | None
+    # Recorded before placements: the runner the job was given, on each request.
+    runner: NotRequired[str | None]
+
+
+class JobPlanRecord(TypedDict):
+    """``job.json``'s ``plan``: the checked job (``JobPlan.to_dict()``), what a restarted
+    job driver runs again. ``limits``: the settings it was planned with, by their names in
+    ``config.Settings`` (but secrets and hooks); ``placement`` is absent from a record
+    written before placements."""
+
+    mode: JobMode
+    requests: list[RunRequestRecord]
+    limits: JsonObject
+    placement: NotRequired[PlacementRecord]
+    concurrency: int
+    session: str | None
+    extra: JsonObject
+    # The job's budget as its fields say it (``max_turns`` …); absent before budgets.
+    budget: NotRequired[JobBudget]
+
+
 class JobState(TypedDict):
     """``job.json`` as ``JobStore.load`` returns it: the job as recorded when it was made,
     what its driver added while it ran, and — once it ended — the job result's keys."""
@@ -443,9 +534,7 @@ class JobState(TypedDict):
     background: bool
     session: str | None
     runIds: list[str | None]
-    # The checked job (the orchestrator's JobPlan.to_dict(): mode, requests, limits,
-    # concurrency, session, extra); its requests and limits follow the run settings.
-    plan: dict[str, Any]
+    plan: JobPlanRecord
     startedAt: NotRequired[str]
     driver: NotRequired[ProcessIdentity]
     sessionLog: NotRequired[str | None]
@@ -489,6 +578,71 @@ class JobRow(TypedDict):
     totalTokens: int | None
     cost: float | None
     activity: NotRequired[str | None]
+
+
+# ---- supervisor.json ------------------------------------------------------------------------
+
+
+class LocalSupervisorRecord(TypedDict):
+    """A supervisor on the caller's machine (the process and tmux launchers): who it is.
+    ``runner`` names the launcher (the key it had when these were the only two)."""
+
+    runner: str
+    pid: int
+    createTime: float
+
+
+class RayPlace(TypedDict):
+    """A run's actor on a Ray cluster: its name, the cluster's address, its node once known."""
+
+    actor: str | None  # the per-run actor of a version before hosts were pooled
+    address: str | None
+    node: str | None
+
+
+class RaySupervisorRecord(TypedDict):
+    """A run on a Ray node: its actor, and the process relaying it here (never taken for a
+    supervisor)."""
+
+    runner: Literal["ray"]
+    ray: RayPlace
+    relay: ProcessIdentity | None
+
+
+# A run's ``supervisor.json``: ``record["runner"]`` tells which.
+SupervisorRecord: TypeAlias = LocalSupervisorRecord | RaySupervisorRecord
+
+
+# ---- the live views (``top --json``) ------------------------------------------------------
+
+
+class FleetRun(TypedDict):
+    """A run as ``top --json`` shows it (``task``: its first line; ``elapsed``: seconds)."""
+
+    runId: str | None
+    task: str
+    agent: str | None
+    backend: str
+    status: str  # a run's status, ``running``, ``stalled`` or ``pending``
+    elapsed: float | None
+    tools: int
+    tokens: int
+    cost: float | None
+    activity: str
+    transcript: str | None
+
+
+class FleetJob(TypedDict):
+    """A job as ``top --json`` shows it: its tokens and cost summed over its runs."""
+
+    jobId: str
+    mode: JobMode | None
+    status: JobStatus | None
+    startedAt: str | None
+    elapsed: float | None
+    tokens: int
+    cost: float | None
+    runs: list[FleetRun]
 
 
 # ---- the session log and hooks -------------------------------------------------------------
@@ -560,3 +714,11 @@ class CostTotals(TypedDict):
     rows: list[KeyedCostRow]
     total: CostRow
     summary: NotRequired[str]  # the total in words (``--json``)
+
+
+class StructuredComparison(TypedDict):
+    """Where members' structured answers agree and differ (``structured.compare``): JSON
+    pointers into the values; at a pointer that differs, each member's value there."""
+
+    agree: list[str]
+    differ: dict[str, dict[str, JsonValue]]

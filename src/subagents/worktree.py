@@ -30,7 +30,7 @@ from subagents.errors import WorktreeError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator
     from typing import Any
 
     from subagents.types import WorktreeRecord, WorktreeSpec
@@ -88,13 +88,14 @@ def repo_root(cwd: Path) -> Path | None:
     return Path(text) if done.returncode == 0 and text else None
 
 
-def repository_of(run: Mapping[str, Any]) -> str | None:
-    """The repository a run worked on (its ``meta.json`` or ``result.json``): an isolated
-    run's own, else the top of the git working tree holding its cwd; None outside one."""
-    worktree = run.get("worktree")
-    if isinstance(worktree, dict) and isinstance(worktree.get("repo"), str):
-        return str(worktree["repo"])
-    cwd = run.get("cwd")
+def repository_of(cwd: str | None, worktree: WorktreeSpec | None = None) -> str | None:
+    """The repository a run worked on (as its ``meta.json`` or ``result.json`` says): an
+    isolated run's own, else the top of the git working tree holding its cwd; None outside
+    one."""
+    # (read from a record on disk: checked as it is read)
+    repo = worktree.get("repo") if isinstance(worktree, dict) else None
+    if isinstance(repo, str):
+        return repo
     return _root_of(cwd) if isinstance(cwd, str) and cwd else None
 
 
@@ -125,7 +126,7 @@ def branch_name(run_id: str) -> str:
     return BRANCH_PREFIX + run_id
 
 
-def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
+def create(cwd: Path, run_id: str, run_dir: Path) -> WorktreeSpec:
     """A new worktree for a run on branch ``subagents/<run-id>`` from ``HEAD``.
 
     Returns the spec's worktree record: ``repo, path, branch, base, subdir`` (``subdir``: where
@@ -158,13 +159,19 @@ def _start_point(cwd: Path) -> tuple[Path, str]:
     return root, base
 
 
-def reopen(record: dict[str, Any]) -> dict[str, Any]:
+def reopen(record: WorktreeSpec) -> WorktreeSpec:
     """The worktree of an earlier run again, on its branch, at its path (a continued run
     works where the earlier one did; some CLIs find their sessions by directory)."""
     root, path, branch = Path(record["repo"]), Path(record["path"]), record["branch"]
-    keys = ("repo", "path", "branch", "base", "subdir")
+    again: WorktreeSpec = {
+        "repo": record["repo"],
+        "path": record["path"],
+        "branch": branch,
+        "base": record["base"],
+        "subdir": record.get("subdir", "."),
+    }
     if path.is_dir():
-        return {k: record[k] for k in keys if k in record}
+        return again
     with repo_lock(root):
         git(["worktree", "prune"], root)
         has_branch = git(["rev-parse", "--verify", "--quiet", branch], root, check=False)
@@ -172,10 +179,10 @@ def reopen(record: dict[str, Any]) -> dict[str, Any]:
             git(["worktree", "add", "--quiet", str(path), branch], root)
         else:  # nothing changed in the earlier run, so its branch went: start it again
             git(["worktree", "add", "--quiet", "-b", branch, str(path), record["base"]], root)
-    return {k: record[k] for k in keys if k in record}
+    return again
 
 
-def child_cwd(record: dict[str, Any]) -> str:
+def child_cwd(record: WorktreeSpec) -> str:
     return str(Path(record["path"]) / record.get("subdir", "."))
 
 
@@ -308,7 +315,7 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
 ZERO_OID = "0" * 40
 
 
-def ship(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
+def ship(cwd: Path, run_id: str, run_dir: Path) -> WorktreeSpec:
     """The worktree record of a run whose repository travels to the machine that runs it:
     as ``create`` says, but nothing is made here (``shipped``: its launcher sends it)."""
     root, base = _start_point(cwd)

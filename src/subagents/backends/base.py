@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from subagents.types import AssistantText, MessageMode, Usage
+    from subagents.types import AssistantText, JsonObject, JsonValue, MessageMode, Usage
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -27,7 +27,12 @@ ARGV_TASK_LIMIT = 100 * 1024
 MAX_TASK_BYTES = 10 * 1024 * 1024
 
 
-def text_blocks(content: Any, sep: str = "") -> str:
+# A line of a CLI's stream is another program's JSON: a normalizer's ``feed`` gets it as a
+# JsonObject (the supervisor parsed it and made sure it is an object) and narrows each value
+# it reads (``isinstance``; a usage's numbers with ``events.count`` and ``events.number``).
+
+
+def text_blocks(content: JsonValue, sep: str = "") -> str:
     """The text of a message's content: a string, or the ``{"type": "text"}`` blocks of a
     list (the shape pi, Claude and Codex all use), joined with ``sep``."""
     if isinstance(content, str):
@@ -144,7 +149,7 @@ class Normalizer(ABC):
         return not line.startswith(self.skip_prefixes, start)
 
     @abstractmethod
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         """Take one parsed stdout object; return the canonical events it yields."""
 
     def skipped(self, tail: bytes) -> None:
@@ -318,7 +323,7 @@ class Backend(ABC):
     @abstractmethod
     def normalizer(self) -> Normalizer: ...
 
-    def resume_point(self, run_dir: str, result: Mapping[str, Any]) -> str | None:
+    def resume_point(self, run_dir: str, result: Mapping[str, object]) -> str | None:
         """What to resume to continue an earlier run (``CommandRequest.resume``), from its
         run directory and ``result.json``; None when it left nothing to resume. By default
         the session id its stream named."""

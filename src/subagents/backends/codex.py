@@ -33,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import Usage
+    from subagents.types import JsonValue, Usage
 
 # Tool items, by their app-server type, and the name their tool_call events carry.
 TOOL_ITEMS = {
@@ -60,21 +60,23 @@ NO_ACTIVE_TURN = "no active turn"
 LATE_STEER = "codex ended the turn first: it starts the next turn with the message"
 
 
-def _unwrap_error(message: Any) -> str:
+def _unwrap_error(message: JsonValue) -> str:
     """Codex passes the server's JSON error body through as the message; keep its text."""
     text = str(message or "").strip()
     if text.startswith("{"):
         try:
-            body = json.loads(text)
+            body: JsonValue = json.loads(text)
         except ValueError:
             return text
         inner = body.get("error") if isinstance(body, dict) else None
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str) and inner["message"]:
-            return str(inner["message"])
+        said = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(said, str) and said:
+            return said
         if isinstance(inner, str) and inner:
             return inner
-        if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-            return str(body["message"])
+        said = body.get("message") if isinstance(body, dict) else None
+        if isinstance(said, str) and said:
+            return said
     return text
 
 
@@ -142,8 +144,9 @@ def _tool_outcome(kind: str, item: dict[str, Any]) -> tuple[bool, str]:
         return failed, "\n".join(f"{c['kind']} {c['path']}" for c in changes)
     if kind == "mcpToolCall":
         err = item.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return True, str(err["message"])
+        said = err.get("message") if isinstance(err, dict) else None
+        if said:
+            return True, str(said)
         result = item.get("result")
         content = result.get("content") if isinstance(result, dict) else None
         return failed, _texts(content)
@@ -386,7 +389,7 @@ class CodexNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = ev.TOOL_USE, None
         return [ev.tool_call(item_id, TOOL_ITEMS[str(kind)], _tool_args(str(kind), item))]
 
-    def _item_completed(self, item: Any) -> list[ev.Event]:
+    def _item_completed(self, item: JsonValue) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")

@@ -11,6 +11,9 @@ import click
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 
 if TYPE_CHECKING:
+    from subagents.api import PreparedJob
+    from subagents.jobs import JobStore
+    from subagents.present.feed import JsonlFeed
     from subagents.types import Executor, JobMode, OnStall, Runner
 
 # ---- run ----------------------------------------------------------------------
@@ -325,12 +328,16 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
     sys.exit(0)
 
 
-def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
+def run_in_foreground(
+    job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
+) -> NoReturn:
     """Drive a job here, showing progress; print its outcome; exit with its status code."""
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 
 
-def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> int:
+def drive_and_report(
+    job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
+) -> int:
     """Drive a job here, showing progress; print its outcome; return its exit code."""
     from subagents import api
     from subagents.jobs import exit_code
@@ -359,14 +366,14 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
     return exit_code(result)
 
 
-def progress_feed(store: Any, job_id: str) -> Any:
+def progress_feed(store: JobStore, job_id: str) -> JsonlFeed:
     """The JSON-lines progress feed (on stderr) of a stored job: ``run --progress jsonl``
     and ``wait --progress jsonl`` say the same."""
     from subagents.core import paths
     from subagents.present.feed import JsonlFeed, steps_of
 
     state = store.load(job_id)
-    steps = steps_of(state.get("plan") or {})
+    steps = steps_of(state["plan"])
 
     def run_id(index: int) -> str | None:
         ids = store.load(job_id).get("runIds") or []
@@ -375,7 +382,7 @@ def progress_feed(store: Any, job_id: str) -> Any:
     return JsonlFeed(
         sys.stderr,
         job_id,
-        str(state.get("mode") or "single"),
+        state["mode"],
         [s["agent"] or s["backend"] or "run" for s in steps],
         run_id,
         steps=steps,

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
+from subagents.cli.app import (
+    WIDE,
+    ColumnOptions,
+    echo_child_text,
+    emit_answer,
+    fail,
+    main,
+    print_json,
+    table,
+)
 from subagents.core.childtext import neutralize
 
 if TYPE_CHECKING:
@@ -55,7 +64,7 @@ def jobs_table(items: list[JobRow], wide: bool) -> Any:
     from subagents.present.figures import money, tokens
 
     running = any(item.get("activity") for item in items)
-    columns: list[tuple[str, dict[str, Any]]] = [("JOB", {"min_width": 19})]
+    columns: list[tuple[str, ColumnOptions]] = [("JOB", {"min_width": 19})]
     if wide:
         columns.append(("MODE", {}))
     columns += [

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from subagents.cli.app import WIDE, echo_child_text, fail, main, table
+from subagents.cli.app import WIDE, ColumnOptions, echo_child_text, fail, main, table
 from subagents.core.childtext import neutralize
+from subagents.core.events import number
+from subagents.core.records import object_of
 from subagents.present.figures import money
 
 # ---- lifecycle records -------------------------------------------------------------
@@ -67,7 +68,7 @@ def history(
     from rich.console import Console
 
     wide = Console().width >= WIDE
-    columns: list[tuple[str, dict[str, Any]]] = [
+    columns: list[tuple[str, ColumnOptions]] = [
         ("TIME", {"min_width": 19 if wide else 11}),
         ("JOB", {"min_width": 19}),
         ("EVENT", {"min_width": 8}),
@@ -79,15 +80,16 @@ def history(
     columns += [("COST", {}), ("SUMMARY", {"ratio": 1})]
     console, grid = table(columns)
     for e in entries:
-        usage = e.get("usage") or {}
+        usage = object_of(e.get("usage"))
         cost = usage.get("cost")
+        took = number(e.get("durationMs"))
         stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
         cells = [
             stamp if wide else stamp[5:16],  # "MM-DD HH:MM"
             str(e.get("jobId") or ""),
             str(e.get("eventType", "")).removeprefix("subagent:"),
             neutralize(str(e.get("agentName") or "-")),
-            f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
+            f"{took / 1000:.1f}s" if took is not None else "",
         ]
         if wide:
             cells.append(str(usage.get("totalTokens") or ""))

@@ -9,13 +9,13 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, Final
+    from typing import Final
 
     from subagents.types import (
         AssistantText,
         ErrorEvent,
         Event,
+        JsonValue,
         LimitAction,
         LimitEvent,
         LimitKind,
@@ -111,17 +111,45 @@ def empty_usage() -> Usage:
     }
 
 
-def add_usage(total: Usage, part: Mapping[str, Any]) -> Usage:
-    """Sum ``part`` (a Usage, or a record's that may lack counts) into ``total`` in place;
-    cost stays None until someone reports one."""
-    total["input"] += int(part.get("input") or 0)
-    total["output"] += int(part.get("output") or 0)
-    total["cacheRead"] += int(part.get("cacheRead") or 0)
-    total["cacheWrite"] += int(part.get("cacheWrite") or 0)
-    total["totalTokens"] += int(part.get("totalTokens") or 0)
-    cost = part.get("cost")
+def count(value: object) -> int:
+    """A token count as a CLI or a record says it: a number (a fraction cut off), anything
+    else 0."""
+    if type(value) is int:  # nearly always: cheaper than int() was on a parsed line's counts
+        return value
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def number(value: object) -> float | None:
+    """A number (a cost in USD, a time) as a CLI or a record says it; anything else None
+    (for a cost: unpriced)."""
+    if type(value) is float:
+        return value
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def usage_of(record: Usage) -> Usage:
+    """The usage a record carries (a usage event's, a result's), and nothing else of it."""
+    return {
+        "input": record["input"],
+        "output": record["output"],
+        "cacheRead": record["cacheRead"],
+        "cacheWrite": record["cacheWrite"],
+        "totalTokens": record["totalTokens"],
+        "cost": record["cost"],
+    }
+
+
+def add_usage(total: Usage, part: Usage) -> Usage:
+    """Sum ``part`` into ``total`` in place; cost stays None until someone reports one.
+    (``part`` may be a record's read back from disk: a count it lacks counts 0.)"""
+    total["input"] += count(part.get("input"))
+    total["output"] += count(part.get("output"))
+    total["cacheRead"] += count(part.get("cacheRead"))
+    total["cacheWrite"] += count(part.get("cacheWrite"))
+    total["totalTokens"] += count(part.get("totalTokens"))
+    cost = number(part.get("cost"))
     if cost is not None:
-        total["cost"] = (total["cost"] or 0.0) + float(cost)
+        total["cost"] = (total["cost"] or 0.0) + cost
     return total
 
 
@@ -164,7 +192,7 @@ def thinking(text: str) -> Thinking:
     return {"type": "thinking", "text": text}
 
 
-def tool_call(tool_call_id: str, tool_name: str, args: Any) -> ToolCall:
+def tool_call(tool_call_id: str, tool_name: str, args: JsonValue) -> ToolCall:
     return {"type": "tool_call", "toolCallId": tool_call_id, "toolName": tool_name, "args": args}
 
 

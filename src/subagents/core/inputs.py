@@ -19,7 +19,7 @@ from subagents.errors import FieldProblem
 # typing itself is not imported at run time (kept off every start path).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from pydantic_core import ErrorDetails
 
 # The longest wall-clock limit accepted: 30 days. Beyond it the event loop's waits
 # overflow (``--timeout 1e12``), and no run is meant to be left that long.
@@ -102,7 +102,7 @@ def check_at_least(name: str, value: float | None, low: float, unit: str = "") -
 UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
 
 
-def first_problem(errors: list[Any]) -> tuple[list[str], str, dict[str, Any]]:
+def first_problem(errors: list[ErrorDetails]) -> tuple[list[str], str, ErrorDetails]:
     """Where pydantic's first error is, and what: its path (with the field a FieldProblem
     raised in a dataclass's ``__post_init__`` names), its message, and the error itself."""
     err = errors[0]

@@ -14,8 +14,7 @@ import time
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-    from typing import Any
+    from collections.abc import Callable
 
     from subagents.types import ProcessIdentity
 
@@ -36,13 +35,13 @@ def identity(pid: int) -> ProcessIdentity:
     return {"pid": pid, "createTime": psutil.Process(pid).create_time()}
 
 
-def is_alive(ident: Mapping[str, Any]) -> bool:
+def is_alive(ident: ProcessIdentity) -> bool:
     """True when the process named by ``ident`` still runs (a zombie counts as dead)."""
     import psutil
 
     try:
-        proc = psutil.Process(int(ident["pid"]))
-        if abs(proc.create_time() - float(ident["createTime"])) > _SAME_START:
+        proc = psutil.Process(ident["pid"])
+        if abs(proc.create_time() - ident["createTime"]) > _SAME_START:
             return False
         return proc.status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError, ValueError):

@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from subagents.jobs.records import lifecycle_for
 
     state = store.load(job_dir.name)
-    plan = JobPlan.from_dict(state["plan"])
+    plan = JobPlan.from_record(state["plan"])
     job = Job(store, job_dir.name, plan)
     job.stop_on_signals(STOP_SIGNALS)
     if asked:

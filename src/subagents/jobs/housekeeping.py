@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from subagents.core import paths
 from subagents.core.clock import epoch
 from subagents.core.files import read_json
-from subagents.core.records import is_run_result
+from subagents.core.records import is_run_result, list_of, object_of
 from subagents.errors import JobBusyError
 from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
 
@@ -114,13 +114,14 @@ def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:
 
 def _empty_trash(store: JobStore, trash: Path, done: Removed, branches: bool = False) -> None:
     try:
-        state = read_json(trash / JOB_FILE)
+        state = object_of(read_json(trash / JOB_FILE))
     except (OSError, ValueError):
         state = {}
-    run_ids = [r for r in (state.get("runIds") or []) if isinstance(r, str) and r]
-    for run in state.get("runs") or []:
-        if isinstance(run, dict) and isinstance(run.get("runId"), str):
-            run_ids.append(run["runId"])
+    run_ids = [r for r in list_of(state.get("runIds")) if isinstance(r, str) and r]
+    for run in list_of(state.get("runs")):
+        run_id = object_of(run).get("runId")
+        if isinstance(run_id, str):
+            run_ids.append(run_id)
     for run_id in dict.fromkeys(run_ids):
         run_dir = paths.runs_dir(store.home) / run_id
         if "/" in run_id or run_id.startswith(".") or not run_dir.is_dir():

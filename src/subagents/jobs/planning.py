@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.config import Settings, settings_from_record, settings_record
 from subagents.core.inputs import BUDGET_FIELDS
@@ -18,32 +18,40 @@ from subagents.jobs.spec import PREVIOUS, JobSpec
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
 
+if TYPE_CHECKING:
+    from subagents.agents import AgentDef
+    from subagents.types import JobBudget, JobMode, JobPlanRecord, JsonObject
+
+
+def _no_budget() -> JobBudget:
+    return {}
+
 
 @dataclass
 class JobPlan:
     """A validated job: what to run, under which settings, where its runs start. Stored in
     ``job.json`` (``plan``: ``requests``, the settings as ``limits``, ``placement``)."""
 
-    mode: str
+    mode: JobMode
     requests: list[RunRequest]
     settings: Settings
     placement: Placement
     concurrency: int = 4
     session: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     # The job's budget: the most its runs may use together (``max_turns`` …).
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: JobBudget = field(default_factory=_no_budget)
 
     def labels(self) -> list[str]:
         """What each run is called where a job is shown: its agent, else its backend."""
         return [r.agent or r.backend or self.settings.default_backend for r in self.requests]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_record(self) -> JobPlanRecord:
         return {
             "mode": self.mode,
-            "requests": [asdict(r) for r in self.requests],
+            "requests": [r.to_record() for r in self.requests],
             "limits": settings_record(self.settings),
-            "placement": self.placement.to_dict(),
+            "placement": self.placement.to_record(),
             "concurrency": self.concurrency,
             "session": self.session,
             "extra": self.extra,
@@ -51,23 +59,27 @@ class JobPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
-        settings = settings_from_record(data["limits"])
-        if "placement" in data:
-            placement = Placement.from_dict(data["placement"])
+    def from_record(cls, record: JobPlanRecord) -> JobPlan:
+        settings = settings_from_record(record["limits"])
+        if "placement" in record:
+            placement = Placement.from_record(record["placement"])
         else:
             # Recorded before placements: the runner given for the job was on each request.
-            runner = next((r["runner"] for r in data["requests"] if r.get("runner")), None)
-            placement = Placement.of(replace(settings, runner=runner) if runner else settings)
+            runner = next((r.get("runner") for r in record["requests"] if r.get("runner")), None)
+            placement = Placement.of(
+                replace(settings, runner="tmux" if runner == "tmux" else "process")
+                if runner
+                else settings
+            )
         return cls(
-            mode=data["mode"],
-            requests=[RunRequest.from_dict(r) for r in data["requests"]],
+            mode=record["mode"],
+            requests=[RunRequest.from_record(r) for r in record["requests"]],
             settings=settings,
             placement=placement,
-            concurrency=int(data.get("concurrency") or 4),
-            session=data.get("session"),
-            extra=dict(data.get("extra") or {}),
-            budget=dict(data.get("budget") or {}),
+            concurrency=int(record.get("concurrency") or 4),
+            session=record.get("session"),
+            extra=dict(record.get("extra") or {}),
+            budget=record.get("budget") or {},
         )
 
 
@@ -168,7 +180,7 @@ def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
             )
 
 
-def _source_of(agent: Any) -> str:
+def _source_of(agent: AgentDef) -> str:
     """Where an agent came from: ``builtin``, or ``user:<path>`` / ``project:<path>``."""
     if agent.source == "builtin" or agent.path is None:
         return str(agent.source)

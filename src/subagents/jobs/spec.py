@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     BUDGET_FIELDS,
@@ -33,7 +33,10 @@ from subagents.core.inputs import (
     timeout_problem,
 )
 from subagents.errors import FieldProblem, PlanError
-from subagents.types import Executor, JobMode, OnStall
+from subagents.types import Executor, JobBudget, JobMode, OnStall
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
 MODES = ("single", "parallel", "chain")
@@ -42,7 +45,7 @@ MODES = ("single", "parallel", "chain")
 @dataclass
 class Step:
     # pydantic reads this when checking a document against the class.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     task: str
     agent: str | None = None
@@ -88,7 +91,7 @@ class Step:
 
 @dataclass
 class JobSpec:
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     mode: JobMode
     # ``tasks`` and ``steps`` are two spellings of one list (parallel plans say tasks,
@@ -123,9 +126,16 @@ class JobSpec:
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
 
-    def budget(self) -> dict[str, Any]:
+    def budget(self) -> JobBudget:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
-        return {n: getattr(self, n) for n in BUDGET_FIELDS if getattr(self, n) is not None}
+        budget: JobBudget = {}
+        if self.max_turns is not None:
+            budget["max_turns"] = self.max_turns
+        if self.max_tokens is not None:
+            budget["max_tokens"] = self.max_tokens
+        if self.max_cost is not None:
+            budget["max_cost"] = self.max_cost
+        return budget
 
 
 def _at(source: str, where: str, problem: str) -> PlanError:
@@ -176,7 +186,7 @@ def with_options(
     return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget)
 
 
-def parse_job(data: Any, source: str = "job") -> JobSpec:
+def parse_job(data: object, source: str = "job") -> JobSpec:
     """A job from a document (a plan file's mapping, an API dict, MCP arguments)."""
     if isinstance(data, JobSpec):
         return data
@@ -185,20 +195,19 @@ def parse_job(data: Any, source: str = "job") -> JobSpec:
     from pydantic import ValidationError
 
     try:
-        spec: JobSpec = _adapter().validate_python(data)
-        return spec
+        return _adapter().validate_python(data)
     except ValidationError as exc:
         raise _describe(exc, source) from None
 
 
 @cache
-def _adapter() -> Any:
+def _adapter() -> TypeAdapter[JobSpec]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(JobSpec)
 
 
-def _describe(exc: Any, source: str) -> PlanError:
+def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
         msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"

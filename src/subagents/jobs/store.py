@@ -26,7 +26,16 @@ from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
-    from subagents.types import AgentEvent, JobRow, JobState, JobUpdate
+    from subagents.types import (
+        AgentEvent,
+        JobPlanRecord,
+        JobResult,
+        JobRow,
+        JobRun,
+        JobState,
+        JobUpdate,
+        RunStatus,
+    )
 
 JOB_FILE = "job.json"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
@@ -72,11 +81,11 @@ def matching(directory: Path, prefix: str) -> list[str]:
         return []
 
 
-def _derived_final_text(state: Mapping[str, Any]) -> str | None:
+def _derived_final_text(state: JobState) -> str | None:
     runs = state.get("runs")
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         return None
-    return final_text(str(state.get("mode")), str(state.get("status")), runs)
+    return final_text(state["mode"], state["status"], runs)
 
 
 def on_disk(state: JobState) -> Mapping[str, object]:
@@ -93,18 +102,16 @@ def on_disk(state: JobState) -> Mapping[str, object]:
     return {k: v for k, v in state.items() if k != "finalText"}
 
 
-def with_final_text(state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` as read from ``job.json`` (the JSON object, not yet known to be a job's),
-    with the ``finalText`` :func:`on_disk` left out, in its place (right after ``runs``)."""
+def with_final_text(state: JobState) -> JobState:
+    """``state`` as read from ``job.json``, with the ``finalText`` :func:`on_disk` left out
+    back in its place (right after ``runs``: only the pending end entry's mark follows)."""
     if "finalText" in state or "runs" not in state:
         return state
-    text = _derived_final_text(state)
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        out[key] = value
-        if key == "runs":
-            out["finalText"] = text
-    return out
+    pending = state.pop("endEntry", None)
+    state["finalText"] = _derived_final_text(state)
+    if pending is not None:
+        state["endEntry"] = pending
+    return state
 
 
 class JobStore:
@@ -118,8 +125,8 @@ class JobStore:
     def path(self, job_id: str) -> Path:
         return self.dir / job_id / JOB_FILE
 
-    def create(self, plan: dict[str, Any], *, agents: list[str], background: bool) -> str:
-        """Record a new job (``plan``: the checked job, JobPlan.to_dict()); its id."""
+    def create(self, plan: JobPlanRecord, *, agents: list[str], background: bool) -> str:
+        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id."""
         job_id = ids.new_id()
         try:
             make_private_dir(self.dir / job_id)
@@ -132,7 +139,7 @@ class JobStore:
 
     @staticmethod
     def _new_state(
-        job_id: str, plan: dict[str, Any], agents: list[str], background: bool
+        job_id: str, plan: JobPlanRecord, agents: list[str], background: bool
     ) -> JobState:
         return {
             "jobId": job_id,
@@ -150,11 +157,10 @@ class JobStore:
         """The job's state: ``job.json`` as written, with a finished job's ``finalText``
         (the file keeps it only in ``runs``: see :func:`on_disk`). ValueError when the file
         is not a job's."""
-        data = read_json(self.path(job_id))
-        state = with_final_text(data) if isinstance(data, dict) else data
+        state = read_json(self.path(job_id))
         if not is_job_state(state):
             raise ValueError(f"{self.path(job_id)}: not a job")
-        return state
+        return with_final_text(state)
 
     def update(
         self, job_id: str, *, driverPid: int | None = None, **fields: Unpack[JobUpdate]
@@ -165,31 +171,27 @@ class JobStore:
             state = self.load(job_id)
             if state["status"] in TERMINAL:
                 fields.pop("status", None)  # a finished job stays finished
-            updated = self._merged(job_id, state, fields)
+            updated: JobState = {**state, **fields}
             if driverPid is not None:
                 with contextlib.suppress(Exception):
                     updated["driver"] = procs.identity(driverPid)
             self._write(job_id, updated)
             return updated
 
-    def finish(self, job_id: str, result: Mapping[str, Any]) -> JobState:
-        """Record the job result (a JobResult, with ``endEntry`` when its end entry is
-        pending); the first one recorded wins."""
+    def finish(
+        self, job_id: str, result: JobResult, *, end_entry_pending: bool = False
+    ) -> JobState:
+        """Record the job result (``end_entry_pending``: its lifecycle end entry could not
+        be written; whoever looks at the job writes it); the first one recorded wins."""
         with self._lock:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
                 return state
-            finished = self._merged(job_id, state, result)
+            finished: JobState = {**state, **result}
+            if end_entry_pending:
+                finished["endEntry"] = "pending"
             self._write(job_id, finished, last=True)
             return finished
-
-    @staticmethod
-    def _merged(job_id: str, state: JobState, fields: Mapping[str, Any]) -> JobState:
-        """``state`` with ``fields`` in it, still a job's state (else ValueError)."""
-        merged = {**state, **fields}
-        if not is_job_state(merged):
-            raise ValueError(f"job {job_id}: {sorted(fields)} would not leave a job's state")
-        return merged
 
     def _write(self, job_id: str, state: JobState, *, last: bool = False) -> None:
         write_json_atomic(self.path(job_id), on_disk(state), last=last)
@@ -239,8 +241,8 @@ class JobStore:
             return
         from subagents.lifecycle.hooks import configured_hooks, fire
 
-        requests = state["plan"].get("requests") or [{}]
-        cwd = requests[0].get("cwd") if isinstance(requests[0], dict) else None
+        requests = state["plan"].get("requests") or []
+        cwd = requests[0].get("cwd") if requests and isinstance(requests[0], dict) else None
         fire(self.home, entry, *configured_hooks(Path(cwd or ".")))
 
     def end_entry(self, state: JobState, pid: int | None = None) -> AgentEvent:
@@ -285,10 +287,9 @@ class JobStore:
         if not names:
             job_ids = set()
             for run_id in matching(paths.runs_dir(self.home), prefix):
-                with contextlib.suppress(OSError, ValueError, AttributeError):
-                    job_ids.add(
-                        read_json(paths.runs_dir(self.home) / run_id / "meta.json").get("jobId")
-                    )
+                with contextlib.suppress(OSError, ValueError):
+                    meta = read_json(paths.runs_dir(self.home) / run_id / "meta.json")
+                    job_ids.add(meta.get("jobId") if isinstance(meta, dict) else None)
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
             raise unknown_id(prefix)
@@ -307,7 +308,7 @@ class JobStore:
         self,
         job_id: str,
         *,
-        status: str = "failed",
+        status: RunStatus = "failed",
         message: str = "the job driver died before the job ended",
     ) -> JobState:
         """A job whose driver died before recording its end: once its runs are over, record
@@ -322,7 +323,7 @@ class JobStore:
             return state  # its driver may still be starting
         from subagents.runs import RunMonitor
 
-        runs: list[dict[str, Any]] = []
+        runs: list[JobRun] = []
         for run_id in state.get("runIds") or []:
             if not run_id:
                 continue
@@ -333,9 +334,8 @@ class JobStore:
                     return state  # a run goes on without its driver: the job ends when it does
                 result = monitor.recover_dead_supervisor()
             runs.append(result)
-        plan = state.get("plan") or {}
-        mode = str(state.get("mode") or plan.get("mode") or "single")
-        planned = len(plan.get("requests") or []) or len(runs)
+        mode = state["mode"]
+        planned = len(state["plan"].get("requests") or []) or len(runs)
         # The runs decide, as they would have for the driver: a driver that died after its
         # only run completed leaves a completed job with that run's answer.
         outcome = job_status(planned, runs, status == "aborted")
@@ -344,10 +344,10 @@ class JobStore:
         else:
             outcome = status
         started = float(state.get("createdAt") or time.time())
-        result = job_result(
+        ended = job_result(
             job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message
         )
-        finished = self.finish(job_id, result)
+        finished = self.finish(job_id, ended)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
@@ -438,7 +438,8 @@ class JobStore:
 
 def _task(state: JobState) -> str:
     """The job's first task in one line (at most ``TASK_MAX`` characters), and how many more."""
-    requests = state.get("plan", {}).get("requests") or []
+    plan = state.get("plan")
+    requests = (plan.get("requests") if isinstance(plan, dict) else None) or []
     if not requests:
         return ""
     # (a task may be 10 MiB: only its head is looked at)
@@ -448,7 +449,7 @@ def _task(state: JobState) -> str:
 
 def _index_row(state: JobState) -> tuple[Any, ...]:
     """A job's row in the index (its columns, in order: see _SCHEMA)."""
-    usage: Mapping[str, Any] = state.get("usage") or {}
+    usage = state.get("usage")
     return (
         state["jobId"],
         state.get("mode"),
@@ -461,8 +462,8 @@ def _index_row(state: JobState) -> tuple[Any, ...]:
         json.dumps(state.get("runIds") or []),
         state.get("session"),
         _task(state),
-        usage.get("totalTokens"),
-        usage.get("cost"),
+        usage.get("totalTokens") if usage else None,
+        usage.get("cost") if usage else None,
     )
 
 

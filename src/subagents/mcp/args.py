@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
@@ -99,9 +100,10 @@ def build_spec(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
-    job_budget: dict[str, Any] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
+    job_budget: Mapping[str, float | None] | None = None,
+) -> tuple[str, dict[str, object]]:
+    """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
+    the ``subagent`` tool's arguments."""
     given = [
         name
         for name, value in (("task", task), ("tasks", tasks), ("chain", chain))
@@ -115,7 +117,7 @@ def build_spec(
         raise ToolError(
             f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}"
         )
-    defaults: dict[str, Any] = {
+    defaults: dict[str, object] = {
         "agent": agent,
         "model": model,
         "backend": backend,
@@ -129,8 +131,8 @@ def build_spec(
         "max_cost": max_cost,
     }
 
-    def step(item: str | StepArg) -> dict[str, Any]:
-        data: dict[str, Any] = (
+    def step(item: str | StepArg) -> dict[str, object]:
+        data: dict[str, object] = (
             {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
         )
         for key, value in defaults.items():
@@ -151,7 +153,7 @@ def build_spec(
         if not chain:
             raise ToolError("chain: the list is empty (give at least one step)")
         mode, key, items = "chain", "steps", [step(t) for t in chain]
-    spec: dict[str, Any] = {"mode": mode, key: items}
+    spec: dict[str, object] = {"mode": mode, key: items}
     if concurrency is not None:
         spec["concurrency"] = concurrency
     spec.update({k: v for k, v in (job_budget or {}).items() if v is not None})

@@ -23,7 +23,6 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -387,7 +386,7 @@ class SubagentsMCP:
             self.notifier.watch_in_background(job_id, token)
             return background_started(job_id, prepared.plan.labels(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
-        return result_to_tool_result(dict(result))
+        return result_to_tool_result(result)
 
     async def subagent_status(
         self,
@@ -403,7 +402,7 @@ class SubagentsMCP:
             return await anyio.to_thread.run_sync(self._session_totals, self.session_for(ctx))
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
-        summary = status_summary(dict(state), activity)
+        summary = status_summary(state, activity)
         text = api.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
@@ -454,7 +453,7 @@ class SubagentsMCP:
                 abandon_on_cancel=True,
             )
             if result is not None:
-                return result_to_tool_result(dict(result))
+                return result_to_tool_result(result)
             if time.monotonic() >= deadline:
                 break
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -470,7 +469,7 @@ class SubagentsMCP:
                 )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
-            return result_to_tool_result(dict(state))
+            return result_to_tool_result(state)
         text = (
             f"job {jid} is still running ({state.get('status')}"
             + (f": {activity}" if activity else "")
@@ -478,7 +477,7 @@ class SubagentsMCP:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(dict(state), activity),
+            structured_content=status_summary(state, activity),
         )
 
     async def subagent_send(
@@ -523,7 +522,7 @@ class SubagentsMCP:
                     text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
-                        structured_content=status_summary(dict(before), None),
+                        structured_content=status_summary(before, None),
                     )
                 if self.announced and before.get("session") == self.session_id:
                     # Stopped from this session: its end is no news to it.
@@ -532,7 +531,7 @@ class SubagentsMCP:
         text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(dict(state), None),
+            structured_content=status_summary(state, None),
         )
 
     def _told(self, job_id: str) -> None:
@@ -571,6 +570,6 @@ class SubagentsMCP:
         return json.dumps(state, ensure_ascii=False, indent=1)
 
 
-def _ended(state: Mapping[str, Any]) -> str:
+def _ended(state: JobState) -> str:
     """How a job ended, in its status line's words (its status while it has no result)."""
     return outcome.status_line(state) if state.get("runs") is not None else str(state.get("status"))

@@ -14,6 +14,7 @@ from typing import Any
 from subagents.core import controlsock
 from subagents.core.files import read_json
 from subagents.core.inputs import message_problem
+from subagents.core.records import object_of
 from subagents.errors import MessageRefused, UsageError
 from subagents.types import MessageMode, Receipt
 
@@ -52,12 +53,12 @@ def _refused_here(run_dir: Path, mode: str) -> str | None:
     if ended:
         return ended
     with contextlib.suppress(OSError, ValueError):
-        meta = read_json(run_dir / "meta.json")
-        why = (meta.get("refuse") or {}).get(mode)
+        meta = object_of(read_json(run_dir / "meta.json"))
+        why = object_of(meta.get("refuse")).get(mode)
         if why:
             return f"run {run_dir.name}: {why}"
     with contextlib.suppress(OSError, ValueError):
-        if read_json(run_dir / "supervisor.json").get("runner") == "ray":
+        if object_of(read_json(run_dir / "supervisor.json")).get("runner") == "ray":
             return f"run {run_dir.name} runs on a Ray node: messages do not reach it there yet"
     return None
 

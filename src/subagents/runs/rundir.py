@@ -9,7 +9,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
@@ -22,6 +22,9 @@ from subagents.runs.request import RunRequest
 from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
 from subagents.types import Limits
+
+if TYPE_CHECKING:
+    from subagents.types import WorktreeSpec
 
 
 def _seconds(value: float | None, default: float | None) -> float | None:
@@ -176,27 +179,31 @@ def _limits(req: RunRequest, settings: Settings, backend: Backend) -> Limits:
 
 def _continuation(
     req: RunRequest, backend: Backend, runs_dir: Path
-) -> tuple[str | None, dict[str, Any] | None]:
+) -> tuple[str | None, WorktreeSpec | None]:
     """For a run that continues another: what its child resumes, and the earlier run's
     worktree reopened (a worktree run continues in its own branch)."""
     if req.continue_from is None:
         return None, None
     from subagents.core.files import read_json
+    from subagents.core.records import is_run_result, is_worktree_spec
 
     earlier = runs_dir / req.continue_from
     try:
         meta = read_json(earlier / "meta.json")
         result = read_json(earlier / "result.json")
     except (OSError, ValueError):
-        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)") from None
+        meta = result = None
+    if not isinstance(meta, dict) or not is_run_result(result):
+        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)")
     resume = backend.resume_point(str(earlier), result)
     if resume is None:
         raise UsageError(
             f"run {req.continue_from} left no {backend.name} session to continue"
             " (runs before sessions were kept cannot be continued)"
         )
-    record = result.get("worktree") or meta.get("worktree")
-    if not isinstance(record, dict):
+    recorded = meta.get("worktree")
+    record = result.get("worktree") or (recorded if is_worktree_spec(recorded) else None)
+    if record is None:
         return resume, None
     from subagents import worktree as wt
 

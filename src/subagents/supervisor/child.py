@@ -38,7 +38,9 @@ def environment(run_dir: Path, spec: RunSpec) -> dict[str, str]:
     if environ_file.exists():
         # Launched through a runner that does not pass the caller's environment on.
         with contextlib.suppress(OSError, ValueError):
-            env = {str(k): str(v) for k, v in read_json(environ_file).items()}
+            saved = read_json(environ_file)
+            if isinstance(saved, dict):
+                env = {k: str(v) for k, v in saved.items()}
         with contextlib.suppress(OSError):
             environ_file.unlink()
     env.update(spec.env)

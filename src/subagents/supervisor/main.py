@@ -50,9 +50,7 @@ from subagents.supervisor.stallwatch import StallWatch
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import RunResult, Usage
+    from subagents.types import JsonValue, RunResult, Usage
 
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
@@ -97,7 +95,7 @@ class Supervisor:
         self.abort_signal: str | None = None
         self.noise_lines = 0
         self.parsed = 0
-        self._parse: Callable[[bytes | bytearray], Any] = parse_line
+        self._parse: Callable[[bytes | bytearray], JsonValue] = parse_line
         # (id -> when each started); a run is stalled only while none is.
         self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.heard_at = self.t0  # when stdout last said anything (the time of the read)

@@ -7,9 +7,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import Limits, OnStall, WorktreeSpec
-
-_DEFAULTS: dict[str, Any] = {
+    from subagents.types import JsonObject, JsonValue, Limits, OnStall, WorktreeSpec
+_DEFAULTS: JsonObject = {
     "jobId": None,
     "agent": None,
     "agentSource": None,
@@ -86,7 +85,7 @@ class RunSpec:
     wrapUp: str
     command: dict[str, Any] | None
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
         if missing:
             raise TypeError(f"RunSpec lacks {', '.join(missing)}")
@@ -97,11 +96,14 @@ class RunSpec:
         if self.env is None:
             self.env = {}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+    def from_dict(cls, data: JsonValue) -> RunSpec:
+        """The spec ``meta.json`` holds (TypeError when it holds no run's spec)."""
+        if not isinstance(data, dict):
+            raise TypeError("meta.json is not a JSON object")
         return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
 
     def __repr__(self) -> str:

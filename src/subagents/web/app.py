@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ JOB_TICK = 0.5
 KEEPALIVE = 15.0
 
 
-def event(name: str, data: dict[str, Any], event_id: str | None = None) -> str:
+def event(name: str, data: Mapping[str, str], event_id: str | None = None) -> str:
     """One Server-Sent Event; its data is one line of JSON (ASCII: no line breaks inside)."""
     head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id is not None else "")
     return head + "data: " + json.dumps(data) + "\n\n"
@@ -218,7 +218,7 @@ class WebApp:
                 _meta, result = read_run(self.home, run_id)
             except PlanError as exc:
                 raise JobIdError(str(exc)) from None
-            worktree = (result or {}).get("worktree")
+            worktree = result.get("worktree") if result is not None else None
             repo = worktree.get("repo") if isinstance(worktree, dict) else None
             if not isinstance(repo, str):
                 raise UsageError(
