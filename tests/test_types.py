@@ -248,6 +248,18 @@ def test_a_request_record_holds_every_field_of_a_request() -> None:
     assert RunRequest.from_record(full.to_record()) == full
 
 
+def test_a_command_record_holds_every_field_of_a_command_request_but_its_task() -> None:
+    """meta.json's ``command`` is how the supervisor builds a continuation's argv again: a
+    field of CommandRequest the record lacks would be lost there."""
+    from subagents.backends import CommandRequest
+
+    request = CommandRequest(task="t", cwd="/w", model="m", live=True, own_max_turns=3)
+    record = request.record()
+    fits(record, types.CommandRecord)
+    assert set(record) == set(vars(request)) - {"task"}
+    assert vars(CommandRequest(task="t", **record)) == vars(request)
+
+
 def test_another_programs_json_is_narrowed_where_it_is_read(tmp_path: Path) -> None:
     from subagents.backends import get_backend
     from subagents.launchers import SUPERVISOR_FILE, reattach

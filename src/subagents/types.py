@@ -17,6 +17,10 @@ from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 __all__ = [
     "AgentEvent",
     "AssistantText",
+    "BudgetSpec",
+    "CommandRecord",
+    "ControlReply",
+    "ControlRequest",
     "CostRow",
     "CostTotals",
     "ErrorEvent",
@@ -27,7 +31,6 @@ __all__ = [
     "FleetJob",
     "FleetRun",
     "HookRecord",
-    "JobBudget",
     "JobMode",
     "JobPlanRecord",
     "JobResult",
@@ -46,6 +49,7 @@ __all__ = [
     "LimitEvent",
     "LimitKind",
     "LimitRecord",
+    "LimitRequest",
     "LimitScope",
     "Limits",
     "LocalSupervisorRecord",
@@ -68,6 +72,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "Runner",
+    "SendRequest",
     "StopReason",
     "StructuredComparison",
     "SupervisorRecord",
@@ -285,8 +290,8 @@ class Limits(TypedDict, total=False):
     cost: float
 
 
-class JobBudget(TypedDict, total=False):
-    """A job's budget as a job file, the CLI and the tools name it: the most model turns,
+class BudgetSpec(TypedDict, total=False):
+    """A job's budget as a job spec, the CLI and the tools name it: the most model turns,
     tokens and cost (USD) its runs may use together; a kind left out is not bounded."""
 
     max_turns: int
@@ -324,6 +329,62 @@ class Receipt(TypedDict):
     id: str
     mode: MessageMode
     receipt: ReceiptWord
+    reason: NotRequired[str]
+
+
+class CommandRecord(TypedDict):
+    """``meta.json``'s ``command``: the run's command request (``backends.CommandRequest``)
+    but its task, from which the supervisor builds the child's argv again (a continuation,
+    a live child's first request). Only ``cwd`` is sure: a field left out has its default."""
+
+    cwd: str
+    model: NotRequired[str | None]
+    tools: NotRequired[list[str] | None]
+    system_prompt: NotRequired[str | None]
+    system_prompt_file: NotRequired[str | None]
+    thinking: NotRequired[str | None]
+    extra_args: NotRequired[list[str] | None]
+    session_dir: NotRequired[str | None]
+    resume: NotRequired[str | None]
+    task_on_stdin: NotRequired[bool]
+    copilot_agent_initiator: NotRequired[bool]
+    live: NotRequired[bool]
+    own_max_turns: NotRequired[int | None]
+    own_max_cost: NotRequired[float | None]
+
+
+# ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
+
+
+class SendRequest(TypedDict):
+    """A message for the run's child (``runs.send``)."""
+
+    v: int
+    op: Literal["send"]
+    mode: MessageMode
+    text: str
+
+
+class LimitRequest(TypedDict):
+    """The run's job reached its budget (``runs.tell_limit``): the run wraps up or stops."""
+
+    v: int
+    op: Literal["limit"]
+    kind: LimitKind
+    limit: float
+    used: float
+
+
+ControlRequest: TypeAlias = SendRequest | LimitRequest
+
+
+class ControlReply(TypedDict):
+    """The supervisor's answer: what became of the request so far (a message's ``id`` and
+    ``mode`` with it), and why where that needs saying."""
+
+    receipt: ReceiptWord
+    id: NotRequired[str]
+    mode: NotRequired[MessageMode]
     reason: NotRequired[str]
 
 
@@ -519,7 +580,7 @@ class JobPlanRecord(TypedDict):
     session: str | None
     extra: JsonObject
     # The job's budget as its fields say it (``max_turns`` …); absent before budgets.
-    budget: NotRequired[JobBudget]
+    budget: NotRequired[BudgetSpec]
 
 
 class JobState(TypedDict):

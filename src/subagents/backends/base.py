@@ -14,9 +14,16 @@ from subagents.core import events as ev
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
-    from subagents.types import AssistantText, JsonObject, JsonValue, MessageMode, Usage
+    from subagents.types import (
+        AssistantText,
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        MessageMode,
+        ReceiptWord,
+        Usage,
+    )
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -99,9 +106,25 @@ class CommandRequest:
         self.own_max_turns = own_max_turns
         self.own_max_cost = own_max_cost
 
-    def fields(self) -> dict[str, Any]:
-        """The request as ``meta.json`` keeps it (to build a continuation's argv again)."""
-        return dict(vars(self))
+    def record(self) -> CommandRecord:
+        """The request but its task, as ``meta.json`` keeps it (to build a continuation's
+        argv again): ``CommandRequest(task=..., **record)`` is the request."""
+        return {
+            "cwd": self.cwd,
+            "model": self.model,
+            "tools": self.tools,
+            "system_prompt": self.system_prompt,
+            "system_prompt_file": self.system_prompt_file,
+            "thinking": self.thinking,
+            "extra_args": list(self.extra_args),
+            "session_dir": self.session_dir,
+            "resume": self.resume,
+            "task_on_stdin": self.task_on_stdin,
+            "copilot_agent_initiator": self.copilot_agent_initiator,
+            "live": self.live,
+            "own_max_turns": self.own_max_turns,
+            "own_max_cost": self.own_max_cost,
+        }
 
 
 class Normalizer(ABC):
@@ -136,7 +159,7 @@ class Normalizer(ABC):
         # takes and writes them after each call), and what became of each message by its
         # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
         self.outbox: list[bytes] = []
-        self.receipts: list[tuple[str, str, str | None]] = []
+        self.receipts: list[tuple[str, ReceiptWord, str | None]] = []
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -191,7 +214,7 @@ class Normalizer(ABC):
         came too late for the turn), so the run goes on without a follow-up."""
         return False
 
-    def _receipt(self, message_id: str, receipt: str, reason: str | None = None) -> None:
+    def _receipt(self, message_id: str, receipt: ReceiptWord, reason: str | None = None) -> None:
         self.receipts.append((message_id, receipt, reason))
 
     # Helpers for subclasses.

@@ -32,9 +32,7 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import JsonObject, JsonValue, Usage
+    from subagents.types import JsonObject, JsonValue, LimitKind, Usage
 
 # What a root user may run without prompts (claude refuses bypassPermissions as root).
 ROOT_ALLOWED_TOOLS = (
@@ -96,7 +94,7 @@ def _user_line(text: str) -> bytes:
 
 
 # claude's own bound that ended a turn (its result's terminal_reason): the budget's kind.
-_OWN_LIMITS: dict[Any, str] = {"max_turns": "turns", "budget_exhausted": "cost"}
+_OWN_LIMITS: dict[JsonValue, LimitKind] = {"max_turns": "turns", "budget_exhausted": "cost"}
 # The id claude's echo of the task is matched to.
 TASK_ID = "task"
 # Why a steer claude took after its answer is a follow-up now.

@@ -22,7 +22,6 @@ from subagents.core import events as ev
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
     from subagents.types import JsonObject, JsonValue, MessageMode, Usage
 
@@ -194,7 +193,7 @@ class PiNormalizer(Normalizer):
 TASK_ID = "task"
 
 
-def _command(obj: dict[str, Any]) -> bytes:
+def _command(obj: JsonObject) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
@@ -251,7 +250,7 @@ class PiRpcNormalizer(PiNormalizer):
         self.outbox.append(_command({"id": held[0][0], "type": "prompt", "message": text}))
         return True
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "response":
             return self._response(obj)
@@ -279,7 +278,7 @@ class PiRpcNormalizer(PiNormalizer):
                     self._receipt(delivered, "delivered")
                 return
 
-    def _response(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _response(self, obj: JsonObject) -> list[ev.Event]:
         rid = obj.get("id")
         ok = obj.get("success") is True
         if rid == TASK_ID and not ok:

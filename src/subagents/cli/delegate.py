@@ -196,7 +196,7 @@ def run(
     Put `--` before a TASK that starts with '-'.
     """
     from subagents.errors import PlanError
-    from subagents.jobs import job_of, load_plan, with_options
+    from subagents.jobs import budget_of, job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,
@@ -211,8 +211,7 @@ def run(
         "max_tokens": max_tokens,
         "max_cost": max_cost,
     }
-    budget = {"max_turns": job_max_turns, "max_tokens": job_max_tokens, "max_cost": job_max_cost}
-    budget = {k: v for k, v in budget.items() if v is not None}
+    budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:
         if plan_file is not None:
             if tasks:

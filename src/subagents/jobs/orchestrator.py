@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         JobResult,
         JobRun,
         JobState,
+        LimitKind,
         RunNotStarted,
         RunResult,
         RunStatus,
@@ -247,7 +248,7 @@ class Job:
 
         return count
 
-    def _limit_reached(self, kind: str, limit: float, used: float) -> None:
+    def _limit_reached(self, kind: LimitKind, limit: float, used: float) -> None:
         """The runs' sum reached the job's limit: every running run wraps up (or stops) as
         at its own limit; one that cannot be told (on a Ray node) is stopped."""
         with self._lock:

@@ -9,10 +9,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
-from subagents.core.inputs import BUDGET_FIELDS
 from subagents.errors import PlanError, UsageError
 from subagents.jobs.spec import PREVIOUS, JobSpec
 from subagents.launchers import Placement
@@ -20,10 +19,12 @@ from subagents.runs import RunRequest, check
 
 if TYPE_CHECKING:
     from subagents.agents import AgentDef
-    from subagents.types import JobBudget, JobMode, JobPlanRecord, JsonObject
+    from subagents.types import BudgetSpec, JobMode, JobPlanRecord, JsonObject
+
+_T = TypeVar("_T")
 
 
-def _no_budget() -> JobBudget:
+def _no_budget() -> BudgetSpec:
     return {}
 
 
@@ -40,7 +41,7 @@ class JobPlan:
     session: str | None = None
     extra: JsonObject = field(default_factory=dict)
     # The job's budget: the most its runs may use together (``max_turns`` …).
-    budget: JobBudget = field(default_factory=_no_budget)
+    budget: BudgetSpec = field(default_factory=_no_budget)
 
     def labels(self) -> list[str]:
         """What each run is called where a job is shown: its agent, else its backend."""
@@ -144,11 +145,10 @@ def plan(
             stall_timeout=step.stall_timeout,
             on_stall=step.on_stall,
             tool_timeout=step.tool_timeout,
-            **{
-                name: value
-                for name in BUDGET_FIELDS
-                if (value := _first(getattr(step, name), getattr(agent, name, None))) is not None
-            },
+            # The step's budget, else its agent's.
+            max_turns=_first(step.max_turns, agent.max_turns if agent else None),
+            max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
+            max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         )
         try:
             # {previous} is only known at run time; check the step with a stand-in.
@@ -163,8 +163,8 @@ def plan(
     return JobPlan(spec.mode, requests, settings, placement, concurrency, session, budget=budget)
 
 
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
+def _first(value: _T | None, fallback: _T | None) -> _T | None:
+    return fallback if value is None else value
 
 
 def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:

@@ -33,7 +33,7 @@ from subagents.core.inputs import (
     timeout_problem,
 )
 from subagents.errors import FieldProblem, PlanError
-from subagents.types import Executor, JobBudget, JobMode, OnStall
+from subagents.types import BudgetSpec, Executor, JobMode, OnStall
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
@@ -126,16 +126,21 @@ class JobSpec:
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
 
-    def budget(self) -> JobBudget:
+    def budget(self) -> BudgetSpec:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
-        budget: JobBudget = {}
-        if self.max_turns is not None:
-            budget["max_turns"] = self.max_turns
-        if self.max_tokens is not None:
-            budget["max_tokens"] = self.max_tokens
-        if self.max_cost is not None:
-            budget["max_cost"] = self.max_cost
-        return budget
+        return budget_of(self.max_turns, self.max_tokens, self.max_cost)
+
+
+def budget_of(max_turns: int | None, max_tokens: int | None, max_cost: float | None) -> BudgetSpec:
+    """A job's budget from its three limits, the unset ones left out."""
+    budget: BudgetSpec = {}
+    if max_turns is not None:
+        budget["max_turns"] = max_turns
+    if max_tokens is not None:
+        budget["max_tokens"] = max_tokens
+    if max_cost is not None:
+        budget["max_cost"] = max_cost
+    return budget
 
 
 def _at(source: str, where: str, problem: str) -> PlanError:
@@ -148,7 +153,7 @@ def job_of(
     concurrency: int | None = None,
     source: str = "arguments",
     executor: Executor | None = None,
-    budget: dict[str, Any] | None = None,
+    budget: BudgetSpec | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives."""
@@ -171,13 +176,13 @@ def with_options(
     step_defaults: dict[str, Any],
     concurrency: int | None,
     source: str,
-    budget: dict[str, Any] | None = None,
+    budget: BudgetSpec | None = None,
 ) -> JobSpec:
     """``spec`` (a plan file's) under command-line options: each step's unset fields from
     ``step_defaults``, ``concurrency`` and the job's budget (``budget``) when given; checked
     again."""
     given = {k: v for k, v in step_defaults.items() if v is not None}
-    job_budget = {**spec.budget(), **{k: v for k, v in (budget or {}).items() if v is not None}}
+    job_budget: BudgetSpec = {**spec.budget(), **(budget or {})}
     if not given and concurrency is None and job_budget == spec.budget():
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]

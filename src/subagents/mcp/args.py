@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import PlanError
 from subagents.jobs import parse_job
+
+if TYPE_CHECKING:
+    from subagents.types import BudgetSpec
 
 INSTRUCTIONS = """\
 Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run
@@ -100,7 +102,7 @@ def build_spec(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
-    job_budget: Mapping[str, float | None] | None = None,
+    job_budget: BudgetSpec | None = None,
 ) -> tuple[str, dict[str, object]]:
     """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
     the ``subagent`` tool's arguments."""
@@ -156,7 +158,7 @@ def build_spec(
     spec: dict[str, object] = {"mode": mode, key: items}
     if concurrency is not None:
         spec["concurrency"] = concurrency
-    spec.update({k: v for k, v in (job_budget or {}).items() if v is not None})
+    spec.update(job_budget or {})
     try:
         parse_job(spec, "subagent")  # checked here so the message names this tool's fields
     except PlanError as exc:

@@ -36,7 +36,7 @@ from pydantic import Field
 from subagents import api
 from subagents.core import ids, paths
 from subagents.errors import JobIdError, UsageError
-from subagents.jobs import TERMINAL, JobStore
+from subagents.jobs import TERMINAL, JobStore, budget_of
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
     INSTRUCTIONS,
@@ -339,11 +339,7 @@ class SubagentsMCP:
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
-            job_budget={
-                "max_turns": job_max_turns,
-                "max_tokens": job_max_tokens,
-                "max_cost": job_max_cost,
-            },
+            job_budget=budget_of(job_max_turns, job_max_tokens, job_max_cost),
         )
         session = self.session_for(ctx)
         try:

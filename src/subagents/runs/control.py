@@ -9,14 +9,13 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
 from subagents.core import controlsock
 from subagents.core.files import read_json
 from subagents.core.inputs import message_problem
 from subagents.core.records import object_of
 from subagents.errors import MessageRefused, UsageError
-from subagents.types import MessageMode, Receipt
+from subagents.types import ControlRequest, JsonObject, LimitKind, MessageMode, Receipt
 
 MODES = ("steer", "follow-up")
 # How long a supervisor that is starting may take to open its endpoint, and to answer.
@@ -63,7 +62,7 @@ def _refused_here(run_dir: Path, mode: str) -> str | None:
     return None
 
 
-def _ask(run_dir: Path, payload: dict[str, Any]) -> dict[str, Any]:
+def _ask(run_dir: Path, payload: ControlRequest) -> JsonObject:
     """The supervisor's reply; waits (bounded) for a supervisor still starting."""
     deadline = time.monotonic() + CONNECT_WITHIN
     while True:
@@ -107,7 +106,7 @@ def send(run_dir: Path, text: str, mode: str = "steer") -> Receipt:
     return out
 
 
-def tell_limit(run_dir: Path, kind: str, limit: float, used: float) -> bool:
+def tell_limit(run_dir: Path, kind: LimitKind, limit: float, used: float) -> bool:
     """Tell a run its job's budget is reached (it wraps up or stops); False when it could
     not be told (ended, on a Ray node, no endpoint)."""
     if _refused_here(run_dir, "limit"):

@@ -153,7 +153,7 @@ def _write_run_dir(
         jobLimits={k: v for k, v in (req.job_used or {}).items() if k in limits} or None,
         graceTurns=settings.wrap_up_grace,
         wrapUp=settings.wrap_up_text,
-        command={k: v for k, v in command.fields().items() if k != "task"},
+        command=command.record(),
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir

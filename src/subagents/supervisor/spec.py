@@ -5,9 +5,14 @@ from __future__ import annotations
 # typing and dataclasses are not imported at run time: they slow the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import JsonObject, JsonValue, Limits, OnStall, WorktreeSpec
+    from subagents.types import (
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        Limits,
+        OnStall,
+        WorktreeSpec,
+    )
 _DEFAULTS: JsonObject = {
     "jobId": None,
     "agent": None,
@@ -83,7 +88,7 @@ class RunSpec:
     jobLimits: dict[str, float] | None
     graceTurns: int
     wrapUp: str
-    command: dict[str, Any] | None
+    command: CommandRecord | None
 
     def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
