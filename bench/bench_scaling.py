@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/bench_scaling.py [--events 20000] [--rounds 5]
 
-Each backend's recorded stream (tests/fixtures/streams/NAME.jsonl) is repeated to about
+Each backend's recorded stream (tests/fixtures/streams/NAME.jsonl; codex's app-server one in
+live/) is repeated to about
 ``--events`` and 10x that many lines, its ids made unique per repetition (so state kept
 per call shows up), then fed line by line to the backend's normalizer as the supervisor
 does (parse, then ``feed``), and to the progress formatter's transcript wording (which
@@ -23,6 +24,7 @@ from subagents.present.progress import ProgressFormatter, transcript_entry
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "streams"
 BACKENDS = ("pi", "claude", "codex", "gemini", "opencode")
+FIXTURE = {"codex": "live/codex.app-server.ls.stdout"}
 ID_KEYS = frozenset(
     {"id", "tool_use_id", "toolCallId", "tool_id", "callID", "callId", "item_id", "messageID"}
 )
@@ -42,7 +44,10 @@ def unique_ids(value: Any, suffix: str) -> Any:
 def stream(name: str, events: int) -> list[bytes]:
     import json
 
-    lines = [ln for ln in (FIXTURES / f"{name}.jsonl").read_bytes().splitlines() if ln.strip()]
+    path = FIXTURES / f"{FIXTURE.get(name, name)}.jsonl"
+    if not path.exists():  # a checkout from before codex ran through app-server
+        path = FIXTURES / f"{name}.jsonl"
+    lines = [ln for ln in path.read_bytes().splitlines() if ln.strip()]
     objs = [json.loads(ln) for ln in lines]
     out: list[bytes] = []
     rep = 0

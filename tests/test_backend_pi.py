@@ -162,11 +162,12 @@ def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str
     work.mkdir()
     (work / "a.txt").write_text("a\n")
     with MockModelServer(script) as srv:
-        env = {**write_pi_config(tmp_path / "agent", srv.url, **config), "SUBAGENTS_PI_BIN": binary}
+        env = write_pi_config(tmp_path / "agent", srv.url, **config)
         req = RunRequest(
             task="list files", backend="pi", cwd=str(work), env=env, model="mock/mock-model"
         )
-        result = start(req, Settings()).wait(timeout=120)
+        # (the binary from the settings: the request's env is the child's, not the caller's)
+        result = start(req, Settings(bins={"pi": binary})).wait(timeout=120)
     assert result is not None, "the pi run did not finish"
     return result
 

@@ -23,6 +23,7 @@ from subagents.testing.conformance import Case, check_backend, normalize_stream
 from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
+LIVE = STREAMS / "live"
 MOCK_ERROR = "mock invalid request: model is bad"
 RUN_EVENTS = ("assistant_text", "tool_call", "tool_result", "usage")
 
@@ -77,32 +78,31 @@ CASES: dict[str, tuple[str, Case]] = {
     "codex": (
         "codex",
         Case(
-            STREAMS / "codex.jsonl",
+            LIVE / "codex.app-server.ls.stdout.jsonl",
             status="completed",
-            final_text="All done.",
+            final_text="Listed: a.txt, b.py.",
             stop_reason="stop",
             tool_calls=1,
-            # input_tokens 300 include 60 cached ones.
             usage={
-                "input": 240,
-                "output": 30,
-                "cacheRead": 60,
+                "input": 20,
+                "output": 10,
+                "cacheRead": 0,
                 "cacheWrite": 0,
-                "totalTokens": 330,
+                "totalTokens": 30,
                 "cost": None,
             },
-            event_types=(*RUN_EVENTS, "notice"),
+            event_types=RUN_EVENTS,
         ),
     ),
     "codex.error400": (
         "codex",
         Case(
-            STREAMS / "codex.error400.jsonl",
+            LIVE / "codex.app-server.error400.stdout.jsonl",
             status="failed",
             stop_reason="error",
             tool_calls=0,
             usage={"cost": None},
-            error_contains=MOCK_ERROR,
+            error_contains="mock invalid request",
             exit_code=1,
         ),
     ),
@@ -209,9 +209,8 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
 @pytest.mark.parametrize("backend", ["codex", "opencode"])
 def test_requested_model_is_not_assumed(backend: str, tmp_path: Path) -> None:
     """Codex and OpenCode name no model in their stream: the result's model stays null."""
-    result = _replay_with_model(
-        backend, STREAMS / f"{backend}.jsonl", "some/requested-model", tmp_path
-    )
+    stream = CASES[backend][1].stream
+    result = _replay_with_model(backend, Path(stream), "some/requested-model", tmp_path)
     assert result["status"] == "completed"
     assert result["requestedModel"] == "some/requested-model"
     assert result["model"] is None
@@ -386,33 +385,35 @@ def test_claude_skips_partial_message_lines_and_reports_retries() -> None:
     assert not norm.terminal
 
 
-# Codex
+# Codex (app-server)
 
 
-def test_codex_reconnect_error_then_turn_completed_is_completed(tmp_path: Path) -> None:
+def notify(method: str, **params: Any) -> dict[str, Any]:
+    return {"method": method, "params": params}
+
+
+def test_codex_error_notice_then_completed_turn_is_completed(tmp_path: Path) -> None:
+    """An error codex retries is a notice; the turn completing after it is the end."""
     lines = [
-        {"type": "thread.started", "thread_id": "x"},
-        {"type": "turn.started"},
-        {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
-        {
-            "type": "item.completed",
-            "item": {"id": "item_1", "type": "agent_message", "text": "Recovered."},
-        },
-        {
-            "type": "turn.completed",
-            "usage": {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 5},
-        },
-    ]
+        notify("turn/started", turn={"id": "t1", "status": "inProgress"}),
+        notify("error", error={"message": "stream disconnected"}, willRetry=True),
+        notify("item/completed", item={"id": "m1", "type": "agentMessage", "text": "Recovered."}),
+        notify("thread/tokenUsage/updated", tokenUsage={"total": {"inputTokens": 50, "cachedInputTokens": 0, "outputTokens": 5}}),
+        notify("turn/completed", turn={"id": "t1", "status": "completed"}),
+    ]  # fmt: skip
     norm = get_backend("codex").normalizer()
     norm.feed(lines[0])
-    norm.feed(lines[1])
-    out = norm.feed(lines[2])
-    assert types(out) == ["notice"] and not norm.terminal and not norm.failed
-    norm.feed(lines[3])
-    norm.feed(lines[4])
+    out = norm.feed(lines[1])
+    assert out == [
+        {"type": "notice", "level": "warn", "message": "stream disconnected (codex retries)"}
+    ]
+    assert not norm.terminal and not norm.failed
+    for line in lines[2:]:
+        norm.feed(line)
     assert norm.terminal and not norm.failed and norm.final_text == "Recovered."
+    assert norm.turns == 1 and norm.usage["totalTokens"] == 55
     # Through a real supervisor: completed, with the notice recorded.
-    stream = tmp_path / "codex.reconnect.jsonl"
+    stream = tmp_path / "codex.retry.jsonl"
     stream.write_text("".join(json.dumps(line) + "\n" for line in lines))
     case = Case(
         stream,
@@ -428,43 +429,34 @@ def test_codex_items_map_to_tool_calls() -> None:
     norm = get_backend("codex").normalizer()
     cmd = {
         "id": "i1",
-        "type": "command_execution",
-        "command": "false",
-        "aggregated_output": "",
-        "exit_code": None,
-        "status": "in_progress",
+        "type": "commandExecution",
+        "command": "/bin/bash -c false",
+        "aggregatedOutput": None,
+        "exitCode": None,
+        "status": "inProgress",
     }
-    out = norm.feed({"type": "item.started", "item": cmd})
+    out = norm.feed(notify("item/started", item=cmd))
     assert out == [
-        {
-            "type": "tool_call",
-            "toolCallId": "i1",
-            "toolName": "command_execution",
-            "args": {"command": "false"},
-        }
-    ]
+        {"type": "tool_call", "toolCallId": "i1", "toolName": "command_execution", "args": {"command": "/bin/bash -c false"}}
+    ]  # fmt: skip
     assert norm.stop_reason == "toolUse" and not norm.terminal
-    out = norm.feed(
-        {
-            "type": "item.completed",
-            "item": {**cmd, "aggregated_output": "oops", "exit_code": 1, "status": "failed"},
-        }
-    )
+    done = {**cmd, "aggregatedOutput": "oops", "exitCode": 1, "status": "failed"}
+    out = norm.feed(notify("item/completed", item=done))
     assert types(out) == ["tool_result"] and out[0]["isError"] and out[0]["text"] == "oops"
-    # file_change arrives only completed: call and result together.
+    # a file change arrives only completed: call and result together
     change = {
         "id": "i2",
-        "type": "file_change",
-        "changes": [{"path": "a.py", "kind": "update"}],
+        "type": "fileChange",
+        "changes": [{"path": "a.py", "kind": {"type": "update"}, "diff": ""}],
         "status": "completed",
     }
-    out = norm.feed({"type": "item.completed", "item": change})
+    out = norm.feed(notify("item/completed", item=change))
     assert types(out) == ["tool_call", "tool_result"]
     assert out[0]["args"] == {"changes": [{"path": "a.py", "kind": "update"}]}
     assert out[1]["text"] == "update a.py" and not out[1]["isError"]
     mcp = {
         "id": "i3",
-        "type": "mcp_tool_call",
+        "type": "mcpToolCall",
         "server": "fs",
         "tool": "read",
         "arguments": {},
@@ -472,46 +464,106 @@ def test_codex_items_map_to_tool_calls() -> None:
         "error": {"message": "denied"},
         "status": "failed",
     }
-    out = norm.feed({"type": "item.completed", "item": mcp})
+    out = norm.feed(notify("item/completed", item=mcp))
     assert out[-1]["isError"] and out[-1]["text"] == "denied"
-    out = norm.feed(
-        {"type": "item.completed", "item": {"id": "i4", "type": "reasoning", "text": "hmm"}}
-    )
-    assert out == [{"type": "thinking", "text": "hmm"}]
-    assert norm.tool_calls == 3
+    reasoning = {"id": "i4", "type": "reasoning", "summary": ["hmm"], "content": []}
+    assert norm.feed(notify("item/completed", item=reasoning)) == [
+        {"type": "thinking", "text": "hmm"}
+    ]
+    assert norm.tool_calls == 3  # fmt: skip
 
 
-def test_codex_usage_is_a_running_total_not_summed() -> None:
+def test_codex_usage_counts_from_this_runs_first_turn() -> None:
+    """The thread's running total, less what a resumed thread had before this run."""
     norm = get_backend("codex").normalizer()
-    norm.feed(
-        {
-            "type": "turn.completed",
-            "usage": {"input_tokens": 100, "cached_input_tokens": 40, "output_tokens": 10},
-        }
-    )
-    norm.feed({"type": "turn.started"})
-    assert not norm.terminal  # a new turn disarms
-    norm.feed(
-        {
-            "type": "turn.completed",
-            "usage": {"input_tokens": 250, "cached_input_tokens": 100, "output_tokens": 30},
-        }
-    )
+
+    def usage(i: int, c: int, o: int) -> dict[str, Any]:
+        total = {"inputTokens": i, "cachedInputTokens": c, "outputTokens": o}
+        return notify("thread/tokenUsage/updated", tokenUsage={"total": total})
+
+    assert norm.feed(usage(100, 40, 10)) == []  # the earlier runs' total, reported on resume
+    norm.feed(notify("turn/started", turn={"id": "t1"}))
+    norm.feed(usage(250, 100, 30))
     assert norm.usage == {
-        "input": 150,
-        "output": 30,
-        "cacheRead": 100,
+        "input": 90,
+        "output": 20,
+        "cacheRead": 60,
         "cacheWrite": 0,
-        "totalTokens": 280,
+        "totalTokens": 170,
         "cost": None,
     }
-    assert norm.model is None
+    assert norm.turns == 1 and norm.model is None  # fmt: skip
 
 
-def test_codex_turn_failed_message() -> None:
+@pytest.mark.parametrize(
+    ("status", "stop", "message"),
+    [("failed", "error", "plain failure"), ("interrupted", "aborted", "the turn was interrupted")],
+)
+def test_codex_turn_that_did_not_complete(status: str, stop: str, message: str) -> None:
     norm = get_backend("codex").normalizer()
-    norm.feed({"type": "turn.failed", "error": {"message": "plain failure"}})
-    assert norm.terminal and norm.failed and norm.error_message == "plain failure"
+    norm.feed(
+        notify(
+            "turn/completed",
+            turn={"id": "t", "status": status, "error": {"message": "plain failure"}},
+        )
+    )
+    assert norm.terminal and norm.failed and norm.stop_reason == stop
+    assert norm.error_message == message
+
+
+def test_codex_requests_are_refused_never_left_waiting() -> None:
+    """codex may ask its client (approvals, user input): a headless run says no at once."""
+    norm = get_backend("codex").normalizer()
+    out = norm.feed({"id": 7, "method": "item/commandExecution/requestApproval", "params": {}})
+    assert types(out) == ["notice"]
+    assert json.loads(norm.outbox.pop()) == {"id": 7, "result": {"decision": "decline"}}
+    norm.feed({"id": "x", "method": "account/chatgptAuthTokens/refresh", "params": {}})
+    assert json.loads(norm.outbox.pop())["error"]["code"] == -32601
+
+
+def test_codex_steers_the_active_turn_and_starts_follow_ups(tmp_path: Path) -> None:
+    """What the supervisor writes: the thread started with the run's settings, the task as a
+    turn, a steer with the active turn's id, a late steer as the next turn."""
+    norm = get_backend("codex").normalizer()
+    prompt = tmp_path / "sp.md"
+    prompt.write_text("be brief")
+    norm.begin(
+        CommandRequest(task="list files", cwd="/w", model="m", system_prompt_file=str(prompt))
+    )
+    sent = [json.loads(line) for line in norm.outbox]
+    norm.outbox.clear()
+    assert [m.get("method") for m in sent] == ["initialize", "initialized", "thread/start"]
+    assert sent[2]["params"] == {
+        "cwd": "/w",
+        "approvalPolicy": "never",
+        "sandbox": "danger-full-access",
+        "model": "m",
+        "developerInstructions": "be brief",
+    }
+    norm.feed({"id": 2, "result": {"thread": {"id": "th"}}})
+    turn_start = json.loads(norm.outbox.pop())
+    assert turn_start["params"] == {
+        "threadId": "th",
+        "input": [{"type": "text", "text": "list files"}],
+        "clientUserMessageId": "task",
+    }
+    norm.steer("m1", "too early")  # no turn yet: sent once it runs
+    assert not norm.outbox
+    norm.feed(notify("turn/started", turn={"id": "t1"}))
+    steer = json.loads(norm.outbox.pop())
+    assert steer["method"] == "turn/steer" and steer["params"]["expectedTurnId"] == "t1"
+    norm.feed({"id": steer["id"], "result": {"turnId": "t1"}})
+    assert norm.receipts == [("m1", "queued", None)]
+    norm.feed(notify("item/started", item={"type": "userMessage", "id": "u", "clientId": "m1"}))
+    assert norm.receipts[-1] == ("m1", "delivered", None)
+    norm.steer("m2", "late")
+    late = json.loads(norm.outbox.pop())
+    norm.feed(notify("turn/completed", turn={"id": "t1", "status": "completed"}))
+    assert norm.terminal and norm.holds_input()  # its answer has not come: wait for it
+    norm.feed({"id": late["id"], "error": {"code": -32600, "message": "no active turn to steer"}})
+    assert norm.terminal and norm.receipts[-1][:2] == ("m2", "queued")
+    assert norm.holds_input()  # at rest again: the late steer starts the next turn
+    assert json.loads(norm.outbox.pop())["params"]["clientUserMessageId"] == "m2"  # fmt: skip
 
 
 # Gemini
@@ -714,7 +766,7 @@ def test_opencode_failed_tool_and_unfinished_step_text() -> None:
 
 def test_fixture_streams_normalize_directly() -> None:
     """The normalizers alone (no supervisor) on the captured streams."""
-    norm, _ = normalize_stream("codex", STREAMS / "codex.jsonl")
+    norm, _ = normalize_stream("codex", LIVE / "codex.app-server.ls.stdout.jsonl")
     assert norm.model is None and norm.usage["cost"] is None
     norm, _ = normalize_stream("gemini", STREAMS / "gemini.error400.jsonl")
     assert (
@@ -778,24 +830,10 @@ def test_claude_argv_as_root_uses_an_allow_list(
 
 
 def test_codex_argv() -> None:
-    argv = CodexBackend().build_argv(
-        "codex", req("-h", model="gpt-5", system_prompt='Say "hi"\nthen stop')
-    )
-    assert argv == [
-        "codex", "exec", "--json", "--skip-git-repo-check",
-        "--dangerously-bypass-approvals-and-sandbox", "--cd=/work/repo", "--model=gpt-5",
-        '--config=developer_instructions="Say \\"hi\\"\\nthen stop"',
-        "--", "-h",
-    ]  # fmt: skip
-    # The -c value is parsed as TOML by codex; a JSON string is a TOML basic string.
-    import tomllib
-
-    value = argv[7].split("=", 2)[2]
-    assert tomllib.loads("x = " + value)["x"] == 'Say "hi"\nthen stop'
-    assert CodexBackend().build_argv("codex", req("-"))[-2:] == [
-        "--",
-        " -",
-    ]  # "-" alone would read stdin
+    """codex app-server: everything else goes over its protocol (see the test above)."""
+    assert CodexBackend().build_argv("codex", req("-h", model="gpt-5")) == ["codex", "app-server"]
+    extra = req("x", extra_args=["-c", "model_reasoning_effort=low"])
+    assert CodexBackend().build_argv("codex", extra) == ["codex", "app-server", "-c", "model_reasoning_effort=low"]  # fmt: skip
 
 
 def test_resume_argv_per_backend() -> None:
@@ -813,10 +851,10 @@ def test_resume_argv_per_backend() -> None:
     assert "--no-session" in PiBackend().build_argv("pi", req("x"))  # nowhere to keep one
     claude_argv = ClaudeBackend().build_argv("claude", req("go on", resume="abc-123"))
     assert claude_argv[-4:] == ["--resume=abc-123", "--fork-session", "--", "go on"]
-    codex_argv = CodexBackend().build_argv("codex", req("go on", resume="th-1"))
-    assert codex_argv[:3] == ["codex", "exec", "resume"]
-    assert not any(a.startswith("--cd=") for a in codex_argv)  # resume takes the process cwd
-    assert codex_argv[-3:] == ["--", "th-1", "go on"]
+    codex = get_backend("codex").normalizer()
+    codex.begin(req("go on", resume="th-1"))  # thread/resume over the protocol
+    resume = json.loads(codex.outbox[-1])
+    assert resume["method"] == "thread/resume" and resume["params"]["threadId"] == "th-1"
     oc_argv = OpenCodeBackend().build_argv("opencode", req("go on", resume="ses_1"))
     assert oc_argv[oc_argv.index("--session=ses_1") + 1] == "--fork"
     assert "--session=ses_1" not in OpenCodeBackend().build_argv("opencode", req("x"))

@@ -26,6 +26,7 @@ def timed_child(fake: Fake, log: Path, seconds: float, answer: str) -> Path:
     script = fake.dir / "timed.py"
     script.write_text(
         "import json, os, sys, time\n"
+        "if sys.argv[1:] == ['--version']: sys.exit(0)  # read once per binary (runs/versions.py)\n"
         f"log = {str(log)!r}\n"
         "def note(what):\n"
         "    with open(log, 'a') as f: f.write(f'{what} {os.getpid()} {time.time()}\\n')\n"

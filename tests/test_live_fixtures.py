@@ -1,6 +1,6 @@
 """The live-control captures (tests/fixtures/streams/live, issue 22): the facts about each
-CLI's input path that docs/live-control-notes.md builds on, pinned on the captured streams,
-and what today's normalizers already make of them."""
+CLI's input path that docs/backends.md ("Each CLI's input path") states, pinned on the
+captured streams, and what the normalizers make of them."""
 
 from __future__ import annotations
 

@@ -27,11 +27,17 @@ def _renamed(value: Any, suffix: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("backend", "state"),
-    [("claude", "_tool_names"), ("gemini", "_tool_names"), ("codex", "_started")],
+    ("backend", "state", "stream"),
+    [
+        ("claude", "_tool_names", "claude.jsonl"),
+        ("gemini", "_tool_names", "gemini.jsonl"),
+        ("codex", "_started", "live/codex.app-server.ls.stdout.jsonl"),
+    ],
 )
-def test_per_call_state_is_dropped_once_the_call_has_its_result(backend: str, state: str) -> None:
-    lines = (STREAMS / f"{backend}.jsonl").read_text().splitlines()
+def test_per_call_state_is_dropped_once_the_call_has_its_result(
+    backend: str, state: str, stream: str
+) -> None:
+    lines = (STREAMS / stream).read_text().splitlines()
     objs = [json.loads(line) for line in lines if line.strip()]
     norm = get_backend(backend).normalizer()
     results = 0

@@ -302,6 +302,42 @@ def test_other_events() -> None:
 # --------------------------------------------------------------------------- activity()
 
 
+def test_messages_and_limits_in_words() -> None:
+    """A message sent to the child (you → child), what became of it, and a budget's limit:
+    the same words in the live line, the transcript (logs -f), top's activity, MCP progress."""
+    fmt = ProgressFormatter()
+    sent = ev.user_message("m1", "steer", "stop and\nsay banana", "queued")
+    assert fmt.line(sent) == "you → child (steer): stop and say banana"
+    assert fmt.activity() == "you → child (steer): stop and say banana"
+    held = ev.user_message(
+        "m2", "follow-up", "and cherry", "queued", "held until the current turn ends"
+    )
+    assert fmt.line(held) == "you → child (follow-up): and cherry"
+    late = ev.user_message("m1", "steer", "x", "queued", "claude takes it after its answer")
+    assert fmt.line(late) == "(your steer) claude takes it after its answer"
+    assert (
+        fmt.line(ev.user_message("m1", "steer", "x", "delivered")) == "✓ the child took your steer"
+    )
+    refused = ev.user_message("m3", "steer", "x", "refused", "gemini takes no messages")
+    assert fmt.line(refused) == "✗ steer not taken: gemini takes no messages"
+    wrap = ev.user_message("w1", "wrap-up", "stop here", "queued")
+    assert fmt.line(wrap) == "subagents → child (wrap-up): stop here"
+    assert fmt.line(ev.limit("turns", 3, 3, "wrap-up", "run")) == (
+        "⚠ turn limit reached (3 of 3): asking the child to wrap up"
+    )
+    assert fmt.line(ev.limit("cost", 1.0, 1.2, "abort", "job")) == (
+        "⚠ job's cost limit reached ($1.20 of $1.00): stopping the child"
+    )
+    t = ProgressFormatter()
+    assert transcript_entry(sent, t) == "\n> you → child (steer): stop and\n> say banana\n\n"
+    assert transcript_entry(ev.user_message("m1", "steer", "x", "delivered"), t) == (
+        "- ✓ the child took your steer\n"
+    )
+    assert transcript_entry(ev.limit("tokens", 100, 90, "wrap-up", "run"), t) == (
+        "\n> ⚠ token limit reached (90 of 100): asking the child to wrap up\n\n"
+    )
+
+
 def test_activity_follows_the_stream() -> None:
     f = ProgressFormatter()
     assert f.activity() is None

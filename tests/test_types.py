@@ -6,6 +6,7 @@ checker knows which shape ``subagents.run`` gives back (a real mypy run)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -15,16 +16,18 @@ from typing import Any
 
 import pistream as pi
 import pytest
-from conftest import Fake
+from conftest import Fake, eventually
 
 import subagents
 from subagents import types
+from subagents.config import Settings
 from subagents.core import events as ev
 from subagents.core.files import read_events
 from subagents.core.records import is_event, is_job_state, is_run_result
 from subagents.jobs import JobStore, list_jobs
 from subagents.jobs.outcome import job_status
 from subagents.lifecycle import sessionlog
+from subagents.runs import RunRequest, start
 
 EVENT_TYPES = {
     "run_started": types.RunStarted,
@@ -36,6 +39,8 @@ EVENT_TYPES = {
     "notice": types.Notice,
     "error": types.ErrorEvent,
     "run_finished": types.RunFinished,
+    "user_message": types.UserMessage,
+    "limit": types.LimitEvent,
 }
 
 
@@ -61,8 +66,12 @@ def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
     ]
     completed = fake.run(steps)
     failed = fake.run([*pi.start(), {"exit": 3}])
+    # A budget reached (a limit event), and a message sent to a live child (claude's input).
+    bounded = fake.run([*pi.start(), *pi.tool_use(), {"sleep": 30}], max_turns=1)
+    steered = steered_claude(fake)
+    assert steered["messages"] == {"sent": 1, "delivered": 1}
     seen = set()
-    for result in (completed, failed):
+    for result in (completed, failed, bounded, steered):
         fits(result, types.RunResult)
         assert is_run_result(result)
         for event in read_events(Path(result["paths"]["events"])):
@@ -73,6 +82,40 @@ def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
     fits(completed["paths"], types.RunPaths)
     assert failed["status"] == "failed" and failed["diagnostics"]
     fits(ev.stalled(1.0, 2.0), types.Notice)
+
+
+def steered_claude(fake: Fake) -> types.RunResult:
+    """A fake claude run sent a steer while its tool runs; it echoes it, as claude does."""
+    gate = fake.dir / "gate"
+    init = {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    message = {"id": "a1", "model": "m", "content": [call], "usage": usage}
+    echo = {"type": "user", "isReplay": True, "message": {"role": "user", "content": "hi"}}
+    result = {"type": "result", "subtype": "success", "result": "ok", "usage": usage}
+    steps = [
+        {"emit": init},
+        {"emit": {"type": "assistant", "message": message}},
+        {"wait_for": str(gate)},
+        {"emit": echo},
+        {"emit": result},
+    ]
+    env = {**os.environ, "SUBAGENTS_CLAUDE_BIN": str(fake.launcher)}
+    req = RunRequest(task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps))
+    handle = start(req, Settings(grace=fake.grace, kill_grace=fake.kill_grace), env=env)
+    assert eventually(lambda: '"tool_call"' in events_text(handle.run_dir))
+    receipt = subagents.send(handle.run_id, "hi")
+    assert receipt["receipt"] == "queued" and receipt["runId"] == handle.run_id
+    gate.touch()
+    done = handle.wait(timeout=60)
+    assert done is not None and done["status"] == "completed"
+    assert is_run_result(done)
+    return done
+
+
+def events_text(run_dir: Path) -> str:
+    path = run_dir / "events.jsonl"
+    return path.read_text() if path.exists() else ""
 
 
 def test_a_job_and_its_records_fit_their_types(
@@ -203,6 +246,18 @@ def test_a_request_record_holds_every_field_of_a_request() -> None:
     assert keys == {f.name for f in fields(RunRequest)}
     full = RunRequest(task="t", backend="pi", env={"A": "1"}, isolate="worktree", tool_timeout=2.0)
     assert RunRequest.from_record(full.to_record()) == full
+
+
+def test_a_command_record_holds_every_field_of_a_command_request_but_its_task() -> None:
+    """meta.json's ``command`` is how the supervisor builds a continuation's argv again: a
+    field of CommandRequest the record lacks would be lost there."""
+    from subagents.backends import CommandRequest
+
+    request = CommandRequest(task="t", cwd="/w", model="m", live=True, own_max_turns=3)
+    record = request.record()
+    fits(record, types.CommandRecord)
+    assert set(record) == set(vars(request)) - {"task"}
+    assert vars(CommandRequest(task="t", **record)) == vars(request)
 
 
 def test_another_programs_json_is_narrowed_where_it_is_read(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@
     result = subagents.run("Summarize README.md", agent="scout")   # result.json
     job = subagents.start({"mode": "parallel", "tasks": [...]})    # a background job
 
-The public API is small: ``run``, ``start``, ``continue_run``, ``JobHandle``, the errors
+The public API is small: ``run``, ``start``, ``continue_run``, ``send`` (a message to a
+running child), ``JobHandle``, the errors
 (``subagents.errors``: every one under ``SubagentsError``) and the records' types
 (``subagents.types``: ``RunResult`` for result.json, ``JobResult``, ``JobState``, each
 ``Event``, ``AgentEvent``; plain dicts a type checker knows the keys of). The functions are
@@ -18,6 +19,7 @@ from subagents.errors import (
     BadRequest,
     ConfigError,
     LaunchError,
+    MessageRefused,
     PlanError,
     SubagentsError,
     UsageError,
@@ -28,23 +30,25 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from subagents.api import JobHandle, continue_run, run, start
+    from subagents.api import JobHandle, continue_run, run, send, start
 
 __all__ = [
     "BadRequest",
     "ConfigError",
     "JobHandle",
     "LaunchError",
+    "MessageRefused",
     "PlanError",
     "SubagentsError",
     "UsageError",
     "WorktreeError",
     "continue_run",
     "run",
+    "send",
     "start",
 ]
 
-_API = frozenset({"run", "start", "continue_run", "JobHandle"})
+_API = frozenset({"run", "start", "continue_run", "send", "JobHandle"})
 
 
 def __getattr__(name: str) -> object:

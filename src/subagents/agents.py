@@ -9,6 +9,7 @@ model: some-model               # optional
 thinking: low                   # optional
 tools: read, grep, find, ls     # optional; a list or a comma-separated string
 timeout: 600                    # optional; seconds
+max_turns: 20                   # optional; a budget per run (also max_tokens, max_cost in USD)
 ---
 The body is the system prompt.
 ```
@@ -45,7 +46,7 @@ from pydantic import (
 )
 
 from subagents.config import home_dir, user_config_dir
-from subagents.core.inputs import Seconds, timeout_problem
+from subagents.core.inputs import Seconds, budget_problem, timeout_problem
 from subagents.errors import AgentError
 
 Source = Literal["builtin", "user", "project"]
@@ -54,7 +55,19 @@ _SOURCES: dict[str, Source] = {"builtin": "builtin", "user": "user", "project": 
 
 # Keys with a meaning here; anything else in the frontmatter goes to ``extra``.
 _KNOWN_KEYS = frozenset(
-    {"name", "description", "backend", "model", "thinking", "tools", "timeout", "isolation"}
+    {
+        "name",
+        "description",
+        "backend",
+        "model",
+        "thinking",
+        "tools",
+        "timeout",
+        "isolation",
+        "max_turns",
+        "max_tokens",
+        "max_cost",
+    }
 )
 # Project agent dirs, lowest precedence first.
 PROJECT_AGENT_DIRS = (Path(".claude/agents"), Path(".pi/agents"), Path(".subagents/agents"))
@@ -71,6 +84,18 @@ def _seconds(value: float | None) -> float | None:
 OptionalSeconds = Annotated[float | None, Seconds, AfterValidator(_seconds)]
 
 
+def _budget(name: str) -> Any:
+    """A budget field, checked the one way every surface checks it (core.inputs)."""
+
+    def check(value: Any) -> Any:
+        problem = None if value is None else budget_problem(name, value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
 class AgentDef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -83,6 +108,10 @@ class AgentDef(BaseModel):
     timeout: OptionalSeconds = None
     # "worktree": each run of this agent works in its own git worktree (as in Claude Code).
     isolation: Literal["worktree"] | None = None
+    # A budget for each run of this agent (docs/live-control.md).
+    max_turns: Annotated[int | None, _budget("max_turns")] = None
+    max_tokens: Annotated[int | None, _budget("max_tokens")] = None
+    max_cost: Annotated[float | None, _budget("max_cost")] = None
     system_prompt: str = ""
     source: Source
     path: Path | None = None

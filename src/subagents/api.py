@@ -37,6 +37,7 @@ from subagents.jobs import (
 from subagents.jobs import current_activity as current_activity
 from subagents.jobs import job_state as job_state
 from subagents.jobs import list_jobs as list_jobs
+from subagents.jobs import send_message as send_message
 from subagents.jobs import stop_job as stop_job
 from subagents.jobs import wait_job as wait_job
 from subagents.present.figures import money
@@ -44,7 +45,15 @@ from subagents.present.figures import money
 if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
-    from subagents.types import CostTotals, JobResult, JobRun, JobState, ProcessIdentity
+    from subagents.types import (
+        CostTotals,
+        JobResult,
+        JobRun,
+        JobState,
+        MessageMode,
+        ProcessIdentity,
+        Receipt,
+    )
 
 # A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
 # checked by ``jobs.parse_job``; or one already checked.
@@ -306,6 +315,11 @@ def _run_notes(r: JobRun) -> list[str]:
                 f"      worktree: {', '.join(wt['uncommitted'])}: changes a commit cannot hold"
                 f" (a submodule's, a nested repository's), kept in {wt['path']}"
             )
+    from subagents.present.outcome import live_notes
+
+    live = live_notes(r)
+    if live:
+        notes.append("      " + " · ".join(live))
     if r.get("continuedFrom") and r.get("runId"):
         from subagents.jobs import chain_of
 
@@ -431,8 +445,18 @@ class JobHandle:
         return job_state(self.store, self.job_id)
 
 
+def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
+    """Send ``text`` to a running run's child: ``target`` is the run's id (any unambiguous
+    prefix), or its job's while the job has one run going. ``mode``: ``"steer"`` (into the
+    running conversation, as soon as the CLI allows) or ``"follow-up"`` (when the child would
+    otherwise end; the run goes on). The receipt: ``queued`` or ``delivered``. Raises
+    ``MessageRefused`` (ended, a CLI that takes no such message, …) or ``UsageError`` (bad
+    text, unknown id), as one line; nothing is sent then."""
+    return send_message(JobStore(paths.state_home()), target, text, mode)
+
+
 def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
-    """A task as a job of one step (``step``: its agent, backend, model and timeout, where
+    """A task as a job of one step (``step``: its agent, backend, model, timeout and budget, where
     given); a job as it is."""
     if isinstance(task, str):
         return {
@@ -451,10 +475,23 @@ def start(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JobHandle:
-    """Start a job in the background (a task, or a job spec); returns its handle."""
+    """Start a job in the background (a task, or a job spec); returns its handle. A task's
+    budget: ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
     job = prepare_job(
-        _spec(task, agent=agent, backend=backend, model=model, timeout=timeout),
+        _spec(
+            task,
+            agent=agent,
+            backend=backend,
+            model=model,
+            timeout=timeout,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+        ),
         cwd=cwd,
         extra_env=env,
         background=True,
@@ -474,6 +511,9 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JobRun: ...
 @overload
 def run(
@@ -486,6 +526,9 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JobResult: ...
 def run(
     task: str | JobDocument | JobSpec,
@@ -497,12 +540,25 @@ def run(
     timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> JobRun | JobResult:
     """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
     a RunNotStarted record when the job was stopped before the run started, or the run could
-    not start: ``"paths" in result`` tells which); a job: the job result."""
+    not start: ``"paths" in result`` tells which); a job: the job result. A task's budget:
+    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
     job = prepare_job(
-        _spec(task, agent=agent, backend=backend, model=model, timeout=timeout),
+        _spec(
+            task,
+            agent=agent,
+            backend=backend,
+            model=model,
+            timeout=timeout,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+        ),
         cwd=cwd,
         extra_env=env,
     )
@@ -524,5 +580,6 @@ __all__ = [
     "prepare_continuation",
     "prepare_job",
     "run",
+    "send",
     "start",
 ]

@@ -38,8 +38,10 @@ from typing import (
 
 from subagents.core import paths
 from subagents.core.inputs import (
+    BUDGET_FIELDS,
     UNKNOWN_KEY,
     check_at_least,
+    check_budget,
     check_choice,
     first_problem,
     seconds_problem,
@@ -131,6 +133,15 @@ class Settings:
     # A pi child using the github-copilot provider marks its model requests
     # `X-Initiator: agent` (docs/pi.md).
     copilot_agent_initiator: bool = False
+    # Every run's budget, unless its step or agent sets its own (docs/live-control.md): the
+    # most model turns, tokens and cost (USD) it may use; unset: unbounded.
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    # At a budget's limit a child that takes messages is sent this, then given this many
+    # more turns to answer before it is stopped.
+    wrap_up_text: str = "stop here and give your final answer now"
+    wrap_up_grace: int = 2
 
     def __post_init__(self) -> None:
         if not self.default_backend:
@@ -155,6 +166,14 @@ class Settings:
                 raise FieldProblem(name, problem)
             if value == 0:
                 _set(self, name, None)
+        for name in BUDGET_FIELDS:
+            check_budget(name, getattr(self, name))
+        check_at_least("wrap_up_grace", self.wrap_up_grace, 0, " turns")
+        problem = text_problem(self.wrap_up_text) or (
+            None if self.wrap_up_text.strip() else "must not be empty"
+        )
+        if problem:
+            raise FieldProblem("wrap_up_text", problem)
 
 
 # Normalizing a frozen instance in its own __post_init__.

@@ -12,7 +12,9 @@ it (``exit_code``), so a surface maps errors by class, never by message or name:
     │   ├── JobIdError              an unknown, ambiguous or malformed job or run id
     │   ├── JobBusyError            a job still running, asked to be removed
     │   ├── TokenError              a bearer token too short to protect anything
-    │   └── FieldProblem            a failed check of a spec's or the settings' meaning
+    │   ├── FieldProblem            a failed check of a spec's or the settings' meaning
+    │   └── MessageRefused          a message a run will not take (it ended, its CLI takes
+    │                               none while running, the CLI said no); nothing was sent
     ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
     ├── WorktreeError               a git operation of worktree isolation could not be done
     └── DamagedRecord               a record on disk that is not one (truncated, mangled):
@@ -91,6 +93,10 @@ class FieldProblem(UsageError, ValueError):
         self.problem = problem
 
 
+class MessageRefused(UsageError):
+    """A message to a running child that was not sent: the reason, as one line."""
+
+
 class LaunchError(SubagentsError):
     """A run could not be started: its runner, its executor or its supervisor failed."""
 
@@ -119,6 +125,7 @@ __all__ = [
     "JobBusyError",
     "JobIdError",
     "LaunchError",
+    "MessageRefused",
     "PlanError",
     "SubagentsError",
     "TokenError",

@@ -17,6 +17,10 @@ from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 __all__ = [
     "AgentEvent",
     "AssistantText",
+    "BudgetSpec",
+    "CommandRecord",
+    "ControlReply",
+    "ControlRequest",
     "CostRow",
     "CostTotals",
     "ErrorEvent",
@@ -41,7 +45,16 @@ __all__ = [
     "LauncherName",
     "LifecycleEventType",
     "LifecycleStatus",
+    "LimitAction",
+    "LimitEvent",
+    "LimitKind",
+    "LimitRecord",
+    "LimitRequest",
+    "LimitScope",
+    "Limits",
     "LocalSupervisorRecord",
+    "MessageCounts",
+    "MessageMode",
     "Notice",
     "NoticeLevel",
     "OnStall",
@@ -49,6 +62,8 @@ __all__ = [
     "ProcessIdentity",
     "RayPlace",
     "RaySupervisorRecord",
+    "Receipt",
+    "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
     "RunPaths",
@@ -57,6 +72,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "Runner",
+    "SendRequest",
     "StopReason",
     "StructuredComparison",
     "SupervisorRecord",
@@ -65,6 +81,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UsageEvent",
+    "UserMessage",
     "WorktreeRecord",
     "WorktreeSpec",
 ]
@@ -114,7 +131,21 @@ EventType: TypeAlias = Literal[
     "notice",
     "error",
     "run_finished",
+    "user_message",
+    "limit",
 ]
+# A message sent to a running child (``subagents send``): a steer lands in the running
+# conversation, a follow-up when the child would otherwise end; a wrap-up is the one a
+# budget sends at its limit.
+MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up"]
+# What became of a message: the CLI (or the supervisor) holds it to deliver, it is in the
+# conversation, or it was not taken (the reason says why).
+ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
+# What a budget bounds: model turns, tokens (totalTokens), cost (USD).
+LimitKind: TypeAlias = Literal["turns", "tokens", "cost"]
+# What a budget did at its limit (see LimitRecord), and whose budget it was.
+LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop"]
+LimitScope: TypeAlias = Literal["run", "job"]
 
 
 class Usage(TypedDict):
@@ -181,9 +212,11 @@ class ToolResult(_Stamped):
 
 
 class UsageEvent(Usage, _Stamped):
-    """Running totals of the run so far."""
+    """Running totals of the run so far (``turns``: model turns so far, added by the
+    supervisor; absent from events written before budgets)."""
 
     type: Literal["usage"]
+    turns: NotRequired[int]
 
 
 class Notice(_Stamped):
@@ -209,6 +242,31 @@ class RunFinished(_Stamped):
     durationMs: int
 
 
+class UserMessage(_Stamped):
+    """A message sent to the running child, and later what became of it: one event when it
+    is sent (``queued`` or ``refused``), another with the same ``id`` when the child takes
+    it (``delivered``) or it could not be (``refused``). ``text`` is bounded like a tool
+    result's; ``reason`` says why a message was refused or is held."""
+
+    type: Literal["user_message"]
+    id: str
+    mode: MessageMode
+    text: str
+    receipt: ReceiptWord
+    reason: NotRequired[str]
+
+
+class LimitEvent(_Stamped):
+    """A budget reached its limit and acted (``action``: wrap-up, abort or stop)."""
+
+    type: Literal["limit"]
+    kind: LimitKind
+    limit: float
+    used: float
+    action: LimitAction
+    scope: LimitScope
+
+
 # A canonical event: ``event["type"] == "tool_call"`` narrows it to a ToolCall.
 Event: TypeAlias = (
     RunStarted
@@ -220,7 +278,116 @@ Event: TypeAlias = (
     | Notice
     | ErrorEvent
     | RunFinished
+    | UserMessage
+    | LimitEvent
 )
+
+
+class Limits(TypedDict, total=False):
+    """A budget: the most model turns, tokens (totalTokens) and cost (USD) a run (or a job,
+    summed over its runs) may use; a kind left out is not bounded."""
+
+    turns: int
+    tokens: int
+    cost: float
+
+
+class BudgetSpec(TypedDict, total=False):
+    """A job's budget as a job spec, the CLI and the tools name it: the most model turns,
+    tokens and cost (USD) its runs may use together; a kind left out is not bounded."""
+
+    max_turns: int
+    max_tokens: int
+    max_cost: float
+
+
+class LimitRecord(TypedDict):
+    """result.json's ``limit``: which budget was reached, its limit, what was used (by the
+    end of the run; for a job's budget, the job's total when it was reached), and what was
+    done: ``wrap-up`` (the child was asked to finish and did, within the grace turns),
+    ``abort`` (it was stopped: the run failed), ``stop`` (reached at an answer: the run
+    ended there, its queued follow-ups not delivered). ``scope``: the run's own budget or
+    its job's."""
+
+    kind: LimitKind
+    limit: float
+    used: float
+    action: LimitAction
+    scope: LimitScope
+
+
+class MessageCounts(TypedDict):
+    """result.json's ``messages``: the messages sent to the run (wrap-ups included), and
+    how many the child took."""
+
+    sent: int
+    delivered: int
+
+
+class Receipt(TypedDict):
+    """What ``send`` answers: the run, the message's id and what became of it so far."""
+
+    runId: str
+    id: str
+    mode: MessageMode
+    receipt: ReceiptWord
+    reason: NotRequired[str]
+
+
+class CommandRecord(TypedDict):
+    """``meta.json``'s ``command``: the run's command request (``backends.CommandRequest``)
+    but its task, from which the supervisor builds the child's argv again (a continuation,
+    a live child's first request). Only ``cwd`` is sure: a field left out has its default."""
+
+    cwd: str
+    model: NotRequired[str | None]
+    tools: NotRequired[list[str] | None]
+    system_prompt: NotRequired[str | None]
+    system_prompt_file: NotRequired[str | None]
+    thinking: NotRequired[str | None]
+    extra_args: NotRequired[list[str] | None]
+    session_dir: NotRequired[str | None]
+    resume: NotRequired[str | None]
+    task_on_stdin: NotRequired[bool]
+    copilot_agent_initiator: NotRequired[bool]
+    live: NotRequired[bool]
+    own_max_turns: NotRequired[int | None]
+    own_max_cost: NotRequired[float | None]
+
+
+# ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
+
+
+class SendRequest(TypedDict):
+    """A message for the run's child (``runs.send``)."""
+
+    v: int
+    op: Literal["send"]
+    mode: MessageMode
+    text: str
+
+
+class LimitRequest(TypedDict):
+    """The run's job reached its budget (``runs.tell_limit``): the run wraps up or stops."""
+
+    v: int
+    op: Literal["limit"]
+    kind: LimitKind
+    limit: float
+    used: float
+
+
+ControlRequest: TypeAlias = SendRequest | LimitRequest
+
+
+class ControlReply(TypedDict):
+    """The supervisor's answer: what became of the request so far (a message's ``id`` and
+    ``mode`` with it), and why where that needs saying."""
+
+    receipt: ReceiptWord
+    id: NotRequired[str]
+    mode: NotRequired[MessageMode]
+    reason: NotRequired[str]
 
 
 # ---- result.json -------------------------------------------------------------------------
@@ -311,6 +478,10 @@ class RunResult(TypedDict):
     continuedFrom: str | None  # the run whose conversation this one continued
     worktree: WorktreeRecord | None
     executor: NotRequired[ExecutorPlace]
+    # Live control (absent from results written before it): the messages sent to the run,
+    # and the budget that was reached, if one was.
+    messages: NotRequired[MessageCounts]
+    limit: NotRequired[LimitRecord | None]
 
 
 @final
@@ -392,6 +563,12 @@ class RunRequestRecord(TypedDict):
     continue_from: str | None
     # The processes the job is bound to (--parent-pid): its runs end when one does.
     watch: list[ProcessIdentity]
+    # The run's budget, and what its job had used before it (absent from records written
+    # before budgets: read with .get).
+    max_turns: int | None
+    max_tokens: int | None
+    max_cost: float | None
+    job_used: dict[str, float] | None
     # Recorded before placements: the runner the job was given, on each request.
     runner: NotRequired[str | None]
 
@@ -409,6 +586,8 @@ class JobPlanRecord(TypedDict):
     concurrency: int
     session: str | None
     extra: JsonObject
+    # The job's budget as its fields say it (``max_turns`` …); absent before budgets.
+    budget: NotRequired[BudgetSpec]
 
 
 class JobState(TypedDict):

@@ -15,7 +15,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from subagents.types import AssistantText, JsonObject, JsonValue, RunResult, Usage
+    from subagents.types import (
+        AssistantText,
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        MessageMode,
+        ReceiptWord,
+        Usage,
+    )
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -69,6 +77,9 @@ class CommandRequest:
         resume: str | None = None,
         task_on_stdin: bool = False,
         copilot_agent_initiator: bool = False,
+        live: bool = False,
+        own_max_turns: int | None = None,
+        own_max_cost: float | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -87,6 +98,33 @@ class CommandRequest:
         self.task_on_stdin = task_on_stdin
         # Requests to GitHub Copilot say the agent, not the user, initiated them (pi only).
         self.copilot_agent_initiator = copilot_agent_initiator
+        # The child takes its task and later messages on stdin, in the CLI's input protocol
+        # (``Backend.live_input``): no task in argv.
+        self.live = live
+        # The CLI's own bounds, passed where it has flags for them (claude): a second line of
+        # defence behind the supervisor's budget, never instead of it.
+        self.own_max_turns = own_max_turns
+        self.own_max_cost = own_max_cost
+
+    def record(self) -> CommandRecord:
+        """The request but its task, as ``meta.json`` keeps it (to build a continuation's
+        argv again): ``CommandRequest(task=..., **record)`` is the request."""
+        return {
+            "cwd": self.cwd,
+            "model": self.model,
+            "tools": self.tools,
+            "system_prompt": self.system_prompt,
+            "system_prompt_file": self.system_prompt_file,
+            "thinking": self.thinking,
+            "extra_args": list(self.extra_args),
+            "session_dir": self.session_dir,
+            "resume": self.resume,
+            "task_on_stdin": self.task_on_stdin,
+            "copilot_agent_initiator": self.copilot_agent_initiator,
+            "live": self.live,
+            "own_max_turns": self.own_max_turns,
+            "own_max_cost": self.own_max_cost,
+        }
 
 
 class Normalizer(ABC):
@@ -112,6 +150,16 @@ class Normalizer(ABC):
         self.saw_answer = False
         # The CLI's own id of the conversation, where its stream names one (to resume it).
         self.session_id: str | None = None
+        # Model turns so far (one per model response): what a turn budget counts.
+        self.turns = 0
+        # The CLI's own bound ended the run ("turns" or "cost"; claude's --max-turns,
+        # --max-budget-usd): the budget it stood behind is named in the result.
+        self.own_limit: str | None = None
+        # Live input (``live``): the lines for the child's stdin, in order (the supervisor
+        # takes and writes them after each call), and what became of each message by its
+        # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
+        self.outbox: list[bytes] = []
+        self.receipts: list[tuple[str, ReceiptWord, str | None]] = []
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -135,6 +183,39 @@ class Normalizer(ABC):
     def finish(self) -> list[ev.Event]:
         """The stream ended: return any events still held back."""
         return []
+
+    # Live input: a normalizer of a CLI that takes messages on stdin while it runs (its
+    # backend's ``live_normalizer``) speaks that input too, since what becomes of a message
+    # is read from the same stream. The supervisor calls these and writes ``outbox``.
+
+    live = False
+
+    def begin(self, req: CommandRequest) -> None:
+        """Queue the lines that start the run: its task (``req.task``), and whatever else
+        the CLI takes over its input rather than in argv."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def steer(self, message_id: str, text: str) -> None:
+        """Queue ``text`` into the running conversation, as soon as the CLI allows."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def follow_up(self, message_id: str, text: str) -> None:
+        """The run is at rest (its last event was terminal): start its next turn with
+        ``text``, in the same conversation."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def abort(self) -> None:
+        """Queue what stops the running turn (a budget ran out): the CLI ends it with a
+        terminal event of its own."""
+        raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def holds_input(self) -> bool:
+        """At rest: whether the CLI holds a message it will act on by itself (a steer that
+        came too late for the turn), so the run goes on without a follow-up."""
+        return False
+
+    def _receipt(self, message_id: str, receipt: ReceiptWord, reason: str | None = None) -> None:
+        self.receipts.append((message_id, receipt, reason))
 
     # Helpers for subclasses.
 
@@ -175,6 +256,77 @@ class Backend(ABC):
     can_continue: bool = False
     # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
     reads_task_from_stdin: bool = False
+    # The run's command line depends on the installed version (``live_input``): the
+    # caller reads it once per binary (``version_argv``) and hands it to these hooks.
+    needs_version: bool = False
+    # The versions this backend was tested with (oldest first), for ``doctor``.
+    tested_versions: tuple[str, ...] = ()
+    # Costs: reported at all (else a cost budget cannot be counted and is refused), and as
+    # the run goes (else only at the end of each of its turns).
+    reports_cost: bool = True
+    live_cost: bool = True
+
+    def live_input(self, version: str | None) -> bool:
+        """Whether a run takes its task and messages on the child's stdin (``CommandRequest.live``;
+        ``live_normalizer`` reads and writes that protocol)."""
+        return False
+
+    def support(self, version: str | None) -> dict[str, str]:
+        """What a run of this backend can do (at ``version``), in words: the support matrix
+        of docs/backends.md and ``doctor``."""
+        live = self.live_input(version)
+        refused = self.refusals(version)
+        budgets = "graceful" if live else "abort-only"
+        if not self.reports_cost:
+            budgets += "; no cost limit (no cost reported)"
+        elif live and not self.live_cost:
+            budgets += "; cost: abort-only (reported per answer)"
+        follow = "as a continuation" if not live and self.can_continue else "yes"
+        return {
+            "stream": "yes",
+            "continue": "yes" if self.can_continue else "no",
+            "steer": "no" if "steer" in refused else "yes",
+            "follow-up": "no" if "follow-up" in refused else follow,
+            "budgets": budgets,
+            "structured output": "next issue",
+        }
+
+    def tested(self, version: str | None) -> str:
+        """Where ``version`` stands against the versions this backend was tested with."""
+        if not self.tested_versions:
+            return "untested"
+        if version is None:
+            return "unknown version"
+        low, high = self.tested_versions[0], self.tested_versions[-1]
+        if version in self.tested_versions:
+            return "tested"
+
+        def key(v: str) -> tuple[int, ...]:
+            return tuple(int(p) if p.isdigit() else 0 for p in v.split(".")[:3])
+
+        if key(version) < key(low):
+            return f"older than tested ({low})"
+        if key(version) > key(high):
+            return f"newer than tested ({high})"
+        return "in the tested range"
+
+    def live_normalizer(self) -> Normalizer:
+        """The normalizer of a live run (``live_input``)."""
+        return self.normalizer()
+
+    def refusals(self, version: str | None) -> dict[MessageMode, str]:
+        """The kinds of message a run of this backend cannot take, each with the reason
+        ``send`` gives. By default: steers need live input; a follow-up continues the
+        conversation in a new process where the backend can continue a run."""
+        if self.live_input(version):
+            return {}
+        out: dict[MessageMode, str] = {
+            "steer": f"{self.name} takes no messages while it runs: send a follow-up instead"
+            " (delivered when the current turn ends)"
+        }
+        if not self.can_continue:
+            out["follow-up"] = f"{self.name} runs cannot be continued"
+        return out
 
     def binary_env_var(self) -> str:
         return f"SUBAGENTS_{self.name.upper()}_BIN"
@@ -194,7 +346,7 @@ class Backend(ABC):
     @abstractmethod
     def normalizer(self) -> Normalizer: ...
 
-    def resume_point(self, run_dir: str, result: RunResult) -> str | None:
+    def resume_point(self, run_dir: str, result: Mapping[str, object]) -> str | None:
         """What to resume to continue an earlier run (``CommandRequest.resume``), from its
         run directory and ``result.json``; None when it left nothing to resume. By default
         the session id its stream named."""

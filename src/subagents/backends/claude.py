@@ -11,10 +11,18 @@ Stream facts (claude 2.1, see tests/fixtures/streams/claude*.jsonl):
   (an API error), which is a failure;
 * ``stream_event`` lines (``--include-partial-messages``) repeat what the
   ``assistant`` lines say, so they are never parsed.
+
+Every run takes its input as stream-json (``--input-format stream-json``): the task is the
+first user line on stdin, a message sent later another one. claude hands a message that
+comes while a tool runs to the model with that tool's result (a steer); one that comes
+while it writes its answer, or after a ``result``, starts a new turn (a follow-up) with a
+new ``result``. ``--replay-user-messages`` echoes each user line as claude takes it
+(``isReplay``): the *delivered* receipt. Closing stdin lets it exit.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
@@ -24,7 +32,7 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, Usage
+    from subagents.types import JsonObject, JsonValue, LimitKind, Usage
 
 # What a root user may run without prompts (claude refuses bypassPermissions as root).
 ROOT_ALLOWED_TOOLS = (
@@ -80,16 +88,75 @@ def _errors_text(obj: JsonObject) -> str:
     return ""
 
 
+def _user_line(text: str) -> bytes:
+    line = {"type": "user", "message": {"role": "user", "content": text}}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+# claude's own bound that ended a turn (its result's terminal_reason): the budget's kind.
+_OWN_LIMITS: dict[JsonValue, LimitKind] = {"max_turns": "turns", "budget_exhausted": "cost"}
+# The id claude's echo of the task is matched to.
+TASK_ID = "task"
+# Why a steer claude took after its answer is a follow-up now.
+LATE_STEER = "claude was writing its answer: it takes the message after it, as a follow-up"
+
+
 class ClaudeNormalizer(Normalizer):
     skip_prefixes = (b'{"type":"stream_event"',)
+    live = True
 
     def __init__(self) -> None:
         super().__init__()
         self._tool_names: dict[str, str] = {}
         # Token counts per assistant message id (claude repeats a message's usage on
-        # every block of it) and their running sum, kept up to date message by message.
+        # every block of it) since the last result; the results' sum (each counts its own
+        # turn, its cost is the session's so far); and the running total, kept up to date
+        # message by message from that sum.
         self._message_usage: dict[str, tuple[int, int, int, int, int]] = {}
+        self._results_total = ev.empty_usage()
         self._usage_total = ev.empty_usage()
+        # User lines written that claude has not echoed yet: (id, text), oldest first.
+        self._pending: list[tuple[str, str]] = []
+        self._interrupts = 0
+
+    # ---- input ----
+
+    def begin(self, req: CommandRequest) -> None:
+        self._pending.append((TASK_ID, req.task))
+        self.outbox.append(_user_line(req.task))
+
+    def steer(self, message_id: str, text: str) -> None:
+        self._pending.append((message_id, text))
+        self.outbox.append(_user_line(text))
+        self._receipt(message_id, "queued")  # written: claude reads it when it can
+
+    def follow_up(self, message_id: str, text: str) -> None:
+        self._pending.append((message_id, text))
+        self.outbox.append(_user_line(text))
+
+    def abort(self) -> None:
+        self._interrupts += 1
+        request = {
+            "type": "control_request",
+            "request_id": f"interrupt-{self._interrupts}",
+            "request": {"subtype": "interrupt"},
+        }
+        self.outbox.append(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+
+    def holds_input(self) -> bool:
+        # A line claude has not taken yet starts a new turn after this result.
+        late = [i for i, _ in self._pending if i != TASK_ID]
+        for message_id in late:
+            self._receipt(message_id, "queued", LATE_STEER)
+        return bool(late)
+
+    def _echoed(self, text: str) -> None:
+        for i, (message_id, sent) in enumerate(self._pending):
+            if sent == text:
+                del self._pending[i]
+                if message_id != TASK_ID:
+                    self._receipt(message_id, "delivered")
+                return
 
     def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
@@ -98,6 +165,11 @@ class ClaudeNormalizer(Normalizer):
             return self._assistant(obj)
         if t == "user":
             self.terminal = False
+            if obj.get("isReplay"):
+                message = obj.get("message")
+                content = message.get("content") if isinstance(message, dict) else None
+                self._echoed(content if isinstance(content, str) else text_blocks(content, ""))
+                return []
             return self._user(obj)
         if t == "result":
             return self._result(obj)
@@ -168,7 +240,10 @@ class ClaudeNormalizer(Normalizer):
         if isinstance(msg_id, str) and isinstance(reported, dict):
             usage = _claude_usage(reported)
             counts = _counts(usage)
-            before = self._message_usage.get(msg_id, (0, 0, 0, 0, 0))
+            before = self._message_usage.get(msg_id)
+            if before is None:
+                self.turns += 1  # a new message: a new model response
+                before = (0, 0, 0, 0, 0)
             self._message_usage[msg_id] = counts
             grown = [now - was for now, was in zip(counts, before, strict=True)]
             total = self._usage_total
@@ -178,7 +253,7 @@ class ClaudeNormalizer(Normalizer):
             total["cacheWrite"] += grown[3]
             total["totalTokens"] += grown[4]
             self.usage = total.copy()
-            out.append(ev.usage(total.copy()))
+            out.append(ev.usage(self.usage.copy()))
         return out
 
     def _user(self, obj: JsonObject) -> list[ev.Event]:
@@ -213,7 +288,17 @@ class ClaudeNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = stop, raw
         self.terminal = True
         self.failed = failed
-        self.usage = _claude_usage(obj.get("usage"), obj.get("total_cost_usd"))
+        # A result's usage is its own turn's, its cost the session's so far: the turns add
+        # up, the cost is the latest (a follow-up's result comes after the first's).
+        turn = _claude_usage(obj.get("usage"), obj.get("total_cost_usd"))
+        totals = self._results_total
+        cost = turn["cost"] if turn["cost"] is not None else totals["cost"]
+        ev.add_usage(totals, turn)
+        totals["cost"] = cost
+        self.usage = totals.copy()
+        self._message_usage.clear()  # the next turn's messages are new ones
+        self._usage_total = totals.copy()
+        self.own_limit = _OWN_LIMITS.get(obj.get("terminal_reason"))
         out: list[ev.Event] = []
         text = obj.get("result")
         if failed:
@@ -241,6 +326,10 @@ class ClaudeNormalizer(Normalizer):
             if turns is not None:
                 msg += f" after {turns} turns"
             return msg + (f": {errors}" if errors else "")
+        if subtype == "error_max_budget_usd":
+            return "claude stopped at its cost limit (--max-budget-usd)" + (
+                f": {errors}" if errors else ""
+            )
         if subtype not in (None, "success"):
             return f"claude ended with {subtype}" + (f": {errors}" if errors else "")
         text = obj.get("result")
@@ -262,12 +351,21 @@ class ClaudeBackend(Backend):
     supports_system_prompt = True
     can_continue = True
     reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
+    tested_versions = ("2.1.330",)
+    # Costs come with each result (a whole turn's work), not as the model answers.
+    live_cost = False
+
+    def live_input(self, version: str | None) -> bool:
+        return True
 
     def _is_root(self) -> bool:
         return hasattr(os, "geteuid") and os.geteuid() == 0
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "-p", "--output-format", "stream-json", "--verbose"]
+        if req.live:
+            # The task and later messages on stdin; each echoed as claude takes it.
+            argv += ["--input-format", "stream-json", "--replay-user-messages"]
         tools = tools_for("claude", req.tools) if req.tools is not None else None
         # Headless: nothing may wait for a permission answer. claude refuses
         # bypassPermissions for root, so root gets an explicit allow list instead
@@ -293,8 +391,14 @@ class ClaudeBackend(Backend):
         if req.resume:
             # A new session of its own that starts from the earlier run's conversation.
             argv += ["--resume=" + req.resume, "--fork-session"]
+        # claude's own bounds behind the supervisor's budget (abort-only, checked by claude
+        # after each model turn; --max-turns counts per input message).
+        if req.own_max_turns is not None:
+            argv.append(f"--max-turns={req.own_max_turns}")
+        if req.own_max_cost is not None:
+            argv.append(f"--max-budget-usd={req.own_max_cost!r}")
         argv += req.extra_args
-        if not req.task_on_stdin:  # with no prompt argument, `claude -p` reads stdin
+        if not (req.task_on_stdin or req.live):  # with no prompt argument, `claude -p` reads stdin
             argv += ["--", req.task]
         return argv
 

@@ -69,6 +69,18 @@ class GeminiNormalizer(Normalizer):
         self._tool_names: dict[str, str] = {}
         self._truncated = False
         self._last_error: str | None = None
+        # Inside a model response (its text, its tool calls) until a tool result comes.
+        self._responding = False
+
+    def _responds(self) -> None:
+        """An assistant message or tool call: part of a model response."""
+        self._responding = True
+
+    def _responded(self) -> None:
+        """A tool result or the end: the model response before it was one turn."""
+        if self._responding:
+            self._responding = False
+            self.turns += 1
 
     def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
@@ -79,6 +91,7 @@ class GeminiNormalizer(Normalizer):
         if t == "message":
             if obj.get("role") == "assistant":
                 self.terminal = False
+                self._responds()
                 content = obj.get("content")
                 text = content if isinstance(content, str) else ""
                 if obj.get("delta"):
@@ -88,6 +101,7 @@ class GeminiNormalizer(Normalizer):
             return []
         if t == "tool_use":
             self.terminal = False
+            self._responds()
             out = self._flush(ev.TOOL_USE)
             call_id = str(obj.get("tool_id", ""))
             name = str(obj.get("tool_name", ""))
@@ -96,6 +110,7 @@ class GeminiNormalizer(Normalizer):
             out.append(ev.tool_call(call_id, name, obj.get("parameters")))
             return out
         if t == "tool_result":
+            self._responded()
             call_id = str(obj.get("tool_id", ""))
             is_error = obj.get("status") == "error"
             output = obj.get("output")
@@ -121,6 +136,7 @@ class GeminiNormalizer(Normalizer):
                 return [ev.notice("error", message)] if message else []
             return [ev.notice("warn", message)] if message else []
         if t == "result":
+            self._responded()
             return self._result(obj)
         if t == "init":
             model = obj.get("model")
@@ -176,6 +192,9 @@ class GeminiBackend(Backend):
     supports_system_prompt = False
     reads_task_from_stdin = True  # piped stdin comes before the --prompt text
     can_continue = True  # --resume SESSION_ID
+    tested_versions = ("0.61.0",)
+    reports_cost = False
+    live_cost = False
 
     def stdin_task(self, task: str) -> str:
         return " " + task if task.startswith("/") else task  # not a slash command

@@ -117,6 +117,7 @@ class OpenCodeNormalizer(Normalizer):
         return out
 
     def _step_finish(self, part: JsonObject) -> list[ev.Event]:
+        self.turns += 1  # a step is one model response
         usage = _step_usage(part)
         ev.add_usage(self.usage, usage)
         raw = part.get("reason")
@@ -183,6 +184,7 @@ class OpenCodeBackend(Backend):
     supports_system_prompt = False
     reads_task_from_stdin = True  # `opencode run` with no message reads stdin
     can_continue = True  # --session ID --fork: a new session holding the old one's turns
+    tested_versions = ("1.18.33",)
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         argv = [binary, "run", "--format", "json"]

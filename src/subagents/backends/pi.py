@@ -1,6 +1,13 @@
-"""pi in json mode: `@mariozechner/pi-coding-agent` up to 0.73, `@earendil-works/pi-coding-agent`
-since 0.74 (0.87 needs Node >= 22). Both stream shapes are handled; 0.87 adds `agent_end.willRetry`,
-`agent_settled`, a `role: "system"` message, `rawStopReason` and delta-only `message_update`s."""
+"""pi: `@mariozechner/pi-coding-agent` up to 0.73, `@earendil-works/pi-coding-agent` since 0.74
+(0.87 needs Node >= 22). Both stream shapes are handled; 0.87 adds `agent_end.willRetry`,
+`agent_settled`, a `role: "system"` message, `rawStopReason` and delta-only `message_update`s.
+
+A pi that settles (`agent_settled`, since 0.80.4) runs in rpc mode (`--mode rpc`): the task
+and every later message are JSON commands on its stdin (`prompt`, `steer`, `abort`), the
+stream is json mode's plus `response` and `queue_update` lines, and a run is over at
+`agent_settled` (docs/live-control.md). An older pi runs in json mode (`-p`, the task in argv)
+and takes no messages.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +21,9 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, RunResult, Usage
+    from collections.abc import Mapping
+
+    from subagents.types import JsonObject, JsonValue, MessageMode, Usage
 
 # Where in a run directory pi keeps the run's session.
 SESSION_DIR = "session"
@@ -59,6 +68,19 @@ def _may_use_copilot(model: str | None) -> bool:
     the provider of each request itself, so this only spares other providers its loading."""
     provider, sep, _ = (model or "").partition("/")
     return not sep or provider == COPILOT_PROVIDER
+
+
+# The first pi that ends a run with `agent_settled`, which live input needs (a run is over
+# only then: an auto-retry may follow `agent_end`).
+SETTLES_SINCE = (0, 80, 4)
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """``"0.87.1"`` -> ``(0, 87, 1)``; None when it is not such a version."""
+    parts = (version or "").split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:3]):
+        return None
+    return tuple(int(p) for p in parts[:3])
 
 
 # Events after which the run is plainly still going: they disarm a pending completion.
@@ -131,6 +153,8 @@ class PiNormalizer(Normalizer):
             return []
         content = msg.get("content")
         parts = content if isinstance(content, list) else []
+        if parts or msg.get("stopReason") not in ("error", "aborted"):
+            self.turns += 1  # (an empty failed message, an abort's or an API error's, is none)
         text = text_blocks(parts)
         has_calls = any(isinstance(p, dict) and p.get("type") == "toolCall" for p in parts)
         out: list[ev.Event] = []
@@ -165,6 +189,116 @@ class PiNormalizer(Normalizer):
         return out
 
 
+# The id of the command that starts the run with its task.
+TASK_ID = "task"
+
+
+def _command(obj: JsonObject) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+class PiRpcNormalizer(PiNormalizer):
+    """pi in rpc mode: json mode's events, plus the input (see the module docstring).
+
+    A message's receipts: pi's ``response`` to its command says *queued* (or refused, with
+    pi's error); its text as a user ``message_end`` says *delivered*. pi holds a steer that
+    comes when it settles (it only queues it when idle): it is then sent again as a prompt.
+    """
+
+    live = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Messages pi was given and has not put in the conversation yet: (id, text).
+        self._pending: list[tuple[str, str]] = []
+        # Ids of the commands that carried a steer (their response is its first receipt).
+        self._steers: set[str] = set()
+        # A prompt made of several held steers: its id -> the ids of the others in it.
+        self._with: dict[str, list[str]] = {}
+        self._aborts = 0
+
+    def begin(self, req: CommandRequest) -> None:
+        self.outbox.append(_command({"id": TASK_ID, "type": "prompt", "message": req.task}))
+
+    def steer(self, message_id: str, text: str) -> None:
+        self._pending.append((message_id, text))
+        self._steers.add(message_id)
+        self.outbox.append(_command({"id": message_id, "type": "steer", "message": text}))
+
+    def follow_up(self, message_id: str, text: str) -> None:
+        # At rest pi is idle: only a prompt starts a run (an idle follow_up is only queued).
+        self._pending.append((message_id, text))
+        self.outbox.append(_command({"id": message_id, "type": "prompt", "message": text}))
+
+    def abort(self) -> None:
+        # A steer still queued would be delivered into the aborted run's last turn.
+        self._aborts += 1
+        self.outbox.append(_command({"id": f"clear-{self._aborts}", "type": "clear_queue"}))
+        self.outbox.append(_command({"id": f"abort-{self._aborts}", "type": "abort"}))
+
+    def holds_input(self) -> bool:
+        """Steers pi took too late for its run: it holds them, idle, until a prompt. They
+        become one prompt (pi takes no prompt while busy), after its queue is cleared."""
+        held = [(i, t) for i, t in self._pending if i in self._steers]
+        if not held:
+            return False
+        self.outbox.append(_command({"id": "clear-held", "type": "clear_queue"}))
+        text = "\n\n".join(t for _, t in held)
+        self._pending = [p for p in self._pending if p not in held] + [(held[0][0], text)]
+        self._steers.difference_update(i for i, _ in held)  # a prompt now, not held again
+        self._with[held[0][0]] = [i for i, _ in held[1:]]
+        self.outbox.append(_command({"id": held[0][0], "type": "prompt", "message": text}))
+        return True
+
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
+        t = obj.get("type")
+        if t == "response":
+            return self._response(obj)
+        if t == "message_end":
+            msg = obj.get("message")
+            if isinstance(msg, dict) and msg.get("role") == "user":
+                self._delivered(text_blocks(msg.get("content")))
+                return []
+        out = super().feed(obj)
+        # A run is over at agent_settled (after any retry), not at its last message.
+        if t == "agent_settled":
+            self.terminal = ev.is_terminal(self.stop_reason)
+        else:
+            self.terminal = False
+        return out
+
+    def _delivered(self, text: str) -> None:
+        """A user message in the conversation: the pending message it is (the task's own
+        comes first and matches none)."""
+        for i, (message_id, sent) in enumerate(self._pending):
+            if sent == text or sent.strip() == text.strip():
+                del self._pending[i]
+                self._steers.discard(message_id)
+                for delivered in (message_id, *self._with.pop(message_id, [])):
+                    self._receipt(delivered, "delivered")
+                return
+
+    def _response(self, obj: JsonObject) -> list[ev.Event]:
+        rid = obj.get("id")
+        ok = obj.get("success") is True
+        if rid == TASK_ID and not ok:
+            # pi did not take the task: nothing will run, so the run ends here.
+            self.error_message = f"pi refused the task: {obj.get('error') or 'no reason given'}"
+            self.failed = True
+            self.stop_reason, self.raw_stop_reason = ev.ERROR, None
+            self.terminal = True
+            return [ev.error(self.error_message, fatal=False)]
+        if not isinstance(rid, str) or not any(rid == i for i, _ in self._pending):
+            return []
+        if not ok:
+            self._pending = [p for p in self._pending if p[0] != rid]
+            self._steers.discard(rid)
+            self._receipt(rid, "refused", f"pi: {obj.get('error') or 'refused'}")
+        elif rid in self._steers and obj.get("command") == "steer":
+            self._receipt(rid, "queued")
+        return []
+
+
 class PiBackend(Backend):
     name = "pi"
     default_binary = "pi"
@@ -173,8 +307,27 @@ class PiBackend(Backend):
     supports_system_prompt = True
     supports_thinking = True
     can_continue = True
+    needs_version = True
+    tested_versions = ("0.73.1", "0.87.1")
 
-    def resume_point(self, run_dir: str, result: RunResult) -> str | None:
+    def live_input(self, version: str | None) -> bool:
+        found = version_tuple(version)
+        return found is not None and found >= SETTLES_SINCE
+
+    def live_normalizer(self) -> Normalizer:
+        return PiRpcNormalizer()
+
+    def refusals(self, version: str | None) -> dict[MessageMode, str]:
+        if self.live_input(version):
+            return {}
+        why = (
+            f"pi {version} takes no messages while it runs (pi 0.80.4 or later does)"
+            if version
+            else "could not read pi's version (`pi --version`); messages need pi 0.80.4 or later"
+        )
+        return {"steer": why, "follow-up": why}
+
+    def resume_point(self, run_dir: str, result: Mapping[str, object]) -> str | None:
         # The session file pi wrote into the run's session directory.
         found = sorted(Path(run_dir, SESSION_DIR).glob("*.jsonl"))
         return str(found[-1]) if found else None
@@ -182,7 +335,8 @@ class PiBackend(Backend):
     reads_task_from_stdin = True  # piped stdin is the message (pi trims its ends)
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
-        argv = [binary, "--mode", "json", "-p"]
+        # rpc: the task is the first command on stdin (a task in argv is ignored there).
+        argv = [binary, "--mode", "rpc"] if req.live else [binary, "--mode", "json", "-p"]
         if req.session_dir:
             # The session is kept in the run directory; continuing forks it into the new one.
             argv += ["--session-dir", req.session_dir]
@@ -205,7 +359,7 @@ class PiBackend(Backend):
         if req.system_prompt_file:
             argv += ["--append-system-prompt", req.system_prompt_file]
         argv += req.extra_args
-        if req.task_on_stdin:
+        if req.task_on_stdin or req.live:
             return argv
         # pi takes the task as a positional message; a task starting with "-" or "@"
         # would be read as an option or a file reference, so those are prefixed.

@@ -77,6 +77,25 @@ parent_pid_option = click.option(
     type=float,
     help="Seconds one tool call may run before the run is stopped as failed (default: off).",
 )
+@click.option(
+    "--max-turns",
+    type=int,
+    help="Budget per run: model turns. At the limit a child that takes messages is asked to"
+    " wrap up and given 2 more turns; any other is stopped (docs/live-control.md).",
+)
+@click.option("--max-tokens", type=int, help="Budget per run: tokens (all kinds together).")
+@click.option(
+    "--max-cost",
+    type=float,
+    help="Budget per run: cost in USD (where the CLI reports costs: pi, claude, opencode).",
+)
+@click.option(
+    "--job-max-turns", type=int, help="Budget of the whole job: model turns of all its runs."
+)
+@click.option("--job-max-tokens", type=int, help="Budget of the whole job: tokens of all its runs.")
+@click.option(
+    "--job-max-cost", type=float, help="Budget of the whole job: cost in USD of all its runs."
+)
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -148,6 +167,12 @@ def run(
     stall_timeout: float | None,
     on_stall: OnStall | None,
     tool_timeout: float | None,
+    max_turns: int | None,
+    max_tokens: int | None,
+    max_cost: float | None,
+    job_max_turns: int | None,
+    job_max_tokens: int | None,
+    job_max_cost: float | None,
     mode: JobMode | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -180,7 +205,7 @@ def run(
       subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
     from subagents.errors import PlanError
-    from subagents.jobs import job_of, load_plan, with_options
+    from subagents.jobs import budget_of, job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,
@@ -191,13 +216,17 @@ def run(
         "stall_timeout": stall_timeout,
         "on_stall": on_stall,
         "tool_timeout": tool_timeout,
+        "max_turns": max_turns,
+        "max_tokens": max_tokens,
+        "max_cost": max_cost,
     }
+    budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:
         if plan_file is not None:
             if tasks:
                 fail("give either a --plan file or TASKs, not both")
             source = str(plan_file)
-            spec = with_options(load_plan(plan_file), overrides, concurrency, source)
+            spec = with_options(load_plan(plan_file), overrides, concurrency, source, budget)
         else:
             items = list(tasks)
             if not items:
@@ -213,7 +242,7 @@ def run(
                 {"task": t, **{k: v for k, v in overrides.items() if v is not None}} for t in items
             ]
             # The checks every job spec gets; click has checked the options' types.
-            spec = job_of(mode or "single", steps, concurrency, source)
+            spec = job_of(mode or "single", steps, concurrency, source, budget=budget)
     except PlanError as exc:
         fail(_for_one_task(str(exc), source, len(tasks) or 1))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
@@ -255,6 +284,8 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
         return message
     if field == "concurrency":
         return f"--concurrency: {rest}"
+    if field in ("max_turns", "max_tokens", "max_cost"):  # the job's
+        return f"--job-{field.replace('_', '-')}: {rest}"
     if steps != 1 or not field.startswith("steps.0."):
         return message
     name = field.removeprefix("steps.0.")

@@ -234,6 +234,7 @@ class Display:
                 r.get("agent") or r.get("backend") or "run",
                 *outcome.figures(r.get("durationMs"), r.get("usage")),
                 f"{tools} tool{'' if tools == 1 else 's'}",
+                *outcome.live_notes(r),
                 f"run {r.get('runId')}",
             ]
             label = f"[{i + 1}] " if len(runs) > 1 else ""

@@ -7,10 +7,7 @@ config file exists); nothing is read out, printed or sent anywhere.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import subprocess
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,11 +16,8 @@ from pathlib import Path
 from subagents.backends import get_backend, known_backends
 from subagents.cli.nodecheck import node_too_old
 from subagents.config import Settings
-from subagents.core import procs
 from subagents.errors import BackendError, UsageError
-from subagents.runs import resolve_binary
-
-VERSION_TIMEOUT = 10.0
+from subagents.runs import parse_version, read_version, resolve_binary
 
 
 @dataclass
@@ -34,6 +28,10 @@ class BackendCheck:
     usable: bool
     reason: str  # short: what is missing, or what was found
     install_hint: str | None = None  # how to install it, when it is missing
+    # Where its version stands against the tested ones, and what a run of it can do
+    # (Backend.support: stream, continue, steer, follow-up, budgets, structured output).
+    tested: str | None = None
+    supports: dict[str, str] | None = None
 
 
 # --------------------------------------------------------------------------- credentials
@@ -187,51 +185,6 @@ _CREDENTIALS: dict[str, Callable[[Mapping[str, str]], tuple[bool, str]]] = {
 # --------------------------------------------------------------------------- checks
 
 
-def _first_line(data: bytes) -> str:
-    for line in data.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            return line.strip()[:200]
-    return ""
-
-
-def _error_line(data: bytes) -> str:
-    """The line naming the error (a Node stack starts with a file path), else the first."""
-    for line in data.decode("utf-8", "replace").splitlines():
-        if re.match(r"\s*\w*(Error|Exception)\b", line):
-            return line.strip()[:200]
-    return _first_line(data)
-
-
-def _version(argv: list[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """``(version, None)`` or ``(None, why it could not be read)``."""
-    what = "`" + " ".join([Path(argv[0]).name, *argv[1:]]) + "`"
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            start_new_session=True,  # its own group, so a timeout kills all of it
-        )
-    except OSError as exc:
-        return None, f"could not run it: {exc.strerror or exc}"
-    try:
-        out, err = proc.communicate(timeout=VERSION_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        procs.killpg(proc.pid)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=2.0)
-        proc.kill()
-        proc.wait()
-        return None, f"{what} did not answer within {VERSION_TIMEOUT:g}s"
-    if proc.returncode != 0:
-        detail = _error_line(err) or _first_line(out)
-        return None, f"{what} failed (exit {proc.returncode})" + (f": {detail}" if detail else "")
-    line = _first_line(out) or _first_line(err)
-    return (line or "unknown"), None
-
-
 def check_backend(
     name: str, env: Mapping[str, str] | None = None, settings: Settings | None = None
 ) -> BackendCheck:
@@ -251,7 +204,7 @@ def check_backend(
         # A configured path that is wrong says so; a plain miss gets the short story.
         reason = str(exc) if configured else f"{backend.default_binary!r} not found on PATH"
         return BackendCheck(name, None, None, False, reason, hint)
-    version, problem = _version(backend.version_argv(binary), env)
+    version, problem = read_version(backend.version_argv(binary), env)
     old_node = node_too_old(binary, env)
     if old_node is not None:
         return BackendCheck(name, binary, version, False, old_node, hint)
@@ -262,7 +215,16 @@ def check_backend(
         check = _CREDENTIALS.get(backend.name) or _CREDENTIALS.get(name)
         creds = check(env) if check else (True, "credentials not checked")
     usable, reason = creds
-    return BackendCheck(name, binary, version, usable, reason)
+    number = parse_version(version or "")
+    return BackendCheck(
+        name,
+        binary,
+        version,
+        usable,
+        reason,
+        tested=backend.tested(number),
+        supports=backend.support(number),
+    )
 
 
 def check_backends(
@@ -290,4 +252,22 @@ def render_text(checks: list[BackendCheck]) -> str:
     hints = [f"  {c.name}: {c.install_hint}" for c in checks if c.binary is None and c.install_hint]
     if hints:
         lines += ["", "To install:", *hints]
+    found = [c for c in checks if c.supports is not None]
+    if found:
+        lines += ["", "What runs of each can do (docs/backends.md):", *_support_table(found)]
     return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _support_table(checks: list[BackendCheck]) -> list[str]:
+    header = ("BACKEND", "VERSION", "CONTINUE", "STEER", "FOLLOW-UP", "BUDGETS")
+    rows = [header]
+    for c in checks:
+        s = c.supports or {}
+        shown = parse_version(c.version or "") or c.version or "-"
+        version = f"{shown} ({c.tested})" if c.tested else shown
+        rows.append((c.name, version, s["continue"], s["steer"], s["follow-up"], s["budgets"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header) - 1)]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ]

@@ -1,4 +1,4 @@
-"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``stop``, ``rm``, ``prune``."""
+"""The job commands: ``ps``, ``show``, ``logs``, ``wait``, ``send``, ``stop``, ``rm``, ``prune``."""
 
 from __future__ import annotations
 
@@ -223,6 +223,40 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
     else:
         emit_answer(result)
     sys.exit(exit_code(result))
+
+
+@main.command()
+@click.argument("target", metavar="RUN|JOB")
+@click.argument("text")
+@click.option(
+    "--mode",
+    type=click.Choice(["steer", "follow-up"]),
+    default="steer",
+    show_default=True,
+    help="steer: into the running conversation, as soon as the child's CLI allows (after"
+    " its current tool calls); follow-up: when the child would otherwise end (the run goes on).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the receipt as JSON.")
+def send(target: str, text: str, mode: str, as_json: bool) -> None:
+    """Send TEXT to a running child (TEXT '-' reads it from stdin). RUN|JOB is the run's id,
+    or its job's while one run of the job is going. Prints the receipt: queued (the child
+    takes it at the next point it can) or delivered; a message that cannot be taken is
+    refused with one line, exit 2, and nothing is sent (docs/live-control.md)."""
+    from subagents import api
+
+    if text == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            fail(f"text: not valid UTF-8 text (byte 0x{data[exc.start]:02x}) at byte {exc.start}")
+    receipt = api.send(target, text, "follow-up" if mode == "follow-up" else "steer")
+    if as_json:
+        print_json(receipt)
+        return
+    line = f"{receipt['receipt']}: {receipt['mode']} {receipt['id']} to run {receipt['runId']}"
+    reason = receipt.get("reason")
+    click.echo(line + (f" ({reason})" if reason else ""))
 
 
 @main.command()

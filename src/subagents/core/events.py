@@ -18,8 +18,14 @@ if TYPE_CHECKING:
         ErrorEvent,
         Event,
         JsonValue,
+        LimitAction,
+        LimitEvent,
+        LimitKind,
+        LimitScope,
+        MessageMode,
         Notice,
         NoticeLevel,
+        ReceiptWord,
         RunFinished,
         RunStarted,
         RunStatus,
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
         ToolResult,
         Usage,
         UsageEvent,
+        UserMessage,
     )
 
 __all__ = ["Event"]  # the union of every event, for annotations (subagents.types.Event)
@@ -70,6 +77,8 @@ EVENT_TYPES: Final = frozenset(
         "notice",
         "error",
         "run_finished",
+        "user_message",
+        "limit",
     }
 )
 
@@ -288,4 +297,36 @@ def run_finished(
         "exitCode": exit_code,
         "signal": signal,
         "durationMs": duration_ms,
+    }
+
+
+# A sent message's text as its events keep it (the child gets it whole).
+MESSAGE_TEXT_LIMIT: Final = TOOL_RESULT_TEXT_LIMIT
+
+
+def user_message(
+    message_id: str, mode: MessageMode, text: str, receipt: ReceiptWord, reason: str | None = None
+) -> UserMessage:
+    event: UserMessage = {
+        "type": "user_message",
+        "id": message_id,
+        "mode": mode,
+        "text": text[:MESSAGE_TEXT_LIMIT],
+        "receipt": receipt,
+    }
+    if reason:
+        event["reason"] = reason
+    return event
+
+
+def limit(
+    kind: LimitKind, bound: float, used: float, action: LimitAction, scope: LimitScope
+) -> LimitEvent:
+    return {
+        "type": "limit",
+        "kind": kind,
+        "limit": bound,
+        "used": used,
+        "action": action,
+        "scope": scope,
     }

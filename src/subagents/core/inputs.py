@@ -80,6 +80,44 @@ def timeout_problem(value: object) -> str | None:
     return seconds_problem(value)
 
 
+# A budget's kinds, each as every surface names it (``max_turns`` …) and what it counts.
+BUDGET_FIELDS = {"max_turns": "turns", "max_tokens": "tokens", "max_cost": "cost"}
+# The most text one message to a running child may hold, in UTF-8 bytes.
+MAX_MESSAGE_BYTES = 1 << 20
+
+
+def budget_problem(name: str, value: object) -> str | None:
+    """What makes ``value`` unusable as the budget ``name`` (``max_turns``, ``max_tokens``:
+    a whole number, 1 or more; ``max_cost``: USD above 0), or None."""
+    if name == "max_cost":
+        number = value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if number is None or math.isnan(number) or math.isinf(number) or number <= 0:
+            return f"must be a positive amount of USD, not {value!r}"
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return f"must be a whole number, 1 or more, not {value!r}"
+    return None
+
+
+def check_budget(name: str, value: object) -> None:
+    problem = None if value is None else budget_problem(name, value)
+    if problem:
+        raise FieldProblem(name, problem)
+
+
+def message_problem(text: str) -> str | None:
+    """What makes ``text`` unusable as a message to a running child, or None."""
+    if not text.strip():
+        return "the message is empty"
+    problem = text_problem(text)
+    if problem:
+        return problem
+    size = len(text.encode())
+    if size > MAX_MESSAGE_BYTES:
+        return f"the message is {size} bytes, over the limit of {MAX_MESSAGE_BYTES} bytes (1 MiB)"
+    return None
+
+
 def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
     if value is not None and value not in allowed:
         words = [repr(a) for a in allowed]

@@ -14,6 +14,8 @@ from subagents.jobs.control import (
     follow_events,
     job_state,
     list_jobs,
+    message_target,
+    send_message,
     stop_job,
     wait_job,
 )
@@ -23,7 +25,16 @@ from subagents.jobs.live import LiveJobs
 from subagents.jobs.orchestrator import EventSink, Job, exit_code
 from subagents.jobs.planning import JobPlan, plan
 from subagents.jobs.records import lifecycle_for
-from subagents.jobs.spec import PREVIOUS, JobSpec, Step, job_of, load_plan, parse_job, with_options
+from subagents.jobs.spec import (
+    PREVIOUS,
+    JobSpec,
+    Step,
+    budget_of,
+    job_of,
+    load_plan,
+    parse_job,
+    with_options,
+)
 from subagents.jobs.store import TERMINAL, JobStore
 
 __all__ = [
@@ -40,6 +51,7 @@ __all__ = [
     "LiveJobs",
     "PlanError",
     "Step",
+    "budget_of",
     "chain_of",
     "continuation_plan",
     "current_activity",
@@ -51,11 +63,13 @@ __all__ = [
     "lifecycle_for",
     "list_jobs",
     "load_plan",
+    "message_target",
     "parse_job",
     "plan",
     "read_run",
     "remove_jobs",
     "resolve_run",
+    "send_message",
     "start_background",
     "stop_job",
     "wait_job",

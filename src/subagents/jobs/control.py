@@ -1,6 +1,7 @@
 """Following and controlling jobs, for every surface (CLI, MCP, the Python API): a job's
 state (ending it if its driver died), waiting for its end without waiting on a dead driver,
-stopping it so no process of it is left, and what its newest run is doing now."""
+stopping it so no process of it is left, a message for one of its running runs, and what its
+newest run is doing now."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.core import paths, procs
+from subagents.core import ids, paths, procs
 from subagents.core.files import read_tail
 from subagents.core.records import is_event
-from subagents.errors import DamagedRecord
-from subagents.jobs.store import TERMINAL, JobStore
+from subagents.errors import DamagedRecord, JobIdError, MessageRefused
+from subagents.jobs.store import TERMINAL, JobStore, matching, unknown_id
 
 if TYPE_CHECKING:
-    from subagents.types import Event, JobRow, JobState, RunStatus
+    from subagents.types import Event, JobRow, JobState, Receipt, RunStatus
 
 # How a job whose driver is gone is ended: its status and why.
 Orphaned = tuple["RunStatus", str]
@@ -158,6 +159,45 @@ def follow_events(
             waker.wait(0.25)
     finally:
         waker.close()
+
+
+def send_message(store: JobStore, target: str, text: str, mode: str = "steer") -> Receipt:
+    """Send ``text`` to a running run: ``target`` is its id (any unambiguous prefix), or its
+    job's when that job has one run running. The receipt; ``MessageRefused`` or
+    ``JobIdError`` as one line when nothing was sent."""
+    from subagents.runs import check_message, send
+
+    check_message(text, mode)  # bad text is told before the id is looked up
+    return send(paths.runs_dir(store.home) / message_target(store, target), text, mode)
+
+
+def message_target(store: JobStore, target: str) -> str:
+    """The run a message for ``target`` (a run id, or a job id) goes to."""
+    prefix = target.strip().lower()
+    if not ids.is_valid_id_prefix(prefix):
+        raise unknown_id(prefix)
+    runs = matching(paths.runs_dir(store.home), prefix)
+    jobs = matching(store.dir, prefix)
+    if len(runs) + len(jobs) > 1:
+        raise JobIdError(f"ambiguous id {prefix!r}: matches {len(runs) + len(jobs)} runs and jobs")
+    if runs:
+        return runs[0]
+    if not jobs:
+        raise unknown_id(prefix)
+    state = store.load(jobs[0])
+    started = [r for r in state.get("runIds") or [] if r]
+    running = [r for r in started if not (paths.runs_dir(store.home) / r / "result.json").exists()]
+    if len(running) == 1:
+        return running[0]
+    if not running:
+        status = state.get("status")
+        raise MessageRefused(
+            f"job {jobs[0]} has no run going ({status}): nothing takes messages now"
+        )
+    raise JobIdError(
+        f"job {jobs[0]} has {len(running)} runs going: send to one by its run id"
+        f" ({', '.join(running)})"
+    )
 
 
 ACTIVITY_TAIL_BYTES = 64 * 1024

@@ -22,6 +22,7 @@ from subagents.core import events as ev
 from subagents.core import paths
 from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
+from subagents.jobs.budget import JobBudget
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
@@ -34,6 +35,7 @@ from subagents.runs import (
     prepare,
     resume,
     start_prepared,
+    tell_limit,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
         JobResult,
         JobRun,
         JobState,
+        LimitKind,
         RunNotStarted,
         RunResult,
         RunStatus,
@@ -104,6 +107,8 @@ class Job:
         # The job's start when whoever started it recorded one (a background launch, a
         # caller that announced it): the job's one clock, kept in its result.
         self._started: float | None = None
+        # What the job's runs may use together (a job spec's max_turns …).
+        self.budget = JobBudget(job_plan.budget, len(job_plan.requests))
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
             state = store.load(job_id)
@@ -194,7 +199,10 @@ class Job:
         started = self._run_ids[index]
         if started is not None:
             return resume(paths.runs_dir(self.store.home) / started)
-        req = replace(req, job_id=self.job_id)
+        spent = self.budget.spent() if self.budget else None
+        if spent is not None:
+            return {**not_started(req, spent), "status": "failed"}
+        req = replace(self.budget.for_run(req) if self.budget else req, job_id=self.job_id)
         placement = self.plan.placement
         try:
             spec, run_dir = prepare(
@@ -227,12 +235,37 @@ class Job:
         if self.cancelled:  # stopped while this run was starting
             handle.stop(sig=self._stop_signal)
         sink = (lambda e: on_event(index, e)) if on_event is not None else None
+        if self.budget:
+            sink = self._counting(index, sink)
         result = handle.wait(on_event=sink)
         if result is None:  # cannot happen without a timeout, but never hang on it
             result = handle.stop()
         with self._lock:
             self._handles.pop(index, None)
         return result
+
+    def _counting(
+        self, index: int, sink: Callable[[Event], None] | None
+    ) -> Callable[[Event], None]:
+        """``sink``, with each event counted against the job's budget first."""
+
+        def count(event: Event) -> None:
+            reached = self.budget.observe(index, event)
+            if reached is not None:
+                self._limit_reached(*reached)
+            if sink is not None:
+                sink(event)
+
+        return count
+
+    def _limit_reached(self, kind: LimitKind, limit: float, used: float) -> None:
+        """The runs' sum reached the job's limit: every running run wraps up (or stops) as
+        at its own limit; one that cannot be told (on a Ray node) is stopped."""
+        with self._lock:
+            handles = list(self._handles.values())
+        for handle in handles:
+            if handle.result() is None and not tell_limit(handle.run_dir, kind, limit, used):
+                threading.Thread(target=handle.stop, daemon=True).start()
 
     def _parallel(self, on_event: EventSink | None) -> list[JobRun]:
         reqs = self.plan.requests

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
 from subagents.errors import PlanError, UsageError
@@ -19,7 +19,13 @@ from subagents.runs import RunRequest, check
 
 if TYPE_CHECKING:
     from subagents.agents import AgentDef
-    from subagents.types import JobMode, JobPlanRecord, JsonObject
+    from subagents.types import BudgetSpec, JobMode, JobPlanRecord, JsonObject
+
+_T = TypeVar("_T")
+
+
+def _no_budget() -> BudgetSpec:
+    return {}
 
 
 @dataclass
@@ -34,6 +40,8 @@ class JobPlan:
     concurrency: int = 4
     session: str | None = None
     extra: JsonObject = field(default_factory=dict)
+    # The job's budget: the most its runs may use together (``max_turns`` …).
+    budget: BudgetSpec = field(default_factory=_no_budget)
 
     def labels(self) -> list[str]:
         """What each run is called where a job is shown: its agent, else its backend."""
@@ -48,6 +56,7 @@ class JobPlan:
             "concurrency": self.concurrency,
             "session": self.session,
             "extra": self.extra,
+            "budget": self.budget,
         }
 
     @classmethod
@@ -71,6 +80,7 @@ class JobPlan:
             concurrency=int(record.get("concurrency") or 4),
             session=record.get("session"),
             extra=dict(record.get("extra") or {}),
+            budget=record.get("budget") or {},
         )
 
 
@@ -135,6 +145,10 @@ def plan(
             stall_timeout=step.stall_timeout,
             on_stall=step.on_stall,
             tool_timeout=step.tool_timeout,
+            # The step's budget, else its agent's.
+            max_turns=_first(step.max_turns, agent.max_turns if agent else None),
+            max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
+            max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         )
         try:
             # {previous} is only known at run time; check the step with a stand-in.
@@ -143,7 +157,27 @@ def plan(
             raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
-    return JobPlan(spec.mode, requests, settings, placement, concurrency, session)
+    budget = spec.budget()
+    if budget.get("max_cost") is not None:
+        _check_job_cost(requests, settings)
+    return JobPlan(spec.mode, requests, settings, placement, concurrency, session, budget=budget)
+
+
+def _first(value: _T | None, fallback: _T | None) -> _T | None:
+    return fallback if value is None else value
+
+
+def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
+    """A job's cost budget is counted over every run: each CLI must report costs."""
+    from subagents.backends import get_backend
+
+    for req in requests:
+        backend = get_backend(req.backend or settings.default_backend)
+        if not backend.reports_cost:
+            raise PlanError(
+                f"max_cost: {backend.name} reports no cost, so the job's cost limit cannot be"
+                " counted (bound its tokens with max_tokens instead)"
+            )
 
 
 def _source_of(agent: AgentDef) -> str:

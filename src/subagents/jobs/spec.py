@@ -23,16 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
+    BUDGET_FIELDS,
     UNKNOWN_KEY,
     Seconds,
     check_at_least,
+    check_budget,
     check_choice,
     first_problem,
     seconds_problem,
     text_problem,
 )
 from subagents.errors import FieldProblem, PlanError
-from subagents.types import Executor, JobMode, OnStall
+from subagents.types import BudgetSpec, Executor, JobMode, OnStall
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
@@ -59,6 +61,10 @@ class Step:
     stall_timeout: Annotated[float | None, Seconds] = None
     on_stall: OnStall | None = None
     tool_timeout: Annotated[float | None, Seconds] = None
+    # The run's budget (docs/live-control.md): model turns, tokens, cost in USD.
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "agent", "cwd", "model", "backend"):
@@ -75,6 +81,8 @@ class Step:
                 raise FieldProblem(name, problem)
         check_choice("isolate", self.isolate, ("worktree",))
         check_choice("on_stall", self.on_stall, ("notice", "abort"))
+        for name in BUDGET_FIELDS:
+            check_budget(name, getattr(self, name))
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""
@@ -95,6 +103,10 @@ class JobSpec:
     concurrency: int | None = None
     # Where the job's runs execute (else from config): see docs/cluster.md.
     executor: Executor | None = None
+    # The job's budget: the most its runs may use together (each run's own is its step's).
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -113,6 +125,24 @@ class JobSpec:
             raise FieldProblem("steps.0.task", "the first step has no {previous} to use")
         check_at_least("concurrency", self.concurrency, 1)
         check_choice("executor", self.executor, ("local", "ray"))
+        for name in BUDGET_FIELDS:
+            check_budget(name, getattr(self, name))
+
+    def budget(self) -> BudgetSpec:
+        """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
+        return budget_of(self.max_turns, self.max_tokens, self.max_cost)
+
+
+def budget_of(max_turns: int | None, max_tokens: int | None, max_cost: float | None) -> BudgetSpec:
+    """A job's budget from its three limits, the unset ones left out."""
+    budget: BudgetSpec = {}
+    if max_turns is not None:
+        budget["max_turns"] = max_turns
+    if max_tokens is not None:
+        budget["max_tokens"] = max_tokens
+    if max_cost is not None:
+        budget["max_cost"] = max_cost
+    return budget
 
 
 def _at(source: str, where: str, problem: str) -> PlanError:
@@ -125,6 +155,7 @@ def job_of(
     concurrency: int | None = None,
     source: str = "arguments",
     executor: Executor | None = None,
+    budget: BudgetSpec | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives."""
@@ -135,23 +166,31 @@ def job_of(
         except FieldProblem as exc:
             raise _at(source, f"steps.{i}.{exc.where}", exc.problem) from None
     try:
-        return JobSpec(mode=mode, steps=built, concurrency=concurrency, executor=executor)
+        return JobSpec(
+            mode=mode, steps=built, concurrency=concurrency, executor=executor, **(budget or {})
+        )
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
 
 
 def with_options(
-    spec: JobSpec, step_defaults: dict[str, Any], concurrency: int | None, source: str
+    spec: JobSpec,
+    step_defaults: dict[str, Any],
+    concurrency: int | None,
+    source: str,
+    budget: BudgetSpec | None = None,
 ) -> JobSpec:
     """``spec`` (a plan file's) under command-line options: each step's unset fields from
-    ``step_defaults``, and ``concurrency`` when given; checked again."""
+    ``step_defaults``, ``concurrency`` and the job's budget (``budget``) when given; checked
+    again."""
     given = {k: v for k, v in step_defaults.items() if v is not None}
-    if not given and concurrency is None:
+    job_budget: BudgetSpec = {**spec.budget(), **(budget or {})}
+    if not given and concurrency is None and job_budget == spec.budget():
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
     if concurrency is None:
         concurrency = spec.concurrency
-    return job_of(spec.mode, steps, concurrency, source, spec.executor)
+    return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget)
 
 
 def parse_job(data: object, source: str = "job") -> JobSpec:

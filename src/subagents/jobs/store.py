@@ -94,7 +94,7 @@ def _not_a_job(data: object) -> str:
     return f"its status is {json.dumps(data.get('status'), default=str)[:60]}"
 
 
-def _matching(directory: Path, prefix: str) -> list[str]:
+def matching(directory: Path, prefix: str) -> list[str]:
     try:
         return [e.name for e in os.scandir(directory) if e.name.startswith(prefix) and e.is_dir()]
     except FileNotFoundError:
@@ -307,10 +307,10 @@ class JobStore:
         prefix = prefix.strip().lower()
         if not ids.is_valid_id_prefix(prefix):
             raise unknown_id(prefix)
-        names = _matching(self.dir, prefix)
+        names = matching(self.dir, prefix)
         if not names:
             job_ids = set()
-            for run_id in _matching(paths.runs_dir(self.home), prefix):
+            for run_id in matching(paths.runs_dir(self.home), prefix):
                 with contextlib.suppress(OSError, ValueError):
                     meta = read_json(paths.runs_dir(self.home) / run_id / "meta.json")
                     job_ids.add(meta.get("jobId") if isinstance(meta, dict) else None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,13 +11,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from subagents.errors import PlanError
 from subagents.jobs import parse_job
 
+if TYPE_CHECKING:
+    from subagents.types import BudgetSpec
+
 INSTRUCTIONS = """\
 Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run
 headless in their own processes. Use `subagent` with `task` for one task, `tasks` for several
 independent tasks side by side, or `chain` for steps where each can use the previous answer
 through the literal text {previous}. Children start with no memory of this conversation: give
 each task everything it needs. Long work: pass `background: true`, then `subagent_result`
-(with `wait_seconds`) or `subagent_status`; `subagent_cancel` stops a job. `list_agents` shows
+(with `wait_seconds`) or `subagent_status`; `subagent_send` sends a running child a message
+(a correction while it works, or a follow-up); `subagent_cancel` stops a job. `list_agents` shows
 the named agents (model, tools, system prompt) you can pass as `agent`."""
 
 
@@ -28,10 +32,13 @@ Give exactly one of:
 - `task` (+ optional `agent`): one task;
 - `tasks`: several independent tasks run side by side (answers come back in the same order);
 - `chain`: steps run one after another; `{previous}` in a step is replaced by the previous answer.
-Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?, isolate?}.
-Top-level `agent`, `model`, `backend`, `timeout`, `isolate`, `stall_timeout`, `on_stall`,
-`tool_timeout` apply to every step that does not set its own. `isolate: "worktree"` gives each run its own git worktree
+Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?, isolate?,
+max_turns?, max_tokens?, max_cost?}. Top-level `agent`, `model`, `backend`, `timeout`, `isolate`,
+`stall_timeout`, `on_stall`, `tool_timeout`, `max_turns`, `max_tokens`, `max_cost` apply to every
+step that does not set its own; `job_max_turns`, `job_max_tokens`, `job_max_cost` bound the runs
+together. `isolate: "worktree"` gives each run its own git worktree
 (its changes come back committed on branch subagents/<run-id>, see `worktree` in each run's result).
+A running child can be corrected with `subagent_send` (its run id is in the progress and results).
 
 In the foreground (default) the call streams progress and returns the answer text plus the
 structured job result (status, usage, each run's result). With `background: true` it returns
@@ -69,6 +76,9 @@ class StepArg(BaseModel):
         default=None,
         description="'worktree': this step works in its own git worktree on branch subagents/<run-id>.",
     )
+    max_turns: int | None = Field(default=None, ge=1, description="Budget: model turns.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Budget: tokens.")
+    max_cost: float | None = Field(default=None, gt=0, description="Budget: cost in USD.")
 
 
 StepList = list[str | StepArg]
@@ -90,6 +100,10 @@ def build_spec(
     stall_timeout: float | None = None,
     on_stall: str | None = None,
     tool_timeout: float | None = None,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
+    job_budget: BudgetSpec | None = None,
 ) -> tuple[str, dict[str, object]]:
     """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
     the ``subagent`` tool's arguments."""
@@ -115,6 +129,9 @@ def build_spec(
         "stall_timeout": stall_timeout,
         "on_stall": on_stall,
         "tool_timeout": tool_timeout,
+        "max_turns": max_turns,
+        "max_tokens": max_tokens,
+        "max_cost": max_cost,
     }
 
     def step(item: str | StepArg) -> dict[str, object]:
@@ -142,6 +159,7 @@ def build_spec(
     spec: dict[str, object] = {"mode": mode, key: items}
     if concurrency is not None:
         spec["concurrency"] = concurrency
+    spec.update(job_budget or {})
     try:
         parse_job(spec, "subagent")  # checked here so the message names this tool's fields
     except PlanError as exc:
@@ -152,6 +170,7 @@ def build_spec(
 def rename_fields(message: str, mode: str) -> str:
     """Job-shape field names → this tool's (``steps.0.agent`` → ``agent`` or ``chain.0.agent``)."""
     message = re.sub(r"^(subagent|job): ", "", message)
+    message = re.sub(r"^max_(turns|tokens|cost):", r"job_max_\1:", message)  # the job's
     if mode == "single":
         return re.sub(r"\b(steps|tasks)\.0\.", "", message)
     if mode == "chain":

@@ -30,10 +30,11 @@ PROGRESS_MAX_LEN = 200  # characters in one progress message
 
 JOB_URI = "subagent://jobs/{id}"
 # How a model follows a job started in the background: each tool, as it is called for the
-# job ``{id}``, and what it does (subagent_send joins them once live control lands).
+# job ``{id}``, and what it does.
 FOLLOW = {
     "subagent_status": ('subagent_status(job_id="{id}")', "says where it is"),
     "subagent_result": ('subagent_result(job_id="{id}", wait_seconds=60)', "waits for its answer"),
+    "subagent_send": ('subagent_send(id="{id}", text=...)', "corrects it while it runs"),
     "subagent_cancel": ('subagent_cancel(job_id="{id}")', "stops it"),
 }
 
@@ -148,6 +149,7 @@ RUN_KEYS = (
     "durationMs",
     "continuedFrom",
     "worktree",
+    "limit",
 )
 
 
@@ -160,6 +162,9 @@ def _compact_run(run: JobRun, answered: bool) -> dict[str, object]:
     }
     if run.get("usage") is not None:
         out["usage"] = rounded_usage(run.get("usage"))
+    messages = run.get("messages")
+    if isinstance(messages, dict) and messages.get("sent"):  # what became of the parent's
+        out["messages"] = messages
     return out
 
 

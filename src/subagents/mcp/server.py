@@ -6,7 +6,8 @@ and printed on stderr). A thin layer over ``subagents.api``: the same job shape,
 checks, the same progress lines as the command line.
 
 Tools: ``subagent`` (one task, several in parallel, or a chain; foreground with progress, or
-background), ``subagent_status``, ``subagent_result``, ``subagent_cancel``, ``list_agents``.
+background), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
+running child), ``subagent_cancel``, ``list_agents``.
 Resource template: ``subagent://jobs/{id}`` (the job's state as JSON); when a job started
 through this server ends, subscribers get a resource-updated notification.
 
@@ -34,8 +35,8 @@ from pydantic import Field
 
 from subagents import api
 from subagents.core import ids, paths
-from subagents.errors import JobIdError
-from subagents.jobs import TERMINAL, JobStore
+from subagents.errors import JobIdError, UsageError
+from subagents.jobs import TERMINAL, JobStore, budget_of
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
     INSTRUCTIONS,
@@ -180,6 +181,23 @@ class SubagentsMCP:
             ),
         )
         mcp.add_tool(
+            self.subagent_send,
+            name="subagent_send",
+            title="Message a running subagent",
+            annotations=hints(
+                "Message a running subagent", reads=False, idempotent=False, open_world=False
+            ),
+            description=(
+                "Send a message to a running child: `id` is its run id, or its job id while one run "
+                "of the job is going. mode 'steer' (default) puts it into the running conversation as "
+                "soon as the child's CLI allows (after its current tool calls): correct a child that "
+                "went off track. mode 'follow-up' is delivered when the child would otherwise end, "
+                "and the run goes on with it. Answers the receipt: queued or delivered; a message "
+                "the run cannot take (it ended; gemini and opencode take no steer) is an error, and "
+                "nothing is sent."
+            ),
+        )
+        mcp.add_tool(
             self.subagent_cancel,
             name="subagent_cancel",
             title="Cancel a job",
@@ -278,6 +296,33 @@ class SubagentsMCP:
                 description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
             ),
         ] = None,
+        max_turns: Annotated[
+            int | None,
+            Field(
+                ge=1,
+                description="Budget per run: model turns. At the limit the child is asked to wrap up "
+                "(2 more turns) where it takes messages, else stopped.",
+            ),
+        ] = None,
+        max_tokens: Annotated[
+            int | None, Field(ge=1, description="Budget per run: tokens.")
+        ] = None,
+        max_cost: Annotated[
+            float | None,
+            Field(
+                gt=0, description="Budget per run: cost in USD (pi, claude, opencode report costs)."
+            ),
+        ] = None,
+        job_max_turns: Annotated[
+            int | None, Field(ge=1, description="Budget of the whole job: turns of all its runs.")
+        ] = None,
+        job_max_tokens: Annotated[
+            int | None, Field(ge=1, description="Budget of the whole job: tokens of all its runs.")
+        ] = None,
+        job_max_cost: Annotated[
+            float | None,
+            Field(gt=0, description="Budget of the whole job: cost in USD of all its runs."),
+        ] = None,
     ) -> CallToolResult:
         mode, spec = build_spec(
             task=task,
@@ -292,6 +337,10 @@ class SubagentsMCP:
             stall_timeout=stall_timeout,
             on_stall=on_stall,
             tool_timeout=tool_timeout,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            max_cost=max_cost,
+            job_budget=budget_of(job_max_turns, job_max_tokens, job_max_cost),
         )
         session = self.session_for(ctx)
         try:
@@ -426,6 +475,28 @@ class SubagentsMCP:
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
             structured_content=status_summary(state, activity),
+        )
+
+    async def subagent_send(
+        self,
+        id: Annotated[
+            str, Field(description="The run id (or its job's id while one run is going).")
+        ],
+        text: Annotated[str, Field(description="The message for the child.")],
+        mode: Annotated[
+            Literal["steer", "follow-up"],
+            Field(description="steer: into the running turn; follow-up: when it would end."),
+        ] = "steer",
+    ) -> CallToolResult:
+        try:
+            receipt = await anyio.to_thread.run_sync(api.send, id, text, mode)
+        except UsageError as exc:
+            raise ToolError(str(exc)) from None
+        reason = receipt.get("reason")
+        line = f"{receipt['receipt']}: {receipt['mode']} {receipt['id']} to run {receipt['runId']}"
+        return CallToolResult(
+            content=[TextContent(type="text", text=line + (f" ({reason})" if reason else ""))],
+            structured_content=dict(receipt),
         )
 
     async def subagent_cancel(

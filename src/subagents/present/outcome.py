@@ -119,6 +119,36 @@ def figures(duration_ms: object, usage: object) -> list[str]:
     return out
 
 
+_LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
+
+
+def live_notes(run: Mapping[str, object]) -> list[str]:
+    """What live control did in a run, for its summary line: ``1 message``, ``turn limit
+    3: wrapped up (4 used)``; nothing where it did nothing."""
+    out = []
+    messages = run.get("messages")
+    sent = messages.get("sent") if isinstance(messages, Mapping) else None
+    if isinstance(sent, int) and sent:
+        out.append(f"{sent} message{'' if sent == 1 else 's'}")
+    limit = run.get("limit")
+    if isinstance(limit, Mapping):
+        kind = str(limit.get("kind") or "")
+        name = {"turns": "turn", "tokens": "token", "cost": "cost"}.get(kind, kind)
+        whose = "job's " if limit.get("scope") == "job" else ""
+
+        def amount(value: object) -> str:
+            if kind == "cost" and isinstance(value, int | float):
+                return money(value)
+            return str(int(value)) if isinstance(value, int | float) else "?"
+
+        done = _LIMIT_DONE.get(str(limit.get("action")), str(limit.get("action")))
+        out.append(
+            f"{whose}{name} limit {amount(limit.get('limit'))}: {done}"
+            f" ({amount(limit.get('used'))} used)"
+        )
+    return out
+
+
 def status_line(job_result: FinishedJob) -> str:
     """``✓ completed · pi · 3.4s · 60 tokens · $0.00004``: a job's outcome without its answer."""
     status = str(job_result.get("status") or "unknown")

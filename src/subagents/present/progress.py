@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from subagents.types import Event, ToolCall, ToolResult
+    from subagents.types import Event, LimitEvent, ToolCall, ToolResult, UserMessage
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
@@ -128,6 +128,8 @@ class ProgressFormatter:
             return self._tool_result(event, shorten=shorten)
         # Any event but a stall notice means the child is moving again.
         self._stalled_since = event.get("since") if event.get("stalled") else None
+        if etype == "usage":  # (the status line shows tokens): the most frequent, first
+            return None
         if etype == "notice":
             message = str(event.get("message") or "").strip()
             level = str(event.get("level") or "info").lower()
@@ -156,7 +158,29 @@ class ProgressFormatter:
                 text += f" in {took}"
             self._activity = text
             return text
+        if event["type"] == "user_message":
+            return self._message(event, shorten=shorten)
+        if event["type"] == "limit":
+            return limit_words(event)
         return None  # usage (the status line shows tokens) and anything unknown
+
+    def _message(self, event: UserMessage, *, shorten: bool) -> str | None:
+        """A message sent to the child, and what became of it."""
+        mode = str(event.get("mode") or "message")
+        receipt = event.get("receipt")
+        reason = str(event.get("reason") or "")
+        who = "subagents" if mode == "wrap-up" else "you"
+        if receipt == "delivered":
+            return f"✓ the child took {'the' if who == 'subagents' else 'your'} {mode}"
+        if receipt == "refused":
+            return f"✗ {mode} not taken: {reason or 'refused'}"
+        if event.get("reason") and reason != HELD_REASON and mode != "follow-up":
+            return f"(your {mode}) {reason}"  # a later word on a message sent before
+        text = str(event.get("text") or "")
+        text = collapse(text) if shorten else text.strip()
+        line = f"{who} → child ({mode}): {text}"
+        self._activity = head(line, 80)
+        return line
 
     def _tool_call(self, event: ToolCall, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
@@ -181,6 +205,34 @@ class ProgressFormatter:
         else:
             self._activity = (call, outcome, self._cwd)
         return text
+
+
+# A follow-up's first receipt: it waits in the supervisor (supervisor/live.py says it so).
+HELD_REASON: Final = "held until the current turn ends"
+_LIMIT_NAMES: Final = {"turns": "turn", "tokens": "token", "cost": "cost"}
+_LIMIT_ACTIONS: Final = {
+    "wrap-up": "asking the child to wrap up",
+    "abort": "stopping the child",
+    "stop": "the run ends at this answer",
+}
+
+
+def _amount(kind: str, value: object) -> str:
+    if not isinstance(value, (int, float)):
+        return "?"
+    if kind == "cost":
+        return f"${value:.2f}" if value >= 0.01 else f"${value:.4g}"
+    return f"{int(value)}"
+
+
+def limit_words(event: LimitEvent) -> str:
+    """``⚠ turn limit reached (3 of 3): asking the child to wrap up``."""
+    kind = str(event.get("kind") or "")
+    whose = "job's " if event.get("scope") == "job" else ""
+    used, limit = _amount(kind, event.get("used")), _amount(kind, event.get("limit"))
+    action = _LIMIT_ACTIONS.get(str(event.get("action")), str(event.get("action")))
+    name = _LIMIT_NAMES.get(kind, kind)
+    return f"⚠ {whose}{name} limit reached ({used} of {limit}): {action}"
 
 
 # --------------------------------------------------------------------------- transcript
@@ -249,6 +301,10 @@ def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
         return chunk
     if etype == "error":
         return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
-    if etype == "notice":
+    if etype in ("notice", "limit"):
         return "\n" + _quote(text) + "\n\n"
+    if etype == "user_message":
+        # A message sent (whole, as the child got it), or what became of it (one line).
+        sent = text.startswith(("you → child", "subagents → child"))
+        return "\n" + _quote(text) + "\n\n" if sent else f"- {text}\n"
     return f"\n{text}\n\n"

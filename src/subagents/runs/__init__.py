@@ -2,18 +2,21 @@
 (checks.py), the run directory and ``meta.json`` (rundir.py), starting its supervisor (a
 process of its own, ``subagents.supervisor``) through its launcher (launch.py), and the
 handle and monitor that follow it and recover from a dead supervisor (handle.py,
-monitor.py).
+monitor.py), messages to its child and its job's budget (control.py), and the installed
+version of its CLI (versions.py).
 
 May import: launchers, supervisor, backends, present, worktree, config, core.
 """
 
 from subagents.errors import UsageError
 from subagents.runs.checks import check, check_capabilities, resolve_binary
+from subagents.runs.control import check_message, send, tell_limit
 from subagents.runs.handle import RunHandle
 from subagents.runs.launch import keep_warm, resume, start, start_prepared, stop_run
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.request import RunRequest
 from subagents.runs.rundir import prepare
+from subagents.runs.versions import installed_version, parse_version, read_version
 from subagents.supervisor.result import EXIT_CODES
 from subagents.supervisor.spec import RunSpec
 
@@ -26,11 +29,17 @@ __all__ = [
     "UsageError",
     "check",
     "check_capabilities",
+    "check_message",
+    "installed_version",
     "keep_warm",
+    "parse_version",
     "prepare",
+    "read_version",
     "resolve_binary",
     "resume",
+    "send",
     "start",
     "start_prepared",
     "stop_run",
+    "tell_limit",
 ]

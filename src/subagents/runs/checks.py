@@ -11,7 +11,13 @@ from pathlib import Path
 
 from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, get_backend
 from subagents.config import Settings
-from subagents.core.inputs import seconds_problem, text_problem, timeout_problem
+from subagents.core.inputs import (
+    BUDGET_FIELDS,
+    budget_problem,
+    seconds_problem,
+    text_problem,
+    timeout_problem,
+)
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.request import RunRequest
@@ -110,6 +116,21 @@ def check_watchdog(req: RunRequest) -> None:
         )
 
 
+def check_budget(backend: Backend, req: RunRequest) -> None:
+    """The run's budget: numbers that can bound a run, of kinds its CLI reports."""
+    for name in BUDGET_FIELDS:
+        value = getattr(req, name)
+        problem = None if value is None else budget_problem(name, value)
+        if problem:
+            raise UsageError(f"{name}: {problem}", name)
+    if req.max_cost is not None and not backend.reports_cost:
+        raise UsageError(
+            f"{backend.name} reports no cost, so a cost limit cannot be counted"
+            " (bound its tokens with max_tokens instead)",
+            "max_cost",
+        )
+
+
 def check_travels(req: RunRequest, cwd: Path) -> None:
     """On Ray without a shared filesystem a run's working directory must reach its node:
     only a git repository does, sent with ``--isolate worktree``."""
@@ -170,6 +191,7 @@ def check(
     if not cwd.is_dir():
         raise UsageError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
     check_watchdog(req)
+    check_budget(backend, req)
     if req.isolate is not None:
         if req.isolate != "worktree":
             raise UsageError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")

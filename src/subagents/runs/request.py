@@ -37,6 +37,12 @@ class RunRequest:
     # Processes the run is bound to (``--parent-pid``), each ``{pid, createTime}``: when
     # one of them ends, the run is aborted (by its supervisor, whoever else is gone).
     watch: list[ProcessIdentity] = field(default_factory=list)
+    # The run's budget (docs/live-control.md); and, for the kinds bounded by what its job
+    # had left, what the job had used before it (set by the job as the run starts).
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    job_used: dict[str, float] | None = None
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it (every field: tests/test_types.py holds
@@ -60,6 +66,10 @@ class RunRequest:
             "tool_timeout": self.tool_timeout,
             "continue_from": self.continue_from,
             "watch": [w.copy() for w in self.watch],
+            "max_turns": self.max_turns,
+            "max_tokens": self.max_tokens,
+            "max_cost": self.max_cost,
+            "job_used": None if self.job_used is None else dict(self.job_used),
         }
 
     @classmethod
@@ -86,4 +96,8 @@ class RunRequest:
             tool_timeout=record.get("tool_timeout"),
             continue_from=record.get("continue_from"),
             watch=[w.copy() for w in record.get("watch") or []],
+            max_turns=record.get("max_turns"),
+            max_tokens=record.get("max_tokens"),
+            max_cost=record.get("max_cost"),
+            job_used=record.get("job_used"),
         )

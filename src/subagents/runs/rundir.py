@@ -19,7 +19,9 @@ from subagents.errors import UsageError, WorktreeError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.checks import Checked, check
 from subagents.runs.request import RunRequest
+from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
+from subagents.types import Limits
 
 if TYPE_CHECKING:
     from subagents.types import WorktreeSpec
@@ -48,8 +50,13 @@ def prepare(
     home = home or paths.state_home(env)
     run_id = ids.new_id()
     run_dir = paths.runs_dir(home) / run_id
+    version = (
+        installed_version(checked.backend, checked.binary, env, home)
+        if checked.backend.needs_version
+        else None
+    )
     try:
-        return _write_run_dir(req, settings, placement, checked, run_id, run_dir)
+        return _write_run_dir(req, settings, placement, checked, run_id, run_dir, version)
     except OSError:
         # A full disk (or an unwritable home): no half-made run directory is left behind.
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -63,8 +70,11 @@ def _write_run_dir(
     checked: Checked,
     run_id: str,
     run_dir: Path,
+    version: str | None,
 ) -> tuple[RunSpec, Path]:
     backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
+    live = backend.live_input(version)
+    limits = _limits(req, settings, backend)
     make_private_dir(run_dir)
     reserve_space(run_dir)
     try:
@@ -94,8 +104,13 @@ def _write_run_dir(
         system_prompt=req.system_prompt,
         session_dir=str(run_dir / "session") if backend.can_continue else None,
         resume=resume,
-        task_on_stdin=len(req.task.encode()) > ARGV_TASK_LIMIT,
+        # A live child takes its task on its stdin, in its protocol, at any size.
+        task_on_stdin=not live and len(req.task.encode()) > ARGV_TASK_LIMIT,
         copilot_agent_initiator=settings.copilot_agent_initiator,
+        live=live,
+        # The CLI's own bounds behind the budget (claude): past the grace turns, and the cost.
+        own_max_turns=limits["turns"] + settings.wrap_up_grace + 1 if "turns" in limits else None,
+        own_max_cost=limits.get("cost"),
     )
     stdin_file = None
     if command.task_on_stdin:
@@ -133,9 +148,34 @@ def _write_run_dir(
         sessionDir=command.session_dir,
         stdinFile=str(stdin_file) if stdin_file else None,
         watch=list(req.watch),
+        live=live,
+        refuse=dict(backend.refusals(version)) or None,
+        limits=limits or None,
+        jobLimits={k: v for k, v in (req.job_used or {}).items() if k in limits} or None,
+        graceTurns=settings.wrap_up_grace,
+        wrapUp=settings.wrap_up_text,
+        command=command.record(),
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir
+
+
+def _limits(req: RunRequest, settings: Settings, backend: Backend) -> Limits:
+    """The run's budget: its own, else the configured one (a configured cost only where the
+    CLI reports costs: it bounds every run, and the others cannot count it)."""
+    limits: Limits = {}
+    turns = req.max_turns if req.max_turns is not None else settings.max_turns
+    tokens = req.max_tokens if req.max_tokens is not None else settings.max_tokens
+    cost = req.max_cost
+    if cost is None and backend.reports_cost:
+        cost = settings.max_cost
+    if turns is not None:
+        limits["turns"] = turns
+    if tokens is not None:
+        limits["tokens"] = tokens
+    if cost is not None:
+        limits["cost"] = cost
+    return limits
 
 
 def _continuation(

@@ -11,10 +11,65 @@ _early: list[int] = []
 for _sig in STOP_SIGNALS:
     signal.signal(_sig, lambda signum, _frame: _early.append(signum))
 
+import contextlib
 import os
 import sys
+import time
+from pathlib import Path
 
-from subagents.supervisor.main import main
+from subagents.core.files import describe_os_error, read_json
+from subagents.core.procs import killpg
+from subagents.supervisor.handover import SPARE_FLAG, await_run
+from subagents.supervisor.main import Supervisor
+from subagents.supervisor.result import publish_ended
+from subagents.supervisor.spec import RunSpec
+
+
+def fail_before_start(run_dir: Path, message: str) -> None:
+    """Could not even read the spec: still leave a failed result behind."""
+    publish_ended(run_dir, status="failed", error_message=message, started_at=time.time())
+
+
+def main(argv: list[str] | None = None, early_signals: list[int] | None = None) -> int:
+    """The supervisor process: ``RUN_DIR``, or ``--spare`` to wait for one on stdin.
+    ``early_signals`` fills with the stop signals that arrive before the run is under way."""
+    args = sys.argv[1:] if argv is None else argv
+    early = early_signals if early_signals is not None else []
+    if args == [SPARE_FLAG]:
+        handed = await_run(early)
+        if handed is None:
+            return 0
+        args = [str(handed)]
+    if len(args) != 1:
+        print("usage: python -m subagents.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = Path(args[0])
+    try:
+        spec = RunSpec.from_dict(read_json(run_dir / "meta.json"))
+    except (OSError, ValueError, TypeError) as exc:
+        fail_before_start(run_dir, f"could not read the run spec: {exc}")
+        return 1
+    echo = None
+    if spec.echo:
+
+        def echo(line: str) -> None:
+            with contextlib.suppress(OSError):
+                print(line, flush=True)
+
+    sup: Supervisor | None = None
+    try:
+        sup = Supervisor(run_dir, spec, echo, early)
+        result = sup.run()
+    except Exception as exc:
+        # A bug or a full disk must neither orphan the child nor leave the caller without a
+        # result: the result names the cause (an OSError as one line, not its repr).
+        if sup is not None and sup.pgid:
+            killpg(sup.pgid, signal.SIGKILL)
+        why = describe_os_error(exc) if isinstance(exc, OSError) else repr(exc)
+        fail_before_start(run_dir, f"supervisor error: {why}")
+        return 1
+    return 0 if result["status"] == "completed" else 1
+
 
 code = main(early_signals=_early)
 # result.json is published and every artifact closed: skip the interpreter's teardown.

@@ -1,16 +1,18 @@
 """The supervisor: one process per run that owns the child agent.
 
-It spawns the CLI in its own process group with stdin at /dev/null, mirrors
-stdout to ``raw.jsonl``, normalizes it to ``events.jsonl`` and ``transcript.md``,
-decides completion from the stream (never from the exit code alone) and writes
-``result.json`` last, once, atomically.
+It spawns the CLI in its own process group (stdin at /dev/null, or held by the supervisor
+for a live run), mirrors stdout to ``raw.jsonl``, normalizes it to ``events.jsonl`` and
+``transcript.md``, decides completion from the stream (never from the exit code alone) and
+writes ``result.json`` last, once, atomically.
 
 Run as ``python -m subagents.supervisor RUN_DIR`` (``__main__.py``). It imports only the standard
 library and the small modules it needs, so it starts fast and stays small.
 
-Beside it: ``lines`` cuts the child's stdout into lines, ``recorder`` writes the artifacts,
-``outcome`` decides how a run ended, ``stallwatch`` keeps the watchdog's state, ``core.procs``
-signals process groups. What stays here (a little under 600 lines) is one state machine around one event loop: spawn, read, arm and
+Beside it: ``child`` spawns the child, ``lines`` cuts its stdout into lines, ``recorder``
+writes the artifacts, ``outcome`` decides how a run ended, ``stallwatch`` keeps the
+watchdog's state, ``live`` handles messages sent to the run and its budget (with
+``control``, the endpoint, and ``stdin``, the child's input), ``core.procs`` signals process
+groups. What stays here is one state machine around one event loop: spawn, read, arm and
 disarm completion, deadlines, signals, cleanup, finish.
 """
 
@@ -21,7 +23,6 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,14 +30,8 @@ from pathlib import Path
 from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
-from subagents.core.files import (
-    describe_os_error,
-    dumps_fast,
-    read_json,
-    read_tail,
-)
+from subagents.core.files import dumps_fast, read_tail
 from subagents.core.procs import (
-    RUN_ENV,
     STOP_SIGNALS,
     create_time,
     first_gone,
@@ -46,8 +41,9 @@ from subagents.core.procs import (
     stop_group,
     when_gone,
 )
-from subagents.supervisor.handover import ENVIRON_FILE, SPARE_FLAG, await_run
-from subagents.supervisor.lines import READ_SIZE, Lines, grow_pipe
+from subagents.supervisor.child import environment, spawn
+from subagents.supervisor.lines import READ_SIZE, Lines
+from subagents.supervisor.live import Live
 from subagents.supervisor.outcome import decide, with_write_error
 from subagents.supervisor.recorder import Recorder
 from subagents.supervisor.result import (
@@ -56,7 +52,6 @@ from subagents.supervisor.result import (
     build_result,
     finish_worktree,
     finishing,
-    publish_ended,
     publish_result,
 )
 from subagents.supervisor.spec import RunSpec
@@ -65,9 +60,7 @@ from subagents.supervisor.stallwatch import StallWatch
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import JsonValue, RunResult
+    from subagents.types import JsonValue, ProcessIdentity, RunResult, Usage
 
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
@@ -124,6 +117,12 @@ class Supervisor:
         self.chunk = bytearray(READ_SIZE)
         self.eof = False
         self.rec = Recorder(run_dir)
+        self.backend = get_backend(spec.backend)
+        self.live = Live(self, self.backend)
+        self.sel: selectors.BaseSelector = selectors.DefaultSelector()
+        # What the run's earlier children did (a follow-up continued in a new process):
+        # turns, usage and tool calls, added to the current one's.
+        self.carry: tuple[int, Usage, int] | None = None
         self._echo_fmt: ProgressFormatter | None = None
         if echo is not None:
             from subagents.present.progress import ProgressFormatter
@@ -143,6 +142,12 @@ class Supervisor:
             self.watch.tool_started(event["toolCallId"], self.heard_at)
         elif event["type"] == "tool_result":
             self.watch.tool_ended(event["toolCallId"])
+        elif event["type"] == "usage":
+            turns = self.norm.turns if self.norm is not None else 0
+            if self.carry is not None:  # the run's totals, not this child's alone
+                ev.add_usage(event, self.carry[1])
+                turns += self.carry[0]
+            event["turns"] = turns
         self.rec.record(event)
         if self.echo is not None and self._echo_fmt is not None:
             line = self._echo_fmt.line(event)
@@ -189,8 +194,10 @@ class Supervisor:
             ]
         for event in produced:
             self.record(event)
+        if self.live.active:
+            self.live.after_line()
         if norm.terminal and not was_terminal:
-            self.arm()
+            self.at_rest()
         elif was_terminal and not norm.terminal:
             self.disarm()
 
@@ -222,6 +229,28 @@ class Supervisor:
 
     # ---- completion ------------------------------------------------------
 
+    def at_rest(self) -> None:
+        """The child ended its turn: the run goes on (a follow-up), or completion is armed."""
+        if not self.live.at_rest():
+            self.arm()
+
+    def totals(self) -> tuple[int, Usage]:
+        """The run's model turns and usage so far (all its children's)."""
+        norm = self.norm
+        assert norm is not None
+        if self.carry is None:
+            return norm.turns, norm.usage
+        turns, usage, _ = self.carry
+        return turns + norm.turns, ev.add_usage(usage.copy(), norm.usage)
+
+    def stop_for_limit(self) -> None:
+        """A budget ran out: the run ends as stopped by it (a live child is asked to end its
+        turn; any other is stopped now)."""
+        if self.stop_cause is None:
+            self.stop_cause = "limit"
+        if not self.spec.live:
+            self.terminate_group("limit")
+
     def arm(self) -> None:
         if self.kill_at is None:
             self.grace_at = time.monotonic() + self.spec.grace
@@ -243,6 +272,7 @@ class Supervisor:
         self.grace_at = None
 
     def on_deadlines(self, now: float) -> None:
+        self.live.on_deadlines(now)
         if not self.child_alive():
             return
         if self.grace_at is not None and now >= self.grace_at:
@@ -298,6 +328,7 @@ class Supervisor:
                 self.timeout_at,
                 self.drain_until,
                 self.watch.next_point() if self.kill_at is None else None,
+                self.live.next_deadline(),
             )
             if t is not None
         ]
@@ -309,68 +340,23 @@ class Supervisor:
 
     # ---- main loop -------------------------------------------------------
 
-    def spawn(self) -> str | None:
+    def spawn(self, argv: list[str]) -> str | None:
         """Start the child; return an error message when it could not start."""
-        spec = self.spec
-        env = dict(os.environ)
-        environ_file = self.run_dir / ENVIRON_FILE
-        if environ_file.exists():
-            # Launched through a runner that does not pass the caller's environment on.
-            with contextlib.suppress(OSError, ValueError):
-                saved = read_json(environ_file)
-                if isinstance(saved, dict):
-                    env = {k: str(v) for k, v in saved.items()}
-            with contextlib.suppress(OSError):
-                environ_file.unlink()
-        env.update(spec.env)
-        # Some CLIs (opencode) take their working directory from $PWD, not from getcwd().
-        env["PWD"] = spec.cwd
-        env["SUBAGENTS_CHILD"] = "1"
-        env["SUBAGENTS_DEPTH"] = str(spec.depth)
-        env[RUN_ENV] = spec.runId  # inherited by all it starts: see procs.end_recorded_group
-        try:
-            # A regular file, written whole before the run started: a CLI reading its task
-            # there sees it end, and none can wait on an open terminal.
-            stdin: Any = open(spec.stdinFile, "rb") if spec.stdinFile else subprocess.DEVNULL  # noqa: SIM115
-        except OSError as exc:
-            return f"could not open the task file {spec.stdinFile}: {exc.strerror or exc}"
-        # The stdout pipe is made here, so it has its size before the child writes a byte.
-        out_r, out_w = os.pipe()
-        grow_pipe(out_w)
-        try:
-            self.proc = subprocess.Popen(
-                spec.argv,
-                cwd=spec.cwd,
-                env=env,
-                stdin=stdin,
-                stdout=out_w,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                bufsize=0,
-            )
-        except OSError as exc:
-            what = exc.strerror or str(exc)
-            target = (
-                spec.cwd
-                if isinstance(exc, NotADirectoryError) or exc.filename == spec.cwd
-                else spec.argv[0]
-            )
-            os.close(out_r)
-            return f"could not start {spec.argv[0]!r}: {what}: {target}"
-        except BaseException:
-            os.close(out_r)
-            raise
-        finally:
-            os.close(out_w)
-            if stdin is not subprocess.DEVNULL:
-                stdin.close()
-        self.out_fd = out_r
-        self.pgid = self.proc.pid
+        child = spawn(self.spec, argv, environment(self.run_dir, self.spec))
+        if isinstance(child, str):
+            return child
+        self.proc = child.proc
+        self.out_fd = child.out_fd
+        self.pgid = child.proc.pid
+        self.norm = self.backend.live_normalizer() if self.spec.live else self.backend.normalizer()
+        self.lines = Lines(self.norm.wants, self.handle_line, self.handle_skipped)
+        if child.stdin_fd >= 0:
+            self.live.started(child.stdin_fd, self.sel)
         return None
 
     def run(self) -> RunResult:
-        self.norm = norm = get_backend(self.spec.backend).normalizer()
-        self.lines = Lines(norm.wants, self.handle_line, self.handle_skipped)
+        # (a stand-in until the child is spawned: finish() reads it)
+        self.norm = self.backend.normalizer()
         wake_r, wake_w = os.pipe()
         os.set_blocking(wake_r, False)
         os.set_blocking(wake_w, False)
@@ -388,30 +374,72 @@ class Supervisor:
             if self.early_signals:  # asked to stop before the child was even spawned
                 self.on_signal(self.early_signals[0])
                 return self.finish()
-            spawn_error = self.spawn()
+            spawn_error = self.spawn(self.spec.argv)
             if spawn_error is not None:
                 self.emit(ev.error(spawn_error, fatal=True))
                 return self.finish(spawn_error=spawn_error)
-            assert self.proc is not None
-            self.emit(
-                ev.run_started(
-                    self.spec.backend,
-                    self.spec.agent,
-                    self.spec.requestedModel,
-                    self.spec.cwd,
-                    self.proc.pid,
-                    create_time(self.proc.pid),
-                )
-            )
-            self.flush()
-            self.loop(wake_r)
+            self.started()
+            # After the spawn, not before: the child starts without waiting for it.
+            self.live.listen(self.sel)
+            self.sel.register(wake_r, selectors.EVENT_READ, "signal")
+            while True:
+                self.loop(wake_r)
+                if not self.continued():
+                    break
             return self.finish()
         finally:
             signal.set_wakeup_fd(previous_wakeup)
             for fd in (wake_r, wake_w):
                 os.close(fd)
+            self.sel.close()
 
-    def process_gone(self, ident: Any, signal_self: bool = True) -> None:
+    def started(self) -> None:
+        assert self.proc is not None
+        spec = self.spec
+        self.emit(
+            ev.run_started(
+                spec.backend,
+                spec.agent,
+                spec.requestedModel,
+                spec.cwd,
+                self.proc.pid,
+                create_time(self.proc.pid),
+            )
+        )
+        self.flush()
+
+    def continued(self) -> bool:
+        """The child exited after its answer with a follow-up waiting, and takes no input
+        while it runs: the follow-up continues the conversation in a new child of this run
+        (the backend's resume, as ``continue`` does). False: the run ends."""
+        norm = self.norm
+        assert norm is not None and self.proc is not None
+        if self.stop_cause is not None or self.abort_signal is not None:
+            return False
+        follow = self.live.continuation()
+        if follow is None:
+            return False
+        mid, text = follow
+        resume = self.backend.resume_point(str(self.run_dir), {"sessionId": norm.session_id})
+        self.proc.wait()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        self.cleanup_group()
+        turns, usage = self.totals()
+        self.carry = (turns, usage, (self.carry[2] if self.carry else 0) + norm.tool_calls)
+        argv = self.backend.build_argv(self.spec.argv[0], self.live.request(text, resume))
+        self.eof, self.drain_until, self.grace_at, self.kill_at = False, None, None, None
+        self.emit(ev.notice("info", f"continuing the conversation with follow-up {mid}"))
+        error = self.spawn(argv)
+        if error is not None:
+            self.live.receipt(mid, "refused", error)
+            self.emit(ev.error(error, fatal=True))
+            return False
+        self.live.receipt(mid, "delivered")
+        self.started()
+        return True
+
+    def process_gone(self, ident: ProcessIdentity, signal_self: bool = True) -> None:
         """A process the run is bound to ended (``watch``: the caller's ``--parent-pid``)."""
         self.abort_why = f"process {ident['pid']}, which the run was bound to, ended"
         if signal_self:
@@ -420,16 +448,16 @@ class Supervisor:
     _have_pidfd = False
 
     def loop(self, wake_r: int) -> None:
+        """Read the current child until it is gone and its output is drained."""
         assert self.proc is not None
         out_fd = self.out_fd
         os.set_blocking(out_fd, False)
-        sel = selectors.DefaultSelector()
+        sel = self.sel
         sel.register(out_fd, selectors.EVENT_READ, "out")
         assert self.proc.stderr is not None
         err_fd = self.proc.stderr.fileno()
         os.set_blocking(err_fd, False)
         sel.register(err_fd, selectors.EVENT_READ, "err")
-        sel.register(wake_r, selectors.EVENT_READ, "signal")
         pidfd = -1
         if hasattr(os, "pidfd_open"):
             with contextlib.suppress(OSError):
@@ -455,17 +483,24 @@ class Supervisor:
                     elif key.data == "exit":
                         sel.unregister(pidfd)
                         self.proc.poll()
-                    else:
+                    elif key.data == "signal":
                         self.read_signals(wake_r)
+                    elif key.data is self.live.writer:  # the child's stdin has room
+                        self.live.writer.on_writable()
+                    elif self.live.server is not None:  # a connection, or a request on one
+                        self.live.server.on_ready(key.fileobj)
                 if not self._have_pidfd:
                     self.proc.poll()
         finally:
             self.read_err(err_fd, None)  # what is already in the pipe; never wait for more
-            sel.close()
+            for fd in (out_fd, err_fd, pidfd):
+                with contextlib.suppress(KeyError, ValueError):
+                    sel.unregister(fd)
             os.close(out_fd)
             self.out_fd = -1
             if pidfd >= 0:
                 os.close(pidfd)
+            self._have_pidfd = False
             self.end_of_stream()
             self.flush()
 
@@ -524,6 +559,7 @@ class Supervisor:
     def finish(self, spawn_error: str | None = None) -> RunResult:
         norm = self.norm
         assert norm is not None
+        messages, limit = self.live.finish()
         proc = self.proc
         exit_code: int | None = None
         sig: str | None = None
@@ -545,6 +581,7 @@ class Supervisor:
             exit_code=exit_code,
             sig=sig,
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
+            limit_error=self.live.budget.message() if self.live.budget else None,
         )
         duration_ms = round((time.monotonic() - self.t0) * 1000)
         self.rec.flush(force=True)
@@ -553,6 +590,7 @@ class Supervisor:
             self.emit(ev.error(error or status, fatal=True))
         self.emit(ev.run_finished(status, exit_code, sig, duration_ms))
         self.flush()
+        _, usage = self.totals()
         result = build_result(
             self.spec,
             self.run_dir,
@@ -566,11 +604,13 @@ class Supervisor:
             exit_code=exit_code,
             signal=sig,
             forced_cleanup=self.forced_cleanup,
-            usage=norm.usage,
-            tool_calls=norm.tool_calls,
+            usage=usage,
+            tool_calls=norm.tool_calls + (self.carry[2] if self.carry else 0),
             model=norm.model,
             session_id=norm.session_id,
         )
+        result["messages"] = messages
+        result["limit"] = limit
         with finishing(self.run_dir):
             if self.spec.worktree:
                 finish_worktree(result, self.spec, self.run_dir)
@@ -579,49 +619,3 @@ class Supervisor:
             self.rec.close()
             publish_result(self.run_dir, result)
         return result
-
-
-def fail_before_start(run_dir: Path, message: str) -> None:
-    """Could not even read the spec: still leave a failed result behind."""
-    publish_ended(run_dir, status="failed", error_message=message, started_at=time.time())
-
-
-def main(argv: list[str] | None = None, early_signals: list[int] | None = None) -> int:
-    """The supervisor process: ``RUN_DIR``, or ``--spare`` to wait for one on stdin.
-    ``early_signals`` fills with the stop signals that arrive before the run is under way."""
-    args = sys.argv[1:] if argv is None else argv
-    early = early_signals if early_signals is not None else []
-    if args == [SPARE_FLAG]:
-        handed = await_run(early)
-        if handed is None:
-            return 0
-        args = [str(handed)]
-    if len(args) != 1:
-        print("usage: python -m subagents.supervisor RUN_DIR", file=sys.stderr)
-        return 2
-    run_dir = Path(args[0])
-    try:
-        spec = RunSpec.from_dict(read_json(run_dir / "meta.json"))
-    except (OSError, ValueError, TypeError) as exc:
-        fail_before_start(run_dir, f"could not read the run spec: {exc}")
-        return 1
-    echo = None
-    if spec.echo:
-
-        def echo(line: str) -> None:
-            with contextlib.suppress(OSError):
-                print(line, flush=True)
-
-    sup: Supervisor | None = None
-    try:
-        sup = Supervisor(run_dir, spec, echo, early)
-        result = sup.run()
-    except Exception as exc:
-        # A bug or a full disk must neither orphan the child nor leave the caller without a
-        # result: the result names the cause (an OSError as one line, not its repr).
-        if sup is not None and sup.pgid:
-            killpg(sup.pgid, signal.SIGKILL)
-        why = describe_os_error(exc) if isinstance(exc, OSError) else repr(exc)
-        fail_before_start(run_dir, f"supervisor error: {why}")
-        return 1
-    return 0 if result["status"] == "completed" else 1

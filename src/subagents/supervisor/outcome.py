@@ -30,8 +30,10 @@ def decide(
     sig: str | None,
     stderr_tail: Callable[[], str],
     abort_why: str | None = None,
+    limit_error: str | None = None,
 ) -> tuple[RunStatus, str | None]:
-    """``(status, error message)`` for a run whose child is gone."""
+    """``(status, error message)`` for a run whose child is gone. ``limit_error``: a budget
+    stopped it (its message); an answer given before the stop still completes the run."""
     error: str | None = spawn_error
     status: RunStatus
     if spawn_error:
@@ -50,6 +52,10 @@ def decide(
     elif stop_cause == "tool_timeout":
         status = "failed"
         error = f"a tool call ran longer than the tool timeout of {spec.toolTimeout:g} s"
+    elif limit_error and not (norm.terminal and not norm.failed):
+        # Stopped by its budget (here, or by the CLI's own bound behind it): its partial
+        # output and usage are kept; an answer that came first would have completed it.
+        status, error = "failed", limit_error
     elif norm.terminal:
         # The outcome comes from the captured terminal event, not from how the child ended.
         if norm.failed or norm.stop_reason in ev.TERMINAL_FAILURE:

@@ -5,7 +5,15 @@ from __future__ import annotations
 # typing and dataclasses are not imported at run time: they slow the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, OnStall, ProcessIdentity, WorktreeSpec
+    from subagents.types import (
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        Limits,
+        OnStall,
+        ProcessIdentity,
+        WorktreeSpec,
+    )
 
 _DEFAULTS: JsonObject = {
     "jobId": None,
@@ -35,6 +43,18 @@ _DEFAULTS: JsonObject = {
     # Processes the run is bound to (``--parent-pid``: the caller's, and a foreground
     # driver's), each ``{pid, createTime}``: when one ends, the run is aborted.
     "watch": None,
+    # Live control (docs/live-control.md): the child takes its task and messages on stdin
+    # in its CLI's protocol; the kinds of message it cannot take, with why; its budget (and
+    # the kinds bounded by what its job had left, with what the job had used before it);
+    # the wrap-up message and the grace turns after it; the command request (without the
+    # task) to build a continuation's argv from.
+    "live": False,
+    "refuse": None,
+    "limits": None,
+    "jobLimits": None,
+    "graceTurns": 2,
+    "wrapUp": "stop here and give your final answer now",
+    "command": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -68,6 +88,13 @@ class RunSpec:
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
     watch: list[ProcessIdentity]
+    live: bool
+    refuse: dict[str, str] | None
+    limits: Limits | None
+    jobLimits: dict[str, float] | None
+    graceTurns: int
+    wrapUp: str
+    command: CommandRecord | None
 
     def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]

@@ -157,9 +157,18 @@ def main() -> None:
 
 
 def write_launcher(directory: Path, name: str = "fake-agent") -> Path:
-    """An executable that runs this fake agent with the current interpreter."""
+    """An executable that runs this fake agent with the current interpreter (its own
+    process: the shell execs it). ``--version`` alone is answered at once, with no
+    version in it: a fake pi runs as a pi too old for live input does (json mode)."""
+    import shlex
+
     path = directory / name
-    path.write_text(f"#!{sys.executable}\nfrom subagents.testing.fakeagent import main\nmain()\n")
+    python = shlex.quote(sys.executable)
+    path.write_text(
+        "#!/bin/sh\n"
+        'if [ "$#" = 1 ] && [ "$1" = "--version" ]; then echo "fake-agent"; exit 0; fi\n'
+        f'exec {python} -c "from subagents.testing.fakeagent import main; main()" "$@"\n'
+    )
     path.chmod(0o755)
     return path
 

@@ -1,0 +1,436 @@
+"""Live control of one run, the supervisor's side: messages sent to the child (``subagents
+send``: steer, follow-up), its budget, and what happens when it comes to rest.
+
+A live child (pi in rpc mode, claude, codex: ``RunSpec.live``) takes its task and every later
+message on its stdin, in its CLI's protocol, which its normalizer speaks; this module feeds
+the supervisor's control endpoint to it and writes what it asks to the child's stdin
+(``InputWriter``). A follow-up waits here until the child would end; then it is sent as the
+conversation's next turn (live), or, for a CLI that takes no input while it runs (gemini,
+opencode), it becomes a continuation of the same conversation in a new process of the same
+run (the supervisor spawns it). A steer is refused where the CLI takes none.
+
+Every message is a ``user_message`` event when it is sent (queued or refused) and again when
+the child takes it; a budget reached is a ``limit`` event. Standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+
+from subagents.core import events as ev
+from subagents.core.inputs import MAX_MESSAGE_BYTES
+
+# The endpoint, the stdin writer and the budget are imported where a run has them: a run that
+# can take nothing (pi before 0.80.4, no budget) starts as it did without live control.
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import selectors
+    from pathlib import Path
+    from typing import Protocol
+
+    from subagents.backends import Backend, CommandRequest, Normalizer
+    from subagents.supervisor.budget import Budget
+    from subagents.supervisor.control import ControlServer, Reply
+    from subagents.supervisor.spec import RunSpec
+    from subagents.supervisor.stdin import InputWriter
+    from subagents.types import (
+        CommandRecord,
+        ControlReply,
+        Event,
+        JsonObject,
+        JsonValue,
+        LimitKind,
+        LimitRecord,
+        Limits,
+        MessageCounts,
+        MessageMode,
+        ReceiptWord,
+        Usage,
+    )
+
+    class Supervisor(Protocol):
+        """What live control uses of the supervisor (supervisor/main.py)."""
+
+        spec: RunSpec
+        run_dir: Path
+        norm: Normalizer | None
+        stop_cause: str | None
+
+        def emit(self, event: Event) -> None: ...
+        def totals(self) -> tuple[int, Usage]: ...
+        def stop_for_limit(self) -> None: ...
+        def terminate_group(self, cause: str | None) -> None: ...
+
+
+MODES = ("steer", "follow-up")
+HELD = "held until the current turn ends"
+ENDING = "the run has given its answer and is ending"
+ENDED = "the run ended before the child took it"
+# After asking a live child to abort, how long its CLI has to end the turn itself.
+ABORT_WITHIN = 10.0
+
+
+class Message:
+    __slots__ = ("mode", "reply", "said", "text")
+
+    def __init__(self, mode: MessageMode, text: str, reply: Reply | None) -> None:
+        self.mode: MessageMode = mode
+        self.text = text
+        self.reply = reply
+        self.said: tuple[str, str | None] | None = None  # the last receipt recorded
+
+
+class Live:
+    def __init__(self, sup: Supervisor, backend: Backend) -> None:
+        self.sup = sup
+        self.spec = spec = sup.spec
+        self.backend = backend
+        self.refusals: dict[str, str] = dict(spec.refuse or {})
+        self.server: ControlServer | None = None
+        self.writer: InputWriter | None = None
+        self.messages: dict[str, Message] = {}
+        self.followups: list[str] = []
+        self.delivered = 0
+        self.turned_away = 0  # messages refused as they came (not sent)
+        self.ending = False
+        self.abort_at: float | None = None
+        self._seen: tuple[int, int, float | None] = (0, 0, None)
+        # The child's turns when it came to rest and the run went on (a follow-up sent, a
+        # message it holds): if it ends with no turn since, its last answer stands.
+        self.rest_turns: int | None = None
+        self.budget: Budget | None = None
+        if spec.limits:
+            self.budget = self._budget(spec.limits, spec.jobLimits)
+        # Something to do after each line the child writes (its input, a budget): the
+        # supervisor asks only then.
+        self.active = spec.live or self.budget is not None
+
+    # ---- the child -------------------------------------------------------------------
+
+    def request(self, task: str | None = None, resume: str | None = None) -> CommandRequest:
+        """The run's command request (``meta.json``'s ``command``), for ``task``."""
+        from subagents.backends import CommandRequest
+
+        fallback: CommandRecord = {"cwd": self.spec.cwd, "live": self.spec.live}
+        record = (self.spec.command or fallback).copy()
+        if resume is not None:
+            record["resume"] = resume
+        return CommandRequest(task=self.spec.task if task is None else task, **record)
+
+    def _budget(self, limits: Limits, job: dict[str, float] | None = None) -> Budget:
+        from subagents.supervisor.budget import Budget
+
+        return Budget(limits, grace=self.spec.graceTurns, graceful=self.spec.live, job=job)
+
+    def listen(self, sel: selectors.BaseSelector) -> None:
+        """Open the control endpoint, where the run can take something: a message (its CLI
+        takes one kind or another), or its job's budget reached (it has a budget)."""
+        if not (self.spec.live or len(self.refusals) < len(MODES) or self.budget is not None):
+            return
+        from subagents.supervisor.control import ControlServer
+
+        self.server = ControlServer(self.sup.run_dir, self.on_request)
+        problem = self.server.listen(sel)
+        if problem:
+            self.sup.emit(ev.notice("warn", problem))
+
+    def started(self, stdin_fd: int, sel: selectors.BaseSelector) -> None:
+        """A live child was spawned with ``stdin_fd`` as its stdin: give it its task."""
+        from subagents.supervisor.stdin import InputWriter
+
+        self.writer = InputWriter(stdin_fd, sel)
+        self.norm.begin(self.request())
+        self.pump()
+
+    @property
+    def norm(self) -> Normalizer:
+        norm = self.sup.norm
+        assert norm is not None
+        return norm
+
+    def after_line(self) -> None:
+        """The child wrote a line (``active`` runs only): write what its normalizer asks
+        for, record receipts, check the budget."""
+        norm = self.norm
+        if norm.outbox or norm.receipts:
+            self.pump()
+        if self.budget is not None:
+            self.on_progress()
+
+    def pump(self) -> None:
+        """Write what the child's normalizer asks for; record what became of messages."""
+        norm = self.norm
+        if norm.outbox:
+            lines, norm.outbox = norm.outbox, []
+            if self.writer is not None:
+                for line in lines:
+                    self.writer.write(line)
+        if norm.receipts:
+            receipts, norm.receipts = norm.receipts, []
+            for mid, receipt, reason in receipts:
+                self.receipt(mid, receipt, reason)
+
+    # ---- messages --------------------------------------------------------------------
+
+    def on_request(self, request: JsonObject, reply: Reply) -> None:
+        op = request.get("op")
+        if op == "limit":
+            self._job_limit(request, reply)
+            return
+        mode, text = _mode(request.get("mode")), request.get("text")
+        if op != "send" or mode is None or not isinstance(text, str):
+            reply.send({"receipt": "refused", "reason": "not a request this supervisor takes"})
+            return
+        mid = f"m{len(self.messages) + 1}"
+        message = self.messages[mid] = Message(mode, text, reply)
+        why = self._refusal(mode, text)
+        if why is not None:
+            self.turned_away += 1
+            self.receipt(mid, "refused", why)
+        elif mode == "follow-up":
+            self.followups.append(mid)
+            self.receipt(mid, "queued", HELD)
+        else:
+            self.norm.steer(mid, text)
+            self.pump()
+            if message.said is None:  # the CLI's own receipt has not come yet
+                reply.wait({"id": mid, "receipt": "queued", "mode": mode})
+
+    def _refusal(self, mode: str, text: str) -> str | None:
+        if not text.strip():
+            return "the message is empty"
+        if len(text.encode()) > MAX_MESSAGE_BYTES:
+            return "the message is over 1 MiB"
+        if self.ending:
+            return ENDING
+        if mode in self.refusals:
+            return self.refusals[mode]
+        if self.budget is not None and self.budget.state != "ok":
+            return "the run's budget is spent: it is wrapping up"
+        return None
+
+    def receipt(self, mid: str, receipt: ReceiptWord, reason: str | None = None) -> None:
+        """What became of message ``mid``: recorded when it changed, told to its sender
+        when it is the first word of it."""
+        message = self.messages.get(mid)
+        if message is None or message.said == (receipt, reason):
+            return
+        if message.said is not None and message.said[0] in ("delivered", "refused"):
+            return  # final already
+        message.said = (receipt, reason)
+        if receipt == "delivered":
+            self.delivered += 1
+        self.sup.emit(ev.user_message(mid, message.mode, message.text, receipt, reason))
+        if message.reply is not None:
+            answer: ControlReply = {"id": mid, "mode": message.mode, "receipt": receipt}
+            if reason:
+                answer["reason"] = reason
+            message.reply.send(answer)
+            message.reply = None
+
+    def counts(self) -> MessageCounts:
+        return {"sent": len(self.messages) - self.turned_away, "delivered": self.delivered}
+
+    # ---- budget ----------------------------------------------------------------------
+
+    def on_progress(self) -> None:
+        """The child reported something (only looked at when the run has a budget): check
+        the budget when its turns or usage moved."""
+        budget = self.budget
+        if budget is None:
+            return
+        turns, usage = self.sup.totals()
+        seen = (turns, usage["totalTokens"], usage["cost"])
+        if seen == self._seen:
+            return
+        self._seen = seen
+        if budget.cost_unknown(usage):
+            self.sup.emit(
+                ev.notice(
+                    "warn",
+                    "a cost limit is set, but the child reports no cost for its"
+                    " model: that limit cannot be counted",
+                )
+            )
+        # A turn that called no tool was an answer (a live child's run may not be over yet:
+        # pi settles later, claude's result follows): nothing to wrap up or stop there.
+        norm = self.norm
+        action = budget.check(turns, usage, norm.terminal or norm.stop_reason != ev.TOOL_USE)
+        if action is not None:
+            self._act(action)
+
+    def _job_limit(self, request: JsonObject, reply: Reply) -> None:
+        kind = _kind(request.get("kind"))
+        limit, used = _number(request.get("limit")), _number(request.get("used"))
+        if self.ending or kind is None:
+            reply.send({"receipt": "refused", "reason": ENDING if self.ending else "bad limit"})
+            return
+        if self.budget is None:
+            self.budget = self._budget({})
+            self.active = True
+        turns, usage = self.sup.totals()
+        action = self.budget.force(kind, limit, used, turns, usage)
+        if action is not None:
+            self._act(action)
+        reply.send({"receipt": "queued", "reason": action or "already acting on a limit"})
+
+    def _limit_event(self) -> None:
+        assert self.budget is not None and self.budget.record is not None
+        record = self.budget.record
+        self.sup.emit(
+            ev.limit(
+                record["kind"], record["limit"], record["used"], record["action"], record["scope"]
+            )
+        )
+
+    def _act(self, action: str) -> None:
+        self._limit_event()
+        if action == "wrap-up":
+            mid = f"w{len(self.messages) + 1}"
+            self.messages[mid] = Message("wrap-up", self.spec.wrapUp, None)
+            self.norm.steer(mid, self.spec.wrapUp)
+            self.pump()
+            return
+        # abort: the CLI ends the turn itself where it can (its output and usage kept).
+        self.sup.stop_for_limit()
+        if self.spec.live:
+            self.norm.abort()
+            self.pump()
+            self.abort_at = time.monotonic() + self.spec.killGrace + ABORT_WITHIN
+
+    def next_deadline(self) -> float | None:
+        server = self.server.next_deadline() if self.server is not None else None
+        if server is None or self.abort_at is None:
+            return server if self.abort_at is None else self.abort_at
+        return min(server, self.abort_at)
+
+    def on_deadlines(self, now: float) -> None:
+        if self.server is not None:
+            self.server.on_deadlines(now)
+        if self.abort_at is not None and now >= self.abort_at:
+            self.abort_at = None
+            self.sup.terminate_group("limit")  # the CLI did not end the turn: stop it
+
+    # ---- at rest ---------------------------------------------------------------------
+
+    def at_rest(self) -> bool:
+        """The child's last event ended its turn: True when the run goes on (a follow-up
+        sent, or a message the CLI holds); else the run ends (a live child's stdin closed)."""
+        norm = self.norm
+        budget = self.budget
+        turns, usage = self.sup.totals()
+        if (
+            budget is not None
+            and norm.own_limit
+            and budget.stopped_by_cli(norm.own_limit, turns, usage)
+        ):
+            self._limit_event()
+        if not self.spec.live:
+            return False  # a follow-up is a continuation, once the child has exited
+        self.abort_at = None
+        goes_on = False
+        if self._may_go_on(budget, turns, usage):
+            if norm.holds_input():
+                goes_on = True
+            elif self.followups:
+                mid = self.followups.pop(0)
+                norm.follow_up(mid, self.messages[mid].text)
+                goes_on = True
+        self.pump()
+        if goes_on:
+            norm.terminal = False
+            self.rest_turns = turns
+            return True
+        self.end_input()
+        return False
+
+    def _may_go_on(self, budget: Budget | None, turns: int, usage: Usage) -> bool:
+        norm = self.norm
+        if norm.failed or self.sup.stop_cause is not None:
+            self._refuse_held("the run did not end well: its follow-ups were not delivered")
+            return False
+        if budget is None or not self.followups:
+            return True
+        spent = budget.spent(turns, usage)
+        if spent is None:
+            return True
+        if budget.state == "ok":  # reached at this answer: it is where the run stops
+            budget.stop(spent, turns, usage)
+            self._limit_event()
+        from subagents.supervisor.budget import NAMES, describe
+
+        kind, limit = spent
+        self._refuse_held(f"the run's {NAMES[kind]} limit of {describe(kind, limit)} is reached")
+        return False
+
+    def continuation(self) -> tuple[str, str] | None:
+        """A child that takes no input has exited after its answer: the follow-up to
+        continue its conversation with, in a new process (None: the run ends)."""
+        norm = self.norm
+        turns, usage = self.sup.totals()
+        if (
+            not self.followups
+            or not norm.terminal
+            or not self._may_go_on(self.budget, turns, usage)
+        ):
+            return None
+        mid = self.followups.pop(0)
+        return mid, self.messages[mid].text
+
+    def end_input(self) -> None:
+        """No more messages: the child's stdin closes once what is buffered is written."""
+        self.ending = True
+        if self.writer is not None:
+            self.writer.close()
+
+    def _refuse_held(self, why: str) -> None:
+        for mid in self.followups:
+            self.receipt(mid, "refused", why)
+        self.followups = []
+
+    def finish(self) -> tuple[MessageCounts, LimitRecord | None]:
+        """The run is over: nothing more is taken; what was never delivered says so. A
+        child that ended after an answer without taking what followed it keeps that answer."""
+        if self.rest_turns is not None and self.sup.totals()[0] == self.rest_turns:
+            self.norm.terminal = True
+        self.ending = True
+        if self.server is not None:
+            self.server.close("the run has ended")
+        self._refuse_held(ENDED)
+        for mid, message in self.messages.items():
+            if message.said is None or message.said[0] == "queued":
+                self.receipt(mid, "refused", ENDED)
+        if self.writer is not None and not self.writer.closed:
+            self.writer.close()
+        record = None
+        if self.budget is not None:
+            turns, usage = self.sup.totals()
+            self.budget.settle(turns, usage)
+            record = self.budget.record
+        return self.counts(), record
+
+
+# A request is another process's JSON: each field is narrowed to what it may be.
+
+
+def _mode(value: JsonValue) -> MessageMode | None:
+    if value == "steer":
+        return "steer"
+    if value == "follow-up":
+        return "follow-up"
+    return None
+
+
+def _kind(value: JsonValue) -> LimitKind | None:
+    if value == "turns":
+        return "turns"
+    if value == "tokens":
+        return "tokens"
+    if value == "cost":
+        return "cost"
+    return None
+
+
+def _number(value: JsonValue) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
