@@ -5,6 +5,7 @@ the page and opens no dialog. Jobs run real supervisors with the fake agent."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,12 @@ from typing import Any
 import pistream as pi
 import pytest
 from conftest import Fake, eventually, git, git_repo, pid_alive
+from test_control import claude_steps
 from webserver import Web, chromium, have_chromium, web_server
 
 import subagents
 from subagents import api
+from subagents.core import paths
 from subagents.jobs import JobStore
 
 pytestmark = pytest.mark.skipif(
@@ -127,6 +130,55 @@ def test_stop_from_the_job_page_aborts_the_job(
     until(browser, "document.querySelector('.jobhead').dataset.status === 'aborted'")
     assert api.job_state(JobStore(), job_id)["status"] == "aborted"
     assert eventually(lambda: not pid_alive(int(pidfile.read_text())))
+
+
+def test_send_from_the_job_page_steers_the_running_child(
+    browser: Any, web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_CLAUDE_BIN", str(fake.launcher))
+    gate = fake.dir / "gate"
+    steps = claude_steps(gate, echo="only the tokenizer, then report")
+    spec = {"mode": "single", "steps": [{"task": "do it", "backend": "claude"}]}
+    job_id = subagents.start(spec, env=fake.env(steps)).job_id
+    store = JobStore()
+
+    def run_dir() -> Path | None:
+        ids = [r for r in store.load(job_id).get("runIds") or [] if r]
+        return paths.runs_dir(store.home) / ids[0] if ids else None
+
+    # The child is at work (its tool call is out) before the page is opened.
+    assert eventually(
+        lambda: (d := run_dir()) is not None and "tool_call" in _text(d / "events.jsonl")
+    )
+    sign_in(browser, web, f"/job/{job_id}")
+    until(browser, "document.getElementById('send-form')")
+    browser.find_element("id", "send-text").send_keys("only the tokenizer, then report")
+    browser.find_element("id", "send-button").click()
+    result = "document.getElementById('send-result')"
+    receipt = until(browser, f"{result}.className === 'ok' && {result}.textContent")
+    assert receipt.startswith("queued: steer m1 to run ")
+    gate.touch()  # the child takes it, and answers
+    until(browser, "document.querySelector('.jobhead').dataset.status === 'completed'")
+    d = run_dir()
+    assert d is not None
+    run = json.loads((d / "result.json").read_text())
+    assert run["messages"] == {"sent": 1, "delivered": 1}
+    assert "only the tokenizer, then report" in _text(d / "transcript.md")
+    # To a run that has ended: refused, said on the page, nothing sent.
+    browser.find_element("id", "send-text").send_keys("too late")
+    browser.find_element("id", "send-button").click()
+    refusal = until(browser, f"{result}.className === 'problem' && {result}.textContent")
+    assert "ended" in refusal
+    # A program's request that is no message is refused before anything is asked of the run.
+    with web.client() as client:
+        bad = client.post(f"/api/runs/{run['runId']}/send", json={"mode": "shout"})
+        assert bad.status_code == 400 and "text" in bad.json()["error"]
+        unknown = client.post("/api/runs/nope/send", json={"text": "hi"})
+        assert unknown.status_code == 404
+
+
+def _text(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def test_apply_from_the_job_page_lands_an_isolated_runs_change(

@@ -211,6 +211,34 @@ class WebApp:
         state = await anyio.to_thread.run_sync(api.stop_job, self.store, job_id)
         return JSONResponse({"jobId": job_id, "status": state.get("status")})
 
+    async def send(self, request: Request) -> Response:
+        """A message to a running run's child (``subagents send``): its receipt."""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        text = body.get("text") if isinstance(body, dict) else None
+        mode = body.get("mode", "steer") if isinstance(body, dict) else None
+        if not isinstance(text, str) or mode not in ("steer", "follow-up"):
+            return JSONResponse(
+                {"error": 'send a JSON object {"text": ..., "mode": "steer" | "follow-up"}'},
+                status_code=400,
+            )
+        target = request.path_params["run_id"]
+        try:
+            receipt = await anyio.to_thread.run_sync(
+                api.send_message,
+                self.store,
+                target,
+                text,
+                "steer" if mode == "steer" else "follow-up",
+            )
+        except JobIdError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        except SubagentsError as exc:  # refused: ended, a CLI that takes no such message, …
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        return JSONResponse(receipt)
+
     async def apply(self, request: Request) -> Response:
         def apply() -> list[str]:
             try:
@@ -283,6 +311,7 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Any, Callable[[], 
         Route("/api/jobs/{job_id}", web.job_json),
         Route("/api/jobs/{job_id}/stop", web.stop, methods=["POST"]),
         Route("/api/runs/{run_id}/apply", web.apply, methods=["POST"]),
+        Route("/api/runs/{run_id}/send", web.send, methods=["POST"]),
         Route("/runs/{run_id}/transcript.md", web.transcript_text),
         Route("/static/{name}", web.static),
     ]

@@ -241,9 +241,21 @@ def render_run_end(result: RunResult | None, home: Path) -> str:
 
 
 def render_send(row: RunRow | None) -> str:
-    """Where Send (steer a running child, or a follow-up) goes once live control exists
-    (`subagents send`, issue 22): a form posting to ``/api/runs/<run>/send``."""
-    return ""
+    """Send, for a run still going: a message to its child, a steer (taken at the next
+    point its CLI allows) or a follow-up (taken when it would otherwise end), posted to
+    ``/api/runs/<run>/send``. The receipt, or why not, is said beside it."""
+    if row is None or row.run_id is None or row.status in TERMINAL:
+        return ""
+    return (
+        f'<form id="send-form" class="send" data-run="{esc(row.run_id)}">'
+        '<label for="send-text">Message to the child</label>'
+        '<textarea id="send-text" name="text" rows="3" required></textarea>'
+        '<p><select id="send-mode" name="mode">'
+        '<option value="steer">steer: now, after its current step</option>'
+        '<option value="follow-up">follow-up: when it would end</option>'
+        '</select> <button type="submit" id="send-button">Send</button></p>'
+        '<p id="send-result" role="status"></p></form>'
+    )
 
 
 def render_body(data: JobData, home: Path) -> str:

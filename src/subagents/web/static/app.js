@@ -16,10 +16,13 @@
     return source;
   }
 
-  async function post(url) {
+  async function post(url, payload) {
+    const headers = { "X-CSRF-Token": csrf };
+    if (payload !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(url, {
       method: "POST",
-      headers: { "X-CSRF-Token": csrf },
+      headers,
+      body: payload === undefined ? undefined : JSON.stringify(payload),
       credentials: "same-origin",
     });
     let body = {};
@@ -91,6 +94,28 @@
       say(out, "stopping…", "busy");
       const answer = await post(`/api/jobs/${encodeURIComponent(dialog.dataset.job)}/stop`);
       say(out, answer.ok ? `job ${answer.body.status}` : answer.body.error, answer.ok ? "ok" : "problem");
+    });
+  }
+
+  const sendForm = document.getElementById("send-form");
+  if (sendForm) {
+    sendForm.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const out = document.getElementById("send-result");
+      const text = document.getElementById("send-text");
+      const mode = document.getElementById("send-mode").value;
+      say(out, "sending…", "busy");
+      const answer = await post(`/api/runs/${encodeURIComponent(sendForm.dataset.run)}/send`, {
+        text: text.value,
+        mode,
+      });
+      if (answer.ok) {
+        const r = answer.body;
+        say(out, `${r.receipt}: ${r.mode} ${r.id} to run ${r.runId}` + (r.reason ? ` (${r.reason})` : ""), "ok");
+        text.value = "";
+      } else {
+        say(out, answer.body.error, "problem");
+      }
     });
   }
 
