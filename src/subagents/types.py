@@ -32,6 +32,8 @@ __all__ = [
     "JobState",
     "JobStatus",
     "JobUpdate",
+    "JsonObject",
+    "JsonValue",
     "KeyedCostRow",
     "LifecycleEventType",
     "LifecycleStatus",
@@ -56,6 +58,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "Runner",
+    "SchemaMode",
     "StopReason",
     "Thinking",
     "ToolCall",
@@ -70,6 +73,13 @@ __all__ = [
 # ---- words ----------------------------------------------------------------------------
 
 # How a run ended (result.json's ``status``; the CLI's exit code follows from it).
+# A JSON value as parsed (an output schema, a structured answer).
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+# A JSON object.
+JsonObject: TypeAlias = dict[str, JsonValue]
+# How a run's output schema is held to: by the CLI's own flag, or the task's instruction
+# and one repair turn (docs/structured.md).
+SchemaMode: TypeAlias = Literal["own", "instructed"]
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
@@ -104,8 +114,9 @@ EventType: TypeAlias = Literal[
 ]
 # A message sent to a running child (``subagents send``): a steer lands in the running
 # conversation, a follow-up when the child would otherwise end; a wrap-up is the one a
-# budget sends at its limit.
-MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up"]
+# budget sends at its limit; a repair is the one turn that quotes why an answer did not
+# satisfy the run's output schema (docs/structured.md).
+MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up", "repair"]
 # What became of a message: the CLI (or the supervisor) holds it to deliver, it is in the
 # conversation, or it was not taken (the reason says why).
 ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
@@ -376,6 +387,11 @@ class RunResult(TypedDict):
     # and the budget that was reached, if one was.
     messages: NotRequired[MessageCounts]
     limit: NotRequired[LimitRecord | None]
+    # --output-schema (docs/structured.md; absent from results without one): the answer's
+    # parsed JSON value when it satisfies the schema (else None: the raw answer stays in
+    # finalText), and the schema's hash (structured.schema_hash).
+    structured: NotRequired[JsonValue]
+    schemaHash: NotRequired[str]
 
 
 @final

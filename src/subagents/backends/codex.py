@@ -33,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import Usage
+    from subagents.types import JsonObject, Usage
 
 # Tool items, by their app-server type, and the name their tool_call events carry.
 TOOL_ITEMS = {
@@ -180,6 +180,7 @@ class CodexNormalizer(Normalizer):
         # Our requests by id: what each was (its message id for a steer or a turn/start).
         self._requests: dict[int, tuple[str, str | None]] = {}
         self.thread: str | None = None
+        self._schema: JsonObject | None = None  # each turn's outputSchema (made strict)
         self.turn: str | None = None  # the active turn's id, while one runs
         self._task: str = ""
         # Messages codex has not put in the conversation yet: id -> text; the steers among
@@ -206,6 +207,7 @@ class CodexNormalizer(Normalizer):
 
     def begin(self, req: CommandRequest) -> None:
         self._task = req.task
+        self._schema = req.output_schema
         self._request(
             "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
@@ -231,7 +233,13 @@ class CodexNormalizer(Normalizer):
             self._request("thread/start", params, "thread")
 
     def _turn_start(self, mid: str, text: str) -> None:
-        params = {"threadId": self.thread, "input": _text_input(text), "clientUserMessageId": mid}
+        params: dict[str, object] = {
+            "threadId": self.thread,
+            "input": _text_input(text),
+            "clientUserMessageId": mid,
+        }
+        if self._schema is not None:  # every turn's answer (a follow-up's too)
+            params["outputSchema"] = self._schema
         self._request("turn/start", params, "turn", mid)
 
     def steer(self, message_id: str, text: str) -> None:
@@ -459,6 +467,8 @@ class CodexBackend(Backend):
     tested_versions = ("0.169.0",)
     reports_cost = False
     live_cost = False
+    own_schema = True
+    strict_schema = True
 
     def live_input(self, version: str | None) -> bool:
         return True

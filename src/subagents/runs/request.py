@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from subagents.types import JsonObject
+
 
 @dataclass
 class RunRequest:
@@ -35,6 +37,8 @@ class RunRequest:
     max_tokens: int | None = None
     max_cost: float | None = None
     job_used: dict[str, float] | None = None
+    # --output-schema: the checked schema (structured.load_schema) the answer must satisfy.
+    output_schema: JsonObject | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRequest:

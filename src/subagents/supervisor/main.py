@@ -52,7 +52,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import RunResult, Usage
+    from subagents.types import JsonValue, RunResult, Usage
 
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
@@ -549,6 +549,13 @@ class Supervisor:
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
             limit_error=self.live.budget.message() if self.live.budget else None,
         )
+        structured: JsonValue = None
+        if self.spec.outputSchema is not None and status == "completed":
+            from subagents.supervisor.answer import FAILED, check
+
+            structured, problem = check(self.spec, norm)
+            if problem is not None:  # failed; the raw answer stays in finalText
+                status, error = "failed", f"{FAILED}: {problem}"
         duration_ms = round((time.monotonic() - self.t0) * 1000)
         self.rec.flush(force=True)
         status, error = with_write_error(status, error, self.rec.write_error)
@@ -577,6 +584,9 @@ class Supervisor:
         )
         result["messages"] = messages
         result["limit"] = limit
+        if self.spec.schemaHash is not None:
+            result["structured"] = structured if status == "completed" else None
+            result["schemaHash"] = self.spec.schemaHash
         if self.spec.worktree:
             finish_worktree(result, self.spec, self.run_dir)
         if status != "completed":

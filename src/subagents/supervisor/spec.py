@@ -7,7 +7,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from subagents.types import Limits, OnStall, WorktreeSpec
+    from subagents.types import JsonObject, Limits, OnStall, SchemaMode, WorktreeSpec
 
 _DEFAULTS: dict[str, Any] = {
     "jobId": None,
@@ -46,6 +46,15 @@ _DEFAULTS: dict[str, Any] = {
     "graceTurns": 2,
     "wrapUp": "stop here and give your final answer now",
     "command": None,
+    # --output-schema (docs/structured.md): the schema the answer must satisfy (as the CLI
+    # took it: codex's made strict), its hash (of the schema as given), whether the CLI
+    # checks it itself ("own": claude, codex) or the task carries it with an instruction
+    # (``taskSuffix``, after the task) and the supervisor asks one repair turn
+    # ("instructed").
+    "outputSchema": None,
+    "schemaHash": None,
+    "schemaMode": None,
+    "taskSuffix": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -85,6 +94,10 @@ class RunSpec:
     graceTurns: int
     wrapUp: str
     command: dict[str, Any] | None
+    outputSchema: JsonObject | None
+    schemaHash: str | None
+    schemaMode: SchemaMode | None
+    taskSuffix: str | None
 
     def __init__(self, **fields: Any) -> None:
         missing = [k for k in _REQUIRED if k not in fields]

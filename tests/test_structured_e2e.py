@@ -1,0 +1,170 @@
+"""--output-schema end to end (issue 24): through our own run path (``runs.start`` ->
+supervisor -> the real agent CLI) against the mock model. No network. Each test is skipped,
+with its reason, when its CLI is not installed (``./scripts/setup --test``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from subagents.config import Settings
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.runs import RunRequest, start
+from subagents.structured import schema_hash
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["ok", "fixed"]},
+        "note": {"type": "string"},
+    },
+    "required": ["verdict"],
+}
+VALID = '{"verdict": "ok"}'
+
+CLIS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
+    "pi": ("mock/mock-model", lambda d, url: mm.write_pi_config(d, url)),
+    "claude": (mm.CLAUDE_MODEL, lambda d, url: mm.write_claude_config(d, url, max_retries=0)),
+    "codex": (mm.CODEX_MODEL, lambda d, url: mm.write_codex_config(d, url)),
+    "gemini": (mm.GEMINI_MODEL, lambda d, url: mm.write_gemini_config(d, url, max_attempts=1)),
+    "opencode": (mm.OPENCODE_MODEL, lambda d, url: mm.write_opencode_config(d, url)),
+}
+
+
+def cli(*names: str) -> list[Any]:
+    return [
+        pytest.param(
+            n, marks=pytest.mark.skipif(shutil.which(n) is None, reason=f"{n} is not installed")
+        )
+        for n in names
+    ]
+
+
+def run(
+    tmp_path: Path, backend: str, script: Script, schema: dict[str, Any] = SCHEMA
+) -> tuple[dict[str, Any], MockModelServer]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    model, writer = CLIS[backend]
+    with MockModelServer(script) as srv:
+        env = writer(tmp_path / f"{backend}-config", srv.url)
+        req = RunRequest(
+            task="review it",
+            backend=backend,
+            cwd=str(work),
+            env=env,
+            model=model,
+            output_schema=schema,
+        )
+        handle = start(req, Settings(default_backend=backend))
+        result = handle.wait(timeout=120)
+        assert result is not None, "the run did not finish"
+    return dict(result), srv
+
+
+def events(result: dict[str, Any]) -> list[dict[str, Any]]:
+    text = Path(result["paths"]["events"]).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("backend", cli("pi"))
+def test_pi_returns_a_valid_object_from_the_instruction_in_its_task(
+    tmp_path: Path, backend: str
+) -> None:
+    result, srv = run(
+        tmp_path, backend, Script(use_tool=False, final_text=f"```json\n{VALID}\n```")
+    )
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["structured"] == {"verdict": "ok"}
+    assert result["schemaHash"] == schema_hash(SCHEMA)
+    assert result["task"] == "review it"  # the user's task; the child's carried the schema
+    assert "enum" in json.dumps(srv.requests[0]) and len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("backend", cli("pi", "gemini", "opencode"))
+def test_an_invalid_answer_is_repaired_in_one_turn_quoting_the_error(
+    tmp_path: Path, backend: str
+) -> None:
+    script = Script(
+        loop=True,
+        loop_limit=0,
+        final_text='{"verdict": "maybe"}',
+        reply_text='{"verdict": "fixed"}',
+    )
+    result, srv = run(tmp_path, backend, script)
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["structured"] == {"verdict": "fixed"}
+    last = json.dumps(srv.requests[-1])
+    assert "does not satisfy the required JSON Schema" in last and "$.verdict" in last
+    assert "maybe" in last  # the error quotes what was wrong
+    repairs = [e for e in events(result) if e["type"] == "user_message"]
+    assert [e["mode"] for e in repairs] == ["repair", "repair"]  # queued, delivered
+    assert repairs[-1]["receipt"] == "delivered"
+
+
+@pytest.mark.parametrize("backend", cli("pi"))
+def test_a_never_valid_answer_fails_with_the_error_and_the_raw_answer_kept(
+    tmp_path: Path, backend: str
+) -> None:
+    script = Script(
+        loop=True, loop_limit=0, final_text="looks fine to me", reply_text="still prose"
+    )
+    result, srv = run(tmp_path, backend, script)
+    assert result["status"] == "failed"
+    assert result["errorMessage"].startswith("the answer does not satisfy the output schema")
+    assert "not JSON" in result["errorMessage"]
+    assert result["finalText"] == "still prose"  # the raw answer, kept
+    assert result["structured"] is None and result["schemaHash"] == schema_hash(SCHEMA)
+    assert "does not satisfy the output schema" in (result["diagnostics"] or "")
+    assert len(srv.requests) == 2  # the answer, one repair: no more
+
+
+@pytest.mark.parametrize("backend", cli("claude"))
+def test_claude_gets_its_own_json_schema_flag_and_its_structured_output_is_read(
+    tmp_path: Path, backend: str
+) -> None:
+    script = Script(tool_name="StructuredOutput", tool_args={"verdict": "ok"}, final_text="done")
+    result, srv = run(tmp_path, backend, script)
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["structured"] == {"verdict": "ok"}
+    tools = {t["name"]: t for t in srv.requests[0]["tools"]}
+    assert tools["StructuredOutput"]["input_schema"]["properties"]["verdict"]["enum"] == [
+        "ok",
+        "fixed",
+    ]
+    meta = json.loads((Path(result["paths"]["events"]).parent / "meta.json").read_text())
+    assert any(a.startswith("--json-schema=") for a in meta["argv"])
+    assert "Answer with a single JSON value" not in json.dumps(srv.requests[0])
+
+
+@pytest.mark.parametrize("backend", cli("codex"))
+def test_codex_gets_its_own_output_schema_in_strict_form(tmp_path: Path, backend: str) -> None:
+    script = Script(use_tool=False, final_text='{"verdict": "ok", "note": null}')
+    result, srv = run(tmp_path, backend, script)
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert result["structured"] == {"verdict": "ok", "note": None}
+    fmt = srv.requests[0]["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["strict"] is True
+    assert fmt["schema"]["required"] == ["verdict", "note"]  # the optional key made nullable
+    assert fmt["schema"]["properties"]["note"]["type"] == ["string", "null"]
+    assert fmt["schema"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize("backend", cli("codex"))
+def test_a_schema_codex_strict_mode_refuses_is_one_line_before_anything_starts(
+    tmp_path: Path, backend: str
+) -> None:
+    from subagents.errors import UsageError
+
+    loose = {"type": "object", "additionalProperties": True}
+    with pytest.raises(UsageError, match="additionalProperties"):
+        run(tmp_path, backend, Script(), schema=loose)
+    assert (
+        not list((tmp_path / "home" / "runs").glob("*")) if (tmp_path / "home").exists() else True
+    )
