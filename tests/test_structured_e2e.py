@@ -168,3 +168,68 @@ def test_a_schema_codex_strict_mode_refuses_is_one_line_before_anything_starts(
     assert (
         not list((tmp_path / "home" / "runs").glob("*")) if (tmp_path / "home").exists() else True
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ('{"type": 3}', "not a valid JSON Schema"),
+        ("{bad", "is not JSON"),
+        ("missing.json", "cannot read it"),
+        ("big.json", "over the limit of 256 KiB"),
+        ('["a"]', "must be a JSON object"),
+    ],
+)
+def test_a_bad_schema_is_one_line_exit_2_before_anything_starts(
+    tmp_path: Path, given: str, says: str
+) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "big.json").write_text('{"description": "' + "x" * 300_000 + '"}')
+    home = tmp_path / "home"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "subagents"), "run", "--output-schema", given, "hi"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "SUBAGENTS_HOME": str(home)},
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("subagents: --output-schema: ")
+    assert says in lines[0] and proc.stdout == ""
+    assert not (home / "runs").exists() or not list((home / "runs").iterdir())
+
+
+@pytest.mark.parametrize("backend", cli("pi"))
+def test_a_chain_passes_the_json_text_on_and_an_agent_file_carries_its_schema(
+    tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subagents
+
+    agents = tmp_path / "cc" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "schema.json").write_text(json.dumps(SCHEMA))
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: reviews\nbackend: pi\noutputSchema: schema.json\n---\n"
+        "Review.\n"
+    )
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
+    script = Script(use_tool=False, final_text=f"Here it is:\n```json\n{VALID}\n```\n")
+    with MockModelServer(script) as srv:
+        env = mm.write_pi_config(tmp_path / "pi-config", srv.url)
+        spec = {
+            "mode": "chain",
+            "steps": [
+                {"task": "review", "agent": "reviewer", "model": "mock/mock-model"},
+                {"task": "got: {previous}", "backend": "pi", "model": "mock/mock-model"},
+            ],
+        }
+        result = subagents.run(spec, env=env, cwd=tmp_path)
+        assert result["status"] == "completed"
+        assert result["runs"][0]["structured"] == {"verdict": "ok"}  # type: ignore[typeddict-item]
+        assert "structured" not in result["runs"][1]
+        second = json.dumps(srv.requests[-1])
+        assert 'got: {\\"verdict\\": \\"ok\\"}' in second  # the JSON text, not the prose

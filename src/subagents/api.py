@@ -426,6 +426,7 @@ def start(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobHandle:
     """Start a job in the background (a task, or a job spec); returns its handle. A task's
     budget: ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
@@ -439,6 +440,9 @@ def start(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            output_schema=dict(output_schema)
+            if isinstance(output_schema, Mapping)
+            else output_schema,
         ),
         cwd=cwd,
         extra_env=env,
@@ -462,6 +466,7 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobRun: ...
 @overload
 def run(
@@ -477,6 +482,7 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobResult: ...
 def run(
     task: str | dict[str, Any] | JobSpec,
@@ -491,11 +497,14 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobRun | JobResult:
     """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
     a RunNotStarted record when the job was stopped before the run started, or the run could
     not start: ``"paths" in result`` tells which); a job: the job result. A task's budget:
-    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
+    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own.
+    ``output_schema`` (a file, JSON text or a mapping): the answer must be JSON valid
+    against it; the result's ``structured`` holds the value (docs/structured.md)."""
     job = prepare_job(
         _spec(
             task,
@@ -506,6 +515,9 @@ def run(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            output_schema=dict(output_schema)
+            if isinstance(output_schema, Mapping)
+            else output_schema,
         ),
         cwd=cwd,
         extra_env=env,

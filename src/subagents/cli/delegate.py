@@ -92,6 +92,12 @@ parent_pid_option = click.option(
 @click.option(
     "--job-max-cost", type=float, help="Budget of the whole job: cost in USD of all its runs."
 )
+@click.option(
+    "--output-schema",
+    metavar="FILE|JSON",
+    help="The answer must be JSON valid against this JSON Schema (2020-12): a file or inline"
+    " JSON; result.json's `structured` holds it (docs/structured.md).",
+)
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -162,6 +168,7 @@ def run(
     job_max_turns: int | None,
     job_max_tokens: int | None,
     job_max_cost: float | None,
+    output_schema: str | None,
     mode: JobMode | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -199,6 +206,7 @@ def run(
         "max_turns": max_turns,
         "max_tokens": max_tokens,
         "max_cost": max_cost,
+        "output_schema": output_schema,
     }
     budget = {"max_turns": job_max_turns, "max_tokens": job_max_tokens, "max_cost": job_max_cost}
     budget = {k: v for k, v in budget.items() if v is not None}

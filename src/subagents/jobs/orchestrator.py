@@ -9,6 +9,7 @@ problem before anything starts. ``Job.run()`` then runs them and writes the job 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -260,6 +261,8 @@ class Job:
             if result.get("status") != "completed":
                 break  # the chain stops at the first step that does not complete
             previous = result.get("finalText") or ""
+            if result.get("structured") is not None:  # the value as JSON text, not the prose
+                previous = json.dumps(result["structured"], ensure_ascii=False)
         return results
 
     def run(

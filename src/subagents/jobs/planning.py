@@ -14,9 +14,10 @@ from typing import Any
 from subagents.config import Settings, settings_from_record, settings_record
 from subagents.core.inputs import BUDGET_FIELDS
 from subagents.errors import PlanError, UsageError
-from subagents.jobs.spec import PREVIOUS, JobSpec
+from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
+from subagents.types import JsonObject
 
 
 @dataclass
@@ -139,6 +140,10 @@ def plan(
             },
         )
         try:
+            req.output_schema = _schema(step, agent, settings, base)
+        except UsageError as exc:
+            raise PlanError(f"{where}.output_schema: {exc}") from None
+        try:
             # {previous} is only known at run time; check the step with a stand-in.
             check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
         except UsageError as exc:
@@ -149,6 +154,22 @@ def plan(
     if budget.get("max_cost") is not None:
         _check_job_cost(requests, settings)
     return JobPlan(spec.mode, requests, settings, placement, concurrency, session, budget=budget)
+
+
+def _schema(step: Step, agent: Any, settings: Settings, base: Path) -> JsonObject | None:
+    """The step's output schema, else its agent's (a path read beside the agent file), else
+    the configured one; read and checked (structured.load_schema)."""
+    given, where = step.output_schema, base
+    if given is None and agent is not None and agent.outputSchema is not None:
+        given = agent.outputSchema
+        where = agent.path.parent if agent.path is not None else base
+    if given is None and settings.output_schema:
+        given = settings.output_schema
+    if given is None:
+        return None
+    from subagents.structured import load_schema
+
+    return load_schema(given, where)
 
 
 def _first(*values: Any) -> Any:

@@ -60,6 +60,8 @@ class Step:
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+    # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
+    output_schema: str | dict[str, object] | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "agent", "cwd", "model", "backend"):
