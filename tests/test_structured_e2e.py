@@ -233,3 +233,66 @@ def test_a_chain_passes_the_json_text_on_and_an_agent_file_carries_its_schema(
         assert "structured" not in result["runs"][1]
         second = json.dumps(srv.requests[-1])
         assert 'got: {\\"verdict\\": \\"ok\\"}' in second  # the JSON text, not the prose
+
+
+VERDICT = {"best": "B", "agreement": "partial", "reasons": ["B fixed it"], "merged": "fixed"}
+
+
+def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdict(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    for name in ("pi", "claude", "codex", "gemini"):
+        if shutil.which(name) is None:
+            pytest.skip(f"{name} is not installed")
+    script = Script(
+        per_api={
+            mm.CHAT: Script(use_tool=False, final_text=VALID),
+            mm.ANTHROPIC: Script(
+                tool_name="StructuredOutput", tool_args={"verdict": "fixed"}, final_text="done"
+            ),
+            mm.RESPONSES: Script(use_tool=False, final_text='{"verdict": "ok", "note": null}'),
+            mm.GEMINI: Script(use_tool=False, final_text=json.dumps(VERDICT)),
+        }
+    )
+    clis = tmp_path / "clis"
+    with MockModelServer(script) as srv:
+        env = {
+            **mm.write_pi_config(clis / "pi", srv.url),
+            **mm.write_claude_config(clis, srv.url, max_retries=0),
+            **mm.write_codex_config(clis / "codex", srv.url),
+            **mm.write_gemini_config(clis, srv.url, max_attempts=1),
+        }
+        members = f"pi:mock/mock-model,claude:{mm.CLAUDE_MODEL},codex:{mm.CODEX_MODEL}"
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "subagents"), "run", "--json", "-q",
+             "--council", members, "--judge", f"gemini:{mm.GEMINI_MODEL}",
+             "--output-schema", json.dumps(SCHEMA), "--cwd", str(tmp_path), "review it"],
+            capture_output=True, text=True, timeout=300,
+            env={**__import__("os").environ, **env},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        job = json.loads(proc.stdout)
+        judged = [r for r in srv.requests if "contents" in r]
+    assert job["mode"] == "council" and job["status"] == "completed"
+    council = job["council"]
+    members_ = council["members"]
+    assert [m["backend"] for m in members_] == ["pi", "claude", "codex"]
+    assert [m["label"] for m in members_] == ["A", "B", "C"]
+    assert [m["structured"] for m in members_] == [
+        {"verdict": "ok"},
+        {"verdict": "fixed"},
+        {"verdict": "ok", "note": None},
+    ]
+    for m in members_:
+        assert m["status"] == "completed" and m["durationMs"] > 0 and m["tokens"] > 0
+    assert council["answered"] == 3 and council["quorum"] == 1
+    assert council["agreement"]["differ"]["/verdict"] == {"A": "ok", "B": "fixed", "C": "ok"}
+    assert council["verdict"] == VERDICT and job["finalText"] == "fixed"
+    assert len(job["runs"]) == 4 and job["runs"][3]["backend"] == "gemini"
+    # the judge got every answer, labelled
+    judge_request = json.dumps(judged[0])
+    for text in ("Answer A (pi)", "Answer B (claude)", "Answer C (codex)", "fixed"):
+        assert text in judge_request

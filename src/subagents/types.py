@@ -83,7 +83,7 @@ SchemaMode: TypeAlias = Literal["own", "instructed"]
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
-JobMode: TypeAlias = Literal["single", "parallel", "chain"]
+JobMode: TypeAlias = Literal["single", "parallel", "chain", "council"]
 # The canonical stop reasons. A stop reason a CLI spells in a way not mapped is kept as it
 # came, so a record's ``stopReason`` is a ``str``; these are the ones that mean something.
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "aborted", "error"]
@@ -433,6 +433,8 @@ class JobResult(TypedDict):
     runs: list[JobRun]
     finalText: str | None
     errorMessage: NotRequired[str]
+    # A council's answers side by side, agreement and verdict (jobs/council.py).
+    council: NotRequired[JsonObject]
 
 
 class ProcessIdentity(TypedDict):

@@ -98,6 +98,14 @@ parent_pid_option = click.option(
     help="The answer must be JSON valid against this JSON Schema (2020-12): a file or inline"
     " JSON; result.json's `structured` holds it (docs/structured.md).",
 )
+@click.option(
+    "--council",
+    metavar="MEMBERS",
+    help="Ask several CLIs the same TASK side by side: comma-separated backend[:model] or"
+    " agent names, e.g. pi,claude,codex (docs/structured.md).",
+)
+@click.option("--judge", metavar="BACKEND[:MODEL]", help="A council's judge: reads every answer.")
+@click.option("--quorum", type=int, help="A council completes when this many answered (default 1).")
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -169,6 +177,9 @@ def run(
     job_max_tokens: int | None,
     job_max_cost: float | None,
     output_schema: str | None,
+    council: str | None,
+    judge: str | None,
+    quorum: int | None,
     mode: JobMode | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -227,11 +238,19 @@ def run(
             if len(items) > 1 and mode is None:
                 fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
             source = "arguments"
-            steps = [
-                {"task": t, **{k: v for k, v in overrides.items() if v is not None}} for t in items
-            ]
+            given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
+            steps = [{"task": t, **given} for t in items]
+            if council is not None:
+                mode, steps = "council", _council_steps(council, items, given)
             # The checks every job spec gets; click has checked the options' types.
-            spec = job_of(mode or "single", steps, concurrency, source, budget=budget)
+            spec = job_of(
+                mode or "single",
+                steps,
+                concurrency,
+                source,
+                budget=budget,
+                council={"judge": judge, "quorum": quorum},
+            )
     except PlanError as exc:
         fail(_for_one_task(str(exc), source, len(tasks) or 1))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
@@ -255,6 +274,26 @@ def run(
     if parent_pid is not None:
         stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
+
+
+def _council_steps(
+    members: str, tasks: list[str], given: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
+    from subagents.backends import known_backends
+    from subagents.errors import FieldProblem
+    from subagents.jobs.council import member_step
+
+    if len(tasks) != 1 or not members.strip():
+        fail("--council takes one TASK and at least one member (e.g. --council pi,claude)")
+    given = {k: v for k, v in given.items() if k not in ("agent", "backend", "model")}
+    try:
+        return [
+            {"task": tasks[0], **given, **member_step(m, known_backends())}
+            for m in members.split(",")
+        ]
+    except FieldProblem as exc:
+        fail(f"--council: {exc.problem}")
 
 
 def stop_when_gone(pid: int) -> None:
