@@ -296,3 +296,13 @@ def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdic
     judge_request = json.dumps(judged[0])
     for text in ("Answer A (pi)", "Answer B (claude)", "Answer C (codex)", "fixed"):
         assert text in judge_request
+    # show: the answers side by side, a row a member
+    shown = subprocess.run(
+        [str(Path(sys.executable).parent / "subagents"), "show", job["jobId"]],
+        capture_output=True, text=True, timeout=60, env={**__import__("os").environ, "COLUMNS": "160"},
+    ).stdout  # fmt: skip
+    rows = {line.split()[0]: line for line in shown.splitlines() if line[:2] in ("A ", "B ", "C ")}
+    assert set(rows) == {"A", "B", "C"}
+    assert "pi (mock-model)" in rows["A"] and "completed" in rows["A"]
+    assert '{"verdict": "fixed"}' in rows["B"] and "$" in rows["B"]  # claude prices its turns
+    assert "differ: /verdict" in shown and "verdict: best B, agreement partial" in shown

@@ -276,9 +276,7 @@ def run(
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
 
 
-def _council_steps(
-    members: str, tasks: list[str], given: dict[str, Any]
-) -> list[dict[str, Any]]:
+def _council_steps(members: str, tasks: list[str], given: dict[str, Any]) -> list[dict[str, Any]]:
     """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem
