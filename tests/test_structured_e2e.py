@@ -306,3 +306,29 @@ def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdic
     assert "pi (mock-model)" in rows["A"] and "completed" in rows["A"]
     assert '{"verdict": "fixed"}' in rows["B"] and "$" in rows["B"]  # claude prices its turns
     assert "differ: /verdict" in shown and "verdict: best B, agreement partial" in shown
+
+
+def test_the_mcp_tool_builds_a_council_with_a_schema_judge_and_quorum() -> None:
+    from subagents.jobs import parse_job
+    from subagents.mcp.args import build_spec
+
+    mode, spec = build_spec(
+        task="review it",
+        tasks=None,
+        chain=None,
+        council=["pi", "claude:sonnet", "reviewer"],
+        judge="codex",
+        quorum=2,
+        output_schema=SCHEMA,
+    )
+    assert mode == "council" and spec["judge"] == "codex" and spec["quorum"] == 2
+    assert [(s.get("backend"), s.get("model"), s.get("agent")) for s in spec["steps"]] == [
+        ("pi", None, None),
+        ("claude", "sonnet", None),
+        (None, None, "reviewer"),
+    ]
+    assert all(s["output_schema"] == SCHEMA and s["task"] == "review it" for s in spec["steps"])
+    parsed = parse_job(spec)
+    assert parsed.mode == "council" and parsed.quorum == 2
+    with pytest.raises(Exception, match="quorum: 4 is more than the council's 3 members"):
+        parse_job({**spec, "quorum": 4})

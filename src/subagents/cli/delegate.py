@@ -280,7 +280,7 @@ def _council_steps(members: str, tasks: list[str], given: dict[str, Any]) -> lis
     """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem
-    from subagents.jobs.council import member_step
+    from subagents.jobs import member_step
 
     if len(tasks) != 1 or not members.strip():
         fail("--council takes one TASK and at least one member (e.g. --council pi,claude)")
