@@ -44,6 +44,10 @@ const Params = Type.Object({
 	isolate: Type.Optional(Type.Literal("worktree", { description: "'worktree': each run works in its own git worktree on a branch subagents/<run id>; its changes stay there" })),
 	continue: Type.Optional(Type.String({ description: "A finished run's id (runIds in a result): its child resumes its own conversation with `task` as the follow-up" })),
 	// Live control (budgets: maxTurns, maxTokens, maxCost) plugs in here, passed on as CLI flags.
+	outputSchema: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())], { description: "The answer must be JSON valid against this JSON Schema (2020-12): the schema, JSON text or a file; the result's `structured` holds it" })),
+	council: Type.Optional(Type.Array(Type.String(), { description: "Ask the one `task` of several members side by side: backend[:model] or agent names, e.g. [\"pi\", \"claude\", \"codex\"]" })),
+	judge: Type.Optional(Type.String({ description: "A council's judge (backend[:model]): reads every answer and returns {best, agreement, reasons, merged}" })),
+	quorum: Type.Optional(Type.Integer({ minimum: 1, description: "A council completes when this many members answered (default 1)" })),
 });
 type Params = Static<typeof Params>;
 
@@ -144,7 +148,10 @@ export default function (pi: ExtensionAPI) {
 			const args = params.continue !== undefined
 				? ["continue", "--json", "--session", sessionId]
 				: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
-			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate]] as const) {
+			const schema = typeof params.outputSchema === "object" ? JSON.stringify(params.outputSchema) : params.outputSchema;
+			const council = params.council?.join(",");
+			const quorum = params.quorum !== undefined ? String(params.quorum) : undefined;
+			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate], ["--output-schema", schema], ["--council", council], ["--judge", params.judge], ["--quorum", quorum]] as const) {
 				if (value) args.push(flag, value);
 			}
 			let planDir: string | undefined;
