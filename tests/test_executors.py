@@ -59,6 +59,26 @@ def test_ray_without_ray_is_one_line_and_exit_2(
     assert not list(isolated_state.glob("runs/*"))
 
 
+@pytest.mark.parametrize("command", [["ray", "status"], ["ray", "down"]])
+def test_ray_commands_without_ray_are_one_line_and_exit_2(
+    command: list[str], tmp_path: Path
+) -> None:
+    env = {**os.environ, **without_ray(tmp_path)}
+    p = subprocess.run([*CLI, *command], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert p.stdout == "" and p.stderr == f"subagents: {RAY_MISSING}\n"
+
+
+def test_nothing_imports_ray_until_a_ray_run_is_asked_for() -> None:
+    code = (
+        "import sys, subagents.cli, subagents.api, subagents.launchers;"
+        "from subagents.launchers import launcher_named; launcher_named('ray');"
+        "print('ray' in sys.modules)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert p.stdout.strip() == "False"
+
+
 def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
     env = {**os.environ, "SUBAGENTS_EXECUTOR": "kubernetes"}
     p = subprocess.run(

@@ -194,3 +194,13 @@ def test_a_damaged_or_missing_record_is_no_supervisor(tmp_path: Path) -> None:
 def test_requests_read_from_any_version() -> None:
     req = RunRequest.from_dict({"task": "t", "runner": "tmux", "later_field": 1})
     assert req == RunRequest(task="t")
+
+
+def test_a_ray_placement_says_whether_the_working_directory_travels() -> None:
+    assert Placement.of(Settings(executor="ray")).ships_cwd
+    shared = Placement.of(Settings(executor="ray", ray_shared_cwd=True))
+    assert not shared.ships_cwd and Placement.from_dict(shared.to_dict()) == shared
+    assert not Placement("process").ships_cwd and not Placement("tmux").ships_cwd
+    # A ray job recorded before repositories travelled ran on a shared filesystem.
+    old = {"launcher": "ray", "ray_address": "h:1"}
+    assert Placement.from_dict(old) == Placement("ray", "h:1", ray_shared_cwd=True)

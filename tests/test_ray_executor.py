@@ -28,7 +28,7 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually, needs_pi  # noqa: E402
+from conftest import eventually, git, git_repo, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from subagents import api  # noqa: E402
@@ -128,12 +128,30 @@ def marked_processes(mark: str) -> list[psutil.Process]:
     return found
 
 
-def no_ray_actor_left(run_id: str) -> bool:
-    try:
-        ray.get_actor(f"subagents-run-{run_id}", namespace="subagents")
-    except ValueError:
-        return True
-    return False
+def no_unit_left(run_id: str) -> bool:
+    """The run holds no unit of its backend (its placement group is gone) and no host
+    has it any more."""
+    from ray.util import placement_group_table
+
+    for group in placement_group_table().values():
+        if group.get("name") == f"subagents-run-{run_id}" and group.get("state") != "REMOVED":
+            return False
+    return not any(r["runId"] == run_id for h in hosts_status() for r in h["runs"])
+
+
+def leftover_runs(node_runs: Path) -> list[Path]:
+    """What the nodes keep of runs (``<node id>/<run id>``; ``repo.git`` is their cache)."""
+    return [
+        run
+        for node in node_runs.iterdir()
+        if node.is_dir() and node.name != "repo.git"
+        for run in node.iterdir()
+    ]
+
+
+def hosts_status() -> list[dict[str, Any]]:
+    names = [n for n in ray.util.list_named_actors() if n.startswith("subagents-host-")]
+    return [ray.get(ray.get_actor(n, namespace="subagents").status.remote()) for n in names]
 
 
 def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) -> RunHandle:
@@ -144,7 +162,7 @@ def start_ray_run(rc: RayCluster, work: Path, env: dict[str, str], mark: str) ->
         cwd=str(work),
         env={**env, "SUBAGENTS_TEST_MARK": mark},
     )
-    return start(req, Settings(executor="ray", ray_address=rc.address))
+    return start(req, Settings(executor="ray", ray_address=rc.address, ray_shared_cwd=True))
 
 
 def started(handle: RunHandle) -> bool:
@@ -190,6 +208,7 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         extra_env=env,
         executor="ray",
         ray_address=rc.address,
+        ray_shared_cwd=True,
     )
     result = api.drive(job, on_event=on_event)
     assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
@@ -211,12 +230,12 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         assert any(e["type"] == "tool_call" for e in events)
         assert "hello.txt" in (run_dir / "raw.jsonl").read_text()
         assert (run_dir / "transcript.md").read_text()
-        assert eventually(lambda rid=r["runId"]: no_ray_actor_left(rid), 60)
+        assert eventually(lambda rid=r["runId"]: no_unit_left(rid), 60)
     # Progress arrived while the runs ran: each run's start was seen before all had ended.
     for i in range(n):
         assert any(idx == i and t == "run_started" and done < n for idx, t, done in seen), i
     # The nodes' copies are gone once the caller has everything.
-    assert eventually(lambda: not any(rc.node_runs.iterdir()), 30)
+    assert eventually(lambda: not leftover_runs(rc.node_runs), 30)
 
 
 def test_stop_mid_run_leaves_no_process_on_any_node(
@@ -234,7 +253,7 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     # no pid that is not the supervisor's.
     record = json.loads((handle.run_dir / "supervisor.json").read_text())
     assert set(record) == {"runner", "ray", "relay"}
-    assert record["ray"]["actor"] == f"subagents-run-{handle.run_id}"
+    assert record["ray"]["actor"] == f"subagents-host-{node_of(handle)}"
     assert record["ray"]["node"] == node_of(handle) and record["ray"]["address"]
     assert record["relay"] == procs.identity(os.getpid())
     result = handle.stop()
@@ -243,7 +262,7 @@ def test_stop_mid_run_leaves_no_process_on_any_node(
     assert result["executor"]["node"] in rc.pi_node_ids()
     # The supervisor on the node killed the child's whole process group.
     assert eventually(lambda: not marked_processes(mark), 30), marked_processes(mark)
-    assert eventually(lambda: no_ray_actor_left(handle.run_id), 60)
+    assert eventually(lambda: no_unit_left(handle.run_id), 60)
 
 
 def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> None:
@@ -254,7 +273,8 @@ def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> No
         "PYTHONUNBUFFERED": "1",
     }
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--backend", "claude"]
-    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work), "hi"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
+    argv += ["--cwd", str(work), "hi"]
     p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 1, p.stderr
     result = json.loads(p.stdout)
@@ -295,8 +315,8 @@ def bg_ray_job_whose_driver_died(
     rc.server.script = Script(final_text=FINAL, delay_s=delay)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
-    argv += ["--executor", "ray", "--ray-address", rc.address, "--cwd", str(work)]
-    argv += ["--model", "mock/mock-model", "List the files."]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
+    argv += ["--cwd", str(work), "--model", "mock/mock-model", "List the files."]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
@@ -340,7 +360,7 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     assert result["executor"]["kind"] == "ray"
     assert result["executor"]["node"] in rc.pi_node_ids()
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
@@ -358,9 +378,11 @@ def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
     assert w.returncode == 1, w.stdout + w.stderr
     result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
     assert result["status"] == "failed", result
-    assert f"Ray actor subagents-run-{run_id} was killed" in result["errorMessage"], result
+    assert (
+        f"its run on Ray node {result['executor']['node']} was ended" in result["errorMessage"]
+    ), result
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_restarted_driver_reattaches_to_its_runs(
@@ -402,7 +424,7 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert not procs.killpg(child, 0)
-    assert eventually(lambda: no_ray_actor_left(run_id), 60)
+    assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
@@ -411,7 +433,8 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     rc.server.script = Script(final_text=FINAL, delay_s=120)
     asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
-    argv += ["--ray-address", rc.address, "--cwd", str(work), "--model", "mock/mock-model", "x"]
+    argv += ["--ray-address", rc.address, "--ray-shared-cwd", "--cwd", str(work)]
+    argv += ["--model", "mock/mock-model", "x"]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
     )
@@ -430,7 +453,194 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     result = json.loads(out)
     assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
     assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_ray_actor_left(run_dir.name), 60)
+    assert eventually(lambda: no_unit_left(run_dir.name), 60)
+
+
+def pi_job(rc: RayCluster, cwd: Path, tasks: list[dict[str, Any]], **options: Any) -> Any:
+    spec = parse_job({"mode": "parallel", "concurrency": len(tasks), "tasks": tasks})
+    job = api.prepare_job(
+        spec,
+        cwd=cwd,
+        tools=["bash", "read"],
+        extra_env=rc.pi_env,
+        executor="ray",
+        ray_address=rc.address,
+        **options,
+    )
+    return api.drive(job)
+
+
+def test_hosts_are_pooled_and_reused_across_jobs(
+    rc: RayCluster, work: Path, isolated_state: Path
+) -> None:
+    """Each node has one host actor, made on first use: two jobs of four runs each run
+    on the same hosts (the same processes), and leave them holding nothing."""
+    rc.server.script = Script(final_text=FINAL)
+    tasks = [{"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(4)]
+    pids: list[dict[str, int]] = []
+    for _ in range(2):
+        result = pi_job(rc, work, tasks, ray_shared_cwd=True)
+        assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
+        assert {r["executor"]["node"] for r in result["runs"]} <= rc.pi_node_ids()
+        for r in result["runs"]:
+            assert eventually(lambda rid=r["runId"]: no_unit_left(rid), 30)
+        pids.append({h["node"]: h["pid"] for h in hosts_status()})
+    assert pids[0] == pids[1], "the second job ran on new hosts"
+    assert set(pids[1]) == rc.pi_node_ids()  # one host per node that ran runs, no more
+    for pid in pids[1].values():
+        assert psutil.pid_exists(pid)
+    assert all(h["runs"] == [] for h in hosts_status())
+
+
+def ray_cli(rc: RayCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "subagents.cli", "ray", *args, "--ray-address", rc.address]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+
+def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -> None:
+    """Another caller (a new process) finds the hosts by name; `ray down` refuses while a
+    run runs, then removes them; the next run makes its node's host again."""
+    rc.server.script = Script(final_text=FINAL)
+    assert (
+        pi_job(rc, work, [{"task": "x", "model": "mock/mock-model"}], ray_shared_cwd=True)["status"]
+        == "completed"
+    )
+    st = ray_cli(rc, "status", "--json")
+    assert st.returncode == 0, st.stderr
+    status = json.loads(st.stdout)
+    assert {h["node"] for h in status["hosts"]} == {h["node"] for h in hosts_status()}
+    assert {n["node"] for n in status["nodes"] if n["offers"]} == rc.pi_node_ids()
+    for node in status["nodes"]:
+        if node["node"] in rc.pi_node_ids():
+            assert node["offers"] == {"subagents-pi": PI_UNITS}
+            assert node["free"] == {"subagents-pi": PI_UNITS}
+    words = ray_cli(rc, "status")
+    assert words.returncode == 0 and "host on node" in words.stdout, words.stdout
+    # A run holds a unit while it runs: `down` refuses, then aborts it with --force.
+    rc.server.script = Script(final_text=FINAL, delay_s=120)
+    handle = start_ray_run(rc, work, rc.pi_env, uuid.uuid4().hex)
+    assert eventually(lambda: started(handle), 120)
+    busy = json.loads(ray_cli(rc, "status", "--json").stdout)
+    node = next(n for n in busy["nodes"] if n["node"] == node_of(handle))
+    assert node["free"] == {"subagents-pi": PI_UNITS - 1}
+    refused = ray_cli(rc, "down")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and "1 run still running" in refused.stderr
+    gone = ray_cli(rc, "down", "--force")
+    assert gone.returncode == 0 and gone.stdout.startswith("removed "), gone.stderr
+    result = handle.wait(timeout=120)
+    assert result is not None and result["status"] == "aborted", result
+    assert result["executor"]["node"] == node_of(handle)
+    assert "aborted by `subagents ray down --force`" in result["errorMessage"], result
+    assert eventually(lambda: hosts_status() == [], 30)
+    assert eventually(lambda: no_unit_left(handle.run_id), 30)
+    rc.server.script = Script(final_text=FINAL)
+    again = pi_job(rc, work, [{"task": "y", "model": "mock/mock-model"}], ray_shared_cwd=True)
+    assert again["status"] == "completed", again
+    assert len(hosts_status()) == 1
+
+
+def test_a_repository_travels_and_its_changes_come_back_as_a_branch(
+    rc: RayCluster, tmp_path: Path, isolated_state: Path
+) -> None:
+    """Without a shared filesystem: the run's node gets the repository (HEAD's history
+    once per commit, the uncommitted changes per run), the child works in a worktree
+    there, and what it changed comes back as branch subagents/<run-id>, which `apply`
+    merges into the caller's working tree. The user's tree is not touched."""
+    repo = git_repo(tmp_path / "repo", {"README.md": "hello\n", "src/lib.py": "x = 1\n"})
+    (repo / "README.md").write_text("hello, edited\n")  # uncommitted, tracked
+    (repo / "draft.txt").write_text("a draft\n")  # uncommitted, untracked
+    before = {
+        "status": git(repo, "status", "--porcelain"),
+        "head": git(repo, "rev-parse", "HEAD"),
+        "branches": git(repo, "branch", "--list"),
+    }
+    rc.server.script = Script(
+        command="cat ../draft.txt && echo made on the node > made.txt && pwd", final_text=FINAL
+    )
+    tasks = [{"task": "Make a file.", "model": "mock/mock-model", "isolate": "worktree"}] * 2
+    sent_before = sum(h["packsReceived"] for h in hosts_status())
+    result = pi_job(rc, repo / "src", tasks)
+    assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
+    for run in result["runs"]:
+        # The child read the uncommitted file and worked in its node's copy of the tree.
+        assert run["finalText"].startswith("Found: a draft, "), run["finalText"]
+        where = run["finalText"].split(", ")[-1]
+        assert where.startswith(str(rc.node_runs)) and where.endswith("/worktree/src"), where
+        wt = run["worktree"]
+        assert wt["branch"] == f"subagents/{run['runId']}" and wt["shipped"] is True
+        assert wt["repo"] == str(repo) and wt["kept"] is True
+        # Only the run's own change: the uncommitted ones it started from are its base.
+        assert (wt["filesChanged"], wt["insertions"], wt["deletions"]) == (1, 1, 0)
+        assert git(repo, "rev-parse", wt["branch"]).strip() == wt["commit"]
+        assert "made.txt" in Path(wt["patch"]).read_text()
+        assert (isolated_state / "runs" / run["runId"] / "uncommitted.patch").exists()
+    # One commit, sent to each node that ran a run at most once (two runs, two nodes at most).
+    nodes = {r["executor"]["node"] for r in result["runs"]}
+    assert sum(h["packsReceived"] for h in hosts_status()) - sent_before <= len(nodes)
+    assert git(repo, "status", "--porcelain") == before["status"]
+    assert git(repo, "rev-parse", "HEAD") == before["head"]
+    assert not (repo / "src" / "made.txt").exists()
+    first = result["runs"][0]["runId"]
+    assert api.apply_run(first, repo) == ["src/made.txt"]
+    assert (repo / "src" / "made.txt").read_text() == "made on the node\n"
+    assert (repo / "README.md").read_text() == "hello, edited\n"  # the user's edit stays
+    # The nodes keep their cache of commits, nothing of the runs.
+    assert eventually(lambda: not leftover_runs(rc.node_runs), 30), leftover_runs(rc.node_runs)
+    # `rm` removes a run's branch, as for a local isolated run.
+    second = result["runs"][1]["runId"]
+    rm = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "rm", "--branches", result["jobId"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert rm.returncode == 0, rm.stderr
+    assert f"subagents/{second}" not in git(repo, "branch", "--list")
+
+
+def test_a_tree_that_cannot_travel_is_refused_in_one_line(
+    rc: RayCluster, work: Path, tmp_path: Path
+) -> None:
+    base = [sys.executable, "-m", "subagents.cli", "run", "--executor", "ray"]
+    base += ["--ray-address", rc.address]
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    for cwd, extra, words in (
+        (work, [], "is not in a git repository, the only kind that travels"),
+        (repo, [], "add --isolate worktree to send its repository"),
+    ):
+        p = subprocess.run(
+            [*base, *extra, "--cwd", str(cwd), "hi"], capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.count("\n") == 1 and words in p.stderr and "--ray-shared-cwd" in p.stderr
+
+
+def test_what_is_too_big_to_travel_is_refused_in_one_line(
+    rc: RayCluster, tmp_path: Path, isolated_state: Path
+) -> None:
+    """Over a limit, the run fails before anything is sent, its error naming the limit;
+    the user's tree is untouched."""
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    (repo / "big.bin").write_bytes(os.urandom(300_000))
+    base = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
+    base += ["--ray-address", rc.address, "--isolate", "worktree", "--cwd", str(repo), "hi"]
+    for var, words in (
+        ("SUBAGENTS_RAY_MAX_PATCH_MB", "the uncommitted changes in"),
+        ("SUBAGENTS_RAY_MAX_PACK_MB", "as a git pack, over the 0.0 MiB"),
+    ):
+        if var == "SUBAGENTS_RAY_MAX_PACK_MB":
+            git(repo, "add", "big.bin")
+            git(repo, "commit", "-q", "-m", "big")
+        p = subprocess.run(
+            base, env={**os.environ, var: "0"}, capture_output=True, text=True, timeout=120
+        )
+        assert p.returncode == 1, p.stderr
+        result = json.loads(p.stdout)
+        assert result["status"] == "failed" and words in result["errorMessage"], result
+        assert var in result["errorMessage"]
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "branch", "--list").strip() == "* main"
 
 
 def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:

@@ -69,10 +69,12 @@ def prepare_job(
     background: bool = False,
     executor: str | None = None,
     ray_address: str | None = None,
+    ray_shared_cwd: bool | None = None,
     env: Mapping[str, str] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
-    ``runner``, ``executor``, ``ray_address`` and ``agent_scope`` override the settings."""
+    ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
+    override the settings."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
@@ -84,6 +86,7 @@ def prepare_job(
         runner=runner,
         executor=executor,
         ray_address=ray_address,
+        ray_shared_cwd=ray_shared_cwd,
         agent_scope=agent_scope,
     )
     from subagents.lifecycle import sessionlog
@@ -99,7 +102,7 @@ def prepare_job(
     return PreparedJob(store, job_id, job_plan)
 
 
-def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | None) -> Settings:
+def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
     """The settings for a job in ``base``, with the caller's overrides (each checked as the
     setting is: a bad one is a ``BadRequest`` naming it)."""
     from subagents.config import load_settings

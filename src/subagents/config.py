@@ -88,6 +88,9 @@ class Settings:
     executor: Literal["local", "ray"] = "local"
     # The Ray cluster's address; unset: $RAY_ADDRESS, else a local `ray start` cluster.
     ray_address: str | None = None
+    # On Ray: the runs' working directories exist at the same paths on every node (a shared
+    # filesystem). Off: only a git repository reaches a node, sent with --isolate worktree.
+    ray_shared_cwd: bool = False
     concurrency: int = 4
     max_parallel_tasks: int = 8
     max_spawns_per_job: int = 32

@@ -323,6 +323,9 @@ class WorktreeSpec(TypedDict):
     branch: str
     base: str
     subdir: str
+    # The repository travels to the Ray node that runs it (no worktree here; the uncommitted
+    # changes in the run dir's uncommitted.patch): launchers/ray_ship.py.
+    shipped: NotRequired[bool]
 
 
 class WorktreeRecord(TypedDict):
@@ -341,6 +344,7 @@ class WorktreeRecord(TypedDict):
     deletions: NotRequired[int]
     kept: NotRequired[bool]
     patch: NotRequired[str | None]
+    shipped: NotRequired[bool]
     error: NotRequired[str]
 
 

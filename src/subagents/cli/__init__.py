@@ -9,6 +9,7 @@ from __future__ import annotations
 from subagents.cli import (
     catalog,
     claudecode,
+    cluster,
     cost,
     delegate,
     jobs,
@@ -23,6 +24,7 @@ from subagents.cli.app import main
 __all__ = [
     "catalog",
     "claudecode",
+    "cluster",
     "cost",
     "delegate",
     "jobs",

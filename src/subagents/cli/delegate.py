@@ -138,6 +138,13 @@ parent_pid_option = click.option(
     help="The Ray cluster to use (default: config ray_address, else $RAY_ADDRESS).",
 )
 @click.option(
+    "--ray-shared-cwd",
+    is_flag=True,
+    default=None,
+    help="On Ray: the working directory exists at the same path on every node (a shared"
+    " filesystem). Without it a run's git repository is sent with --isolate worktree.",
+)
+@click.option(
     "--agent-scope",
     type=click.Choice(["user", "both"]),
     help="'both' also uses project-local agents.",
@@ -186,6 +193,7 @@ def run(
     runner: Runner | None,
     executor: Executor | None,
     ray_address: str | None,
+    ray_shared_cwd: bool | None,
     agent_scope: str | None,
     session: str | None,
     bg: bool,
@@ -266,6 +274,7 @@ def run(
             session=session,
             executor=executor,
             ray_address=ray_address,
+            ray_shared_cwd=ray_shared_cwd,
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))

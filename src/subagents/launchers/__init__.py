@@ -1,10 +1,11 @@
 """launchers — how and where a run's supervisor starts: one ``Launcher`` each for a
 detached process here (``process``, with warm spares), a tmux window here (``tmux``), and a
-Ray actor on a cluster node (``ray``: ``ray_relay`` on the caller's side, ``ray_host`` and
-``ray_keeper`` on the node's). A run's ``Placement`` chooses one; what a launch hands back
-(``Launched``) says what the supervisor is, and ``supervisor.json`` records it.
+run on a Ray cluster's node (``ray``: ``ray_relay``, ``ray_pool`` and ``ray_ship`` on the
+caller's side, ``ray_host`` and ``ray_keeper`` on the node's, ``ray_node`` the names
+both share). A run's ``Placement`` chooses one; what a launch hands back (``Launched``)
+says what the supervisor is, and ``supervisor.json`` records it.
 
-May import: supervisor (its command line), config, core.
+May import: supervisor (its command line), worktree, config, core.
 """
 
 from subagents.errors import LaunchError
@@ -18,7 +19,15 @@ from subagents.launchers.base import (
     supervisor_argv,
 )
 from subagents.launchers.local import unrecorded
-from subagents.launchers.registry import launcher_for, launcher_named, reattach, want_spares
+from subagents.launchers.registry import (
+    describe_ray_status,
+    launcher_for,
+    launcher_named,
+    ray_down,
+    ray_status,
+    reattach,
+    want_spares,
+)
 
 __all__ = [
     "LAUNCHERS",
@@ -28,8 +37,11 @@ __all__ = [
     "Launched",
     "Launcher",
     "Placement",
+    "describe_ray_status",
     "launcher_for",
     "launcher_named",
+    "ray_down",
+    "ray_status",
     "reattach",
     "supervisor_argv",
     "unrecorded",

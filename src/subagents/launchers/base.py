@@ -31,10 +31,14 @@ class Placement:
     """Where and how a run's supervisor starts: a detached process here (``process``), a
     window of the ``subagents`` tmux session here (``tmux``), or a Ray actor on a cluster
     node (``ray``, at ``ray_address``; None: ``$RAY_ADDRESS``, else a ``ray start``
-    cluster on this machine). Built once from the settings and passed whole."""
+    cluster on this machine). On Ray, ``ray_shared_cwd`` says the runs' working
+    directories exist at the same paths on every node (a shared filesystem); without it
+    only a git repository reaches a node, sent there (``ships_cwd``). Built once from the
+    settings and passed whole."""
 
     launcher: Literal["process", "tmux", "ray"] = "process"
     ray_address: str | None = None
+    ray_shared_cwd: bool = False
 
     def __post_init__(self) -> None:
         if self.launcher not in LAUNCHERS:
@@ -44,18 +48,26 @@ class Placement:
 
     @classmethod
     def of(cls, settings: Settings) -> Placement:
-        """From the settings ``runner``, ``executor`` and ``ray_address`` (with the caller's
-        overrides applied to them): on Ray the runner does not matter."""
+        """From the settings ``runner``, ``executor``, ``ray_address`` and ``ray_shared_cwd``
+        (with the caller's overrides applied to them): on Ray the runner does not matter."""
         if settings.executor == "ray":
-            return cls("ray", settings.ray_address)
+            return cls("ray", settings.ray_address, settings.ray_shared_cwd)
         return cls(settings.runner)
 
+    @property
+    def ships_cwd(self) -> bool:
+        """Whether a run's repository is sent to where it runs (Ray, no shared filesystem)."""
+        return self.launcher == "ray" and not self.ray_shared_cwd
+
     def to_dict(self) -> dict[str, Any]:
-        return {"launcher": self.launcher, "ray_address": self.ray_address}
+        shared = {"ray_shared_cwd": self.ray_shared_cwd} if self.launcher == "ray" else {}
+        return {"launcher": self.launcher, "ray_address": self.ray_address, **shared}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Placement:
-        return cls(data["launcher"], data.get("ray_address"))
+        # A ray job recorded before repositories travelled ran on a shared filesystem.
+        shared = data.get("ray_shared_cwd", data["launcher"] == "ray")
+        return cls(data["launcher"], data.get("ray_address"), bool(shared))
 
 
 class Launched(Protocol):

@@ -1,27 +1,30 @@
-"""The caller's side of the ray launcher: place a run's ``RunHost`` actor on a node that
-offers the backend, and relay what the node's supervisor writes into the caller's run
-directory, so the monitor, ``logs -f``, progress and MCP read the same files as locally.
+"""The caller's side of the ray launcher: a run takes a unit of its backend on some node
+(ray_pool.py), its node's host actor starts its supervisor (ray_host.py), and a relay
+brings what the supervisor writes into the caller's run directory, so the monitor,
+``logs -f``, progress and MCP read the same files as locally.
 
 Placement: a node advertises the custom resource ``subagents-<backend>`` (its count is how
-many such children it runs at once); each run takes one unit. When no node of the cluster
-offers it, the run fails at once instead of waiting for a node that may never come.
+many such children it runs at once); each run takes one unit while it runs. When no node
+of the cluster offers it, the run fails at once instead of waiting for a node that may
+never come; a run waiting for a busy node's unit waits.
 
-The relay is a thread of the caller: it long-polls the actor for the artifacts' new bytes,
-appends them here, and when the supervisor's ``result.json`` arrives, publishes it here
-(atomically, once) with ``executor: {kind: "ray", node}``, then removes the actor. Offsets
-are the sizes of the caller's files, so a relay started later (a restarted job driver,
-:meth:`RayLauncher.reattach`) takes up exactly where the last one stopped.
+The relay is a thread of the caller: it places the run, has its node's host start it
+(sending the repository first when it travels: ray_ship.py), long-polls the host for the
+artifacts' new bytes, appends them here, and when the supervisor's ``result.json``
+arrives, publishes it here (atomically, once) with ``executor: {kind: "ray", node}``,
+then has the host drop its copy. Offsets are the sizes of the caller's files, so a relay
+started later (a restarted job driver, :meth:`RayLauncher.reattach`) takes up exactly
+where the last one stopped.
 
-A run's ``supervisor.json`` names its actor, the cluster's address, the node once known,
-and its relay: the process relaying it (pid and start time), never taken for a supervisor.
-What the record says of the actor is this module's business alone (a pool of host actors
-would say it otherwise): the rest of the engine asks the ``RayRun`` handle.
+A run's ``supervisor.json`` names its host actor (None until the run is on a node), the
+cluster's address, the node, and its relay: the process relaying it (pid and start
+time), never taken for a supervisor. What the record says of the actor is this module's
+business alone: the rest of the engine asks the ``RayRun`` handle.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import threading
 import time
@@ -33,67 +36,51 @@ from subagents.core import procs
 from subagents.core.files import open_private, publish_once, read_json
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import LAUNCHER_KEY, RAY_MISSING, write_record
-from subagents.launchers.ray_host import RELAYED, RunHost
+from subagents.launchers.ray_node import (
+    PLACEMENT_PREFIX,
+    RELAYED,
+    SENT_FILES,
+    host_name,
+    placement_name,
+)
+from subagents.launchers.ray_pool import (
+    NAMESPACE,
+    check_offered,
+    connect,
+    find_host,
+    first_line,
+    forget_host,
+    host_for,
+    known_host,
+    node_state,
+    placed_on,
+    release,
+    reserve,
+)
+from subagents.worktree import PATCH_FILE
 
 if TYPE_CHECKING:
+    from subagents.launchers.ray_ship import Shipment
     from subagents.supervisor.spec import RunSpec
 
-NAMESPACE = "subagents"
 PULL_WAIT = 0.5
-# How long one pull may take beyond its wait before the node is looked at (a busy node,
-# or an actor still waiting for a free unit of its resource).
+# How long one call may take beyond its wait before the node is looked at (a busy node),
+# and how long a run waits for a unit between looks at whether any node can give one.
 PULL_PATIENCE = 10.0
-# An actor that is unreachable (not known dead) gets this long to come back.
+# A run waiting for a unit looks this often whether it was stopped meanwhile (whole
+# seconds: Ray's wait truncates a fraction, 0.5 would not wait at all).
+PLACE_LOOK = 1
+# Starting a run on its host (a first run on a node waits for the host to start).
+START_PATIENCE = 180.0
+# A host that is unreachable (not known dead) gets this long to come back.
 UNAVAILABLE_PATIENCE = 30.0
 KILL_PATIENCE = 10.0
-_connect_lock = threading.Lock()
-
-
-def actor_name(run_id: str) -> str:
-    return f"subagents-run-{run_id}"
-
-
-def resource_name(backend: str) -> str:
-    return f"subagents-{backend}"
-
-
-def connect(address: str | None) -> Any:
-    """This process's connection to the cluster (made once): ``address``, else
-    ``$RAY_ADDRESS``, else a cluster started on this machine with ``ray start``."""
-    try:
-        import ray
-    except ImportError:
-        raise LaunchError(RAY_MISSING) from None
-
-    with _connect_lock:
-        if not ray.is_initialized():
-            target = address or os.environ.get("RAY_ADDRESS") or "auto"
-            try:
-                ray.init(
-                    address=target,
-                    namespace=NAMESPACE,
-                    log_to_driver=False,
-                    logging_level=logging.WARNING,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-                raise LaunchError(
-                    f"could not connect to the Ray cluster at {target}: {first}"
-                ) from None
-    return ray
-
-
-def _check_placement(ray: Any, backend: str) -> None:
-    wanted = resource_name(backend)
-    if ray.cluster_resources().get(wanted, 0) < 1:
-        raise LaunchError(
-            f"no Ray node offers {wanted}: no node of the cluster can run {backend} "
-            f"(start one with: ray start --address=<head> --resources='{{\"{wanted}\": 4}}')"
-        )
+# A record of the version before hosts were pooled names a per-run actor so.
+_PER_RUN_ACTOR = PLACEMENT_PREFIX
 
 
 class RayLauncher:
-    """Runs on a Ray cluster: a detached actor per run hosts its supervisor on a node."""
+    """Runs on a Ray cluster: a unit of the backend on some node, whose host runs it."""
 
     name = "ray"
     keeps_spares = False
@@ -110,29 +97,14 @@ class RayLauncher:
 
     def launch(self, run_dir: Path, spec: RunSpec) -> RayRun:
         ray = connect(self.address)
-        _check_placement(ray, spec.backend)
-        meta = read_json(run_dir / "meta.json")
-        files = {}
-        prompt = run_dir / "system-prompt.md"
-        if prompt.exists():
-            files[prompt.name] = prompt.read_bytes()
-        name = actor_name(run_dir.name)
-        host = ray.remote(RunHost).options(
-            name=name,
-            namespace=NAMESPACE,
-            lifetime="detached",
-            num_cpus=0,
-            resources={resource_name(spec.backend): 1},
-            scheduling_strategy="SPREAD",
-            max_concurrency=4,
-            max_restarts=0,
-        )
-        try:
-            actor = host.remote(run_dir.name, meta, str(run_dir), files)
-        except (ValueError, ray.exceptions.RayError) as exc:
-            raise LaunchError(f"Ray could not create the run's actor: {_first_line(exc)}") from None
-        run = RayRun(run_dir, name, self.address)
-        run.follow(ray, actor)
+        check_offered(ray, spec.backend)
+        shipment = None
+        if spec.worktree and spec.worktree.get("shipped"):
+            from subagents.launchers import ray_ship
+
+            shipment = ray_ship.prepare(run_dir, dict(spec.worktree))
+        run = RayRun(run_dir, None, self.address)
+        run.follow(ray, shipment, fresh=True)
         return run
 
     def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> RayRun:
@@ -143,31 +115,37 @@ class RayLauncher:
 
 
 class RayRun:
-    """A run on a Ray node: its actor (by name, in the cluster at ``address``), the node
-    once known, and its relay, the process relaying its artifacts here. When that is this
-    process, a thread of it relays (``follow``); else the run is only looked at from here,
-    and nothing connects to the cluster until it is stopped or abandoned."""
+    """A run on a Ray node: its host actor (by name, in the cluster at ``address``; None
+    while it waits for a node), the node once known, and its relay, the process relaying
+    its artifacts here. When that is this process, a thread of it relays (``follow``);
+    else the run is only looked at from here, and nothing connects to the cluster until
+    it is stopped or abandoned."""
 
     launcher = "ray"
 
     def __init__(
         self,
         run_dir: Path,
-        actor: str,
+        actor: str | None,
         address: str | None,
         node: str | None = None,
         relay: dict[str, Any] | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self.run_id = run_dir.name
         self.actor = actor
         self.address = address
         self.node = node
         self.relay: Mapping[str, Any] = relay or {}
         self._ray: Any = None
-        self._actor: Any = None
+        self._host: Any = None
+        self._shipment: Shipment | None = None
+        self._fresh = False
         self._thread: threading.Thread | None = None
         self._lost: str | None = None
         self._detached = threading.Event()
+        # A stop asked for before the run was on a node: the relay gives it up there.
+        self._stop: int | None = None
 
     @classmethod
     def from_record(cls, run_dir: Path, record: dict[str, Any]) -> RayRun:
@@ -175,8 +153,13 @@ class RayRun:
         # "executor", and its relay's pid and start time as "pid" and "createTime".
         where = record.get("ray") or record["executor"]
         relay = record.get("relay") or {"pid": record["pid"], "createTime": record["createTime"]}
+        actor = where.get("actor")
         return cls(
-            run_dir, str(where["actor"]), where.get("address") or None, where.get("node"), relay
+            run_dir,
+            str(actor) if actor else None,
+            where.get("address") or None,
+            where.get("node"),
+            relay,
         )
 
     def record(self) -> dict[str, Any]:
@@ -185,6 +168,10 @@ class RayRun:
             "ray": {"actor": self.actor, "address": self.address, "node": self.node},
             "relay": self.relay,
         }
+
+    def _legacy(self) -> bool:
+        """Started by the version that made one actor per run (named like a unit)."""
+        return bool(self.actor and self.actor.startswith(_PER_RUN_ACTOR))
 
     # ---- the Launched interface ------------------------------------------
 
@@ -196,13 +183,17 @@ class RayRun:
     def terminate(self, sig: int) -> None:
         if self._thread is None and not procs.is_alive(self.relay):
             # Its relay died with its driver: relay it from here, so its result still comes
-            # back and its actor (and the node's unit it holds) is released.
+            # back and its unit is released.
             self.follow()
-        ray = self._ray or connect(self.address)
+        if self.node is None:
+            self._stop = sig  # not on a node yet: the relay gives it up
+            return
         # The supervisor on the node gets the signal and kills its child's group there.
         with contextlib.suppress(Exception):
-            actor = self._actor or ray.get_actor(self.actor, namespace=NAMESPACE)
-            ray.get(actor.stop.remote(int(sig)), timeout=PULL_PATIENCE)
+            ray = self._ray or connect(self.address)
+            host = self._host or find_host(ray, self.node)
+            if host is not None:
+                ray.get(host.stop.remote(self.run_id, int(sig)), timeout=PULL_PATIENCE)
 
     def lost(self) -> str | None:
         return self._lost
@@ -212,42 +203,71 @@ class RayRun:
 
     def orphaned(self, child_pid: int | None) -> str | None:
         """The child's pid is the node's: nothing of it is here. A relay of this process
-        released the actor when it ended; a run followed by a relay that is gone (its
-        driver died) is ended on its node: its actor killed, its supervisor then gets
-        SIGTERM (``PR_SET_PDEATHSIG``) and kills the child's group there."""
+        ended the run where it ran when it ended; a run followed by a relay that is gone
+        (its driver died) is ended on its node by its host (its supervisor aborts it), and
+        its unit released."""
         if self._thread is not None:
             return None
         try:
             ray = connect(self.address)
-            try:
-                killed = _kill(ray, ray.get_actor(self.actor, namespace=NAMESPACE), self.actor)
-            except (ValueError, ray.exceptions.RayError):
-                killed = False
+            if self._legacy():
+                return self._kill_legacy(ray)
+            if self.node is None:  # placed (and started) since its record was written?
+                with contextlib.suppress(Exception):
+                    from ray.util import get_placement_group
+
+                    self.node = placed_on(ray, get_placement_group(placement_name(self.run_id)))
+            host = find_host(ray, self.node) if self.node else None
+            ended = False
+            if host is not None:
+                with contextlib.suppress(Exception):
+                    ended = bool(ray.get(host.close.remote(self.run_id), timeout=KILL_PATIENCE))
+            release(self.run_id)
         except SubagentsError as exc:  # Ray gone from here, or the cluster unreachable
-            return f"its Ray actor {self.actor} could not be reached: {exc}"
-        return f"its Ray actor {self.actor} was " + ("killed" if killed else "already gone")
+            return f"its Ray node could not be reached: {exc}"
+        if self.node is None:
+            return "it had not been placed on a Ray node yet"
+        return f"its run on Ray node {self.node} was " + ("ended" if ended else "already over")
+
+    def _kill_legacy(self, ray: Any) -> str:
+        assert self.actor is not None
+        try:
+            ray.kill(ray.get_actor(self.actor, namespace=NAMESPACE), no_restart=True)
+        except (ValueError, ray.exceptions.RayError):
+            return f"its Ray actor {self.actor} was already gone"
+        deadline = time.monotonic() + KILL_PATIENCE
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(self.actor, namespace=NAMESPACE)
+            except ValueError:
+                break
+            time.sleep(0.05)
+        return f"its Ray actor {self.actor} was killed"
 
     def reap(self, timeout: float) -> None:
         return None  # no process of this machine to collect
 
     # ---- the relay --------------------------------------------------------
 
-    def follow(self, ray: Any = None, actor: Any = None) -> None:
-        """Relay the run from this process (a thread), and say so in its record."""
+    def follow(
+        self, ray: Any = None, shipment: Shipment | None = None, *, fresh: bool = False
+    ) -> None:
+        """Relay the run from this process (a thread), and say so in its record
+        (``fresh``: a run just launched, not yet placed by anyone)."""
+        if self._legacy():
+            raise LaunchError(
+                f"run {self.run_id} was started by an earlier subagents (its Ray actor"
+                f" {self.actor}) and cannot be followed by this one"
+            )
         ray = ray or connect(self.address)
-        if actor is None:
-            try:
-                actor = ray.get_actor(self.actor, namespace=NAMESPACE)
-            except ValueError:
-                raise LaunchError(
-                    f"no Ray actor {self.actor} in the cluster: the run is gone"
-                ) from None
-        self._ray, self._actor = ray, actor
-        # What another process needs to find the actor (`subagents stop`, a new driver).
+        self._ray, self._shipment, self._fresh = ray, shipment, fresh
+        # What another process needs to find the run (`subagents stop`, a new driver).
         self.address = ray.get_runtime_context().gcs_address
         self.relay = procs.identity(os.getpid())
         write_record(self.run_dir, self)
-        self._thread = threading.Thread(target=self._relay, name=f"relay-{self.actor}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._relay, name=f"relay-{self.run_id}", daemon=True
+        )
         self._thread.start()
 
     def detach(self) -> None:
@@ -265,119 +285,169 @@ class RayRun:
 
     def _relay(self) -> None:
         try:
-            self._lost = self._follow()
+            self._lost = self._start()
+            if self._lost is None and not self._detached.is_set():
+                self._lost = self._follow()
         except BaseException as exc:  # it must end with a diagnosis (Ray may raise SystemExit)
-            self._lost = f"the relay of Ray actor {self.actor} failed: {exc!r}"
+            self._lost = f"the relay of Ray run {self.run_id} failed: {first_line(exc)}"
         if self._lost is not None and not self._detached.is_set():
-            # The actor goes, releasing its unit (and, through PDEATHSIG, whatever of the
-            # run may be left on its node).
+            # Ended where it ran, and its unit released: nothing of it holds a node.
             with contextlib.suppress(Exception):
-                _kill(self._ray, self._actor, self.actor)
+                if self._host is not None:
+                    self._ray.get(self._host.close.remote(self.run_id), timeout=KILL_PATIENCE)
+            release(self.run_id)
+
+    # ---- placing and starting the run ------------------------------------
+
+    def _start(self) -> str | None:
+        """Place the run on a node and have its host start it, unless it is there
+        already; returns why not when it cannot be."""
+        ray = self._ray
+        if self.node is not None:
+            self._host = find_host(ray, self.node)
+            if self._host is None:
+                return self._host_gone()
+            return None
+        meta = read_json(self.run_dir / "meta.json")
+        backend = str(meta.get("backend"))
+        group = reserve(ray, self.run_id, backend, fresh=self._fresh)
+        next_look = time.monotonic() + PULL_PATIENCE
+        while not group.wait(PLACE_LOOK):
+            if self._detached.is_set():
+                return None
+            if self._stop is not None:
+                return "stopped before it was placed on a Ray node"
+            if time.monotonic() >= next_look:  # can any node still take it?
+                next_look = time.monotonic() + PULL_PATIENCE
+                try:
+                    check_offered(ray, backend, fresh=True)
+                except LaunchError as exc:
+                    return f"{exc}; the run could not be placed"
+        node = placed_on(ray, group)
+        if node is None:
+            return "Ray placed the run's unit on no node"
+        shipment = self._shipment
+        if shipment is None and (meta.get("worktree") or {}).get("shipped"):
+            from subagents.launchers import ray_ship
+
+            shipment = ray_ship.prepare(self.run_dir, meta["worktree"])
+        files = {
+            n: (self.run_dir / n).read_bytes() for n in SENT_FILES if (self.run_dir / n).exists()
+        }
+        for attempt in (1, 2):
+            known = attempt == 1 and known_host(node)
+            host = self._host = host_for(ray, node)
+            try:
+                if shipment is not None:
+                    from subagents.launchers import ray_ship
+
+                    try:
+                        ray_ship.send(ray, host, node, shipment)
+                    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                        raise
+                    except Exception as exc:
+                        return (
+                            f"could not send {shipment.root} to Ray node {node}: {first_line(exc)}"
+                        )
+                ship = shipment.for_host() if shipment is not None else None
+                reply = ray.get(
+                    host.start.remote(self.run_id, meta, str(self.run_dir), files, ship),
+                    timeout=START_PATIENCE,
+                )
+                break
+            except ray.exceptions.RayActorError as exc:
+                # A host this process knew of has died since (`ray down`, its process
+                # lost): the run never reached it, so a new one gets it.
+                forget_host(node)
+                if not known or not node_state(ray, node)[0]:
+                    return self._diagnose(exc, node)
+        self.node, self.actor = node, host_name(node)
+        with contextlib.suppress(OSError):  # the record names its node from now on
+            write_record(self.run_dir, self)
+        if reply.get("error"):
+            return str(reply["error"])
+        if self._stop is not None:
+            ray.get(host.stop.remote(self.run_id, self._stop), timeout=PULL_PATIENCE)
+        return None
+
+    # ---- following it ----------------------------------------------------
 
     def _follow(self) -> str | None:
         """Relay until the result is published here; return why not when it cannot be."""
-        ray, actor = self._ray, self._actor
+        ray, host = self._ray, self._host
         offsets = self._offsets()
         unavailable_since: float | None = None
         while not self._detached.is_set():
-            ref = actor.pull.remote(offsets, PULL_WAIT)
+            ref = host.pull.remote(self.run_id, offsets, PULL_WAIT)
             try:
                 reply = ray.get(ref, timeout=PULL_WAIT + PULL_PATIENCE)
             except ray.exceptions.GetTimeoutError:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)  # only this pull: the supervisor is not touched
-                why = self._placement_gone()
-                if why:
-                    return why
+                alive, address = node_state(ray, self.node)
+                if not alive:
+                    return self._node_died(address)
                 continue
             except ray.exceptions.ActorUnavailableError as exc:
                 unavailable_since = unavailable_since or time.monotonic()
                 if time.monotonic() - unavailable_since > UNAVAILABLE_PATIENCE:
-                    return self._diagnose(exc)
+                    return self._diagnose(exc, self.node)
                 time.sleep(PULL_WAIT)
                 continue
             except ray.exceptions.RayActorError as exc:
-                return self._diagnose(exc)
+                forget_host(self.node)
+                return self._diagnose(exc, self.node)
             unavailable_since = None
-            if reply["node"] != self.node:
-                self.node = reply["node"]
-                with contextlib.suppress(OSError):  # the record names its node from now on
-                    write_record(self.run_dir, self)
             for name, data in reply["chunks"].items():
                 with open_private(self.run_dir / name, "ab") as f:
                     f.write(data)
                 offsets[name] = offsets.get(name, 0) + len(data)
             result = reply["result"]
+            reason = reply.get("reason")
             if result is not None:
-                # The actor is released before the result is published: a caller that
-                # exits as soon as it sees the result leaves nothing holding a node's unit.
-                with contextlib.suppress(Exception):
-                    ray.get(actor.close.remote(), timeout=PULL_PATIENCE)
-                with contextlib.suppress(Exception):
-                    _kill(ray, actor, self.actor)
+                if reason and result.get("errorMessage"):  # ended by someone else: who
+                    result["errorMessage"] = f"{result['errorMessage']}; {reason}"
                 self._publish(result)
                 return None
             if not reply["alive"] and not reply["chunks"]:
-                return reply["error"] or f"the supervisor on Ray node {self.node} ended"
+                why = reply["error"] or f"the supervisor on Ray node {self.node} ended"
+                return f"{why}; {reason}" if reason else why
         return None
 
     def _publish(self, result: dict[str, Any]) -> None:
         paths = result.get("paths")
         if isinstance(paths, dict):
             result["paths"] = {k: str(self.run_dir / Path(v).name) for k, v in paths.items()}
+        meta = read_json(self.run_dir / "meta.json")
+        record = meta.get("worktree") if isinstance(meta, dict) else None
+        if isinstance(record, dict) and record.get("shipped"):
+            from subagents.launchers import ray_ship
+
+            ray_ship.bring_back(self._ray, self._host, self.run_id, result, record, self.run_dir)
+        elif isinstance(result.get("worktree"), dict) and result["worktree"].get("patch"):
+            result["worktree"]["patch"] = str(self.run_dir / PATCH_FILE)  # relayed here
         result["executor"] = self.where()
+        # The host lets go of the run before the result is published: a caller that exits
+        # as soon as it sees the result leaves nothing holding a node.
+        with contextlib.suppress(Exception):
+            self._ray.get(self._host.close.remote(self.run_id), timeout=KILL_PATIENCE)
         publish_once(self.run_dir / "result.json", result)
 
-    def _node_state(self) -> tuple[bool, str]:
-        """(alive, address) of this run's node as the cluster sees it."""
-        for node in self._ray.nodes():
-            if node.get("NodeID") == self.node:
-                return bool(node.get("Alive")), str(node.get("NodeManagerAddress"))
-        return False, "unknown address"
+    def _node_died(self, address: str) -> str:
+        return (
+            f"the Ray node {self.node} ({address}) died while running this run;"
+            " its child went with it"
+        )
 
-    def _diagnose(self, exc: BaseException) -> str:
-        if self.node is None:
-            return f"the Ray actor {self.actor} died before its run started: {_first_line(exc)}"
-        alive, address = self._node_state()
+    def _host_gone(self) -> str:
+        alive, address = node_state(self._ray, self.node)
         if not alive:
-            return (
-                f"the Ray node {self.node} ({address}) died while running this run; "
-                "its child went with it"
-            )
-        return f"the Ray actor {self.actor} on node {self.node} died: {_first_line(exc)}"
+            return self._node_died(address)
+        return f"the subagents host on Ray node {self.node} is gone, and this run with it"
 
-    def _placement_gone(self) -> str | None:
-        """Still waiting for the actor: fail once no node can ever take it."""
-        if self.node is not None:
-            alive, address = self._node_state()
-            if not alive:
-                return f"the Ray node {self.node} ({address}) died while running this run"
-            return None
-        try:
-            backend = str(read_json(self.run_dir / "meta.json").get("backend"))
-        except (OSError, ValueError, AttributeError):
-            return None  # cannot tell: keep waiting, bounded by the run's own monitor
-        try:
-            _check_placement(self._ray, backend)
-        except LaunchError as exc:
-            return f"{exc}; the run could not be placed"
-        return None
-
-
-def _kill(ray: Any, actor: Any, name: str) -> bool:
-    """Kill ``actor`` and wait (bounded) until the cluster has let go of it: ``ray.kill``
-    only sends the request, which a process exiting right after would lose."""
-    ray.kill(actor, no_restart=True)
-    deadline = time.monotonic() + KILL_PATIENCE
-    while time.monotonic() < deadline:
-        try:
-            ray.get_actor(name, namespace=NAMESPACE)
-        except ValueError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:300] if text else type(exc).__name__
+    def _diagnose(self, exc: BaseException, node: str | None) -> str:
+        alive, address = node_state(self._ray, node)
+        if not alive:
+            self.node = node
+            return self._node_died(address)
+        return f"the subagents host on Ray node {node} died: {first_line(exc)}"

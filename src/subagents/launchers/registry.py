@@ -5,6 +5,7 @@ uses it (Ray's client side, tmux's)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from subagents.errors import UsageError
 from subagents.launchers.base import (
@@ -60,3 +61,27 @@ def want_spares(owner: object, count: int, placement: Placement) -> None:
     from subagents.launchers.spares import SPARES
 
     SPARES.want(owner, count)
+
+
+# `subagents ray status` and `ray down`: Ray's client side is imported only when asked.
+
+
+def ray_status(address: str | None) -> dict[str, Any]:
+    """The cluster's nodes (what each offers and has free), its subagents hosts with their
+    runs, and the units held (see ray_pool.cluster_status)."""
+    from subagents.launchers.ray_pool import cluster_status
+
+    return cluster_status(address)
+
+
+def ray_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
+    """Remove the cluster's subagents hosts (refused while runs run, unless ``force``)."""
+    from subagents.launchers.ray_pool import cluster_down
+
+    return cluster_down(address, force=force)
+
+
+def describe_ray_status(status: dict[str, Any]) -> str:
+    from subagents.launchers.ray_pool import describe_status
+
+    return describe_status(status)

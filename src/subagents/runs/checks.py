@@ -128,6 +128,34 @@ def check_budget(backend: Backend, req: RunRequest) -> None:
         )
 
 
+def check_travels(req: RunRequest, cwd: Path) -> None:
+    """On Ray without a shared filesystem a run's working directory must reach its node:
+    only a git repository does, sent with ``--isolate worktree``."""
+    if req.continue_from is not None:
+        raise UsageError(
+            "a run on Ray cannot be continued without --ray-shared-cwd yet: continue it"
+            " where its working directory exists (--ray-shared-cwd, or the local executor)",
+            "isolate",
+        )
+    if req.isolate == "worktree":
+        return
+    from subagents.worktree import repo_root
+
+    if repo_root(cwd) is None:
+        raise UsageError(
+            f"{cwd} is not on the Ray nodes and is not in a git repository, the only kind"
+            " that travels there: pass --ray-shared-cwd if it exists at the same path on"
+            " every node",
+            "cwd",
+        )
+    raise UsageError(
+        f"{cwd} is not on the Ray nodes: add --isolate worktree to send its repository (the"
+        " run's changes come back as branch subagents/<run-id>), or pass --ray-shared-cwd"
+        " if it exists at the same path on every node",
+        "isolate",
+    )
+
+
 @dataclass
 class Checked:
     """A request that passed every check, with what the checks found."""
@@ -170,4 +198,6 @@ def check(
             raise UsageError(
                 f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
             )
+    if placement.ships_cwd:
+        check_travels(req, cwd)
     return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth)

@@ -80,7 +80,9 @@ def _write_run_dir(
         if worktree is None and req.isolate == "worktree":
             from subagents import worktree as wt
 
-            worktree = wt.create(cwd, run_id, run_dir)
+            # On Ray without a shared filesystem the node makes it, from what is sent there.
+            make = wt.ship if placement.ships_cwd else wt.create
+            worktree = make(cwd, run_id, run_dir)
     except Exception as exc:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
         if isinstance(exc, WorktreeError):

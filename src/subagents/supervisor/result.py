@@ -108,6 +108,9 @@ def finish_worktree(result: RunResult, spec: RunSpec, run_dir: Path) -> None:
 
     first_line = (spec.task.strip().splitlines() or [""])[0][:72]
     try:
+        if record.get("shipped") and not Path(record.get("path", "")).is_dir():
+            # Sent to a Ray node, whose relay did not bring it back: nothing of it is here.
+            raise RuntimeError("the run's worktree was on its Ray node, and nothing came back")
         result["worktree"] = finalize(
             record,
             run_dir,

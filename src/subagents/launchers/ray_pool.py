@@ -1,0 +1,413 @@
+"""The caller's view of a Ray cluster: its connection (made once a process, with Ray's own
+output kept out of our streams), the pool of host actors (one per node, created on first
+use, found again by name by any caller), each run's unit (a placement group), and what
+``subagents ray status`` and ``ray down`` say and do.
+
+A run takes one unit of ``subagents-<backend>`` on some node for as long as it runs:
+a placement group of one bundle, ``subagents-run-<run id>`` (detached, so that it
+outlives a caller that dies), placed by Ray on a node that offers the backend, spread
+over them. Its node's host runs it and removes the group when its supervisor ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from subagents.core import paths
+from subagents.errors import LaunchError
+from subagents.launchers.base import RAY_MISSING
+from subagents.launchers.ray_host import NodeHost
+from subagents.launchers.ray_node import (
+    HOST_PREFIX,
+    PLACEMENT_PREFIX,
+    PROTOCOL,
+    host_name,
+    placement_name,
+)
+
+NAMESPACE = "subagents"
+# Ray's own messages (its logger, the errors its driver prints) go here, never to our
+# stdout or stderr: $SUBAGENTS_HOME/ray.log.
+RAY_LOG = "ray.log"
+# A new host starts a Ray worker process on its node: this long at most.
+HOST_PATIENCE = 120.0
+# Ending the hosts (`ray down`): this long for the cluster to let go of each, and for the
+# relays of the runs it aborts to collect their results first.
+KILL_PATIENCE = 10.0
+COLLECT_PATIENCE = 15.0
+_connect_lock = threading.Lock()
+_hosts_lock = threading.Lock()
+_hosts: dict[str, Any] = {}
+_host_class: Any = None
+# When each backend was last seen offered by the cluster (launches within OFFERED_TTL
+# seconds of it do not ask again; a run waiting for a unit always does).
+_offered: dict[str, float] = {}
+OFFERED_TTL = 5.0
+
+
+def resource_name(backend: str) -> str:
+    return f"subagents-{backend}"
+
+
+def first_line(exc: BaseException) -> str:
+    """What went wrong, in a line: for an error raised in an actor's method, the error
+    itself (Ray's own text starts with where it was raised)."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException) and cause is not exc:
+        return first_line(cause)
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
+
+
+def connect(address: str | None) -> Any:
+    """This process's connection to the cluster (made once): ``address``, else
+    ``$RAY_ADDRESS``, else a cluster started on this machine with ``ray start``."""
+    try:
+        import ray
+    except ImportError:
+        raise LaunchError(RAY_MISSING) from None
+
+    with _connect_lock:
+        if not ray.is_initialized():
+            target = address or os.environ.get("RAY_ADDRESS") or "auto"
+            _keep_ray_quiet(ray)
+            try:
+                ray.init(
+                    address=target,
+                    namespace=NAMESPACE,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise LaunchError(
+                    f"could not connect to the Ray cluster at {target}: {first_line(exc)}"
+                ) from None
+            finally:
+                _keep_ray_quiet(ray)  # again: ray.init drops the "ray" logger's handlers
+    return ray
+
+
+def _keep_ray_quiet(ray: Any) -> None:
+    """Ray's logger, and the errors its driver would print on our stdout (such as
+    ``(raylet) Raylet is terminated`` when a node dies), go to the Ray log instead."""
+    log = paths.state_home() / RAY_LOG
+    handler: logging.Handler
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log, encoding="utf-8")
+        handler.setFormatter(logging.Formatter(f"%(asctime)s {os.getpid()} %(name)s %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    ray_logger = logging.getLogger("ray")
+    for old in list(ray_logger.handlers):
+        if isinstance(old, logging.FileHandler):
+            old.close()
+        ray_logger.removeHandler(old)
+    ray_logger.addHandler(handler)
+    ray_logger.setLevel(logging.INFO)
+    ray_logger.propagate = False
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    if worker is not None and hasattr(worker, "print_to_stdstream"):
+        # The driver's error listener calls this (by its module-level name) with what the
+        # cluster publishes to drivers; it writes to sys.stdout.
+        def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
+            for line in data.get("lines") or []:
+                ray_logger.warning("(%s) %s", data.get("pid"), line)
+
+        worker.print_to_stdstream = to_log
+
+
+# ---- placement: one unit per running run ---------------------------------------------
+
+
+def check_offered(ray: Any, backend: str, *, fresh: bool = False) -> None:
+    """Fail at once when no node of the cluster offers ``backend`` (what the cluster
+    offered is asked again after OFFERED_TTL seconds, or when ``fresh``)."""
+    wanted = resource_name(backend)
+    with _hosts_lock:
+        seen = _offered.get(wanted)
+    if not fresh and seen is not None and time.monotonic() - seen < OFFERED_TTL:
+        return
+    if ray.cluster_resources().get(wanted, 0) >= 1:
+        with _hosts_lock:
+            _offered[wanted] = time.monotonic()
+        return
+    with _hosts_lock:
+        _offered.pop(wanted, None)
+    raise LaunchError(
+        f"no Ray node offers {wanted}: no node of the cluster can run {backend} "
+        f"(start one with: ray start --address=<head> --resources='{{\"{wanted}\": 4}}')"
+    )
+
+
+def reserve(ray: Any, run_id: str, backend: str, *, fresh: bool = False) -> Any:
+    """The run's placement group: made, unless it exists (a relay taking a run over;
+    ``fresh``: a run just launched, which has none)."""
+    from ray.util import get_placement_group, placement_group
+
+    if not fresh:
+        with contextlib.suppress(ValueError):
+            return get_placement_group(placement_name(run_id))
+    return placement_group(
+        [{resource_name(backend): 1}],
+        strategy="SPREAD",
+        name=placement_name(run_id),
+        lifetime="detached",
+    )
+
+
+def placed_on(ray: Any, group: Any) -> str | None:
+    """The node holding the group's unit, once placed."""
+    from ray.util import placement_group_table
+
+    nodes = placement_group_table(group).get("bundles_to_node_id") or {}
+    node = nodes.get(0)
+    return str(node) if node else None
+
+
+def release(run_id: str) -> None:
+    """Give the run's unit back (when its host cannot: gone with its node)."""
+    from subagents.launchers.ray_node import remove_placement
+
+    with contextlib.suppress(Exception):
+        remove_placement(run_id)
+
+
+def node_state(ray: Any, node_id: str | None) -> tuple[bool, str]:
+    """(alive, address) of a node as the cluster sees it."""
+    for node in ray.nodes():
+        if node.get("NodeID") == node_id:
+            return bool(node.get("Alive")), str(node.get("NodeManagerAddress"))
+    return False, "unknown address"
+
+
+# ---- the hosts --------------------------------------------------------------------------
+
+
+def host_for(ray: Any, node_id: str) -> Any:
+    """The host actor of ``node_id``, created on first use (by whichever caller comes
+    first: the others find it by name)."""
+    global _host_class
+    with _hosts_lock:
+        known = _hosts.get(node_id)
+        if known is not None:
+            return known
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if _host_class is None:
+            _host_class = ray.remote(NodeHost)
+        try:
+            handle = _host_class.options(
+                name=host_name(node_id),
+                namespace=NAMESPACE,
+                lifetime="detached",
+                get_if_exists=True,
+                num_cpus=0,
+                max_restarts=0,
+                max_concurrency=1000,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote()
+            hello = ray.get(handle.hello.remote(), timeout=HOST_PATIENCE)
+        except Exception as exc:
+            raise LaunchError(
+                f"could not start the subagents host on Ray node {node_id}: {first_line(exc)}"
+            ) from None
+        if hello.get("protocol") != PROTOCOL:
+            raise LaunchError(
+                f"the subagents host on Ray node {node_id} is of another subagents version"
+                f" (protocol {hello.get('protocol')}, this one {PROTOCOL}): replace the hosts"
+                " with `subagents ray down` once no run uses them"
+            )
+        _hosts[node_id] = handle
+        return handle
+
+
+def find_host(ray: Any, node_id: str) -> Any | None:
+    """The host actor of ``node_id`` if it exists, looked up by name (never created: a run
+    it does not have is not there; never this process's handle, which may be of a host
+    replaced since)."""
+    try:
+        return ray.get_actor(host_name(node_id), namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def known_host(node_id: str) -> bool:
+    """Whether this process holds a handle on ``node_id``'s host (which may have died since)."""
+    with _hosts_lock:
+        return node_id in _hosts
+
+
+def forget_host(node_id: str | None) -> None:
+    """A host found dead: the next run on its node makes a new one."""
+    with _hosts_lock:
+        _hosts.pop(str(node_id), None)
+
+
+# ---- subagents ray status / down -------------------------------------------------------
+
+
+def _hosts_of(ray: Any) -> list[tuple[str, Any]]:
+    names = [n for n in ray.util.list_named_actors() if str(n).startswith(HOST_PREFIX)]
+    found = []
+    for name in sorted(names):
+        with contextlib.suppress(ValueError):
+            found.append((name, ray.get_actor(name, namespace=NAMESPACE)))
+    return found
+
+
+def _units(ray: Any) -> list[dict[str, Any]]:
+    from ray.util import placement_group_table
+
+    out = []
+    for group in placement_group_table().values():
+        name = str(group.get("name") or "")
+        if name.startswith(PLACEMENT_PREFIX) and group.get("state") != "REMOVED":
+            bundles = group.get("bundles") or {}
+            out.append(
+                {
+                    "runId": name[len(PLACEMENT_PREFIX) :],
+                    "state": group.get("state"),
+                    "node": (group.get("bundles_to_node_id") or {}).get(0),
+                    "resources": bundles.get(0) or {},
+                }
+            )
+    return out
+
+
+def cluster_status(address: str | None) -> dict[str, Any]:
+    """The nodes (what each offers, what is free), the hosts and their runs, and the
+    units held (a run waiting for a node holds a pending one)."""
+    ray = connect(address)
+    nodes = []
+    for node in ray.nodes():
+        offered = {
+            k: v for k, v in (node.get("Resources") or {}).items() if k.startswith("subagents-")
+        }
+        nodes.append(
+            {
+                "node": node.get("NodeID"),
+                "address": node.get("NodeManagerAddress"),
+                "alive": bool(node.get("Alive")),
+                "offers": offered,
+            }
+        )
+    units = _units(ray)
+    for node in nodes:
+        held = [u for u in units if u["node"] == node["node"] and u["state"] == "CREATED"]
+        node["free"] = {
+            k: v - sum(float(u["resources"].get(k, 0)) for u in held)
+            for k, v in node["offers"].items()
+        }
+    hosts = []
+    for name, handle in _hosts_of(ray):
+        try:
+            hosts.append({"name": name, **ray.get(handle.status.remote(), timeout=30)})
+        except Exception as exc:
+            hosts.append({"name": name, "error": first_line(exc), "runs": []})
+    return {
+        "address": ray.get_runtime_context().gcs_address,
+        "nodes": nodes,
+        "hosts": hosts,
+        "units": units,
+    }
+
+
+def cluster_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
+    """Remove the hosts (and every unit a run holds). Refused while runs run, unless
+    ``force``: their supervisors then abort them (SIGTERM, as a lost host does)."""
+    status = cluster_status(address)
+    running = [r for h in status["hosts"] for r in h.get("runs") or [] if r.get("running")]
+    if running and not force:
+        raise LaunchError(
+            f"{len(running)} run{'s' if len(running) != 1 else ''} still running on the"
+            " cluster's hosts (see `subagents ray status`): stop them first, or pass --force"
+            " to abort them"
+        )
+    ray = connect(address)
+    hosts = _hosts_of(ray)
+    if running:
+        # Aborted where they run; their relays bring their results home before the hosts go.
+        why = "it was aborted by `subagents ray down --force`"
+        ending = []
+        for name, handle in hosts:
+            runs = next((h.get("runs") or [] for h in status["hosts"] if h["name"] == name), [])
+            ending += [handle.abort.remote(r["runId"], why) for r in runs if r.get("running")]
+        with contextlib.suppress(Exception):
+            ray.get(ending, timeout=KILL_PATIENCE)
+        aborted = {str(r["runId"]) for r in running}
+        deadline = time.monotonic() + COLLECT_PATIENCE
+        while time.monotonic() < deadline and aborted & _held(ray, hosts):
+            time.sleep(0.2)
+    removed = []
+    for name, handle in hosts:
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
+        removed.append(name)
+    for name in removed:
+        deadline = time.monotonic() + KILL_PATIENCE
+        while time.monotonic() < deadline:
+            try:
+                ray.get_actor(name, namespace=NAMESPACE)
+            except ValueError:
+                break
+            time.sleep(0.05)
+    with _hosts_lock:
+        _hosts.clear()
+    units = _units(ray)
+    for unit in units:
+        release(str(unit["runId"]))
+    return {"hosts": removed, "aborted": [r["runId"] for r in running], "units": len(units)}
+
+
+def _held(ray: Any, hosts: list[tuple[str, Any]]) -> set[str]:
+    """The runs the hosts hold (running, or ended and not yet collected by their relay)."""
+    held: set[str] = set()
+    for _, host in hosts:
+        with contextlib.suppress(Exception):
+            held |= {
+                r["runId"] for r in ray.get(host.status.remote(), timeout=KILL_PATIENCE)["runs"]
+            }
+    return held
+
+
+def describe_status(status: dict[str, Any]) -> str:
+    """``subagents ray status`` in words."""
+    lines = [f"Ray cluster at {status['address']}"]
+    for node in status["nodes"]:
+        offers = ", ".join(
+            f"{k} {node['free'].get(k, 0):g}/{v:g} free" for k, v in sorted(node["offers"].items())
+        )
+        state = "alive" if node["alive"] else "dead"
+        lines.append(f"  node {node['node']} {node['address']} {state}: {offers or 'no backend'}")
+    if not status["hosts"]:
+        lines.append("no subagents hosts (made on a node when a run first goes there)")
+    for host in status["hosts"]:
+        if host.get("error"):
+            lines.append(f"  host {host['name']}: unreachable: {host['error']}")
+            continue
+        runs = host.get("runs") or []
+        running = sum(1 for r in runs if r.get("running"))
+        lines.append(
+            f"  host on node {host['node']} (pid {host['pid']}): {running} running,"
+            f" {len(runs) - running} ended not yet collected, {host.get('spares', 0)} spare"
+        )
+        for run in runs:
+            since = datetime.datetime.fromtimestamp(float(run.get("startedAt") or 0))
+            state = "running" if run.get("running") else "ended"
+            lines.append(f"    {run['runId']} {run.get('backend')} {state} since {since:%H:%M:%S}")
+    waiting = [u for u in status["units"] if u.get("state") != "CREATED"]
+    if waiting:
+        lines.append(f"{len(waiting)} run(s) waiting for a node's unit")
+    return "\n".join(lines)
+
+
+def ray_log() -> Path:
+    return paths.state_home() / RAY_LOG
