@@ -134,7 +134,10 @@ def test_stderr_keeps_only_the_tail() -> None:
 def test_activity_shows_last_20_of_25_and_names_events_path() -> None:
     events = calls(25, failed=frozenset({23}), no_result=frozenset({24}))
     body = render(make_result(), events, events_path="/runs/r1/events.jsonl")
-    assert "## Activity (25 tool calls, showing the last 20; all in /runs/r1/events.jsonl)" in body
+    assert (
+        "## Activity (25 tool calls, showing the last 20; the older 5 in /runs/r1/events.jsonl)"
+        in body
+    )
     text = section(body, "Activity")
     items = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(items) == 20

@@ -161,3 +161,34 @@ def test_a_failing_node_cli_is_reported_by_its_error_line(
     env = {**world, "PATH": str(Path(str(NODE)).parent), "SUBAGENTS_PI_BIN": str(pi)}
     c = check_backend("pi", env)
     assert not c.usable and c.reason == "`pi --version` failed (exit 1): SyntaxError: nope"
+
+
+def test_each_version_against_the_tested_ones_and_what_its_runs_can_do(
+    world: dict[str, str], tmp_path: Path
+) -> None:
+    """pi before 0.80.4 takes no messages and its budgets abort; 0.87.1 takes both; a
+    version outside the tested ones says so; the table names what each installed one does."""
+    checks = {}
+    for version in ("0.60.0", "0.73.1", "0.87.1", "0.99.0"):
+        binary = fake_cli(tmp_path / f"pi-{version}", "pi", f"echo {version}")
+        checks[version] = check_backend("pi", {**world, "SUBAGENTS_PI_BIN": str(binary)})
+    assert {v: c.tested for v, c in checks.items()} == {
+        "0.60.0": "older than tested (0.73.1)",
+        "0.73.1": "tested",
+        "0.87.1": "tested",
+        "0.99.0": "newer than tested (0.87.1)",
+    }
+    old, new = checks["0.73.1"].supports, checks["0.87.1"].supports
+    assert old is not None and new is not None
+    assert (old["steer"], old["follow-up"], old["budgets"]) == ("no", "no", "abort-only")
+    assert (new["steer"], new["follow-up"], new["budgets"]) == ("yes", "yes", "graceful")
+    gemini = fake_cli(tmp_path / "gem", "gemini", "echo 0.61.0")
+    g = check_backend("gemini", {**world, "SUBAGENTS_GEMINI_BIN": str(gemini)})
+    assert g.supports is not None and g.supports["follow-up"] == "as a continuation"
+    assert "no cost limit" in g.supports["budgets"]
+    text = render_text([checks["0.73.1"], checks["0.87.1"], g])
+    table = text.split("What runs of each can do (docs/backends.md):\n")[1].splitlines()
+    assert table[0].split() == ["BACKEND", "VERSION", "CONTINUE", "STEER", "FOLLOW-UP", "BUDGETS"]
+    assert table[1].split()[:5] == ["pi", "0.73.1", "(tested)", "yes", "no"]
+    assert table[2].split()[:6] == ["pi", "0.87.1", "(tested)", "yes", "yes", "yes"]
+    assert table[3].split()[:4] == ["gemini", "0.61.0", "(tested)", "yes"]

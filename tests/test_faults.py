@@ -415,7 +415,9 @@ def test_rm_and_prune_remove_finished_jobs_whole(
     subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", str(tree)], check=True)
     first_run = isolated_state / "runs" / _runs_of(isolated_state, done[0])[0]
     result = json.loads((first_run / "result.json").read_text())
-    (first_run / "result.json").write_text(json.dumps({**result, "worktree": {"path": str(tree)}}))
+    # (a record as a run makes it: the repository, the worktree and its branch)
+    recorded = {"repo": str(repo), "path": str(tree), "branch": "tree"}
+    (first_run / "result.json").write_text(json.dumps({**result, "worktree": recorded}))
 
     # A running job is refused, and then nothing is removed, not even the finished one.
     refused = cli(["rm", done[0], running])

@@ -20,8 +20,14 @@ BAD_STEPS: list[tuple[dict[str, Any], str]] = [
     ({"task": "x", "model": "m\udcff"}, "steps.0.model: not valid UTF-8"),
     ({"task": "x", "timeout": -1.0}, "steps.0.timeout: must be a positive number"),
     ({"task": "x", "timeout": math.inf}, "steps.0.timeout: must be at most"),
-    ({"task": "x", "stall_timeout": -1.0}, "steps.0.stall_timeout: must be 0 seconds or more"),
-    ({"task": "x", "tool_timeout": math.nan}, "steps.0.tool_timeout: must be 0 seconds or more"),
+    (
+        {"task": "x", "stall_timeout": -1.0},
+        "steps.0.stall_timeout: must be 0 (off) or a positive number of seconds, not -1",
+    ),
+    (
+        {"task": "x", "tool_timeout": math.nan},
+        "steps.0.tool_timeout: must be 0 (off) or a positive number of seconds, not nan",
+    ),
     ({"task": "x", "on_stall": "boom"}, "steps.0.on_stall:"),
     ({"task": "x", "isolate": "vm"}, "steps.0.isolate:"),
 ]

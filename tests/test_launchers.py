@@ -28,6 +28,7 @@ from subagents.launchers import (
     reattach,
 )
 from subagents.runs import RunMonitor, RunRequest
+from subagents.types import PlacementRecord
 
 
 def test_placement_from_the_settings() -> None:
@@ -36,7 +37,7 @@ def test_placement_from_the_settings() -> None:
     # On Ray the runner does not matter; the address travels with the placement.
     on_ray = Placement.of(Settings(runner="tmux", executor="ray", ray_address="h:6379"))
     assert on_ray == Placement("ray", "h:6379")
-    assert Placement.from_dict(on_ray.to_dict()) == on_ray
+    assert Placement.from_record(on_ray.to_record()) == on_ray
     with pytest.raises(api.BadRequest, match="unknown launcher 'screen'"):
         Placement("screen")  # type: ignore[arg-type]
 
@@ -58,7 +59,7 @@ def test_the_api_overrides_reach_the_plan_and_job_json(fake: Fake, isolated_stat
     assert stored["placement"] == {"launcher": "tmux", "ray_address": None}
     assert stored["limits"]["runner"] == "tmux" and "mcp_token" not in stored["limits"]
     assert "runner" not in stored["requests"][0]  # a request holds only what is per run
-    again = JobPlan.from_dict(stored)
+    again = JobPlan.from_record(stored)
     assert (again.placement, again.settings, again.requests) == (
         job.plan.placement,
         job.plan.settings,
@@ -102,14 +103,14 @@ def test_a_job_recorded_before_placements_reads_as_it_ran() -> None:
         "session": "s",
         "extra": {},
     }
-    plan = JobPlan.from_dict(old)
+    plan = JobPlan.from_record(old)
     assert plan.placement == Placement("tmux")
     assert [r.task for r in plan.requests] == ["a", "b {previous}"]
     assert (plan.settings.grace, plan.settings.bins) == (0.5, {"pi": "/opt/pi"})
     old["requests"] = [{**r, "runner": None} for r in old["requests"]]
-    assert JobPlan.from_dict(old).placement == Placement("process")
+    assert JobPlan.from_record(old).placement == Placement("process")
     old["limits"] = {**old["limits"], "executor": "ray", "ray_address": "h:1"}
-    assert JobPlan.from_dict(old).placement == Placement("ray", "h:1")
+    assert JobPlan.from_record(old).placement == Placement("ray", "h:1")
 
 
 def test_a_local_runs_record_is_its_supervisor(fake: Fake) -> None:
@@ -192,15 +193,15 @@ def test_a_damaged_or_missing_record_is_no_supervisor(tmp_path: Path) -> None:
 
 
 def test_requests_read_from_any_version() -> None:
-    req = RunRequest.from_dict({"task": "t", "runner": "tmux", "later_field": 1})
+    req = RunRequest.from_record({"task": "t", "runner": "tmux", "later_field": 1})
     assert req == RunRequest(task="t")
 
 
 def test_a_ray_placement_says_whether_the_working_directory_travels() -> None:
     assert Placement.of(Settings(executor="ray")).ships_cwd
     shared = Placement.of(Settings(executor="ray", ray_shared_cwd=True))
-    assert not shared.ships_cwd and Placement.from_dict(shared.to_dict()) == shared
+    assert not shared.ships_cwd and Placement.from_record(shared.to_record()) == shared
     assert not Placement("process").ships_cwd and not Placement("tmux").ships_cwd
     # A ray job recorded before repositories travelled ran on a shared filesystem.
-    old = {"launcher": "ray", "ray_address": "h:1"}
-    assert Placement.from_dict(old) == Placement("ray", "h:1", ray_shared_cwd=True)
+    old: PlacementRecord = {"launcher": "ray", "ray_address": "h:1"}
+    assert Placement.from_record(old) == Placement("ray", "h:1", ray_shared_cwd=True)

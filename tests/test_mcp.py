@@ -418,6 +418,60 @@ def test_bad_arguments_are_tool_errors_naming_the_problem(fake: Fake) -> None:
     run(main)
 
 
+def test_subagent_send_steers_a_background_job_and_budgets_are_checked(fake: Fake) -> None:
+    """The parent's message reaches its background job's running child (a fake claude that
+    echoes what it takes, as claude does): the receipt, then the run counts it; a message
+    to nothing and a bad budget are tool errors naming the problem."""
+    gate = fake.dir / "gate"
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    steps: list[dict[str, Any]] = [
+        {"emit": {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}},
+        {"emit": {"type": "assistant", "message": {"id": "a1", "model": "m", "content": [call], "usage": usage}}},
+        {"wait_for": str(gate)},
+        {"emit": {"type": "user", "isReplay": True, "message": {"role": "user", "content": "only b.py"}}},
+        {"emit": {"type": "result", "subtype": "success", "result": "did b.py", "usage": usage}},
+    ]  # fmt: skip
+    env = {"SUBAGENTS_CLAUDE_BIN": str(fake.launcher), **fake.env(steps)}
+
+    async def main() -> None:
+        async with connect(env) as client:
+            bad = await client.call_tool("subagent", {"task": "a", "max_turns": 0})
+            assert bad.is_error and "max_turns" in text_of(bad), text_of(bad)
+            started = await client.call_tool(
+                "subagent",
+                {"task": "fix", "backend": "claude", "background": True, "max_turns": 5},
+            )
+            assert not started.is_error, text_of(started)
+            job_id = (started.structured_content or {})["jobId"]
+            for _ in range(300):  # refused until its run is going (one line each time)
+                sent = await client.call_tool("subagent_send", {"id": job_id, "text": "only b.py"})
+                if not sent.is_error:
+                    break
+                assert "(completed)" not in text_of(sent), text_of(sent)
+                await anyio.sleep(0.1)
+            assert not sent.is_error, text_of(sent)
+            receipt = sent.structured_content or {}
+            assert (receipt["receipt"], receipt["mode"], receipt["id"]) == ("queued", "steer", "m1")
+            assert text_of(sent).startswith(f"queued: steer m1 to run {receipt['runId']}")
+            gate.touch()
+            result = await client.call_tool(
+                "subagent_result", {"job_id": job_id, "wait_seconds": 30}
+            )
+            assert not result.is_error and text_of(result).startswith("did b.py"), text_of(result)
+            assert result.structured_content is not None
+            run = (result.structured_content.get("runs") or [{}])[0]
+            assert run.get("messages") == {"sent": 1, "delivered": 1}, run
+            again = await client.call_tool("subagent_send", {"id": job_id, "text": "more"})
+            assert again.is_error and "has no run going (completed)" in text_of(again), text_of(
+                again
+            )
+            nothing = await client.call_tool("subagent_send", {"id": "0zzzzzzz", "text": "hi"})
+            assert nothing.is_error and "0zzzzzzz" in text_of(nothing), text_of(nothing)
+
+    run(main)
+
+
 def test_isolated_run_then_continue_through_mcp(fake: Fake, tmp_path: Path) -> None:
     """The `isolate` parameter and the `continue` tool: the continued run forks the first
     run's session and goes on in its branch."""

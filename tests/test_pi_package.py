@@ -10,12 +10,14 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -617,3 +619,150 @@ def test_continue_with_run_options_is_an_error(tmp_path: Path) -> None:
     assert "continue takes a task (the follow-up) and background only, not model" in str(
         end["result"]["content"][0]["text"]
     )
+
+
+# ---- live control: budgets and subagent_send (issue 22, issue 23 item 6) -------------------
+
+STEER = "stop looping and say banana"
+WRAP_UP = "stop here and give your final answer now"
+
+
+def test_budgets_from_the_tool_wrap_a_looping_child_up(tmp_path: Path) -> None:
+    """maxTurns reaches the engine: the looping child is asked to wrap up at its limit and
+    answers; the call is no error and the run's record names the limit."""
+    args = {"task": "loop until told otherwise", "model": "child/mock-model", "maxTurns": 2}
+    child = Script(loop=True, command="sleep 0.2")
+    with delegating(tmp_path, args, answer="done", child=child) as (parent, _):
+        events = parent.run("delegate it")
+    end = tool_end(events)
+    assert end["isError"] is False, end["result"]
+    (run,) = end["result"]["details"]["runs"]
+    assert run["status"] == "completed" and run["text"] == f'You said: "{WRAP_UP}"'
+    (record,) = json.loads(show(end["result"]["details"]["jobId"]))["runs"]
+    assert record["limit"]["kind"] == "turns" and record["limit"]["limit"] == 2
+    assert record["limit"]["action"] == "wrap-up"
+
+
+@dataclass
+class Looping:
+    rpc: Rpc
+    parent_model: MockModelServer
+    child: MockModelServer
+    job_id: str
+
+
+@contextlib.contextmanager
+def looping_in_the_background(tmp_path: Path) -> Iterator[Looping]:
+    """A pi parent (RPC) whose model started a child in the background that loops (a tool
+    call a turn) until a message comes; yielded once the child has looped once."""
+    args = {"task": "loop until told otherwise", "model": "child/mock-model", "background": True}
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(
+            MockModelServer(Script(tool_name="subagent", tool_args=args, final_text="started"))
+        )
+        child = stack.enter_context(MockModelServer(Script(loop=True, command="sleep 1")))
+        parent = Parent(tmp_path, server)
+        add_provider(parent.agent_dir, "child", child.url)
+        rpc = Rpc(parent)
+        try:
+            rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
+            started = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            job_id = started["result"]["details"]["jobId"]
+            assert f"subagent_send with id {job_id}" in started["result"]["content"][0]["text"]
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            deadline = time.monotonic() + 60
+            while len(child.requests) < 2:  # a tool call answered: it is looping
+                assert time.monotonic() < deadline, "the child made no second model request"
+                time.sleep(0.1)
+            yield Looping(rpc, server, child, job_id)
+        finally:
+            rpc.close()
+
+
+def end_notice(rpc: Rpc) -> dict[str, Any]:
+    return rpc.wait_for(
+        lambda e: e["type"] == "message_end" and e["message"].get("customType") == "subagent_result"
+    )
+
+
+def assert_steered(live: Looping, notice: dict[str, Any]) -> None:
+    """Every child request before the steer lacks it; the first that carries it is the
+    last, answered; the end notice and the run's record say so."""
+    carrying = [STEER in json.dumps(r) for r in live.child.requests]
+    assert carrying.count(True) == 1 and carrying[-1], carrying
+    (job,) = notice["message"]["details"]["jobs"]
+    assert job["status"] == "completed" and job["runs"][0]["text"] == f'You said: "{STEER}"'
+    record = json.loads(show(live.job_id))["runs"][0]
+    assert record["messages"] == {"sent": 1, "delivered": 1}
+
+
+def test_the_parent_model_steers_its_background_job_with_subagent_send(tmp_path: Path) -> None:
+    """The parent's model, its next turn, calls subagent_send with the job id: the receipt
+    is its tool result and the child's next model request carries the text."""
+    with looping_in_the_background(tmp_path) as live:
+        send_args = {"id": live.job_id, "text": STEER}
+        # One subagent_send call (its second tool result ends the loop), then an answer.
+        live.parent_model.script = Script(
+            tool_name="subagent_send",
+            tool_args=send_args,
+            loop=True,
+            loop_limit=2,
+            heed_messages=False,
+            final_text="sent",
+        )
+        live.rpc.send({"id": "2", "type": "prompt", "message": "tell it to stop"})
+        call = live.rpc.wait_for(
+            lambda e: e["type"] == "tool_execution_start" and e["toolName"] == "subagent_send"
+        )
+        sent = live.rpc.wait_for(
+            lambda e: e["type"] == "tool_execution_end" and e["toolName"] == "subagent_send"
+        )
+        notice = end_notice(live.rpc)
+    assert call["args"] == send_args
+    assert sent["isError"] is False, sent["result"]
+    receipt = sent["result"]["details"]
+    assert receipt["mode"] == "steer" and receipt["receipt"] in ("queued", "delivered")
+    assert sent["result"]["content"][0]["text"].startswith(
+        f"{receipt['receipt']}: steer m1 to run {receipt['runId']}"
+    )
+    assert_steered(live, notice)
+
+
+def test_subagents_fleet_sends_a_message_to_a_running_job(tmp_path: Path) -> None:
+    """/subagents: the running job, "Send a message", the text, how: the receipt as a
+    notice, no model turn; the child takes it."""
+    with looping_in_the_background(tmp_path) as live:
+        rpc = live.rpc
+
+        def ui(method: str) -> dict[str, Any]:
+            return rpc.wait_for(
+                lambda e: e["type"] == "extension_ui_request" and e.get("method") == method
+            )
+
+        def answer(request: dict[str, Any], value: str) -> None:
+            rpc.send({"type": "extension_ui_response", "id": request["id"], "value": value})
+
+        before = len(rpc.seen)
+        rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
+        fleet = ui("select")
+        (row,) = fleet["options"]
+        assert row.startswith(live.job_id[:10]) and "running" in row
+        answer(fleet, row)
+        actions = ui("select")
+        assert actions["options"] == [
+            "Show the transcript tail",
+            "Send a message",
+            "Stop the job",
+            "Back",
+        ]
+        answer(actions, "Send a message")
+        answer(ui("input"), STEER)
+        how = ui("select")
+        assert [o.split(":")[0] for o in how["options"]] == ["steer", "follow-up"]
+        answer(how, how["options"][0])
+        told = ui("notify")
+        during = [e["type"] for e in rpc.seen[before:]]
+        notice = end_notice(rpc)
+    assert re.match(r"(queued|delivered): steer m1 to run \S+$", told["message"]), told
+    assert_steered(live, notice)
+    assert "agent_start" not in during  # the command started no turn of the parent's model

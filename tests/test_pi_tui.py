@@ -218,7 +218,10 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
         assert row.index("Watch the logs") == head.index("TASK")
         assert row.index("running") == head.index("STATUS")
         pi.keys("Enter")
-        assert eventually(lambda: pi.shows("Stop the job", "Show the transcript tail"), 30)
+        assert eventually(
+            lambda: pi.shows("Show the transcript tail", "Send a message", "Stop the job"), 30
+        )
+        pi.keys("Down")
         pi.keys("Down")
         pi.keys("Enter")
         assert eventually(lambda: pi.shows("Stop this subagent job?"), 30), pi.screen

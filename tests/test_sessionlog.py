@@ -589,21 +589,23 @@ def test_select() -> None:
     def ids(xs: list[dict[str, Any]]) -> list[tuple[str, str]]:
         return [(x["jobId"], x["eventType"]) for x in xs]
 
-    assert ids(history.select(entries, status="failed")) == [
+    assert ids(list(history.selected(entries, status="failed"))) == [
         ("j2", "subagent:error"),
         ("j3", "subagent:error"),
     ]
-    assert len(history.select(entries, status="timeout")) == 2
-    assert ids(history.select(entries, agent="reviewer")) == [("j3", "subagent:error")]
-    assert len(history.select(entries, agent="scout")) == 3
+    assert len(list(history.selected(entries, status="timeout"))) == 2
+    assert ids(list(history.selected(entries, agent="reviewer"))) == [("j3", "subagent:error")]
+    assert len(list(history.selected(entries, agent="scout"))) == 3
     since = history.parse_since("2026-01-05T10:30:00Z")
-    assert ids(history.select(entries, since=since)) == [
+    assert ids(list(history.selected(entries, since=since))) == [
         ("j2", "subagent:error"),
         ("j3", "subagent:error"),
     ]
-    assert ids(history.select(entries, event_types=["start"])) == [("j1", "subagent:start")]
-    assert len(history.select(entries, event_types="subagent:complete")) == 1
-    assert len(history.select(entries, job_id="j1")) == 2
-    assert history.select(entries, status="failed", agent="worker", since=since) == [entries[2]]
+    assert ids(list(history.selected(entries, event_types=["start"]))) == [("j1", "subagent:start")]
+    assert len(list(history.selected(entries, event_types="subagent:complete"))) == 1
+    assert len(list(history.selected(entries, job_id="j1"))) == 2
+    assert list(history.selected(entries, status="failed", agent="worker", since=since)) == [
+        entries[2]
+    ]
     with pytest.raises(ValueError, match="event type"):
-        history.select(entries, event_types=["finished"])
+        list(history.selected(entries, event_types=["finished"]))

@@ -131,6 +131,9 @@ def test_a_handed_over_supervisor_is_like_one_started_for_its_run(
     cold = start_run(tmp_path, "cold", gate)
     assert cold.launched.pid != pid
     cold_env = child_env(tmp_path, "cold")
+    # Each child carries its own run's id (core.procs.RUN_ENV); nothing else differs.
+    assert warm_env.pop("SUBAGENTS_RUN_ID") == handle.run_dir.name
+    assert cold_env.pop("SUBAGENTS_RUN_ID") == cold.run_dir.name
     assert warm_env == cold_env
     assert warm_env["SUBAGENTS_CHILD"] == "1" and warm_env["PWD"] == str(tmp_path)
 

@@ -65,6 +65,15 @@ def test_a_bad_schema_is_one_line_naming_the_problem(source: str, words: str) ->
     assert caught.value.field == "output_schema" and "\n" not in str(caught.value)
 
 
+def test_a_mapping_that_is_not_json_is_one_line_and_a_mapping_is_copied() -> None:
+    with pytest.raises(UsageError, match="the output schema is not JSON") as caught:
+        load_schema({"type": "object", "default": {1, 2}})
+    assert "\n" not in str(caught.value)
+    given = {"type": "object", "properties": {"a": {"type": "string"}}}
+    schema = load_schema(given)
+    assert schema == given and schema is not given
+
+
 def test_a_schema_over_256_kib_is_refused(tmp_path: Path) -> None:
     big = {"description": "x" * MAX_SCHEMA_BYTES}
     (tmp_path / "big.json").write_text(json.dumps(big))

@@ -417,7 +417,7 @@ def test_sigkill_after_thirty_tool_calls_diagnostics(fake: Fake) -> None:
     assert sections[:3] == ["## Error", "## Status", "## stderr (tail)"]
     assert any(s.startswith("## Activity") for s in sections) and "## Post-mortem" in sections
     assert "signal=SIGKILL" in diag
-    assert "## Activity (30 tool calls, showing the last 20; all in " in diag
+    assert "## Activity (30 tool calls, showing the last 20; the older 10 in " in diag
     assert result["paths"]["events"] in diag
     assert "cat file29.txt" in diag and "cat file10.txt" in diag and "cat file9.txt" not in diag
     assert f"jq . < {result['paths']['raw']}" in diag.replace("'", "")

@@ -131,6 +131,13 @@ def test_a_job_and_its_records_fit_their_types(
     state = store.load(result["jobId"])
     fits(state, types.JobState)
     fits(state["driver"], types.ProcessIdentity)
+    fits(state["plan"], types.JobPlanRecord)
+    fits(state["plan"]["placement"], types.PlacementRecord)
+    for request in state["plan"]["requests"]:
+        fits(request, types.RunRequestRecord)
+    for run in result["runs"]:
+        record = json.loads((Path(run["paths"]["events"]).parent / "supervisor.json").read_text())
+        fits(record, types.LocalSupervisorRecord)
     assert {k: state[k] for k in result} == result  # job.json holds the job result
     [row] = list_jobs(home=isolated_state)
     fits(row, types.JobRow)
@@ -147,7 +154,7 @@ def test_a_record_read_back_is_checked_once(isolated_state: Path) -> None:
     assert is_job_state(store.load(job_id))
     for damaged in ([], {"jobId": job_id}, {"jobId": job_id, "status": "sleeping"}):
         store.path(job_id).write_text(json.dumps(damaged))
-        with pytest.raises(ValueError, match=f"{store.path(job_id)}: not a job"):
+        with pytest.raises(ValueError, match=f"{store.path(job_id)} is damaged"):
             store.load(job_id)
     assert not is_run_result({"runId": "r", "status": "done"})
     # A run's status no run can have (a damaged result.json) ends its job failed.
@@ -177,6 +184,10 @@ CALLER = """
     status: str = job["status"]
     handle = subagents.start("task")
     reveal_type(handle.wait())
+
+    def shown(index: int, event: Event) -> None: ...
+
+    subagents.run("task", on_event=shown)
 """
 
 
@@ -222,3 +233,73 @@ def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
     # Nothing else was wrong: the runs and the status are what a caller expects them to be.
     errors = {n for n, what in said.items() if any(w.startswith("error:") for w in what)}
     assert len(errors) == 2, out
+
+
+def test_a_request_record_holds_every_field_of_a_request() -> None:
+    """RunRequest.to_record names each field itself: a field added to the dataclass and not to
+    the record (or the other way round) would not be kept in job.json."""
+    from dataclasses import fields
+
+    from subagents.runs import RunRequest
+
+    keys = set(types.RunRequestRecord.__required_keys__)
+    assert keys == {f.name for f in fields(RunRequest)}
+    full = RunRequest(task="t", backend="pi", env={"A": "1"}, isolate="worktree", tool_timeout=2.0)
+    assert RunRequest.from_record(full.to_record()) == full
+
+
+def test_a_command_record_holds_every_field_of_a_command_request_but_its_task() -> None:
+    """meta.json's ``command`` is how the supervisor builds a continuation's argv again: a
+    field of CommandRequest the record lacks would be lost there."""
+    from subagents.backends import CommandRequest
+
+    request = CommandRequest(task="t", cwd="/w", model="m", live=True, own_max_turns=3)
+    record = request.record()
+    fits(record, types.CommandRecord)
+    assert set(record) == set(vars(request)) - {"task"}
+    assert vars(CommandRequest(task="t", **record)) == vars(request)
+
+
+def test_another_programs_json_is_narrowed_where_it_is_read(tmp_path: Path) -> None:
+    from subagents.backends import get_backend
+    from subagents.launchers import SUPERVISOR_FILE, reattach
+    from subagents.runs import RunMonitor
+
+    # A CLI's usage of the wrong types counts nothing: the answer is not lost to a crash.
+    norm = get_backend("claude").normalizer()
+    events = norm.feed(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "the answer",
+            "usage": {"input_tokens": "12", "output_tokens": [3], "cache_read_input_tokens": 2},
+            "total_cost_usd": "0.5",
+        }
+    )
+    assert norm.final_text == "the answer" and norm.terminal and not norm.failed
+    assert norm.usage == {**ev.empty_usage(), "cacheRead": 2, "totalTokens": 2}
+    assert [e["type"] for e in events] == ["usage"]
+    # A follower is handed the run's events, and nothing else its events file holds.
+    (tmp_path / "events.jsonl").write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in (
+                {"seq": 1, **ev.thinking("a")},
+                [1, 2],
+                {"type": "nope"},
+                "x",
+                ev.usage(ev.empty_usage()),
+            )
+        )
+        + "\n"
+    )
+    assert [e["type"] for e in RunMonitor(tmp_path).new_events()] == ["thinking", "usage"]
+    # A supervisor.json whose values are not a process's names no supervisor.
+    for damaged in (
+        {"runner": "process", "pid": "12", "createTime": 1.0},
+        {"runner": "process", "pid": 12, "createTime": "then"},
+        {"runner": "ray", "ray": 7},
+    ):
+        (tmp_path / SUPERVISOR_FILE).write_text(json.dumps(damaged))
+        assert reattach(tmp_path, follow=False) is None

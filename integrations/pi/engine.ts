@@ -70,13 +70,18 @@ export function asJob(obj: unknown, mode: string): JobResult | undefined {
 }
 
 export interface CliExit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderrTail: string[] }
-interface CliOptions { cwd?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void }
+interface CliOptions { cwd?: string; input?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void }
 
-/** Run the CLI with an argv (never a shell). JSON records on stderr go to onRecord; other lines are kept as a tail. */
+/** Run the CLI with an argv (never a shell); `input`, if any, on its stdin (text past an
+ * argument's size limit). JSON records on stderr go to onRecord; other lines are kept as a tail. */
 export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> {
 	return new Promise((resolve, reject) => {
-		const child = spawn(BIN(), args, { cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"], env: process.env });
+		const child = spawn(BIN(), args, { cwd: opts.cwd, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"], env: process.env });
 		opts.onSpawn?.(child.pid);
+		if (child.stdin) {
+			child.stdin.on("error", () => {}); // a CLI that refused before reading: its exit says why
+			child.stdin.end(opts.input);
+		}
 		let stdout = "";
 		let pending = "";
 		const tail: string[] = [];
@@ -85,8 +90,8 @@ export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> 
 			if (rec && typeof rec.type === "string") opts.onRecord?.(rec);
 			else if (line.trim()) { tail.push(line); if (tail.length > 40) tail.shift(); }
 		};
-		child.stdout.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
-		child.stderr.setEncoding("utf8").on("data", (d: string) => {
+		child.stdout?.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
+		child.stderr?.setEncoding("utf8").on("data", (d: string) => {
 			const lines = (pending + d).split("\n");
 			pending = lines.pop() ?? "";
 			for (const line of lines) take(line);
@@ -237,3 +242,21 @@ export function outcome(view: SubagentDetails): { text: string; isError: boolean
 	}
 	return { text: sections.join("\n\n"), isError };
 }
+
+// ---- live control: a message to a running child ---------------------------------
+
+export type SendMode = "steer" | "follow-up";
+/** `subagents send --json`: what became of the message (docs/live-control.md). */
+export interface Receipt { runId: string; id: string; mode: string; receipt: string; reason?: string }
+
+/** Send `text` to the run `id` (or its job's one running run): the receipt, or the CLI's
+ * one-line refusal as the error. The text goes on stdin (`-`): no size limit of argv. */
+export async function send(id: string, text: string, mode: SendMode, cwd?: string): Promise<Receipt> {
+	const exit = await runCli(["send", "--mode", mode, "--json", "--", id, "-"], { cwd, input: text });
+	const receipt = parseJson(exit.stdout) as Receipt | undefined;
+	if (exit.code !== 0 || !receipt?.receipt) throw new Error(cliFailure(exit));
+	return receipt;
+}
+
+/** A receipt in words, as `subagents send` prints it. */
+export const receiptLine = (r: Receipt) => `${r.receipt}: ${r.mode} ${r.id} to run ${r.runId}${r.reason ? ` (${r.reason})` : ""}`;

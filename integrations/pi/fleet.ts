@@ -1,12 +1,13 @@
 /**
  * `/subagents`: this session's jobs as a list with labelled columns (`subagents top --json`,
- * the engine's live view); choosing one offers its transcript's tail and stopping it.
+ * the engine's live view); choosing one offers its transcript's tail, a message to it (steer or
+ * follow-up) and stopping it.
  * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { ExtensionCommandContext, Theme } from "@earendil-works/pi-coding-agent";
 import { type Component, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
-import { parseJson, runCli } from "./engine.ts";
+import { parseJson, receiptLine, runCli, send } from "./engine.ts";
 import { elapsed, money, safe, tokens } from "./render.ts";
 
 interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null }
@@ -15,8 +16,8 @@ interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: nu
 const TAIL_BYTES = 64 * 1024;
 const TAIL_LINES = 30;
 const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 14], ["BACKENDS", 8], ["STATUS", 9], ["ELAPSED", 7], ["TOKENS", 6], ["COST", 7]];
-const ACTIONS = { tail: "Show the transcript tail", stop: "Stop the job", back: "Back" };
-// Live control (send a message to a running job) plugs in here as one more action.
+const ACTIONS = { tail: "Show the transcript tail", send: "Send a message", stop: "Stop the job", back: "Back" };
+const MODES = { steer: "steer: into its running turn (after its current tool calls)", "follow-up": "follow-up: when it would otherwise end (it goes on)" };
 
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
 
@@ -92,6 +93,20 @@ async function stop(ctx: ExtensionCommandContext, jobId: string, hooks: FleetHoo
 	ctx.ui.notify(exit.code === 0 ? `Stopped subagent job ${safe(said)}` : `stop ${jobId}: ${safe(said) || `exit ${exit.code}`}`, exit.code === 0 ? "info" : "warning");
 }
 
+/** A message to a running job (its one running run): the text, then how; the receipt or the refusal as a notice. */
+async function message(ctx: ExtensionCommandContext, job: FleetJob): Promise<void> {
+	const text = await ctx.ui.input(`Message for job ${job.jobId}`, "e.g. only fix the tokenizer, then report");
+	if (!text?.trim()) return;
+	const how = await ctx.ui.select("Deliver it as", Object.values(MODES));
+	const mode = how === MODES["follow-up"] ? "follow-up" : how === MODES.steer ? "steer" : undefined;
+	if (!mode) return;
+	try {
+		ctx.ui.notify(safe(receiptLine(await send(job.jobId, text, mode, ctx.cwd))), "info");
+	} catch (err) {
+		ctx.ui.notify(`send to ${job.jobId}: ${safe((err as Error).message)}`, "warning");
+	}
+}
+
 async function costs(ctx: ExtensionCommandContext): Promise<void> {
 	const exit = await runCli(["cost", "--session", ctx.sessionManager.getSessionId(), "--by", "backend", "--json"], { cwd: ctx.cwd });
 	const report = parseJson(exit.stdout) as { rows?: { key: string; jobs: number; runs: number; input: number; output: number; totalTokens: number; cost: number | null; unpriced: number }[]; summary?: string } | undefined;
@@ -114,9 +129,10 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 	const job = chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
-	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.stop] : []), ACTIONS.back];
+	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
 	const action = await ctx.ui.select(`Job ${job.jobId} · ${safe(cells(job)[1])} · ${job.status}`, actions);
 	if (action === ACTIONS.tail) return showTail(ctx, job);
+	if (action === ACTIONS.send) return message(ctx, job);
 	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {
 		return stop(ctx, job.jobId, hooks);
 	}

@@ -10,16 +10,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
-import type { Usage } from "@earendil-works/pi-ai";
+import { StringEnum, type Usage } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
 	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, newView, outcome,
-	parseJson, piUsage, runCli, type Step, type SubagentDetails, summaryOf,
+	parseJson, piUsage, receiptLine, runCli, send, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
-import { renderCall, renderDone, renderEnded, renderEntry, renderLive, renderText } from "./render.ts";
+import { renderCall, renderDone, renderEnded, renderEntry, renderLive, renderSendCall, renderText } from "./render.ts";
 
 export type { RunView, SubagentDetails } from "./engine.ts";
 
@@ -43,13 +43,24 @@ const Params = Type.Object({
 	background: Type.Optional(Type.Boolean({ description: "Return at once with the job id; the result arrives later as a message" })),
 	isolate: Type.Optional(Type.Literal("worktree", { description: "'worktree': each run works in its own git worktree on a branch subagents/<run id>; its changes stay there" })),
 	continue: Type.Optional(Type.String({ description: "A finished run's id (runIds in a result): its child resumes its own conversation with `task` as the follow-up" })),
-	// Live control (budgets: maxTurns, maxTokens, maxCost) plugs in here, passed on as CLI flags.
+	maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: model turns. At the limit the child is asked to wrap up (2 more turns), then stopped" })),
+	maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: tokens, all kinds together" })),
+	maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget per run: cost in USD (pi, claude, opencode; codex and gemini report no cost)" })),
 	outputSchema: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())], { description: "The answer must be JSON valid against this JSON Schema (2020-12): the schema, JSON text or a file; the result's `structured` holds it" })),
 	council: Type.Optional(Type.Array(Type.String(), { description: "Ask the one `task` of several members side by side: backend[:model] or agent names, e.g. [\"pi\", \"claude\", \"codex\"]" })),
 	judge: Type.Optional(Type.String({ description: "A council's judge (backend[:model]): reads every answer and returns {best, agreement, reasons, merged}" })),
 	quorum: Type.Optional(Type.Integer({ minimum: 1, description: "A council completes when this many members answered (default 1)" })),
 });
 type Params = Static<typeof Params>;
+// The budgets, as the CLI's flags (the engine checks them: a bad one is refused in one line).
+const BUDGETS = [["maxTurns", "--max-turns"], ["maxTokens", "--max-tokens"], ["maxCost", "--max-cost"]] as const;
+
+const SendParams = Type.Object({
+	id: Type.String({ description: "The background job's id (while one of its runs is going), or a run's id" }),
+	text: Type.String({ description: "The message for the child" }),
+	mode: Type.Optional(StringEnum(["steer", "follow-up"] as const, { description: "steer (default): into the child's running turn, after its current tool calls; follow-up: when it would otherwise end, and it goes on" })),
+});
+type SendParams = Static<typeof SendParams>;
 
 function requester(): string {
 	try { return process.env.USER || userInfo().username || "assistant"; } catch { return "assistant"; }
@@ -130,7 +141,7 @@ export default function (pi: ExtensionAPI) {
 	pi.registerTool({
 		name: "subagent",
 		label: "Subagent",
-		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer). background: true returns at once with a job id and delivers the result later as a message.",
+		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer). background: true returns at once with a job id and delivers the result later as a message (subagent_send steers it meanwhile). maxTurns, maxTokens, maxCost bound each run: at the limit it is asked to wrap up, then stopped.",
 		parameters: Params,
 		async execute(toolCallId, params: Params, signal, onUpdate, ctx: ExtensionContext) {
 			const given = [params.task, params.tasks, params.chain].filter((x) => x !== undefined).length;
@@ -141,7 +152,7 @@ export default function (pi: ExtensionAPI) {
 			const sessionId = ctx.sessionManager.getSessionId();
 			if (params.continue !== undefined) {
 				// The run being continued fixes agent, model, backend, directory and worktree.
-				const extra = (["tasks", "chain", "agent", "model", "backend", "cwd", "isolate"] as const).filter((k) => params[k] !== undefined);
+				const extra = (["tasks", "chain", "agent", "model", "backend", "cwd", "isolate", "maxTurns", "maxTokens", "maxCost"] as const).filter((k) => params[k] !== undefined);
 				if (params.task === undefined || extra.length) refuse(params, `continue takes a task (the follow-up) and background only, not ${extra.join(", ") || "tasks"}`);
 			}
 
@@ -154,6 +165,7 @@ export default function (pi: ExtensionAPI) {
 			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate], ["--output-schema", schema], ["--council", council], ["--judge", params.judge], ["--quorum", quorum]] as const) {
 				if (value) args.push(flag, value);
 			}
+			for (const [key, flag] of BUDGETS) if (params[key] !== undefined) args.push(flag, String(params[key]));
 			let planDir: string | undefined;
 			const tail: string[] = [];
 			if (params.continue !== undefined) {
@@ -178,7 +190,7 @@ export default function (pi: ExtensionAPI) {
 					recordStart(view, started?.pid, sessionId);
 					bg.watch(view, ctx.cwd);
 					return {
-						content: [{ type: "text", text: `Started background subagent job ${view.jobId}; its result will arrive as a message when it ends.` }],
+						content: [{ type: "text", text: `Started background subagent job ${view.jobId}; its result will arrive as a message when it ends. To correct it while it runs: subagent_send with id ${view.jobId}.` }],
 						details: structuredClone(view),
 					};
 				}
@@ -235,6 +247,18 @@ export default function (pi: ExtensionAPI) {
 			if (!view?.runs?.length) return renderText(theme, result.content[0]?.type === "text" ? result.content[0].text : "", context.isError);
 			return isPartial ? renderLive(view, theme, expanded) : renderDone(view, theme, expanded);
 		},
+	});
+
+	pi.registerTool({
+		name: "subagent_send",
+		label: "Subagent send",
+		description: "Send a message to a running subagent job you started (background: true): steer (default) lands in its running conversation after its current tool calls; follow-up is taken when it would otherwise end, and it goes on. Answers with a receipt: queued or delivered; an error says why it could not be taken (the job ended, its CLI takes no messages while it runs, ...). The job's result still arrives as a message when it ends.",
+		parameters: SendParams,
+		async execute(_toolCallId, params: SendParams, _signal, _onUpdate, ctx: ExtensionContext) {
+			const receipt = await send(params.id, params.text, params.mode ?? "steer", ctx.cwd);
+			return { content: [{ type: "text", text: receiptLine(receipt) }], details: receipt };
+		},
+		renderCall: (args, theme) => renderSendCall(args, theme),
 	});
 
 	// A call that ended as an error (every run failed, or it was aborted) threw: its rows and

@@ -142,6 +142,15 @@ export function renderCall(args: { task?: string; tasks?: { task: string }[]; ch
 	]);
 }
 
+/** subagent_send's call: the mode, the job, the message's first line. */
+export function renderSendCall(args: { id?: string; text?: string; mode?: string }, theme: Theme): Component {
+	return new Line(() => [
+		`${theme.fg("toolTitle", theme.bold("subagent_send"))} ${theme.fg("accent", oneLine(args.mode ?? "steer"))} ${theme.fg("dim", `→ ${oneLine(args.id ?? "")}:`)} `,
+		oneLine(firstLine(args.text ?? "")),
+		"",
+	]);
+}
+
 /** Live: a row per run (two lines: title, activity); a chain's steps on one line above. */
 export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
 	const box = new Container();

@@ -48,7 +48,7 @@ from pydantic import (
 )
 
 from subagents.config import home_dir, user_config_dir
-from subagents.core.inputs import budget_problem, timeout_problem
+from subagents.core.inputs import Seconds, budget_problem, timeout_problem
 from subagents.errors import AgentError
 
 Source = Literal["builtin", "user", "project"]
@@ -84,7 +84,7 @@ def _seconds(value: float | None) -> float | None:
     return value
 
 
-OptionalSeconds = Annotated[float | None, AfterValidator(_seconds)]
+OptionalSeconds = Annotated[float | None, Seconds, AfterValidator(_seconds)]
 
 
 def _budget(name: str) -> Any:
@@ -121,7 +121,7 @@ class AgentDef(BaseModel):
     system_prompt: str = ""
     source: Source
     path: Path | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    extra: dict[str, object] = Field(default_factory=dict)
 
     @field_validator("name", "description", mode="before")
     @classmethod
@@ -221,8 +221,8 @@ def parse_agent_text(text: str, source: Source, path: Path | None = None) -> Age
         data = {}
     if not isinstance(data, dict):
         raise AgentError(f"{where}: frontmatter must be a mapping of keys to values")
-    fields: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
+    fields: dict[str, object] = {}
+    extra: dict[str, object] = {}
     for key, value in data.items():
         (fields if key in _KNOWN_KEYS else extra)[str(key)] = value
     try:

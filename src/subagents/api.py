@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 from subagents.core import paths
-from subagents.core.records import is_job_result, is_run_result
 from subagents.errors import BadRequest, FieldProblem, JobIdError, PlanError
 
 # Job control lives in jobs/; the CLI and the MCP server reach it through the API.
@@ -44,8 +43,21 @@ from subagents.jobs import wait_job as wait_job
 from subagents.present.figures import money
 
 if TYPE_CHECKING:
+    from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
-    from subagents.types import CostTotals, JobResult, JobRun, JobState, MessageMode, Receipt
+    from subagents.types import (
+        CostTotals,
+        JobResult,
+        JobRun,
+        JobState,
+        MessageMode,
+        ProcessIdentity,
+        Receipt,
+    )
+
+# A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
+# checked by ``jobs.parse_job``; or one already checked.
+JobDocument = Mapping[str, object]
 
 
 @dataclass
@@ -58,7 +70,7 @@ class PreparedJob:
 
 
 def prepare_job(
-    spec: JobSpec | dict[str, Any],
+    spec: JobSpec | JobDocument,
     *,
     cwd: str | Path | None = None,
     tools: list[str] | None = None,
@@ -71,10 +83,12 @@ def prepare_job(
     ray_address: str | None = None,
     ray_shared_cwd: bool | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
     ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
-    override the settings."""
+    override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
+    one ends, its runs and its background driver stop (the job ends ``aborted``)."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else Path.cwd()
     if not base.is_dir():
@@ -94,12 +108,28 @@ def prepare_job(
     session = session or sessionlog.default_session_id(env)
     sessionlog.session_path(paths.state_home(env), session)
     job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
-    if tools is not None:
-        for req in job_plan.requests:
+    for req in job_plan.requests:
+        if tools is not None:
             req.tools = tools
+        req.watch = [w.copy() for w in watch or []]
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
+
+
+def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
+    """What a job started for process ``pid`` (``--parent-pid``) watches: that process, and
+    in the foreground this one too (its driver: killed outright, it can stop nothing).
+    ``BadRequest`` when ``pid`` is not running, before anything is created."""
+    from subagents.core import procs
+
+    try:
+        parent = procs.identity(pid)
+    except (ProcessLookupError, ValueError, OverflowError):
+        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+    if not procs.is_alive(parent):
+        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+    return [parent, procs.identity(os.getpid())] if foreground else [parent]
 
 
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
@@ -108,6 +138,7 @@ def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | 
     from subagents.config import load_settings
 
     settings = load_settings(base, env)
+    # Text for settings of several types (a runner's name is a Literal): Settings checks it.
     given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
     if not given:
         return settings
@@ -124,8 +155,10 @@ def prepare_continuation(
     background: bool = False,
     session: str | None = None,
     env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
 ) -> PreparedJob:
-    """Check and record a job of one run that continues ``run``'s conversation with ``task``."""
+    """Check and record a job of one run that continues ``run``'s conversation with ``task``
+    (``watch``: as for :func:`prepare_job`)."""
     from subagents.jobs import continuation_plan
     from subagents.lifecycle import sessionlog
 
@@ -134,22 +167,22 @@ def prepare_continuation(
     settings = _job_settings(Path.cwd(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
-    job_id = store.create(job_plan.to_dict(), agents=job_plan.labels(), background=background)
+    job_plan.requests[0].watch = [w.copy() for w in watch or []]
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
 
 
-def continue_run(
-    run: str, task: str, *, on_event: Callable[[int, dict[str, Any]], None] | None = None
-) -> JobRun:
+def continue_run(run: str, task: str, *, on_event: EventSink | None = None) -> JobRun:
     """Continue a finished run: its child resumes its own conversation with ``task``.
     Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
     return drive(prepare_continuation(run, task), on_event)["runs"][0]
 
 
-def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
+def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False) -> list[str]:
     """Apply an isolated run's changes to the working tree at ``cwd`` (3-way); returns the
-    files changed. ``BadRequest`` for a run without changes to apply; ``runs.WorktreeError``
-    on a conflict, having changed nothing."""
+    files changed. ``BadRequest`` for a run without changes to apply, or one that did not
+    complete (its changes may be half done) unless ``partial``; ``runs.WorktreeError`` on a
+    conflict, having changed nothing."""
     from subagents.jobs import read_run, resolve_run
     from subagents.worktree import apply_changes
 
@@ -161,9 +194,16 @@ def apply_run(run: str, cwd: str | Path | None = None) -> list[str]:
         raise BadRequest(str(exc)) from None
     if result is None:
         raise BadRequest(f"run {run_id} has not ended yet")
-    worktree = result.get("worktree") if is_run_result(result) else None
+    worktree = result.get("worktree")
     if not isinstance(worktree, dict) or not worktree.get("commit"):
         raise BadRequest(f"run {run_id} did not run in its own worktree (--isolate worktree)")
+    status = result.get("status")
+    if status != "completed" and not partial and worktree["commit"] != worktree["base"]:
+        raise BadRequest(
+            f"run {run_id} ended {status}, so its changes may be half done; "
+            "apply them anyway with --partial",
+            "partial",
+        )
     return apply_changes(worktree, Path(cwd or Path.cwd()))
 
 
@@ -185,8 +225,6 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     finally:
         if restore is not None:
             restore()
-    if not is_job_result(result):  # (Job.run's result is built as a plain dict)
-        raise RuntimeError(f"job {job.job_id} ended without a job result")
     return result
 
 
@@ -196,15 +234,19 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def mark_started(job: PreparedJob, **fields: Any) -> str:
-    """Record now as the job's start (ISO; ``fields`` go with it), before it runs: its
-    driver keeps it, so a caller can announce the job's own start time at once."""
+def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
+    """Record now as the job's start (ISO; ``background``: that it runs in the background),
+    before it runs: its driver keeps it, so a caller can announce the job's own start time
+    at once."""
     import time
 
     from subagents.core.clock import iso
 
     job.started_at = iso(time.time())
-    job.store.update(job.job_id, startedAt=job.started_at, **fields)
+    if background is None:
+        job.store.update(job.job_id, startedAt=job.started_at)
+    else:
+        job.store.update(job.job_id, startedAt=job.started_at, background=background)
     return job.started_at
 
 
@@ -218,11 +260,11 @@ def start_background(job: PreparedJob) -> str:
 
 def describe_job(state: JobState) -> str:
     lines = [f"job {state['jobId']} · {state.get('mode')} · {state.get('status')}"]
-    usage: Mapping[str, Any] = state.get("usage") or {}
+    usage = state.get("usage")
     if state.get("durationMs") is not None:
-        cost = usage.get("cost")
+        cost = usage.get("cost") if usage else None
         lines.append(
-            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0)} tokens"
+            f"{state['durationMs'] / 1000:.1f}s · {usage.get('totalTokens', 0) if usage else 0} tokens"
             + (f" · {money(cost)}" if cost is not None else "")
         )
     if state.get("errorMessage"):
@@ -266,8 +308,13 @@ def _run_notes(r: JobRun) -> list[str]:
                 f" +{wt.get('insertions', 0)} -{wt.get('deletions', 0)}"
                 f" (subagents apply {r.get('runId')})"
             )
-        else:
+        elif not wt.get("uncommitted"):
             notes.append("      worktree: no changes (branch removed)")
+        if wt.get("uncommitted"):
+            notes.append(
+                f"      worktree: {', '.join(wt['uncommitted'])}: changes a commit cannot hold"
+                f" (a submodule's, a nested repository's), kept in {wt['path']}"
+            )
     from subagents.present.outcome import live_notes
 
     live = live_notes(r)
@@ -332,15 +379,15 @@ def cost_report(
     return report
 
 
-def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | None]:
+def _runs_of_jobs(store: JobStore) -> Callable[[str], list[JobRun] | None]:
     """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
 
-    def runs_of(job_id: str) -> list[Mapping[str, Any]] | None:
+    def runs_of(job_id: str) -> list[JobRun] | None:
         try:
             runs = store.load(job_id).get("runs")
         except (OSError, ValueError):
             return None
-        return [r for r in runs if isinstance(r, Mapping)] if isinstance(runs, list) else None
+        return [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else None
 
     return runs_of
 
@@ -348,7 +395,7 @@ def _runs_of_jobs(store: JobStore) -> Callable[[str], list[Mapping[str, Any]] | 
 # ---- agents ---------------------------------------------------------------------
 
 
-def _settings(base: Path) -> Any:
+def _settings(base: Path) -> Settings:
     """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
     from subagents.config import load_settings
     from subagents.errors import ConfigError
@@ -359,14 +406,14 @@ def _settings(base: Path) -> Any:
         raise BadRequest(str(exc)) from None
 
 
-def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Any:
+def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
     base = cwd or Path.cwd()
     return discover(base, scope or _settings(base).agent_scope)
 
 
-def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> Any:
+def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> AgentDef:
     from subagents.agents import get_agent as lookup
     from subagents.errors import AgentError
 
@@ -408,7 +455,9 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
-def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[str, Any]:
+def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
+    """A task as a job of one step (``step``: its agent, backend, model, timeout and budget, where
+    given); a job as it is."""
     if isinstance(task, str):
         return {
             "mode": "single",
@@ -418,7 +467,7 @@ def _spec(task: str | dict[str, Any] | JobSpec, **step: Any) -> JobSpec | dict[s
 
 
 def start(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -465,7 +514,7 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
@@ -473,7 +522,7 @@ def run(
 ) -> JobRun: ...
 @overload
 def run(
-    task: dict[str, Any] | JobSpec,
+    task: JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -481,14 +530,14 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
     output_schema: str | Mapping[str, object] | None = None,
 ) -> JobResult: ...
 def run(
-    task: str | dict[str, Any] | JobSpec,
+    task: str | JobDocument | JobSpec,
     *,
     agent: str | None = None,
     backend: str | None = None,
@@ -496,7 +545,7 @@ def run(
     cwd: str | Path | None = None,
     timeout: float | None = None,
     env: dict[str, str] | None = None,
-    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+    on_event: EventSink | None = None,
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,

@@ -25,7 +25,16 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
 from types import UnionType
-from typing import Any, ClassVar, Literal, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Literal,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from subagents.core import paths
 from subagents.core.inputs import (
@@ -35,10 +44,16 @@ from subagents.core.inputs import (
     check_budget,
     check_choice,
     first_problem,
+    seconds_problem,
     text_problem,
     timeout_problem,
 )
 from subagents.errors import ConfigError, FieldProblem
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+    from subagents.types import JsonObject
 
 APP_NAME = "subagents"
 CONFIG_FILE = "config.toml"
@@ -60,7 +75,7 @@ class Hook:
     """A command run on lifecycle events (``on``: e.g. ``["complete", "error"]``)."""
 
     # pydantic reads this when checking a file or the environment against the class.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     on: list[str]
     command: list[str]
@@ -79,7 +94,7 @@ class Settings:
     """Effective settings. Times are in seconds. Frozen: a job's plan holds them, shared by
     its runs' threads; an override is a new one (``dataclasses.replace``, checked again)."""
 
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     default_backend: str = "pi"
     default_agent: str | None = None
@@ -149,12 +164,11 @@ class Settings:
                 raise FieldProblem(name, f"must be at most {MAX_GRACE:g} seconds, not {value!r}")
         for name in ("timeout", "stall_timeout", "tool_timeout"):
             value = getattr(self, name)
-            if value is None or value == 0:
-                _set(self, name, None)
-                continue
-            problem = timeout_problem(value)
+            problem = None if value is None else seconds_problem(value, off=True)
             if problem:
-                raise FieldProblem(name, f"{problem} (0 means no timeout)")
+                raise FieldProblem(name, problem)
+            if value == 0:
+                _set(self, name, None)
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
         check_at_least("wrap_up_grace", self.wrap_up_grace, 0, " turns")
@@ -250,7 +264,7 @@ def _label(loc: list[str], field_names: Mapping[str, str]) -> str:
     return ".".join(loc) or "(top level)"
 
 
-def _describe(error: Any, where: str, field_names: Mapping[str, str]) -> str:
+def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]) -> str:
     """One line for the first problem pydantic found, e.g.
     ``/x/config.toml: concurrency: Input should ...``."""
     errors = error.errors()
@@ -284,7 +298,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 
 @cache
-def _adapter() -> Any:
+def _adapter() -> TypeAdapter[Settings]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(Settings)
@@ -468,8 +482,9 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
 _NOT_RECORDED = frozenset({"mcp_token", "web_token", "hooks"})
 
 
-def settings_record(settings: Settings) -> dict[str, Any]:
-    """The settings a job was planned with, as its ``job.json`` keeps them."""
+def settings_record(settings: Settings) -> JsonObject:
+    """The settings a job was planned with, as its ``job.json`` keeps them (each a JSON
+    value: text, a number, a flag, none, or ``bins``' object of text)."""
     return {
         name: dict(value) if isinstance(value, dict) else value
         for name in _FIELDS
@@ -478,7 +493,12 @@ def settings_record(settings: Settings) -> dict[str, Any]:
     }
 
 
-def settings_from_record(record: Mapping[str, Any]) -> Settings:
+def settings_from_record(record: JsonObject) -> Settings:
     """The settings a job's record keeps (one written by any version: a setting it lacks
     has its default, one this version does not know is left out)."""
-    return Settings(**{k: v for k, v in record.items() if k in _FIELDS and k not in _NOT_RECORDED})
+    # The record's values, as settings_record wrote them, are given to the dataclass, whose
+    # checks of meaning (__post_init__) they pass again.
+    known: dict[str, Any] = {
+        k: v for k, v in record.items() if k in _FIELDS and k not in _NOT_RECORDED
+    }
+    return Settings(**known)

@@ -16,7 +16,9 @@ it (``exit_code``), so a surface maps errors by class, never by message or name:
     │   └── MessageRefused          a message a run will not take (it ended, its CLI takes
     │                               none while running, the CLI said no); nothing was sent
     ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
-    └── WorktreeError               a git operation of worktree isolation could not be done
+    ├── WorktreeError               a git operation of worktree isolation could not be done
+    └── DamagedRecord               a record on disk that is not one (truncated, mangled):
+                                    its file named, and how to remove it
 
 ``BadRequest`` is ``UsageError`` by the name the Python API has always used.
 
@@ -103,11 +105,22 @@ class WorktreeError(SubagentsError):
     """A git operation that could not be done, as one line."""
 
 
+class DamagedRecord(SubagentsError, ValueError):
+    """A record on disk that cannot be read as what it should be (``job.json`` truncated,
+    its status not a status): one line naming the file (``path``) and how to remove it. A
+    ValueError too, so every reader that passes over an unreadable file passes over it."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 __all__ = [
     "AgentError",
     "BackendError",
     "BadRequest",
     "ConfigError",
+    "DamagedRecord",
     "FieldProblem",
     "JobBusyError",
     "JobIdError",

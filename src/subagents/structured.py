@@ -22,10 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.errors import UsageError
+
+if TYPE_CHECKING:
+    from subagents.types import JsonObject, JsonValue, StructuredComparison
 
 # The largest schema accepted (a schema is instructions, not data).
 MAX_SCHEMA_BYTES = 256 * 1024
@@ -34,12 +38,16 @@ FIELD = "output_schema"
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.S)
 
 
-def load_schema(given: str | dict[str, Any], cwd: Path | None = None) -> dict[str, Any]:
+def load_schema(given: str | Mapping[str, object], cwd: Path | None = None) -> JsonObject:
     """A schema from ``--output-schema``: a path to a file, inline JSON text, or (API, MCP,
-    plan files) a mapping already. Raises ``UsageError`` naming the problem."""
-    if isinstance(given, dict):
-        schema = given
-        size = len(json.dumps(given, ensure_ascii=False).encode())
+    plan files) a mapping already. Raises ``UsageError`` naming the problem. A mapping is
+    taken through its JSON text too, so every source is checked (and copied) the same way."""
+    if isinstance(given, Mapping):
+        source = "the output schema"
+        try:
+            raw = json.dumps(dict(given), ensure_ascii=False).encode()
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
     else:
         text = given.strip()
         if not text:
@@ -57,17 +65,15 @@ def load_schema(given: str | dict[str, Any], cwd: Path | None = None) -> dict[st
                     f"output schema {path}: cannot read it: {exc.strerror or exc}", FIELD
                 ) from None
             source = f"output schema {path}"
-        size = len(raw)
-        if size > MAX_SCHEMA_BYTES:
-            raise UsageError(f"{source} is {size} bytes, over the limit of 256 KiB", FIELD)
-        try:
-            schema = json.loads(raw)
-        except UnicodeDecodeError:
-            raise UsageError(f"{source} is not UTF-8 text", FIELD) from None
-        except ValueError as exc:
-            raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
+    size = len(raw)
     if size > MAX_SCHEMA_BYTES:
-        raise UsageError(f"the output schema is {size} bytes, over the limit of 256 KiB", FIELD)
+        raise UsageError(f"{source} is {size} bytes, over the limit of 256 KiB", FIELD)
+    try:
+        schema: JsonValue = json.loads(raw)
+    except UnicodeDecodeError:
+        raise UsageError(f"{source} is not UTF-8 text", FIELD) from None
+    except ValueError as exc:
+        raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
     if not isinstance(schema, dict):
         raise UsageError("the output schema must be a JSON object (a JSON Schema)", FIELD)
     from jsonschema import Draft202012Validator
@@ -85,13 +91,13 @@ def load_schema(given: str | dict[str, Any], cwd: Path | None = None) -> dict[st
     return schema
 
 
-def schema_hash(schema: dict[str, Any]) -> str:
+def schema_hash(schema: JsonObject) -> str:
     """``sha256:<hex>`` of the schema's canonical JSON (sorted keys, no spaces)."""
     canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def answer_value(answer: str) -> tuple[bool, Any]:
+def answer_value(answer: str) -> tuple[bool, JsonValue]:
     """``(True, value)`` for the JSON value in ``answer`` — the whole answer, else the last
     fenced block that parses — or ``(False, None)`` when there is none."""
     text = answer.strip()
@@ -108,7 +114,7 @@ def answer_value(answer: str) -> tuple[bool, Any]:
     return False, None
 
 
-def problem(schema: dict[str, Any], value: Any) -> str | None:
+def problem(schema: JsonObject, value: JsonValue) -> str | None:
     """The first reason ``value`` does not satisfy ``schema`` (the most relevant error, with
     its place in the value), or None when it does."""
     from jsonschema import Draft202012Validator
@@ -121,7 +127,7 @@ def problem(schema: dict[str, Any], value: Any) -> str | None:
     return f"{'$' + where if where else 'the answer'}: {_one_line(error.message)}"
 
 
-def check_answer(schema: dict[str, Any], answer: str) -> tuple[Any, str | None]:
+def check_answer(schema: JsonObject, answer: str) -> tuple[JsonValue, str | None]:
     """The answer's value and the first problem with it (None: valid)."""
     found, value = answer_value(answer)
     if not found:
@@ -129,7 +135,7 @@ def check_answer(schema: dict[str, Any], answer: str) -> tuple[Any, str | None]:
     return value, problem(schema, value)
 
 
-def instruction(schema: dict[str, Any]) -> str:
+def instruction(schema: JsonObject) -> str:
     """What a task says when the backend has no schema flag of its own."""
     return (
         "\n\nAnswer with a single JSON value that satisfies this JSON Schema (2020-12), and"
@@ -162,7 +168,7 @@ _STRICT_REFUSED = (
 )
 
 
-def strict(schema: dict[str, Any]) -> dict[str, Any]:
+def strict(schema: JsonObject) -> JsonObject:
     """``schema`` as OpenAI's strict mode takes it: each object gets ``additionalProperties:
     false`` and every property in ``required``; a property that was optional becomes
     nullable (``anyOf`` with ``null``), which keeps its meaning for a caller that treats null
@@ -173,22 +179,25 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
             ' ("type": "object"); wrap the value in one',
             FIELD,
         )
-    result: dict[str, Any] = _strict(schema, "$")
-    return result
+    return _strict_object(schema, "$")
 
 
-def _strict(node: Any, where: str) -> Any:
+def _strict(node: JsonValue, where: str) -> JsonValue:
     if isinstance(node, list):
         return [_strict(item, f"{where}[{i}]") for i, item in enumerate(node)]
-    if not isinstance(node, dict):
-        return node
+    if isinstance(node, dict):
+        return _strict_object(node, where)
+    return node
+
+
+def _strict_object(node: JsonObject, where: str) -> JsonObject:
     for key in _STRICT_REFUSED:
         if key in node:
             raise UsageError(
                 f"the output schema uses {key!r} at {where}, which codex's strict mode refuses",
                 FIELD,
             )
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in node.items():
         if key == "properties" and isinstance(value, dict):
             out[key] = {name: _strict(sub, f"{where}.{name}") for name, sub in value.items()}
@@ -208,8 +217,14 @@ def _strict(node: Any, where: str) -> Any:
                 FIELD,
             )
         out["additionalProperties"] = False
-        props: dict[str, Any] = out.get("properties", {})
-        required = set(node.get("required") or [])
+        given = out.get("properties")
+        props: JsonObject = given if isinstance(given, dict) else {}
+        listed = node.get("required")
+        required = (
+            {name for name in listed if isinstance(name, str)}
+            if isinstance(listed, list)
+            else set()
+        )
         for name in props:
             if name not in required:
                 props[name] = _nullable(props[name])
@@ -218,7 +233,7 @@ def _strict(node: Any, where: str) -> Any:
     return out
 
 
-def _nullable(schema: Any) -> Any:
+def _nullable(schema: JsonValue) -> JsonValue:
     if not isinstance(schema, dict):
         return schema
     kind = schema.get("type")
@@ -233,21 +248,22 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def compare(answers: dict[str, Any]) -> dict[str, Any]:
+def compare(answers: Mapping[str, JsonValue]) -> StructuredComparison:
     """Where members' structured answers agree and where they differ, field by field:
     ``{"agree": [path, ...], "differ": {path: {member: value}}}``. A path is a JSON pointer
     into the values (``/verdict``, ``/findings/0``); objects are compared key by key, any
     other value (a list, a scalar) as a whole at its path, so two lists in another order
     differ. A member that lacks a path counts as ``null`` there."""
     agree: list[str] = []
-    differ: dict[str, dict[str, Any]] = {}
+    differ: dict[str, dict[str, JsonValue]] = {}
 
-    def walk(path: str, values: dict[str, Any]) -> None:
-        if values and all(isinstance(v, dict) for v in values.values()):
-            keys = sorted({k for v in values.values() for k in v})
+    def walk(path: str, values: dict[str, JsonValue]) -> None:
+        objects = {m: v for m, v in values.items() if isinstance(v, dict)}
+        if values and len(objects) == len(values):
+            keys = sorted({k for v in objects.values() for k in v})
             for key in keys:
                 pointer = f"{path}/{key.replace('~', '~0').replace('/', '~1')}"
-                walk(pointer, {m: v.get(key) for m, v in values.items()})
+                walk(pointer, {m: v.get(key) for m, v in objects.items()})
             return
         canonical = {m: json.dumps(v, sort_keys=True) for m, v in values.items()}
         if len(set(canonical.values())) <= 1:

@@ -12,11 +12,15 @@ and says which one it is.
 
 # No ``from __future__ import annotations``: the annotations are evaluated, so that
 # ``__required_keys__`` and ``get_type_hints`` (and pydantic) see NotRequired at run time.
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, final
+from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
     "AgentEvent",
     "AssistantText",
+    "BudgetSpec",
+    "CommandRecord",
+    "ControlReply",
+    "ControlRequest",
     "CostRow",
     "CostTotals",
     "ErrorEvent",
@@ -24,8 +28,11 @@ __all__ = [
     "EventType",
     "Executor",
     "ExecutorPlace",
+    "FleetJob",
+    "FleetRun",
     "HookRecord",
     "JobMode",
+    "JobPlanRecord",
     "JobResult",
     "JobRow",
     "JobRun",
@@ -35,31 +42,41 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "KeyedCostRow",
+    "LauncherName",
     "LifecycleEventType",
     "LifecycleStatus",
     "LimitAction",
     "LimitEvent",
     "LimitKind",
     "LimitRecord",
+    "LimitRequest",
     "LimitScope",
     "Limits",
+    "LocalSupervisorRecord",
     "MessageCounts",
     "MessageMode",
     "Notice",
     "NoticeLevel",
     "OnStall",
+    "PlacementRecord",
     "ProcessIdentity",
+    "RayPlace",
+    "RaySupervisorRecord",
     "Receipt",
     "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
     "RunPaths",
+    "RunRequestRecord",
     "RunResult",
     "RunStarted",
     "RunStatus",
     "Runner",
     "SchemaMode",
+    "SendRequest",
     "StopReason",
+    "StructuredComparison",
+    "SupervisorRecord",
     "Thinking",
     "ToolCall",
     "ToolResult",
@@ -70,16 +87,23 @@ __all__ = [
     "WorktreeSpec",
 ]
 
+# ---- JSON ---------------------------------------------------------------------------------
+
+# Any JSON value, as ``json.loads`` makes one: what another program wrote (an agent CLI's
+# stdout line, a request to the mock model, a file on disk) before it is known to be one
+# of the records below. Unlike ``Any`` it must be narrowed (``isinstance``) before use:
+# ``obj.get("usage")`` is a JsonValue, and only ``isinstance(u, dict)`` makes it an object.
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
+# A JSON object: what a line of a CLI's JSON stream is, once ``type(obj) is dict``.
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+
 # ---- words ----------------------------------------------------------------------------
 
-# How a run ended (result.json's ``status``; the CLI's exit code follows from it).
-# A JSON value as parsed (an output schema, a structured answer).
-JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
-# A JSON object.
-JsonObject: TypeAlias = dict[str, JsonValue]
 # How a run's output schema is held to: by the CLI's own flag, or the task's instruction
 # and one repair turn (docs/structured.md).
 SchemaMode: TypeAlias = Literal["own", "instructed"]
+# How a run ended (result.json's ``status``; the CLI's exit code follows from it).
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
@@ -93,9 +117,11 @@ LifecycleEventType: TypeAlias = Literal[
     "subagent:start", "subagent:complete", "subagent:error", "subagent:aborted"
 ]
 LifecycleStatus: TypeAlias = Literal["completed", "failed", "aborted"]
-# How a supervisor is started, and where it runs.
+# How a supervisor is started, and where it runs (settings), and what started it (a
+# launcher: one of those ways, chosen by a run's placement).
 Runner: TypeAlias = Literal["process", "tmux"]
 Executor: TypeAlias = Literal["local", "ray"]
+LauncherName: TypeAlias = Literal["process", "tmux", "ray"]
 # What the stall watchdog does when a run goes quiet.
 OnStall: TypeAlias = Literal["notice", "abort"]
 NoticeLevel: TypeAlias = Literal["info", "warn", "error"]
@@ -156,6 +182,8 @@ class RunStarted(_Stamped):
     model: str | None
     cwd: str
     pid: int
+    # When the child started (a ProcessIdentity's createTime); runs from before it lack it.
+    createTime: NotRequired[float | None]
 
 
 class AssistantText(_Stamped):
@@ -176,7 +204,7 @@ class ToolCall(_Stamped):
     type: Literal["tool_call"]
     toolCallId: str
     toolName: str
-    args: Any  # the tool's arguments as the CLI gave them (any JSON value)
+    args: JsonValue  # the tool's arguments as the CLI gave them
 
 
 class ToolResult(_Stamped):
@@ -269,6 +297,15 @@ class Limits(TypedDict, total=False):
     cost: float
 
 
+class BudgetSpec(TypedDict, total=False):
+    """A job's budget as a job spec, the CLI and the tools name it: the most model turns,
+    tokens and cost (USD) its runs may use together; a kind left out is not bounded."""
+
+    max_turns: int
+    max_tokens: int
+    max_cost: float
+
+
 class LimitRecord(TypedDict):
     """result.json's ``limit``: which budget was reached, its limit, what was used (by the
     end of the run; for a job's budget, the job's total when it was reached), and what was
@@ -299,6 +336,63 @@ class Receipt(TypedDict):
     id: str
     mode: MessageMode
     receipt: ReceiptWord
+    reason: NotRequired[str]
+
+
+class CommandRecord(TypedDict):
+    """``meta.json``'s ``command``: the run's command request (``backends.CommandRequest``)
+    but its task, from which the supervisor builds the child's argv again (a continuation,
+    a live child's first request). Only ``cwd`` is sure: a field left out has its default."""
+
+    cwd: str
+    model: NotRequired[str | None]
+    tools: NotRequired[list[str] | None]
+    system_prompt: NotRequired[str | None]
+    system_prompt_file: NotRequired[str | None]
+    thinking: NotRequired[str | None]
+    extra_args: NotRequired[list[str] | None]
+    session_dir: NotRequired[str | None]
+    resume: NotRequired[str | None]
+    task_on_stdin: NotRequired[bool]
+    copilot_agent_initiator: NotRequired[bool]
+    live: NotRequired[bool]
+    own_max_turns: NotRequired[int | None]
+    own_max_cost: NotRequired[float | None]
+    output_schema: NotRequired[JsonObject | None]
+
+
+# ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
+
+
+class SendRequest(TypedDict):
+    """A message for the run's child (``runs.send``)."""
+
+    v: int
+    op: Literal["send"]
+    mode: MessageMode
+    text: str
+
+
+class LimitRequest(TypedDict):
+    """The run's job reached its budget (``runs.tell_limit``): the run wraps up or stops."""
+
+    v: int
+    op: Literal["limit"]
+    kind: LimitKind
+    limit: float
+    used: float
+
+
+ControlRequest: TypeAlias = SendRequest | LimitRequest
+
+
+class ControlReply(TypedDict):
+    """The supervisor's answer: what became of the request so far (a message's ``id`` and
+    ``mode`` with it), and why where that needs saying."""
+
+    receipt: ReceiptWord
+    id: NotRequired[str]
+    mode: NotRequired[MessageMode]
     reason: NotRequired[str]
 
 
@@ -344,6 +438,9 @@ class WorktreeRecord(TypedDict):
     deletions: NotRequired[int]
     kept: NotRequired[bool]
     patch: NotRequired[str | None]
+    # Paths a commit cannot hold (a submodule's own changes, a repository made inside the
+    # copy): the worktree directory is kept, with them in it.
+    uncommitted: NotRequired[list[str]]
     shipped: NotRequired[bool]
     error: NotRequired[str]
 
@@ -352,7 +449,7 @@ class ExecutorPlace(TypedDict):
     """result.json's ``executor``: where a run executed when not here (on a Ray node)."""
 
     kind: Executor
-    node: str
+    node: str | None  # None: the run ended before its actor was placed on a node
 
 
 @final
@@ -449,6 +546,66 @@ class ProcessIdentity(TypedDict):
     createTime: float
 
 
+class PlacementRecord(TypedDict):
+    """Where a job's runs start (a ``Placement``, as ``job.json`` keeps it)."""
+
+    launcher: LauncherName
+    ray_address: str | None
+    ray_shared_cwd: NotRequired[bool]
+
+
+class RunRequestRecord(TypedDict):
+    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it)."""
+
+    task: str
+    backend: str | None
+    model: str | None
+    cwd: str | None
+    timeout: float | None
+    tools: list[str] | None
+    system_prompt: str | None
+    thinking: str | None
+    agent: str | None
+    agent_source: str | None
+    job_id: str | None
+    env: dict[str, str]
+    isolate: str | None
+    stall_timeout: float | None
+    on_stall: str | None
+    tool_timeout: float | None
+    continue_from: str | None
+    # The processes the job is bound to (--parent-pid): its runs end when one does.
+    watch: list[ProcessIdentity]
+    # The run's budget, and what its job had used before it (absent from records written
+    # before budgets: read with .get).
+    max_turns: int | None
+    max_tokens: int | None
+    max_cost: float | None
+    job_used: dict[str, float] | None
+    # --output-schema: the checked schema the answer must satisfy (absent from records
+    # written before output schemas: read with .get).
+    output_schema: JsonObject | None
+    # Recorded before placements: the runner the job was given, on each request.
+    runner: NotRequired[str | None]
+
+
+class JobPlanRecord(TypedDict):
+    """``job.json``'s ``plan``: the checked job (``JobPlan.to_dict()``), what a restarted
+    job driver runs again. ``limits``: the settings it was planned with, by their names in
+    ``config.Settings`` (but secrets and hooks); ``placement`` is absent from a record
+    written before placements."""
+
+    mode: JobMode
+    requests: list[RunRequestRecord]
+    limits: JsonObject
+    placement: NotRequired[PlacementRecord]
+    concurrency: int
+    session: str | None
+    extra: JsonObject
+    # The job's budget as its fields say it (``max_turns`` …); absent before budgets.
+    budget: NotRequired[BudgetSpec]
+
+
 class JobState(TypedDict):
     """``job.json`` as ``JobStore.load`` returns it: the job as recorded when it was made,
     what its driver added while it ran, and — once it ended — the job result's keys."""
@@ -461,9 +618,7 @@ class JobState(TypedDict):
     background: bool
     session: str | None
     runIds: list[str | None]
-    # The checked job (the orchestrator's JobPlan.to_dict(): mode, requests, limits,
-    # concurrency, session, extra); its requests and limits follow the run settings.
-    plan: dict[str, Any]
+    plan: JobPlanRecord
     startedAt: NotRequired[str]
     driver: NotRequired[ProcessIdentity]
     sessionLog: NotRequired[str | None]
@@ -507,6 +662,71 @@ class JobRow(TypedDict):
     totalTokens: int | None
     cost: float | None
     activity: NotRequired[str | None]
+
+
+# ---- supervisor.json ------------------------------------------------------------------------
+
+
+class LocalSupervisorRecord(TypedDict):
+    """A supervisor on the caller's machine (the process and tmux launchers): who it is.
+    ``runner`` names the launcher (the key it had when these were the only two)."""
+
+    runner: str
+    pid: int
+    createTime: float
+
+
+class RayPlace(TypedDict):
+    """A run's actor on a Ray cluster: its name, the cluster's address, its node once known."""
+
+    actor: str | None  # the per-run actor of a version before hosts were pooled
+    address: str | None
+    node: str | None
+
+
+class RaySupervisorRecord(TypedDict):
+    """A run on a Ray node: its actor, and the process relaying it here (never taken for a
+    supervisor)."""
+
+    runner: Literal["ray"]
+    ray: RayPlace
+    relay: ProcessIdentity | None
+
+
+# A run's ``supervisor.json``: ``record["runner"]`` tells which.
+SupervisorRecord: TypeAlias = LocalSupervisorRecord | RaySupervisorRecord
+
+
+# ---- the live views (``top --json``) ------------------------------------------------------
+
+
+class FleetRun(TypedDict):
+    """A run as ``top --json`` shows it (``task``: its first line; ``elapsed``: seconds)."""
+
+    runId: str | None
+    task: str
+    agent: str | None
+    backend: str
+    status: str  # a run's status, ``running``, ``stalled`` or ``pending``
+    elapsed: float | None
+    tools: int
+    tokens: int
+    cost: float | None
+    activity: str
+    transcript: str | None
+
+
+class FleetJob(TypedDict):
+    """A job as ``top --json`` shows it: its tokens and cost summed over its runs."""
+
+    jobId: str
+    mode: JobMode | None
+    status: JobStatus | None
+    startedAt: str | None
+    elapsed: float | None
+    tokens: int
+    cost: float | None
+    runs: list[FleetRun]
 
 
 # ---- the session log and hooks -------------------------------------------------------------
@@ -578,3 +798,11 @@ class CostTotals(TypedDict):
     rows: list[KeyedCostRow]
     total: CostRow
     summary: NotRequired[str]  # the total in words (``--json``)
+
+
+class StructuredComparison(TypedDict):
+    """Where members' structured answers agree and differ (``structured.compare``): JSON
+    pointers into the values; at a pointer that differs, each member's value there."""
+
+    agree: list[str]
+    differ: dict[str, dict[str, JsonValue]]

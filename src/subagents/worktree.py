@@ -17,7 +17,6 @@ Standard library only: the supervisor imports it when an isolated run ends.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -64,7 +63,9 @@ def git(
             capture_output=True,
             timeout=300,
         )
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        if not os.path.isdir(cwd):  # (what Popen reports for a missing cwd too)
+            raise WorktreeError(f"{cwd} no longer exists (moved or deleted?)") from None
         raise WorktreeError("git is not installed (needed for --isolate worktree)") from None
     except subprocess.TimeoutExpired:
         raise WorktreeError(f"git {args[0]} did not finish in 300 s") from None
@@ -88,13 +89,14 @@ def repo_root(cwd: Path) -> Path | None:
     return Path(text) if done.returncode == 0 and text else None
 
 
-def repository_of(run: Mapping[str, Any]) -> str | None:
-    """The repository a run worked on (its ``meta.json`` or ``result.json``): an isolated
-    run's own, else the top of the git working tree holding its cwd; None outside one."""
-    worktree = run.get("worktree")
-    if isinstance(worktree, dict) and isinstance(worktree.get("repo"), str):
-        return str(worktree["repo"])
-    cwd = run.get("cwd")
+def repository_of(cwd: str | None, worktree: WorktreeSpec | None = None) -> str | None:
+    """The repository a run worked on (as its ``meta.json`` or ``result.json`` says): an
+    isolated run's own, else the top of the git working tree holding its cwd; None outside
+    one."""
+    # (read from a record on disk: checked as it is read)
+    repo = worktree.get("repo") if isinstance(worktree, dict) else None
+    if isinstance(repo, str):
+        return repo
     return _root_of(cwd) if isinstance(cwd, str) and cwd else None
 
 
@@ -110,42 +112,25 @@ def _root_of(cwd: str) -> str | None:
 @contextlib.contextmanager
 def repo_lock(root: Path) -> Iterator[None]:
     """Serialize changes to one repository's worktree list and branches across processes."""
-    common = Path(out(["rev-parse", "--git-common-dir"], root))
-    if not common.is_absolute():
-        common = root / common
-    fd = os.open(common / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from subagents.core.files import locked
+
+    with locked(_common_dir(root) / LOCK_FILE):
         yield
-    finally:
-        os.close(fd)
+
+
+def _common_dir(root: Path) -> Path:
+    """The repository's git directory (shared by all its worktrees)."""
+    common = Path(out(["rev-parse", "--git-common-dir"], root))
+    return common if common.is_absolute() else root / common
 
 
 def branch_name(run_id: str) -> str:
     return BRANCH_PREFIX + run_id
 
 
-def create(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
-    """A new worktree for a run on branch ``subagents/<run-id>`` from ``HEAD``.
-
-    Returns the spec's worktree record: ``repo, path, branch, base, subdir`` (``subdir``: where
-    ``cwd`` sits inside the repository, so the child starts at the same place in its copy)."""
-    root, base = _start_point(cwd)
-    path = run_dir / WORKTREE_DIR
-    branch = branch_name(run_id)
-    with repo_lock(root):
-        git(["worktree", "add", "--quiet", "-b", branch, str(path), base], root)
-    return {
-        "repo": str(root),
-        "path": str(path),
-        "branch": branch,
-        "base": base,
-        "subdir": os.path.relpath(cwd.resolve(), root.resolve()),
-    }
-
-
 def _start_point(cwd: Path) -> tuple[Path, str]:
-    """The repository holding ``cwd`` and its ``HEAD`` commit, where an isolated run starts."""
+    """The repository holding ``cwd`` and its ``HEAD`` commit, where an isolated run starts.
+    WorktreeError (one line) for a directory outside a repository or one with no commit."""
     root = repo_root(cwd)
     if root is None:
         raise WorktreeError(f"--isolate worktree needs a git repository, and {cwd} is not in one")
@@ -158,24 +143,161 @@ def _start_point(cwd: Path) -> tuple[Path, str]:
     return root, base
 
 
-def reopen(record: dict[str, Any]) -> dict[str, Any]:
-    """The worktree of an earlier run again, on its branch, at its path (a continued run
-    works where the earlier one did; some CLIs find their sessions by directory)."""
-    root, path, branch = Path(record["repo"]), Path(record["path"]), record["branch"]
-    keys = ("repo", "path", "branch", "base", "subdir")
-    if path.is_dir():
-        return {k: record[k] for k in keys if k in record}
+def _committed_subdir(root: Path, base: str, cwd: Path) -> str:
+    """``cwd``'s place in the repository at ``root``, which commit ``base`` must hold (a
+    worktree made here is made from it). WorktreeError (one line) when it does not."""
+    subdir = os.path.relpath(cwd.resolve(), root.resolve())
+    if subdir != "." and git(["cat-file", "-e", f"{base}:{subdir}"], root, check=False).returncode:
+        raise WorktreeError(
+            f"--isolate worktree starts from the last commit of {root}, which has no {subdir}/ "
+            "(commit it first, or give a --cwd that is committed)"
+        )
+    return subdir
+
+
+def isolation_problem(cwd: Path, *, travels: bool = False) -> str | None:
+    """Why a run in ``cwd`` cannot be isolated in a worktree, or None (checked before
+    anything is created). A repository that ``travels`` takes its uncommitted changes
+    along (``ship``), so ``cwd`` need not be committed then."""
+    try:
+        root, base = _start_point(cwd)
+        if not travels:
+            _committed_subdir(root, base, cwd)
+    except WorktreeError as exc:
+        return str(exc)
+    return None
+
+
+def create(cwd: Path, run_id: str, run_dir: Path) -> WorktreeSpec:
+    """A new worktree for a run on branch ``subagents/<run-id>`` from ``HEAD``.
+
+    Returns the spec's worktree record: ``repo, path, branch, base, subdir`` (``subdir``: where
+    ``cwd`` sits inside the repository, so the child starts at the same place in its copy).
+    A failure (a full disk half-way) leaves neither the branch nor the worktree behind."""
+    root, base = _start_point(cwd)
+    subdir = _committed_subdir(root, base, cwd)
+    path = run_dir / WORKTREE_DIR
+    branch = branch_name(run_id)
     with repo_lock(root):
-        git(["worktree", "prune"], root)
+        try:
+            git(["worktree", "add", "--quiet", "-b", branch, str(path), base], root)
+        except WorktreeError as exc:
+            _remove(root, str(path), branch)
+            raise WorktreeError(f"{exc}{_space_note(run_dir)}") from None
+    return {"repo": str(root), "path": str(path), "branch": branch, "base": base, "subdir": subdir}
+
+
+def _remove(root: Path, path: str, branch: str | None) -> None:
+    """A worktree and its branch gone, whatever is left of them (the repository lock held)."""
+    if Path(path).is_dir():
+        git(["worktree", "remove", "--force", path], root, check=False)
+    git(["worktree", "prune"], root, check=False)
+    if branch is not None:
+        git(["branch", "-D", "--quiet", branch], root, check=False)
+
+
+def _space_note(where: Path) -> str:
+    """Why a git command may have failed there: its disk is full (git rarely says so)."""
+    try:
+        free = os.statvfs(where if where.exists() else where.parent)
+    except OSError:
+        return ""
+    if free.f_bavail * free.f_frsize < 1024 * 1024:
+        return f" (no space left on device: {where})"
+    return ""
+
+
+# A continued run's worktree is one run's at a time: its claim (in the repository's git
+# directory, ``subagents-claims/<branch's run id>``) names the run working in it until that
+# run has a result (or never got a run directory).
+CLAIMS_DIR = "subagents-claims"
+
+
+def _claim_file(root: Path, branch: str) -> Path:
+    return _common_dir(root) / CLAIMS_DIR / branch.removeprefix(BRANCH_PREFIX)
+
+
+def _live_claim(claim: Path) -> str | None:
+    """The run id a claim names while that run may still work in the worktree."""
+    import json
+
+    try:
+        data = json.loads(claim.read_bytes())
+        run_id, run_dir = str(data["run"]), Path(data["runDir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not run_dir.is_dir() or (run_dir / "result.json").exists():
+        return None
+    return run_id
+
+
+def in_use_by(record: Mapping[str, object]) -> str | None:
+    """The run working in this worktree now (a continuation that has not ended), or None."""
+    try:
+        return _live_claim(_claim_file(Path(str(record["repo"])), str(record["branch"])))
+    except (WorktreeError, KeyError, OSError):
+        return None
+
+
+def busy(record: Mapping[str, object], run_id: str) -> str:
+    return (
+        f"the worktree of branch {record['branch']} is in use by run {run_id}, which has not "
+        f"ended: wait for it (subagents wait {run_id}), then continue that run"
+    )
+
+
+def reopen(record: WorktreeSpec | WorktreeRecord, run_id: str, run_dir: Path) -> WorktreeSpec:
+    """The worktree of an earlier run again, on its branch, at its path (a continued run
+    works where the earlier one did; some CLIs find their sessions by directory), claimed
+    for run ``run_id`` (in ``run_dir``) until it ends (:func:`finalize` lets go).
+    WorktreeError when another run works in it now, or its branch is gone although the
+    earlier run kept one (removed: its work cannot be continued)."""
+    root, path, branch = Path(record["repo"]), Path(record["path"]), record["branch"]
+    if not root.is_dir():
+        raise WorktreeError(f"the repository {root} is gone (moved or deleted?)")
+    with repo_lock(root):
+        claim = _claim_file(root, branch)
+        holder = _live_claim(claim)
+        if holder is not None:
+            raise WorktreeError(busy(record, holder))
         has_branch = git(["rev-parse", "--verify", "--quiet", branch], root, check=False)
-        if has_branch.returncode == 0:
-            git(["worktree", "add", "--quiet", str(path), branch], root)
-        else:  # nothing changed in the earlier run, so its branch went: start it again
-            git(["worktree", "add", "--quiet", "-b", branch, str(path), record["base"]], root)
-    return {k: record[k] for k in keys if k in record}
+        if has_branch.returncode != 0 and record.get("kept"):
+            raise WorktreeError(
+                f"branch {branch}, which holds the earlier run's changes, no longer exists"
+                " (removed?); continuing would start again from the base commit"
+            )
+        if not path.is_dir():
+            git(["worktree", "prune"], root)
+            if has_branch.returncode == 0:
+                git(["worktree", "add", "--quiet", str(path), branch], root)
+            else:  # nothing changed in the earlier run, so its branch went: start it again
+                git(["worktree", "add", "--quiet", "-b", branch, str(path), record["base"]], root)
+        claim.parent.mkdir(mode=0o700, exist_ok=True)
+        from subagents.core.files import write_json_atomic
+
+        write_json_atomic(claim, {"run": run_id, "runDir": str(run_dir)})
+    return {
+        "repo": record["repo"],
+        "path": record["path"],
+        "branch": branch,
+        "base": record["base"],
+        "subdir": record.get("subdir", "."),
+    }
 
 
-def child_cwd(record: dict[str, Any]) -> str:
+def release(record: Mapping[str, object], run_id: str) -> None:
+    """Let go of the worktree's claim, if ``run_id`` holds it (its run has ended)."""
+    import json
+
+    try:
+        claim = _claim_file(Path(str(record["repo"])), str(record["branch"]))
+        if json.loads(claim.read_bytes()).get("run") == run_id:
+            claim.unlink()
+    except (OSError, ValueError, KeyError, AttributeError, WorktreeError):
+        pass
+
+
+def child_cwd(record: WorktreeSpec) -> str:
     return str(Path(record["path"]) / record.get("subdir", "."))
 
 
@@ -190,18 +312,27 @@ def finalize(
     """Commit what the run changed, write its patch and diffstat, tidy the worktree away.
 
     Returns ``result.json``'s ``worktree``: ``path, branch, base, commit, filesChanged,
-    insertions, deletions, kept`` (``kept``: the branch remains)."""
+    insertions, deletions, kept`` (``kept``: the branch remains). What a commit cannot hold
+    (changes inside a submodule, a repository the child made inside its copy) is listed in
+    ``uncommitted``, and the worktree directory is kept so that nothing is lost. Commits the
+    child made itself end up on the branch even where it left ``HEAD`` (detached)."""
     root, path, branch, base = (
         Path(record["repo"]),
         Path(record["path"]),
         record["branch"],
         record["base"],
     )
+    uncommitted = _beyond_a_commit(path)
     if git(["status", "--porcelain", "--untracked-files=all"], path).stdout.strip():
-        git(["add", "-A"], path)
-        identity = () if out(["config", "user.email"], path, check=False) else FALLBACK_IDENTITY
-        git([*identity, "commit", "--quiet", "--no-verify", "-m", message], path)
+        git(["add", "-A", "--", ":/", *(f":(exclude,top){p}" for p in uncommitted)], path)
+        if git(["diff", "--cached", "--quiet"], path, check=False).returncode:
+            ident = () if out(["config", "user.email"], path, check=False) else FALLBACK_IDENTITY
+            git([*ident, "commit", "--quiet", "--no-verify", "-m", message], path)
     commit = out(["rev-parse", "HEAD"], path)
+    on = git(["symbolic-ref", "--quiet", "HEAD"], path, check=False).stdout.decode().strip()
+    if on != f"refs/heads/{branch}":
+        # The child left its branch (a detached HEAD, another branch): its work goes on ours.
+        git(["update-ref", f"refs/heads/{branch}", commit], path)
     patch = git(["diff", "--binary", base, commit], path).stdout
     stat = git(["diff", "--stat", base, commit], path).stdout
     from subagents.core.files import open_private
@@ -213,12 +344,14 @@ def finalize(
     m = _SHORTSTAT.search(out(["diff", "--shortstat", base, commit], path))
     files, ins, dels = (int(g or 0) for g in m.groups()) if m else (0, 0, 0)
     changed = commit != base
+    kept = changed or bool(uncommitted)
     with repo_lock(root):
-        if not (keep and changed):
+        if not (keep and changed) and not uncommitted:
             git(["worktree", "remove", "--force", str(path)], root)
-        if not changed:
+        if not kept:
             git(["branch", "-D", "--quiet", branch], root)
-    return {
+        release(record, run_dir.name)
+    done: WorktreeRecord = {
         "path": str(path),
         "branch": branch,
         "base": base,
@@ -226,21 +359,42 @@ def finalize(
         "filesChanged": files,
         "insertions": ins,
         "deletions": dels,
-        "kept": changed,
+        "kept": kept,
         "repo": str(root),
         "subdir": record.get("subdir", "."),
         "patch": str(run_dir / PATCH_FILE) if changed else None,
     }
+    if uncommitted:
+        done["uncommitted"] = uncommitted
+    return done
 
 
-def discard_worktree(worktree: WorktreeRecord) -> None:
-    """Remove a run's worktree (if still there) and its branch (for ``rm``/``prune``)."""
-    root = Path(worktree["repo"])
+def _beyond_a_commit(path: Path) -> list[str]:
+    """What a commit of the worktree at ``path`` cannot hold: submodules with changes of
+    their own (their files, their commits: kept in the worktree's own git directory, which
+    goes with it), and git repositories the child made inside its copy."""
+    status = git(["status", "--porcelain=v2", "-z", "--untracked-files=all"], path).stdout
+    found = []
+    for entry in status.split(b"\0"):
+        fields = entry.split(b" ", 8)
+        # "1 XY S<c><m><u> ..." (a changed entry; S: a submodule, then what changed in it)
+        if fields[0] == b"1" and len(fields) == 9 and fields[2].startswith(b"S"):
+            if fields[2] != b"S...":
+                found.append(fields[8].decode("utf-8", "replace"))
+        elif fields[0] == b"?" and entry.endswith(b"/"):  # an untracked repository
+            found.append(entry[2:-1].decode("utf-8", "replace"))
+    return found
+
+
+def discard_worktree(worktree: Mapping[str, object], *, branch: bool = True) -> None:
+    """Remove a run's worktree (if still there, and git's record of it either way) and,
+    with ``branch``, its branch (for ``rm``/``prune``). WorktreeError when the repository
+    is gone (moved or deleted)."""
+    root = Path(str(worktree["repo"]))
+    if not root.is_dir():
+        raise WorktreeError(f"the repository {root} is gone (moved or deleted?)")
     with repo_lock(root):
-        if Path(worktree["path"]).is_dir():
-            git(["worktree", "remove", "--force", worktree["path"]], root, check=False)
-        git(["worktree", "prune"], root, check=False)
-        git(["branch", "-D", "--quiet", worktree["branch"]], root, check=False)
+        _remove(root, str(worktree["path"]), str(worktree["branch"]) if branch else None)
 
 
 def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
@@ -268,18 +422,21 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
         # The working tree as it is now, as a tree object: the "ours" side.
         if git(["rev-parse", "--verify", "--quiet", "HEAD"], root, check=False).returncode == 0:
             git(["read-tree", "HEAD"], root, env=index)
-        git(["add", "-A", "--", ":/"], root, env=index)
+        # (a repository inside the working tree is none of the run's business, and one
+        # without a commit would stop git add)
+        nested = [f":(exclude,top){p}" for p in _nested_repositories(root)]
+        git(["add", "-A", "--", ":/", *nested], root, env=index)
         ours_tree = out(["write-tree"], root, env=index)
         # A commit on the run's base, so the merge's base is exactly where the run began.
         ours = out(
             [*FALLBACK_IDENTITY, "commit-tree", ours_tree, "-p", base, "-m", "working tree"], root
         )
         merged = git(
-            ["merge-tree", "--write-tree", "--name-only", "--no-messages", ours, commit],
+            ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours, commit],
             root,
             check=False,
         )
-        lines = merged.stdout.decode("utf-8", "replace").splitlines()
+        lines = _names(merged.stdout)
         if merged.returncode == 1:
             names = sorted({n for n in lines[1:] if n})
             raise WorktreeError(
@@ -289,12 +446,23 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
             why = merged.stderr.decode("utf-8", "replace").strip()
             raise WorktreeError(f"git merge-tree failed: {why or merged.returncode}")
         result_tree = lines[0]
-        changed = out(["diff", "--name-only", ours_tree, result_tree], root).splitlines()
+        changed = _names(git(["diff", "-z", "--name-only", ours_tree, result_tree], root).stdout)
         patch = git(["diff", "--binary", ours_tree, result_tree], root).stdout
         if patch:
             # All or nothing: git apply checks every hunk before it writes any.
             git(["apply", "--whitespace=nowarn", "-"], root, input=patch)
     return changed
+
+
+def _names(listing: bytes) -> list[str]:
+    """Paths git listed with ``-z``, as they are (never C-quoted)."""
+    return [n.decode("utf-8", "replace") for n in listing.split(b"\0") if n]
+
+
+def _nested_repositories(root: Path) -> list[str]:
+    """Untracked git repositories inside the working tree at ``root`` (paths from its top)."""
+    listed = git(["ls-files", "--others", "--exclude-standard", "-z"], root).stdout
+    return [n[:-1] for n in _names(listed) if n.endswith("/")]
 
 
 # ---- a repository that travels (a Ray node without a shared filesystem) ---------------
@@ -308,7 +476,7 @@ def apply_changes(worktree: WorktreeRecord, cwd: Path) -> list[str]:
 ZERO_OID = "0" * 40
 
 
-def ship(cwd: Path, run_id: str, run_dir: Path) -> dict[str, Any]:
+def ship(cwd: Path, run_id: str, run_dir: Path) -> WorktreeSpec:
     """The worktree record of a run whose repository travels to the machine that runs it:
     as ``create`` says, but nothing is made here (``shipped``: its launcher sends it)."""
     root, base = _start_point(cwd)
@@ -367,17 +535,15 @@ def cache_repository(path: Path) -> Path:
     if (path / "HEAD").exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path.parent / f".{path.name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    from subagents.core.files import locked
+
+    with locked(path.parent / f".{path.name}.lock"):
         if not (path / "HEAD").exists():
             fresh = Path(tempfile.mkdtemp(prefix=f".{path.name}-", dir=path.parent))
             git(["init", "--quiet", "--bare", str(fresh)], fresh)
             # Nothing is collected behind the back of the runs' worktrees.
             git(["config", "gc.auto", "0"], fresh)
             os.rename(fresh, path)
-    finally:
-        os.close(fd)
     return path
 
 

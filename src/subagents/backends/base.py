@@ -14,9 +14,16 @@ from subagents.core import events as ev
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
-    from subagents.types import AssistantText, JsonObject, JsonValue, MessageMode, Usage
+    from subagents.types import (
+        AssistantText,
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        MessageMode,
+        ReceiptWord,
+        Usage,
+    )
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -27,7 +34,12 @@ ARGV_TASK_LIMIT = 100 * 1024
 MAX_TASK_BYTES = 10 * 1024 * 1024
 
 
-def text_blocks(content: Any, sep: str = "") -> str:
+# A line of a CLI's stream is another program's JSON: a normalizer's ``feed`` gets it as a
+# JsonObject (the supervisor parsed it and made sure it is an object) and narrows each value
+# it reads (``isinstance``; a usage's numbers with ``events.count`` and ``events.number``).
+
+
+def text_blocks(content: JsonValue, sep: str = "") -> str:
     """The text of a message's content: a string, or the ``{"type": "text"}`` blocks of a
     list (the shape pi, Claude and Codex all use), joined with ``sep``."""
     if isinstance(content, str):
@@ -99,9 +111,26 @@ class CommandRequest:
         # carries it).
         self.output_schema = output_schema
 
-    def fields(self) -> dict[str, Any]:
-        """The request as ``meta.json`` keeps it (to build a continuation's argv again)."""
-        return dict(vars(self))
+    def record(self) -> CommandRecord:
+        """The request but its task, as ``meta.json`` keeps it (to build a continuation's
+        argv again): ``CommandRequest(task=..., **record)`` is the request."""
+        return {
+            "cwd": self.cwd,
+            "model": self.model,
+            "tools": self.tools,
+            "system_prompt": self.system_prompt,
+            "system_prompt_file": self.system_prompt_file,
+            "thinking": self.thinking,
+            "extra_args": list(self.extra_args),
+            "session_dir": self.session_dir,
+            "resume": self.resume,
+            "task_on_stdin": self.task_on_stdin,
+            "copilot_agent_initiator": self.copilot_agent_initiator,
+            "live": self.live,
+            "own_max_turns": self.own_max_turns,
+            "own_max_cost": self.own_max_cost,
+            "output_schema": self.output_schema,
+        }
 
 
 class Normalizer(ABC):
@@ -136,7 +165,7 @@ class Normalizer(ABC):
         # takes and writes them after each call), and what became of each message by its
         # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
         self.outbox: list[bytes] = []
-        self.receipts: list[tuple[str, str, str | None]] = []
+        self.receipts: list[tuple[str, ReceiptWord, str | None]] = []
         # The structured answer the CLI itself validated (claude's ``structured_output``),
         # when it gave one (``has_structured``).
         self.structured: JsonValue = None
@@ -153,7 +182,7 @@ class Normalizer(ABC):
         return not line.startswith(self.skip_prefixes, start)
 
     @abstractmethod
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         """Take one parsed stdout object; return the canonical events it yields."""
 
     def skipped(self, tail: bytes) -> None:
@@ -195,7 +224,7 @@ class Normalizer(ABC):
         came too late for the turn), so the run goes on without a follow-up."""
         return False
 
-    def _receipt(self, message_id: str, receipt: str, reason: str | None = None) -> None:
+    def _receipt(self, message_id: str, receipt: ReceiptWord, reason: str | None = None) -> None:
         self.receipts.append((message_id, receipt, reason))
 
     # Helpers for subclasses.
@@ -332,7 +361,7 @@ class Backend(ABC):
     @abstractmethod
     def normalizer(self) -> Normalizer: ...
 
-    def resume_point(self, run_dir: str, result: Mapping[str, Any]) -> str | None:
+    def resume_point(self, run_dir: str, result: Mapping[str, object]) -> str | None:
         """What to resume to continue an earlier run (``CommandRequest.resume``), from its
         run directory and ``result.json``; None when it left nothing to resume. By default
         the session id its stream named."""

@@ -32,9 +32,7 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import Usage
+    from subagents.types import JsonObject, JsonValue, LimitKind, Usage
 
 # What a root user may run without prompts (claude refuses bypassPermissions as root).
 ROOT_ALLOWED_TOOLS = (
@@ -54,22 +52,20 @@ ROOT_ALLOWED_TOOLS = (
 )
 
 
-def _claude_usage(u: Any, cost: Any = None) -> Usage:
+def _claude_usage(u: JsonValue, cost: JsonValue = None) -> Usage:
     if not isinstance(u, dict):
         u = {}
-    inp = int(u.get("input_tokens") or 0)
-    out = int(u.get("output_tokens") or 0)
-    cache_read = int(u.get("cache_read_input_tokens") or 0)
-    cache_write = int(u.get("cache_creation_input_tokens") or 0)
+    inp = ev.count(u.get("input_tokens"))
+    out = ev.count(u.get("output_tokens"))
+    cache_read = ev.count(u.get("cache_read_input_tokens"))
+    cache_write = ev.count(u.get("cache_creation_input_tokens"))
     return {
         "input": inp,
         "output": out,
         "cacheRead": cache_read,
         "cacheWrite": cache_write,
         "totalTokens": inp + out + cache_read + cache_write,
-        "cost": float(cost)
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-        else None,
+        "cost": ev.number(cost),
     }
 
 
@@ -85,7 +81,7 @@ def _counts(usage: Usage) -> tuple[int, int, int, int, int]:
     )
 
 
-def _errors_text(obj: dict[str, Any]) -> str:
+def _errors_text(obj: JsonObject) -> str:
     errors = obj.get("errors")
     if isinstance(errors, list):
         return "; ".join(str(e) for e in errors if e)
@@ -98,7 +94,7 @@ def _user_line(text: str) -> bytes:
 
 
 # claude's own bound that ended a turn (its result's terminal_reason): the budget's kind.
-_OWN_LIMITS: dict[Any, str] = {"max_turns": "turns", "budget_exhausted": "cost"}
+_OWN_LIMITS: dict[JsonValue, LimitKind] = {"max_turns": "turns", "budget_exhausted": "cost"}
 # The id claude's echo of the task is matched to.
 TASK_ID = "task"
 # Why a steer claude took after its answer is a follow-up now.
@@ -162,7 +158,7 @@ class ClaudeNormalizer(Normalizer):
                     self._receipt(message_id, "delivered")
                 return
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "assistant":
             self.terminal = False
@@ -181,7 +177,7 @@ class ClaudeNormalizer(Normalizer):
             return self._system(obj)
         return []
 
-    def _system(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _system(self, obj: JsonObject) -> list[ev.Event]:
         sub = obj.get("subtype")
         if sub == "init":
             session = obj.get("session_id")
@@ -201,7 +197,7 @@ class ClaudeNormalizer(Normalizer):
             return [ev.notice("warn", msg)]
         return []
 
-    def _assistant(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _assistant(self, obj: JsonObject) -> list[ev.Event]:
         msg = obj.get("message")
         if not isinstance(msg, dict):
             return []
@@ -228,18 +224,21 @@ class ClaudeNormalizer(Normalizer):
                 out.append(ev.tool_call(call_id, name, b.get("input")))
         if nested:
             return out
-        model = msg.get("model") if isinstance(msg.get("model"), str) else None
+        model = msg.get("model")
         raw = msg.get("stop_reason")
         answer = self._answer(
-            "\n".join(texts), raw if isinstance(raw, str) else None, model, has_tool_calls=has_calls
+            "\n".join(texts),
+            raw if isinstance(raw, str) else None,
+            model if isinstance(model, str) else None,
+            has_tool_calls=has_calls,
         )
         if texts:
             out.insert(0, answer)
         # The result, not an assistant line, ends the run.
         self.terminal = False
-        msg_id = msg.get("id")
-        if isinstance(msg_id, str) and isinstance(msg.get("usage"), dict):
-            usage = _claude_usage(msg["usage"])
+        msg_id, reported = msg.get("id"), msg.get("usage")
+        if isinstance(msg_id, str) and isinstance(reported, dict):
+            usage = _claude_usage(reported)
             counts = _counts(usage)
             before = self._message_usage.get(msg_id)
             if before is None:
@@ -257,7 +256,7 @@ class ClaudeNormalizer(Normalizer):
             out.append(ev.usage(self.usage.copy()))
         return out
 
-    def _user(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _user(self, obj: JsonObject) -> list[ev.Event]:
         msg = obj.get("message")
         content = msg.get("content") if isinstance(msg, dict) else None
         if not isinstance(content, list):
@@ -278,7 +277,7 @@ class ClaudeNormalizer(Normalizer):
                 )
         return out
 
-    def _result(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _result(self, obj: JsonObject) -> list[ev.Event]:
         subtype = obj.get("subtype")
         failed = bool(obj.get("is_error")) or (subtype is not None and subtype != "success")
         raw = obj.get("stop_reason")
@@ -324,7 +323,7 @@ class ClaudeNormalizer(Normalizer):
         return out
 
     @staticmethod
-    def _failure_message(obj: dict[str, Any]) -> str:
+    def _failure_message(obj: JsonObject) -> str:
         subtype = obj.get("subtype")
         errors = _errors_text(obj)
         if subtype == "error_max_turns":

@@ -31,9 +31,7 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import JsonObject, Usage
+    from subagents.types import JsonObject, JsonValue, Usage
 
 # Tool items, by their app-server type, and the name their tool_call events carry.
 TOOL_ITEMS = {
@@ -45,7 +43,7 @@ TOOL_ITEMS = {
 }
 # The answer to each request codex may make of its client: a refusal (a headless run has
 # nobody to ask). Anything else gets a JSON-RPC error.
-REFUSALS: dict[str, Any] = {
+REFUSALS: dict[str, JsonObject] = {
     "item/commandExecution/requestApproval": {"decision": "decline"},
     "item/fileChange/requestApproval": {"decision": "decline"},
     "execCommandApproval": {"decision": "denied"},
@@ -60,25 +58,27 @@ NO_ACTIVE_TURN = "no active turn"
 LATE_STEER = "codex ended the turn first: it starts the next turn with the message"
 
 
-def _unwrap_error(message: Any) -> str:
+def _unwrap_error(message: JsonValue) -> str:
     """Codex passes the server's JSON error body through as the message; keep its text."""
     text = str(message or "").strip()
     if text.startswith("{"):
         try:
-            body = json.loads(text)
+            body: JsonValue = json.loads(text)
         except ValueError:
             return text
         inner = body.get("error") if isinstance(body, dict) else None
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str) and inner["message"]:
-            return str(inner["message"])
+        said = inner.get("message") if isinstance(inner, dict) else None
+        if isinstance(said, str) and said:
+            return said
         if isinstance(inner, str) and inner:
             return inner
-        if isinstance(body, dict) and isinstance(body.get("message"), str) and body["message"]:
-            return str(body["message"])
+        said = body.get("message") if isinstance(body, dict) else None
+        if isinstance(said, str) and said:
+            return said
     return text
 
 
-def _counts(u: Any) -> tuple[int, int, int, int]:
+def _counts(u: JsonValue) -> tuple[int, int, int, int]:
     """(input incl. cached, cached, cache write, output) of a token usage breakdown."""
     if not isinstance(u, dict):
         return (0, 0, 0, 0)
@@ -103,19 +103,11 @@ def _usage(counts: tuple[int, int, int, int]) -> Usage:
     }
 
 
-def _tool_args(kind: str, item: dict[str, Any]) -> dict[str, Any]:
+def _tool_args(kind: str, item: JsonObject) -> JsonObject:
     if kind == "commandExecution":
         return {"command": item.get("command", "")}
     if kind == "fileChange":
-        listed = item.get("changes")
-        changes = listed if isinstance(listed, list) else []
-        return {
-            "changes": [
-                {"path": c.get("path", ""), "kind": _change_kind(c.get("kind"))}
-                for c in changes
-                if isinstance(c, dict)
-            ]
-        }
+        return {"changes": [{"path": path, "kind": change} for path, change in _changes(item)]}
     if kind == "mcpToolCall":
         return {
             "server": item.get("server"),
@@ -127,30 +119,40 @@ def _tool_args(kind: str, item: dict[str, Any]) -> dict[str, Any]:
     return {"tool": item.get("tool"), "arguments": item.get("arguments")}
 
 
-def _change_kind(kind: Any) -> str:
+def _changes(item: JsonObject) -> list[tuple[JsonValue, str]]:
+    """A file change item's changes: (path, kind) each."""
+    listed = item.get("changes")
+    return [
+        (c.get("path", ""), _change_kind(c.get("kind")))
+        for c in (listed if isinstance(listed, list) else [])
+        if isinstance(c, dict)
+    ]
+
+
+def _change_kind(kind: JsonValue) -> str:
     return str(kind.get("type", "update")) if isinstance(kind, dict) else str(kind or "update")
 
 
-def _tool_outcome(kind: str, item: dict[str, Any]) -> tuple[bool, str]:
+def _tool_outcome(kind: str, item: JsonObject) -> tuple[bool, str]:
     failed = item.get("status") in ("failed", "declined")
     if kind == "commandExecution":
         code = item.get("exitCode")
         failed = failed or (isinstance(code, int) and code != 0)
         return failed, str(item.get("aggregatedOutput") or "")
     if kind == "fileChange":
-        changes = _tool_args(kind, item)["changes"]
-        return failed, "\n".join(f"{c['kind']} {c['path']}" for c in changes)
+        return failed, "\n".join(f"{change} {path}" for path, change in _changes(item))
     if kind == "mcpToolCall":
         err = item.get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return True, str(err["message"])
+        said = err.get("message") if isinstance(err, dict) else None
+        if said:
+            return True, str(said)
         result = item.get("result")
         content = result.get("content") if isinstance(result, dict) else None
         return failed, _texts(content)
     return failed, ""
 
 
-def _texts(content: Any) -> str:
+def _texts(content: JsonValue) -> str:
     if not isinstance(content, list):
         return ""
     return "\n".join(
@@ -160,11 +162,11 @@ def _texts(content: Any) -> str:
     )
 
 
-def _line(obj: dict[str, Any]) -> bytes:
+def _line(obj: JsonObject) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def _text_input(text: str) -> list[dict[str, Any]]:
+def _text_input(text: str) -> list[JsonValue]:
     return [{"type": "text", "text": text}]
 
 
@@ -199,7 +201,7 @@ class CodexNormalizer(Normalizer):
     # ---- requests we make ----
 
     def _request(
-        self, method: str, params: dict[str, Any], purpose: str, mid: str | None = None
+        self, method: str, params: JsonObject, purpose: str, mid: str | None = None
     ) -> None:
         self._next_id += 1
         self._requests[self._next_id] = (purpose, mid)
@@ -212,7 +214,7 @@ class CodexNormalizer(Normalizer):
             "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
         self.outbox.append(_line({"method": "initialized"}))
-        params: dict[str, Any] = {
+        params: JsonObject = {
             "cwd": req.cwd,
             # Headless: never ask for an approval, no sandbox (as `exec
             # --dangerously-bypass-approvals-and-sandbox`); run it where the agent may act.
@@ -233,7 +235,7 @@ class CodexNormalizer(Normalizer):
             self._request("thread/start", params, "thread")
 
     def _turn_start(self, mid: str, text: str) -> None:
-        params: dict[str, object] = {
+        params: JsonObject = {
             "threadId": self.thread,
             "input": _text_input(text),
             "clientUserMessageId": mid,
@@ -255,7 +257,7 @@ class CodexNormalizer(Normalizer):
     def _send_steer(self, message_id: str) -> None:
         text = self._pending.get(message_id, "")
         self._unanswered.add(message_id)
-        params = {
+        params: JsonObject = {
             "threadId": self.thread,
             "expectedTurnId": self.turn,
             "input": _text_input(text),
@@ -270,7 +272,7 @@ class CodexNormalizer(Normalizer):
 
     def abort(self) -> None:
         if self.thread and self.turn:
-            params = {"threadId": self.thread, "turnId": self.turn}
+            params: JsonObject = {"threadId": self.thread, "turnId": self.turn}
             self._request("turn/interrupt", params, "interrupt")
 
     def holds_input(self) -> bool:
@@ -284,7 +286,7 @@ class CodexNormalizer(Normalizer):
 
     # ---- what codex says ----
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         method = obj.get("method")
         if method is None:
             return self._response(obj) if "id" in obj else []
@@ -321,9 +323,9 @@ class CodexNormalizer(Normalizer):
             return [ev.notice("warn", f"{message}{retry}")] if message else []
         return []
 
-    def _server_request(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _server_request(self, obj: JsonObject) -> list[ev.Event]:
         method = str(obj.get("method"))
-        answer: dict[str, Any] = {"id": obj["id"]}
+        answer: JsonObject = {"id": obj["id"]}
         if method in REFUSALS:
             answer["result"] = REFUSALS[method]
         else:
@@ -331,7 +333,7 @@ class CodexNormalizer(Normalizer):
         self.outbox.append(_line(answer))
         return [ev.notice("warn", f"codex asked {method}: refused (the run is headless)")]
 
-    def _response(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _response(self, obj: JsonObject) -> list[ev.Event]:
         rid = obj.get("id")
         purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
         err = obj.get("error")
@@ -375,7 +377,7 @@ class CodexNormalizer(Normalizer):
         self.terminal = True
         return [ev.error(message, fatal=False)]
 
-    def _item_started(self, item: Any) -> list[ev.Event]:
+    def _item_started(self, item: JsonValue) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")
@@ -394,7 +396,7 @@ class CodexNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = ev.TOOL_USE, None
         return [ev.tool_call(item_id, TOOL_ITEMS[str(kind)], _tool_args(str(kind), item))]
 
-    def _item_completed(self, item: Any) -> list[ev.Event]:
+    def _item_completed(self, item: JsonValue) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")
@@ -415,7 +417,7 @@ class CodexNormalizer(Normalizer):
             return out
         return []
 
-    def _token_usage(self, usage: Any) -> list[ev.Event]:
+    def _token_usage(self, usage: JsonValue) -> list[ev.Event]:
         total = _counts(usage.get("total") if isinstance(usage, dict) else None)
         if not self._turn_seen:  # a resumed thread's total so far: not this run's
             self._baseline = total
@@ -425,7 +427,7 @@ class CodexNormalizer(Normalizer):
         self.usage = _usage((grown[0], grown[1], grown[2], grown[3]))
         return [ev.usage(self.usage.copy())]
 
-    def _turn_completed(self, turn: Any) -> list[ev.Event]:
+    def _turn_completed(self, turn: JsonValue) -> list[ev.Event]:
         turn = turn if isinstance(turn, dict) else {}
         status = turn.get("status")
         self.turn = None

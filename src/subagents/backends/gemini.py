@@ -22,21 +22,19 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import Usage
+    from subagents.types import JsonObject, JsonValue, Usage
 
 # How gemini says an answer was cut at the token limit (MAX_TOKENS_EXCEEDED_SUGGESTION).
 _TRUNCATED_MARKERS = ("truncated because it exceeded the token limit", "MAX_TOKENS")
 
 
-def _gemini_usage(stats: Any) -> Usage:
+def _gemini_usage(stats: JsonValue) -> Usage:
     if not isinstance(stats, dict):
         return ev.empty_usage()
-    total_in = int(stats.get("input_tokens") or 0)
-    cached = int(stats.get("cached") or 0)
+    total_in = ev.count(stats.get("input_tokens"))
+    cached = ev.count(stats.get("cached"))
     fresh = stats.get("input")
-    out = int(stats.get("output_tokens") or 0)
+    out = ev.count(stats.get("output_tokens"))
     total = stats.get("total_tokens")
     inp = int(fresh) if isinstance(fresh, int) else max(0, total_in - cached)
     return {
@@ -56,7 +54,7 @@ def _api_error(message: str) -> str:
         return message
     inner = message[len(prefix) : -1].strip()
     try:
-        body = json.loads(inner)
+        body: JsonValue = json.loads(inner)
     except ValueError:
         return f"API error: {inner}"
     err = body.get("error") if isinstance(body, dict) else None
@@ -84,7 +82,7 @@ class GeminiNormalizer(Normalizer):
             self._responding = False
             self.turns += 1
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "init" and self.session_id is None:
             session = obj.get("session_id")
@@ -117,8 +115,9 @@ class GeminiNormalizer(Normalizer):
             is_error = obj.get("status") == "error"
             output = obj.get("output")
             err = obj.get("error")
-            if is_error and isinstance(err, dict) and err.get("message") and not output:
-                output = err["message"]
+            said = err.get("message") if isinstance(err, dict) else None
+            if is_error and said and not output:
+                output = said
             return [
                 ev.tool_result(
                     # One result a call: forgotten then, so memory stays with the running calls.
@@ -156,7 +155,7 @@ class GeminiNormalizer(Normalizer):
         self.saw_answer = True
         return [ev.assistant_text(text, stop, None, self.model)]
 
-    def _result(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _result(self, obj: JsonObject) -> list[ev.Event]:
         stats = obj.get("stats")
         models = stats.get("models") if isinstance(stats, dict) else None
         if isinstance(models, dict) and len(models) == 1:

@@ -20,26 +20,20 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import Usage
+    from subagents.types import JsonObject, JsonValue, Usage
 
 
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-
-def _step_usage(part: dict[str, Any]) -> Usage:
+def _step_usage(part: JsonObject) -> Usage:
     tokens = part.get("tokens")
     tokens = tokens if isinstance(tokens, dict) else {}
     cache = tokens.get("cache")
     cache = cache if isinstance(cache, dict) else {}
     inp, out, reasoning = (
-        _int(tokens.get("input")),
-        _int(tokens.get("output")),
-        _int(tokens.get("reasoning")),
+        ev.count(tokens.get("input")),
+        ev.count(tokens.get("output")),
+        ev.count(tokens.get("reasoning")),
     )
-    read, write = _int(cache.get("read")), _int(cache.get("write"))
+    read, write = ev.count(cache.get("read")), ev.count(cache.get("write"))
     total = tokens.get("total")
     cost = part.get("cost")
     return {
@@ -47,14 +41,14 @@ def _step_usage(part: dict[str, Any]) -> Usage:
         "output": out + reasoning,
         "cacheRead": read,
         "cacheWrite": write,
-        "totalTokens": _int(total) if total is not None else inp + out + reasoning + read + write,
-        "cost": float(cost)
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool)
-        else None,
+        "totalTokens": ev.count(total)
+        if total is not None
+        else inp + out + reasoning + read + write,
+        "cost": ev.number(cost),
     }
 
 
-def _error_message(err: Any) -> str:
+def _error_message(err: JsonValue) -> str:
     if not isinstance(err, dict):
         return str(err or "opencode reported an error")
     data = err.get("data")
@@ -72,7 +66,7 @@ class OpenCodeNormalizer(Normalizer):
         self._text: list[str] = []
         self._step_calls = 0
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if self.session_id is None:
             session = obj.get("sessionID")
@@ -107,7 +101,7 @@ class OpenCodeNormalizer(Normalizer):
             return [ev.error(self.error_message, fatal=False)]
         return []
 
-    def _tool(self, part: dict[str, Any]) -> list[ev.Event]:
+    def _tool(self, part: JsonObject) -> list[ev.Event]:
         state = part.get("state")
         state = state if isinstance(state, dict) else {}
         call_id = str(part.get("callID") or part.get("id") or "")
@@ -122,7 +116,7 @@ class OpenCodeNormalizer(Normalizer):
             out.append(ev.tool_result(call_id, name, is_error, str(text or "")))
         return out
 
-    def _step_finish(self, part: dict[str, Any]) -> list[ev.Event]:
+    def _step_finish(self, part: JsonObject) -> list[ev.Event]:
         self.turns += 1  # a step is one model response
         usage = _step_usage(part)
         ev.add_usage(self.usage, usage)

@@ -22,9 +22,8 @@ from subagents.core import events as ev
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
-    from subagents.types import MessageMode, Usage
+    from subagents.types import JsonObject, JsonValue, MessageMode, Usage
 
 # Where in a run directory pi keeps the run's session.
 SESSION_DIR = "session"
@@ -34,28 +33,27 @@ COPILOT_PROVIDER = "github-copilot"
 COPILOT_EXTENSION = str(Path(__file__).with_name("pi_copilot.ts"))
 
 
-def _pi_usage(u: Any) -> Usage:
+def _pi_usage(u: JsonValue) -> Usage:
     if not isinstance(u, dict):
         return ev.empty_usage()
     cost = u.get("cost")
-    total_cost = cost.get("total") if isinstance(cost, dict) else cost
     return {
-        "input": u.get("input") or 0,
-        "output": u.get("output") or 0,
-        "cacheRead": u.get("cacheRead") or 0,
-        "cacheWrite": u.get("cacheWrite") or 0,
-        "totalTokens": u.get("totalTokens") or 0,
-        "cost": total_cost if isinstance(total_cost, (int, float)) else None,
+        "input": ev.count(u.get("input")),
+        "output": ev.count(u.get("output")),
+        "cacheRead": ev.count(u.get("cacheRead")),
+        "cacheWrite": ev.count(u.get("cacheWrite")),
+        "totalTokens": ev.count(u.get("totalTokens")),
+        "cost": ev.number(cost.get("total") if isinstance(cost, dict) else cost),
     }
 
 
-def _error_text(message: Any) -> str:
+def _error_text(message: JsonValue) -> str:
     """pi 0.87 reports an HTTP error as ``"500: {json body}"``; say ``"500 <message>"`` as 0.73 did."""
     text = str(message)
     status, sep, body = text.partition(": ")
     if sep and status.isdigit() and body.startswith("{"):
         try:
-            obj = json.loads(body)
+            obj: JsonValue = json.loads(body)
         except ValueError:
             return text
         inner = obj.get("error", obj) if isinstance(obj, dict) else None
@@ -104,7 +102,7 @@ class PiNormalizer(Normalizer):
         b'{"type":"agent_end"',
     )
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t in _ACTIVITY:
             self.terminal = False
@@ -150,7 +148,7 @@ class PiNormalizer(Normalizer):
         if tail.rstrip().endswith(b',"willRetry":true}'):
             self.terminal = False
 
-    def _message_end(self, msg: Any) -> list[ev.Event]:
+    def _message_end(self, msg: JsonValue) -> list[ev.Event]:
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             return []
         content = msg.get("content")
@@ -169,12 +167,12 @@ class PiNormalizer(Normalizer):
                 out.append(ev.thinking(str(p["thinking"])))
         usage = _pi_usage(msg.get("usage"))
         ev.add_usage(self.usage, usage)
-        raw_stop = msg.get("stopReason")
+        raw_stop, model = msg.get("stopReason"), msg.get("model")
         out.append(
             self._answer(
                 text,
                 raw_stop if isinstance(raw_stop, str) else None,
-                msg.get("model"),
+                model if isinstance(model, str) else None,
                 usage,
                 has_calls,
             )
@@ -195,7 +193,7 @@ class PiNormalizer(Normalizer):
 TASK_ID = "task"
 
 
-def _command(obj: dict[str, Any]) -> bytes:
+def _command(obj: JsonObject) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
@@ -252,7 +250,7 @@ class PiRpcNormalizer(PiNormalizer):
         self.outbox.append(_command({"id": held[0][0], "type": "prompt", "message": text}))
         return True
 
-    def feed(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "response":
             return self._response(obj)
@@ -280,7 +278,7 @@ class PiRpcNormalizer(PiNormalizer):
                     self._receipt(delivered, "delivered")
                 return
 
-    def _response(self, obj: dict[str, Any]) -> list[ev.Event]:
+    def _response(self, obj: JsonObject) -> list[ev.Event]:
         rid = obj.get("id")
         ok = obj.get("success") is True
         if rid == TASK_ID and not ok:
@@ -329,7 +327,7 @@ class PiBackend(Backend):
         )
         return {"steer": why, "follow-up": why}
 
-    def resume_point(self, run_dir: str, result: Mapping[str, Any]) -> str | None:
+    def resume_point(self, run_dir: str, result: Mapping[str, object]) -> str | None:
         # The session file pi wrote into the run's session directory.
         found = sorted(Path(run_dir, SESSION_DIR).glob("*.jsonl"))
         return str(found[-1]) if found else None

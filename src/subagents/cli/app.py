@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypedDict
 
 import click
 
@@ -37,7 +37,16 @@ def exit_now(code: int) -> NoReturn:
 WIDE = 100
 
 
-def table(columns: list[tuple[str, dict[str, Any]]]) -> tuple[Any, Any]:
+class ColumnOptions(TypedDict, total=False):
+    """What a column of :func:`table` may say of its width (rich's ``add_column``)."""
+
+    min_width: int
+    max_width: int
+    ratio: int
+    justify: Literal["left", "center", "right"]
+
+
+def table(columns: list[tuple[str, ColumnOptions]]) -> tuple[Any, Any]:
     """A rich console and a borderless table with these (header, column options); the
     whole cells of narrow columns (ids, statuses) are kept, the last column wraps."""
     from rich.console import Console

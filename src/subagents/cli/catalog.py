@@ -92,7 +92,7 @@ def doctor(as_json: bool) -> None:
     checks = check_backends(settings=settings)
     if as_json:
         for c in checks:
-            click.echo(json.dumps(asdict(c), ensure_ascii=False))
+            click.echo(json.dumps(asdict(c), ensure_ascii=False, allow_nan=False))
     else:
         click.echo(render_text(checks), nl=False)
     if not any(c.usable for c in checks):

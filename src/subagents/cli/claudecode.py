@@ -24,12 +24,15 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from subagents.cli.app import main
+
+if TYPE_CHECKING:
+    from subagents.jobs import JobStore
+    from subagents.types import AgentEvent, JobState, JsonObject, JsonValue
 
 EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block the prompt
 JOBS_COMMAND = "/subagents:jobs"
@@ -43,9 +46,9 @@ def _hook_fail(message: str) -> NoReturn:
     sys.exit(EXIT_HOOK_ERROR)
 
 
-def _hook_input() -> dict[str, Any]:
+def _hook_input() -> JsonObject:
     try:
-        payload = json.loads(sys.stdin.read() or "{}")
+        payload: JsonValue = json.loads(sys.stdin.read() or "{}")
     except ValueError as exc:
         _hook_fail(f"the hook input is not JSON: {exc}")
     if not isinstance(payload, dict):
@@ -53,7 +56,7 @@ def _hook_input() -> dict[str, Any]:
     return payload
 
 
-def _session(claude_id: Any, where: str) -> str:
+def _session(claude_id: object, where: str) -> str:
     """The lifecycle session of a Claude Code session id (``claude-<id>``)."""
     from subagents.errors import UsageError
     from subagents.lifecycle import notices
@@ -66,14 +69,14 @@ def _session(claude_id: Any, where: str) -> str:
         _hook_fail(f"{where}: {exc}")
 
 
-def _with_result(store: Any, entry: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _with_result(store: JobStore, entry: AgentEvent) -> JobState | None:
     """The job of an end entry, with its result (waited for briefly: the entry is logged
     just before it); None when its directory is gone."""
     from subagents import api
 
     job_id = str(entry.get("jobId"))
     try:
-        state: Mapping[str, Any] = store.load(job_id)
+        state = store.load(job_id)
         if state.get("runs") is None:
             state = api.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
     except (OSError, ValueError):
@@ -81,7 +84,7 @@ def _with_result(store: Any, entry: Mapping[str, Any]) -> Mapping[str, Any] | No
     return state
 
 
-def untold_ends(session: str, reader: str) -> list[tuple[dict[str, Any], Mapping[str, Any] | None]]:
+def untold_ends(session: str, reader: str) -> list[tuple[AgentEvent, JobState | None]]:
     """The ends of the session's background jobs this *reader* was not told yet, each with
     its job (None when its directory is gone: told rather than lost); from now on they count
     as told. Foreground jobs are left out: their caller had the answer."""
@@ -171,7 +174,7 @@ def run_prompt_hook() -> None:
 
     payload = _hook_input()
     session = _session(payload.get("session_id"), "the hook input")
-    output: dict[str, Any] = {}
+    output: dict[str, object] = {}
     try:
         ended = untold_ends(session, notices.CLAUDE_READER)
         command = _JOBS_PROMPT.match(str(payload.get("prompt") or ""))
@@ -186,7 +189,7 @@ def run_prompt_hook() -> None:
     if view:
         output["systemMessage"] = view
     if output:
-        click.echo(json.dumps(output, ensure_ascii=False))
+        click.echo(json.dumps(output, ensure_ascii=False, allow_nan=False))
 
 
 @claude_code.command("monitor")
@@ -289,7 +292,7 @@ def session_start() -> None:
     )
 
 
-def server_problem(claude_id: Any) -> str | None:
+def server_problem(claude_id: object) -> str | None:
     """Why the plugin's MCP server would not start or not serve here, or None: the steps
     ``subagents mcp --claude-session`` takes before it serves (the session, the MCP SDK),
     then what every call needs (the config files, a writable state directory)."""

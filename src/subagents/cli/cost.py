@@ -28,6 +28,12 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
     """Tokens and cost of finished jobs, from the session logs.
 
     A cost a CLI did not report is never guessed: those runs are counted as unpriced.
+
+    \b
+    Examples:
+      subagents cost                      # every session, all time
+      subagents cost --since 1d --by agent
+      subagents cost --by day --json      # for a program
     """
     from subagents import api
     from subagents.lifecycle import cost as costs
@@ -37,7 +43,7 @@ def cost(session: str | None, since: str | None, by: str | None, as_json: bool) 
     except ValueError as exc:
         fail(str(exc))
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(json.dumps(report, ensure_ascii=False, allow_nan=False))
         return
     if not report["total"]["runs"]:
         click.echo("no finished jobs", err=True)

@@ -11,6 +11,9 @@ import click
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 
 if TYPE_CHECKING:
+    from subagents.api import PreparedJob
+    from subagents.jobs import JobStore
+    from subagents.present.feed import JsonlFeed
     from subagents.types import Executor, JobMode, OnStall, Runner
 
 # ---- run ----------------------------------------------------------------------
@@ -29,8 +32,9 @@ progress_option = click.option(
 parent_pid_option = click.option(
     "--parent-pid",
     type=int,
-    help="Stop the job (status 'aborted') if process PID ends first, e.g. the program "
-    "that started this command died. Foreground only.",
+    help="Bind the job to process PID: if it ends first (e.g. the program that started "
+    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
+    "if this command is killed.",
 )
 
 
@@ -209,9 +213,17 @@ def run(
     Progress goes to stderr; stdout carries only the answer, or with --json the
     result. With --bg the job runs on after this command returns (see `ps`, `wait`).
     Put `--` before a TASK that starts with '-'.
+
+    \b
+    Examples:
+      subagents run "Summarize the architecture of this repo"
+      subagents run --agent scout --json "Where is authentication handled?"
+      subagents run --parallel -j 2 "check module a" "check module b"
+      subagents run --chain "list the TODOs" "pick the most important: {previous}"
+      subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
     from subagents.errors import PlanError
-    from subagents.jobs import job_of, load_plan, with_options
+    from subagents.jobs import budget_of, job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,
@@ -227,8 +239,7 @@ def run(
         "max_cost": max_cost,
         "output_schema": output_schema,
     }
-    budget = {"max_turns": job_max_turns, "max_tokens": job_max_tokens, "max_cost": job_max_cost}
-    budget = {k: v for k, v in budget.items() if v is not None}
+    budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:
         if plan_file is not None:
             if tasks:
@@ -265,6 +276,7 @@ def run(
     from subagents import api
 
     try:
+        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
         job = api.prepare_job(
             spec,
             cwd=cwd,
@@ -274,14 +286,13 @@ def run(
             session=session,
             executor=executor,
             ray_address=ray_address,
+            watch=watch,
             ray_shared_cwd=ray_shared_cwd,
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
     if bg:
         run_in_background(job, as_json=as_json, hint=not quiet)
-    if parent_pid is not None:
-        stop_when_gone(parent_pid)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
 
 
@@ -301,31 +312,6 @@ def _council_steps(members: str, tasks: list[str], given: dict[str, Any]) -> lis
         ]
     except FieldProblem as exc:
         fail(f"--council: {exc.problem}")
-
-
-def stop_when_gone(pid: int) -> None:
-    """SIGTERM this process (which stops the job, recording it 'aborted') once ``pid`` ends.
-
-    A parent killed outright (pi in print mode on Ctrl-C) never tells its children: without
-    this a foreground job would run on, orphaned."""
-    import os
-    import signal
-    import threading
-    import time
-
-    from subagents.core import procs
-
-    try:
-        ident = procs.identity(pid)
-    except Exception:
-        fail(f"--parent-pid {pid}: no such process")
-
-    def watch() -> None:
-        while procs.is_alive(ident):
-            time.sleep(0.5)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="subagents-parent-watch", daemon=True).start()
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
@@ -348,9 +334,10 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if steps != 1 or not field.startswith("steps.0."):
         return message
     name = field.removeprefix("steps.0.")
-    if name in ("backend", "agent") or rest.startswith("the task"):
+    option = "--" + name.replace("_", "-")  # as typed: --stall-timeout
+    if name in ("backend", "agent") or rest.startswith(("the task", f"{option} ")):
         return rest
-    return f"{name}: {rest}" if name == "task" else f"--{name.replace('_', '-')}: {rest}"
+    return f"{name}: {rest}" if name == "task" else f"{option}: {rest}"
 
 
 def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
@@ -370,12 +357,25 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
     sys.exit(0)
 
 
-def run_in_foreground(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> NoReturn:
-    """Drive a job here, showing progress; print its outcome; exit with its status code."""
+def run_in_foreground(
+    job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
+) -> NoReturn:
+    """Drive a job here, showing progress; print its outcome; exit with its status code.
+    A job bound to its parent (``--parent-pid``) is stopped here too when the parent ends
+    (SIGTERM to this process: the job ends 'aborted'); its runs watch it as well."""
+    import os
+    import signal
+
+    from subagents.core import procs
+
+    watched = [w for w in job.plan.requests[0].watch if w["pid"] != os.getpid()]
+    procs.when_gone(watched, lambda _gone: os.kill(os.getpid(), signal.SIGTERM))
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 
 
-def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "text") -> int:
+def drive_and_report(
+    job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
+) -> int:
     """Drive a job here, showing progress; print its outcome; return its exit code."""
     from subagents import api
     from subagents.jobs import exit_code
@@ -404,14 +404,14 @@ def drive_and_report(job: Any, *, as_json: bool, quiet: bool, progress: str = "t
     return exit_code(result)
 
 
-def progress_feed(store: Any, job_id: str) -> Any:
+def progress_feed(store: JobStore, job_id: str) -> JsonlFeed:
     """The JSON-lines progress feed (on stderr) of a stored job: ``run --progress jsonl``
     and ``wait --progress jsonl`` say the same."""
     from subagents.core import paths
     from subagents.present.feed import JsonlFeed, steps_of
 
     state = store.load(job_id)
-    steps = steps_of(state.get("plan") or {})
+    steps = steps_of(state["plan"])
 
     def run_id(index: int) -> str | None:
         ids = store.load(job_id).get("runIds") or []
@@ -420,7 +420,7 @@ def progress_feed(store: Any, job_id: str) -> Any:
     return JsonlFeed(
         sys.stderr,
         job_id,
-        str(state.get("mode") or "single"),
+        state["mode"],
         [s["agent"] or s["backend"] or "run" for s in steps],
         run_id,
         steps=steps,

@@ -22,7 +22,7 @@ import contextlib
 import threading
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -35,7 +35,8 @@ from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
 
 if TYPE_CHECKING:
-    from subagents.types import JobResult
+    from subagents.api import PreparedJob
+    from subagents.types import Event, JobResult
 
 REFRESH_PER_SECOND = 10
 # Lines a draw prints in full; past that (in a tenth of a second) the draw is coalesced.
@@ -122,7 +123,7 @@ class Display:
 
     # ---- lifecycle -------------------------------------------------------
 
-    def started(self, job: Any) -> None:
+    def started(self, job: PreparedJob) -> None:
         if self.enabled:
             self.console.print(
                 Text(
@@ -205,7 +206,7 @@ class Display:
 
     # ---- events ----------------------------------------------------------
 
-    def event(self, index: int, event: dict[str, Any]) -> None:
+    def event(self, index: int, event: Event) -> None:
         with self._lock:
             index = min(index, len(self.runs) - 1)
             run = self.runs[index]

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from subagents.cli.app import WIDE, echo_child_text, emit_answer, fail, main, print_json, table
+from subagents.cli.app import (
+    WIDE,
+    ColumnOptions,
+    echo_child_text,
+    emit_answer,
+    fail,
+    main,
+    print_json,
+    table,
+)
 from subagents.core.childtext import neutralize
 
 if TYPE_CHECKING:
@@ -56,7 +65,7 @@ def jobs_table(items: list[JobRow], wide: bool) -> Any:
     from subagents.present.figures import money, tokens
 
     running = any(item.get("activity") for item in items)
-    columns: list[tuple[str, dict[str, Any]]] = [("JOB", {"min_width": 19})]
+    columns: list[tuple[str, ColumnOptions]] = [("JOB", {"min_width": 19})]
     if wide:
         columns.append(("MODE", {}))
     columns += [
@@ -104,13 +113,23 @@ def jobs_table(items: list[JobRow], wide: bool) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="JSON lines instead of a table.")
 def ps(limit: int, session: str | None, as_json: bool) -> None:
     """Running and recent jobs: id, agents, status, elapsed, tokens, cost, task, and what a
-    running job does now."""
+    running job does now.
+
+    \b
+    Examples:
+      subagents ps                 # the 20 newest jobs
+      subagents ps -n 100 -s ci    # the newest 100 of session 'ci'
+      subagents ps --json          # one JSON object a line
+    """
     from subagents import api
 
-    items = api.list_jobs(limit, session=session)
+    damaged: list[str] = []
+    items = api.list_jobs(limit, session=session, damaged=damaged)
+    for problem in damaged:
+        click.echo(f"subagents: warning: {problem}", err=True)
     if as_json:
         for item in items:
-            click.echo(json.dumps(item, ensure_ascii=False))
+            click.echo(json.dumps(item, ensure_ascii=False, allow_nan=False))
         return
     if not items:
         click.echo("no jobs yet", err=True)

@@ -37,5 +37,7 @@ def notices_command(session: str | None, claude_hook: bool, as_json: bool) -> No
         fail(str(exc))
     for entry, job in ended:
         click.echo(
-            json.dumps(entry, ensure_ascii=False) if as_json else notices.describe_end(entry, job)
+            json.dumps(entry, ensure_ascii=False, allow_nan=False)
+            if as_json
+            else notices.describe_end(entry, job)
         )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import click
 
-from subagents.cli.app import WIDE, echo_child_text, fail, main, table
+from subagents.cli.app import echo_child_text, fail, main
 from subagents.core.childtext import neutralize
 from subagents.present.figures import money
 
@@ -54,49 +54,88 @@ def history(
         since_ts = history.parse_since(since) if since else None
     except ValueError as exc:
         fail(str(exc))
-    entries = sessionlog.read(_session_file(session))
+    # One entry at a time, from reading to printing: a long log is never all in memory,
+    # and one damaged or huge entry costs no more than its line.
+    entries = sessionlog.entries(_session_file(session))
     ends = None if all_events else ["subagent:complete", "subagent:error", "subagent:aborted"]
-    entries = history.select(entries, status=status, agent=agent, since=since_ts, event_types=ends)
+    chosen = history.selected(entries, status=status, agent=agent, since=since_ts, event_types=ends)
     if as_json:
-        for e in entries:
-            echo_child_text(json.dumps(e, ensure_ascii=False))
+        for e in chosen:
+            echo_child_text(json.dumps(e, ensure_ascii=False, allow_nan=False))
         return
-    if not entries:
-        click.echo("no entries", err=True)
-        return
-    from rich.console import Console
+    import shutil
 
-    wide = Console().width >= WIDE
-    columns: list[tuple[str, dict[str, Any]]] = [
-        ("TIME", {"min_width": 19 if wide else 11}),
-        ("JOB", {"min_width": 19}),
-        ("EVENT", {"min_width": 8}),
-        ("AGENT", {"max_width": 20 if wide else 10}),
-        ("DURATION" if wide else "TOOK", {}),
+    layout = HistoryLayout(shutil.get_terminal_size().columns)
+    shown = 0
+    for e in chosen:
+        if not shown:
+            click.echo(layout.line(layout.headers))
+        click.echo(layout.line(_history_cells(e, layout.wide)))
+        shown += 1
+    if not shown:
+        click.echo("no entries", err=True)
+
+
+class HistoryLayout:
+    """History's columns for a terminal ``width``: each (header, width) fixed, so entries
+    are printed as they are read, however many; the summary takes what is left of the line,
+    or a line of its own below where too little is."""
+
+    NARROW = (("TIME", 11), ("JOB", 19), ("EVENT", 8), ("AGENT", 10), ("TOOK", 6), ("COST", 8))
+    WIDE = (
+        ("TIME", 16),
+        ("JOB", 19),
+        ("EVENT", 8),
+        ("AGENT", 16),
+        ("DURATION", 8),
+        ("TOKENS", 7),
+        ("COST", 8),
+    )
+    WIDE_ROOM = 30  # the least the summary gets beside the wide columns
+    ROOM = 20  # the least it gets beside the narrow ones; else it has a line of its own
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        used = sum(size + 2 for _, size in self.WIDE)
+        self.wide = width - used >= self.WIDE_ROOM
+        self.columns = self.WIDE if self.wide else self.NARROW
+        self.room = width - sum(size + 2 for _, size in self.columns)
+        self.headers = [h for h, _ in self.columns] + ["SUMMARY"]
+
+    def line(self, cells: list[str]) -> str:
+        out = [
+            cell.ljust(size) if len(cell) <= size else cell[: size - 1] + "…"
+            for cell, (_, size) in zip(cells, self.columns, strict=False)
+        ]
+        last, room, joiner = cells[-1], self.room, "  "
+        if room < self.ROOM:
+            room, joiner, out = self.width - 2, "\n  ", ["  ".join(out).rstrip()]
+        return joiner.join([*out, last if len(last) <= room else last[: room - 1] + "…"]).rstrip()
+
+
+def _history_cells(e: Mapping[str, object], wide: bool) -> list[str]:
+    """An entry's cells, whatever its fields hold (a damaged entry's may be anything)."""
+    from subagents.present.figures import tokens
+
+    def text(value: object, limit: int = 200) -> str:
+        return neutralize(value[: limit * 2] if isinstance(value, str) else "")[:limit]
+
+    found = e.get("usage")
+    usage: Mapping[str, object] = found if isinstance(found, dict) else {}
+    took = e.get("durationMs")
+    stamp = text(e.get("timestamp"), 19).replace("T", " ")
+    cells = [
+        stamp[:16] if wide else stamp[5:16],  # "YYYY-MM-DD HH:MM", "MM-DD HH:MM"
+        text(e.get("jobId"), 40),
+        text(e.get("eventType"), 40).removeprefix("subagent:"),
+        text(e.get("agentName"), 60) or "-",
+        f"{took / 1000:.1f}s" if isinstance(took, int | float) and took is not True else "",
     ]
     if wide:
-        columns.append(("TOKENS", {}))
-    columns += [("COST", {}), ("SUMMARY", {"ratio": 1})]
-    console, grid = table(columns)
-    for e in entries:
-        usage = e.get("usage") or {}
-        cost = usage.get("cost")
-        stamp = str(e.get("timestamp", ""))[:19].replace("T", " ")
-        cells = [
-            stamp if wide else stamp[5:16],  # "MM-DD HH:MM"
-            str(e.get("jobId") or ""),
-            str(e.get("eventType", "")).removeprefix("subagent:"),
-            neutralize(str(e.get("agentName") or "-")),
-            f"{e['durationMs'] / 1000:.1f}s" if e.get("durationMs") is not None else "",
-        ]
-        if wide:
-            cells.append(str(usage.get("totalTokens") or ""))
-        cells += [
-            money(cost, unknown=""),
-            neutralize(str(e.get("summary") or "")),
-        ]
-        grid.add_row(*cells)
-    console.print(grid)
+        total = usage.get("totalTokens")
+        cells.append(tokens(total) if isinstance(total, int) and total else "")
+    cells += [money(usage.get("cost"), unknown=""), text(e.get("summary"))]
+    return cells
 
 
 @main.command()
@@ -108,6 +147,6 @@ def watch(session: str | None) -> None:
     path = _session_file(session)
     try:
         for e in history.follow(path):
-            echo_child_text(json.dumps(e, ensure_ascii=False))
+            echo_child_text(json.dumps(e, ensure_ascii=False, allow_nan=False))
     except KeyboardInterrupt:
         sys.exit(130)

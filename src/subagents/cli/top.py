@@ -31,7 +31,10 @@ def top(ctx: click.Context, session: str | None, limit: int, as_json: bool) -> N
         from subagents.cli.app import print_json
         from subagents.jobs import LiveJobs
 
-        print_json({"jobs": LiveJobs(session=session, limit=limit).fleet()})
+        live = LiveJobs(session=session, limit=limit)
+        print_json({"jobs": live.fleet()})
+        for problem in live.damaged:
+            click.echo(f"subagents: warning: {problem}", err=True)
         return
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         ctx.invoke(ps, limit=limit, session=session, as_json=False)

@@ -155,10 +155,7 @@ class TopApp(App[None]):
         if keep in keys:
             table.move_cursor(row=keys.index(keep))
         self.show_detail()
-        self.query_one("#totals", Static).update(
-            f"{snap.jobs} jobs · {snap.running} running · {tokens(snap.tokens)} tokens · "
-            f"{money(snap.cost)}"
-        )
+        self.query_one("#totals", Static).update(snap.footer())
 
     def show_detail(self) -> None:
         row = self.selected()

@@ -22,7 +22,7 @@ from subagents.core.files import loads_exact
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from subagents.types import JsonValue
 
 REPLACEMENT = "\ufffd"
 
@@ -54,21 +54,22 @@ def scrub(text: str) -> str:
     return SURROGATE.sub(REPLACEMENT, text)
 
 
-def _scrub_value(value: Any) -> Any:
+def _scrub_value(value: JsonValue) -> JsonValue:
     if isinstance(value, str):
         return SURROGATE.sub(REPLACEMENT, value)
     if isinstance(value, dict):
-        return {_scrub_value(k): _scrub_value(v) for k, v in value.items()}
+        return {scrub(k): _scrub_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_scrub_value(v) for v in value]
     return value
 
 
-def parse_line(line: bytes | bytearray) -> Any:
+def parse_line(line: bytes | bytearray) -> JsonValue:
     """One stdout line as a JSON value with text safe to write anywhere.
 
     Raises ``ValueError`` when the line is not JSON even after invalid UTF-8 is replaced.
     """
+    obj: JsonValue
     try:
         obj = json.loads(line)
     except UnicodeDecodeError:
@@ -80,7 +81,7 @@ def parse_line(line: bytes | bytearray) -> Any:
     return obj
 
 
-def parse_line_fast(line: bytes | bytearray) -> Any:
+def parse_line_fast(line: bytes | bytearray) -> JsonValue:
     """:func:`parse_line` through orjson (a fraction of json's cost) wherever orjson reads
     the line exactly; it refuses what needs the slow path (invalid UTF-8, lone surrogates)."""
     try:

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable, Iterator
     from pathlib import Path
-    from typing import Any
+
+    from subagents.types import ControlRequest, JsonObject
 
 SOCKET_NAME = "control.sock"
 VERSION = 1
@@ -75,7 +76,7 @@ def listen(run_dir: Path) -> socket.socket:
     return sock
 
 
-def request(run_dir: Path, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+def request(run_dir: Path, payload: ControlRequest, timeout: float) -> JsonObject:
     """Send one request, return the reply. OSError when no supervisor listens (or it does
     not answer within ``timeout``), ValueError when the reply is not a JSON object."""
     import json

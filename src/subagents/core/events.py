@@ -6,16 +6,18 @@ Events are plain dicts (cheap to build, ready for JSON). Every event carries
 
 from __future__ import annotations
 
+import math
+
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any, Final
+    from typing import Final
 
     from subagents.types import (
         AssistantText,
         ErrorEvent,
         Event,
+        JsonValue,
         LimitAction,
         LimitEvent,
         LimitKind,
@@ -111,26 +113,96 @@ def empty_usage() -> Usage:
     }
 
 
-def add_usage(total: Usage, part: Mapping[str, Any]) -> Usage:
-    """Sum ``part`` (a Usage, or a record's that may lack counts) into ``total`` in place;
-    cost stays None until someone reports one."""
-    total["input"] += int(part.get("input") or 0)
-    total["output"] += int(part.get("output") or 0)
-    total["cacheRead"] += int(part.get("cacheRead") or 0)
-    total["cacheWrite"] += int(part.get("cacheWrite") or 0)
-    total["totalTokens"] += int(part.get("totalTokens") or 0)
-    cost = part.get("cost")
-    if cost is not None:
-        total["cost"] = (total["cost"] or 0.0) + float(cost)
+def count(value: object) -> int:
+    """A token count as a CLI or a record says it: a number (a fraction cut off), anything
+    else 0."""
+    if type(value) is int:  # nearly always: cheaper than int() was on a parsed line's counts
+        return value
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def number(value: object) -> float | None:
+    """A number (a cost in USD, a time) as a CLI or a record says it; anything else None
+    (for a cost: unpriced)."""
+    if type(value) is float:
+        return value
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def usage_of(record: Usage) -> Usage:
+    """The usage a record carries (a usage event's, a result's), and nothing else of it."""
+    return {
+        "input": record["input"],
+        "output": record["output"],
+        "cacheRead": record["cacheRead"],
+        "cacheWrite": record["cacheWrite"],
+        "totalTokens": record["totalTokens"],
+        "cost": record["cost"],
+    }
+
+
+def add_usage(total: Usage, part: Usage) -> Usage:
+    """Sum ``part`` into ``total`` in place (``part`` may be a record's read back from disk:
+    a count it lacks counts 0); cost stays None until someone reports one. A sum that is no
+    number (an overflow, a child's NaN) stays so, whatever comes after, and is written
+    unpriced: :func:`priced`."""
+    total["input"] += count(part.get("input"))
+    total["output"] += count(part.get("output"))
+    total["cacheRead"] += count(part.get("cacheRead"))
+    total["cacheWrite"] += count(part.get("cacheWrite"))
+    total["totalTokens"] += count(part.get("totalTokens"))
+    total["cost"] = add_cost(total["cost"], part.get("cost"))
     return total
+
+
+def add_cost(total: float | None, cost: object) -> float | None:
+    """A running sum of costs: None until one is known; infinite from the first that is no
+    finite number or the first overflow (:func:`cost_of` makes that "unpriced", null)."""
+    if not isinstance(cost, (int, float)) or isinstance(cost, bool):
+        return total
+    part = float(cost)
+    if not math.isfinite(part):
+        part = math.inf
+    return (total or 0.0) + part
+
+
+def cost_of(total: object) -> float | None:
+    """A cost as a record holds it: a finite number, else None (unpriced; JSON has no
+    Infinity or NaN, and a record is written strict)."""
+    if isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total):
+        return float(total)
+    return None
+
+
+def priced(usage: Usage) -> Usage:
+    """``usage`` fit for a record: its cost made :func:`cost_of` (a copy when it changes)."""
+    cost = usage.get("cost")
+    if cost is None or cost_of(cost) is not None:
+        return usage
+    return {**usage, "cost": None}
+
+
+def started_event(events: list[Event]) -> RunStarted | None:
+    """The run's ``run_started`` event (its child's pid and start time), if it has one."""
+    for event in events:
+        if event["type"] == "run_started":
+            return event
+    return None
 
 
 # Constructors: one per event type, so every producer spells the fields the same way.
 
 
 def run_started(
-    backend: str, agent: str | None, model: str | None, cwd: str, pid: int
+    backend: str,
+    agent: str | None,
+    model: str | None,
+    cwd: str,
+    pid: int,
+    create_time: float | None = None,
 ) -> RunStarted:
+    """``createTime``: when the child started (core.procs), so that whoever finds its
+    supervisor dead signals that pid only while it is still the child."""
     return {
         "type": "run_started",
         "backend": backend,
@@ -138,6 +210,7 @@ def run_started(
         "model": model,
         "cwd": cwd,
         "pid": pid,
+        "createTime": create_time,
     }
 
 
@@ -164,7 +237,7 @@ def thinking(text: str) -> Thinking:
     return {"type": "thinking", "text": text}
 
 
-def tool_call(tool_call_id: str, tool_name: str, args: Any) -> ToolCall:
+def tool_call(tool_call_id: str, tool_name: str, args: JsonValue) -> ToolCall:
     return {"type": "tool_call", "toolCallId": tool_call_id, "toolName": tool_name, "args": args}
 
 
@@ -191,7 +264,7 @@ def usage(totals: Usage) -> UsageEvent:
         "cacheRead": totals["cacheRead"],
         "cacheWrite": totals["cacheWrite"],
         "totalTokens": totals["totalTokens"],
-        "cost": totals["cost"],
+        "cost": cost_of(totals["cost"]),
     }
 
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-    from subagents.types import Event
+    from subagents.types import Event, JsonValue
 
 
 DIR_MODE = 0o700
@@ -36,6 +36,24 @@ def describe_os_error(exc: OSError) -> str:
     return f"{what}: {exc.filename}" if exc.filename else what
 
 
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (a directory, or a lock file made 0600 if
+    missing) for the ``with`` block: one holder at a time, across processes; a holder that
+    dies lets go. A directory's lock needs no space of its own (a full disk still locks)."""
+    import fcntl
+
+    if path.is_dir():
+        fd = os.open(path, os.O_RDONLY)
+    else:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def make_private_dir(path: Path) -> None:
     path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     # mkdir's mode is filtered by the umask; make sure of it.
@@ -50,9 +68,10 @@ def open_private(
     return os.fdopen(fd, mode, buffering=buffering, encoding=encoding)
 
 
-def dumps(obj: Any) -> bytes:
-    """Compact JSON, UTF-8 (not ASCII-escaped)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+def dumps(obj: object) -> bytes:
+    """Compact JSON, UTF-8 (not ASCII-escaped); strict: NaN and Infinity are no JSON (a
+    ValueError: a record's numbers are made finite before, see core.events.cost_of)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 _orjson: Any = None
@@ -74,7 +93,7 @@ def orjson_module() -> Any:
     return _orjson
 
 
-def dumps_fast(obj: Any) -> bytes:
+def dumps_fast(obj: object) -> bytes:
     """:func:`dumps` through orjson (a tenth of json's cost; bench/bench_peers.py), json
     for what orjson refuses (integers over 64 bits, keys that are not strings). One
     difference: a NaN or infinite float is written as null (json wrote NaN, which is not
@@ -85,21 +104,23 @@ def dumps_fast(obj: Any) -> bytes:
         return dumps(obj)
 
 
-def loads_exact(data: bytes | bytearray) -> Any:
+def loads_exact(data: bytes | bytearray) -> JsonValue:
     """Parse JSON through orjson; ``ValueError`` where orjson refuses it (NaN, invalid
     UTF-8, a lone surrogate) or would lose a value (an integer over 64 bits: a float)."""
     if _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO):
         raise ValueError("a number orjson may not read exactly")
-    return (_orjson or orjson_module()).loads(data)
+    value: JsonValue = (_orjson or orjson_module()).loads(data)
+    return value
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes) -> JsonValue:
     """Parse JSON written by :func:`dumps` or :func:`dumps_fast`: orjson, json where it
     cannot read the data exactly."""
     try:
         return loads_exact(data)
     except ValueError:
-        return json.loads(data)
+        value: JsonValue = json.loads(data)
+        return value
 
 
 def reserve_space(directory: Path, size: int = RESERVE_BYTES) -> None:
@@ -133,12 +154,12 @@ def release_space(directory: Path) -> bool:
 JSON_PIECE = 1 << 20
 
 
-def json_pieces(obj: Any) -> Iterator[str]:
+def json_pieces(obj: object) -> Iterator[str]:
     """``json.dumps(obj, ensure_ascii=False, indent=2)`` in pieces of at most ``JSON_PIECE``
     characters, to be written one at a time: a big string (an answer) is held once more, as
     JSON, while it is written (json.dumps, its ``encode`` and the newline added to it held
     three more copies)."""
-    for piece in json.JSONEncoder(ensure_ascii=False, indent=2).iterencode(obj):
+    for piece in json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).iterencode(obj):
         if len(piece) <= JSON_PIECE:
             yield piece
         else:
@@ -146,14 +167,14 @@ def json_pieces(obj: Any) -> Iterator[str]:
                 yield piece[start : start + JSON_PIECE]
 
 
-def _dump_json(obj: Any, f: Any) -> None:
+def _dump_json(obj: object, f: Any) -> None:
     """``obj`` as indented JSON and a newline, to the binary file ``f``."""
     for piece in json_pieces(obj):
         f.write(piece.encode())
     f.write(b"\n")
 
 
-def _write_temp(path: Path, obj: Any) -> Path:
+def _write_temp(path: Path, obj: object) -> Path:
     # Unique per writer: two threads of one process may race to publish the same file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
@@ -168,7 +189,7 @@ def _write_temp(path: Path, obj: Any) -> Path:
     return tmp
 
 
-def _write_temp_or_reserve(path: Path, obj: Any, use_reserve: bool) -> Path:
+def _write_temp_or_reserve(path: Path, obj: object, use_reserve: bool) -> Path:
     """``obj`` as JSON in a temp file next to ``path``."""
     try:
         return _write_temp(path, obj)
@@ -187,7 +208,7 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def write_json_atomic(path: Path, obj: Any, *, last: bool = False) -> None:
+def write_json_atomic(path: Path, obj: object, *, last: bool = False) -> None:
     """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename.
     ``last``: the directory's final record, which may use its reserved space."""
     tmp = _write_temp_or_reserve(path, obj, last)
@@ -197,7 +218,7 @@ def write_json_atomic(path: Path, obj: Any, *, last: bool = False) -> None:
         release_space(path.parent)
 
 
-def publish_once(path: Path, obj: Any) -> bool:
+def publish_once(path: Path, obj: object) -> bool:
     """Write ``obj`` to ``path`` atomically unless ``path`` already exists.
 
     Uses a hard link, which fails when the name is taken, so two writers racing
@@ -218,9 +239,12 @@ def publish_once(path: Path, obj: Any) -> bool:
     return True
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path) -> JsonValue:
+    """A JSON file's value: what the file says, to be checked by its reader (see
+    :mod:`subagents.core.records`) before it is taken for a record."""
     with open(path, "rb") as f:
-        return json.loads(f.read())
+        value: JsonValue = json.loads(f.read())
+    return value
 
 
 def read_tail(path: Path, size: int) -> str:

@@ -21,8 +21,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# The longest wall-clock limit accepted: 30 days. Beyond it the event loop's waits
-# overflow (``--timeout 1e12``), and no run is meant to be left that long.
+    from pydantic_core import ErrorDetails
+
+# The longest limit in seconds accepted (a timeout, a stall or tool timeout): 30 days. No
+# run is meant to be left that long; beyond it waits overflow (``--timeout 1e12``; the
+# supervisor's event loop also waits at most a day at a time, epoll taking 2^31 ms at most).
 MAX_TIMEOUT = 30 * 24 * 3600.0
 
 
@@ -38,13 +41,43 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def timeout_problem(value: float) -> str | None:
-    """What makes ``value`` unusable as a timeout in seconds, or None."""
-    if math.isnan(value) or value <= 0:
-        return "must be a positive number of seconds"
+def seconds_problem(value: object, *, off: bool = False) -> str | None:
+    """What makes ``value`` unusable as a limit in seconds, or None: the one check of every
+    timeout, stall timeout and tool timeout, from every surface (command line, plan, config,
+    environment, MCP, Python). A number (not a boolean), above 0 (``off``: or 0, which
+    turns the limit off) and at most ``MAX_TIMEOUT``; NaN and infinity are not."""
+    wanted = "0 (off) or a positive number of seconds" if off else "a positive number of seconds"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"must be {wanted}, not {value!r}"
+    if math.isnan(value) or value < 0 or (value == 0 and not off):
+        return f"must be {wanted}, not {value:g}"
     if value > MAX_TIMEOUT:
         return f"must be at most {MAX_TIMEOUT:.0f} seconds (30 days), not {value:g}"
     return None
+
+
+class Seconds:
+    """A field's metadata (``Annotated[float | None, Seconds]``) for pydantic, which would
+    read a document's ``true`` as 1 second: it refuses a boolean before pydantic converts
+    it (and :func:`seconds_problem` then checks the number). Imports nothing of pydantic
+    until pydantic asks for it."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_before_validator_function(_no_boolean, handler(source))
+
+
+def _no_boolean(value: object) -> object:
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number of seconds, not {str(value).lower()}")
+    return value
+
+
+def timeout_problem(value: object) -> str | None:
+    """What makes ``value`` unusable as a timeout in seconds, or None."""
+    return seconds_problem(value)
 
 
 # A budget's kinds, each as every surface names it (``max_turns`` …) and what it counts.
@@ -102,7 +135,7 @@ def check_at_least(name: str, value: float | None, low: float, unit: str = "") -
 UNKNOWN_KEY = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
 
 
-def first_problem(errors: list[Any]) -> tuple[list[str], str, dict[str, Any]]:
+def first_problem(errors: list[ErrorDetails]) -> tuple[list[str], str, ErrorDetails]:
     """Where pydantic's first error is, and what: its path (with the field a FieldProblem
     raised in a dataclass's ``__post_init__`` names), its message, and the error itself."""
     err = errors[0]

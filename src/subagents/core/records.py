@@ -16,9 +16,20 @@ TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor sta
 if TYPE_CHECKING:
     from typing import TypeGuard
 
-    from subagents.types import AgentEvent, Event, JobResult, JobState, RunResult, RunStatus
+    from subagents.types import (
+        AgentEvent,
+        Event,
+        JobState,
+        JsonObject,
+        JsonValue,
+        ProcessIdentity,
+        RunResult,
+        RunStatus,
+        WorktreeSpec,
+    )
 
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
+JOB_MODES = ("single", "parallel", "chain")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)
 LIFECYCLE_EVENT_TYPES = (
     "subagent:start",
@@ -42,27 +53,28 @@ def is_run_result(data: object) -> TypeGuard[RunResult]:
 
 
 def is_job_state(data: object) -> TypeGuard[JobState]:
-    """A ``job.json``: an object naming its job, with a job's status."""
+    """A ``job.json``: an object naming its job, with a job's status and mode, and its
+    plan."""
     return (
         isinstance(data, dict)
         and isinstance(data.get("jobId"), str)
         and data.get("status") in JOB_STATUSES
-    )
-
-
-def is_job_result(data: object) -> TypeGuard[JobResult]:
-    """A job result: an object naming its job, with a run's status and the list of runs."""
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("jobId"), str)
-        and data.get("status") in RUN_STATUSES
-        and isinstance(data.get("runs"), list)
+        and data.get("mode") in JOB_MODES
+        and isinstance(data.get("plan"), dict)
     )
 
 
 def is_event(data: object) -> TypeGuard[Event]:
     """A line of ``events.jsonl``: an object of a canonical event type."""
     return isinstance(data, dict) and data.get("type") in EVENT_TYPES
+
+
+def is_worktree_spec(data: JsonValue) -> TypeGuard[WorktreeSpec]:
+    """An isolated run's worktree as its ``meta.json`` records it (its repository, path,
+    branch and base; ``subdir``, absent from older records, defaults to ``.``)."""
+    return isinstance(data, dict) and all(
+        isinstance(data.get(key), str) for key in ("repo", "path", "branch", "base")
+    )
 
 
 def is_agent_event(data: object) -> TypeGuard[AgentEvent]:
@@ -72,3 +84,32 @@ def is_agent_event(data: object) -> TypeGuard[AgentEvent]:
         and data.get("type") == "agent_event"
         and data.get("eventType") in LIFECYCLE_EVENT_TYPES
     )
+
+
+def process_identity(data: JsonValue) -> ProcessIdentity | None:
+    """A process as a record names it (``{pid, createTime}``), or None where it names none."""
+    if not isinstance(data, dict):
+        return None
+    pid, created = data.get("pid"), data.get("createTime")
+    if type(pid) is not int or not isinstance(created, (int, float)) or isinstance(created, bool):
+        return None
+    return {"pid": pid, "createTime": float(created)}
+
+
+# Narrowing a JSON value read from another program (or an old file) where any shape may
+# come: the value when it has the shape asked for, else an empty one.
+
+
+def object_of(value: JsonValue) -> JsonObject:
+    """``value`` when it is a JSON object, else ``{}``."""
+    return value if isinstance(value, dict) else {}
+
+
+def list_of(value: JsonValue) -> list[JsonValue]:
+    """``value`` when it is a JSON array, else ``[]``."""
+    return value if isinstance(value, list) else []
+
+
+def text_of(value: JsonValue) -> str | None:
+    """``value`` when it is a string, else None."""
+    return value if isinstance(value, str) else None

@@ -26,7 +26,16 @@ from subagents.jobs.live import LiveJobs
 from subagents.jobs.orchestrator import EventSink, Job, exit_code
 from subagents.jobs.planning import JobPlan, plan
 from subagents.jobs.records import lifecycle_for
-from subagents.jobs.spec import PREVIOUS, JobSpec, Step, job_of, load_plan, parse_job, with_options
+from subagents.jobs.spec import (
+    PREVIOUS,
+    JobSpec,
+    Step,
+    budget_of,
+    job_of,
+    load_plan,
+    parse_job,
+    with_options,
+)
 from subagents.jobs.store import TERMINAL, JobStore
 
 __all__ = [
@@ -44,6 +53,7 @@ __all__ = [
     "LiveJobs",
     "PlanError",
     "Step",
+    "budget_of",
     "chain_of",
     "continuation_plan",
     "current_activity",

@@ -10,15 +10,13 @@ not started. Runs going side by side are told when their sum reaches the limit
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
-from subagents.core.inputs import BUDGET_FIELDS
 from subagents.runs import RunRequest
 
-# The usage event's field each kind is counted from.
-_FIELD = {"turns": "turns", "tokens": "totalTokens", "cost": "cost"}
+if TYPE_CHECKING:
+    from subagents.types import BudgetSpec, Event, LimitKind
 
 
 def describe(kind: str, value: float) -> str:
@@ -28,21 +26,24 @@ def describe(kind: str, value: float) -> str:
 
 
 class JobBudget:
-    def __init__(self, budget: Mapping[str, Any], runs: int) -> None:
-        # kind ("turns" | "tokens" | "cost") -> the job's limit
-        self.limits: dict[str, float] = {
-            BUDGET_FIELDS[name]: float(value)
-            for name, value in budget.items()
-            if name in BUDGET_FIELDS and value is not None
+    def __init__(self, budget: BudgetSpec, runs: int) -> None:
+        given: dict[LimitKind, float | None] = {
+            "turns": budget.get("max_turns"),
+            "tokens": budget.get("max_tokens"),
+            "cost": budget.get("max_cost"),
         }
-        self._used: list[dict[str, float]] = [{} for _ in range(runs)]
+        # kind -> the job's limit
+        self.limits: dict[LimitKind, float] = {
+            kind: float(value) for kind, value in given.items() if value is not None
+        }
+        self._used: list[dict[LimitKind, float]] = [{} for _ in range(runs)]
         self._lock = threading.Lock()
-        self.reached: tuple[str, float, float] | None = None
+        self.reached: tuple[LimitKind, float, float] | None = None
 
     def __bool__(self) -> bool:
         return bool(self.limits)
 
-    def total(self, kind: str) -> float:
+    def total(self, kind: LimitKind) -> float:
         with self._lock:
             return sum(used.get(kind, 0.0) for used in self._used)
 
@@ -59,32 +60,46 @@ class JobBudget:
 
     def for_run(self, req: RunRequest) -> RunRequest:
         """``req`` bounded by what the job has left, where that is less than its own."""
-        changes: dict[str, Any] = {}
         job_used: dict[str, float] = {}
-        for name, kind in BUDGET_FIELDS.items():
+
+        def left(kind: LimitKind, own: float | None) -> float | None:
+            """What the job has left of ``kind`` where it bounds the run more than its own."""
             limit = self.limits.get(kind)
             if limit is None:
-                continue
+                return None
             used = self.total(kind)
-            left = limit - used
-            own = getattr(req, name)
-            if own is None or left < own:
-                changes[name] = max(1, int(left)) if kind != "cost" else max(left, 1e-9)
-                job_used[kind] = used
-        if not changes:
-            return req
-        return replace(req, **changes, job_used=job_used)
+            if own is not None and limit - used >= own:
+                return None
+            job_used[kind] = used
+            return limit - used
 
-    def observe(self, index: int, event: Mapping[str, Any]) -> tuple[str, float, float] | None:
+        turns = left("turns", req.max_turns)
+        tokens = left("tokens", req.max_tokens)
+        cost = left("cost", req.max_cost)
+        if not job_used:
+            return req
+        return replace(
+            req,
+            max_turns=req.max_turns if turns is None else max(1, int(turns)),
+            max_tokens=req.max_tokens if tokens is None else max(1, int(tokens)),
+            max_cost=req.max_cost if cost is None else max(cost, 1e-9),
+            job_used=job_used,
+        )
+
+    def observe(self, index: int, event: Event) -> tuple[LimitKind, float, float] | None:
         """Take a run's usage event; the limit the job's total has just reached, if one has
         (once: what it was, and what was used)."""
-        if event.get("type") != "usage" or not self.limits:
+        if event["type"] != "usage" or not self.limits:
             return None
+        seen: dict[LimitKind, object] = {
+            "turns": event.get("turns"),
+            "tokens": event.get("totalTokens"),
+            "cost": event.get("cost"),
+        }
         with self._lock:
             used = self._used[index]
-            for kind, field in _FIELD.items():
-                value = event.get(field)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
+            for kind, value in seen.items():
+                if isinstance(value, int | float) and not isinstance(value, bool):
                     used[kind] = float(value)
             if self.reached is not None:
                 return None

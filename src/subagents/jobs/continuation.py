@@ -12,15 +12,19 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import read_json
+from subagents.core.records import is_run_result
 from subagents.errors import FieldProblem, PlanError, UsageError
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.store import JobStore, unknown_id
 from subagents.runs import RunRequest, check
+
+if TYPE_CHECKING:
+    from subagents.types import JsonObject, RunResult
 
 
 def resolve_run(home: Path, prefix: str) -> str:
@@ -35,35 +39,60 @@ def resolve_run(home: Path, prefix: str) -> str:
     except FileNotFoundError:
         names = []
     if not names:
-        raise PlanError(str(unknown_id(prefix)))
+        return _run_of_job(home, prefix)
     if len(names) > 1:
         raise PlanError(f"ambiguous run id {prefix!r}: matches {len(names)} runs")
     return names[0]
 
 
-def read_run(home: Path, run_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _run_of_job(home: Path, prefix: str) -> str:
+    """The run a job id names where a run id is asked for: a job of one run, its run."""
+    store = JobStore(home)
+    try:
+        job_id = store.resolve(prefix)
+    except UsageError:
+        raise PlanError(str(unknown_id(prefix))) from None
+    try:
+        run_ids = [r for r in store.load(job_id).get("runIds") or [] if r]
+    except (OSError, ValueError) as exc:
+        raise PlanError(str(exc)) from None
+    if len(run_ids) == 1:
+        return str(run_ids[0])
+    if not run_ids:
+        raise PlanError(f"job {job_id} has no run yet")
+    raise PlanError(
+        f"{prefix!r} is job {job_id}, which has {len(run_ids)} runs: give one of them "
+        f"({', '.join(run_ids)})"
+    )
+
+
+def read_run(home: Path, run_id: str) -> tuple[JsonObject, RunResult | None]:
     """A run's ``meta.json`` and its ``result.json`` (None while it runs)."""
     run_dir = paths.runs_dir(home) / run_id
     try:
         meta = read_json(run_dir / "meta.json")
     except (OSError, ValueError):
-        raise PlanError(f"run {run_id}: its meta.json is missing or unreadable") from None
+        meta = None
+    if not isinstance(meta, dict):
+        raise PlanError(f"run {run_id}: its meta.json is missing or unreadable")
     try:
         result = read_json(run_dir / "result.json")
     except FileNotFoundError:
-        result = None
+        return meta, None
     except (OSError, ValueError):
-        raise PlanError(f"run {run_id}: its result.json is unreadable") from None
+        result = None
+    if not is_run_result(result):
+        raise PlanError(f"run {run_id}: its result.json is unreadable")
     return meta, result
 
 
-def _original(store: JobStore, run_id: str, meta: dict[str, Any]) -> tuple[RunRequest, JobPlan]:
+def _original(store: JobStore, run_id: str, meta: JsonObject) -> tuple[RunRequest, JobPlan]:
     """The request that started ``run_id``, and the plan of its job."""
     job_id = meta.get("jobId")
     try:
         state = store.load(str(job_id))
         index = list(state.get("runIds") or []).index(run_id)
-        earlier = JobPlan.from_dict(state["plan"])
+        earlier = JobPlan.from_record(state["plan"])
         return earlier.requests[index], earlier
     except (OSError, ValueError, KeyError, IndexError, TypeError, FieldProblem, UsageError):
         raise PlanError(
@@ -92,8 +121,15 @@ def continuation_plan(
         raise PlanError(f"{name} cannot continue a run")
     if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
         raise PlanError(f"run {run_id} left no {name} session to continue")
+    tree = result.get("worktree") or meta.get("worktree")
+    if isinstance(tree, dict):
+        from subagents.worktree import busy, in_use_by
+
+        holder = in_use_by(tree)
+        if holder is not None:
+            raise PlanError(busy(tree, holder))
     earlier, earlier_plan = _original(store, run_id, meta)
-    req = replace(earlier, task=task, job_id=None, continue_from=run_id)
+    req = replace(earlier, task=task, job_id=None, continue_from=run_id, watch=[])
     check(req, settings, os.environ, earlier_plan.placement)
     return JobPlan("single", [req], settings, earlier_plan.placement, 1, session)
 
@@ -103,9 +139,10 @@ def chain_of(home: Path, run_id: str, limit: int = 50) -> list[str]:
     chain = [run_id]
     while len(chain) < limit:
         try:
-            earlier = read_json(paths.runs_dir(home) / chain[0] / "meta.json").get("continuedFrom")
-        except (OSError, ValueError, AttributeError):
+            meta = read_json(paths.runs_dir(home) / chain[0] / "meta.json")
+        except (OSError, ValueError):
             break
+        earlier = meta.get("continuedFrom") if isinstance(meta, dict) else None
         if not isinstance(earlier, str) or earlier in chain:
             break
         chain.insert(0, earlier)

@@ -13,16 +13,19 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import read_tail
 from subagents.core.records import is_event
-from subagents.errors import JobIdError, MessageRefused
+from subagents.errors import DamagedRecord, JobIdError, MessageRefused
 from subagents.jobs.store import TERMINAL, JobStore, matching, unknown_id
 
 if TYPE_CHECKING:
-    from subagents.types import JobRow, JobState, Receipt
+    from subagents.types import Event, JobRow, JobState, Receipt, RunStatus
+
+# How a job whose driver is gone is ended: its status and why.
+Orphaned = tuple["RunStatus", str]
 
 
 def job_state(store: JobStore, job_id: str) -> JobState:
@@ -33,11 +36,15 @@ def job_state(store: JobStore, job_id: str) -> JobState:
     return state
 
 
-def _recovered(store: JobStore, job_id: str, state: JobState, **orphan: str) -> JobState:
-    """The job, ended now if its driver died; as it is when that cannot be recorded (a full
-    disk): looking at jobs only reads."""
+def _recovered(
+    store: JobStore, job_id: str, state: JobState, orphaned_as: Orphaned | None = None
+) -> JobState:
+    """The job, ended now if its driver died (as ``orphaned_as`` says, else failed); as it
+    is when that cannot be recorded (a full disk): looking at jobs only reads."""
     try:
-        return store.recover_if_orphaned(job_id, **orphan)
+        if orphaned_as is None:
+            return store.recover_if_orphaned(job_id)
+        return store.recover_if_orphaned(job_id, status=orphaned_as[0], message=orphaned_as[1])
     except OSError:
         return state
 
@@ -47,7 +54,7 @@ def wait_job(
     job_id: str,
     timeout: float | None = None,
     *,
-    orphaned_as: tuple[str, str] | None = None,
+    orphaned_as: Orphaned | None = None,
 ) -> JobState | None:
     """The job result once the job has ended (its state, holding it); None if ``timeout``
     ran out first.
@@ -70,7 +77,7 @@ def wait_job(
             now = time.monotonic()
             if now >= next_check:
                 next_check = now + 1.0
-                state = _recovered(store, job_id, state, **_orphan_args(orphaned_as))
+                state = _recovered(store, job_id, state, orphaned_as)
                 if state.get("status") in TERMINAL:
                     return state
             if deadline is not None and now >= deadline:
@@ -80,11 +87,7 @@ def wait_job(
         waker.close()
 
 
-def _orphan_args(orphaned_as: tuple[str, str] | None) -> dict[str, str]:
-    return {} if orphaned_as is None else {"status": orphaned_as[0], "message": orphaned_as[1]}
-
-
-STOPPED_ORPHAN = ("aborted", "stopped; its driver was gone")
+STOPPED_ORPHAN: Orphaned = ("aborted", "stopped; its driver was gone")
 
 
 def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
@@ -126,7 +129,7 @@ def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None
 def follow_events(
     store: JobStore,
     job_id: str,
-    on_event: Callable[[int, dict[str, Any]], None],
+    on_event: Callable[[int, Event], None],
     stop: threading.Event,
 ) -> None:
     """Hand each event of the job's runs to ``on_event(index, event)`` as it lands (from
@@ -226,15 +229,27 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
 
 
 def list_jobs(
-    limit: int = 20, home: Path | None = None, session: str | None = None
+    limit: int = 20,
+    home: Path | None = None,
+    session: str | None = None,
+    damaged: list[str] | None = None,
 ) -> list[JobRow]:
+    """The newest jobs as ``ps`` lists them; ``damaged`` gets a line for each job file that
+    could not be read as a job's (passed over)."""
     store = JobStore(home or paths.state_home())
     items = store.list(limit, session)
+    problems = store.damaged
     for item in items:
         if item.get("status") not in TERMINAL:
-            with contextlib.suppress(OSError):  # as it is: looking at jobs only reads
+            try:
                 item["status"] = store.recover_if_orphaned(item["jobId"])["status"]
+            except DamagedRecord as exc:
+                problems.append(str(exc))
+            except (OSError, ValueError):
+                pass  # as it is: looking at jobs only reads
             item["activity"] = current_activity(store.home, item.get("runIds") or [])
         else:
             store.settle_end_entry(item["jobId"])
+    if damaged is not None:
+        damaged.extend(problems)
     return items

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from subagents.core import procs
 from subagents.core.files import open_private
 from subagents.core.procs import STOP_SIGNALS
 from subagents.jobs.store import JobStore
@@ -49,11 +50,13 @@ def main(argv: list[str] | None = None) -> int:
     from subagents.jobs.records import lifecycle_for
 
     state = store.load(job_dir.name)
-    plan = JobPlan.from_dict(state["plan"])
+    plan = JobPlan.from_record(state["plan"])
     job = Job(store, job_dir.name, plan)
     job.stop_on_signals(STOP_SIGNALS)
     if asked:
         job.cancel_soon(asked[0])
+    # Bound to its caller (--parent-pid --bg): when it ends, no more runs start.
+    procs.when_gone(plan.requests[0].watch, lambda _gone: job.cancel_soon(signal.SIGTERM))
     result = job.run(lifecycle=lifecycle_for(store.home, plan, background=True))
     return exit_code(result)
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 from subagents.core import paths
 from subagents.core.clock import epoch
 from subagents.core.files import read_json
-from subagents.core.records import is_run_result
-from subagents.errors import JobBusyError
+from subagents.core.records import list_of, object_of
+from subagents.errors import DamagedRecord, JobBusyError
 from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
 
 if TYPE_CHECKING:
-    from subagents.types import JobState, WorktreeRecord
+    from subagents.types import JobState
 
 # Set-aside job directories: a leading dot, which no job id has.
 TRASH_PREFIX = ".removing-"
@@ -42,8 +42,14 @@ class Removed:
     problems: list[str] = field(default_factory=list)
 
 
-def _finished(store: JobStore, job_id: str) -> JobState:
-    state = store.load(job_id)
+def _finished(store: JobStore, job_id: str) -> JobState | None:
+    """The job's state once it has ended (JobBusyError while it runs); None for a job whose
+    job.json is damaged, which can go once none of its runs is still going."""
+    try:
+        state = store.load(job_id)
+    except DamagedRecord:
+        _runs_over(store, job_id)
+        return None
     if state.get("status") not in TERMINAL:
         with contextlib.suppress(OSError):
             state = store.recover_if_orphaned(job_id)
@@ -55,12 +61,45 @@ def _finished(store: JobStore, job_id: str) -> JobState:
     return state
 
 
+def _runs_over(store: JobStore, job_id: str) -> None:
+    """JobBusyError while a run of the job (its meta.json names it) is still going."""
+    from subagents.runs import RunMonitor
+
+    for run_id in _runs_naming(store, job_id):
+        monitor = RunMonitor(paths.runs_dir(store.home) / run_id)
+        if monitor.result() is None and monitor.supervisor_alive():
+            raise JobBusyError(
+                f"job {job_id} (its job.json is damaged) has run {run_id} still going: "
+                f"stop it first (subagents stop {job_id})"
+            )
+
+
+def _not_in_use(store: JobStore, state: JobState | None) -> None:
+    """JobBusyError when a run of another job works in one of this job's worktrees now (a
+    continuation: the worktree lives in the first run's directory)."""
+    from subagents.worktree import in_use_by
+
+    for run_id in (state.get("runIds") or []) if state is not None else []:
+        if not run_id:
+            continue
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            tree = object_of(read_json(paths.runs_dir(store.home) / run_id / "meta.json")).get(
+                "worktree"
+            )
+            user = in_use_by(tree) if isinstance(tree, dict) else None
+            if user is not None:
+                raise JobBusyError(
+                    f"run {run_id}'s worktree is in use by run {user}, which has not ended:"
+                    f" wait for it (subagents wait {user})"
+                )
+
+
 def remove_jobs(store: JobStore, job_ids: list[str], *, branches: bool = False) -> Removed:
     """Remove these finished jobs. Every one is checked before any is touched: one still
     running raises JobBusyError and nothing is removed. With ``branches``, the branches
     isolated runs kept (``subagents/<run-id>``) go too."""
     for job_id in job_ids:
-        _finished(store, job_id)
+        _not_in_use(store, _finished(store, job_id))
     done = Removed()
     for job_id in dict.fromkeys(job_ids):
         trash = store.dir / f"{TRASH_PREFIX}{job_id}"
@@ -90,6 +129,10 @@ def jobs_to_prune(
             state = _finished(store, job_id)
         except (JobBusyError, OSError, ValueError):
             continue
+        if state is None:  # damaged: as old as its file
+            with contextlib.suppress(OSError):
+                finished.append((job_id, store.path(job_id).stat().st_mtime))
+            continue
         ended = state.get("completedAt")
         when = _epoch(ended) if isinstance(ended, str) else float(state.get("createdAt") or 0)
         finished.append((job_id, when))
@@ -114,80 +157,107 @@ def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:
 
 def _empty_trash(store: JobStore, trash: Path, done: Removed, branches: bool = False) -> None:
     try:
-        state = read_json(trash / JOB_FILE)
+        state = object_of(read_json(trash / JOB_FILE))
     except (OSError, ValueError):
         state = {}
-    run_ids = [r for r in (state.get("runIds") or []) if isinstance(r, str) and r]
-    for run in state.get("runs") or []:
-        if isinstance(run, dict) and isinstance(run.get("runId"), str):
-            run_ids.append(run["runId"])
+    run_ids = [r for r in list_of(state.get("runIds")) if isinstance(r, str) and r]
+    for run in list_of(state.get("runs")):
+        run_id = object_of(run).get("runId")
+        if isinstance(run_id, str):
+            run_ids.append(run_id)
+    if not run_ids:  # a damaged job.json: its runs name the job instead
+        run_ids = _runs_naming(store, trash.name.removeprefix(TRASH_PREFIX))
+    leaving = set(run_ids)
     for run_id in dict.fromkeys(run_ids):
         run_dir = paths.runs_dir(store.home) / run_id
         if "/" in run_id or run_id.startswith(".") or not run_dir.is_dir():
             continue
+        # Its worktree first, while the path git recorded for it still holds it.
+        _remove_worktree(store, run_dir, done, branches, leaving)
         moved = trash / "runs" / run_id
         moved.parent.mkdir(exist_ok=True)
         os.rename(run_dir, moved)
         done.runs += 1
-        _remove_worktree(moved, done, branches)
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _remove_worktree(run_dir: Path, done: Removed, branches: bool = False) -> None:
-    """The git worktree a run recorded (``worktree.path`` in its result), if still there;
-    with ``branches``, its kept branch too."""
-    try:
-        result = read_json(run_dir / "result.json")
-    except (OSError, ValueError):
-        return
-    tree = result.get("worktree") if is_run_result(result) else None
-    if branches and isinstance(tree, dict) and _remove_branch(tree, done):
-        return
-    where = tree.get("path") if isinstance(tree, dict) else None
-    if not isinstance(where, str) or not Path(where).exists():
-        return
-    try:
-        proc = subprocess.run(
-            ["git", "-C", where, "worktree", "remove", "--force", where],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        done.problems.append(f"worktree {where}: {exc}")
-        return
-    if proc.returncode == 0:
-        done.worktrees += 1
-    else:
-        last = (proc.stderr.strip().splitlines() or ["git worktree remove failed"])[-1]
-        done.problems.append(f"worktree {where}: {last}")
+def _runs_naming(store: JobStore, job_id: str) -> list[str]:
+    """The runs whose ``meta.json`` names this job (for a job whose own record is lost)."""
+    found = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(paths.runs_dir(store.home)):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                if object_of(read_json(Path(entry.path) / "meta.json")).get("jobId") == job_id:
+                    found.append(entry.name)
+    return found
 
 
-def _remove_branch(tree: WorktreeRecord, done: Removed) -> bool:
-    """Remove a kept run branch (and its worktree, if still there); False when the run
-    recorded no branch to remove."""
+def _remove_worktree(
+    store: JobStore, run_dir: Path, done: Removed, branches: bool, leaving: set[str]
+) -> None:
+    """The git worktree a run recorded (its result's, else its meta's), if still there,
+    and git's record of it; with ``branches``, its kept branch too, unless a run that stays
+    (a continuation, in another job) still works on it."""
+    from subagents.errors import WorktreeError
     from subagents.worktree import discard_worktree
 
-    branch, repo = tree.get("branch"), tree.get("repo")
-    if not (tree.get("kept") and isinstance(branch, str) and isinstance(repo, str)):
-        return False
+    tree = None
+    for name in ("result.json", "meta.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            tree = object_of(read_json(run_dir / name)).get("worktree")
+        if isinstance(tree, dict):
+            break
+    if not isinstance(tree, dict) or not all(
+        isinstance(tree.get(k), str) for k in ("repo", "path", "branch")
+    ):
+        return
+    branch = str(tree["branch"])
+    drop = branches and bool(tree.get("kept"))
+    if drop and (users := _other_users(store, branch, leaving)):
+        done.problems.append(f"branch {branch} kept: run {users[0]} (another job) works on it")
+        drop = False
+    existed = Path(str(tree["path"])).exists()
     try:
-        discard_worktree(tree)
-        still = subprocess.run(
-            ["git", "-C", repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"],
-            capture_output=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
+        discard_worktree(tree, branch=drop)
+    except WorktreeError as exc:
+        done.problems.append(f"worktree of run {run_dir.name}: {exc}")
+        return
+    if existed and not Path(str(tree["path"])).exists():
+        done.worktrees += 1
+    if drop:
+        if _has_branch(Path(str(tree["repo"])), branch):
+            done.problems.append(f"branch {branch}: could not be removed from {tree['repo']}")
+        else:
+            done.branches += 1
+
+
+def _other_users(store: JobStore, branch: str, leaving: set[str]) -> list[str]:
+    """Runs not being removed whose worktree is on ``branch`` (continuations of its run)."""
+    users = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(paths.runs_dir(store.home)):
+            if entry.name in leaving:
+                continue
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                tree = object_of(read_json(Path(entry.path) / "meta.json")).get("worktree")
+                if isinstance(tree, dict) and tree.get("branch") == branch:
+                    users.append(entry.name)
+    return users
+
+
+def _has_branch(repo: Path, branch: str) -> bool:
+    try:
+        return (
+            subprocess.run(
+                ["git", "-C", str(repo), "show-ref", "--verify", "--quiet", f"refs/heads/{branch}"],
+                capture_output=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            ).returncode
+            == 0
         )
-    except (OSError, subprocess.SubprocessError, KeyError) as exc:
-        done.problems.append(f"branch {branch}: {exc}")
-        return True
-    if still.returncode == 0:
-        done.problems.append(f"branch {branch}: could not be removed from {repo}")
-    else:
-        done.branches += 1
-    return True
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def _forget(store: JobStore, job_ids: list[str]) -> None:

@@ -7,23 +7,25 @@ again: a run's tail keeps its offset, tool count, latest usage and activity line
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core import paths
 from subagents.core.clock import epoch
-from subagents.core.files import read_json
-from subagents.core.records import is_run_result
+from subagents.core.events import add_cost, cost_of, count, empty_usage, number
+from subagents.core.files import loads, read_json
+from subagents.core.records import is_event, is_run_result, object_of
 from subagents.core.tail import LineTail
+from subagents.errors import DamagedRecord
 from subagents.jobs.control import stop_job
 from subagents.jobs.store import TERMINAL, JobStore
 from subagents.present.jobview import RunRow, Snapshot
 
 if TYPE_CHECKING:
-    from subagents.types import JobRow, RunResult
+    from subagents.types import FleetJob, FleetRun, JobRow, JobState, JsonObject, RunResult, Usage
 
 ACTIVITY_LEN = 200
 
@@ -36,49 +38,43 @@ class RunTail:
 
         self.tail = LineTail(run_dir / "events.jsonl")
         self.tools = 0
-        self.usage: dict[str, Any] = {}
+        self.usage: Usage = empty_usage()
         self.started: float | None = None
         self.formatter = ProgressFormatter(max_len=ACTIVITY_LEN)
 
     def poll(self) -> None:
         for line in self.tail.lines():
             try:
-                event = json.loads(line)
+                event = loads(line)
             except ValueError:
                 continue
-            if not isinstance(event, dict):
+            if not is_event(event):
                 continue
-            kind = event.get("type")
-            if kind == "tool_call":
+            if event["type"] == "tool_call":
                 self.tools += 1
-            elif kind == "usage":
+            elif event["type"] == "usage":
                 self.usage = event
-            elif kind == "run_started" and isinstance(event.get("ts"), int | float):
-                self.started = float(event["ts"])
+            elif event["type"] == "run_started":
+                self.started = number(event.get("ts"))
             self.formatter.line(event)
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JsonObject:
     with contextlib.suppress(OSError, ValueError):
-        data = read_json(path)
-        if isinstance(data, dict):
-            return data
+        return object_of(read_json(path))
     return {}
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _where(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A run's task and place, from its ``meta.json`` or ``result.json``."""
+def _where(record: Mapping[str, object]) -> tuple[str, str, str | None]:
+    """A run's task, cwd and (run in its own worktree) repository, from its ``meta.json``
+    or ``result.json``."""
     worktree = record.get("worktree")
     repo = worktree.get("repo") if isinstance(worktree, dict) else None
-    return {
-        "task": str(record.get("task") or ""),
-        "cwd": str(record.get("cwd") or ""),
-        "worktree_repo": repo if isinstance(repo, str) else None,
-    }
+    return (
+        str(record.get("task") or ""),
+        str(record.get("cwd") or ""),
+        repo if isinstance(repo, str) else None,
+    )
 
 
 class LiveJobs:
@@ -91,24 +87,26 @@ class LiveJobs:
         self.session = session
         self.limit = limit
         self._tails: dict[str, RunTail] = {}
-        self._meta: dict[str, dict[str, Any]] = {}
+        self._meta: dict[str, JsonObject] = {}
         self._results: dict[str, RunResult] = {}
+        # What the last look passed over: a line for each damaged job.json.
+        self.damaged: list[str] = []
 
     def run_dir(self, run_id: str) -> Path:
         return paths.runs_dir(self.store.home) / run_id
 
-    def _run_row(self, job: Mapping[str, Any], run_id: str | None, first: bool) -> RunRow:
-        base: dict[str, Any] = {
-            "job_id": job["jobId"],
-            "run_id": run_id,
-            "mode": job.get("mode") or "",
-            "first_of_job": first,
-            "session": job.get("session"),
-        }
+    def _run_row(self, job: JobRow | JobState, run_id: str | None, first: bool) -> RunRow:
+        row = partial(
+            RunRow,
+            job_id=job["jobId"],
+            run_id=run_id,
+            mode=job.get("mode") or "",
+            first_of_job=first,
+            session=job.get("session"),
+        )
         if run_id is None:  # not started yet: waiting, or never to start (the job ended)
             status = job.get("status")
-            return RunRow(
-                **base,
+            return row(
                 agent="-",
                 backend="-",
                 status=str(status) if status in TERMINAL else "pending",
@@ -125,21 +123,23 @@ class LiveJobs:
                 result = self._results[run_id] = on_disk  # written once: never read again
                 self._tails.pop(run_id, None)
         if result is not None:
-            usage = result.get("usage") or {}
-            duration = _num(result.get("durationMs"))
+            usage = result.get("usage") or empty_usage()
+            duration = number(result.get("durationMs"))
             answer = (result.get("finalText") or result.get("errorMessage") or "").strip()
-            return RunRow(
-                **base,
-                **_where(result),
+            task, cwd, repo = _where(result)
+            return row(
+                task=task,
+                cwd=cwd,
+                worktree_repo=repo,
                 started=epoch(result.get("startedAt")),
                 agent=str(result.get("agent") or result.get("backend") or "-"),
                 agent_name=result.get("agent"),
                 backend=str(result.get("backend") or "-"),
                 status=str(result.get("status")),
                 elapsed=None if duration is None else duration / 1000,
-                tools=int(result.get("toolCalls") or 0),
-                tokens=int(usage.get("totalTokens") or 0),
-                cost=_num(usage.get("cost")),
+                tools=count(result.get("toolCalls")),
+                tokens=count(usage.get("totalTokens")),
+                cost=number(usage.get("cost")),
                 activity=answer.splitlines()[0][:ACTIVITY_LEN] if answer else "",
             )
         meta = self._meta.get(run_id)
@@ -149,13 +149,16 @@ class LiveJobs:
         if tail is None:
             tail = self._tails[run_id] = RunTail(self.run_dir(run_id))
         tail.poll()
-        started = tail.started or _num(meta.get("createdAt"))
-        return RunRow(
-            **base,
-            **_where(meta),
+        started = tail.started or number(meta.get("createdAt"))
+        agent = meta.get("agent")
+        task, cwd, repo = _where(meta)
+        return row(
+            task=task,
+            cwd=cwd,
+            worktree_repo=repo,
             started=started,
-            agent=str(meta.get("agent") or meta.get("backend") or "-"),
-            agent_name=meta.get("agent"),
+            agent=str(agent or meta.get("backend") or "-"),
+            agent_name=agent if isinstance(agent, str) else None,
             backend=str(meta.get("backend") or "-"),
             # The watchdog's stall notice (the same formatter as ps's "stalled for N s").
             status="stalled"
@@ -163,8 +166,8 @@ class LiveJobs:
             else str(job.get("status") or "running"),
             elapsed=None if started is None else max(0.0, time.time() - started),
             tools=tail.tools,
-            tokens=int(tail.usage.get("totalTokens") or 0),
-            cost=_num(tail.usage.get("cost")),
+            tokens=count(tail.usage.get("totalTokens")),
+            cost=number(tail.usage.get("cost")),
             activity=tail.formatter.activity() or "starting",
         )
 
@@ -172,41 +175,49 @@ class LiveJobs:
         """The newest jobs (their index rows; a job whose driver died is ended first), each
         with its rows."""
         out = []
-        for job in self.store.list(self.limit, self.session):
+        listed = self.store.list(self.limit, self.session)
+        self.damaged = self.store.damaged
+        for job in listed:
             if job.get("status") not in TERMINAL:
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     job["status"] = self.store.recover_if_orphaned(job["jobId"]).get("status")
+                except DamagedRecord as exc:
+                    self.damaged.append(str(exc))
+                except (OSError, ValueError):
+                    pass
             out.append((job, self.rows(job)))
         return out
 
     def snapshot(self) -> Snapshot:
         snap = Snapshot()
-        for job, rows in self.jobs():
+        jobs = self.jobs()
+        snap.total, snap.damaged = self.store.total, self.damaged
+        for job, rows in jobs:
             snap.jobs += 1
             snap.running += job.get("status") not in TERMINAL
             for row in rows:
                 snap.rows.append(row)
                 snap.tokens += row.tokens
-                if row.cost is not None:
-                    snap.cost = (snap.cost or 0.0) + row.cost
+                snap.cost = add_cost(snap.cost, row.cost)
+        snap.cost = cost_of(snap.cost)
         return snap
 
-    def fleet(self) -> list[dict[str, Any]]:
+    def fleet(self) -> list[FleetJob]:
         """What ``top --json`` prints: each job (status, elapsed, tokens, cost summed over
         its runs) with its runs as ``top`` shows them (the task's first line) and where each
         run's transcript is."""
         from subagents.present.feed import first_line
 
-        out = []
+        out: list[FleetJob] = []
         for job, rows in self.jobs():
             costs = [r.cost for r in rows if r.cost is not None]
-            duration = _num(job.get("durationMs"))
-            started = epoch(job.get("startedAt")) or _num(job.get("createdAt"))
+            duration = number(job.get("durationMs"))
+            started = epoch(job.get("startedAt")) or number(job.get("createdAt"))
             if duration is not None:
                 elapsed: float | None = duration / 1000
             else:
                 elapsed = None if started is None else max(0.0, time.time() - started)
-            runs = [
+            runs: list[FleetRun] = [
                 {
                     "runId": row.run_id,
                     "task": first_line(row.task),
@@ -232,13 +243,13 @@ class LiveJobs:
                     "startedAt": job.get("startedAt"),
                     "elapsed": elapsed,
                     "tokens": sum(r.tokens for r in rows),
-                    "cost": sum(costs) if costs else None,
+                    "cost": cost_of(sum(costs)) if costs else None,
                     "runs": runs,
                 }
             )
         return out
 
-    def rows(self, job: Mapping[str, Any]) -> list[RunRow]:
+    def rows(self, job: JobRow | JobState) -> list[RunRow]:
         """One row per run of ``job`` (an index row or its ``job.json``); one for a job
         whose runs have not started."""
         run_ids = job.get("runIds") or [None]

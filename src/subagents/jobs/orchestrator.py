@@ -16,12 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from subagents.core import events as ev
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 from subagents.core import paths
 from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
@@ -41,20 +39,48 @@ from subagents.runs import (
     tell_limit,
 )
 
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from subagents.types import (
+        Event,
+        JobResult,
+        JobRun,
+        JobState,
+        LimitKind,
+        RunNotStarted,
+        RunResult,
+        RunStatus,
+    )
+
 # (index of the run in the job, canonical event)
-EventSink = Callable[[int, dict[str, Any]], None]
-# (lifecycle kind "start" | "end", job state or job result)
-LifecycleSink = Callable[[str, Mapping[str, Any]], None]
+EventSink = Callable[[int, "Event"], None]
 
 
-def not_started(req: RunRequest, why: str) -> dict[str, Any]:
-    """The place of a run the job never started (it was stopped first)."""
+class LifecycleSink(Protocol):
+    """What a job's life is told to as it runs (the session log, hooks): its start, with the
+    job's state as it starts, and its end, with the job result. ``session_log``: where it
+    writes, kept in job.json so that whoever finds the job's driver gone can write its end."""
+
+    @property
+    def session_log(self) -> Path | None: ...
+
+    def started(self, state: JobState) -> None: ...
+
+    def ended(self, result: JobResult) -> None: ...
+
+
+def not_started(
+    req: RunRequest, why: str, status: RunStatus = "aborted", run_id: str | None = None
+) -> RunNotStarted:
+    """The place of a run the job never started: stopped first (``aborted``), or refused at
+    its start (``failed``; ``run_id`` when its directory was made)."""
     return {
-        "runId": None,
+        "runId": run_id,
         "agent": req.agent,
         "backend": req.backend,
         "task": req.task,
-        "status": "aborted",
+        "status": status,
         "errorMessage": why,
         "finalText": "",
         "usage": ev.empty_usage(),
@@ -154,24 +180,20 @@ class Job:
         width = self.plan.concurrency if self.plan.mode in ("parallel", "council") else 1
         keep_warm(self, min(width, left), self.plan.placement)
 
-    def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> dict[str, Any]:
+    def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> JobRun:
         try:
             handle = self._start_one(index, req)
-            if isinstance(handle, dict):
+            if not isinstance(handle, RunHandle):
                 return handle
             with self._lock:
                 self._handles[index] = handle
-                self._run_ids[index] = handle.run_id
-                # Under the lock: runs starting side by side write their lists in the order
-                # they made them, so an older list never lands last.
-                with contextlib.suppress(OSError):  # job.json lags on a full disk
-                    self.store.update(self.job_id, runIds=list(self._run_ids))
+            self._record_run_id(index, handle.run_id)
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
         return self._follow(index, handle, on_event)
 
-    def _start_one(self, index: int, req: RunRequest) -> RunHandle | dict[str, Any]:
+    def _start_one(self, index: int, req: RunRequest) -> RunHandle | RunNotStarted:
         """Start (or find again) run ``index``: its handle, or its result if it never started."""
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
@@ -188,16 +210,29 @@ class Job:
                 req, self.plan.settings, self.env, self.store.home, placement=placement
             )
         except UsageError as exc:
-            return {**not_started(req, str(exc)), "status": "failed"}
+            return not_started(req, str(exc), "failed")
         except OSError as exc:  # a full disk: the run never started, and says why
-            why = f"the run could not start: {_why(exc)}"
-            return {**not_started(req, why), "status": "failed"}
+            return not_started(req, f"the run could not start: {_why(exc)}", "failed")
+        # Recorded before its supervisor starts: a driver killed from here on leaves a run
+        # that whoever finds the driver dead finishes (its worktree too), never one that
+        # goes on, or holds a branch, that the job does not know of.
+        self._record_run_id(index, spec.runId)
         try:
             return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
-            return {**not_started(req, str(exc)), "runId": spec.runId, "status": "failed"}
+            return not_started(req, str(exc), "failed", spec.runId)
 
-    def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> dict[str, Any]:
+    def _record_run_id(self, index: int, run_id: str) -> None:
+        with self._lock:
+            if self._run_ids[index] == run_id:
+                return
+            self._run_ids[index] = run_id
+            # Under the lock: runs starting side by side write their lists in the order
+            # they made them, so an older list never lands last.
+            with contextlib.suppress(OSError):  # job.json lags on a full disk
+                self.store.update(self.job_id, runIds=list(self._run_ids))
+
+    def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> RunResult:
         if self.cancelled:  # stopped while this run was starting
             handle.stop(sig=self._stop_signal)
         sink = (lambda e: on_event(index, e)) if on_event is not None else None
@@ -211,11 +246,11 @@ class Job:
         return result
 
     def _counting(
-        self, index: int, sink: Callable[[dict[str, Any]], None] | None
-    ) -> Callable[[dict[str, Any]], None]:
+        self, index: int, sink: Callable[[Event], None] | None
+    ) -> Callable[[Event], None]:
         """``sink``, with each event counted against the job's budget first."""
 
-        def count(event: dict[str, Any]) -> None:
+        def count(event: Event) -> None:
             reached = self.budget.observe(index, event)
             if reached is not None:
                 self._limit_reached(*reached)
@@ -224,7 +259,7 @@ class Job:
 
         return count
 
-    def _limit_reached(self, kind: str, limit: float, used: float) -> None:
+    def _limit_reached(self, kind: LimitKind, limit: float, used: float) -> None:
         """The runs' sum reached the job's limit: every running run wraps up (or stops) as
         at its own limit; one that cannot be told (on a Ray node) is stopped."""
         with self._lock:
@@ -233,7 +268,7 @@ class Job:
             if handle.result() is None and not tell_limit(handle.run_dir, kind, limit, used):
                 threading.Thread(target=handle.stop, daemon=True).start()
 
-    def _council(self, on_event: EventSink | None) -> list[dict[str, Any]]:
+    def _council(self, on_event: EventSink | None) -> list[JobRun]:
         """The members side by side; then the judge, given every answer, when enough of
         them answered."""
         judged = bool(self.plan.extra.get("judge"))
@@ -253,7 +288,7 @@ class Job:
 
     def _parallel(
         self, on_event: EventSink | None, reqs: list[RunRequest] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[JobRun]:
         reqs = self.plan.requests if reqs is None else reqs
         if len(reqs) == 1:  # a single run: this thread is the job's own already
             return [self._run_one(0, reqs[0], on_event)]
@@ -264,13 +299,13 @@ class Job:
         with ThreadPoolExecutor(
             max_workers=self.plan.concurrency, thread_name_prefix="subagents-run"
         ) as pool:
-            futures: list[Future[dict[str, Any]]] = [
+            futures: list[Future[JobRun]] = [
                 pool.submit(self._run_one, i, r, on_event) for i, r in enumerate(reqs)
             ]
             return [f.result() for f in futures]
 
-    def _chain(self, on_event: EventSink | None) -> list[dict[str, Any]]:
-        results: list[dict[str, Any]] = []
+    def _chain(self, on_event: EventSink | None) -> list[JobRun]:
+        results: list[JobRun] = []
         previous = ""
         for i, req in enumerate(self.plan.requests):
             if self.cancelled:
@@ -287,7 +322,7 @@ class Job:
 
     def run(
         self, on_event: EventSink | None = None, lifecycle: LifecycleSink | None = None
-    ) -> dict[str, Any]:
+    ) -> JobResult:
         # The first runs' supervisors start up while the job records its start.
         self._keep_warm()
         try:
@@ -296,9 +331,9 @@ class Job:
             # Spares never handed a run (a chain that stopped early, a stopped job) exit.
             keep_warm(self, 0, self.plan.placement)
 
-    def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> dict[str, Any]:
+    def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> JobResult:
         started = self._started or time.time()
-        session_log = getattr(lifecycle, "session_log", None)
+        session_log = lifecycle.session_log if lifecycle is not None else None
         try:
             state = self.store.update(
                 self.job_id,
@@ -315,14 +350,15 @@ class Job:
             return result
         if lifecycle is not None:
             with contextlib.suppress(Exception):
-                lifecycle("start", state)
+                lifecycle.started(state)
         done = threading.Event()
-        box: dict[str, Any] = {}
+        runs: list[JobRun] = []
+        failure: list[BaseException] = []
 
         def work() -> None:
             try:
                 mode = self.plan.mode
-                box["runs"] = (
+                runs.extend(
                     self._chain(on_event)
                     if mode == "chain"
                     else self._council(on_event)
@@ -330,7 +366,7 @@ class Job:
                     else self._parallel(on_event)
                 )
             except BaseException as exc:  # surfaced below, in the caller's thread
-                box["error"] = exc
+                failure.append(exc)
             finally:
                 done.set()
 
@@ -343,31 +379,31 @@ class Job:
         except KeyboardInterrupt:
             self.cancel(signal.SIGINT)
             done.wait(60)
-        if "error" in box:
-            raise box["error"]
-        result = self._result(box.get("runs", []), started)
+        if failure:
+            raise failure[0]
+        result = self._result(runs, started)
         # The lifecycle entry first, the job result last: whoever sees the job over
         # (`wait`, `stop`) finds its record already written. An entry that cannot be
         # written now (a full disk) is marked pending; whoever looks at the job writes it.
-        record = result
+        entry_pending = False
         if lifecycle is not None:
             try:
-                lifecycle("end", result)
+                lifecycle.ended(result)
             except Exception:
-                record = {**result, "endEntry": "pending"}
+                entry_pending = True
         try:
-            self.store.finish(self.job_id, record)
+            self.store.finish(self.job_id, result, end_entry_pending=entry_pending)
         except OSError as exc:
             result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result
 
-    def _result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    def _result(self, runs: list[JobRun], started: float) -> JobResult:
         if self.plan.mode == "council":
             return self._council_result(runs, started)
         status = job_status(len(self.plan.requests), runs, self.cancelled)
         return job_result(self.job_id, self.plan.mode, status, runs, started)
 
-    def _council_result(self, runs: list[dict[str, Any]], started: float) -> dict[str, Any]:
+    def _council_result(self, runs: list[JobRun], started: float) -> JobResult:
         from subagents.jobs import council
 
         judged = bool(self.plan.extra.get("judge"))
@@ -392,6 +428,6 @@ def _why(exc: OSError) -> str:
     return describe_os_error(exc)
 
 
-def exit_code(job_result: Mapping[str, Any]) -> int:
+def exit_code(job_result: JobResult | JobState) -> int:
     """The CLI's exit code for a job result (or a finished job's state): by its status."""
-    return EXIT_CODES.get(str(job_result.get("status")), 1)
+    return EXIT_CODES.get(job_result["status"], 1)

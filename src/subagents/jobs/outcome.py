@@ -5,69 +5,67 @@ driver died."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from subagents.core import events as ev
 from subagents.core.clock import iso
-from subagents.core.records import RUN_STATUSES
+from subagents.core.records import is_run_status
 
 if TYPE_CHECKING:
-    from subagents.types import JobMode, Usage
-
-# The runs are a job's records of them (result.json, or the record of a run never started),
-# read key by key: a job result read back from job.json, or one being built.
-Runs = Sequence[Mapping[str, Any]]
+    from subagents.types import JobMode, JobResult, JobRun, JobStatus, RunStatus, Usage
 
 
 def job_result(
     job_id: str,
-    mode: str,
-    status: str,
-    runs: list[dict[str, Any]],
+    mode: JobMode,
+    status: RunStatus,
+    runs: list[JobRun],
     started: float,
     *,
     started_at: str | None = None,
     error: str | None = None,
-) -> dict[str, Any]:
+) -> JobResult:
     """The job result (job.json's, and what ``--json`` prints), ended now. ``started`` is
     when the job started (epoch seconds); ``started_at`` its recorded ISO time, if any."""
     completed = time.time()
-    result: dict[str, Any] = {"jobId": job_id, "mode": mode, "status": status}
-    if error is not None:
-        result["errorMessage"] = error
-    result.update(
-        startedAt=started_at or iso(started),
-        completedAt=iso(completed),
-        durationMs=round((completed - started) * 1000),
-        usage=sum_usage(runs),
-        runs=runs,
-        finalText=final_text(mode, status, runs),
-    )
-    return result
+    result: JobResult = {
+        "jobId": job_id,
+        "mode": mode,
+        "status": status,
+        "startedAt": started_at or iso(started),
+        "completedAt": iso(completed),
+        "durationMs": round((completed - started) * 1000),
+        "usage": sum_usage(runs),
+        "runs": runs,
+        "finalText": final_text(mode, status, runs),
+    }
+    if error is None:
+        return result
+    # Why it ended comes right after how (as job.json has always said it).
+    return {"jobId": job_id, "mode": mode, "status": status, "errorMessage": error, **result}
 
 
-def sum_usage(runs: Runs) -> Usage:
+def sum_usage(runs: Sequence[JobRun]) -> Usage:
     """A job's usage: the sum of its runs' usage."""
     total = ev.empty_usage()
     for r in runs:
-        ev.add_usage(total, r.get("usage") or {})
-    return total
+        ev.add_usage(total, r.get("usage") or ev.empty_usage())
+    return ev.priced(total)
 
 
-def job_status(planned: int, runs: Runs, cancelled: bool) -> str:
+def job_status(planned: int, runs: Sequence[JobRun], cancelled: bool) -> RunStatus:
     """``completed`` only when every planned run completed; else the first run's failure
-    (``failed`` for a status no run can have: a damaged result.json). A RunStatus; typed
-    str while JobStore.recover_if_orphaned, which may put its own in its place, is not."""
+    (``failed`` for a status no run can have: a damaged result.json)."""
     statuses = [r.get("status") for r in runs]
     if runs and len(runs) == planned and all(s == "completed" for s in statuses):
         return "completed"
     if cancelled:
         return "aborted"
-    return next((str(s) for s in statuses if s != "completed" and s in RUN_STATUSES), "failed")
+    return next((s for s in statuses if s != "completed" and is_run_status(s)), "failed")
 
 
-def final_text(mode: JobMode | str, status: str, runs: Runs) -> str | None:
+def final_text(mode: JobMode, status: JobStatus, runs: Sequence[JobRun]) -> str | None:
     """single: the run's answer; chain: the last step's (when it completed); parallel: none."""
     if mode == "single" and runs:
         text = runs[0].get("finalText")

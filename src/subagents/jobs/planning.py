@@ -7,17 +7,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
-from subagents.core.inputs import BUDGET_FIELDS
 from subagents.errors import FieldProblem, PlanError, UsageError
 from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
-from subagents.types import JsonObject
+
+if TYPE_CHECKING:
+    from subagents.agents import AgentDef
+    from subagents.types import BudgetSpec, JobMode, JobPlanRecord, JsonObject
+
+_T = TypeVar("_T")
+
+
+def _no_budget() -> BudgetSpec:
+    return {}
 
 
 @dataclass
@@ -25,26 +33,26 @@ class JobPlan:
     """A validated job: what to run, under which settings, where its runs start. Stored in
     ``job.json`` (``plan``: ``requests``, the settings as ``limits``, ``placement``)."""
 
-    mode: str
+    mode: JobMode
     requests: list[RunRequest]
     settings: Settings
     placement: Placement
     concurrency: int = 4
     session: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JsonObject = field(default_factory=dict)
     # The job's budget: the most its runs may use together (``max_turns`` …).
-    budget: dict[str, Any] = field(default_factory=dict)
+    budget: BudgetSpec = field(default_factory=_no_budget)
 
     def labels(self) -> list[str]:
         """What each run is called where a job is shown: its agent, else its backend."""
         return [r.agent or r.backend or self.settings.default_backend for r in self.requests]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_record(self) -> JobPlanRecord:
         return {
             "mode": self.mode,
-            "requests": [asdict(r) for r in self.requests],
+            "requests": [r.to_record() for r in self.requests],
             "limits": settings_record(self.settings),
-            "placement": self.placement.to_dict(),
+            "placement": self.placement.to_record(),
             "concurrency": self.concurrency,
             "session": self.session,
             "extra": self.extra,
@@ -52,23 +60,27 @@ class JobPlan:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> JobPlan:
-        settings = settings_from_record(data["limits"])
-        if "placement" in data:
-            placement = Placement.from_dict(data["placement"])
+    def from_record(cls, record: JobPlanRecord) -> JobPlan:
+        settings = settings_from_record(record["limits"])
+        if "placement" in record:
+            placement = Placement.from_record(record["placement"])
         else:
             # Recorded before placements: the runner given for the job was on each request.
-            runner = next((r["runner"] for r in data["requests"] if r.get("runner")), None)
-            placement = Placement.of(replace(settings, runner=runner) if runner else settings)
+            runner = next((r.get("runner") for r in record["requests"] if r.get("runner")), None)
+            placement = Placement.of(
+                replace(settings, runner="tmux" if runner == "tmux" else "process")
+                if runner
+                else settings
+            )
         return cls(
-            mode=data["mode"],
-            requests=[RunRequest.from_dict(r) for r in data["requests"]],
+            mode=record["mode"],
+            requests=[RunRequest.from_record(r) for r in record["requests"]],
             settings=settings,
             placement=placement,
-            concurrency=int(data.get("concurrency") or 4),
-            session=data.get("session"),
-            extra=dict(data.get("extra") or {}),
-            budget=dict(data.get("budget") or {}),
+            concurrency=int(record.get("concurrency") or 4),
+            session=record.get("session"),
+            extra=dict(record.get("extra") or {}),
+            budget=record.get("budget") or {},
         )
 
 
@@ -100,7 +112,7 @@ def plan(
     key = "tasks" if spec.mode == "parallel" else "steps"
     requests: list[RunRequest] = []
     steps = list(spec.steps)
-    extra: dict[str, Any] = {}
+    extra: JsonObject = {}
     if spec.mode == "council":
         extra = {"quorum": spec.quorum or 1, "judge": spec.judge is not None}
         if spec.judge is not None:
@@ -139,11 +151,10 @@ def plan(
             stall_timeout=step.stall_timeout,
             on_stall=step.on_stall,
             tool_timeout=step.tool_timeout,
-            **{
-                name: value
-                for name in BUDGET_FIELDS
-                if (value := _first(getattr(step, name), getattr(agent, name, None))) is not None
-            },
+            # The step's budget, else its agent's.
+            max_turns=_first(step.max_turns, agent.max_turns if agent else None),
+            max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
+            max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         )
         try:
             req.output_schema = _schema(step, agent, settings, base)
@@ -184,7 +195,9 @@ def _judge_step(spec: JobSpec) -> Step:
     )
 
 
-def _schema(step: Step, agent: Any, settings: Settings, base: Path) -> JsonObject | None:
+def _schema(
+    step: Step, agent: AgentDef | None, settings: Settings, base: Path
+) -> JsonObject | None:
     """The step's output schema, else its agent's (a path read beside the agent file), else
     the configured one; read and checked (structured.load_schema)."""
     given, where = step.output_schema, base
@@ -200,8 +213,8 @@ def _schema(step: Step, agent: Any, settings: Settings, base: Path) -> JsonObjec
     return load_schema(given, where)
 
 
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
+def _first(value: _T | None, fallback: _T | None) -> _T | None:
+    return fallback if value is None else value
 
 
 def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
@@ -217,7 +230,7 @@ def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
             )
 
 
-def _source_of(agent: Any) -> str:
+def _source_of(agent: AgentDef) -> str:
     """Where an agent came from: ``builtin``, or ``user:<path>`` / ``project:<path>``."""
     if agent.source == "builtin" or agent.path is None:
         return str(agent.source)

@@ -20,20 +20,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     BUDGET_FIELDS,
     UNKNOWN_KEY,
+    Seconds,
     check_at_least,
     check_budget,
     check_choice,
     first_problem,
+    seconds_problem,
     text_problem,
-    timeout_problem,
 )
 from subagents.errors import FieldProblem, PlanError
-from subagents.types import Executor, JobMode, OnStall
+from subagents.types import BudgetSpec, Executor, JobMode, OnStall
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
 MODES = ("single", "parallel", "chain", "council")
@@ -42,20 +46,21 @@ MODES = ("single", "parallel", "chain", "council")
 @dataclass
 class Step:
     # pydantic reads this when checking a document against the class.
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     task: str
     agent: str | None = None
     cwd: str | None = None
     model: str | None = None
     backend: str | None = None
-    timeout: float | None = None
+    # (Seconds: a document's ``true`` is no number of seconds; pydantic would make it 1.)
+    timeout: Annotated[float | None, Seconds] = None
     # "worktree": the run works in its own git worktree on branch subagents/<run-id>.
     isolate: Literal["worktree"] | None = None
     # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
-    stall_timeout: float | None = None
+    stall_timeout: Annotated[float | None, Seconds] = None
     on_stall: OnStall | None = None
-    tool_timeout: float | None = None
+    tool_timeout: Annotated[float | None, Seconds] = None
     # The run's budget (docs/live-control.md): model turns, tokens, cost in USD.
     max_turns: int | None = None
     max_tokens: int | None = None
@@ -71,13 +76,13 @@ class Step:
                 raise FieldProblem(name, problem)
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
-        problem = None if self.timeout is None else timeout_problem(self.timeout)
-        if problem:
-            raise FieldProblem("timeout", problem)
+        for name, off in (("timeout", False), ("stall_timeout", True), ("tool_timeout", True)):
+            value = getattr(self, name)
+            problem = None if value is None else seconds_problem(value, off=off)
+            if problem:
+                raise FieldProblem(name, problem)
         check_choice("isolate", self.isolate, ("worktree",))
         check_choice("on_stall", self.on_stall, ("notice", "abort"))
-        check_at_least("stall_timeout", self.stall_timeout, 0, " seconds")
-        check_at_least("tool_timeout", self.tool_timeout, 0, " seconds")
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
 
@@ -90,7 +95,7 @@ class Step:
 
 @dataclass
 class JobSpec:
-    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     mode: JobMode
     # ``tasks`` and ``steps`` are two spellings of one list (parallel plans say tasks,
@@ -138,9 +143,21 @@ class JobSpec:
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
 
-    def budget(self) -> dict[str, Any]:
+    def budget(self) -> BudgetSpec:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
-        return {n: getattr(self, n) for n in BUDGET_FIELDS if getattr(self, n) is not None}
+        return budget_of(self.max_turns, self.max_tokens, self.max_cost)
+
+
+def budget_of(max_turns: int | None, max_tokens: int | None, max_cost: float | None) -> BudgetSpec:
+    """A job's budget from its three limits, the unset ones left out."""
+    budget: BudgetSpec = {}
+    if max_turns is not None:
+        budget["max_turns"] = max_turns
+    if max_tokens is not None:
+        budget["max_tokens"] = max_tokens
+    if max_cost is not None:
+        budget["max_cost"] = max_cost
+    return budget
 
 
 def _at(source: str, where: str, problem: str) -> PlanError:
@@ -153,7 +170,7 @@ def job_of(
     concurrency: int | None = None,
     source: str = "arguments",
     executor: Executor | None = None,
-    budget: dict[str, Any] | None = None,
+    budget: BudgetSpec | None = None,
     council: dict[str, Any] | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
@@ -183,13 +200,13 @@ def with_options(
     step_defaults: dict[str, Any],
     concurrency: int | None,
     source: str,
-    budget: dict[str, Any] | None = None,
+    budget: BudgetSpec | None = None,
 ) -> JobSpec:
     """``spec`` (a plan file's) under command-line options: each step's unset fields from
     ``step_defaults``, ``concurrency`` and the job's budget (``budget``) when given; checked
     again."""
     given = {k: v for k, v in step_defaults.items() if v is not None}
-    job_budget = {**spec.budget(), **{k: v for k, v in (budget or {}).items() if v is not None}}
+    job_budget: BudgetSpec = {**spec.budget(), **(budget or {})}
     if not given and concurrency is None and job_budget == spec.budget():
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
@@ -199,7 +216,7 @@ def with_options(
     return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget, council)
 
 
-def parse_job(data: Any, source: str = "job") -> JobSpec:
+def parse_job(data: object, source: str = "job") -> JobSpec:
     """A job from a document (a plan file's mapping, an API dict, MCP arguments)."""
     if isinstance(data, JobSpec):
         return data
@@ -208,20 +225,19 @@ def parse_job(data: Any, source: str = "job") -> JobSpec:
     from pydantic import ValidationError
 
     try:
-        spec: JobSpec = _adapter().validate_python(data)
-        return spec
+        return _adapter().validate_python(data)
     except ValidationError as exc:
         raise _describe(exc, source) from None
 
 
 @cache
-def _adapter() -> Any:
+def _adapter() -> TypeAdapter[JobSpec]:
     from pydantic import TypeAdapter
 
     return TypeAdapter(JobSpec)
 
 
-def _describe(exc: Any, source: str) -> PlanError:
+def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
         msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -19,14 +18,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
-from subagents.core.files import make_private_dir, read_json, reserve_space, write_json_atomic
+from subagents.core.files import (
+    locked,
+    make_private_dir,
+    read_json,
+    reserve_space,
+    write_json_atomic,
+)
 from subagents.core.records import RUN_STATUSES, is_job_state
-from subagents.errors import JobIdError
+from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
-    from subagents.types import AgentEvent, JobRow, JobState, JobUpdate
+    from subagents.types import (
+        AgentEvent,
+        JobPlanRecord,
+        JobResult,
+        JobRow,
+        JobRun,
+        JobState,
+        JobUpdate,
+        RunStatus,
+    )
 
 JOB_FILE = "job.json"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
@@ -65,6 +79,21 @@ def unknown_id(prefix: str) -> JobIdError:
     return JobIdError(f"no job or run with id {prefix!r}")
 
 
+def damaged(path: Path, job_id: str, why: str) -> DamagedRecord:
+    """The one wording for a job.json that is not a job's (every reader says it)."""
+    return DamagedRecord(
+        f"{path} is damaged ({why}); remove the job with: subagents rm {job_id}", str(path)
+    )
+
+
+def _not_a_job(data: object) -> str:
+    if not isinstance(data, dict):
+        return f"a JSON {type(data).__name__}, not an object"
+    if not isinstance(data.get("jobId"), str):
+        return "no job id"
+    return f"its status is {json.dumps(data.get('status'), default=str)[:60]}"
+
+
 def matching(directory: Path, prefix: str) -> list[str]:
     try:
         return [e.name for e in os.scandir(directory) if e.name.startswith(prefix) and e.is_dir()]
@@ -72,11 +101,11 @@ def matching(directory: Path, prefix: str) -> list[str]:
         return []
 
 
-def _derived_final_text(state: Mapping[str, Any]) -> str | None:
+def _derived_final_text(state: JobState) -> str | None:
     runs = state.get("runs")
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         return None
-    return final_text(str(state.get("mode")), str(state.get("status")), runs)
+    return final_text(state["mode"], state["status"], runs)
 
 
 def on_disk(state: JobState) -> Mapping[str, object]:
@@ -93,18 +122,16 @@ def on_disk(state: JobState) -> Mapping[str, object]:
     return {k: v for k, v in state.items() if k != "finalText"}
 
 
-def with_final_text(state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` as read from ``job.json`` (the JSON object, not yet known to be a job's),
-    with the ``finalText`` :func:`on_disk` left out, in its place (right after ``runs``)."""
+def with_final_text(state: JobState) -> JobState:
+    """``state`` as read from ``job.json``, with the ``finalText`` :func:`on_disk` left out
+    back in its place (right after ``runs``: only the pending end entry's mark follows)."""
     if "finalText" in state or "runs" not in state:
         return state
-    text = _derived_final_text(state)
-    out: dict[str, Any] = {}
-    for key, value in state.items():
-        out[key] = value
-        if key == "runs":
-            out["finalText"] = text
-    return out
+    pending = state.pop("endEntry", None)
+    state["finalText"] = _derived_final_text(state)
+    if pending is not None:
+        state["endEntry"] = pending
+    return state
 
 
 class JobStore:
@@ -112,14 +139,18 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
+        # What the last list() passed over: a line for each damaged job.json; and how many
+        # jobs there are in all (of the session asked for).
+        self.damaged: builtins.list[str] = []
+        self.total = 0
 
     # ---- files -----------------------------------------------------------
 
     def path(self, job_id: str) -> Path:
         return self.dir / job_id / JOB_FILE
 
-    def create(self, plan: dict[str, Any], *, agents: list[str], background: bool) -> str:
-        """Record a new job (``plan``: the checked job, JobPlan.to_dict()); its id."""
+    def create(self, plan: JobPlanRecord, *, agents: list[str], background: bool) -> str:
+        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id."""
         job_id = ids.new_id()
         try:
             make_private_dir(self.dir / job_id)
@@ -132,7 +163,7 @@ class JobStore:
 
     @staticmethod
     def _new_state(
-        job_id: str, plan: dict[str, Any], agents: list[str], background: bool
+        job_id: str, plan: JobPlanRecord, agents: list[str], background: bool
     ) -> JobState:
         return {
             "jobId": job_id,
@@ -148,13 +179,16 @@ class JobStore:
 
     def load(self, job_id: str) -> JobState:
         """The job's state: ``job.json`` as written, with a finished job's ``finalText``
-        (the file keeps it only in ``runs``: see :func:`on_disk`). ValueError when the file
-        is not a job's."""
-        data = read_json(self.path(job_id))
-        state = with_final_text(data) if isinstance(data, dict) else data
-        if not is_job_state(state):
-            raise ValueError(f"{self.path(job_id)}: not a job")
-        return state
+        (the file keeps it only in ``runs``: see :func:`on_disk`). DamagedRecord (a
+        ValueError) when the file is not a job's; OSError when it cannot be read."""
+        path = self.path(job_id)
+        try:
+            data = read_json(path)
+        except ValueError as exc:  # truncated, or not JSON (UnicodeDecodeError too)
+            raise damaged(path, job_id, f"not JSON: {exc}") from None
+        if not is_job_state(data):
+            raise damaged(path, job_id, _not_a_job(data))
+        return with_final_text(data)
 
     def update(
         self, job_id: str, *, driverPid: int | None = None, **fields: Unpack[JobUpdate]
@@ -165,31 +199,27 @@ class JobStore:
             state = self.load(job_id)
             if state["status"] in TERMINAL:
                 fields.pop("status", None)  # a finished job stays finished
-            updated = self._merged(job_id, state, fields)
+            updated: JobState = {**state, **fields}
             if driverPid is not None:
                 with contextlib.suppress(Exception):
                     updated["driver"] = procs.identity(driverPid)
             self._write(job_id, updated)
             return updated
 
-    def finish(self, job_id: str, result: Mapping[str, Any]) -> JobState:
-        """Record the job result (a JobResult, with ``endEntry`` when its end entry is
-        pending); the first one recorded wins."""
+    def finish(
+        self, job_id: str, result: JobResult, *, end_entry_pending: bool = False
+    ) -> JobState:
+        """Record the job result (``end_entry_pending``: its lifecycle end entry could not
+        be written; whoever looks at the job writes it); the first one recorded wins."""
         with self._lock:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
                 return state
-            finished = self._merged(job_id, state, result)
+            finished: JobState = {**state, **result}
+            if end_entry_pending:
+                finished["endEntry"] = "pending"
             self._write(job_id, finished, last=True)
             return finished
-
-    @staticmethod
-    def _merged(job_id: str, state: JobState, fields: Mapping[str, Any]) -> JobState:
-        """``state`` with ``fields`` in it, still a job's state (else ValueError)."""
-        merged = {**state, **fields}
-        if not is_job_state(merged):
-            raise ValueError(f"job {job_id}: {sorted(fields)} would not leave a job's state")
-        return merged
 
     def _write(self, job_id: str, state: JobState, *, last: bool = False) -> None:
         write_json_atomic(self.path(job_id), on_disk(state), last=last)
@@ -210,9 +240,7 @@ class JobStore:
         """:meth:`log_end_once`, saying whether this call wrote the entry (then its hooks are
         this caller's to run), found it written, or could not write it."""
         job_dir = self.dir / job_id
-        fd = os.open(job_dir, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)  # on the directory: needs no space of its own
+        with locked(job_dir):
             mark = job_dir / END_MARK
             written: Literal["written", "was"] = "was"
             if not mark.exists():
@@ -229,8 +257,6 @@ class JobStore:
             with contextlib.suppress(OSError):
                 (job_dir / END_PENDING).unlink()
             return written
-        finally:
-            os.close(fd)
 
     def _log_late_end(self, state: JobState, entry: AgentEvent) -> None:
         """An end entry written after the job's driver (gone, or out of disk then): the
@@ -239,8 +265,8 @@ class JobStore:
             return
         from subagents.lifecycle.hooks import configured_hooks, fire
 
-        requests = state["plan"].get("requests") or [{}]
-        cwd = requests[0].get("cwd") if isinstance(requests[0], dict) else None
+        requests = state["plan"].get("requests") or []
+        cwd = requests[0].get("cwd") if requests and isinstance(requests[0], dict) else None
         fire(self.home, entry, *configured_hooks(Path(cwd or ".")))
 
     def end_entry(self, state: JobState, pid: int | None = None) -> AgentEvent:
@@ -285,10 +311,9 @@ class JobStore:
         if not names:
             job_ids = set()
             for run_id in matching(paths.runs_dir(self.home), prefix):
-                with contextlib.suppress(OSError, ValueError, AttributeError):
-                    job_ids.add(
-                        read_json(paths.runs_dir(self.home) / run_id / "meta.json").get("jobId")
-                    )
+                with contextlib.suppress(OSError, ValueError):
+                    meta = read_json(paths.runs_dir(self.home) / run_id / "meta.json")
+                    job_ids.add(meta.get("jobId") if isinstance(meta, dict) else None)
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
             raise unknown_id(prefix)
@@ -307,7 +332,7 @@ class JobStore:
         self,
         job_id: str,
         *,
-        status: str = "failed",
+        status: RunStatus = "failed",
         message: str = "the job driver died before the job ended",
     ) -> JobState:
         """A job whose driver died before recording its end: once its runs are over, record
@@ -322,7 +347,7 @@ class JobStore:
             return state  # its driver may still be starting
         from subagents.runs import RunMonitor
 
-        runs: list[dict[str, Any]] = []
+        runs: list[JobRun] = []
         for run_id in state.get("runIds") or []:
             if not run_id:
                 continue
@@ -333,9 +358,8 @@ class JobStore:
                     return state  # a run goes on without its driver: the job ends when it does
                 result = monitor.recover_dead_supervisor()
             runs.append(result)
-        plan = state.get("plan") or {}
-        mode = str(state.get("mode") or plan.get("mode") or "single")
-        planned = len(plan.get("requests") or []) or len(runs)
+        mode = state["mode"]
+        planned = len(state["plan"].get("requests") or []) or len(runs)
         # The runs decide, as they would have for the driver: a driver that died after its
         # only run completed leaves a completed job with that run's answer.
         outcome = job_status(planned, runs, status == "aborted")
@@ -344,10 +368,10 @@ class JobStore:
         else:
             outcome = status
         started = float(state.get("createdAt") or time.time())
-        result = job_result(
+        ended = job_result(
             job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message
         )
-        finished = self.finish(job_id, result)
+        finished = self.finish(job_id, ended)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
@@ -386,7 +410,9 @@ class JobStore:
     def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
         """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
         An index that cannot be read or written (a full disk, a broken file) is passed by:
-        the job files are read instead."""
+        the job files are read instead. A damaged job file is passed over and said in
+        ``damaged``."""
+        self.damaged = []
         try:
             return self._list_indexed(limit, session)
         except (sqlite3.Error, OSError):
@@ -400,15 +426,21 @@ class JobStore:
             )
         except FileNotFoundError:
             names = []
+        self.total = len(names)
         out: builtins.list[JobRow] = []
         for job_id in names:
             if len(out) >= limit:
                 break
-            with contextlib.suppress(OSError, ValueError):
+            try:
                 state = self.load(job_id)
-                if session is not None and state.get("session") != session:
-                    continue
-                out.append(_job_row((job_id, *_index_row(state)[1:])))
+            except DamagedRecord as exc:
+                self.damaged.append(str(exc))
+                continue
+            except (OSError, ValueError):
+                continue
+            if session is not None and state.get("session") != session:
+                continue
+            out.append(_job_row((job_id, *_index_row(state)[1:])))
         return out
 
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
@@ -424,10 +456,16 @@ class JobStore:
             for job_id in on_disk:
                 if known.get(job_id) in TERMINAL:
                     continue  # finished jobs never change
-                with contextlib.suppress(OSError, ValueError):
+                try:
                     self._index_upsert(self.load(job_id), db)
+                except DamagedRecord as exc:
+                    self.damaged.append(str(exc))
+                    db.execute("delete from jobs where job_id = ?", (job_id,))
+                except (OSError, ValueError):
+                    continue
             db.commit()
             where, args = ("where session = ?", (session,)) if session is not None else ("", ())
+            self.total = db.execute(f"select count(*) from jobs {where}", args).fetchone()[0]
             rows = db.execute(
                 f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
             ).fetchall()
@@ -438,7 +476,8 @@ class JobStore:
 
 def _task(state: JobState) -> str:
     """The job's first task in one line (at most ``TASK_MAX`` characters), and how many more."""
-    requests = state.get("plan", {}).get("requests") or []
+    plan = state.get("plan")
+    requests = (plan.get("requests") if isinstance(plan, dict) else None) or []
     if not requests:
         return ""
     # (a task may be 10 MiB: only its head is looked at)
@@ -448,21 +487,21 @@ def _task(state: JobState) -> str:
 
 def _index_row(state: JobState) -> tuple[Any, ...]:
     """A job's row in the index (its columns, in order: see _SCHEMA)."""
-    usage: Mapping[str, Any] = state.get("usage") or {}
+    usage = state.get("usage")
     return (
         state["jobId"],
         state.get("mode"),
-        json.dumps(state.get("agents") or []),
+        json.dumps(state.get("agents") or [], allow_nan=False),
         state.get("status"),
         state.get("createdAt"),
         state.get("startedAt"),
         state.get("completedAt"),
         state.get("durationMs"),
-        json.dumps(state.get("runIds") or []),
+        json.dumps(state.get("runIds") or [], allow_nan=False),
         state.get("session"),
         _task(state),
-        usage.get("totalTokens"),
-        usage.get("cost"),
+        usage.get("totalTokens") if usage else None,
+        usage.get("cost") if usage else None,
     )
 
 

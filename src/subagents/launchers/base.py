@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from subagents.core.files import read_json, write_json_atomic
 from subagents.errors import UsageError
@@ -17,11 +17,18 @@ from subagents.supervisor import handover
 if TYPE_CHECKING:
     from subagents.config import Settings
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import (
+        ExecutorPlace,
+        JsonObject,
+        LauncherName,
+        PlacementRecord,
+        RunStarted,
+        SupervisorRecord,
+    )
 
+# The run's supervisor as its launcher knows it (types.SupervisorRecord): its key
+# ``runner`` names the launcher (as it did when process and tmux were the only ways).
 SUPERVISOR_FILE = "supervisor.json"
-# supervisor.json's key naming the launcher that started the run ("runner" on disk, as it
-# was when process and tmux were the only ways).
-LAUNCHER_KEY = "runner"
 LAUNCHERS = ("process", "tmux", "ray")
 RAY_MISSING = "the ray executor needs Ray: pip install 'subagents[ray]'"
 
@@ -36,7 +43,7 @@ class Placement:
     only a git repository reaches a node, sent there (``ships_cwd``). Built once from the
     settings and passed whole."""
 
-    launcher: Literal["process", "tmux", "ray"] = "process"
+    launcher: LauncherName = "process"
     ray_address: str | None = None
     ray_shared_cwd: bool = False
 
@@ -59,15 +66,17 @@ class Placement:
         """Whether a run's repository is sent to where it runs (Ray, no shared filesystem)."""
         return self.launcher == "ray" and not self.ray_shared_cwd
 
-    def to_dict(self) -> dict[str, Any]:
-        shared = {"ray_shared_cwd": self.ray_shared_cwd} if self.launcher == "ray" else {}
-        return {"launcher": self.launcher, "ray_address": self.ray_address, **shared}
+    def to_record(self) -> PlacementRecord:
+        record: PlacementRecord = {"launcher": self.launcher, "ray_address": self.ray_address}
+        if self.launcher == "ray":
+            record["ray_shared_cwd"] = self.ray_shared_cwd
+        return record
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Placement:
+    def from_record(cls, record: PlacementRecord) -> Placement:
         # A ray job recorded before repositories travelled ran on a shared filesystem.
-        shared = data.get("ray_shared_cwd", data["launcher"] == "ray")
-        return cls(data["launcher"], data.get("ray_address"), bool(shared))
+        shared = record.get("ray_shared_cwd", record["launcher"] == "ray")
+        return cls(record["launcher"], record.get("ray_address"), shared)
 
 
 class Launched(Protocol):
@@ -92,21 +101,22 @@ class Launched(Protocol):
         """Why the supervisor is gone without a result, when the launcher knows."""
         ...
 
-    def where(self) -> dict[str, Any] | None:
+    def where(self) -> ExecutorPlace | None:
         """Where the run executes, for ``result.json`` (None: on this machine)."""
         ...
 
-    def orphaned(self, child_pid: int | None) -> str | None:
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
         """The supervisor is gone without a result: end what is left of the run where it
         ran (its child's process group, its actor); returns what was done, for the run's
-        error message."""
+        error message. ``child``: the run's ``run_started`` event (pid and start time: see
+        core.procs.end_recorded_group, the one rule for signalling a recorded pid)."""
         ...
 
     def reap(self, timeout: float) -> None:
         """Collect the supervisor's exit status once its result is out, without waiting."""
         ...
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> SupervisorRecord:
         """What ``supervisor.json`` says of it."""
         ...
 
@@ -129,10 +139,11 @@ class Launcher(Protocol):
         """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``)."""
         ...
 
-    def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> Launched:
-        """The run as ``record`` (its supervisor.json) describes it, started by another
-        process. ``follow``: this process takes over following it (a restarted job
-        driver); else it only looks at it, and may stop it (``LaunchError``)."""
+    def reattach(self, run_dir: Path, record: JsonObject, *, follow: bool = True) -> Launched:
+        """The run as ``record`` (its supervisor.json, as read: checked here) describes it,
+        started by another process; ``ValueError`` for a record it cannot read. ``follow``:
+        this process takes over following it (a restarted job driver); else it only looks
+        at it, and may stop it (``LaunchError``)."""
         ...
 
 
@@ -144,8 +155,9 @@ def write_record(run_dir: Path, launched: Launched) -> None:
     write_json_atomic(run_dir / SUPERVISOR_FILE, launched.record())
 
 
-def read_record(run_dir: Path) -> dict[str, Any] | None:
-    """The run's ``supervisor.json``; None while there is none (or it is unreadable)."""
+def read_record(run_dir: Path) -> JsonObject | None:
+    """The run's ``supervisor.json`` as a JSON object (its launcher reads the rest); None
+    while there is none (or it is unreadable)."""
     try:
         record = read_json(run_dir / SUPERVISOR_FILE)
     except (OSError, ValueError):

@@ -8,13 +8,14 @@ import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core import procs
-from subagents.launchers.base import LAUNCHER_KEY
+from subagents.core.records import process_identity
 
 if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import ExecutorPlace, JsonObject, LocalSupervisorRecord, RunStarted
 
 
 @dataclass
@@ -28,8 +29,12 @@ class LocalSupervisor:
     popen: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> LocalSupervisor:
-        return cls(str(record[LAUNCHER_KEY]), int(record["pid"]), float(record["createTime"]))
+    def from_record(cls, record: JsonObject) -> LocalSupervisor:
+        """The supervisor its ``supervisor.json`` names (ValueError for one that names none)."""
+        launcher, ident = record.get("runner"), process_identity(record)
+        if not isinstance(launcher, str) or ident is None:
+            raise ValueError("supervisor.json names no supervisor process")
+        return cls(launcher, ident["pid"], ident["createTime"])
 
     def alive(self) -> bool:
         if self.popen is not None:
@@ -44,23 +49,19 @@ class LocalSupervisor:
     def lost(self) -> str | None:
         return None
 
-    def where(self) -> dict[str, Any] | None:
+    def where(self) -> ExecutorPlace | None:
         return None
 
-    def orphaned(self, child_pid: int | None) -> str | None:
-        if not isinstance(child_pid, int):
-            return None
-        if child_pid > 0:
-            procs.killpg(child_pid)
-        return f"its child (pid {child_pid}) was killed"
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
+        return None if child is None else procs.end_recorded_group(child, run_id)
 
     def reap(self, timeout: float) -> None:
         # In the background: the caller (a job's slot) goes on to its next run meanwhile.
         if self.popen is not None and self.popen.poll() is None:
             threading.Thread(target=_reap, args=(self.popen, timeout), daemon=True).start()
 
-    def record(self) -> dict[str, Any]:
-        return {"pid": self.pid, "createTime": self.create_time, LAUNCHER_KEY: self.launcher}
+    def record(self) -> LocalSupervisorRecord:
+        return {"pid": self.pid, "createTime": self.create_time, "runner": self.launcher}
 
 
 def _reap(popen: subprocess.Popen[bytes], timeout: float) -> None:
@@ -87,7 +88,7 @@ class LocalLauncher:
         raise NotImplementedError
 
     def reattach(
-        self, run_dir: Path, record: dict[str, Any], *, follow: bool = True
+        self, run_dir: Path, record: JsonObject, *, follow: bool = True
     ) -> LocalSupervisor:
         # The supervisor goes on without its starter: following it is watching its pid.
         return LocalSupervisor.from_record(record)

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.core import procs
+from subagents.core.events import started_event
 from subagents.core.files import dumps, make_private_dir, open_private, read_events
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
@@ -584,9 +585,8 @@ class NodeHost:
         """The supervisor ended: without a result, kill whatever its child left and say so."""
         if run.result() is not None:
             return None
-        events = read_events(run.dir / "events.jsonl")
-        child = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
-        if isinstance(child, int) and child > 0:
-            procs.killpg(child)
+        child = started_event(read_events(run.dir / "events.jsonl"))
+        if child is not None:
+            procs.end_recorded_group(child, run.dir.name)
         code = run.proc.returncode if run.proc is not None else None
         return f"the supervisor on Ray node {self.node_id} ended (code {code}) without a result"

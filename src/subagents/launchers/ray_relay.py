@@ -28,14 +28,14 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from subagents.core import procs
 from subagents.core.files import open_private, publish_once, read_json
+from subagents.core.records import process_identity
 from subagents.errors import LaunchError, SubagentsError, UsageError
-from subagents.launchers.base import LAUNCHER_KEY, RAY_MISSING, write_record
+from subagents.launchers.base import RAY_MISSING, write_record
 from subagents.launchers.ray_node import (
     PLACEMENT_PREFIX,
     RELAYED,
@@ -57,11 +57,20 @@ from subagents.launchers.ray_pool import (
     release,
     reserve,
 )
+from subagents.supervisor.result import artifact_paths
 from subagents.worktree import PATCH_FILE
 
 if TYPE_CHECKING:
     from subagents.launchers.ray_ship import Shipment
     from subagents.supervisor.spec import RunSpec
+    from subagents.types import (
+        ExecutorPlace,
+        JsonObject,
+        ProcessIdentity,
+        RaySupervisorRecord,
+        RunResult,
+        RunStarted,
+    )
 
 PULL_WAIT = 0.5
 # How long one call may take beyond its wait before the node is looked at (a busy node),
@@ -102,12 +111,12 @@ class RayLauncher:
         if spec.worktree and spec.worktree.get("shipped"):
             from subagents.launchers import ray_ship
 
-            shipment = ray_ship.prepare(run_dir, dict(spec.worktree))
+            shipment = ray_ship.prepare(run_dir, spec.worktree)
         run = RayRun(run_dir, None, self.address)
         run.follow(ray, shipment, fresh=True)
         return run
 
-    def reattach(self, run_dir: Path, record: dict[str, Any], *, follow: bool = True) -> RayRun:
+    def reattach(self, run_dir: Path, record: JsonObject, *, follow: bool = True) -> RayRun:
         run = RayRun.from_record(run_dir, record)
         if follow:
             run.follow()
@@ -129,14 +138,15 @@ class RayRun:
         actor: str | None,
         address: str | None,
         node: str | None = None,
-        relay: dict[str, Any] | None = None,
+        relay: ProcessIdentity | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.run_id = run_dir.name
         self.actor = actor
         self.address = address
         self.node = node
-        self.relay: Mapping[str, Any] = relay or {}
+        # None until a process relays it (a record that names none: nothing relays it).
+        self.relay = relay
         self._ray: Any = None
         self._host: Any = None
         self._shipment: Shipment | None = None
@@ -148,23 +158,28 @@ class RayRun:
         self._stop: int | None = None
 
     @classmethod
-    def from_record(cls, run_dir: Path, record: dict[str, Any]) -> RayRun:
+    def from_record(cls, run_dir: Path, record: JsonObject) -> RayRun:
+        """The run its ``supervisor.json`` names (ValueError for one that names none)."""
         # A record written before the launchers were one seam said where the run was under
         # "executor", and its relay's pid and start time as "pid" and "createTime".
-        where = record.get("ray") or record["executor"]
-        relay = record.get("relay") or {"pid": record["pid"], "createTime": record["createTime"]}
-        actor = where.get("actor")
+        where = record.get("ray") or record.get("executor")
+        if not isinstance(where, dict):
+            raise ValueError("supervisor.json names no Ray run")
+        relay = record.get("relay")
+        if not isinstance(relay, dict):
+            relay = record
+        actor, address, node = where.get("actor"), where.get("address"), where.get("node")
         return cls(
             run_dir,
-            str(actor) if actor else None,
-            where.get("address") or None,
-            where.get("node"),
-            relay,
+            actor if isinstance(actor, str) and actor else None,
+            address if isinstance(address, str) and address else None,
+            node if isinstance(node, str) else None,
+            process_identity(relay),
         )
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> RaySupervisorRecord:
         return {
-            LAUNCHER_KEY: self.launcher,
+            "runner": "ray",
             "ray": {"actor": self.actor, "address": self.address, "node": self.node},
             "relay": self.relay,
         }
@@ -178,10 +193,10 @@ class RayRun:
     def alive(self) -> bool:
         if self._thread is not None:
             return self._thread.is_alive()
-        return procs.is_alive(self.relay)
+        return self.relay is not None and procs.is_alive(self.relay)
 
     def terminate(self, sig: int) -> None:
-        if self._thread is None and not procs.is_alive(self.relay):
+        if self._thread is None and not (self.relay is not None and procs.is_alive(self.relay)):
             # Its relay died with its driver: relay it from here, so its result still comes
             # back and its unit is released.
             self.follow()
@@ -198,10 +213,10 @@ class RayRun:
     def lost(self) -> str | None:
         return self._lost
 
-    def where(self) -> dict[str, Any]:
+    def where(self) -> ExecutorPlace:
         return {"kind": "ray", "node": self.node}
 
-    def orphaned(self, child_pid: int | None) -> str | None:
+    def orphaned(self, child: RunStarted | None, run_id: str) -> str | None:
         """The child's pid is the node's: nothing of it is here. A relay of this process
         ended the run where it ran when it ended; a run followed by a relay that is gone
         (its driver died) is ended on its node by its host (its supervisor aborts it), and
@@ -309,6 +324,8 @@ class RayRun:
                 return self._host_gone()
             return None
         meta = read_json(self.run_dir / "meta.json")
+        if not isinstance(meta, dict):
+            return f"{self.run_dir / 'meta.json'} is not a run's spec"
         backend = str(meta.get("backend"))
         group = reserve(ray, self.run_id, backend, fresh=self._fresh)
         next_look = time.monotonic() + PULL_PATIENCE
@@ -327,10 +344,11 @@ class RayRun:
         if node is None:
             return "Ray placed the run's unit on no node"
         shipment = self._shipment
-        if shipment is None and (meta.get("worktree") or {}).get("shipped"):
+        worktree = meta.get("worktree")
+        if shipment is None and isinstance(worktree, dict) and worktree.get("shipped"):
             from subagents.launchers import ray_ship
 
-            shipment = ray_ship.prepare(self.run_dir, meta["worktree"])
+            shipment = ray_ship.prepare(self.run_dir, worktree)
         files = {
             n: (self.run_dir / n).read_bytes() for n in SENT_FILES if (self.run_dir / n).exists()
         }
@@ -414,18 +432,17 @@ class RayRun:
                 return f"{why}; {reason}" if reason else why
         return None
 
-    def _publish(self, result: dict[str, Any]) -> None:
-        paths = result.get("paths")
-        if isinstance(paths, dict):
-            result["paths"] = {k: str(self.run_dir / Path(v).name) for k, v in paths.items()}
+    def _publish(self, result: RunResult) -> None:
+        # Its artifacts are the ones relayed here.
+        result["paths"] = artifact_paths(self.run_dir)
         meta = read_json(self.run_dir / "meta.json")
         record = meta.get("worktree") if isinstance(meta, dict) else None
         if isinstance(record, dict) and record.get("shipped"):
             from subagents.launchers import ray_ship
 
             ray_ship.bring_back(self._ray, self._host, self.run_id, result, record, self.run_dir)
-        elif isinstance(result.get("worktree"), dict) and result["worktree"].get("patch"):
-            result["worktree"]["patch"] = str(self.run_dir / PATCH_FILE)  # relayed here
+        elif (worktree := result.get("worktree")) and worktree.get("patch"):
+            worktree["patch"] = str(self.run_dir / PATCH_FILE)  # relayed here
         result["executor"] = self.where()
         # The host lets go of the run before the result is published: a caller that exits
         # as soon as it sees the result leaves nothing holding a node.

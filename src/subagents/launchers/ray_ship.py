@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents import worktree as wt
 from subagents.core.files import open_private
 from subagents.errors import LaunchError, WorktreeError
+
+if TYPE_CHECKING:
+    from subagents.types import JsonObject, RunResult, WorktreeRecord
 
 SHIPPED_PATCH = "uncommitted.patch"
 PACK_LIMIT_MB = 512
@@ -64,12 +68,12 @@ class Shipment:
         return {"commit": self.commit, "patch": self.patch or None}
 
 
-def prepare(run_dir: Path, record: dict[str, Any]) -> Shipment:
+def prepare(run_dir: Path, record: Mapping[str, object]) -> Shipment:
     """The run's shipment, checked against the limits (``LaunchError``, one line): its
     patch taken now (and kept in the run dir), its pack built unless the last one was of
     this commit. A run taken over by another process sends the patch its first sending
     took."""
-    root, commit = Path(record["repo"]), str(record["base"])
+    root, commit = Path(str(record["repo"])), str(record["base"])
     kept = run_dir / SHIPPED_PATCH
     try:
         if kept.exists():
@@ -127,24 +131,24 @@ def send(ray: Any, host: Any, node: str, shipment: Shipment) -> None:
 
 
 def bring_back(
-    ray: Any, host: Any, run_id: str, result: dict[str, Any], record: dict[str, Any], run_dir: Path
+    ray: Any, host: Any, run_id: str, result: RunResult, record: JsonObject, run_dir: Path
 ) -> None:
     """A shipped run's ``result.worktree`` made the caller's: its branch stored in the
     caller's repository (when the run changed something), its paths here."""
     got = result.get("worktree")
     if not isinstance(got, dict):
         return
-    root = Path(record["repo"])
-    back = {
+    root = Path(str(record["repo"]))
+    back: WorktreeRecord = {
         **got,
         "repo": str(root),
-        "path": record["path"],
+        "path": str(record["path"]),
         "shipped": True,
         "patch": str(run_dir / wt.PATCH_FILE) if got.get("patch") else None,
     }
     if got.get("kept") and not got.get("error"):
         try:
-            data = ray.get(host.changes.remote(run_id, record["base"]), timeout=SEND_PATIENCE)
+            data = ray.get(host.changes.remote(run_id, str(record["base"])), timeout=SEND_PATIENCE)
             wt.unpack(root, data, f"refs/heads/{got['branch']}", str(got["commit"]), new=True)
         except Exception as exc:
             back["kept"] = False

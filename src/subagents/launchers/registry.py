@@ -9,7 +9,6 @@ from typing import Any
 
 from subagents.errors import UsageError
 from subagents.launchers.base import (
-    LAUNCHER_KEY,
     LAUNCHERS,
     Launched,
     Launcher,
@@ -47,7 +46,7 @@ def reattach(run_dir: Path, *, follow: bool = True) -> Launched | None:
     if record is None:
         return None
     try:
-        launcher = launcher_named(str(record.get(LAUNCHER_KEY)))
+        launcher = launcher_named(str(record.get("runner")))
         return launcher.reattach(run_dir, record, follow=follow)
     except (UsageError, KeyError, TypeError, ValueError):  # a record this version cannot read
         return None

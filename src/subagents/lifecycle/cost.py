@@ -13,24 +13,25 @@ A cost the CLI did not report (``null``) is never guessed: such runs are counted
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core.clock import epoch
+from subagents.core.events import add_usage, cost_of, priced
 from subagents.core.records import is_agent_event
-from subagents.lifecycle.sessionlog import END_EVENT_TYPES, read, session_path
+from subagents.lifecycle.sessionlog import END_EVENT_TYPES, entries, session_path
 from subagents.present import figures
 
 if TYPE_CHECKING:
-    from subagents.types import AgentEvent, CostRow, CostTotals
+    from subagents.types import AgentEvent, CostRow, CostTotals, JobRun, Usage
 
 GROUPS = ("agent", "backend", "model", "repo", "day")
 UNKNOWN = "unknown"
 
-# A job's runs (its JobResult's ``runs``), read key by key.
-RunsOf = Callable[[str], "Sequence[Mapping[str, Any]] | None"]
+# A job's runs (its JobResult's ``runs``).
+RunsOf = Callable[[str], "Sequence[JobRun] | None"]
 
 
 def session_files(home: Path, session: str | None = None) -> list[Path]:
@@ -50,7 +51,7 @@ def end_entries(
     """The end entries of one or every session, ended at or after *since* (epoch s)."""
     out: list[AgentEvent] = []
     for path in session_files(home, session):
-        for entry in read(path):
+        for entry in entries(path):
             if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
                 continue
             when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
@@ -74,25 +75,17 @@ def _zero() -> CostRow:
     }
 
 
-def _count(value: object) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
-
-
-def _add(row: CostRow, usage: object, job_ids: set[str], job_id: str | None) -> None:
-    counts: Mapping[str, object] = usage if isinstance(usage, Mapping) else {}
+def _add(row: CostRow, usage: Usage | None, job_ids: set[str], job_id: str | None) -> None:
     row["runs"] += 1
     if job_id and job_id not in job_ids:
         job_ids.add(job_id)
         row["jobs"] += 1
-    row["input"] += _count(counts.get("input"))
-    row["output"] += _count(counts.get("output"))
-    row["cacheRead"] += _count(counts.get("cacheRead"))
-    row["cacheWrite"] += _count(counts.get("cacheWrite"))
-    row["totalTokens"] += _count(counts.get("totalTokens"))
-    cost = counts.get("cost")
-    if isinstance(cost, int | float) and not isinstance(cost, bool):
-        row["cost"] = (row["cost"] or 0.0) + float(cost)
-    else:
+    # (a record read back from disk: its usage is checked as it is read; a cost that is
+    # no finite number counts as unpriced)
+    cost = cost_of(usage.get("cost")) if isinstance(usage, dict) else None
+    if isinstance(usage, dict):
+        add_usage(row, priced(usage))
+    if cost is None:
         row["unpriced"] += 1
 
 
@@ -101,7 +94,9 @@ def _day(entry: AgentEvent) -> str:
     return datetime.fromtimestamp(when).strftime("%Y-%m-%d") if when is not None else UNKNOWN
 
 
-def _units(entry: AgentEvent, by: str | None, runs_of: RunsOf | None) -> list[tuple[str, object]]:
+def _units(
+    entry: AgentEvent, by: str | None, runs_of: RunsOf | None
+) -> list[tuple[str, Usage | None]]:
     """(group key, usage) for each unit the entry counts as: the job, or each of its runs."""
     if by is None:
         return [("total", entry.get("usage"))]
@@ -114,7 +109,14 @@ def _units(entry: AgentEvent, by: str | None, runs_of: RunsOf | None) -> list[tu
     if by == "repo":
         from subagents.worktree import repository_of
 
-        return [(repository_of(run) or UNKNOWN, run.get("usage")) for run in runs]
+        return [
+            (
+                (repository_of(run.get("cwd"), run.get("worktree")) if "paths" in run else None)
+                or UNKNOWN,
+                run.get("usage"),
+            )
+            for run in runs
+        ]
     return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
 
 
@@ -142,6 +144,8 @@ def totals(
         # The total counts the job once, whatever its runs: from the entry's summed usage.
         _add(total, entry.get("usage"), all_jobs, job_id)
     total["runs"] = sum(row["runs"] for row in rows.values())
+    for row in (*rows.values(), total):  # a sum past what a float holds: unpriced
+        row["cost"] = cost_of(row["cost"])
     ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost"] or 0), -kv[1]["totalTokens"]))
     if by == "day":
         ordered = sorted(rows.items())

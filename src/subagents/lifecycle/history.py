@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -22,7 +22,8 @@ except ImportError:  # pragma: no cover
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
-    from typing import Any
+
+    from subagents.types import JsonObject
 
 _DURATION_RE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", re.IGNORECASE)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -48,7 +49,7 @@ def follow(
     *,
     stop: Callable[[], bool] | threading.Event | None = None,
     from_start: bool = False,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[JsonObject]:
     """Yield each complete entry appended to *path*, as soon as it lands.
 
     ``from_start``: first yield the entries already there; else only new ones. The file
@@ -104,22 +105,26 @@ def parse_since(text: str, *, now: float | None = None) -> float:
     return dt.timestamp()
 
 
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     if value is None:
         return None
     return {value} if isinstance(value, str) else set(value)
 
 
-def select(
-    entries: Iterable[Mapping[str, Any]],
+def selected(
+    entries: Iterable[JsonObject],
     *,
     status: str | Iterable[str] | None = None,
     agent: str | Iterable[str] | None = None,
     since: float | None = None,
     event_types: str | Iterable[str] | None = None,
     job_id: str | None = None,
-) -> list[dict[str, Any]]:
-    """The entries that pass every given filter, in order.
+) -> Iterator[JsonObject]:
+    """The entries that pass every given filter, in order, one at a time.
 
     ``status``: entry status(es) (``timeout`` matches ``failed``, as it is recorded);
     ``agent``: matches ``agentName`` or one of its ``", "``-joined names; ``since``: epoch
@@ -142,11 +147,11 @@ def select(
                     f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
                 )
             types.add(full)
-    out: list[dict[str, Any]] = []
     for item in entries:
-        if statuses is not None and item.get("status") not in statuses:
+        # (a damaged entry's status may be anything, an object too: only text is one)
+        if statuses is not None and _text(item.get("status")) not in statuses:
             continue
-        if types is not None and item.get("eventType") not in types:
+        if types is not None and _text(item.get("eventType")) not in types:
             continue
         if agents is not None:
             name = str(item.get("agentName") or "")
@@ -159,5 +164,4 @@ def select(
             when = epoch(item.get("timestamp"))
             if when is None or when < since:
                 continue
-        out.append(dict(item))
-    return out
+        yield dict(item)

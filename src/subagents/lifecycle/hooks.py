@@ -34,14 +34,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from subagents.core import procs
 from subagents.core.clock import iso
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
-    from subagents.types import HookRecord
+    from subagents.types import HookRecord, JsonObject, JsonValue
+
+# A lifecycle entry (``types.AgentEvent``), as a hook reads it: key by key, since the detached
+# helper gets it back as JSON.
+Entry = Mapping[str, object]
 
 HOOKS_LOG = "hooks.log.jsonl"
 TAIL_BYTES = 4000
@@ -70,7 +74,9 @@ class HookSpec:
     timeout: float = 10.0
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> HookSpec:
+    def from_dict(cls, data: JsonValue) -> HookSpec:
+        if not isinstance(data, dict):
+            raise TypeError("a hook must be an object")
         on, command, timeout = data["on"], data["command"], data.get("timeout", 10.0)
         if not isinstance(on, list) or not all(isinstance(x, str) for x in on):
             raise TypeError("hook 'on' must be a list of strings")
@@ -80,12 +86,13 @@ class HookSpec:
             or not all(isinstance(x, str) for x in command)
         ):
             raise TypeError("hook 'command' must be a non-empty list of strings")
+        words, argv = [str(x) for x in on], [str(x) for x in command]
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise TypeError("hook 'timeout' must be a positive number")
-        return cls(tuple(on), tuple(command), float(timeout))
+        return cls(tuple(words), tuple(argv), float(timeout))
 
 
-def hook_to_dict(hook: HookLike) -> dict[str, Any]:
+def hook_to_dict(hook: HookLike) -> JsonObject:
     return {"on": list(hook.on), "command": list(hook.command), "timeout": float(hook.timeout)}
 
 
@@ -221,26 +228,28 @@ def _pump(
     return out, err, timed_out
 
 
-def _hook_env(entry: Mapping[str, Any]) -> dict[str, str]:
+def _hook_env(entry: Entry) -> dict[str, str]:
     env = dict(os.environ)
     env["SUBAGENTS_HOOK_EVENT"] = str(entry.get("eventType") or "")
     env["SUBAGENTS_JOB_ID"] = str(entry.get("jobId") or "")
     return env
 
 
-def run_hook(hook: HookLike, entry: Mapping[str, Any]) -> HookOutcome:
+def run_hook(hook: HookLike, entry: Entry) -> HookOutcome:
     """Run one hook for *entry* (whether it matches is the caller's business). Never raises."""
     argv = [str(part) for part in hook.command]
     outcome = HookOutcome(
         command=argv,
-        event_type=entry.get("eventType"),
-        job_id=entry.get("jobId"),
+        event_type=_text(entry.get("eventType")),
+        job_id=_text(entry.get("jobId")),
         outcome="error",
     )
     start = time.monotonic()
     try:
         timeout = float(hook.timeout)
-        payload = json.dumps(entry, ensure_ascii=False, default=str).encode() + b"\n"
+        payload = (
+            json.dumps(entry, ensure_ascii=False, default=str, allow_nan=False).encode() + b"\n"
+        )
         if not argv or not argv[0]:
             outcome.error = "empty command"
             return outcome
@@ -293,7 +302,11 @@ def run_hook(hook: HookLike, entry: Mapping[str, Any]) -> HookOutcome:
     return outcome
 
 
-def _log(log_path: Path, record: Mapping[str, Any]) -> None:
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _log(log_path: Path, record: HookRecord) -> None:
     try:
         sessionlog.append(log_path, record)
     except Exception as exc:
@@ -301,9 +314,7 @@ def _log(log_path: Path, record: Mapping[str, Any]) -> None:
             print(f"subagents: cannot write the hooks log {log_path}: {exc}", file=sys.stderr)
 
 
-def run_hooks(
-    entry: Mapping[str, Any], hooks: Sequence[HookLike], log_path: Path
-) -> list[HookOutcome]:
+def run_hooks(entry: Entry, hooks: Sequence[HookLike], log_path: Path) -> list[HookOutcome]:
     """Run, one after another, each hook whose ``on`` matches ``entry["eventType"]``; append
     each outcome to *log_path*. Returns the outcomes. Never raises."""
     outcomes: list[HookOutcome] = []
@@ -327,7 +338,7 @@ _HELPER_CODE = (
 )
 
 
-def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_path: Path) -> None:
+def run_hooks_detached(entry: Entry, hooks: Sequence[HookLike], log_path: Path) -> None:
     """Like :func:`run_hooks`, without holding up the caller: the matching hooks run in a
     helper process in its own session (it outlives the caller). Returns at once; spawns
     nothing when no hook matches. Never raises (a failure to spawn is logged)."""
@@ -340,6 +351,7 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
             {"entry": entry, "hooks": selected, "logPath": str(log_path)},
             ensure_ascii=False,
             default=str,
+            allow_nan=False,
         ).encode()
         # The directory holding this copy of the package (src/, not the package itself,
         # whose modules must not shadow the standard library's: subagents/types.py), so the
@@ -367,8 +379,8 @@ def run_hooks_detached(entry: Mapping[str, Any], hooks: Sequence[HookLike], log_
                 log_path,
                 HookOutcome(
                     command=[sys.executable, "-m", "subagents.lifecycle.hooks"],
-                    event_type=entry.get("eventType"),
-                    job_id=entry.get("jobId"),
+                    event_type=_text(entry.get("eventType")),
+                    job_id=_text(entry.get("jobId")),
                     outcome="error",
                     error=f"cannot start the hooks helper: {exc}",
                 ).to_record(),
@@ -382,12 +394,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         raw = Path(args[0]).read_bytes() if args else sys.stdin.buffer.read()
-        payload = json.loads(raw)
-        entry = payload["entry"]
+        payload: JsonValue = json.loads(raw)
+        if not isinstance(payload, dict):
+            raise TypeError("the input must be an object")
+        entry, given, log = payload["entry"], payload["hooks"], payload["logPath"]
         if not isinstance(entry, dict):
             raise TypeError("'entry' must be an object")
-        hooks = [HookSpec.from_dict(item) for item in payload["hooks"]]
-        log_path = Path(payload["logPath"])
+        if not isinstance(given, list) or not isinstance(log, str):
+            raise TypeError("'hooks' must be a list and 'logPath' a path")
+        hooks = [HookSpec.from_dict(item) for item in given]
+        log_path = Path(log)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"subagents.lifecycle.hooks: bad input: {exc}", file=sys.stderr)
         return 2
@@ -398,13 +414,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 # ---- desktop notice -----------------------------------------------------------------
 
 
-def _notice_text(entry: Mapping[str, Any]) -> str:
+def _notice_text(entry: Entry) -> str:
     text = str(entry.get("summary") or entry.get("eventType") or "subagents")
     text = " ".join(text.split()) or "subagents"
     return " " + text if text.startswith("-") else text  # never read as an option
 
 
-def desktop_notice_command(entry: Mapping[str, Any]) -> list[str] | None:
+def desktop_notice_command(entry: Entry) -> list[str] | None:
     """The command showing *entry*'s summary as a desktop notification: ``notify-send`` when
     it is on PATH, ``osascript`` on macOS (the text passed as an argument, never as script
     source), else None."""
@@ -425,7 +441,7 @@ def desktop_notice_command(entry: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
-def desktop_notice_hook(entry: Mapping[str, Any]) -> HookSpec | None:
+def desktop_notice_hook(entry: Entry) -> HookSpec | None:
     """An extra hook for config ``notify_desktop``: the notice for a job's end."""
     command = desktop_notice_command(entry)
     if command is None:
@@ -442,7 +458,7 @@ if __name__ == "__main__":
 # ---- a lifecycle entry's hooks, from the settings ------------------------------------
 
 
-def configured_hooks(cwd: Path) -> tuple[list[Any], bool]:
+def configured_hooks(cwd: Path) -> tuple[list[HookLike], bool]:
     """The hooks and ``notify_desktop`` of the settings for work in ``cwd``; none when the
     settings cannot be read (a job was planned with valid ones: never fail over hooks)."""
     from subagents.config import load_settings
@@ -455,9 +471,7 @@ def configured_hooks(cwd: Path) -> tuple[list[Any], bool]:
     return list(settings.hooks), settings.notify_desktop
 
 
-def fire(
-    home: Path, entry: Mapping[str, Any], hooks: Sequence[HookLike], notify_desktop: bool
-) -> None:
+def fire(home: Path, entry: Entry, hooks: Sequence[HookLike], notify_desktop: bool) -> None:
     """Run the hooks an entry matches (and the desktop notice of a job's end), detached.
     Never raises."""
     to_run = list(hooks)

@@ -10,16 +10,19 @@ hooks) never announce the same end twice. Only the log's new bytes are read.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from subagents.core.files import make_private_dir, write_json_atomic
+from subagents.core.files import make_private_dir, read_json, write_json_atomic
+from subagents.core.records import is_agent_event
 from subagents.core.tail import LineTail
 from subagents.lifecycle.sessionlog import END_EVENT_TYPES, parse_line, session_path
 from subagents.present import outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from subagents.types import AgentEvent, JobState, JsonObject
 
 try:
     import fcntl
@@ -35,12 +38,26 @@ def _state_file(home: Path, session_id: str, reader: str) -> Path:
     return Path(home) / "notices" / reader / f"{log.stem}.json"
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path, log: Path) -> JsonObject:
+    """The reader's state: a new reader's starts at the log's start (every end is news to
+    it); a damaged one (truncated, an offset that is no byte count) at the log's end as it
+    is now, so what was announced before is not announced again, all at once."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = read_json(path)
+    except FileNotFoundError:
         return {"offset": 0, "announced": []}
-    return data if isinstance(data, dict) else {"offset": 0, "announced": []}
+    except (OSError, ValueError):
+        data = None
+    offset = data.get("offset") if isinstance(data, dict) else None
+    announced = data.get("announced") if isinstance(data, dict) else None
+    whole = isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0
+    if whole and isinstance(announced, list):
+        return {"offset": offset, "announced": announced}
+    try:
+        end = log.stat().st_size
+    except OSError:
+        end = 0
+    return {"offset": end, "announced": [], "damaged": True}
 
 
 def _new_lines(log: Path, offset: int) -> tuple[list[bytes], int]:
@@ -51,9 +68,7 @@ def _new_lines(log: Path, offset: int) -> tuple[list[bytes], int]:
 
 
 @contextlib.contextmanager
-def _locked_state(
-    home: Path, session_id: str, reader: str
-) -> Iterator[tuple[Path, dict[str, Any]]]:
+def _locked_state(home: Path, session_id: str, reader: str) -> Iterator[tuple[Path, JsonObject]]:
     """The reader's state file and its contents, under its exclusive lock."""
     state_path = _state_file(home, session_id, reader)
     make_private_dir(state_path.parent)
@@ -61,7 +76,7 @@ def _locked_state(
     try:
         if fcntl is not None:
             fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        yield state_path, _load(state_path)
+        yield state_path, _load(state_path, session_path(home, session_id))
     finally:
         if fcntl is not None:
             with contextlib.suppress(OSError):
@@ -69,21 +84,21 @@ def _locked_state(
         os.close(lock_fd)
 
 
-def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[dict[str, Any]]:
+def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[AgentEvent]:
     """The end entries (complete, error, aborted) appended to the session's log since this
     *reader* last asked, each returned once, oldest first; they count as announced from now.
     ValueError for a bad session id or reader name."""
     with _locked_state(home, session_id, reader) as (state_path, state):
         offset = state.get("offset")
-        announced = [j for j in state.get("announced") or [] if isinstance(j, str)]
+        announced = _announced(state)
         seen = set(announced)
         lines, new_offset = _new_lines(
             session_path(home, session_id), offset if isinstance(offset, int) else 0
         )
-        out: list[dict[str, Any]] = []
+        out: list[AgentEvent] = []
         for line in lines:
             entry = parse_line(line)
-            if entry is None or entry.get("eventType") not in END_EVENT_TYPES:
+            if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
                 continue
             job_id = entry.get("jobId")
             if isinstance(job_id, str):
@@ -92,7 +107,7 @@ def take_new_ends(home: Path, session_id: str, reader: str = "default") -> list[
                 seen.add(job_id)
                 announced.append(job_id)
             out.append(entry)
-        if new_offset != offset:
+        if new_offset != offset or state.get("damaged"):
             write_json_atomic(
                 state_path, {"offset": new_offset, "announced": announced[-KEEP_IDS:]}
             )
@@ -103,7 +118,7 @@ def mark_told(home: Path, session_id: str, job_id: str, reader: str = "default")
     """Count *job_id*'s end as announced to *reader* before it is logged: a job the user
     stopped in this session is not news to that session."""
     with _locked_state(home, session_id, reader) as (state_path, state):
-        announced = [j for j in state.get("announced") or [] if isinstance(j, str)]
+        announced = _announced(state)
         if job_id not in announced:
             announced.append(job_id)
             offset = state.get("offset")
@@ -116,7 +131,12 @@ def mark_told(home: Path, session_id: str, job_id: str, reader: str = "default")
             )
 
 
-def describe_end(entry: Mapping[str, Any], job: Mapping[str, Any] | None = None) -> str:
+def _announced(state: JsonObject) -> list[str]:
+    said = state.get("announced")
+    return [j for j in said if isinstance(j, str)] if isinstance(said, list) else []
+
+
+def describe_end(entry: AgentEvent, job: JobState | None = None) -> str:
     """One line for a person or a model, as the command line ends a job:
     ``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``. From the job's result when
     it is at hand, else from the end entry (its summary says what came of it)."""
@@ -137,7 +157,7 @@ def describe_end(entry: Mapping[str, Any], job: Mapping[str, Any] | None = None)
     )
 
 
-def notice_text(ends: list[tuple[dict[str, Any], Mapping[str, Any] | None]]) -> str:
+def notice_text(ends: list[tuple[AgentEvent, JobState | None]]) -> str:
     """The notice for a list of job ends (each an end entry and, when at hand, the job's
     result), or "" for none."""
     if not ends:
@@ -147,9 +167,16 @@ def notice_text(ends: list[tuple[dict[str, Any], Mapping[str, Any] | None]]) -> 
         if len(ends) == 1
         else f"{len(ends)} background subagents jobs ended since the last message:"
     )
-    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in ends)]
+    # The newest few: a notice goes into a model's context, which a flood would fill.
+    shown = ends[-MAX_LISTED:]
+    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in shown)]
+    if len(ends) > len(shown):
+        lines.append(f"- and {len(ends) - len(shown)} earlier (subagents history)")
     lines.append(f"({FULL_ANSWERS})")
     return "\n".join(lines)
+
+
+MAX_LISTED = 10  # job ends a notice lists (the newest), the rest counted
 
 
 FULL_ANSWERS = "Full answers: the subagent_result tool with the job id."

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from subagents.core.clock import epoch, iso
@@ -32,9 +32,20 @@ except ImportError:  # pragma: no cover
 # typing itself is not imported at run time (import cost).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, TypeGuard
+    from typing import TypeGuard
 
-    from subagents.types import AgentEvent, JobMode, LifecycleEventType, LifecycleStatus, Usage
+    from subagents.types import (
+        AgentEvent,
+        HookRecord,
+        JobMode,
+        JobResult,
+        JobState,
+        JsonObject,
+        JsonValue,
+        LifecycleEventType,
+        LifecycleStatus,
+        Usage,
+    )
 
 ENV_SESSION = "SUBAGENTS_SESSION"
 DEFAULT_SESSION = "default"
@@ -161,7 +172,7 @@ def _clip(text: str, limit: int = SUMMARY_MAX) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _usage(usage: Mapping[str, Any] | None) -> Usage | None:
+def _usage(usage: Usage | None) -> Usage | None:
     if usage is None:
         return None
     return {
@@ -186,7 +197,7 @@ def entry(
     started_at: float | str | None = None,
     completed_at: float | str | None = None,
     duration_ms: int | None = None,
-    usage: Mapping[str, Any] | None = None,
+    usage: Usage | None = None,
     summary: str = "",
     requested_by: str | None = None,
 ) -> AgentEvent:
@@ -237,7 +248,7 @@ def entry(
     }
 
 
-def summarize(job_result: Mapping[str, Any]) -> str:
+def summarize(job_result: JobResult | JobState) -> str:
     """At most 200 characters saying what happened, from a job result
     (``{jobId, mode, status, runs: [result.json…], finalText, usage, durationMs}``), e.g.
     ``completed: scout — "first line of the answer"``, ``failed: worker — pi exited with
@@ -260,7 +271,7 @@ def summarize(job_result: Mapping[str, Any]) -> str:
 
 
 def entry_for_job(
-    job_result: Mapping[str, Any],
+    job_result: JobResult | JobState,
     *,
     pid: int | None = None,
     requested_by: str | None = None,
@@ -288,7 +299,7 @@ def entry_for_job(
         started_at=job_result.get("startedAt"),
         completed_at=job_result.get("completedAt"),
         duration_ms=job_result.get("durationMs"),
-        usage=usage if isinstance(usage, Mapping) else None,
+        usage=usage if isinstance(usage, dict) else None,
         summary=summarize(job_result),
         requested_by=requested_by,
     )
@@ -313,7 +324,7 @@ def _make_dirs(directory: Path) -> None:
         os.chmod(d, DIR_MODE)  # mkdir's mode is filtered by the umask
 
 
-def append(path: Path, obj: Mapping[str, Any]) -> None:
+def append(path: Path, obj: AgentEvent | HookRecord) -> None:
     """Append *obj* as one compact JSON line: ONE ``os.write`` of the whole line, to a file
     opened ``O_APPEND|O_CREAT`` (mode 0600; missing parent dirs are made 0700), under an
     exclusive ``flock`` held just for the write, then ``fsync``.
@@ -321,7 +332,9 @@ def append(path: Path, obj: Mapping[str, Any]) -> None:
     Should an earlier writer have died mid-line (a torn tail), the line starts with a newline
     so that the new entry stays whole and readable. Raises OSError / TypeError / ValueError.
     """
-    data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    data = (
+        json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+    )
     path = Path(path)
     _make_dirs(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
@@ -352,7 +365,7 @@ class ReadResult:
     __slots__ = ("bad_lines", "entries", "torn_tail")
 
     def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
+        self.entries: list[JsonObject] = []
         self.bad_lines = 0  # complete lines that are not a JSON object (skipped)
         self.torn_tail = False  # the last line was unterminated or unparseable (skipped)
 
@@ -363,9 +376,17 @@ class ReadResult:
         )
 
 
-def parse_line(line: bytes) -> dict[str, Any] | None:
+def _no_number(_constant: str) -> None:
+    return None
+
+
+def parse_line(line: bytes) -> JsonObject | None:
+    """A line of a session log as a JSON object (an entry is told apart from another line
+    by its reader: ``records.is_agent_event``), or None."""
     try:
-        obj = json.loads(line)
+        # NaN and Infinity (a log another program damaged) read as null: no entry read here
+        # may make what is written from it invalid JSON.
+        obj: JsonValue = json.loads(line, parse_constant=_no_number)
     except ValueError:  # includes UnicodeDecodeError
         return None
     return obj if isinstance(obj, dict) else None
@@ -395,6 +416,23 @@ def read_with_problems(path: Path) -> ReadResult:
     return out
 
 
-def read(path: Path) -> list[dict[str, Any]]:
+def read(path: Path) -> list[JsonObject]:
     """All complete entries of *path*; torn or bad lines are skipped silently."""
     return read_with_problems(path).entries
+
+
+def entries(path: Path) -> Iterator[JsonObject]:
+    """The complete entries of *path* one at a time, as :func:`read` finds them, holding one
+    line at a time (a long log is never all in memory); a missing file has none."""
+    try:
+        f = open(path, "rb")  # noqa: SIM115 (closed below, also when the caller stops early)
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                return  # a torn last line: not an entry (yet)
+            if line.strip():
+                obj = parse_line(line)
+                if obj is not None:
+                    yield obj

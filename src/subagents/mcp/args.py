@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import PlanError
 from subagents.jobs import parse_job
+
+if TYPE_CHECKING:
+    from subagents.types import BudgetSpec
 
 INSTRUCTIONS = """\
 Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run
@@ -75,8 +78,9 @@ class StepArg(BaseModel):
     backend: str | None = Field(
         default=None, description="Agent CLI: pi, claude, codex, gemini or opencode."
     )
+    # (numbers only, not true; their range is checked where every surface's is: jobs/spec.py)
     timeout: float | None = Field(
-        default=None, gt=0, description="Wall-clock limit for this step, seconds."
+        default=None, strict=True, description="Wall-clock limit for this step, seconds."
     )
     isolate: Literal["worktree"] | None = Field(
         default=None,
@@ -114,9 +118,10 @@ def build_spec(
     council: list[str] | None = None,
     judge: str | None = None,
     quorum: int | None = None,
-    job_budget: dict[str, Any] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """The job shape (``{mode, tasks|steps, concurrency?}``) for the ``subagent`` tool's arguments."""
+    job_budget: BudgetSpec | None = None,
+) -> tuple[str, dict[str, object]]:
+    """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
+    the ``subagent`` tool's arguments."""
     given = [
         name
         for name, value in (("task", task), ("tasks", tasks), ("chain", chain))
@@ -130,7 +135,7 @@ def build_spec(
         raise ToolError(
             f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}"
         )
-    defaults: dict[str, Any] = {
+    defaults: dict[str, object] = {
         "agent": agent,
         "model": model,
         "backend": backend,
@@ -145,8 +150,8 @@ def build_spec(
         "output_schema": output_schema,
     }
 
-    def step(item: str | StepArg) -> dict[str, Any]:
-        data: dict[str, Any] = (
+    def step(item: str | StepArg) -> dict[str, object]:
+        data: dict[str, object] = (
             {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
         )
         for key, value in defaults.items():
@@ -171,11 +176,11 @@ def build_spec(
         if not chain:
             raise ToolError("chain: the list is empty (give at least one step)")
         mode, key, items = "chain", "steps", [step(t) for t in chain]
-    spec: dict[str, Any] = {"mode": mode, key: items}
+    spec: dict[str, object] = {"mode": mode, key: items}
     if concurrency is not None:
         spec["concurrency"] = concurrency
     spec.update({k: v for k, v in (("judge", judge), ("quorum", quorum)) if v is not None})
-    spec.update({k: v for k, v in (job_budget or {}).items() if v is not None})
+    spec.update(job_budget or {})
     try:
         parse_job(spec, "subagent")  # checked here so the message names this tool's fields
     except PlanError as exc:

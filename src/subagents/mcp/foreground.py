@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.from_thread
@@ -24,6 +24,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from subagents import api
 from subagents.jobs import Job
 from subagents.mcp.progress import ProgressReporter
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult
 
 CANCEL_WAIT_SECONDS = 90.0  # how long an aborted call waits for its job to end
 CLIENT_GONE = "subagents.client_gone"  # ASGI scope key: an anyio.Event set on http.disconnect
@@ -55,7 +58,7 @@ class ForegroundJobs:
         ctx: Context,
         prepared: api.PreparedJob,
         on_end: Callable[[str], Awaitable[None]],
-    ) -> dict[str, Any]:
+    ) -> JobResult:
         """Drive the job in a worker thread, streaming progress; ``on_end(job_id)`` once it ended.
         A cancelled call, or a client gone, aborts the job."""
         from subagents.jobs import lifecycle_for
@@ -65,13 +68,14 @@ class ForegroundJobs:
         reporter = ProgressReporter(ctx, prepared)
         token = anyio.lowlevel.current_token()
         finished = threading.Event()
-        box: dict[str, Any] = {}
+        results: list[JobResult] = []
+        failures: list[BaseException] = []
 
         def work() -> None:
             try:
-                box["result"] = job.run(on_event=reporter.on_event, lifecycle=lifecycle)
+                results.append(job.run(on_event=reporter.on_event, lifecycle=lifecycle))
             except BaseException as exc:
-                box["error"] = exc
+                failures.append(exc)
             finally:
                 finished.set()
                 with contextlib.suppress(Exception):
@@ -104,14 +108,13 @@ class ForegroundJobs:
                 self._running.pop(prepared.job_id, None)
             with anyio.CancelScope(shield=True):
                 await on_end(prepared.job_id)
-        if "error" in box:
-            raise box["error"]
-        if "result" not in box:
+        if failures:
+            raise failures[0]
+        if not results:
             raise ToolError(
                 f"job {prepared.job_id} was aborted but had not ended {CANCEL_WAIT_SECONDS:g} s later"
             )
-        result: dict[str, Any] = box["result"]
-        return result
+        return results[0]
 
 
 async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:

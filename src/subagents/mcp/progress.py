@@ -8,7 +8,7 @@ import contextlib
 import math
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.from_thread
@@ -19,6 +19,9 @@ from mcp.server.mcpserver import Context
 from subagents import api
 from subagents.mcp.results import PROGRESS_MAX_LEN, cap, elapsed
 from subagents.present.runstate import RunState, runs_line
+
+if TYPE_CHECKING:
+    from subagents.types import Event
 
 HEARTBEAT_SECONDS = 8.0  # a quiet run still reports at least this often (< 10 s)
 
@@ -37,7 +40,7 @@ class ProgressReporter:
         self.count = 0
         self._send, self._recv = anyio.create_memory_object_stream[str](math.inf)
 
-    def on_event(self, index: int, event: dict[str, Any]) -> None:
+    def on_event(self, index: int, event: Event) -> None:
         """Called from run threads."""
         with self.lock:
             run = self.runs[min(index, len(self.runs) - 1)]

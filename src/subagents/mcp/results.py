@@ -12,13 +12,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcp_types import CallToolResult, TextContent
 
 from subagents.core import ids
 from subagents.present import outcome
 from subagents.present.figures import rounded_usage
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult, JobRun, JobState
+
+    # A job's outcome: its result, or the state of the finished job (which holds it).
+    Outcome = JobResult | JobState
 
 PROGRESS_MAX_LEN = 200  # characters in one progress message
 
@@ -78,26 +84,26 @@ def readable_diagnostics(text: str, cwd: str | None = None) -> str:
 # ---- a job's result -------------------------------------------------------------------
 
 
-def _ids(result: dict[str, Any]) -> str:
+def _ids(result: Outcome) -> str:
     runs = [r.get("runId") for r in outcome.runs_of(result) if r.get("runId")]
     if len(runs) == 1:
         return f"job {result.get('jobId')} · run {runs[0]}"
     return f"job {result.get('jobId')}"
 
 
-def _failure(run: dict[str, Any], cwd: str | None) -> str:
+def _failure(run: JobRun, cwd: str | None) -> str:
     body = run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}"
     return readable_diagnostics(str(body), cwd)
 
 
-def _run_line(run: dict[str, Any]) -> str:
+def _run_line(run: JobRun) -> str:
     bits = [f"{outcome.mark(run.get('status'))} {run.get('status')}"]
     bits += outcome.figures(run.get("durationMs"), run.get("usage"))
     bits.append(f"run {run.get('runId')}")
     return " · ".join(bits)
 
 
-def answer_text(result: dict[str, Any]) -> str:
+def answer_text(result: Outcome) -> str:
     """The text a tool result holds (Markdown): the answer (or each run's, for a parallel job)
     then the job's status line and ids; for a job that did not complete, the status line first,
     then what went wrong."""
@@ -109,11 +115,9 @@ def answer_text(result: dict[str, Any]) -> str:
             body = (
                 (run.get("finalText") or "").rstrip() or "(no answer)"
                 if run.get("status") == "completed"
-                else _failure(dict(run), cwd)
+                else _failure(run, cwd)
             )
-            parts.append(
-                f"**[{i + 1}] {outcome.agent_of(run)}** · {_run_line(dict(run))}\n\n{body}"
-            )
+            parts.append(f"**[{i + 1}] {outcome.agent_of(run)}** · {_run_line(run)}\n\n{body}")
     elif result.get("status") == "completed":
         parts.append(
             str(result.get("finalText") or "").rstrip() or "(the agent gave an empty answer)"
@@ -125,7 +129,7 @@ def answer_text(result: dict[str, Any]) -> str:
             if run.get("status") == "completed":
                 continue
             label = f"**[{i + 1}] {outcome.agent_of(run)}**\n\n" if len(runs) > 1 else ""
-            parts.append(f"{label}{_failure(dict(run), cwd)}")
+            parts.append(f"{label}{_failure(run, cwd)}")
         if not runs:
             parts.append(str(result.get("errorMessage") or "no run was started"))
         return "\n\n".join(parts)
@@ -145,10 +149,11 @@ RUN_KEYS = (
     "durationMs",
     "continuedFrom",
     "worktree",
+    "limit",
 )
 
 
-def _compact_run(run: dict[str, Any], answered: bool) -> dict[str, Any]:
+def _compact_run(run: JobRun, answered: bool) -> dict[str, object]:
     """A run without its paths and bulky fields; without its answer when ``answer`` holds it."""
     out = {
         k: run.get(k)
@@ -157,17 +162,20 @@ def _compact_run(run: dict[str, Any], answered: bool) -> dict[str, Any]:
     }
     if run.get("usage") is not None:
         out["usage"] = rounded_usage(run.get("usage"))
+    messages = run.get("messages")
+    if isinstance(messages, dict) and messages.get("sent"):  # what became of the parent's
+        out["messages"] = messages
     return out
 
 
-def compact_result(result: dict[str, Any]) -> dict[str, Any]:
+def compact_result(result: Outcome) -> dict[str, object]:
     """The structured result a parent model reads (Claude Code hands the model this, not the
     text): the answer first (a list for a parallel job), or what went wrong, then the status
     line, the ids, and each run without its paths and bulky fields. The whole job result
     stays available as the resource ``subagent://jobs/{id}``."""
-    runs = [dict(r) for r in outcome.runs_of(result)]
+    runs = outcome.runs_of(result)
     cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if result.get("status") != "completed":
         out["error"] = outcome.detail(result)
     if result.get("mode") == "parallel":
@@ -188,7 +196,7 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
         }
     )
     failures = [
-        readable_diagnostics(str(r["diagnostics"]), cwd)
+        readable_diagnostics(str(r.get("diagnostics")), cwd)
         for r in runs
         if r.get("status") != "completed" and r.get("diagnostics")
     ]
@@ -197,7 +205,7 @@ def compact_result(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def result_to_tool_result(result: dict[str, Any]) -> CallToolResult:
+def result_to_tool_result(result: Outcome) -> CallToolResult:
     return CallToolResult(
         content=[TextContent(type="text", text=answer_text(result))],
         structured_content=compact_result(result),
@@ -243,7 +251,7 @@ def background_started(job_id: str, runs: list[str], announced: bool) -> CallToo
 # ---- a job's state --------------------------------------------------------------------
 
 
-def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any]:
+def status_summary(state: JobState, activity: str | None) -> dict[str, object]:
     """A compact view of a job's state: what subagent_status answers."""
     keys = (
         "jobId",
@@ -259,14 +267,15 @@ def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any
         "runIds",
         "errorMessage",
     )
-    summary = {k: state[k] for k in keys if state.get(k) is not None}
+    summary = {k: state.get(k) for k in keys if state.get(k) is not None}
     if "usage" in summary:
         summary["usage"] = rounded_usage(summary["usage"])
     if state.get("runs") is not None:
         summary = {"summary": outcome.status_line(state), **summary}
     if activity:
         summary["activity"] = activity
-    if state.get("runs") is not None:
+    runs = state.get("runs")
+    if runs is not None:
         summary["runs"] = [
             {
                 k: r.get(k)
@@ -280,7 +289,7 @@ def status_summary(state: dict[str, Any], activity: str | None) -> dict[str, Any
                     "toolCalls",
                 )
             }
-            for r in state["runs"]
+            for r in runs
         ]
         summary["finalText"] = state.get("finalText")
     return summary

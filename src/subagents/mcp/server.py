@@ -23,7 +23,6 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
@@ -37,7 +36,7 @@ from pydantic import Field
 from subagents import api
 from subagents.core import ids, paths
 from subagents.errors import JobIdError, UsageError
-from subagents.jobs import TERMINAL, JobStore
+from subagents.jobs import TERMINAL, JobStore, budget_of
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
     COUNCIL,
@@ -267,7 +266,8 @@ class SubagentsMCP:
             ),
         ] = None,
         timeout: Annotated[
-            float | None, Field(gt=0, description="Wall-clock limit per run, seconds.")
+            float | None,
+            Field(strict=True, description="Wall-clock limit per run, seconds (30 days at most)."),
         ] = None,
         background: Annotated[
             bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")
@@ -283,7 +283,7 @@ class SubagentsMCP:
         stall_timeout: Annotated[
             float | None,
             Field(
-                ge=0,
+                strict=True,
                 description="Seconds without an event, with no tool call in flight, before a run is stalled (0 = off).",
             ),
         ] = None,
@@ -294,7 +294,7 @@ class SubagentsMCP:
         tool_timeout: Annotated[
             float | None,
             Field(
-                ge=0,
+                strict=True,
                 description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
             ),
         ] = None,
@@ -352,11 +352,7 @@ class SubagentsMCP:
             council=council,
             judge=judge,
             quorum=quorum,
-            job_budget={
-                "max_turns": job_max_turns,
-                "max_tokens": job_max_tokens,
-                "max_cost": job_max_cost,
-            },
+            job_budget=budget_of(job_max_turns, job_max_tokens, job_max_cost),
         )
         session = self.session_for(ctx)
         try:
@@ -399,7 +395,7 @@ class SubagentsMCP:
             self.notifier.watch_in_background(job_id, token)
             return background_started(job_id, prepared.plan.labels(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
-        return result_to_tool_result(dict(result))
+        return result_to_tool_result(result)
 
     async def subagent_status(
         self,
@@ -415,7 +411,7 @@ class SubagentsMCP:
             return await anyio.to_thread.run_sync(self._session_totals, self.session_for(ctx))
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
-        summary = status_summary(dict(state), activity)
+        summary = status_summary(state, activity)
         text = api.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
@@ -466,7 +462,7 @@ class SubagentsMCP:
                 abandon_on_cancel=True,
             )
             if result is not None:
-                return result_to_tool_result(dict(result))
+                return result_to_tool_result(result)
             if time.monotonic() >= deadline:
                 break
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -482,7 +478,7 @@ class SubagentsMCP:
                 )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
-            return result_to_tool_result(dict(state))
+            return result_to_tool_result(state)
         text = (
             f"job {jid} is still running ({state.get('status')}"
             + (f": {activity}" if activity else "")
@@ -490,7 +486,7 @@ class SubagentsMCP:
         )
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(dict(state), activity),
+            structured_content=status_summary(state, activity),
         )
 
     async def subagent_send(
@@ -535,7 +531,7 @@ class SubagentsMCP:
                     text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
                         content=[TextContent(type="text", text=text)],
-                        structured_content=status_summary(dict(before), None),
+                        structured_content=status_summary(before, None),
                     )
                 if self.announced and before.get("session") == self.session_id:
                     # Stopped from this session: its end is no news to it.
@@ -544,7 +540,7 @@ class SubagentsMCP:
         text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
-            structured_content=status_summary(dict(state), None),
+            structured_content=status_summary(state, None),
         )
 
     def _told(self, job_id: str) -> None:
@@ -580,9 +576,9 @@ class SubagentsMCP:
         except JobIdError as exc:
             raise ResourceNotFoundError(str(exc)) from None
         state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
-        return json.dumps(state, ensure_ascii=False, indent=1)
+        return json.dumps(state, ensure_ascii=False, indent=1, allow_nan=False)
 
 
-def _ended(state: Mapping[str, Any]) -> str:
+def _ended(state: JobState) -> str:
     """How a job ended, in its status line's words (its status while it has no result)."""
     return outcome.status_line(state) if state.get("runs") is not None else str(state.get("status"))

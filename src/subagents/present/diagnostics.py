@@ -11,15 +11,15 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
 
-from subagents.core.events import TOKEN_KEYS
+from subagents.core.events import TOKEN_KEYS, count
 from subagents.present.figures import money
 from subagents.present.humanize import humanize_tool_call, one_line
 
 if TYPE_CHECKING:
-    from subagents.types import Event, RunResult, ToolCall
+    from subagents.types import Event, RunResult, ToolCall, Usage
 
 __all__ = ["render"]
 
@@ -60,14 +60,6 @@ def _cut_line(text: str, suffix: str, limit: int) -> str:
         return text + suffix
     room = max(0, limit - len(suffix) - 1)
     return text[:room] + "…" + suffix
-
-
-def _number(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int | float):
-        return int(value)
-    return 0
 
 
 # --------------------------------------------------------------------------- sections
@@ -145,7 +137,7 @@ def _activity_section(events: Sequence[Event], events_path: str | None) -> str:
     left_out = len(calls) - len(shown)
     noun = "call" if len(calls) == 1 else "calls"
     if left_out:
-        where = f"; all in {events_path}" if events_path else ""
+        where = f"; the older {left_out} in {events_path}" if events_path else ""
         header = f"## Activity ({len(calls)} tool {noun}, showing the last {len(shown)}{where})"
     else:
         header = f"## Activity ({len(calls)} tool {noun})"
@@ -162,8 +154,8 @@ def _activity_section(events: Sequence[Event], events_path: str | None) -> str:
 
 
 def _usage_section(result: RunResult, events: Sequence[Event]) -> str:
-    usage: Mapping[str, Any] | None = result.get("usage")
-    if not isinstance(usage, Mapping):
+    usage: Usage | None = result.get("usage")
+    if not isinstance(usage, dict):
         usage = next((e for e in reversed(events) if e["type"] == "usage"), None)
     model = result.get("model")
     if not model:
@@ -171,7 +163,7 @@ def _usage_section(result: RunResult, events: Sequence[Event]) -> str:
             if event["type"] in ("assistant_text", "run_started") and event.get("model"):
                 model = str(event.get("model"))
                 break
-    tokens = {key: _number(usage.get(key)) for key in TOKEN_KEYS} if usage else {}
+    tokens = {key: count(usage.get(key)) for key in TOKEN_KEYS} if usage else {}
     cost = usage.get("cost") if usage else None
     if not any(tokens.values()) and cost is None and not model:
         return ""

@@ -25,13 +25,26 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, TypedDict
 
 from subagents.core.childtext import neutralize
 from subagents.present.humanize import head
 from subagents.present.runstate import RunState
+
+if TYPE_CHECKING:
+    from subagents.types import Event, JobPlanRecord
+
+
+class FeedStep(TypedDict):
+    """A run of the job as asked (the ``job`` record's ``steps``)."""
+
+    task: str  # its first line
+    agent: str | None
+    backend: str | None
+    model: str | None
+
 
 TASK_LABEL = 200  # characters of a task's first line in a step
 STDERR_LOOK = 64 * 1024  # bytes of new stderr read per look
@@ -48,25 +61,23 @@ def first_line(text: str, limit: int = TASK_LABEL) -> str:
     return ""
 
 
-def steps_of(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One ``{task, agent, backend, model}`` per run of a stored plan (``JobPlan.to_dict``)."""
-    limits = plan.get("limits") or {}
-    default = limits.get("default_backend") if isinstance(limits, Mapping) else None
-    steps = []
-    for req in plan.get("requests") or []:
-        steps.append(
-            {
-                "task": first_line(str(req.get("task") or "")),
-                "agent": req.get("agent"),
-                "backend": req.get("backend") or default,
-                "model": req.get("model"),
-            }
-        )
-    return steps
+def steps_of(plan: JobPlanRecord) -> list[FeedStep]:
+    """One step per run of a stored plan (``JobPlan.to_record``)."""
+    limits = plan.get("limits")
+    default = limits.get("default_backend") if isinstance(limits, dict) else None
+    return [
+        {
+            "task": first_line(str(req.get("task") or "")),
+            "agent": req.get("agent"),
+            "backend": req.get("backend") or (default if isinstance(default, str) else None),
+            "model": req.get("model"),
+        }
+        for req in plan.get("requests") or []
+    ]
 
 
 _SAID_ONCE = ("backend", "model", "startedAt", "transcript", "warning", "durationMs")
-_NOTHING_SAID: tuple[Any, ...] = (None,) * len(_SAID_ONCE)
+_NOTHING_SAID: tuple[object, ...] = (None,) * len(_SAID_ONCE)
 
 
 class StderrWarnings:
@@ -104,7 +115,7 @@ class JsonlFeed:
         labels: list[str],
         run_id: Callable[[int], str | None],
         *,
-        steps: list[dict[str, Any]] | None = None,
+        steps: list[FeedStep] | None = None,
         started_at: str | None = None,
         runs_dir: Path | None = None,
     ) -> None:
@@ -120,24 +131,25 @@ class JsonlFeed:
         self._run_id = run_id
         self._ids: dict[int, str] = {}
         self._stderr: dict[int, StderrWarnings] = {}
-        self._said: dict[int, tuple[Any, ...]] = {}
+        self._said: dict[int, tuple[object, ...]] = {}
         self._transcripts: dict[int, str] = {}
         self._lock = threading.Lock()
         self._gone = False
 
-    def _emit(self, record: dict[str, Any]) -> None:
+    def _emit(self, record: dict[str, object]) -> None:
+        """Write one record (a JSON object of this module's making)."""
         if self._gone:
             return
         # One write per record, flushed: a reader never sees half a line.
         try:
-            self.stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self.stream.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             self.stream.flush()
         except OSError:  # the reader died (EPIPE): the job goes on to record its end
             self._gone = True
 
     def started(self) -> None:
         with self._lock:
-            record: dict[str, Any] = {
+            record: dict[str, object] = {
                 "type": "job",
                 "jobId": self.job_id,
                 "mode": self.mode,
@@ -148,7 +160,7 @@ class JsonlFeed:
                 record["steps"] = self.steps
             self._emit(record)
 
-    def event(self, index: int, event: dict[str, Any]) -> None:
+    def event(self, index: int, event: Event) -> None:
         with self._lock:
             index = min(index, len(self.runs) - 1)
             run = self.runs[index]
@@ -168,7 +180,7 @@ class JsonlFeed:
                 if said:
                     run.warn(said)
             rid = self._ids.get(index)
-            record: dict[str, Any] = {
+            record: dict[str, object] = {
                 "type": "progress",
                 "jobId": self.job_id,
                 "runId": rid,

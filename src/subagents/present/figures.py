@@ -12,7 +12,7 @@ import math
 # typing is not imported at run time: the supervisor's diagnostics use this module.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import TypeGuard
 
 SMALLEST = 1e-6  # a cost below this (but above 0) reads "<$0.000001"
 
@@ -25,11 +25,11 @@ def _cost_digits(amount: float) -> int:
     return 1 - math.floor(math.log10(amount))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def money(cost: Any, unknown: str = "-") -> str:
+def money(cost: object, unknown: str = "-") -> str:
     """``$1.23``, ``$0.012``, ``$0.00004``, ``$0``; ``unknown`` when there is no cost."""
     if not _is_number(cost):
         return unknown
@@ -46,7 +46,7 @@ def money(cost: Any, unknown: str = "-") -> str:
     return f"{sign}${text}"
 
 
-def rounded_cost(cost: Any) -> float | None:
+def rounded_cost(cost: object) -> float | None:
     """The cost as a number rounded as :func:`money` shows it (for JSON meant for a model);
     None when there is none."""
     if not _is_number(cost):
@@ -58,7 +58,7 @@ def rounded_cost(cost: Any) -> float | None:
     return round(float(cost), digits)
 
 
-def rounded_usage(usage: Any) -> dict[str, Any] | None:
+def rounded_usage(usage: object) -> dict[str, object] | None:
     """A usage record (``input, output, cacheRead, cacheWrite, totalTokens, cost``) with its
     cost rounded; None for none."""
     if not isinstance(usage, dict):
@@ -69,7 +69,7 @@ def rounded_usage(usage: Any) -> dict[str, Any] | None:
     return out
 
 
-def tokens(count: Any) -> str:
+def tokens(count: object) -> str:
     """``950``, ``1.2k``, ``12.3k``, ``123k``, ``1.2M``."""
     n = int(count) if _is_number(count) else 0
     if n < 1000:

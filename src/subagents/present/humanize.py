@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 # typing and dataclasses are not imported at run time: the supervisor imports this module.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Final
+
+    from subagents.types import JsonObject, JsonValue
 
 
 __all__ = ["KINDS", "TOOL_KINDS", "Call", "humanize_tool_call", "one_line"]
@@ -73,7 +75,7 @@ class Kind:
         failed: str,
         keys: tuple[str, ...] = (),
         style: str = "text",
-        extract: Callable[[Mapping[str, Any]], _Subject | None] | None = None,
+        extract: Callable[[JsonObject], _Subject | None] | None = None,
     ) -> None:
         self.call = call
         self.done = done
@@ -83,7 +85,7 @@ class Kind:
         self.extract = extract
 
 
-def _file_change_subject(args: Mapping[str, Any]) -> _Subject | None:
+def _file_change_subject(args: JsonObject) -> _Subject | None:
     """Codex ``file_change``: ``{"changes": [{"path": ..., "kind": "add|update|delete"}]}``."""
     changes = args.get("changes")
     if not isinstance(changes, list):
@@ -91,8 +93,11 @@ def _file_change_subject(args: Mapping[str, Any]) -> _Subject | None:
     paths: list[str] = []
     kinds: set[str] = set()
     for change in changes:
-        if isinstance(change, Mapping) and isinstance(change.get("path"), str) and change["path"]:
-            paths.append(change["path"])
+        if not isinstance(change, dict):
+            continue
+        path = change.get("path")
+        if isinstance(path, str) and path:
+            paths.append(path)
             kinds.add(str(change.get("kind") or "update"))
     return _paths_subject(paths, kinds)
 
@@ -100,7 +105,7 @@ def _file_change_subject(args: Mapping[str, Any]) -> _Subject | None:
 _PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
 
 
-def _patch_subject(args: Mapping[str, Any]) -> _Subject | None:
+def _patch_subject(args: JsonObject) -> _Subject | None:
     """OpenCode ``patch``: file names read from the ``*** Update File: x`` lines of the patch."""
     for key in ("patchText", "patch", "input"):
         value = args.get(key)
@@ -123,7 +128,7 @@ def _paths_subject(paths: list[str], kinds: set[str]) -> _Subject | None:
     return _Subject(f"{len(paths)} files: " + ", ".join(paths), "text", verb)
 
 
-def _mcp_subject(args: Mapping[str, Any]) -> _Subject | None:
+def _mcp_subject(args: JsonObject) -> _Subject | None:
     """Codex ``mcp_tool_call``: ``{"server", "tool", "arguments"}``."""
     server, tool = args.get("server"), args.get("tool")
     if isinstance(tool, str) and tool:
@@ -247,15 +252,15 @@ def _kind_of(tool_name: str) -> Kind | None:
 # --------------------------------------------------------------------------- arguments
 
 
-def _as_mapping(args: Any) -> Mapping[str, Any]:
-    if type(args) is dict or isinstance(args, Mapping):  # a dict without the ABC's check
+def _as_object(args: JsonValue) -> JsonObject:
+    if isinstance(args, dict):
         return args
     if isinstance(args, str):  # some CLIs hand arguments over as a JSON string
         try:
-            decoded = json.loads(args)
+            decoded: JsonValue = json.loads(args)
         except ValueError:
             return {}
-        if isinstance(decoded, Mapping):
+        if isinstance(decoded, dict):
             return decoded
     return {}
 
@@ -324,7 +329,7 @@ def _unwrap_shell(argv: list[str]) -> str:
     return " ".join(_shell_quote(a) for a in argv)
 
 
-def _command_text(value: Any) -> str | None:
+def _command_text(value: JsonValue) -> str | None:
     if isinstance(value, str):
         stripped = value.strip()
         if not stripped:
@@ -337,12 +342,14 @@ def _command_text(value: Any) -> str | None:
             return stripped  # a plain first word that names no shell: no wrapper
         argv = _shell_words(value)
         return argv[2] if argv is not None and _is_shell_wrapper(argv) else stripped
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return _unwrap_shell(list(value))
+    if isinstance(value, list) and value:
+        argv = [v for v in value if isinstance(v, str)]
+        if len(argv) == len(value):
+            return _unwrap_shell(argv)
     return None
 
 
-def _value_text(value: Any) -> str | None:
+def _value_text(value: JsonValue) -> str | None:
     if isinstance(value, str):
         return value if value.strip() else None
     if isinstance(value, list):
@@ -355,19 +362,16 @@ def _value_text(value: Any) -> str | None:
     return None
 
 
-_ABSENT: Final = object()
-
-
-def _subject(kind: Kind, args: Mapping[str, Any]) -> _Subject | None:
+def _subject(kind: Kind, args: JsonObject) -> _Subject | None:
     if kind.extract is not None:
         return kind.extract(args)
     if not kind.keys:  # the wording needs no argument (e.g. the todo list)
         return _Subject("", "text")
     style = kind.style
     for key in kind.keys:
-        value = args.get(key, _ABSENT)
-        if value is _ABSENT:
+        if key not in args:
             continue
+        value = args[key]
         if style == "command":
             text = _command_text(value)
         else:
@@ -436,10 +440,10 @@ class Call:
 
     __slots__ = ("kind", "name", "subject")
 
-    def __init__(self, tool_name: str, args: Any) -> None:
+    def __init__(self, tool_name: str, args: JsonValue) -> None:
         self.name = tool_name or "tool"
         kind = _kind_of(self.name)
-        subject = _subject(kind, _as_mapping(args)) if kind is not None else None
+        subject = _subject(kind, _as_object(args)) if kind is not None else None
         if subject is not None and subject.verb is not None:
             # a file change that adds or deletes words itself so
             kind = KINDS.get(subject.verb, kind)
@@ -460,13 +464,13 @@ class Call:
 
 
 def describe(
-    tool_name: str, args: Any, outcome: str | None, *, shorten: bool, cwd: str | None = None
+    tool_name: str, args: JsonValue, outcome: str | None, *, shorten: bool, cwd: str | None = None
 ) -> str:
     """Word a tool call (``outcome`` None) or its result (``"done"``/``"failed"``)."""
     return Call(tool_name, args).words(outcome, shorten=shorten, cwd=cwd)
 
 
-def humanize_tool_call(tool_name: str, args: Any) -> str:
+def humanize_tool_call(tool_name: str, args: JsonValue) -> str:
     """One line saying what a tool call does, with full paths and commands.
 
     ``humanize_tool_call("read", {"path": "src/auth.ts"})`` -> ``"Reading src/auth.ts"``;
@@ -478,7 +482,7 @@ def humanize_tool_call(tool_name: str, args: Any) -> str:
 # --------------------------------------------------------------------------- formatter
 
 
-def duration(ms: Any) -> str | None:
+def duration(ms: object) -> str | None:
     if not isinstance(ms, int | float) or isinstance(ms, bool) or ms < 0:
         return None
     seconds = ms / 1000.0

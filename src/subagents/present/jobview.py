@@ -41,7 +41,23 @@ class Snapshot:
     """Everything one refresh shows: the rows and the totals for the footer."""
 
     rows: list[RunRow] = field(default_factory=list)
-    jobs: int = 0
+    jobs: int = 0  # the jobs shown (at most the view's limit)
+    total: int = 0  # the jobs there are (of the session, when the view is of one)
     running: int = 0
     tokens: int = 0
     cost: float | None = None
+    damaged: list[str] = field(default_factory=list)  # job files passed over
+
+    def footer(self) -> str:
+        """The totals line: how many jobs (of how many), running, tokens, cost."""
+        from subagents.present.figures import money, tokens
+
+        shown = (
+            f"{self.jobs} jobs" if self.total <= self.jobs else f"{self.jobs} of {self.total} jobs"
+        )
+        text = (
+            f"{shown} · {self.running} running · {tokens(self.tokens)} tokens · {money(self.cost)}"
+        )
+        if self.damaged:
+            text += f" · {len(self.damaged)} damaged job file(s): see subagents ps"
+        return text

@@ -17,7 +17,10 @@ from subagents.present.figures import elapsed, money, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from subagents.types import JobResult, JobRun, JobState
+
+    # A finished job: its result, or its ``job.json`` (which holds the result's keys).
+    FinishedJob = JobResult | JobState
 
 MARKS = {"completed": "✓", "failed": "✗", "timeout": "✗", "aborted": "■"}
 
@@ -26,26 +29,27 @@ _NOT_SPACE = re.compile(r"\S")
 FIRST_LINE_MAX = 1 << 16
 
 
-def mark(status: Any) -> str:
+def mark(status: object) -> str:
     return MARKS.get(str(status), "•")
 
 
-def runs_of(job_result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def runs_of(job_result: FinishedJob) -> list[JobRun]:
+    """The job's runs (those that are records: a job.json is read as it is)."""
     runs = job_result.get("runs") or []
-    return [r for r in runs if isinstance(r, Mapping)]
+    return [r for r in runs if isinstance(r, dict)]
 
 
-def agent_of(run: Mapping[str, Any]) -> str:
+def agent_of(run: JobRun) -> str:
     return str(run.get("agent") or run.get("backend") or "agent")
 
 
-def agent_names(job_result: Mapping[str, Any]) -> str | None:
+def agent_names(job_result: FinishedJob) -> str | None:
     """The job's agents in run order, repeats dropped, joined with ``", "``."""
     names = list(dict.fromkeys(agent_of(r) for r in runs_of(job_result)))
     return ", ".join(names) if names else None
 
 
-def first_line(text: Any) -> str:
+def first_line(text: object) -> str:
     """The first non-blank line of ``text``, stripped (its first ``FIRST_LINE_MAX``
     characters): found without splitting the whole text, which may be a 20 MB answer."""
     whole = str(text or "")
@@ -56,7 +60,7 @@ def first_line(text: Any) -> str:
     return whole[start : start + FIRST_LINE_MAX].splitlines()[0].strip()
 
 
-def why(run: Mapping[str, Any]) -> str:
+def why(run: JobRun) -> str:
     """Why a run did not complete, in one line."""
     message = first_line(run.get("errorMessage"))
     if message:
@@ -65,18 +69,18 @@ def why(run: Mapping[str, Any]) -> str:
     return "timed out" if status == "timeout" else str(status or "unknown")
 
 
-def word(run: Mapping[str, Any]) -> str:
+def word(run: JobRun) -> str:
     """A run's status as a session log entry words it (a timeout is a failure)."""
     status = str(run.get("status") or "unknown")
     return "failed" if status == "timeout" else status
 
 
-def quote(text: Any) -> str:
+def quote(text: object) -> str:
     line = first_line(text)
     return f'"{line}"' if line else "(no answer)"
 
 
-def detail(job_result: Mapping[str, Any]) -> str:
+def detail(job_result: FinishedJob) -> str:
     """What a job came to, after its figures: the answer's first line (quoted), or why it
     failed; for parallel and chain jobs how many runs completed and which did not."""
     mode = str(job_result.get("mode") or "single")
@@ -102,7 +106,7 @@ def detail(job_result: Mapping[str, Any]) -> str:
     return f"{done}; " + "; ".join(f"{word(r)}: {agent_of(r)} — {why(r)}" for r in bad)
 
 
-def figures(duration_ms: Any, usage: Any) -> list[str]:
+def figures(duration_ms: object, usage: object) -> list[str]:
     """``["3.4s", "60 tokens", "$0.00004"]``: what is known of them."""
     out = []
     if isinstance(duration_ms, int | float) and not isinstance(duration_ms, bool):
@@ -118,7 +122,7 @@ def figures(duration_ms: Any, usage: Any) -> list[str]:
 _LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
 
 
-def live_notes(run: Mapping[str, Any]) -> list[str]:
+def live_notes(run: Mapping[str, object]) -> list[str]:
     """What live control did in a run, for its summary line: ``1 message``, ``turn limit
     3: wrapped up (4 used)``; nothing where it did nothing."""
     out = []
@@ -132,7 +136,7 @@ def live_notes(run: Mapping[str, Any]) -> list[str]:
         name = {"turns": "turn", "tokens": "token", "cost": "cost"}.get(kind, kind)
         whose = "job's " if limit.get("scope") == "job" else ""
 
-        def amount(value: Any) -> str:
+        def amount(value: object) -> str:
             if kind == "cost" and isinstance(value, int | float):
                 return money(value)
             return str(int(value)) if isinstance(value, int | float) else "?"
@@ -145,7 +149,7 @@ def live_notes(run: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def status_line(job_result: Mapping[str, Any]) -> str:
+def status_line(job_result: FinishedJob) -> str:
     """``✓ completed · pi · 3.4s · 60 tokens · $0.00004``: a job's outcome without its answer."""
     status = str(job_result.get("status") or "unknown")
     mode = str(job_result.get("mode") or "single")
@@ -160,13 +164,13 @@ def status_line(job_result: Mapping[str, Any]) -> str:
 
 
 def end_line(
-    job_id: Any,
-    status: Any,
-    who: Any,
-    duration_ms: Any,
-    usage: Any,
+    job_id: object,
+    status: object,
+    who: object,
+    duration_ms: object,
+    usage: object,
     what: str,
-    mode: Any = "single",
+    mode: object = "single",
 ) -> str:
     """``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``; a job that did not
     complete says how it ended after its id (``✗ job <id> failed · …``). Terminal escapes
@@ -184,7 +188,7 @@ def end_line(
     return neutralize(" · ".join(parts))  # it quotes a child: no escapes reach a terminal
 
 
-def job_line(job_result: Mapping[str, Any]) -> str:
+def job_line(job_result: FinishedJob) -> str:
     """:func:`end_line` for a job result (``job.json`` once it ended)."""
     return end_line(
         job_result.get("jobId"),

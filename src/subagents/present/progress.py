@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
 
 from subagents.core.childtext import neutralize
 from subagents.present.humanize import (
@@ -29,9 +28,9 @@ from subagents.present.humanize import (
 # typing and dataclasses are not imported at run time: the supervisor imports this module.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Final
+    from typing import Final
 
-    from subagents.types import Event
+    from subagents.types import Event, LimitEvent, ToolCall, ToolResult, UserMessage
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
@@ -57,16 +56,15 @@ class ProgressFormatter:
         self._activity: str | tuple[Call, str | None, str | None] | None = None
         self._cwd: str | None = None
         # When the child went quiet, while the last event is the watchdog's stall notice.
-        self._stalled_since: Any = None
+        self._stalled_since: object = None
 
     # public
 
-    def line(self, event: Mapping[str, Any]) -> str | None:
+    def line(self, event: Event) -> str | None:
         """The progress line for ``event``, or None when there is nothing to show.
 
-        ``event`` is a canonical event (an ``Event``); any mapping is read as one, field by
-        field, so a line read back from disk whatever it holds, or a kind this version does
-        not know, is worded or passed over, never an error."""
+        Its fields are read one by one, each checked as it is read: an event read back from
+        disk, whatever else it holds, is worded or passed over, never an error."""
         text = self._text(event, shorten=True)
         return None if text is None else self._cap(neutralize(text))
 
@@ -106,7 +104,7 @@ class ProgressFormatter:
         if len(pending) > MEMORY_LIMIT:
             pending.popitem(last=False)
 
-    def _text(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
+    def _text(self, event: Event, *, shorten: bool) -> str | None:
         """Word ``event`` (full paths when ``shorten`` is False) and update the state."""
         etype = event.get("type")
         if etype == "assistant_text":
@@ -124,9 +122,9 @@ class ProgressFormatter:
             return "Thinking: " + (
                 head(collapse(text), THINKING_LIMIT) if shorten else text.strip()
             )
-        if etype == "tool_call":
+        if event["type"] == "tool_call":
             return self._tool_call(event, shorten=shorten)
-        if etype == "tool_result":
+        if event["type"] == "tool_result":
             return self._tool_result(event, shorten=shorten)
         # Any event but a stall notice means the child is moving again.
         self._stalled_since = event.get("since") if event.get("stalled") else None
@@ -160,13 +158,13 @@ class ProgressFormatter:
                 text += f" in {took}"
             self._activity = text
             return text
-        if etype == "user_message":
+        if event["type"] == "user_message":
             return self._message(event, shorten=shorten)
-        if etype == "limit":
+        if event["type"] == "limit":
             return limit_words(event)
         return None  # usage (the status line shows tokens) and anything unknown
 
-    def _message(self, event: Mapping[str, Any], *, shorten: bool) -> str | None:
+    def _message(self, event: UserMessage, *, shorten: bool) -> str | None:
         """A message sent to the child, and what became of it."""
         mode = str(event.get("mode") or "message")
         receipt = event.get("receipt")
@@ -184,7 +182,7 @@ class ProgressFormatter:
         self._activity = head(line, 80)
         return line
 
-    def _tool_call(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+    def _tool_call(self, event: ToolCall, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         call = Call(str(event.get("toolName") or "tool"), event.get("args"))
         if isinstance(call_id, str) and call_id:
@@ -192,7 +190,7 @@ class ProgressFormatter:
         self._activity = (call, None, self._cwd)
         return call.words(None, shorten=shorten, cwd=self._cwd)
 
-    def _tool_result(self, event: Mapping[str, Any], *, shorten: bool) -> str:
+    def _tool_result(self, event: ToolResult, *, shorten: bool) -> str:
         call_id = event.get("toolCallId")
         outcome = "failed" if event.get("isError") else "done"
         call = self._calls.get(call_id) if isinstance(call_id, str) else None
@@ -219,7 +217,7 @@ _LIMIT_ACTIONS: Final = {
 }
 
 
-def _amount(kind: str, value: Any) -> str:
+def _amount(kind: str, value: object) -> str:
     if not isinstance(value, (int, float)):
         return "?"
     if kind == "cost":
@@ -227,7 +225,7 @@ def _amount(kind: str, value: Any) -> str:
     return f"{int(value)}"
 
 
-def limit_words(event: Mapping[str, Any]) -> str:
+def limit_words(event: LimitEvent) -> str:
     """``⚠ turn limit reached (3 of 3): asking the child to wrap up``."""
     kind = str(event.get("kind") or "")
     whose = "job's " if event.get("scope") == "job" else ""
@@ -261,10 +259,9 @@ def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
     # Most of a long run: a tool call or its result, one line each, worded directly (what
     # `_text` dispatches to). Printable text holds no control character, escape or lone
     # surrogate (each is unprintable), so there is nothing to neutralise.
-    etype = event.get("type")
-    if etype == "tool_call":
+    if event["type"] == "tool_call":
         text = formatter._tool_call(event, shorten=False)
-    elif etype == "tool_result" and not event.get("isError"):
+    elif event["type"] == "tool_result" and not event.get("isError"):
         text = formatter._tool_result(event, shorten=False)
     else:
         text = None

@@ -8,14 +8,17 @@ word progress the same way (the wording is :class:`ProgressFormatter`'s, as in
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.core.childtext import neutralize
+from subagents.core.events import empty_usage, number, usage_of
 from subagents.present.figures import elapsed
 from subagents.present.humanize import WARN_LEVELS, collapse, head
 from subagents.present.outcome import mark
 from subagents.present.progress import LINE_LIMIT, ProgressFormatter
+
+if TYPE_CHECKING:
+    from subagents.types import Event, Usage
 
 
 class RunState:
@@ -24,8 +27,8 @@ class RunState:
         self.fmt = ProgressFormatter(max_len=max_len)
         self.t0: float | None = None
         self.tools = 0
-        # The latest usage event's fields but its type (running totals; seq and ts too).
-        self.usage: dict[str, Any] = {}
+        # The latest usage event's running totals.
+        self.usage: Usage = empty_usage()
         self.status: str | None = None
         self.duration_ms: float | None = None
         # From run_started (the model as asked for, provider included) and the stream.
@@ -34,27 +37,24 @@ class RunState:
         self.started_at: float | None = None  # the event's epoch seconds: the engine's clock
         self.warning: str | None = None  # the child's latest warning (a retry, a notice)
 
-    def update(self, event: Mapping[str, Any]) -> str | None:
-        """Take ``event`` (a canonical event, read as ProgressFormatter.line reads it) in;
-        the progress line it makes, if any."""
-        kind = event.get("type")
-        if kind == "run_started":
+    def update(self, event: Event) -> str | None:
+        """Take ``event`` in (its fields read as ProgressFormatter.line reads them); the
+        progress line it makes, if any."""
+        if event["type"] == "run_started":
             self.t0 = time.monotonic()
-            ts = event.get("ts")
-            self.started_at = float(ts) if isinstance(ts, int | float) else None
+            self.started_at = number(event.get("ts"))
             self.backend = _text(event.get("backend"))
             self.model = _text(event.get("model"))
-        elif kind == "tool_call":
+        elif event["type"] == "tool_call":
             self.tools += 1
-        elif kind == "usage":
-            self.usage = {k: v for k, v in event.items() if k != "type"}
-        elif kind == "run_finished":
+        elif event["type"] == "usage":
+            self.usage = usage_of(event)
+        elif event["type"] == "run_finished":
             self.status = str(event.get("status"))
-            ms = event.get("durationMs")
-            self.duration_ms = float(ms) if isinstance(ms, int | float) else None
-        elif kind == "assistant_text" and self.model is None:
+            self.duration_ms = number(event.get("durationMs"))
+        elif event["type"] == "assistant_text" and self.model is None:
             self.model = _text(event.get("model"))  # the CLI's default model, as it says
-        elif kind == "notice" and str(event.get("level") or "").lower() in WARN_LEVELS:
+        elif event["type"] == "notice" and str(event.get("level") or "").lower() in WARN_LEVELS:
             self.warn(str(event.get("message") or ""))
         return self.fmt.line(event)
 
@@ -111,5 +111,5 @@ def runs_line(runs: list[RunState], limit: int) -> str:
     return head(line(room), limit)
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     return str(value) if value else None

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, get_backend
 from subagents.config import Settings
-from subagents.core.inputs import BUDGET_FIELDS, budget_problem, text_problem, timeout_problem
+from subagents.core.inputs import (
+    BUDGET_FIELDS,
+    budget_problem,
+    seconds_problem,
+    text_problem,
+    timeout_problem,
+)
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.request import RunRequest
@@ -105,8 +111,9 @@ def check_task_size(backend: Backend, task: str) -> None:
 def check_watchdog(req: RunRequest) -> None:
     for name in ("stall_timeout", "tool_timeout"):
         value = getattr(req, name)
-        if value is not None and value < 0:
-            raise UsageError(f"{name} must be 0 (off) or a positive number of seconds", name)
+        problem = None if value is None else seconds_problem(value, off=True)
+        if problem:
+            raise UsageError(f"{name}: {problem}", name)
     if req.on_stall not in (None, "notice", "abort"):
         raise UsageError(
             f"unknown on_stall policy {req.on_stall!r} (use notice or abort)", "on_stall"
@@ -192,12 +199,15 @@ def check(
     if req.isolate is not None:
         if req.isolate != "worktree":
             raise UsageError(f"unknown isolation {req.isolate!r} (use worktree)", "isolate")
-        from subagents.worktree import repo_root
+        from subagents.worktree import isolation_problem
 
-        if req.continue_from is None and repo_root(cwd) is None:
-            raise UsageError(
-                f"--isolate worktree needs a git repository, and {cwd} is not in one", "isolate"
-            )
+        problem = (
+            None
+            if req.continue_from is not None
+            else isolation_problem(cwd, travels=placement.ships_cwd)
+        )
+        if problem:
+            raise UsageError(problem, "isolate")
     if placement.ships_cwd:
         check_travels(req, cwd)
     return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
 from subagents.core import controlsock
 from subagents.core.files import read_json
 from subagents.core.inputs import message_problem
+from subagents.core.records import object_of
 from subagents.errors import MessageRefused, UsageError
-from subagents.types import MessageMode, Receipt
+from subagents.types import ControlRequest, JsonObject, LimitKind, MessageMode, Receipt
 
 MODES = ("steer", "follow-up")
 # How long a supervisor that is starting may take to open its endpoint, and to answer.
@@ -52,17 +52,17 @@ def _refused_here(run_dir: Path, mode: str) -> str | None:
     if ended:
         return ended
     with contextlib.suppress(OSError, ValueError):
-        meta = read_json(run_dir / "meta.json")
-        why = (meta.get("refuse") or {}).get(mode)
+        meta = object_of(read_json(run_dir / "meta.json"))
+        why = object_of(meta.get("refuse")).get(mode)
         if why:
             return f"run {run_dir.name}: {why}"
     with contextlib.suppress(OSError, ValueError):
-        if read_json(run_dir / "supervisor.json").get("runner") == "ray":
+        if object_of(read_json(run_dir / "supervisor.json")).get("runner") == "ray":
             return f"run {run_dir.name} runs on a Ray node: messages do not reach it there yet"
     return None
 
 
-def _ask(run_dir: Path, payload: dict[str, Any]) -> dict[str, Any]:
+def _ask(run_dir: Path, payload: ControlRequest) -> JsonObject:
     """The supervisor's reply; waits (bounded) for a supervisor still starting."""
     deadline = time.monotonic() + CONNECT_WITHIN
     while True:
@@ -106,7 +106,7 @@ def send(run_dir: Path, text: str, mode: str = "steer") -> Receipt:
     return out
 
 
-def tell_limit(run_dir: Path, kind: str, limit: float, used: float) -> bool:
+def tell_limit(run_dir: Path, kind: LimitKind, limit: float, used: float) -> bool:
     """Tell a run its job's budget is reached (it wraps up or stops); False when it could
     not be told (ended, on a Ray node, no endpoint)."""
     if _refused_here(run_dir, "limit"):

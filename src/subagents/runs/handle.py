@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.core import procs
 from subagents.launchers import Launched
-from subagents.runs.monitor import RunMonitor
+from subagents.runs.monitor import OnEvent, RunMonitor
 from subagents.supervisor.spec import RunSpec
+
+if TYPE_CHECKING:
+    from subagents.types import RunResult
 
 
 class RunHandle:
@@ -25,10 +27,8 @@ class RunHandle:
         self.monitor = RunMonitor(run_dir, launched)
 
     def wait(
-        self,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any] | None:
+        self, on_event: OnEvent | None = None, timeout: float | None = None
+    ) -> RunResult | None:
         result = self.monitor.wait(on_event=on_event, timeout=timeout)
         if result is not None:
             self.reap()
@@ -39,14 +39,10 @@ class RunHandle:
         publishing it), so a long-lived caller (the MCP server) keeps no zombie per run."""
         self.launched.reap(timeout)
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> RunResult | None:
         return self.monitor.result()
 
-    def stop(
-        self,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
-        sig: int = signal.SIGTERM,
-    ) -> dict[str, Any]:
+    def stop(self, on_event: OnEvent | None = None, sig: int = signal.SIGTERM) -> RunResult:
         """Abort the run: the supervisor kills the child's group and writes ``aborted``.
         ``sig`` is what the supervisor gets: the signal the caller itself was sent (Ctrl-C is
         SIGINT), so the result names the signal that was sent.

@@ -11,14 +11,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from subagents.core import events as ev
 from subagents.core import paths
 from subagents.core.files import loads, read_events, read_json
+from subagents.core.records import is_event, is_run_result
 from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
 from subagents.launchers import Launched, reattach, unrecorded
 from subagents.supervisor.result import publish_ended, spec_of
+
+if TYPE_CHECKING:
+    from subagents.types import Event, RunResult, RunStatus
+
+# What a follower is handed: each event of the run, as it lands.
+OnEvent = Callable[["Event"], None]
 
 LIVENESS_EVERY = 1.0
 # A supervisor that has not yet recorded itself gets this long before it counts as lost.
@@ -43,11 +51,11 @@ class RunMonitor:
 
     # ---- events ----------------------------------------------------------
 
-    def new_events(self) -> list[dict[str, Any]]:
+    def new_events(self) -> list[Event]:
         """Events appended since the last call (complete lines, about a chunk of them)."""
         return [event for line in self.tail.read() if (event := _parse(line)) is not None]
 
-    def _deliver(self, on_event: Callable[[dict[str, Any]], None]) -> None:
+    def _deliver(self, on_event: OnEvent) -> None:
         """Hand every event written so far to ``on_event``, a chunk at a time."""
         for line in self.tail.lines():
             event = _parse(line)
@@ -56,12 +64,14 @@ class RunMonitor:
 
     # ---- result and liveness --------------------------------------------
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> RunResult | None:
+        """The run's ``result.json``; None while there is none (one that is not a run's
+        result counts as none yet: it is written whole, once)."""
         try:
             data = read_json(self.run_dir / "result.json")
         except (FileNotFoundError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        return data if is_run_result(data) else None
 
     def supervisor(self) -> Launched | None:
         """The run's supervisor; None while none is recorded."""
@@ -77,10 +87,8 @@ class RunMonitor:
         return supervisor.alive()
 
     def wait(
-        self,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any] | None:
+        self, on_event: OnEvent | None = None, timeout: float | None = None
+    ) -> RunResult | None:
         """Follow the run until ``result.json`` exists; None if ``timeout`` ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         # Without a listener only the result's arrival matters, not each write to the log.
@@ -114,15 +122,15 @@ class RunMonitor:
         home = self.run_dir.parent.parent
         return bool(job_id) and paths.cancel_file(home, str(job_id)).exists()
 
-    def recover_dead_supervisor(self) -> dict[str, Any]:
+    def recover_dead_supervisor(self) -> RunResult:
         """The supervisor is gone without a result: clean up after it and write one."""
         result = self.result()
         if result is not None:  # it finished just now
             return result
         events = read_events(self.run_dir / "events.jsonl")
-        child_pid = next((e.get("pid") for e in events if e.get("type") == "run_started"), None)
         supervisor = self.supervisor() or unrecorded()
         spec = spec_of(self.run_dir)
+        status: RunStatus
         if self.stop_requested or self._job_cancel_requested(spec.jobId):
             status, message = (
                 "aborted",
@@ -134,7 +142,7 @@ class RunMonitor:
         if lost:
             message += f": {lost}"
         # What is left of the run where it ran: its child's group here, its actor on a node.
-        done = supervisor.orphaned(child_pid if isinstance(child_pid, int) else None)
+        done = supervisor.orphaned(ev.started_event(events), spec.runId)
         if done:
             message += f"; {done}"
         return publish_ended(
@@ -147,10 +155,11 @@ class RunMonitor:
         )
 
 
-def _parse(line: bytes) -> Any:
-    """An event line, or None for one that is not JSON (a torn line is never read: see
-    LineTail)."""
+def _parse(line: bytes) -> Event | None:
+    """An event line, or None for one that is not a canonical event (a torn line is never
+    read: see LineTail)."""
     try:
-        return loads(line)
+        event = loads(line)
     except ValueError:
         return None
+    return event if is_event(event) else None

@@ -9,7 +9,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
@@ -22,6 +22,9 @@ from subagents.runs.request import RunRequest
 from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
 from subagents.types import JsonObject, Limits, SchemaMode
+
+if TYPE_CHECKING:
+    from subagents.types import WorktreeSpec
 
 
 def _seconds(value: float | None, default: float | None) -> float | None:
@@ -76,7 +79,7 @@ def _write_run_dir(
     make_private_dir(run_dir)
     reserve_space(run_dir)
     try:
-        resume, worktree = _continuation(req, backend, run_dir.parent)
+        resume, worktree = _continuation(req, backend, run_dir)
         if worktree is None and req.isolate == "worktree":
             from subagents import worktree as wt
 
@@ -146,13 +149,14 @@ def _write_run_dir(
         continuedFrom=req.continue_from,
         sessionDir=command.session_dir,
         stdinFile=str(stdin_file) if stdin_file else None,
+        watch=list(req.watch),
         live=live,
         refuse=dict(backend.refusals(version)) or None,
         limits=limits or None,
         jobLimits={k: v for k, v in (req.job_used or {}).items() if k in limits} or None,
         graceTurns=settings.wrap_up_grace,
         wrapUp=settings.wrap_up_text,
-        command={k: v for k, v in command.fields().items() if k != "task"},
+        command=command.record(),
         outputSchema=schema.given,
         schemaHash=schema.hash,
         schemaMode=schema.mode,
@@ -204,32 +208,36 @@ def _limits(req: RunRequest, settings: Settings, backend: Backend) -> Limits:
 
 
 def _continuation(
-    req: RunRequest, backend: Backend, runs_dir: Path
-) -> tuple[str | None, dict[str, Any] | None]:
+    req: RunRequest, backend: Backend, run_dir: Path
+) -> tuple[str | None, WorktreeSpec | None]:
     """For a run that continues another: what its child resumes, and the earlier run's
-    worktree reopened (a worktree run continues in its own branch)."""
+    worktree reopened for this run (a worktree run continues in its own branch)."""
     if req.continue_from is None:
         return None, None
     from subagents.core.files import read_json
+    from subagents.core.records import is_run_result, is_worktree_spec
 
-    earlier = runs_dir / req.continue_from
+    earlier = run_dir.parent / req.continue_from
     try:
         meta = read_json(earlier / "meta.json")
         result = read_json(earlier / "result.json")
     except (OSError, ValueError):
-        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)") from None
+        meta = result = None
+    if not isinstance(meta, dict) or not is_run_result(result):
+        raise UsageError(f"run {req.continue_from} has not ended (or its files are gone)")
     resume = backend.resume_point(str(earlier), result)
     if resume is None:
         raise UsageError(
             f"run {req.continue_from} left no {backend.name} session to continue"
             " (runs before sessions were kept cannot be continued)"
         )
-    record = result.get("worktree") or meta.get("worktree")
-    if not isinstance(record, dict):
+    recorded = meta.get("worktree")
+    record = result.get("worktree") or (recorded if is_worktree_spec(recorded) else None)
+    if record is None:
         return resume, None
     from subagents import worktree as wt
 
     try:
-        return resume, wt.reopen(record)
+        return resume, wt.reopen(record, run_dir.name, run_dir)
     except WorktreeError as exc:
         raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None

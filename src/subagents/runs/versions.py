@@ -19,6 +19,7 @@ from pathlib import Path
 from subagents.backends import Backend
 from subagents.core import procs
 from subagents.core.files import read_json, write_json_atomic
+from subagents.core.records import object_of
 
 VERSION_TIMEOUT = 10.0
 # What is read of a ``--version`` answer at most: a version is in its first line.
@@ -114,9 +115,10 @@ def package_version(real: str) -> str | None:
             data = read_json(parent / "package.json")
         except (OSError, ValueError):
             continue
-        bins = data.get("bin") if isinstance(data, dict) else None
-        paths = [bins] if isinstance(bins, str) else list((bins or {}).values())
-        version = data.get("version")
+        package = object_of(data)
+        bins = package.get("bin")
+        paths = [bins] if isinstance(bins, str) else list(object_of(bins).values())
+        version = package.get("version")
         if isinstance(version, str) and any(
             isinstance(p, str) and os.path.realpath(parent / p) == real for p in paths
         ):
@@ -144,7 +146,7 @@ def installed_version(
         cache_path = home / CACHE_FILE
         cache: dict[str, str] = {}
         with contextlib.suppress(OSError, ValueError):
-            loaded = read_json(cache_path)
+            loaded = object_of(read_json(cache_path))
             cache = {k: v for k, v in loaded.items() if isinstance(v, str)}
         known = cache.get(key)
         problem = None

@@ -11,6 +11,7 @@ import os
 import subprocess
 
 from subagents.core.files import read_json
+from subagents.core.procs import RUN_ENV
 from subagents.supervisor.handover import ENVIRON_FILE
 from subagents.supervisor.lines import grow_pipe
 
@@ -38,7 +39,9 @@ def environment(run_dir: Path, spec: RunSpec) -> dict[str, str]:
     if environ_file.exists():
         # Launched through a runner that does not pass the caller's environment on.
         with contextlib.suppress(OSError, ValueError):
-            env = {str(k): str(v) for k, v in read_json(environ_file).items()}
+            saved = read_json(environ_file)
+            if isinstance(saved, dict):
+                env = {k: str(v) for k, v in saved.items()}
         with contextlib.suppress(OSError):
             environ_file.unlink()
     env.update(spec.env)
@@ -46,6 +49,7 @@ def environment(run_dir: Path, spec: RunSpec) -> dict[str, str]:
     env["PWD"] = spec.cwd
     env["SUBAGENTS_CHILD"] = "1"
     env["SUBAGENTS_DEPTH"] = str(spec.depth)
+    env[RUN_ENV] = spec.runId  # inherited by all it starts: see procs.end_recorded_group
     return env
 
 

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Any
+
+    from _typeshed import FileDescriptorLike
+
+    from subagents.types import ControlReply, JsonObject
 
 # How long a client may take to send its request, and how long a reply may wait for the
 # child's first receipt before the supervisor answers with what it knows.
@@ -38,15 +41,15 @@ class Reply:
         self.server = server
         self.done = False
         self.deadline = time.monotonic() + REQUEST_WITHIN
-        self.fallback: dict[str, Any] = {"receipt": "refused", "reason": "no request came"}
+        self.fallback: ControlReply = {"receipt": "refused", "reason": "no request came"}
         self.buffer = b""
 
-    def wait(self, fallback: dict[str, Any], within: float = RECEIPT_WITHIN) -> None:
+    def wait(self, fallback: ControlReply, within: float = RECEIPT_WITHIN) -> None:
         """No answer yet: give ``fallback`` if none comes within ``within`` seconds."""
         self.fallback = fallback
         self.deadline = time.monotonic() + within
 
-    def send(self, answer: dict[str, Any]) -> None:
+    def send(self, answer: ControlReply) -> None:
         if self.done:
             return
         self.done = True
@@ -57,7 +60,7 @@ class Reply:
 
 
 class ControlServer:
-    def __init__(self, run_dir: Path, on_request: Callable[[dict[str, Any], Reply], None]) -> None:
+    def __init__(self, run_dir: Path, on_request: Callable[[JsonObject, Reply], None]) -> None:
         self.run_dir = run_dir
         self.on_request = on_request
         self.sock: socket.socket | None = None
@@ -74,11 +77,11 @@ class ControlServer:
         sel.register(self.sock, selectors.EVENT_READ, self)
         return None
 
-    def on_ready(self, fileobj: Any) -> None:
+    def on_ready(self, fileobj: FileDescriptorLike) -> None:
         if fileobj is self.sock:
             self._accept()
         else:
-            reply = self.open.get(fileobj.fileno())
+            reply = self.open.get(fileobj if isinstance(fileobj, int) else fileobj.fileno())
             if reply is not None:
                 self._read(reply)
 

@@ -27,14 +27,27 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import selectors
     from pathlib import Path
-    from typing import Any, Protocol
+    from typing import Protocol
 
     from subagents.backends import Backend, CommandRequest, Normalizer
     from subagents.supervisor.budget import Budget
     from subagents.supervisor.control import ControlServer, Reply
     from subagents.supervisor.spec import RunSpec
     from subagents.supervisor.stdin import InputWriter
-    from subagents.types import Event, LimitRecord, MessageCounts, MessageMode, ReceiptWord, Usage
+    from subagents.types import (
+        CommandRecord,
+        ControlReply,
+        Event,
+        JsonObject,
+        JsonValue,
+        LimitKind,
+        LimitRecord,
+        Limits,
+        MessageCounts,
+        MessageMode,
+        ReceiptWord,
+        Usage,
+    )
 
     class Supervisor(Protocol):
         """What live control uses of the supervisor (supervisor/main.py)."""
@@ -101,14 +114,15 @@ class Live:
         """The run's command request (``meta.json``'s ``command``), for ``task``."""
         from subagents.backends import CommandRequest
 
-        fields = dict(self.spec.command or {"cwd": self.spec.cwd, "live": self.spec.live})
-        # The run's own task carries its output schema's instruction (``taskSuffix``).
-        fields["task"] = self.spec.task + (self.spec.taskSuffix or "") if task is None else task
+        fallback: CommandRecord = {"cwd": self.spec.cwd, "live": self.spec.live}
+        record = (self.spec.command or fallback).copy()
         if resume is not None:
-            fields["resume"] = resume
-        return CommandRequest(**fields)
+            record["resume"] = resume
+        # The run's own task carries its output schema's instruction (``taskSuffix``).
+        own = self.spec.task + (self.spec.taskSuffix or "")
+        return CommandRequest(task=own if task is None else task, **record)
 
-    def _budget(self, limits: Any, job: dict[str, float] | None = None) -> Budget:
+    def _budget(self, limits: Limits, job: dict[str, float] | None = None) -> Budget:
         from subagents.supervisor.budget import Budget
 
         return Budget(limits, grace=self.spec.graceTurns, graceful=self.spec.live, job=job)
@@ -159,17 +173,17 @@ class Live:
         if norm.receipts:
             receipts, norm.receipts = norm.receipts, []
             for mid, receipt, reason in receipts:
-                self.receipt(mid, receipt, reason)  # type: ignore[arg-type]
+                self.receipt(mid, receipt, reason)
 
     # ---- messages --------------------------------------------------------------------
 
-    def on_request(self, request: dict[str, Any], reply: Reply) -> None:
+    def on_request(self, request: JsonObject, reply: Reply) -> None:
         op = request.get("op")
         if op == "limit":
             self._job_limit(request, reply)
             return
-        mode, text = request.get("mode"), request.get("text")
-        if op != "send" or mode not in MODES or not isinstance(text, str):
+        mode, text = _mode(request.get("mode")), request.get("text")
+        if op != "send" or mode is None or not isinstance(text, str):
             reply.send({"receipt": "refused", "reason": "not a request this supervisor takes"})
             return
         mid = f"m{len(self.messages) + 1}"
@@ -213,7 +227,7 @@ class Live:
             self.delivered += 1
         self.sup.emit(ev.user_message(mid, message.mode, message.text, receipt, reason))
         if message.reply is not None:
-            answer: dict[str, Any] = {"id": mid, "mode": message.mode, "receipt": receipt}
+            answer: ControlReply = {"id": mid, "mode": message.mode, "receipt": receipt}
             if reason:
                 answer["reason"] = reason
             message.reply.send(answer)
@@ -250,16 +264,17 @@ class Live:
         if action is not None:
             self._act(action)
 
-    def _job_limit(self, request: dict[str, Any], reply: Reply) -> None:
-        kind, limit, used = request.get("kind"), request.get("limit"), request.get("used")
-        if self.ending or kind not in ("turns", "tokens", "cost"):
+    def _job_limit(self, request: JsonObject, reply: Reply) -> None:
+        kind = _kind(request.get("kind"))
+        limit, used = _number(request.get("limit")), _number(request.get("used"))
+        if self.ending or kind is None:
             reply.send({"receipt": "refused", "reason": ENDING if self.ending else "bad limit"})
             return
         if self.budget is None:
             self.budget = self._budget({})
             self.active = True
         turns, usage = self.sup.totals()
-        action = self.budget.force(kind, float(limit or 0), float(used or 0), turns, usage)
+        action = self.budget.force(kind, limit, used, turns, usage)
         if action is not None:
             self._act(action)
         reply.send({"receipt": "queued", "reason": action or "already acting on a limit"})
@@ -424,3 +439,28 @@ class Live:
             self.budget.settle(turns, usage)
             record = self.budget.record
         return self.counts(), record
+
+
+# A request is another process's JSON: each field is narrowed to what it may be.
+
+
+def _mode(value: JsonValue) -> MessageMode | None:
+    if value == "steer":
+        return "steer"
+    if value == "follow-up":
+        return "follow-up"
+    return None
+
+
+def _kind(value: JsonValue) -> LimitKind | None:
+    if value == "turns":
+        return "turns"
+    if value == "tokens":
+        return "tokens"
+    if value == "cost":
+        return "cost"
+    return None
+
+
+def _number(value: JsonValue) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0

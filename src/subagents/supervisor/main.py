@@ -31,7 +31,16 @@ from subagents.backends import Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
 from subagents.core.files import dumps_fast, read_tail
-from subagents.core.procs import STOP_SIGNALS, group_alive, killpg, signal_name, stop_group
+from subagents.core.procs import (
+    STOP_SIGNALS,
+    create_time,
+    first_gone,
+    group_alive,
+    killpg,
+    signal_name,
+    stop_group,
+    when_gone,
+)
 from subagents.supervisor.child import environment, spawn
 from subagents.supervisor.lines import READ_SIZE, Lines
 from subagents.supervisor.live import Live
@@ -42,6 +51,7 @@ from subagents.supervisor.result import (
     attach_diagnostics,
     build_result,
     finish_worktree,
+    finishing,
     publish_result,
 )
 from subagents.supervisor.spec import RunSpec
@@ -50,15 +60,16 @@ from subagents.supervisor.stallwatch import StallWatch
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from subagents.types import JsonValue, RunResult, Usage
+    from subagents.types import JsonValue, ProcessIdentity, RunResult, Usage
 
 
 # After the child exits, how long to keep reading a stdout that a grandchild holds open.
 DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
+# The longest the event loop waits at once (epoll takes at most 2^31 ms, ~24.8 days): a
+# deadline further off is waited for a day at a time, whatever meta.json says.
+MAX_WAIT = 86400.0
 MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
@@ -95,9 +106,10 @@ class Supervisor:
         self.forced_cleanup = False
         self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
+        self.abort_why: str | None = None  # a stop not asked for by a signal's sender
         self.noise_lines = 0
         self.parsed = 0
-        self._parse: Callable[[bytes | bytearray], Any] = parse_line
+        self._parse: Callable[[bytes | bytearray], JsonValue] = parse_line
         # (id -> when each started); a run is stalled only while none is.
         self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.heard_at = self.t0  # when stdout last said anything (the time of the read)
@@ -298,9 +310,10 @@ class Supervisor:
             killpg(self.pgid, signal.SIGKILL)  # asked twice: no more patience
             return
         self.abort_signal = signal_name(signum)
-        self.emit(
-            ev.notice("error", f"supervisor received {self.abort_signal}; stopping the child")
-        )
+        if self.abort_why is None and (gone := first_gone(self.spec.watch)) is not None:
+            self.process_gone(gone, signal_self=False)  # what the stop was for, whoever sent it
+        what = self.abort_why or f"supervisor received {self.abort_signal}"
+        self.emit(ev.notice("error", f"{what}; stopping the child"))
         if self.child_alive():
             self.terminate_group("aborted")
         elif self.stop_cause is None and not (self.norm and self.norm.terminal):
@@ -323,7 +336,7 @@ class Supervisor:
             points.append(now + POLL_EXIT)
         if not points:
             return None
-        return max(0.0, min(points) - now)
+        return min(MAX_WAIT, max(0.0, min(points) - now))
 
     # ---- main loop -------------------------------------------------------
 
@@ -351,6 +364,13 @@ class Supervisor:
         for s in STOP_SIGNALS:
             signal.signal(s, lambda *_: None)  # the wakeup fd carries the signal number
         try:
+            # A process the run is bound to that is already gone stops it before it starts;
+            # one that goes later stops it as `subagents stop` would (SIGTERM, here).
+            if (gone := first_gone(self.spec.watch)) is not None:
+                self.process_gone(gone, signal_self=False)
+                self.early_signals.append(signal.SIGTERM)
+            else:
+                when_gone(self.spec.watch, self.process_gone)
             if self.early_signals:  # asked to stop before the child was even spawned
                 self.on_signal(self.early_signals[0])
                 return self.finish()
@@ -377,7 +397,14 @@ class Supervisor:
         assert self.proc is not None
         spec = self.spec
         self.emit(
-            ev.run_started(spec.backend, spec.agent, spec.requestedModel, spec.cwd, self.proc.pid)
+            ev.run_started(
+                spec.backend,
+                spec.agent,
+                spec.requestedModel,
+                spec.cwd,
+                self.proc.pid,
+                create_time(self.proc.pid),
+            )
         )
         self.flush()
 
@@ -411,6 +438,12 @@ class Supervisor:
         self.live.receipt(mid, "delivered")
         self.started()
         return True
+
+    def process_gone(self, ident: ProcessIdentity, signal_self: bool = True) -> None:
+        """A process the run is bound to ended (``watch``: the caller's ``--parent-pid``)."""
+        self.abort_why = f"process {ident['pid']}, which the run was bound to, ended"
+        if signal_self:
+            os.kill(os.getpid(), signal.SIGTERM)
 
     _have_pidfd = False
 
@@ -544,6 +577,7 @@ class Supervisor:
             spawn_error=spawn_error,
             stop_cause=self.stop_cause,
             abort_signal=self.abort_signal,
+            abort_why=self.abort_why,
             exit_code=exit_code,
             sig=sig,
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
@@ -587,10 +621,11 @@ class Supervisor:
         if self.spec.schemaHash is not None:
             result["structured"] = structured if status == "completed" else None
             result["schemaHash"] = self.spec.schemaHash
-        if self.spec.worktree:
-            finish_worktree(result, self.spec, self.run_dir)
-        if status != "completed":
-            attach_diagnostics(result, self.run_dir)
-        self.rec.close()
-        publish_result(self.run_dir, result)
+        with finishing(self.run_dir):
+            if self.spec.worktree:
+                finish_worktree(result, self.spec, self.run_dir)
+            if status != "completed":
+                attach_diagnostics(result, self.run_dir)
+            self.rec.close()
+            publish_result(self.run_dir, result)
         return result

@@ -29,6 +29,7 @@ def decide(
     exit_code: int | None,
     sig: str | None,
     stderr_tail: Callable[[], str],
+    abort_why: str | None = None,
     limit_error: str | None = None,
 ) -> tuple[RunStatus, str | None]:
     """``(status, error message)`` for a run whose child is gone. ``limit_error``: a budget
@@ -40,7 +41,8 @@ def decide(
     elif stop_cause == "timeout":
         status, error = "timeout", f"timed out after {spec.timeout:g}s"
     elif stop_cause == "aborted":
-        status, error = "aborted", f"aborted: the supervisor received {abort_signal}"
+        why = abort_why or f"the supervisor received {abort_signal}"
+        status, error = "aborted", f"aborted: {why}"
     elif stop_cause == "stalled":
         status = "failed"
         error = (

@@ -17,7 +17,7 @@ from subagents.supervisor.stderrlog import StderrLog
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import IO, Any
+    from typing import IO
 
     from subagents.types import Event
 
@@ -35,7 +35,7 @@ class Recorder:
         self.seq = 0
         self._ts = b""
         self.stamp()
-        self.dumps: Callable[[Any], bytes] = dumps
+        self.dumps: Callable[[object], bytes] = dumps
         self.write_error: str | None = None
         self.dirty = False
         self._fmt = ProgressFormatter()

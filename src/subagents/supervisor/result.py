@@ -11,7 +11,7 @@ from subagents.supervisor.spec import RunSpec
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from contextlib import AbstractContextManager
 
     from subagents.types import (
         ExecutorPlace,
@@ -81,7 +81,7 @@ def build_result(
         "exitCode": exit_code,
         "signal": signal,
         "forcedCleanup": forced_cleanup,
-        "usage": usage if usage is not None else ev.empty_usage(),
+        "usage": ev.priced(usage) if usage is not None else ev.empty_usage(),
         "toolCalls": tool_calls,
         "startedAt": iso(started_at),
         "completedAt": iso(done),
@@ -144,41 +144,58 @@ def spec_of(run_dir: Path) -> RunSpec:
 
 
 def publish_ended(
-    run_dir: Path, *, status: str, error_message: str, spec: RunSpec | None = None, **fields: Any
-) -> dict[str, Any]:
+    run_dir: Path,
+    *,
+    status: RunStatus,
+    error_message: str,
+    spec: RunSpec | None = None,
+    started_at: float | None = None,
+    tool_calls: int = 0,
+    executor: ExecutorPlace | None = None,
+) -> RunResult:
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
-    that is on disk, whoever won the race to publish it.
-
-    A RunResult, handed over as a plain dict (and its status taken as a str) while its
-    callers (runs/monitor.py, runs/launch.py) hold results as plain dicts."""
+    that is on disk, whoever won the race to publish it: one finisher at a time holds the
+    run (:func:`finishing`), so two readers that found the supervisor dead never both
+    commit an isolated run's changes, nor publish a result the other's commit contradicts."""
     from subagents.core.files import read_json
-    from subagents.core.records import is_run_result, is_run_status
+    from subagents.core.records import is_run_result
 
-    if not is_run_status(status):
-        raise ValueError(f"not a run status: {status!r}")
     spec = spec or spec_of(run_dir)
     result = build_result(
         spec,
         run_dir,
         status=status,
-        started_at=fields.pop("started_at", None) or spec.createdAt or time.time(),
+        started_at=started_at or spec.createdAt or time.time(),
         error_message=error_message,
-        **fields,
+        tool_calls=tool_calls,
+        executor=executor,
     )
-    if not (run_dir / "result.json").exists():
-        finish_worktree(result, spec, run_dir)
-    try:
-        publish_result(run_dir, attach_diagnostics(result, run_dir))
-    except OSError as exc:
-        # Nowhere to write it (a full disk): the caller still gets the true record.
-        result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
-        return dict(result)
+    with finishing(run_dir):
+        if not (run_dir / "result.json").exists():
+            finish_worktree(result, spec, run_dir)
+            try:
+                publish_result(run_dir, attach_diagnostics(result, run_dir))
+            except OSError as exc:
+                # Nowhere to write it (a full disk): the caller still gets the true record.
+                result["errorMessage"] = f"{error_message}; {cannot_write(exc)}"
+                return result
     try:
         on_disk = read_json(run_dir / "result.json")
     except (OSError, ValueError):
-        return dict(result)
-    return dict(on_disk if is_run_result(on_disk) else result)
+        return result
+    return on_disk if is_run_result(on_disk) else result
+
+
+def finishing(run_dir: Path) -> AbstractContextManager[None]:
+    """The run held by its one finisher (a lock on its directory) while its changes are
+    committed and its result published: the supervisor, or a reader that found it dead."""
+    import contextlib
+
+    from subagents.core.files import locked
+
+    # (no directory: nothing of the run to finish, and nothing to make by locking it)
+    return locked(run_dir) if run_dir.is_dir() else contextlib.nullcontext()
 
 
 KEEP_WHEN_FULL = 32 * 1024

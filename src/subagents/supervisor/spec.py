@@ -5,11 +5,18 @@ from __future__ import annotations
 # typing and dataclasses are not imported at run time: they slow the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from subagents.types import (
+        CommandRecord,
+        JsonObject,
+        JsonValue,
+        Limits,
+        OnStall,
+        ProcessIdentity,
+        SchemaMode,
+        WorktreeSpec,
+    )
 
-    from subagents.types import JsonObject, Limits, OnStall, SchemaMode, WorktreeSpec
-
-_DEFAULTS: dict[str, Any] = {
+_DEFAULTS: JsonObject = {
     "jobId": None,
     "agent": None,
     "agentSource": None,
@@ -34,6 +41,9 @@ _DEFAULTS: dict[str, Any] = {
     "continuedFrom": None,
     "sessionDir": None,
     "stdinFile": None,
+    # Processes the run is bound to (``--parent-pid``: the caller's, and a foreground
+    # driver's), each ``{pid, createTime}``: when one ends, the run is aborted.
+    "watch": None,
     # Live control (docs/live-control.md): the child takes its task and messages on stdin
     # in its CLI's protocol; the kinds of message it cannot take, with why; its budget (and
     # the kinds bounded by what its job had left, with what the job had used before it);
@@ -87,19 +97,20 @@ class RunSpec:
     sessionDir: str | None
     # A file the child reads as its stdin (a task too big for argv); else /dev/null.
     stdinFile: str | None
+    watch: list[ProcessIdentity]
     live: bool
     refuse: dict[str, str] | None
     limits: Limits | None
     jobLimits: dict[str, float] | None
     graceTurns: int
     wrapUp: str
-    command: dict[str, Any] | None
+    command: CommandRecord | None
     outputSchema: JsonObject | None
     schemaHash: str | None
     schemaMode: SchemaMode | None
     taskSuffix: str | None
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]
         if missing:
             raise TypeError(f"RunSpec lacks {', '.join(missing)}")
@@ -109,12 +120,17 @@ class RunSpec:
             setattr(self, key, fields[key])
         if self.env is None:
             self.env = {}
+        if self.watch is None:
+            self.watch = []
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {k: getattr(self, k) for k in (*_REQUIRED, *_DEFAULTS)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunSpec:
+    def from_dict(cls, data: JsonValue) -> RunSpec:
+        """The spec ``meta.json`` holds (TypeError when it holds no run's spec)."""
+        if not isinstance(data, dict):
+            raise TypeError("meta.json is not a JSON object")
         return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
 
     def __repr__(self) -> str:

@@ -20,6 +20,7 @@ Steps, run in order:
                               ``{task}`` in ``t`` is the last argument, the task)
 ``{"session": true}``         as pi does: a session file in the ``--session-dir`` argument's
                               directory, naming the ``--fork`` argument (the session resumed)
+``{"run": [argv...]}``        run a command (an argv list, no shell) in the cwd and wait for it
 ``{"exit": code}``            exit now
 ``{"hang": true}``            linger forever (until killed)
 
@@ -61,6 +62,7 @@ class Step(TypedDict, total=False):
     session: bool
     exit: int
     hang: bool
+    run: list[str]
 
 
 def _publish(path: str, text: str) -> None:
@@ -130,6 +132,12 @@ def run_step(step: Step) -> None:
             directory.mkdir(parents=True, exist_ok=True)
             forked = args[args.index("--fork") + 1] if "--fork" in args else None
             (directory / "fake-session.jsonl").write_text(json.dumps({"forkedFrom": forked}) + "\n")
+    elif "run" in step:
+        import subprocess
+
+        subprocess.run(
+            step["run"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False
+        )
     elif "exit" in step:
         sys.stdout.flush()
         os._exit(int(step["exit"]))

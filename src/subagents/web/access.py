@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Any
 from urllib.parse import parse_qsl, urlencode
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from subagents.loopback import allowed_hosts, allowed_origins, bearer, same_secret
 
@@ -55,7 +56,7 @@ def derived(token: str, purpose: str) -> str:
     return hmac.new(token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
 
 
-def _headers(scope: dict[str, Any]) -> dict[bytes, bytes]:
+def _headers(scope: Scope) -> dict[bytes, bytes]:
     return {name.lower(): value for name, value in scope.get("headers") or []}
 
 
@@ -69,7 +70,7 @@ def _cookies(raw: bytes) -> dict[str, str]:
 
 
 async def _answer(
-    send: Any, status: int, body: str, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, status: int, body: str, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     data = body.encode()
     kind = (
@@ -95,7 +96,7 @@ async def _answer(
 class Access:
     """The checks above, around ``app``, for a server on 127.0.0.1:``port``."""
 
-    def __init__(self, app: Any, token: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, token: str, port: int) -> None:
         self.app = app
         self.token = token
         self.port = port
@@ -106,7 +107,7 @@ class Access:
         self.session = derived(token, "cookie")
         self.csrf = derived(token, "csrf")
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
@@ -146,14 +147,14 @@ class Access:
             await _answer(send, 403, "missing or wrong CSRF token")
             return
 
-        async def secured(message: Any) -> None:
+        async def secured(message: Message) -> None:
             if message.get("type") == "http.response.start":
                 message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
             await send(message)
 
         await self.app({**scope, CSRF_SCOPE_KEY: self.csrf}, receive, secured)
 
-    async def _sign_in(self, scope: Any, send: Any, query: dict[str, str]) -> None:
+    async def _sign_in(self, scope: Scope, send: Send, query: dict[str, str]) -> None:
         if not same_secret(query["token"], self.token):
             await _answer(send, 401, SIGN_IN)
             return

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +50,10 @@ JOB_TICK = 0.5
 KEEPALIVE = 15.0
 
 
-def event(name: str, data: dict[str, Any], event_id: str | None = None) -> str:
+def event(name: str, data: Mapping[str, str], event_id: str | None = None) -> str:
     """One Server-Sent Event; its data is one line of JSON (ASCII: no line breaks inside)."""
     head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return head + "data: " + json.dumps(data) + "\n\n"
+    return head + "data: " + json.dumps(data, allow_nan=False) + "\n\n"
 
 
 class WebApp:
@@ -218,13 +218,14 @@ class WebApp:
                 _meta, result = read_run(self.home, run_id)
             except PlanError as exc:
                 raise JobIdError(str(exc)) from None
-            worktree = (result or {}).get("worktree")
+            worktree = result.get("worktree") if result is not None else None
             repo = worktree.get("repo") if isinstance(worktree, dict) else None
             if not isinstance(repo, str):
                 raise UsageError(
                     f"run {run_id} did not run in its own worktree (--isolate worktree)"
                 )
-            return api.apply_run(run_id, repo)
+            partial = request.query_params.get("partial") == "1"
+            return api.apply_run(run_id, repo, partial=partial)
 
         try:
             changed = await anyio.to_thread.run_sync(apply)

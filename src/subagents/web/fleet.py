@@ -76,7 +76,7 @@ class FleetView:
 
 def _repo(rows: list[RunRow]) -> str:
     for row in rows:
-        repo = row.worktree_repo or repository_of({"cwd": row.cwd})
+        repo = row.worktree_repo or repository_of(row.cwd)
         if repo:
             return repo
     return NO_REPO

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.core import paths
 from subagents.core.clock import epoch
+from subagents.core.events import count, number
 from subagents.core.files import read_json
+from subagents.core.records import is_run_result
 from subagents.jobs import TERMINAL, LiveJobs
 from subagents.present.jobview import RunRow
 from subagents.web import charts
@@ -23,26 +24,29 @@ from subagents.web.layout import badge, esc, href, numbers, url
 from subagents.web.markdown import render
 from subagents.web.transcript import first_piece
 
+if TYPE_CHECKING:
+    from subagents.types import JobState, RunResult
+
 # The diff shown on the page (changes.patch keeps all of it).
 PATCH_SHOWN = 512 * 1024
 
 
 @dataclass
 class JobData:
-    state: Mapping[str, Any]
+    state: JobState
     rows: list[RunRow]
     run_id: str | None  # the run shown
 
     @property
     def job_id(self) -> str:
-        return str(self.state["jobId"])
+        return self.state["jobId"]
 
     @property
     def ended(self) -> bool:
         return self.state.get("status") in TERMINAL
 
 
-def gather(live: LiveJobs, state: Mapping[str, Any], run: str | None) -> JobData:
+def gather(live: LiveJobs, state: JobState, run: str | None) -> JobData:
     """The job (``job_state``'s answer) with its rows; the run to show: ``run`` when it is one
     of the job's, else its newest running run, else its first."""
     rows = live.rows(state)
@@ -57,15 +61,15 @@ def run_dir(home: Path, run_id: str) -> Path:
     return paths.runs_dir(home) / run_id
 
 
-def read_result(home: Path, run_id: str) -> dict[str, Any] | None:
+def read_result(home: Path, run_id: str) -> RunResult | None:
     with contextlib.suppress(OSError, ValueError):
         data = read_json(run_dir(home, run_id) / "result.json")
-        if isinstance(data, dict):
+        if is_run_result(data):
             return data
     return None
 
 
-def _when(ts: Any) -> str:
+def _when(ts: object) -> str:
     value = epoch(ts)
     return "-" if value is None else datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
 
@@ -75,15 +79,17 @@ def render_live(data: JobData) -> str:
     state = data.state
     status = str(state.get("status") or "pending")
     rows = data.rows
-    if state.get("durationMs") is not None:
-        took: float | None = float(state["durationMs"]) / 1000
+    duration = number(state.get("durationMs"))
+    if duration is not None:
+        took: float | None = duration / 1000
     else:
-        took = max(0.0, time.time() - float(state.get("createdAt") or time.time()))
-    usage = state.get("usage") if isinstance(state.get("usage"), dict) else None
-    count = int((usage or {}).get("totalTokens") or sum(r.tokens for r in rows))
+        took = max(0.0, time.time() - (number(state.get("createdAt")) or time.time()))
+    usage = state.get("usage")
+    usage = usage if isinstance(usage, dict) else None
+    total = count(usage.get("totalTokens") if usage else None) or sum(r.tokens for r in rows)
     priced = [r.cost for r in rows if r.cost is not None]
-    cost = (usage or {}).get("cost") if usage else (sum(priced) if priced else None)
-    elapsed, toks, money = numbers(took, count, cost if isinstance(cost, int | float) else None)
+    cost = number(usage.get("cost")) if usage else (sum(priced) if priced else None)
+    elapsed, toks, money = numbers(took, total, cost)
     stop = (
         f'<button type="button" class="danger" data-action="stop" data-job="{esc(data.job_id)}">'
         "Stop…</button>"
@@ -114,7 +120,7 @@ def render_live(data: JobData) -> str:
             for i, r in enumerate(rows)
             if r.run_id
         ]
-        pending = len((state.get("plan") or {}).get("requests") or []) - len(spans)
+        pending = len(state["plan"].get("requests") or []) - len(spans)
         spans += [
             charts.Span(f"{len(spans) + i + 1}. waiting", None, None, "pending")
             for i in range(max(0, pending))
@@ -173,7 +179,7 @@ def _patch_html(patch: str) -> str:
     return "\n".join(lines)
 
 
-def render_diff(result: dict[str, Any], home: Path) -> str:
+def render_diff(result: RunResult, home: Path) -> str:
     """An isolated run's changes: files with +/-, the patch, and Apply."""
     wt = result.get("worktree")
     if not isinstance(wt, dict):
@@ -199,18 +205,23 @@ def render_diff(result: dict[str, Any], home: Path) -> str:
         f'<tr><td><code>{esc(name)}</code></td><td class="num add">+{a}</td><td class="num del">-{d}</td></tr>'
         for name, a, d in _patch_files(patch)
     )
-    count = int(wt.get("filesChanged") or 0)
+    changed = count(wt.get("filesChanged"))
+    # A run that did not complete may have left its work half done: the button says so.
+    partial = result.get("status") != "completed"
+    label = "Apply these partial changes" if partial else "Apply to the working tree"
+    marked = ' data-partial="1"' if partial else ""
     return (
         f'<section class="diff"><h2>Changes</h2><p>branch <code>{esc(wt.get("branch"))}</code> · '
-        f"{count} file{'' if count == 1 else 's'} changed, +{int(wt.get('insertions') or 0)} "
-        f"-{int(wt.get('deletions') or 0)} · into <code>{esc(wt.get('repo'))}</code></p>"
-        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}">Apply to the working tree</button> '
+        f"{changed} file{'' if changed == 1 else 's'} changed, +{count(wt.get('insertions'))} "
+        f"-{count(wt.get('deletions'))} · into <code>{esc(wt.get('repo'))}</code></p>"
+        f'<p><button type="button" data-action="apply" data-run="{esc(run_id)}"'
+        f"{marked}>{label}</button> "
         '<span id="apply-result" role="status"></span></p>'
         f'<table class="files">{files}</table>{more}<pre class="patch">{_patch_html(patch)}</pre></section>'
     )
 
 
-def render_run_end(result: dict[str, Any] | None, home: Path) -> str:
+def render_run_end(result: RunResult | None, home: Path) -> str:
     """What a run has once it ended: its answer, or the diagnostics of its failure; its diff."""
     if result is None:
         return ""

@@ -6,7 +6,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.demo.mockmodel.script import (
     ANTHROPIC,
@@ -19,10 +19,14 @@ from subagents.demo.mockmodel.script import (
     split_parts,
 )
 
+if TYPE_CHECKING:
+    # What the mock sends: JSON bodies of its own making.
+    from subagents.types import JsonObject, JsonValue
+
 # --------------------------------------------------------------------------- OpenAI Chat
 
 
-def _usage(script: Script) -> dict[str, int]:
+def _usage(script: Script) -> JsonObject:
     prompt, completion = script.usage
     return {
         "prompt_tokens": prompt,
@@ -32,8 +36,8 @@ def _usage(script: Script) -> dict[str, int]:
 
 
 def _chunk(
-    answer: Answer, model: str, created: int, delta: dict[str, Any], finish: str | None = None
-) -> dict[str, Any]:
+    answer: Answer, model: str, created: int, delta: JsonObject, finish: str | None = None
+) -> JsonObject:
     return {
         "id": answer.uid(RESPONSE_ID),
         "object": "chat.completion.chunk",
@@ -45,7 +49,7 @@ def _chunk(
 
 def stream_chunks(
     script: Script, answer: Answer, model: str, include_usage: bool
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[JsonObject]:
     created = int(time.time())
     yield _chunk(answer, model, created, {"role": "assistant", "content": ""})
     if answer.text is not None:
@@ -87,8 +91,8 @@ def stream_chunks(
         }
 
 
-def completion(script: Script, answer: Answer, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+def completion(script: Script, answer: Answer, model: str) -> JsonObject:
+    message: JsonObject = {"role": "assistant", "content": answer.text}
     if answer.tool is not None:
         name, args = answer.tool
         message["tool_calls"] = [
@@ -111,7 +115,7 @@ def completion(script: Script, answer: Answer, model: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- Anthropic
 
 
-def _anthropic_usage(script: Script, output: bool = True) -> dict[str, int]:
+def _anthropic_usage(script: Script, output: bool = True) -> JsonObject:
     prompt, completion = script.usage
     return {
         "input_tokens": prompt,
@@ -121,20 +125,27 @@ def _anthropic_usage(script: Script, output: bool = True) -> dict[str, int]:
     }
 
 
-def _anthropic_blocks(answer: Answer) -> list[dict[str, Any]]:
+def _anthropic_block(answer: Answer, whole: bool = True) -> JsonObject:
+    """The answer's one content block (``whole``: with its input or text; else as a stream
+    starts it)."""
     if answer.tool is not None:
         name, args = answer.tool
-        return [{"type": "tool_use", "id": answer.uid("toolu_mock_1"), "name": name, "input": args}]
-    return [{"type": "text", "text": answer.text or ""}]
+        return {
+            "type": "tool_use",
+            "id": answer.uid("toolu_mock_1"),
+            "name": name,
+            "input": args if whole else {},
+        }
+    return {"type": "text", "text": (answer.text or "") if whole else ""}
 
 
-def anthropic_message(script: Script, answer: Answer, model: str) -> dict[str, Any]:
+def anthropic_message(script: Script, answer: Answer, model: str) -> JsonObject:
     return {
         "id": answer.uid("msg_mock"),
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": _anthropic_blocks(answer),
+        "content": [_anthropic_block(answer)],
         "stop_reason": "tool_use" if answer.tool else "end_turn",
         "stop_sequence": None,
         "usage": _anthropic_usage(script),
@@ -143,23 +154,22 @@ def anthropic_message(script: Script, answer: Answer, model: str) -> dict[str, A
 
 def anthropic_events(
     script: Script, answer: Answer, model: str
-) -> Iterator[tuple[str, dict[str, Any]]]:
+) -> Iterator[tuple[str, JsonObject]]:
     start = anthropic_message(script, answer, model)
     start.update(content=[], stop_reason=None, usage=_anthropic_usage(script, output=False))
     yield "message_start", {"type": "message_start", "message": start}
-    (block,) = _anthropic_blocks(answer)
-    if block["type"] == "tool_use":
+    block = _anthropic_block(answer, whole=False)
+    deltas: list[JsonValue]
+    if answer.tool is not None:
         deltas = [
             {"type": "input_json_delta", "partial_json": p}
-            for p in halves(json.dumps(block["input"]))
+            for p in halves(json.dumps(answer.tool[1]))
         ]
-        block = {**block, "input": {}}
     else:
         deltas = [
             {"type": "text_delta", "text": p}
-            for p in split_parts(block["text"], script.text_chunks)
+            for p in split_parts(answer.text or "", script.text_chunks)
         ]
-        block = {"type": "text", "text": ""}
     yield "content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}
     for delta in deltas:
         yield "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
@@ -181,45 +191,41 @@ def anthropic_events(
 # --------------------------------------------------------------------------- OpenAI Responses
 
 
-def _responses_items(answer: Answer, done: bool) -> list[dict[str, Any]]:
+def _responses_item(answer: Answer, done: bool) -> JsonObject:
     status = "completed" if done else "in_progress"
     if answer.tool is not None:
         name, args = answer.tool
-        return [
-            {
-                "type": "function_call",
-                "id": answer.uid("fc_mock_1"),
-                "call_id": answer.uid(TOOL_CALL_ID),
-                "name": name,
-                "arguments": json.dumps(args) if done else "",
-                "status": status,
-            }
-        ]
-    content = [{"type": "output_text", "text": answer.text or "", "annotations": []}]
-    return [
-        {
-            "type": "message",
-            "id": answer.uid("msg_mock_1"),
-            "role": "assistant",
+        return {
+            "type": "function_call",
+            "id": answer.uid("fc_mock_1"),
+            "call_id": answer.uid(TOOL_CALL_ID),
+            "name": name,
+            "arguments": json.dumps(args) if done else "",
             "status": status,
-            "content": content if done else [],
         }
+    content: list[JsonValue] = [
+        {"type": "output_text", "text": answer.text or "", "annotations": []}
     ]
+    return {
+        "type": "message",
+        "id": answer.uid("msg_mock_1"),
+        "role": "assistant",
+        "status": status,
+        "content": content if done else [],
+    }
 
 
-def responses_object(
-    script: Script, answer: Answer | None, model: str, n: int = 1
-) -> dict[str, Any]:
+def responses_object(script: Script, answer: Answer | None, model: str, n: int = 1) -> JsonObject:
     """The response object; ``answer`` None = the in-progress one of ``response.created``
     (the ``n``th answer)."""
     prompt, completion = script.usage
-    obj: dict[str, Any] = {
+    obj: JsonObject = {
         "id": (answer or Answer(None, None, n)).uid("resp_mock"),
         "object": "response",
         "created_at": int(time.time()),
         "status": "in_progress" if answer is None else "completed",
         "model": model,
-        "output": [] if answer is None else _responses_items(answer, done=True),
+        "output": [] if answer is None else [_responses_item(answer, done=True)],
         "usage": None,
     }
     if answer is not None:
@@ -235,23 +241,24 @@ def responses_object(
 
 def responses_events(
     script: Script, answer: Answer, model: str
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    events: list[dict[str, Any]] = [
+) -> Iterator[tuple[str, JsonObject]]:
+    events: list[JsonObject] = [
         {"type": "response.created", "response": responses_object(script, None, model, answer.n)}
     ]
-    (item,) = _responses_items(answer, done=False)
-    (done,) = _responses_items(answer, done=True)
-    at = {"output_index": 0, "item_id": item["id"]}
+    item = _responses_item(answer, done=False)
+    done = _responses_item(answer, done=True)
+    at: JsonObject = {"output_index": 0, "item_id": item["id"]}
     events.append({"type": "response.output_item.added", "output_index": 0, "item": item})
     if answer.tool is not None:
-        for part in halves(done["arguments"]):
+        arguments = json.dumps(answer.tool[1])
+        for part in halves(arguments):
             events.append({"type": "response.function_call_arguments.delta", **at, "delta": part})
         events.append(
-            {"type": "response.function_call_arguments.done", **at, "arguments": done["arguments"]}
+            {"type": "response.function_call_arguments.done", **at, "arguments": arguments}
         )
     else:
         text = answer.text or ""
-        part0 = {"type": "output_text", "text": "", "annotations": []}
+        part0: JsonObject = {"type": "output_text", "text": "", "annotations": []}
         events.append(
             {"type": "response.content_part.added", **at, "content_index": 0, "part": part0}
         )
@@ -280,7 +287,7 @@ def responses_events(
 # --------------------------------------------------------------------------- Gemini
 
 
-def _gemini_usage(script: Script) -> dict[str, int]:
+def _gemini_usage(script: Script) -> JsonObject:
     prompt, completion = script.usage
     return {
         "promptTokenCount": prompt,
@@ -289,33 +296,31 @@ def _gemini_usage(script: Script) -> dict[str, int]:
     }
 
 
-def _gemini_response(
-    script: Script, parts: list[dict[str, Any]], model: str, last: bool
-) -> dict[str, Any]:
-    candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
-    out: dict[str, Any] = {"candidates": [candidate], "modelVersion": model, "responseId": "mock"}
+def _gemini_response(script: Script, part: JsonObject, model: str, last: bool) -> JsonObject:
+    candidate: JsonObject = {"content": {"role": "model", "parts": [part]}, "index": 0}
+    out: JsonObject = {"candidates": [candidate], "modelVersion": model, "responseId": "mock"}
     if last:
         candidate["finishReason"] = "STOP"
         out["usageMetadata"] = _gemini_usage(script)
     return out
 
 
-def gemini_chunks(script: Script, answer: Answer, model: str) -> list[dict[str, Any]]:
+def gemini_chunks(script: Script, answer: Answer, model: str) -> list[JsonObject]:
     if answer.tool is not None:
         name, args = answer.tool
-        call = {"functionCall": {"name": name, "args": args}}
-        return [_gemini_response(script, [call], model, last=True)]
+        call: JsonObject = {"functionCall": {"name": name, "args": args}}
+        return [_gemini_response(script, call, model, last=True)]
     pieces = split_parts(answer.text or "", script.text_chunks)
     return [
-        _gemini_response(script, [{"text": p}], model, last=i == len(pieces) - 1)
+        _gemini_response(script, {"text": p}, model, last=i == len(pieces) - 1)
         for i, p in enumerate(pieces)
     ]
 
 
-def gemini_whole(script: Script, answer: Answer, model: str) -> dict[str, Any]:
+def gemini_whole(script: Script, answer: Answer, model: str) -> JsonObject:
     if answer.tool is not None:
         return gemini_chunks(script, answer, model)[0]
-    return _gemini_response(script, [{"text": answer.text or ""}], model, last=True)
+    return _gemini_response(script, {"text": answer.text or ""}, model, last=True)
 
 
 GEMINI_PATH = re.compile(r"^(?:/v1beta|/v1alpha|/v1)?/models/([^/:]+):([A-Za-z]+)$")
@@ -327,7 +332,7 @@ _GEMINI_STATUS = {
 }
 
 
-def error_body(api: str, status: int, message: str) -> dict[str, Any]:
+def error_body(api: str, status: int, message: str) -> JsonObject:
     if api == ANTHROPIC:
         kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(
             status, "api_error" if status >= 500 else "invalid_request_error"
@@ -340,5 +345,5 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "code": None}}
 
 
-def count_tokens(body: Any) -> int:
+def count_tokens(body: JsonValue) -> int:
     return max(1, len(json.dumps(body)) // 4)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.demo.mockmodel.script import CODEX_MODEL, MODEL_ID, PROVIDER
+
+if TYPE_CHECKING:
+    from subagents.types import JsonObject
 
 # --------------------------------------------------------------------------- pi
 
@@ -15,7 +18,7 @@ def write_pi_config(
     agent_dir: Path,
     base_url: str,
     *,
-    retry: dict[str, Any] | None = None,
+    retry: JsonObject | None = None,
     provider: str = PROVIDER,
     price: tuple[float, float] = (0.0, 0.0),
 ) -> dict[str, str]:
@@ -41,7 +44,7 @@ def write_pi_config(
     agent_dir.mkdir(parents=True, exist_ok=True)
     home = agent_dir / "home"
     home.mkdir(exist_ok=True)
-    models = {
+    models: JsonObject = {
         "providers": {
             provider: {
                 "baseUrl": base_url.rstrip("/") + "/v1",
@@ -86,7 +89,7 @@ def pi_argv(task: str, *, tools: str | None = None, pi: str = "pi") -> list[str]
     return [*argv, task]
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def _write_json(path: Path, obj: JsonObject) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(obj, indent=2) + "\n")
 
@@ -227,7 +230,7 @@ def write_gemini_config(
     emptied.
     """
     home = Path(home)
-    general: dict[str, Any] = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
+    general: JsonObject = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
     if max_attempts is not None:
         general["maxAttempts"] = int(max_attempts)
     _write_json(
@@ -287,14 +290,14 @@ def write_opencode_config(
     config_dir = Path(config_dir)
     home = config_dir / "home"
     home.mkdir(parents=True, exist_ok=True)
-    model: dict[str, Any] = {
+    model: JsonObject = {
         "name": "Mock Model",
         "tool_call": True,
         "limit": {"context": 128000, "output": 4096},
     }
     if price is not None:
         model["cost"] = {"input": price[0], "output": price[1]}
-    config = {
+    config: JsonObject = {
         "$schema": "https://opencode.ai/config.json",
         "autoupdate": False,
         "share": "disabled",

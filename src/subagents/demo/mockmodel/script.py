@@ -6,7 +6,11 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # A request's body is another program's JSON: each value is narrowed before use.
+    from subagents.types import JsonObject, JsonValue
 
 PROVIDER = "mock"
 MODEL_ID = "mock-model"
@@ -107,7 +111,7 @@ class Script:
 
     use_tool: bool = True
     tool_name: str | None = None
-    tool_args: dict[str, Any] | None = None
+    tool_args: JsonObject | None = None
     command: str = "ls"
     final_text: str | None = None
     error_status: int | None = None
@@ -132,21 +136,22 @@ class Script:
 # --------------------------------------------------------------------------- policy
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: JsonValue) -> str:
     """Text of a message content: a string, or a list of text parts of any API."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(_content_text(p) for p in content)
     if isinstance(content, dict):
-        if isinstance(content.get("text"), str):
-            return str(content["text"])
+        text = content.get("text")
+        if isinstance(text, str):
+            return text
         if "content" in content:
             return _content_text(content["content"])
     return ""
 
 
-def _chat_tool_output(body: dict[str, Any]) -> str | None:
+def _chat_tool_output(body: JsonObject) -> str | None:
     """Text of the last ``role: "tool"`` message, or None when there is none."""
     messages = body.get("messages")
     for msg in reversed(messages if isinstance(messages, list) else []):
@@ -155,7 +160,7 @@ def _chat_tool_output(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _anthropic_tool_output(body: dict[str, Any]) -> str | None:
+def _anthropic_tool_output(body: JsonObject) -> str | None:
     """Content of the last ``tool_result`` block of any message."""
     messages = body.get("messages")
     for msg in reversed(messages if isinstance(messages, list) else []):
@@ -167,7 +172,7 @@ def _anthropic_tool_output(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _responses_tool_output(body: dict[str, Any]) -> str | None:
+def _responses_tool_output(body: JsonObject) -> str | None:
     """Output of the last ``*_call_output`` input item."""
     items = body.get("input")
     for item in reversed(items if isinstance(items, list) else []):
@@ -177,7 +182,7 @@ def _responses_tool_output(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _gemini_tool_output(body: dict[str, Any]) -> str | None:
+def _gemini_tool_output(body: JsonObject) -> str | None:
     """The last ``functionResponse`` part's ``response.output`` (or the whole response)."""
     contents = body.get("contents")
     for content in reversed(contents if isinstance(contents, list) else []):
@@ -188,8 +193,9 @@ def _gemini_tool_output(body: dict[str, Any]) -> str | None:
                 resp = fr.get("response")
                 if isinstance(resp, dict):
                     for key in ("output", "llmContent", "error"):
-                        if isinstance(resp.get(key), str):
-                            return str(resp[key])
+                        said = resp.get(key)
+                        if isinstance(said, str):
+                            return said
                 return json.dumps(resp)
     return None
 
@@ -202,7 +208,7 @@ _TOOL_OUTPUT = {
 }
 
 
-def _offered_tools(api: str, body: dict[str, Any]) -> set[str] | None:
+def _offered_tools(api: str, body: JsonObject) -> set[str] | None:
     """Names of the tools the request offers; None when it says nothing about tools."""
     tools = body.get("tools")
     if not isinstance(tools, list):
@@ -214,12 +220,15 @@ def _offered_tools(api: str, body: dict[str, Any]) -> set[str] | None:
         if api == GEMINI:
             decls = tool.get("functionDeclarations") or tool.get("function_declarations")
             for decl in decls if isinstance(decls, list) else []:
-                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
-                    names.add(decl["name"])
-        elif api == CHAT and isinstance(tool.get("function"), dict):
-            names.add(str(tool["function"].get("name")))
-        elif isinstance(tool.get("name"), str):
-            names.add(tool["name"])
+                name = decl.get("name") if isinstance(decl, dict) else None
+                if isinstance(name, str):
+                    names.add(name)
+            continue
+        function, name = tool.get("function"), tool.get("name")
+        if api == CHAT and isinstance(function, dict):
+            names.add(str(function.get("name")))
+        elif isinstance(name, str):
+            names.add(name)
         elif tool.get("type") == "local_shell":
             names.add("local_shell")
     return names
@@ -232,7 +241,7 @@ USER = "user"
 TOOL_RESULT = "tool_result"
 
 
-def _chat_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _chat_turns(body: JsonObject) -> Iterator[tuple[str, str]]:
     for msg in _list(body.get("messages")):
         role = msg.get("role")
         if role == "assistant":
@@ -250,7 +259,7 @@ _CLAUDE_MID_TURN = re.compile(
 )
 
 
-def _anthropic_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _anthropic_turns(body: JsonObject) -> Iterator[tuple[str, str]]:
     for msg in _list(body.get("messages")):
         content = msg.get("content")
         if msg.get("role") == "assistant":
@@ -268,7 +277,7 @@ def _anthropic_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield USER, "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
 
 
-def _responses_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _responses_turns(body: JsonObject) -> Iterator[tuple[str, str]]:
     for item in _list(body.get("input")):
         kind = str(item.get("type") or "message")
         if kind.endswith("_call_output"):
@@ -279,7 +288,7 @@ def _responses_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield USER, _content_text(item.get("content"))
 
 
-def _gemini_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _gemini_turns(body: JsonObject) -> Iterator[tuple[str, str]]:
     for content in _list(body.get("contents")):
         parts = _list(content.get("parts"))
         if content.get("role") == "model":
@@ -288,10 +297,10 @@ def _gemini_turns(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
         for part in parts:
             if "functionResponse" in part:
                 yield TOOL_RESULT, ""
-        yield USER, "".join(str(p["text"]) for p in parts if isinstance(p.get("text"), str))
+        yield USER, "".join(text for p in parts if isinstance(text := p.get("text"), str))
 
 
-def _list(value: Any) -> list[dict[str, Any]]:
+def _list(value: JsonValue) -> list[JsonObject]:
     """The dict items of a JSON list (anything else: none)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -304,7 +313,7 @@ _TURNS = {
 }
 
 
-def later_user_message(api: str, body: dict[str, Any]) -> str | None:
+def later_user_message(api: str, body: JsonObject) -> str | None:
     """The newest user text after the task (a message sent to a running child, a
     follow-up, a wrap-up), or None.
 
@@ -323,7 +332,7 @@ def later_user_message(api: str, body: dict[str, Any]) -> str | None:
 _TAGGED = re.compile(r"<([A-Za-z_][\w-]*)>.*</\1>", re.DOTALL)
 
 
-def tool_results(api: str, body: dict[str, Any]) -> int:
+def tool_results(api: str, body: JsonObject) -> int:
     """How many tool results the request's conversation holds (the loop's count)."""
     return sum(1 for kind, _ in _TURNS[api](body) if kind == TOOL_RESULT)
 
@@ -356,7 +365,7 @@ def _summarize(output: str, max_lines: int = 5) -> str:
     return summary or "(no output)"
 
 
-def _shell_args(name: str, command: str) -> dict[str, Any]:
+def _shell_args(name: str, command: str) -> JsonObject:
     if name == "exec_command":
         return {"cmd": command, "login": False}  # no login shell: no profile noise
     if name in ("shell", "local_shell"):
@@ -366,7 +375,7 @@ def _shell_args(name: str, command: str) -> dict[str, Any]:
     return {"command": command}
 
 
-def _call_args(script: Script, name: str) -> dict[str, Any]:
+def _call_args(script: Script, name: str) -> JsonObject:
     args = script.tool_args if script.tool_args is not None else _shell_args(name, script.command)
     return dict(args)
 
@@ -384,7 +393,7 @@ def _tool_name(script: Script, api: str, offered: set[str] | None) -> str:
 @dataclass(frozen=True)
 class Answer:
     text: str | None
-    tool: tuple[str, dict[str, Any]] | None
+    tool: tuple[str, JsonObject] | None
     n: int = 1
     """Which answer of the conversation this is, in a loop (else 1): its ids carry it,
     since a CLI may take two answers with one message id for one message (claude does)."""
@@ -398,7 +407,7 @@ class Answer:
         return "tool_calls" if self.tool else "stop"
 
 
-def decide(script: Script, body: dict[str, Any], api: str = CHAT) -> Answer:
+def decide(script: Script, body: JsonObject, api: str = CHAT) -> Answer:
     tool_output = _TOOL_OUTPUT[api](body)
     offered = _offered_tools(api, body)
     name = _tool_name(script, api, offered)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from subagents.demo.mockmodel.apis import (
@@ -37,6 +37,9 @@ from subagents.demo.mockmodel.script import (
     decide,
 )
 
+if TYPE_CHECKING:
+    from subagents.types import JsonObject, JsonValue
+
 # --------------------------------------------------------------------------- server
 
 _CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -48,10 +51,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.0"  # streaming bodies end when the connection closes
 
-    def log_message(self, format: str, *args: Any) -> None:
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def _send_json(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, obj: JsonObject | list[JsonObject], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -88,7 +93,7 @@ class _Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path.rstrip("/")
         if path in ("/v1/models", "/models"):
             # one list that reads as OpenAI's and as Anthropic's
-            model = {
+            model: JsonObject = {
                 "id": MODEL_ID,
                 "object": "model",
                 "created": 0,
@@ -202,8 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
             chunks = stream_chunks(script, answer, model, include_usage)
             self._stream(script, ((None, c) for c in chunks), done=True)
 
-    def _json_body(self, api: str) -> dict[str, Any] | None:
+    def _json_body(self, api: str) -> JsonObject | None:
         """The request's JSON object body; answers 400 and returns None when it is not one."""
+        body: JsonValue
         try:
             body = json.loads(self._read_body() or b"{}")
         except ValueError:
@@ -216,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(
         self,
         script: Script,
-        events: Iterator[tuple[str | None, dict[str, Any]]],
+        events: Iterator[tuple[str | None, JsonObject]],
         done: bool = False,
     ) -> None:
         """Send ``events`` as SSE (``event:`` lines where named); ``done`` adds ``[DONE]``."""
@@ -274,7 +280,7 @@ class MockModelServer:
     ) -> None:
         self.script = script if script is not None else Script()
         self._lock = threading.Lock()
-        self._requests: list[dict[str, Any]] = []
+        self._requests: list[JsonObject] = []
         self._headers: list[dict[str, str]] = []
         self._http_log: list[str] = []
         self._served: list[Served] = []
@@ -297,7 +303,7 @@ class MockModelServer:
         return f"http://{self.host}:{self.port}"
 
     @property
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self) -> list[JsonObject]:
         """A snapshot copy of the model request bodies received so far."""
         with self._lock:
             return list(self._requests)
@@ -324,7 +330,7 @@ class MockModelServer:
         with self._lock:
             self._served.append(served)
 
-    def _record(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def _record(self, body: JsonObject, headers: dict[str, str]) -> None:
         with self._lock:
             self._requests.append(body)
             self._headers.append(headers)

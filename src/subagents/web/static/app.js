@@ -104,7 +104,8 @@
     } else if (button.dataset.action === "apply") {
       button.disabled = true;
       say(document.getElementById("apply-result"), "applying…", "busy");
-      const answer = await post(`/api/runs/${encodeURIComponent(button.dataset.run)}/apply`);
+      const partial = button.dataset.partial ? "?partial=1" : "";
+      const answer = await post(`/api/runs/${encodeURIComponent(button.dataset.run)}/apply${partial}`);
       const out = document.getElementById("apply-result"); // (the live stream may have redrawn it)
       if (answer.ok) {
         const files = answer.body.applied;
