@@ -17,6 +17,7 @@ from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.runs import RunRequest, start
 from subagents.structured import schema_hash
+from subagents.types import CouncilMember, CouncilRecord
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -289,6 +290,9 @@ def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdic
     for m in members_:
         assert m["status"] == "completed" and m["durationMs"] > 0 and m["tokens"] > 0
     assert council["answered"] == 3 and council["quorum"] == 1
+    fits(council, CouncilRecord)  # job.json's record has the keys its type says, no others
+    for m in members_:
+        fits(m, CouncilMember)
     assert council["agreement"]["differ"]["/verdict"] == {"A": "ok", "B": "fixed", "C": "ok"}
     assert council["verdict"] == VERDICT and job["finalText"] == "fixed"
     assert len(job["runs"]) == 4 and job["runs"][3]["backend"] == "gemini"
@@ -332,3 +336,10 @@ def test_the_mcp_tool_builds_a_council_with_a_schema_judge_and_quorum() -> None:
     assert parsed.mode == "council" and parsed.quorum == 2
     with pytest.raises(Exception, match="quorum: 4 is more than the council's 3 members"):
         parse_job({**spec, "quorum": 4})
+
+
+def fits(record: dict[str, Any], shape: Any) -> None:
+    """``record`` has every key ``shape`` requires, and none it does not declare."""
+    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
+    assert not required - set(record), f"{shape.__name__} lacks {sorted(required - set(record))}"
+    assert not set(record) - required - optional, sorted(set(record) - required - optional)

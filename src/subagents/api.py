@@ -455,9 +455,11 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
-def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
-    """A task as a job of one step (``step``: its agent, backend, model, timeout and budget, where
-    given); a job as it is."""
+def _spec(
+    task: str | JobDocument | JobSpec, **step: str | float | JobDocument | None
+) -> JobSpec | JobDocument:
+    """A task as a job of one step (``step``: its agent, backend, model, timeout, budget and
+    output schema, where given); a job as it is."""
     if isinstance(task, str):
         return {
             "mode": "single",

@@ -23,6 +23,8 @@ __all__ = [
     "ControlRequest",
     "CostRow",
     "CostTotals",
+    "CouncilMember",
+    "CouncilRecord",
     "ErrorEvent",
     "Event",
     "EventType",
@@ -520,6 +522,47 @@ JobRun: TypeAlias = RunResult | RunNotStarted
 # ---- jobs (job.json) -----------------------------------------------------------------------
 
 
+class StructuredComparison(TypedDict):
+    """Where members' structured answers agree and differ (``structured.compare``): JSON
+    pointers into the values; at a pointer that differs, each member's value there."""
+
+    agree: list[str]
+    differ: dict[str, dict[str, JsonValue]]
+
+
+class CouncilMember(TypedDict):
+    """One member's answer in a council's record (from its run's result)."""
+
+    label: str  # A, B, ... as the judge's task names the answers
+    runId: str | None
+    agent: str | None
+    backend: str | None
+    model: str | None
+    status: RunStatus
+    durationMs: int | None
+    tokens: int | None
+    cost: float | None
+    answer: str
+    # With an output schema: the member's structured answer (None: it did not satisfy it).
+    structured: NotRequired[JsonValue]
+    errorMessage: NotRequired[str | None]  # a member that did not complete
+
+
+class CouncilRecord(TypedDict):
+    """``JobResult.council``: the members' answers side by side, how many answered against
+    the quorum, where structured answers agree and differ, and the judge's verdict (its
+    structured answer under ``council.VERDICT_SCHEMA``: JSON the judge wrote, narrowed
+    where read)."""
+
+    members: list[CouncilMember]
+    quorum: int
+    answered: int
+    agreement: NotRequired[StructuredComparison]
+    judgeRunId: NotRequired[str | None]
+    verdict: NotRequired[JsonValue]
+    judgeError: NotRequired[str | None]
+
+
 class JobResult(TypedDict):
     """How a job ended: its runs' results in task/step order, their usage summed.
     ``finalText``: single, the run's; chain, the last step's; parallel, None."""
@@ -535,7 +578,7 @@ class JobResult(TypedDict):
     finalText: str | None
     errorMessage: NotRequired[str]
     # A council's answers side by side, agreement and verdict (jobs/council.py).
-    council: NotRequired[JsonObject]
+    council: NotRequired[CouncilRecord]
 
 
 class ProcessIdentity(TypedDict):
@@ -629,6 +672,7 @@ class JobState(TypedDict):
     runs: NotRequired[list[JobRun]]
     finalText: NotRequired[str | None]
     errorMessage: NotRequired[str]
+    council: NotRequired[CouncilRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]
 
@@ -798,11 +842,3 @@ class CostTotals(TypedDict):
     rows: list[KeyedCostRow]
     total: CostRow
     summary: NotRequired[str]  # the total in words (``--json``)
-
-
-class StructuredComparison(TypedDict):
-    """Where members' structured answers agree and differ (``structured.compare``): JSON
-    pointers into the values; at a pointer that differs, each member's value there."""
-
-    agree: list[str]
-    differ: dict[str, dict[str, JsonValue]]

@@ -11,6 +11,8 @@ import click
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from subagents.api import PreparedJob
     from subagents.jobs import JobStore
     from subagents.present.feed import JsonlFeed
@@ -257,8 +259,8 @@ def run(
             if len(items) > 1 and mode is None:
                 fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
             source = "arguments"
-            given: dict[str, Any] = {k: v for k, v in overrides.items() if v is not None}
-            steps = [{"task": t, **given} for t in items]
+            given = {k: v for k, v in overrides.items() if v is not None}
+            steps: list[dict[str, object]] = [{"task": t, **given} for t in items]
             if council is not None:
                 mode, steps = "council", _council_steps(council, items, given)
             # The checks every job spec gets; click has checked the options' types.
@@ -268,7 +270,8 @@ def run(
                 concurrency,
                 source,
                 budget=budget,
-                council={"judge": judge, "quorum": quorum},
+                judge=judge,
+                quorum=quorum,
             )
     except PlanError as exc:
         fail(_for_one_task(str(exc), source, len(tasks) or 1))
@@ -296,7 +299,9 @@ def run(
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
 
 
-def _council_steps(members: str, tasks: list[str], given: dict[str, Any]) -> list[dict[str, Any]]:
+def _council_steps(
+    members: str, tasks: list[str], given: Mapping[str, object]
+) -> list[dict[str, object]]:
     """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem

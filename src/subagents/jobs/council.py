@@ -11,11 +11,13 @@ judge's verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from subagents.errors import FieldProblem
-from subagents.types import JsonObject
+
+if TYPE_CHECKING:
+    from subagents.types import CouncilMember, CouncilRecord, JobRun, JsonObject, RunStatus
 
 # What a judge returns: the best answer's label, how far the members agree, why, and one
 # answer merged from the best of them.
@@ -56,14 +58,14 @@ def member_step(entry: str, backends: Sequence[str]) -> dict[str, str]:
     return {"agent": entry}
 
 
-def judge_task(task: str, runs: Sequence[Mapping[str, Any]]) -> str:
+def judge_task(task: str, runs: Sequence[JobRun]) -> str:
     """The judge's task: the members' task and every answer, labelled (a member that did
     not answer says so)."""
     parts = []
     for i, run in enumerate(runs):
         who = run.get("agent") or run.get("backend") or "?"
         if run.get("status") == "completed":
-            value = run.get("structured")
+            value = run.get("structured") if "paths" in run else None
             text = (
                 json.dumps(value, ensure_ascii=False) if value is not None else run.get("finalText")
             )
@@ -73,54 +75,59 @@ def judge_task(task: str, runs: Sequence[Mapping[str, Any]]) -> str:
     return JUDGE_TASK.format(task=task, answers="\n\n".join(parts))
 
 
-def record(
-    runs: Sequence[Mapping[str, Any]],
-    quorum: int,
-    schema: bool,
-    judge: Mapping[str, Any] | None,
-) -> dict[str, Any]:
-    """The job's ``council`` record from its members' results (and its judge's)."""
-    members = []
-    for i, run in enumerate(runs):
-        usage = run.get("usage") or {}
-        entry: dict[str, Any] = {
-            "label": label(i),
-            "runId": run.get("runId"),
-            "agent": run.get("agent"),
-            "backend": run.get("backend"),
-            "model": run.get("model") or run.get("requestedModel"),
-            "status": run.get("status"),
-            "durationMs": run.get("durationMs"),
-            "tokens": usage.get("totalTokens"),
-            "cost": usage.get("cost"),
-            "answer": run.get("finalText") or "",
-        }
+def member(i: int, run: JobRun) -> CouncilMember:
+    """A member's row of the record, from its run's result (or the record of a run never
+    started)."""
+    usage = run.get("usage")
+    entry: CouncilMember = {
+        "label": label(i),
+        "runId": run.get("runId"),
+        "agent": run.get("agent"),
+        "backend": run.get("backend"),
+        "model": None,
+        "status": run["status"],
+        "durationMs": None,
+        "tokens": usage.get("totalTokens") if usage else None,
+        "cost": usage.get("cost") if usage else None,
+        "answer": run.get("finalText") or "",
+    }
+    if "paths" in run:  # a result.json
+        entry["model"] = run.get("model") or run.get("requestedModel")
+        entry["durationMs"] = run.get("durationMs")
         if "structured" in run:
-            entry["structured"] = run.get("structured")
-        if run.get("status") != "completed":
-            entry["errorMessage"] = run.get("errorMessage")
-        members.append(entry)
+            entry["structured"] = run["structured"]
+    if run["status"] != "completed":
+        entry["errorMessage"] = run.get("errorMessage")
+    return entry
+
+
+def record(
+    runs: Sequence[JobRun], quorum: int, schema: bool, judge: JobRun | None
+) -> CouncilRecord:
+    """The job's ``council`` record from its members' results (and its judge's)."""
+    members = [member(i, run) for i, run in enumerate(runs)]
     answered = [m for m in members if m["status"] == "completed"]
-    out: dict[str, Any] = {"members": members, "quorum": quorum, "answered": len(answered)}
+    out: CouncilRecord = {"members": members, "quorum": quorum, "answered": len(answered)}
     if schema and answered:
         from subagents.structured import compare
 
         out["agreement"] = compare({m["label"]: m.get("structured") for m in answered})
     if judge is not None:
+        verdict = judge.get("structured") if "paths" in judge else None
         out["judgeRunId"] = judge.get("runId")
-        out["verdict"] = judge.get("structured") if judge.get("status") == "completed" else None
+        out["verdict"] = verdict if judge["status"] == "completed" else None
         if out["verdict"] is None:
             out["judgeError"] = judge.get("errorMessage") or judge.get("status")
     return out
 
 
-def status(answered: int, quorum: int, judge: Mapping[str, Any] | None, cancelled: bool) -> str:
+def status(answered: int, quorum: int, judge: RunStatus | None, cancelled: bool) -> RunStatus:
     """A council completes when at least ``quorum`` members answered (and its judge gave a
-    verdict, where it has one)."""
+    verdict, where it has one: ``judge`` is its run's status)."""
     if cancelled:
         return "aborted"
     if answered < quorum:
         return "failed"
-    if judge is not None and judge.get("status") != "completed":
-        return str(judge.get("status") or "failed")
+    if judge is not None and judge != "completed":
+        return judge
     return "completed"

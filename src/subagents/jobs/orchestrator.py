@@ -284,7 +284,8 @@ class Job:
         return runs
 
     def _quorum(self) -> int:
-        return int(self.plan.extra.get("quorum") or 1)
+        quorum = self.plan.extra.get("quorum")
+        return quorum if isinstance(quorum, int) and quorum > 0 else 1
 
     def _parallel(
         self, on_event: EventSink | None, reqs: list[RunRequest] | None = None
@@ -316,8 +317,9 @@ class Job:
             if result.get("status") != "completed":
                 break  # the chain stops at the first step that does not complete
             previous = result.get("finalText") or ""
-            if result.get("structured") is not None:  # the value as JSON text, not the prose
-                previous = json.dumps(result["structured"], ensure_ascii=False)
+            value = result.get("structured") if "paths" in result else None
+            if value is not None:  # the value as JSON text, not the prose
+                previous = json.dumps(value, ensure_ascii=False)
         return results
 
     def run(
@@ -411,14 +413,15 @@ class Job:
         members, judge = runs[:n], (runs[n] if judged and len(runs) > n else None)
         schema = self.plan.requests[0].output_schema is not None
         record = council.record(members, self._quorum(), schema, judge)
-        if judged and judge is None and not self.cancelled:
-            judge = {"status": "failed"}  # too few answered for the judge to start
-        status = council.status(record["answered"], self._quorum(), judge, self.cancelled)
+        # A judge that never started: too few answered for it to (or the job was stopped).
+        judged_as = judge["status"] if judge is not None else "failed" if judged else None
+        status = council.status(record["answered"], self._quorum(), judged_as, self.cancelled)
         result = job_result(self.job_id, "council", status, runs, started)
         result["council"] = record
         verdict = record.get("verdict")
-        if isinstance(verdict, dict):
-            result["finalText"] = verdict.get("merged")
+        if isinstance(verdict, dict):  # the judge's merged answer is the job's
+            merged = verdict.get("merged")
+            result["finalText"] = merged if isinstance(merged, str) else None
         return result
 
 

@@ -171,11 +171,12 @@ def job_of(
     source: str = "arguments",
     executor: Executor | None = None,
     budget: BudgetSpec | None = None,
-    council: dict[str, Any] | None = None,
+    judge: str | None = None,
+    quorum: int | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives.
-    ``council``: a council's ``judge`` and ``quorum``."""
+    ``judge`` and ``quorum``: a council's."""
     built: list[Step] = []
     for i, values in enumerate(steps):
         try:
@@ -188,8 +189,9 @@ def job_of(
             steps=built,
             concurrency=concurrency,
             executor=executor,
+            judge=judge,
+            quorum=quorum,
             **(budget or {}),
-            **{k: v for k, v in (council or {}).items() if v is not None},
         )
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
@@ -212,8 +214,9 @@ def with_options(
     steps = [{**given, **step.shape()} for step in spec.steps]
     if concurrency is None:
         concurrency = spec.concurrency
-    council = {"judge": spec.judge, "quorum": spec.quorum}
-    return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget, council)
+    return job_of(
+        spec.mode, steps, concurrency, source, spec.executor, job_budget, spec.judge, spec.quorum
+    )
 
 
 def parse_job(data: object, source: str = "job") -> JobSpec:

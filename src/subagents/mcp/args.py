@@ -12,6 +12,8 @@ from subagents.errors import PlanError
 from subagents.jobs import parse_job
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from subagents.types import BudgetSpec
 
 INSTRUCTIONS = """\
@@ -188,7 +190,9 @@ def build_spec(
     return mode, spec
 
 
-def _council(task: str, members: list[str], defaults: dict[str, Any]) -> list[dict[str, Any]]:
+def _council(
+    task: str, members: list[str], defaults: Mapping[str, object]
+) -> list[dict[str, object]]:
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem
     from subagents.jobs import member_step
