@@ -186,3 +186,30 @@ def test_a_council_compares_answers_field_by_field() -> None:
     assert report["differ"]["/score/y"] == {"pi": 2, "claude": 3, "codex": None}
     assert report["differ"]["/a~1b"] == {"pi": None, "claude": None, "codex": 1}
     assert compare({"pi": [1, 2], "claude": [1, 2]}) == {"agree": ["/"], "differ": {}}
+
+
+def test_a_council_record_counts_a_member_never_started_and_a_missing_judge() -> None:
+    from subagents.core import events as ev
+    from subagents.jobs import council
+    from subagents.types import RunNotStarted
+
+    never: RunNotStarted = {
+        "runId": None,
+        "agent": None,
+        "backend": "pi",
+        "task": "t",
+        "status": "aborted",
+        "errorMessage": "stopped before it started",
+        "finalText": "",
+        "usage": ev.empty_usage(),
+        "toolCalls": 0,
+    }
+    record = council.record([never], quorum=1, schema=True, judge=None)
+    [member] = record["members"]
+    assert member["label"] == "A" and member["status"] == "aborted"
+    assert member["errorMessage"] == "stopped before it started" and member["model"] is None
+    assert record["answered"] == 0 and "agreement" not in record and "verdict" not in record
+    assert council.status(0, 1, None, cancelled=False) == "failed"
+    assert council.status(2, 1, "timeout", cancelled=False) == "timeout"  # the judge's
+    assert council.status(2, 1, "completed", cancelled=True) == "aborted"
+    assert council.status(1, 1, None, cancelled=False) == "completed"

@@ -46,6 +46,10 @@ const Params = Type.Object({
 	maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: model turns. At the limit the child is asked to wrap up (2 more turns), then stopped" })),
 	maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: tokens, all kinds together" })),
 	maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget per run: cost in USD (pi, claude, opencode; codex and gemini report no cost)" })),
+	outputSchema: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())], { description: "The answer must be JSON valid against this JSON Schema (2020-12): the schema, JSON text or a file; the result's `structured` holds it" })),
+	council: Type.Optional(Type.Array(Type.String(), { description: "Ask the one `task` of several members side by side: backend[:model] or agent names, e.g. [\"pi\", \"claude\", \"codex\"]" })),
+	judge: Type.Optional(Type.String({ description: "A council's judge (backend[:model]): reads every answer and returns {best, agreement, reasons, merged}" })),
+	quorum: Type.Optional(Type.Integer({ minimum: 1, description: "A council completes when this many members answered (default 1)" })),
 });
 type Params = Static<typeof Params>;
 // The budgets, as the CLI's flags (the engine checks them: a bad one is refused in one line).
@@ -155,7 +159,10 @@ export default function (pi: ExtensionAPI) {
 			const args = params.continue !== undefined
 				? ["continue", "--json", "--session", sessionId]
 				: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
-			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate]] as const) {
+			const schema = typeof params.outputSchema === "object" ? JSON.stringify(params.outputSchema) : params.outputSchema;
+			const council = params.council?.join(",");
+			const quorum = params.quorum !== undefined ? String(params.quorum) : undefined;
+			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate], ["--output-schema", schema], ["--council", council], ["--judge", params.judge], ["--quorum", quorum]] as const) {
 				if (value) args.push(flag, value);
 			}
 			for (const [key, flag] of BUDGETS) if (params[key] !== undefined) args.push(flag, String(params[key]));

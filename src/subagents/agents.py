@@ -10,6 +10,8 @@ thinking: low                   # optional
 tools: read, grep, find, ls     # optional; a list or a comma-separated string
 timeout: 600                    # optional; seconds
 max_turns: 20                   # optional; a budget per run (also max_tokens, max_cost in USD)
+outputSchema: schema.json       # optional; the answer's JSON Schema: a file (beside the agent
+                                # file), inline JSON, or a YAML mapping (docs/structured.md)
 ---
 The body is the system prompt.
 ```
@@ -67,6 +69,7 @@ _KNOWN_KEYS = frozenset(
         "max_turns",
         "max_tokens",
         "max_cost",
+        "outputSchema",
     }
 )
 # Project agent dirs, lowest precedence first.
@@ -112,6 +115,9 @@ class AgentDef(BaseModel):
     max_turns: Annotated[int | None, _budget("max_turns")] = None
     max_tokens: Annotated[int | None, _budget("max_tokens")] = None
     max_cost: Annotated[float | None, _budget("max_cost")] = None
+    # The answer's JSON Schema (docs/structured.md): a path, inline JSON, or a mapping;
+    # read and checked where a run uses it (structured.load_schema).
+    outputSchema: str | dict[str, object] | None = None
     system_prompt: str = ""
     source: Source
     path: Path | None = None

@@ -455,9 +455,11 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
-def _spec(task: str | JobDocument | JobSpec, **step: str | float | None) -> JobSpec | JobDocument:
-    """A task as a job of one step (``step``: its agent, backend, model, timeout and budget, where
-    given); a job as it is."""
+def _spec(
+    task: str | JobDocument | JobSpec, **step: str | float | JobDocument | None
+) -> JobSpec | JobDocument:
+    """A task as a job of one step (``step``: its agent, backend, model, timeout, budget and
+    output schema, where given); a job as it is."""
     if isinstance(task, str):
         return {
             "mode": "single",
@@ -478,6 +480,7 @@ def start(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobHandle:
     """Start a job in the background (a task, or a job spec); returns its handle. A task's
     budget: ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
@@ -491,6 +494,9 @@ def start(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            output_schema=dict(output_schema)
+            if isinstance(output_schema, Mapping)
+            else output_schema,
         ),
         cwd=cwd,
         extra_env=env,
@@ -514,6 +520,7 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobRun: ...
 @overload
 def run(
@@ -529,6 +536,7 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobResult: ...
 def run(
     task: str | JobDocument | JobSpec,
@@ -543,11 +551,14 @@ def run(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | Mapping[str, object] | None = None,
 ) -> JobRun | JobResult:
     """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
     a RunNotStarted record when the job was stopped before the run started, or the run could
     not start: ``"paths" in result`` tells which); a job: the job result. A task's budget:
-    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
+    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own.
+    ``output_schema`` (a file, JSON text or a mapping): the answer must be JSON valid
+    against it; the result's ``structured`` holds the value (docs/structured.md)."""
     job = prepare_job(
         _spec(
             task,
@@ -558,6 +569,9 @@ def run(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            output_schema=dict(output_schema)
+            if isinstance(output_schema, Mapping)
+            else output_schema,
         ),
         cwd=cwd,
         extra_env=env,

@@ -142,6 +142,9 @@ class Settings:
     # more turns to answer before it is stopped.
     wrap_up_text: str = "stop here and give your final answer now"
     wrap_up_grace: int = 2
+    # Every run's output schema unless it has its own (docs/structured.md): a file or inline
+    # JSON, read and checked when a job is planned.
+    output_schema: str | None = None
 
     def __post_init__(self) -> None:
         if not self.default_backend:

@@ -23,6 +23,8 @@ __all__ = [
     "ControlRequest",
     "CostRow",
     "CostTotals",
+    "CouncilMember",
+    "CouncilRecord",
     "ErrorEvent",
     "Event",
     "EventType",
@@ -72,6 +74,7 @@ __all__ = [
     "RunStarted",
     "RunStatus",
     "Runner",
+    "SchemaMode",
     "SendRequest",
     "StopReason",
     "StructuredComparison",
@@ -99,11 +102,14 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 
 # ---- words ----------------------------------------------------------------------------
 
+# How a run's output schema is held to: by the CLI's own flag, or the task's instruction
+# and one repair turn (docs/structured.md).
+SchemaMode: TypeAlias = Literal["own", "instructed"]
 # How a run ended (result.json's ``status``; the CLI's exit code follows from it).
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
-JobMode: TypeAlias = Literal["single", "parallel", "chain"]
+JobMode: TypeAlias = Literal["single", "parallel", "chain", "council"]
 # The canonical stop reasons. A stop reason a CLI spells in a way not mapped is kept as it
 # came, so a record's ``stopReason`` is a ``str``; these are the ones that mean something.
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "aborted", "error"]
@@ -136,8 +142,9 @@ EventType: TypeAlias = Literal[
 ]
 # A message sent to a running child (``subagents send``): a steer lands in the running
 # conversation, a follow-up when the child would otherwise end; a wrap-up is the one a
-# budget sends at its limit.
-MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up"]
+# budget sends at its limit; a repair is the one turn that quotes why an answer did not
+# satisfy the run's output schema (docs/structured.md).
+MessageMode: TypeAlias = Literal["steer", "follow-up", "wrap-up", "repair"]
 # What became of a message: the CLI (or the supervisor) holds it to deliver, it is in the
 # conversation, or it was not taken (the reason says why).
 ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
@@ -353,6 +360,7 @@ class CommandRecord(TypedDict):
     live: NotRequired[bool]
     own_max_turns: NotRequired[int | None]
     own_max_cost: NotRequired[float | None]
+    output_schema: NotRequired[JsonObject | None]
 
 
 # ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
@@ -482,6 +490,11 @@ class RunResult(TypedDict):
     # and the budget that was reached, if one was.
     messages: NotRequired[MessageCounts]
     limit: NotRequired[LimitRecord | None]
+    # --output-schema (docs/structured.md; absent from results without one): the answer's
+    # parsed JSON value when it satisfies the schema (else None: the raw answer stays in
+    # finalText), and the schema's hash (structured.schema_hash).
+    structured: NotRequired[JsonValue]
+    schemaHash: NotRequired[str]
 
 
 @final
@@ -509,6 +522,47 @@ JobRun: TypeAlias = RunResult | RunNotStarted
 # ---- jobs (job.json) -----------------------------------------------------------------------
 
 
+class StructuredComparison(TypedDict):
+    """Where members' structured answers agree and differ (``structured.compare``): JSON
+    pointers into the values; at a pointer that differs, each member's value there."""
+
+    agree: list[str]
+    differ: dict[str, dict[str, JsonValue]]
+
+
+class CouncilMember(TypedDict):
+    """One member's answer in a council's record (from its run's result)."""
+
+    label: str  # A, B, ... as the judge's task names the answers
+    runId: str | None
+    agent: str | None
+    backend: str | None
+    model: str | None
+    status: RunStatus
+    durationMs: int | None
+    tokens: int | None
+    cost: float | None
+    answer: str
+    # With an output schema: the member's structured answer (None: it did not satisfy it).
+    structured: NotRequired[JsonValue]
+    errorMessage: NotRequired[str | None]  # a member that did not complete
+
+
+class CouncilRecord(TypedDict):
+    """``JobResult.council``: the members' answers side by side, how many answered against
+    the quorum, where structured answers agree and differ, and the judge's verdict (its
+    structured answer under ``council.VERDICT_SCHEMA``: JSON the judge wrote, narrowed
+    where read)."""
+
+    members: list[CouncilMember]
+    quorum: int
+    answered: int
+    agreement: NotRequired[StructuredComparison]
+    judgeRunId: NotRequired[str | None]
+    verdict: NotRequired[JsonValue]
+    judgeError: NotRequired[str | None]
+
+
 class JobResult(TypedDict):
     """How a job ended: its runs' results in task/step order, their usage summed.
     ``finalText``: single, the run's; chain, the last step's; parallel, None."""
@@ -523,6 +577,8 @@ class JobResult(TypedDict):
     runs: list[JobRun]
     finalText: str | None
     errorMessage: NotRequired[str]
+    # A council's answers side by side, agreement and verdict (jobs/council.py).
+    council: NotRequired[CouncilRecord]
 
 
 class ProcessIdentity(TypedDict):
@@ -569,6 +625,9 @@ class RunRequestRecord(TypedDict):
     max_tokens: int | None
     max_cost: float | None
     job_used: dict[str, float] | None
+    # --output-schema: the checked schema the answer must satisfy (absent from records
+    # written before output schemas: read with .get).
+    output_schema: JsonObject | None
     # Recorded before placements: the runner the job was given, on each request.
     runner: NotRequired[str | None]
 
@@ -613,6 +672,7 @@ class JobState(TypedDict):
     runs: NotRequired[list[JobRun]]
     finalText: NotRequired[str | None]
     errorMessage: NotRequired[str]
+    council: NotRequired[CouncilRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]
 
@@ -782,11 +842,3 @@ class CostTotals(TypedDict):
     rows: list[KeyedCostRow]
     total: CostRow
     summary: NotRequired[str]  # the total in words (``--json``)
-
-
-class StructuredComparison(TypedDict):
-    """Where members' structured answers agree and differ (``structured.compare``): JSON
-    pointers into the values; at a pointer that differs, each member's value there."""
-
-    agree: list[str]
-    differ: dict[str, dict[str, JsonValue]]

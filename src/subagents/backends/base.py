@@ -80,6 +80,7 @@ class CommandRequest:
         live: bool = False,
         own_max_turns: int | None = None,
         own_max_cost: float | None = None,
+        output_schema: JsonObject | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -105,6 +106,10 @@ class CommandRequest:
         # defence behind the supervisor's budget, never instead of it.
         self.own_max_turns = own_max_turns
         self.own_max_cost = own_max_cost
+        # The output schema the CLI's own flag takes (``Backend.own_schema``): claude's
+        # --json-schema, codex's outputSchema (made strict); None elsewhere (the task
+        # carries it).
+        self.output_schema = output_schema
 
     def record(self) -> CommandRecord:
         """The request but its task, as ``meta.json`` keeps it (to build a continuation's
@@ -124,6 +129,7 @@ class CommandRequest:
             "live": self.live,
             "own_max_turns": self.own_max_turns,
             "own_max_cost": self.own_max_cost,
+            "output_schema": self.output_schema,
         }
 
 
@@ -160,6 +166,10 @@ class Normalizer(ABC):
         # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
         self.outbox: list[bytes] = []
         self.receipts: list[tuple[str, ReceiptWord, str | None]] = []
+        # The structured answer the CLI itself validated (claude's ``structured_output``),
+        # when it gave one (``has_structured``).
+        self.structured: JsonValue = None
+        self.has_structured = False
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -265,6 +275,11 @@ class Backend(ABC):
     # the run goes (else only at the end of each of its turns).
     reports_cost: bool = True
     live_cost: bool = True
+    # An output schema (docs/structured.md): the CLI takes it with a flag of its own
+    # (``CommandRequest.output_schema``), in OpenAI's strict form where ``strict_schema``;
+    # else the task carries it and the supervisor asks for one repair turn.
+    own_schema: bool = False
+    strict_schema: bool = False
 
     def live_input(self, version: str | None) -> bool:
         """Whether a run takes its task and messages on the child's stdin (``CommandRequest.live``;
@@ -288,7 +303,7 @@ class Backend(ABC):
             "steer": "no" if "steer" in refused else "yes",
             "follow-up": "no" if "follow-up" in refused else follow,
             "budgets": budgets,
-            "structured output": "next issue",
+            "structured output": "the CLI's own" if self.own_schema else "instructed + 1 repair",
         }
 
     def tested(self, version: str | None) -> str:

@@ -307,6 +307,12 @@ class ClaudeNormalizer(Normalizer):
         elif isinstance(text, str) and text.strip():
             self.final_text = text
             self.saw_answer = True
+        if not failed and "structured_output" in obj:
+            self.structured = obj["structured_output"]
+            self.has_structured = True
+            if not self.saw_answer:  # the answer is the value (claude's result text is "")
+                self.final_text = json.dumps(self.structured, ensure_ascii=False)
+                self.saw_answer = True
         denials = obj.get("permission_denials")
         if isinstance(denials, list) and denials:
             names = sorted({str(d.get("tool_name", "?")) for d in denials if isinstance(d, dict)})
@@ -352,6 +358,7 @@ class ClaudeBackend(Backend):
     can_continue = True
     reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
     tested_versions = ("2.1.330",)
+    own_schema = True
     # Costs come with each result (a whole turn's work), not as the model answers.
     live_cost = False
 
@@ -397,6 +404,9 @@ class ClaudeBackend(Backend):
             argv.append(f"--max-turns={req.own_max_turns}")
         if req.own_max_cost is not None:
             argv.append(f"--max-budget-usd={req.own_max_cost!r}")
+        if req.output_schema is not None:
+            # claude validates the answer itself (and retries); its result's structured_output.
+            argv.append("--json-schema=" + json.dumps(req.output_schema, ensure_ascii=False))
         argv += req.extra_args
         if not (req.task_on_stdin or req.live):  # with no prompt argument, `claude -p` reads stdin
             argv += ["--", req.task]

@@ -182,6 +182,7 @@ class CodexNormalizer(Normalizer):
         # Our requests by id: what each was (its message id for a steer or a turn/start).
         self._requests: dict[int, tuple[str, str | None]] = {}
         self.thread: str | None = None
+        self._schema: JsonObject | None = None  # each turn's outputSchema (made strict)
         self.turn: str | None = None  # the active turn's id, while one runs
         self._task: str = ""
         # Messages codex has not put in the conversation yet: id -> text; the steers among
@@ -208,6 +209,7 @@ class CodexNormalizer(Normalizer):
 
     def begin(self, req: CommandRequest) -> None:
         self._task = req.task
+        self._schema = req.output_schema
         self._request(
             "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
@@ -238,6 +240,8 @@ class CodexNormalizer(Normalizer):
             "input": _text_input(text),
             "clientUserMessageId": mid,
         }
+        if self._schema is not None:  # every turn's answer (a follow-up's too)
+            params["outputSchema"] = self._schema
         self._request("turn/start", params, "turn", mid)
 
     def steer(self, message_id: str, text: str) -> None:
@@ -465,6 +469,8 @@ class CodexBackend(Backend):
     tested_versions = ("0.169.0",)
     reports_cost = False
     live_cost = False
+    own_schema = True
+    strict_schema = True
 
     def live_input(self, version: str | None) -> bool:
         return True

@@ -82,7 +82,14 @@ def print_json(obj: Any) -> None:
 def emit_answer(result: JobResult | JobState) -> None:
     """stdout: the answer(s); stderr: what went wrong."""
     runs = result.get("runs") or []
-    if result.get("mode") == "parallel":
+    council = result.get("council")
+    if isinstance(council, dict):  # the table on stderr; the merged answer (or each) on stdout
+        from subagents.present.council import council_table
+
+        echo_child_text(council_table(council), err=True)
+    if result.get("mode") == "parallel" or (
+        isinstance(council, dict) and not isinstance(council.get("verdict"), dict)
+    ):
         for i, r in enumerate(runs):
             label = f"[{i + 1}] {r.get('agent') or r.get('backend') or 'run'}: {r.get('status')}"
             answer(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")

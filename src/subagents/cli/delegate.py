@@ -11,6 +11,8 @@ import click
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from subagents.api import PreparedJob
     from subagents.jobs import JobStore
     from subagents.present.feed import JsonlFeed
@@ -96,6 +98,20 @@ parent_pid_option = click.option(
 @click.option(
     "--job-max-cost", type=float, help="Budget of the whole job: cost in USD of all its runs."
 )
+@click.option(
+    "--output-schema",
+    metavar="FILE|JSON",
+    help="The answer must be JSON valid against this JSON Schema (2020-12): a file or inline"
+    " JSON; result.json's `structured` holds it (docs/structured.md).",
+)
+@click.option(
+    "--council",
+    metavar="MEMBERS",
+    help="Ask several CLIs the same TASK side by side: comma-separated backend[:model] or"
+    " agent names, e.g. pi,claude,codex (docs/structured.md).",
+)
+@click.option("--judge", metavar="BACKEND[:MODEL]", help="A council's judge: reads every answer.")
+@click.option("--quorum", type=int, help="A council completes when this many answered (default 1).")
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -173,6 +189,10 @@ def run(
     job_max_turns: int | None,
     job_max_tokens: int | None,
     job_max_cost: float | None,
+    output_schema: str | None,
+    council: str | None,
+    judge: str | None,
+    quorum: int | None,
     mode: JobMode | None,
     plan_file: Path | None,
     concurrency: int | None,
@@ -219,6 +239,7 @@ def run(
         "max_turns": max_turns,
         "max_tokens": max_tokens,
         "max_cost": max_cost,
+        "output_schema": output_schema,
     }
     budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:
@@ -238,11 +259,20 @@ def run(
             if len(items) > 1 and mode is None:
                 fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
             source = "arguments"
-            steps = [
-                {"task": t, **{k: v for k, v in overrides.items() if v is not None}} for t in items
-            ]
+            given = {k: v for k, v in overrides.items() if v is not None}
+            steps: list[dict[str, object]] = [{"task": t, **given} for t in items]
+            if council is not None:
+                mode, steps = "council", _council_steps(council, items, given)
             # The checks every job spec gets; click has checked the options' types.
-            spec = job_of(mode or "single", steps, concurrency, source, budget=budget)
+            spec = job_of(
+                mode or "single",
+                steps,
+                concurrency,
+                source,
+                budget=budget,
+                judge=judge,
+                quorum=quorum,
+            )
     except PlanError as exc:
         fail(_for_one_task(str(exc), source, len(tasks) or 1))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
@@ -267,6 +297,26 @@ def run(
     if bg:
         run_in_background(job, as_json=as_json, hint=not quiet)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
+
+
+def _council_steps(
+    members: str, tasks: list[str], given: Mapping[str, object]
+) -> list[dict[str, object]]:
+    """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
+    from subagents.backends import known_backends
+    from subagents.errors import FieldProblem
+    from subagents.jobs import member_step
+
+    if len(tasks) != 1 or not members.strip():
+        fail("--council takes one TASK and at least one member (e.g. --council pi,claude)")
+    given = {k: v for k, v in given.items() if k not in ("agent", "backend", "model")}
+    try:
+        return [
+            {"task": tasks[0], **given, **member_step(m, known_backends())}
+            for m in members.split(",")
+        ]
+    except FieldProblem as exc:
+        fail(f"--council: {exc.problem}")
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"

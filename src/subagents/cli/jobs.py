@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -152,6 +153,11 @@ def show(job_id: str, as_json: bool) -> None:
         print_json(state)
         return
     echo_child_text(api.describe_job(state))
+    council = state.get("council")
+    if isinstance(council, dict):  # the answers side by side
+        from subagents.present.council import council_table
+
+        echo_child_text(council_table(council, shutil.get_terminal_size().columns))
     from subagents.jobs import TERMINAL
 
     if state.get("status") not in TERMINAL:

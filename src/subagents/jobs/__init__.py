@@ -19,6 +19,7 @@ from subagents.jobs.control import (
     stop_job,
     wait_job,
 )
+from subagents.jobs.council import VERDICT_SCHEMA, member_step
 from subagents.jobs.driver import start_background
 from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.live import LiveJobs
@@ -41,6 +42,7 @@ __all__ = [
     "PREVIOUS",
     "STOPPED_ORPHAN",
     "TERMINAL",
+    "VERDICT_SCHEMA",
     "EventSink",
     "Job",
     "JobBusyError",
@@ -63,6 +65,7 @@ __all__ = [
     "lifecycle_for",
     "list_jobs",
     "load_plan",
+    "member_step",
     "message_target",
     "parse_job",
     "plan",

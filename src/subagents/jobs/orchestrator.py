@@ -9,6 +9,7 @@ problem before anything starts. ``Job.run()`` then runs them and writes the job 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -176,7 +177,7 @@ class Job:
     def _keep_warm(self) -> None:
         with self._lock:
             left = 0 if self._cancelled.is_set() else self._to_start
-        width = self.plan.concurrency if self.plan.mode == "parallel" else 1
+        width = self.plan.concurrency if self.plan.mode in ("parallel", "council") else 1
         keep_warm(self, min(width, left), self.plan.placement)
 
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> JobRun:
@@ -267,8 +268,29 @@ class Job:
             if handle.result() is None and not tell_limit(handle.run_dir, kind, limit, used):
                 threading.Thread(target=handle.stop, daemon=True).start()
 
-    def _parallel(self, on_event: EventSink | None) -> list[JobRun]:
-        reqs = self.plan.requests
+    def _council(self, on_event: EventSink | None) -> list[JobRun]:
+        """The members side by side; then the judge, given every answer, when enough of
+        them answered."""
+        judged = bool(self.plan.extra.get("judge"))
+        n = len(self.plan.requests) - judged
+        runs = self._parallel(on_event, self.plan.requests[:n])
+        answered = sum(r.get("status") == "completed" for r in runs)
+        if judged and not self.cancelled and answered >= self._quorum():
+            from subagents.jobs.council import judge_task
+
+            req = self.plan.requests[n]
+            task = judge_task(self.plan.requests[0].task, runs)
+            runs.append(self._run_one(n, replace(req, task=task), on_event))
+        return runs
+
+    def _quorum(self) -> int:
+        quorum = self.plan.extra.get("quorum")
+        return quorum if isinstance(quorum, int) and quorum > 0 else 1
+
+    def _parallel(
+        self, on_event: EventSink | None, reqs: list[RunRequest] | None = None
+    ) -> list[JobRun]:
+        reqs = self.plan.requests if reqs is None else reqs
         if len(reqs) == 1:  # a single run: this thread is the job's own already
             return [self._run_one(0, reqs[0], on_event)]
         # Here, not at the top: concurrent.futures (and the logging it imports) is ~4 ms of
@@ -295,6 +317,9 @@ class Job:
             if result.get("status") != "completed":
                 break  # the chain stops at the first step that does not complete
             previous = result.get("finalText") or ""
+            value = result.get("structured") if "paths" in result else None
+            if value is not None:  # the value as JSON text, not the prose
+                previous = json.dumps(value, ensure_ascii=False)
         return results
 
     def run(
@@ -334,8 +359,13 @@ class Job:
 
         def work() -> None:
             try:
+                mode = self.plan.mode
                 runs.extend(
-                    self._chain(on_event) if self.plan.mode == "chain" else self._parallel(on_event)
+                    self._chain(on_event)
+                    if mode == "chain"
+                    else self._council(on_event)
+                    if mode == "council"
+                    else self._parallel(on_event)
                 )
             except BaseException as exc:  # surfaced below, in the caller's thread
                 failure.append(exc)
@@ -370,8 +400,29 @@ class Job:
         return result
 
     def _result(self, runs: list[JobRun], started: float) -> JobResult:
+        if self.plan.mode == "council":
+            return self._council_result(runs, started)
         status = job_status(len(self.plan.requests), runs, self.cancelled)
         return job_result(self.job_id, self.plan.mode, status, runs, started)
+
+    def _council_result(self, runs: list[JobRun], started: float) -> JobResult:
+        from subagents.jobs import council
+
+        judged = bool(self.plan.extra.get("judge"))
+        n = len(self.plan.requests) - judged
+        members, judge = runs[:n], (runs[n] if judged and len(runs) > n else None)
+        schema = self.plan.requests[0].output_schema is not None
+        record = council.record(members, self._quorum(), schema, judge)
+        # A judge that never started: too few answered for it to (or the job was stopped).
+        judged_as = judge["status"] if judge is not None else "failed" if judged else None
+        status = council.status(record["answered"], self._quorum(), judged_as, self.cancelled)
+        result = job_result(self.job_id, "council", status, runs, started)
+        result["council"] = record
+        verdict = record.get("verdict")
+        if isinstance(verdict, dict):  # the judge's merged answer is the job's
+            merged = verdict.get("merged")
+            result["finalText"] = merged if isinstance(merged, str) else None
+        return result
 
 
 def _why(exc: OSError) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
-from subagents.errors import PlanError, UsageError
-from subagents.jobs.spec import PREVIOUS, JobSpec
+from subagents.errors import FieldProblem, PlanError, UsageError
+from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
 
@@ -101,7 +101,7 @@ def plan(
     env = os.environ if env is None else env
     base = (cwd or Path.cwd()).resolve()
     n = len(spec.steps)
-    if spec.mode == "parallel" and n > settings.max_parallel_tasks:
+    if spec.mode in ("parallel", "council") and n > settings.max_parallel_tasks:
         raise PlanError(
             f"tasks: {n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)"
         )
@@ -111,8 +111,14 @@ def plan(
         )
     key = "tasks" if spec.mode == "parallel" else "steps"
     requests: list[RunRequest] = []
-    for i, step in enumerate(spec.steps):
-        where = f"{key}.{i}"
+    steps = list(spec.steps)
+    extra: JsonObject = {}
+    if spec.mode == "council":
+        extra = {"quorum": spec.quorum or 1, "judge": spec.judge is not None}
+        if spec.judge is not None:
+            steps.append(_judge_step(spec))
+    for i, step in enumerate(steps):
+        where = f"{key}.{i}" if i < n else "judge"
         agent = None
         agent_name = step.agent or settings.default_agent
         if agent_name:
@@ -151,6 +157,10 @@ def plan(
             max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         )
         try:
+            req.output_schema = _schema(step, agent, settings, base)
+        except UsageError as exc:
+            raise PlanError(f"{where}.output_schema: {exc}") from None
+        try:
             # {previous} is only known at run time; check the step with a stand-in.
             check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
         except UsageError as exc:
@@ -160,7 +170,47 @@ def plan(
     budget = spec.budget()
     if budget.get("max_cost") is not None:
         _check_job_cost(requests, settings)
-    return JobPlan(spec.mode, requests, settings, placement, concurrency, session, budget=budget)
+    return JobPlan(
+        spec.mode, requests, settings, placement, concurrency, session, extra, budget=budget
+    )
+
+
+def _judge_step(spec: JobSpec) -> Step:
+    """A council's judge as a step: every answer in its task (at run time), the verdict's
+    schema its output schema."""
+    from subagents.backends import known_backends
+    from subagents.jobs.council import JUDGE_TASK, VERDICT_SCHEMA, member_step
+
+    assert spec.judge is not None
+    try:
+        who = member_step(spec.judge, known_backends())
+    except FieldProblem as exc:
+        raise PlanError(f"judge: {exc.problem}") from None
+    return Step(
+        task=JUDGE_TASK,
+        agent=who.get("agent"),
+        backend=who.get("backend"),
+        model=who.get("model"),
+        output_schema=dict(VERDICT_SCHEMA),
+    )
+
+
+def _schema(
+    step: Step, agent: AgentDef | None, settings: Settings, base: Path
+) -> JsonObject | None:
+    """The step's output schema, else its agent's (a path read beside the agent file), else
+    the configured one; read and checked (structured.load_schema)."""
+    given, where = step.output_schema, base
+    if given is None and agent is not None and agent.outputSchema is not None:
+        given = agent.outputSchema
+        where = agent.path.parent if agent.path is not None else base
+    if given is None and settings.output_schema:
+        given = settings.output_schema
+    if given is None:
+        return None
+    from subagents.structured import load_schema
+
+    return load_schema(given, where)
 
 
 def _first(value: _T | None, fallback: _T | None) -> _T | None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
-MODES = ("single", "parallel", "chain")
+MODES = ("single", "parallel", "chain", "council")
 
 
 @dataclass
@@ -65,6 +65,8 @@ class Step:
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+    # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
+    output_schema: str | dict[str, object] | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "agent", "cwd", "model", "backend"):
@@ -107,11 +109,15 @@ class JobSpec:
     max_turns: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+    # A council (mode "council", docs/structured.md): the judge (backend[:model] or an
+    # agent) that reads every answer, and how many members must answer (default 1).
+    judge: str | None = None
+    quorum: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FieldProblem(
-                "mode", f"unknown mode {self.mode!r} (use single, parallel or chain)"
+                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain or council)"
             )
         if self.tasks is not None:
             if self.steps:
@@ -124,6 +130,15 @@ class JobSpec:
         if self.mode == "chain" and PREVIOUS in self.steps[0].task:
             raise FieldProblem("steps.0.task", "the first step has no {previous} to use")
         check_at_least("concurrency", self.concurrency, 1)
+        if self.mode != "council" and (self.judge is not None or self.quorum is not None):
+            raise FieldProblem(
+                "judge" if self.judge is not None else "quorum", "only a council has one"
+            )
+        check_at_least("quorum", self.quorum, 1)
+        if self.quorum is not None and self.quorum > len(self.steps):
+            raise FieldProblem(
+                "quorum", f"{self.quorum} is more than the council's {len(self.steps)} members"
+            )
         check_choice("executor", self.executor, ("local", "ray"))
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
@@ -156,9 +171,12 @@ def job_of(
     source: str = "arguments",
     executor: Executor | None = None,
     budget: BudgetSpec | None = None,
+    judge: str | None = None,
+    quorum: int | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
-    checked): the checks of meaning run, with the messages :func:`parse_job` gives."""
+    checked): the checks of meaning run, with the messages :func:`parse_job` gives.
+    ``judge`` and ``quorum``: a council's."""
     built: list[Step] = []
     for i, values in enumerate(steps):
         try:
@@ -167,7 +185,13 @@ def job_of(
             raise _at(source, f"steps.{i}.{exc.where}", exc.problem) from None
     try:
         return JobSpec(
-            mode=mode, steps=built, concurrency=concurrency, executor=executor, **(budget or {})
+            mode=mode,
+            steps=built,
+            concurrency=concurrency,
+            executor=executor,
+            judge=judge,
+            quorum=quorum,
+            **(budget or {}),
         )
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
@@ -190,7 +214,9 @@ def with_options(
     steps = [{**given, **step.shape()} for step in spec.steps]
     if concurrency is None:
         concurrency = spec.concurrency
-    return job_of(spec.mode, steps, concurrency, source, spec.executor, job_budget)
+    return job_of(
+        spec.mode, steps, concurrency, source, spec.executor, job_budget, spec.judge, spec.quorum
+    )
 
 
 def parse_job(data: object, source: str = "job") -> JobSpec:

@@ -59,7 +59,7 @@ SHORT_EVENT_TYPES: dict[str, LifecycleEventType] = {
     "error": "subagent:error",
     "aborted": "subagent:aborted",
 }
-MODES = ("single", "parallel", "chain")
+MODES = ("single", "parallel", "chain", "council")
 ENTRY_STATUSES = ("completed", "failed", "aborted")
 SUMMARY_MAX = 200
 

@@ -12,6 +12,8 @@ from subagents.errors import PlanError
 from subagents.jobs import parse_job
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from subagents.types import BudgetSpec
 
 INSTRUCTIONS = """\
@@ -47,6 +49,16 @@ read the resource subagent://jobs/{jobId}. A failed job returns an error result 
 diagnostics: what went wrong, exit status, stderr tail, last tool calls."""
 
 
+SCHEMA = (
+    "The answer must be JSON valid against this JSON Schema (2020-12): the schema itself,"
+    " inline JSON text or a file; each run's result holds the value as `structured`."
+)
+COUNCIL = (
+    "Ask the same `task` of several members side by side (each backend[:model] or an agent"
+    " name, e.g. ['pi', 'claude', 'codex']); the result lists the answers side by side."
+)
+
+
 class StepArg(BaseModel):
     """One task of a parallel job or one step of a chain."""
 
@@ -79,6 +91,7 @@ class StepArg(BaseModel):
     max_turns: int | None = Field(default=None, ge=1, description="Budget: model turns.")
     max_tokens: int | None = Field(default=None, ge=1, description="Budget: tokens.")
     max_cost: float | None = Field(default=None, gt=0, description="Budget: cost in USD.")
+    output_schema: str | dict[str, object] | None = Field(default=None, description=SCHEMA)
 
 
 StepList = list[str | StepArg]
@@ -103,6 +116,10 @@ def build_spec(
     max_turns: int | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    output_schema: str | dict[str, object] | None = None,
+    council: list[str] | None = None,
+    judge: str | None = None,
+    quorum: int | None = None,
     job_budget: BudgetSpec | None = None,
 ) -> tuple[str, dict[str, object]]:
     """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
@@ -132,6 +149,7 @@ def build_spec(
         "max_turns": max_turns,
         "max_tokens": max_tokens,
         "max_cost": max_cost,
+        "output_schema": output_schema,
     }
 
     def step(item: str | StepArg) -> dict[str, object]:
@@ -147,6 +165,10 @@ def build_spec(
         if not task.strip():
             raise ToolError("task: the task is empty")
         mode, key, items = "single", "steps", [step(task)]
+        if council is not None:
+            mode, items = "council", _council(task, council, step(task))
+    elif council is not None:
+        raise ToolError("council: give the one `task` its members answer")
     elif tasks is not None:
         if not tasks:
             raise ToolError("tasks: the list is empty (give at least one task)")
@@ -159,12 +181,29 @@ def build_spec(
     spec: dict[str, object] = {"mode": mode, key: items}
     if concurrency is not None:
         spec["concurrency"] = concurrency
+    spec.update({k: v for k, v in (("judge", judge), ("quorum", quorum)) if v is not None})
     spec.update(job_budget or {})
     try:
         parse_job(spec, "subagent")  # checked here so the message names this tool's fields
     except PlanError as exc:
         raise ToolError(rename_fields(str(exc), mode)) from None
     return mode, spec
+
+
+def _council(
+    task: str, members: list[str], defaults: Mapping[str, object]
+) -> list[dict[str, object]]:
+    from subagents.backends import known_backends
+    from subagents.errors import FieldProblem
+    from subagents.jobs import member_step
+
+    if not members:
+        raise ToolError("council: the list is empty (give at least one member)")
+    base = {k: v for k, v in defaults.items() if k not in ("agent", "backend", "model")}
+    try:
+        return [{**base, "task": task, **member_step(m, known_backends())} for m in members]
+    except FieldProblem as exc:
+        raise ToolError(f"council: {exc.problem}") from None
 
 
 def rename_fields(message: str, mode: str) -> str:

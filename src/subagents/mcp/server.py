@@ -39,7 +39,9 @@ from subagents.errors import JobIdError, UsageError
 from subagents.jobs import TERMINAL, JobStore, budget_of
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
+    COUNCIL,
     INSTRUCTIONS,
+    SCHEMA,
     SUBAGENT_DESCRIPTION,
     StepList,
     build_spec,
@@ -323,6 +325,12 @@ class SubagentsMCP:
             float | None,
             Field(gt=0, description="Budget of the whole job: cost in USD of all its runs."),
         ] = None,
+        output_schema: Annotated[str | dict[str, object] | None, Field(description=SCHEMA)] = None,
+        council: Annotated[list[str] | None, Field(description=COUNCIL)] = None,
+        judge: Annotated[
+            str | None, Field(description="A council's judge: backend[:model].")
+        ] = None,
+        quorum: Annotated[int | None, Field(ge=1, description="A council's quorum.")] = None,
     ) -> CallToolResult:
         mode, spec = build_spec(
             task=task,
@@ -340,6 +348,10 @@ class SubagentsMCP:
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_cost=max_cost,
+            output_schema=output_schema,
+            council=council,
+            judge=judge,
+            quorum=quorum,
             job_budget=budget_of(job_max_turns, job_max_tokens, job_max_cost),
         )
         session = self.session_for(ctx)

@@ -169,7 +169,7 @@ class ProgressFormatter:
         mode = str(event.get("mode") or "message")
         receipt = event.get("receipt")
         reason = str(event.get("reason") or "")
-        who = "subagents" if mode == "wrap-up" else "you"
+        who = "subagents" if mode in ("wrap-up", "repair") else "you"
         if receipt == "delivered":
             return f"✓ the child took {'the' if who == 'subagents' else 'your'} {mode}"
         if receipt == "refused":

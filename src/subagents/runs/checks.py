@@ -67,6 +67,10 @@ def check_capabilities(backend: Backend, req: RunRequest) -> None:
             f"backend {backend.name} cannot take a system prompt; choose another backend",
             "backend",
         )
+    if req.output_schema is not None and backend.strict_schema:
+        from subagents.structured import strict
+
+        strict(req.output_schema)  # a schema its strict mode refuses: one line, up front
 
 
 def check_values(req: RunRequest, settings: Settings) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from subagents.types import RunRequestRecord
 
-from subagents.types import ProcessIdentity
+from subagents.types import JsonObject, ProcessIdentity
 
 
 @dataclass
@@ -43,6 +43,8 @@ class RunRequest:
     max_tokens: int | None = None
     max_cost: float | None = None
     job_used: dict[str, float] | None = None
+    # --output-schema: the checked schema (structured.load_schema) the answer must satisfy.
+    output_schema: JsonObject | None = None
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it (every field: tests/test_types.py holds
@@ -70,6 +72,7 @@ class RunRequest:
             "max_tokens": self.max_tokens,
             "max_cost": self.max_cost,
             "job_used": None if self.job_used is None else dict(self.job_used),
+            "output_schema": self.output_schema,
         }
 
     @classmethod
@@ -100,4 +103,5 @@ class RunRequest:
             max_tokens=record.get("max_tokens"),
             max_cost=record.get("max_cost"),
             job_used=record.get("job_used"),
+            output_schema=record.get("output_schema"),
         )

@@ -9,7 +9,7 @@ import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
@@ -21,7 +21,7 @@ from subagents.runs.checks import Checked, check
 from subagents.runs.request import RunRequest
 from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
-from subagents.types import Limits
+from subagents.types import JsonObject, Limits, SchemaMode
 
 if TYPE_CHECKING:
     from subagents.types import WorktreeSpec
@@ -75,6 +75,7 @@ def _write_run_dir(
     backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     live = backend.live_input(version)
     limits = _limits(req, settings, backend)
+    schema = _schema(req, backend)  # codex's strict form refused before anything is made
     make_private_dir(run_dir)
     reserve_space(run_dir)
     try:
@@ -96,7 +97,7 @@ def _write_run_dir(
 
         child_cwd = Path(cwd_in(worktree))
     command = CommandRequest(
-        task=req.task,
+        task=req.task + (schema.suffix or ""),
         cwd=str(child_cwd),
         model=req.model,
         tools=req.tools,
@@ -111,6 +112,7 @@ def _write_run_dir(
         # The CLI's own bounds behind the budget (claude): past the grace turns, and the cost.
         own_max_turns=limits["turns"] + settings.wrap_up_grace + 1 if "turns" in limits else None,
         own_max_cost=limits.get("cost"),
+        output_schema=schema.given if schema.mode == "own" else None,
     )
     stdin_file = None
     if command.task_on_stdin:
@@ -155,9 +157,36 @@ def _write_run_dir(
         graceTurns=settings.wrap_up_grace,
         wrapUp=settings.wrap_up_text,
         command=command.record(),
+        outputSchema=schema.given,
+        schemaHash=schema.hash,
+        schemaMode=schema.mode,
+        taskSuffix=schema.suffix,
     )
     write_json_atomic(run_dir / "meta.json", spec.to_dict())
     return spec, run_dir
+
+
+class _Schema(NamedTuple):
+    given: JsonObject | None = None  # as the CLI takes it (and the answer is checked against)
+    hash: str | None = None
+    mode: SchemaMode | None = None
+    suffix: str | None = None  # the instruction after the task
+
+
+def _schema(req: RunRequest, backend: Backend) -> _Schema:
+    """How the run's output schema reaches its child: the CLI's own flag (codex's in
+    strict form, or refused naming the rule), else an instruction after the task."""
+    if req.output_schema is None:
+        return _Schema()
+    from subagents import structured
+
+    digest = structured.schema_hash(req.output_schema)
+    if backend.own_schema:
+        given = structured.strict(req.output_schema) if backend.strict_schema else req.output_schema
+        return _Schema(given, digest, "own")
+    return _Schema(
+        req.output_schema, digest, "instructed", structured.instruction(req.output_schema)
+    )
 
 
 def _limits(req: RunRequest, settings: Settings, backend: Backend) -> Limits:

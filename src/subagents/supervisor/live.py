@@ -99,6 +99,8 @@ class Live:
         # The child's turns when it came to rest and the run went on (a follow-up sent, a
         # message it holds): if it ends with no turn since, its last answer stands.
         self.rest_turns: int | None = None
+        # The one repair turn of a run whose task carries its output schema: asked yet.
+        self.repaired = False
         self.budget: Budget | None = None
         if spec.limits:
             self.budget = self._budget(spec.limits, spec.jobLimits)
@@ -116,7 +118,9 @@ class Live:
         record = (self.spec.command or fallback).copy()
         if resume is not None:
             record["resume"] = resume
-        return CommandRequest(task=self.spec.task if task is None else task, **record)
+        # The run's own task carries its output schema's instruction (``taskSuffix``).
+        own = self.spec.task + (self.spec.taskSuffix or "")
+        return CommandRequest(task=own if task is None else task, **record)
 
     def _budget(self, limits: Limits, job: dict[str, float] | None = None) -> Budget:
         from subagents.supervisor.budget import Budget
@@ -326,6 +330,7 @@ class Live:
             and budget.stopped_by_cli(norm.own_limit, turns, usage)
         ):
             self._limit_event()
+        self._repair()
         if not self.spec.live:
             return False  # a follow-up is a continuation, once the child has exited
         self.abort_at = None
@@ -344,6 +349,31 @@ class Live:
             return True
         self.end_input()
         return False
+
+    def _repair(self) -> None:
+        """An answer that does not satisfy the output schema the task carries gets one
+        repair turn quoting why, before anything else queued (a follow-up where the child
+        takes input, else a continuation of its conversation)."""
+        norm = self.norm
+        if (
+            self.spec.schemaMode != "instructed"
+            or self.repaired
+            or norm.failed
+            or self.sup.stop_cause is not None
+            or not (self.spec.live or self.backend.can_continue)
+        ):
+            return
+        from subagents.supervisor import answer
+
+        _, problem = answer.check(self.spec, norm)
+        if problem is None:
+            return
+        self.repaired = True
+        mid = f"r{len(self.messages) + 1}"
+        self.messages[mid] = Message("repair", answer.repair_text(problem), None)
+        self.followups.insert(0, mid)
+        self.sup.emit(ev.notice("warn", f"{answer.FAILED}: {problem}; asking once more"))
+        self.receipt(mid, "queued")
 
     def _may_go_on(self, budget: Budget | None, turns: int, usage: Usage) -> bool:
         norm = self.norm

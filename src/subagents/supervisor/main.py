@@ -583,6 +583,13 @@ class Supervisor:
             stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
             limit_error=self.live.budget.message() if self.live.budget else None,
         )
+        structured: JsonValue = None
+        if self.spec.outputSchema is not None and status == "completed":
+            from subagents.supervisor.answer import FAILED, check
+
+            structured, problem = check(self.spec, norm)
+            if problem is not None:  # failed; the raw answer stays in finalText
+                status, error = "failed", f"{FAILED}: {problem}"
         duration_ms = round((time.monotonic() - self.t0) * 1000)
         self.rec.flush(force=True)
         status, error = with_write_error(status, error, self.rec.write_error)
@@ -611,6 +618,9 @@ class Supervisor:
         )
         result["messages"] = messages
         result["limit"] = limit
+        if self.spec.schemaHash is not None:
+            result["structured"] = structured if status == "completed" else None
+            result["schemaHash"] = self.spec.schemaHash
         with finishing(self.run_dir):
             if self.spec.worktree:
                 finish_worktree(result, self.spec, self.run_dir)

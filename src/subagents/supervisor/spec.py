@@ -12,6 +12,7 @@ if TYPE_CHECKING:
         Limits,
         OnStall,
         ProcessIdentity,
+        SchemaMode,
         WorktreeSpec,
     )
 
@@ -55,6 +56,15 @@ _DEFAULTS: JsonObject = {
     "graceTurns": 2,
     "wrapUp": "stop here and give your final answer now",
     "command": None,
+    # --output-schema (docs/structured.md): the schema the answer must satisfy (as the CLI
+    # took it: codex's made strict), its hash (of the schema as given), whether the CLI
+    # checks it itself ("own": claude, codex) or the task carries it with an instruction
+    # (``taskSuffix``, after the task) and the supervisor asks one repair turn
+    # ("instructed").
+    "outputSchema": None,
+    "schemaHash": None,
+    "schemaMode": None,
+    "taskSuffix": None,
 }
 _REQUIRED = ("runId", "backend", "task", "cwd", "argv")
 
@@ -95,6 +105,10 @@ class RunSpec:
     graceTurns: int
     wrapUp: str
     command: CommandRecord | None
+    outputSchema: JsonObject | None
+    schemaHash: str | None
+    schemaMode: SchemaMode | None
+    taskSuffix: str | None
 
     def __init__(self, **fields: object) -> None:
         missing = [k for k in _REQUIRED if k not in fields]

@@ -106,7 +106,7 @@ def render_live(data: JobData) -> str:
         f" · {esc(elapsed)} · {esc(toks)} tokens · {esc(money)} · session "
         f"<code>{esc(state.get('session') or '-')}</code></p>{note}</div>"
     ]
-    if len(rows) > 1 or state.get("mode") in ("parallel", "chain"):
+    if len(rows) > 1 or state.get("mode") in ("parallel", "chain", "council"):
         spans = [
             charts.Span(
                 label=f"{i + 1}. {r.agent}",
