@@ -48,7 +48,9 @@ def child_script(path: Path, seconds: float) -> Path:
             },
         }
     )
-    path.write_text(f"#!/bin/sh\nsleep {seconds}\necho '{final}'\n")
+    # Asked its version (once per binary, to choose pi's mode): one before rpc mode.
+    version = 'case "$1" in --version) echo 0.73.1; exit 0;; esac\n'
+    path.write_text(f"#!/bin/sh\n{version}sleep {seconds}\necho '{final}'\n")
     path.chmod(0o755)
     return path
 

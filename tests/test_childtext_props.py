@@ -38,7 +38,9 @@ CONTROLS = {chr(c) for c in [*range(0x20), *range(0x7F, 0xA0)]} - {"\n", "\t"}
 
 def fixture_objects(backend: str) -> list[dict[str, Any]]:
     out = []
-    for path in sorted(STREAMS.glob(f"{backend}*.jsonl")):
+    # What the CLI writes, as the supervisor drives it (codex: app-server's stdout only).
+    live = sorted((STREAMS / "live").glob(f"{backend}*.stdout.jsonl"))
+    for path in [*sorted(STREAMS.glob(f"{backend}*.jsonl")), *live]:
         for line in path.read_bytes().splitlines():
             obj = json.loads(line) if line.strip() else None
             if isinstance(obj, dict):

@@ -64,7 +64,9 @@ def child_script(path: Path, sleep: float, count: Path | None = None) -> Path:
         }
     )
     note = f"echo $$ >> '{count}'\n" if count is not None else ""
-    path.write_text(f"#!/bin/sh\n{note}sleep {sleep}\necho '{final}'\n")
+    # Asked its version (once per binary, to choose pi's mode): one before rpc mode.
+    version = 'case "$1" in --version) echo 0.73.1; exit 0;; esac\n'
+    path.write_text(f"#!/bin/sh\n{version}{note}sleep {sleep}\necho '{final}'\n")
     path.chmod(0o755)
     return path
 

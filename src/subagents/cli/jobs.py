@@ -247,7 +247,14 @@ def send(target: str, text: str, mode: str, as_json: bool) -> None:
     """Send TEXT to a running child (TEXT '-' reads it from stdin). RUN|JOB is the run's id,
     or its job's while one run of the job is going. Prints the receipt: queued (the child
     takes it at the next point it can) or delivered; a message that cannot be taken is
-    refused with one line, exit 2, and nothing is sent (docs/live-control.md)."""
+    refused with one line, exit 2, and nothing is sent (docs/live-control.md).
+
+    \b
+    Examples:
+      subagents send 01m84w "Stop: only fix the tokenizer, then report"
+      subagents send --mode follow-up 01m84w "Now add a test for it"
+      git diff | subagents send 01m84w -            # the text from stdin
+    """
     from subagents import api
 
     if text == "-":
