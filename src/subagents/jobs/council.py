@@ -121,6 +121,21 @@ def record(
     return out
 
 
+def why(record: CouncilRecord, judged: bool, cancelled: bool) -> str | None:
+    """Why a council did not complete (the job's ``errorMessage``), or None: too few
+    answered for the quorum (so no judge started), or the judge gave no verdict."""
+    if cancelled:
+        return None  # the stop says why
+    answered, quorum = record["answered"], record["quorum"]
+    if answered < quorum:
+        of = len(record["members"])
+        short = f"{answered} of {of} members answered, fewer than the quorum of {quorum}"
+        return f"{short}: the judge did not start" if judged else short
+    if judged and record.get("verdict") is None:
+        return f"the judge gave no verdict: {record.get('judgeError') or 'it did not run'}"
+    return None
+
+
 def status(answered: int, quorum: int, judge: RunStatus | None, cancelled: bool) -> RunStatus:
     """A council completes when at least ``quorum`` members answered (and its judge gave a
     verdict, where it has one: ``judge`` is its run's status)."""

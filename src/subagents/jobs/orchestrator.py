@@ -416,7 +416,8 @@ class Job:
         # A judge that never started: too few answered for it to (or the job was stopped).
         judged_as = judge["status"] if judge is not None else "failed" if judged else None
         status = council.status(record["answered"], self._quorum(), judged_as, self.cancelled)
-        result = job_result(self.job_id, "council", status, runs, started)
+        error = council.why(record, judged, self.cancelled) if status != "completed" else None
+        result = job_result(self.job_id, "council", status, runs, started, error=error)
         result["council"] = record
         verdict = record.get("verdict")
         if isinstance(verdict, dict):  # the judge's merged answer is the job's
