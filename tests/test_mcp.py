@@ -180,6 +180,64 @@ def test_parallel_answers_come_back_in_order(fake: Fake) -> None:
     run(main)
 
 
+def test_a_council_answers_side_by_side_with_its_verdict(fake: Fake) -> None:
+    """The council's result text is ``show``'s table (present/council.py) and the verdict;
+    the judge's merged answer leads. Fake pis: a member answers by its model, the judge (its task says
+    "Judge their answers") returns a verdict as JSON."""
+    verdict = {"best": "B", "agreement": "partial", "reasons": ["B is terse"], "merged": "beta"}
+    env = script_launcher(
+        fake,
+        "council-pi",
+        f"if 'Judge their answers' in task:\n    answer(json.dumps({verdict!r}))\n"
+        "else:\n    answer('beta' if 'm2' in sys.argv else 'alpha')\n",
+    )
+
+    async def main() -> None:
+        async with connect(env) as client:
+            result = await client.call_tool(
+                "subagent", {"task": "name it", "council": ["pi", "pi:m2"], "judge": "pi"}
+            )
+        assert not result.is_error, text_of(result)
+        job = result.structured_content
+        assert job is not None and job["mode"] == "council" and job["status"] == "completed"
+        assert job["answer"] == "beta"  # the judge's merged answer
+        assert job["council"]["verdict"] == verdict
+        text = text_of(result)
+        assert text.startswith("beta\n\n```\n")  # the merged answer, then the table
+        rows = {line.split()[0]: line for line in text.splitlines() if line[:2] in ("A ", "B ")}
+        assert set(rows) == {"A", "B"}
+        assert "pi" in rows["A"] and "completed" in rows["A"] and "alpha" in rows["A"]
+        assert "pi (m)" in rows["B"] and "beta" in rows["B"]  # the model the run reported
+        assert "2 answered (quorum 1)" in text
+        assert "verdict: best B, agreement partial" in text and "  - B is terse" in text
+        assert text.rstrip().endswith(f"job {job['jobId']}")
+
+    run(main)
+
+
+def test_a_council_short_of_its_quorum_says_why_beside_the_answers(fake: Fake) -> None:
+    steps: list[dict[str, Any]] = [*pi.start(), {"stderr": "model exploded\n"}, {"exit": 3}]
+
+    async def main() -> None:
+        async with connect(fake_env(fake, steps)) as client:
+            result = await client.call_tool(
+                "subagent",
+                {"task": "name it", "council": ["pi", "pi"], "judge": "pi", "quorum": 1},
+            )
+        assert result.is_error
+        text = text_of(result)
+        first, why = text.split("\n\n")[:2]
+        assert first.startswith("✗ failed")
+        assert why == "0 of 2 members answered, fewer than the quorum of 1: the judge did not start"
+        assert "0 answered (quorum 1)" in text and "verdict:" not in text
+        rows = [line for line in text.splitlines() if line[:2] in ("A ", "B ")]
+        assert len(rows) == 2 and all("failed" in r for r in rows)
+        job = result.structured_content
+        assert job is not None and job["council"]["answered"] == 0
+
+    run(main)
+
+
 def test_a_failed_run_is_an_error_result_with_diagnostics(fake: Fake) -> None:
     async def main() -> None:
         steps: list[dict[str, Any]] = [*pi.start(), {"stderr": "model exploded\n"}, {"exit": 3}]

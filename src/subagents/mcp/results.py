@@ -21,7 +21,7 @@ from subagents.present import outcome
 from subagents.present.figures import rounded_usage
 
 if TYPE_CHECKING:
-    from subagents.types import JobResult, JobRun, JobState
+    from subagents.types import CouncilRecord, JobResult, JobRun, JobState
 
     # A job's outcome: its result, or the state of the finished job (which holds it).
     Outcome = JobResult | JobState
@@ -110,6 +110,9 @@ def answer_text(result: Outcome) -> str:
     runs = outcome.runs_of(result)
     cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
     parts: list[str] = []
+    council = result.get("council")
+    if result.get("mode") == "council" and council is not None:
+        return _council_text(result, council)
     if result.get("mode") == "parallel":
         for i, run in enumerate(runs):
             body = (
@@ -134,6 +137,26 @@ def answer_text(result: Outcome) -> str:
             parts.append(str(result.get("errorMessage") or "no run was started"))
         return "\n\n".join(parts)
     parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
+    return "\n\n".join(parts)
+
+
+def _council_text(result: Outcome, council: CouncilRecord) -> str:
+    """A council's text: the judge's merged answer (or, when it did not complete, the status
+    line and why), then the answers side by side and the verdict, as ``show`` prints them
+    (in a code block: Markdown keeps the columns)."""
+    from subagents.present.council import council_table
+
+    line = f"{outcome.status_line(result)} · {_ids(result)}"
+    completed = result.get("status") == "completed"
+    if completed:
+        lead = str(result.get("finalText") or "").rstrip()
+    else:
+        why = result.get("errorMessage")  # the status line names the failed runs
+        lead = f"{line}\n\n{why}" if why else line
+    parts = [lead] if lead else []
+    parts.append(f"```\n{council_table(council)}\n```")
+    if completed:
+        parts.append(line)
     return "\n\n".join(parts)
 
 
@@ -202,6 +225,9 @@ def compact_result(result: Outcome) -> dict[str, object]:
     ]
     if failures:
         out["diagnostics"] = failures
+    council = result.get("council")
+    if council is not None:  # the answers side by side, agreement and verdict
+        out["council"] = council
     return out
 
 
