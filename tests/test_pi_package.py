@@ -325,6 +325,38 @@ def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path)
     assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
 
 
+def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> None:
+    """Before the engine says a job's mode (a background call's answer and start entry),
+    the tool says it from its arguments: a council, not single."""
+    members = ["pi:child/mock-model", "pi:child/mock-model"]
+    args = {"task": "say hello", "council": members, "background": True}
+    with delegating(tmp_path, args, child=Script(use_tool=False)) as (parent, _):
+        end = tool_end(parent.run("ask the council"))
+        assert end["isError"] is False
+        details = end["result"]["details"]
+        assert details["mode"] == "council"
+        waited = subprocess.run(
+            [str(SUBAGENTS), "wait", "--json", "--timeout", "60", details["jobId"]],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    assert waited.returncode == 0, waited.stderr
+    job = json.loads(waited.stdout)
+    assert job["mode"] == "council" and job["council"]["answered"] == 2
+    # The end entry too, if the job ended while pi still ran (its watcher wrote it).
+    entries = parent.agent_events()
+    assert entries[0]["eventType"] == "subagent:start"
+    assert [e["mode"] for e in entries] == ["council"] * len(entries)
+
+
+def test_a_refused_council_call_is_entered_as_a_council(tmp_path: Path) -> None:
+    args = {"task": "say hello", "council": ["pi", "nope:m"]}
+    with delegating(tmp_path, args) as (parent, _):
+        end = tool_end(parent.run("ask the council"))
+    assert end["isError"] is True and "nope" in end["result"]["content"][0]["text"]
+    (entry,) = parent.agent_events()
+    assert entry["eventType"] == "subagent:error" and entry["mode"] == "council"
+
+
 def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
     with delegating(tmp_path, args, broken=BROKEN) as (parent, _):

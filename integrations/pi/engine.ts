@@ -54,6 +54,10 @@ export function parseJson(text: string): unknown {
 	try { return JSON.parse(text); } catch { return undefined; }
 }
 
+/** A call's mode as its arguments ask it (the engine's job record says it too, once it runs). */
+export const modeOf = (args: { tasks?: unknown; chain?: unknown; council?: unknown }) =>
+	args.chain ? "chain" : args.tasks ? "parallel" : args.council ? "council" : "single";
+
 export const firstLine = (text: string) => text.split("\n").find((l) => l.trim())?.trim() ?? "";
 
 /** `run --json` prints result.json for one run and the job result otherwise: always a job. */

@@ -15,7 +15,7 @@ import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-a
 import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
-	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, newView, outcome,
+	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, modeOf, newView, outcome,
 	parseJson, piUsage, receiptLine, runCli, send, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
@@ -116,7 +116,7 @@ export default function (pi: ExtensionAPI) {
 	const refuse = (params: Params, reason: string): never => {
 		const now = new Date().toISOString();
 		append({
-			eventType: "subagent:error", jobId: null, agentName: params.agent ?? null, mode: params.chain ? "chain" : params.tasks ? "parallel" : "single",
+			eventType: "subagent:error", jobId: null, agentName: params.agent ?? null, mode: modeOf(params),
 			pid: null, startedAt: now, completedAt: now, durationMs: 0, model: params.model ?? null, usage: piUsage(undefined),
 			status: "failed", summary: summarize(`refused: ${reason}`),
 		});
@@ -141,14 +141,14 @@ export default function (pi: ExtensionAPI) {
 	pi.registerTool({
 		name: "subagent",
 		label: "Subagent",
-		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer). background: true returns at once with a job id and delivers the result later as a message (subagent_send steers it meanwhile). maxTurns, maxTokens, maxCost bound each run: at the limit it is asked to wrap up, then stopped.",
+		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer); with task, council asks several members the same task side by side (judge, quorum). background: true returns at once with a job id and delivers the result later as a message (subagent_send steers it meanwhile). maxTurns, maxTokens, maxCost bound each run: at the limit it is asked to wrap up, then stopped.",
 		parameters: Params,
 		async execute(toolCallId, params: Params, signal, onUpdate, ctx: ExtensionContext) {
 			const given = [params.task, params.tasks, params.chain].filter((x) => x !== undefined).length;
 			if (given !== 1) refuse(params, "give exactly one of task, tasks or chain");
 			const steps = params.tasks ?? params.chain;
 			if (steps && steps.length === 0) refuse(params, "tasks/chain must not be empty");
-			const mode = params.chain ? "chain" : params.tasks ? "parallel" : "single";
+			const mode = modeOf(params);
 			const sessionId = ctx.sessionManager.getSessionId();
 			if (params.continue !== undefined) {
 				// The run being continued fixes agent, model, backend, directory and worktree.

@@ -6,7 +6,7 @@
  */
 import { getMarkdownTheme, keyHint, type Theme } from "@earendil-works/pi-coding-agent";
 import { Box, type Component, Container, Markdown, stripTerminalSequences, Text, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
-import { firstLine, type RunView, type SubagentDetails } from "./engine.ts";
+import { firstLine, modeOf, type RunView, type SubagentDetails } from "./engine.ts";
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const PREVIEW_LINES = 12; // of an answer, collapsed (one run); a third of it each for several
@@ -130,13 +130,14 @@ function differ(view: SubagentDetails): boolean {
 }
 
 /** The call line: mode, the task (first line, cut to the width), agent, backend/model. */
-export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
+export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; council?: string[]; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
 	const steps = args.tasks ?? args.chain;
-	const mode = args.continue ? "continue" : args.chain ? "chain" : args.tasks ? "parallel" : "single";
+	const mode = args.continue ? "continue" : modeOf(args);
+	const count = steps?.length ?? args.council?.length;
 	const label = steps ? steps.map((s) => oneLine(firstLine(s.task))).join(theme.fg("dim", " · ")) : oneLine(firstLine(args.task ?? ""));
 	const extra = [args.agent, [args.backend, args.model].filter(Boolean).join("/"), args.background ? "background" : ""].filter(Boolean).map(oneLine);
 	return new Line(() => [
-		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", steps ? `${mode} ×${steps.length}` : mode)} `,
+		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", count ? `${mode} ×${count}` : mode)} `,
 		label,
 		extra.length ? theme.fg("dim", ` · ${extra.join(" · ")}`) : "",
 	]);
