@@ -22,6 +22,7 @@ import pistream as pi
 import pytest
 from conftest import Fake, eventually, git_repo
 from test_cli_run import cli
+from test_mcp import script_launcher
 from webserver import TOKEN, Web, web_server
 
 import subagents
@@ -252,6 +253,39 @@ def test_a_failed_runs_diagnostics_are_on_its_page(
     assert "boom &lt;b&gt;not bold&lt;/b&gt;" in page and "<b>not bold</b>" not in page
 
 
+def test_a_council_job_page_shows_its_members_side_by_side_and_the_verdict(
+    web: Web, fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fake pis: member B answers with a script tag, the judge returns a verdict as JSON;
+    the page has the members' table and the verdict, the child's text as text."""
+    verdict = {"best": "A", "agreement": "none", "reasons": ["<i>A</i> is safe"], "merged": "a & b"}
+    env = script_launcher(
+        fake,
+        "council-pi",
+        f"if 'Judge their answers' in task:\n    answer(json.dumps({verdict!r}))\n"
+        "else:\n    answer('<script>alert(1)</script>' if 'm2' in sys.argv else 'alpha')\n",
+    )
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", env["SUBAGENTS_PI_BIN"])
+    spec = {"mode": "council", "steps": [{"task": "name it"}, {"task": "name it", "model": "m2"}]}
+    job = subagents.start({**spec, "judge": "pi"}, cwd=tmp_path).wait(TIMEOUT)
+    assert job is not None and job["status"] == "completed", job
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+    section = page[page.index('<section class="council">') :]
+    section = section[: section.index("</section>")]
+    rows = re.findall(r'<tr data-member="([AB])">(.*?)</tr>', section)
+    assert [label for label, _ in rows] == ["A", "B"]
+    cells = {label: re.findall(r"<td[^>]*>(.*?)</td>", row) for label, row in rows}
+    assert (
+        "completed" in cells["A"][2] and cells["A"][6] == '<pre class="member-answer">alpha</pre>'
+    )
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in cells["B"][6]
+    assert "<script>alert" not in page and "<i>A</i>" not in page
+    assert "2 answered (quorum 1)" in section and "best A, agreement none" in section
+    assert "<li>&lt;i&gt;A&lt;/i&gt; is safe</li>" in section
+    assert '<pre class="merged">a &amp; b</pre>' in section
+
+
 def test_the_job_stream_sends_the_transcript_as_it_grows(
     web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -329,6 +363,36 @@ def test_markdown_keeps_no_html_of_the_child() -> None:
         '<a href="https://example.com/p.png" rel="noopener noreferrer" target="_blank">[p]</a>'
         in html
     )
+
+
+def test_a_council_without_a_verdict_says_why_and_escapes_every_value() -> None:
+    from subagents.types import CouncilMember, CouncilRecord
+    from subagents.web.council import render_council
+
+    bad = "<script>x()</script>"
+
+    def member(label: str, agent: str, status: Any, **more: Any) -> CouncilMember:
+        return CouncilMember(
+            label=label, runId=None, agent=agent, backend="pi", model=None, status=status,
+            durationMs=1500, tokens=1200, cost=0.5, answer="", **more,
+        )  # fmt: skip
+
+    record = CouncilRecord(
+        members=[
+            member("A", bad, "failed", errorMessage=bad),
+            member("B", "pi", "completed", structured={"name": bad}),
+        ],
+        quorum=2,
+        answered=1,
+        agreement={"agree": [], "differ": {"/name": {"A": None, "B": bad}}},
+        judgeError=bad,
+    )
+    html = render_council(record)
+    # the agent, why A failed, B's structured answer, what differs, why no verdict
+    assert "<script" not in html and html.count("&lt;script&gt;x()&lt;/script&gt;") == 5
+    assert "1.5s" in html and "1.2k" in html and "$0.50" in html
+    assert "1 answered (quorum 2)" in html and "judge: no verdict: &lt;script&gt;" in html
+    assert 'class="verdict"' not in html and "<code>/name</code>" in html
 
 
 def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from subagents.core.records import is_run_result
 from subagents.jobs import TERMINAL, LiveJobs
 from subagents.present.jobview import RunRow
 from subagents.web import charts
+from subagents.web.council import render_council
 from subagents.web.fleet import run_cells
 from subagents.web.layout import badge, esc, href, numbers, url
 from subagents.web.markdown import render
@@ -137,6 +138,9 @@ def render_live(data: JobData) -> str:
             f'<tr data-run="{esc(row.run_id or "")}"{chosen}><td>{i + 1}</td>{run_cells(row, link)}</tr>'
         )
     out.append("</tbody></table>")
+    council = state.get("council")
+    if council is not None:  # the members side by side and the verdict
+        out.append(render_council(council))
     return "".join(out)
 
 
