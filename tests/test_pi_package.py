@@ -336,16 +336,69 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
         details = end["result"]["details"]
         assert details["mode"] == "council"
         waited = subprocess.run(
-            [str(SUBAGENTS), "wait", "--json", "--timeout", "60", details["jobId"]],
+            [str(SUBAGENTS), "wait", "--json", "--progress", "jsonl", "--timeout", "60", details["jobId"]],
             capture_output=True, text=True, timeout=90,
         )  # fmt: skip
     assert waited.returncode == 0, waited.stderr
+    # The feed ends with the table the tool's answer (and the end's message) shows.
+    last = json.loads(waited.stderr.splitlines()[-1])
+    assert last["type"] == "council" and last["jobId"] == details["jobId"]
+    assert "2 answered (quorum 1)" in last["table"] and len(council_rows(last["table"])) == 2
     job = json.loads(waited.stdout)
     assert job["mode"] == "council" and job["council"]["answered"] == 2
     # The end entry too, if the job ended while pi still ran (its watcher wrote it).
     entries = parent.agent_events()
     assert entries[0]["eventType"] == "subagent:start"
     assert [e["mode"] for e in entries] == ["council"] * len(entries)
+
+
+def council_rows(text: str) -> dict[str, str]:
+    """The table's member rows (present/council.py) by their label."""
+    return {line.split()[0]: line for line in text.splitlines() if line[:2] in ("A ", "B ")}
+
+
+def test_a_council_answers_with_the_judges_merged_answer_and_the_table(tmp_path: Path) -> None:
+    verdict = {
+        "best": "B",
+        "agreement": "full",
+        "reasons": ["both greet"],
+        "merged": "Hello, merged.",
+    }
+    members = ["pi:child/mock-model", "pi:child/mock-model"]
+    args = {"task": "say hello", "council": members, "judge": "pi:judge/mock-model"}
+    child, judge = Script(use_tool=False), Script(use_tool=False, final_text=json.dumps(verdict))
+    with delegating(tmp_path, args, child=child, judge=judge) as (parent, _):
+        end = tool_end(parent.run("ask the council"))
+    assert end["isError"] is False
+    text = end["result"]["content"][0]["text"]
+    assert text.startswith("Hello, merged.\n\n")  # the judge's merged answer leads
+    rows = council_rows(text)
+    assert set(rows) == {"A", "B"}
+    assert all("completed" in r and CHILD_ANSWER in r for r in rows.values())
+    assert "2 answered (quorum 1)" in text
+    assert "verdict: best B, agreement full" in text and "  - both greet" in text
+    details = end["result"]["details"]
+    assert details["mode"] == "council" and details["status"] == "completed"
+    assert [r["status"] for r in details["runs"]] == ["completed"] * 3  # the judge's run too
+
+
+def test_a_council_whose_judge_failed_is_an_error_though_its_members_answered(
+    tmp_path: Path,
+) -> None:
+    members = ["pi:child/mock-model", "pi:child/mock-model"]
+    args = {"task": "say hello", "council": members, "judge": "pi:broken/mock-model"}
+    with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
+        end = tool_end(parent.run("ask the council"))
+    assert end["isError"] is True
+    text = end["result"]["content"][0]["text"]
+    first = text.split("\n\n")[0]
+    rows = council_rows(text)
+    assert set(rows) == {"A", "B"} and all(CHILD_ANSWER in r for r in rows.values())
+    assert first == "council failed: the judge gave no verdict: 500 mock server error"
+    assert "2 answered (quorum 1)" in text and "\nverdict: " not in text
+    assert text.endswith("\njudge: no verdict: 500 mock server error")
+    _, done = parent.agent_events()
+    assert done["eventType"] == "subagent:error" and done["mode"] == "council"
 
 
 def test_a_refused_council_call_is_entered_as_a_council(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ export interface RunResult {
 }
 export interface JobResult {
 	jobId: string; mode: string; status: string; runs?: RunResult[]; runIds?: string[]; finalText?: string | null; usage?: EngineUsage;
-	startedAt?: string; completedAt?: string; durationMs?: number; driver?: { pid?: number };
+	startedAt?: string; completedAt?: string; durationMs?: number; driver?: { pid?: number }; errorMessage?: string;
 }
 export interface Step { task: string; agent?: string | null; backend?: string | null; model?: string | null }
 /** A `--progress jsonl` record: `job` first, then `progress` (docs/pi.md). */
@@ -26,6 +26,7 @@ export interface FeedRecord {
 	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
 	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
+	table?: string;
 }
 
 /** One run as pi shows it: filled in by progress records, then by its result. */
@@ -39,6 +40,9 @@ export interface RunView {
 export interface SubagentDetails {
 	jobId?: string; mode: string; status: string; runIds: string[]; usage: Usage; runs: RunView[];
 	startedAt?: string; background?: boolean; stoppedByUser?: boolean;
+	/** A council's: its answers side by side and the verdict (the feed's `council` record),
+	 * the job's answer (the judge's merged one) and why it did not complete. */
+	council?: { table?: string; answer?: string | null; error?: string | null };
 }
 
 export function piUsage(u: EngineUsage | undefined): Usage {
@@ -168,6 +172,10 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 		});
 		return;
 	}
+	if (rec.type === "council") {
+		view.council = { ...view.council, table: rec.table };
+		return;
+	}
 	if (rec.type !== "progress") return;
 	view.status = "running";
 	const run = runAt(view, rec.index ?? 0);
@@ -196,6 +204,7 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 	view.jobId = job.jobId || view.jobId;
 	view.status = job.status;
 	view.startedAt = job.startedAt ?? view.startedAt;
+	if (job.mode === "council") view.council = { ...view.council, answer: job.finalText, error: job.errorMessage };
 	(job.runs ?? []).forEach((r, i) => {
 		const run = runAt(view, i);
 		run.runId = r.runId ?? run.runId;
@@ -230,6 +239,7 @@ export function summaryOf(view: SubagentDetails): string {
 
 /** What the parent model reads, and whether the call failed: only when no run completed. */
 export function outcome(view: SubagentDetails): { text: string; isError: boolean } {
+	if (view.mode === "council" && view.council) return councilOutcome(view, view.council);
 	const runs = view.runs;
 	const bad = runs.filter((r) => r.status !== "completed");
 	const isError = bad.length === runs.length;
@@ -245,6 +255,21 @@ export function outcome(view: SubagentDetails): { text: string; isError: boolean
 		sections.unshift(`${bad.length} of ${runs.length} tasks did not complete: ${named}.`);
 	}
 	return { text: sections.join("\n\n"), isError };
+}
+
+/** A council's text: the judge's merged answer (or the status and why it fell short), then
+ * the answers side by side and the verdict as the engine drew them. An error by the job's
+ * status: short of its quorum, or its judge failed, even when some members answered. */
+function councilOutcome(view: SubagentDetails, council: NonNullable<SubagentDetails["council"]>): { text: string; isError: boolean } {
+	const isError = view.status !== "completed";
+	const answered = view.runs.filter((r) => r.status === "completed").length;
+	const lead = isError
+		? [`council ${view.status}: ${council.error || `${answered} of ${view.runs.length} runs completed`}`]
+		: council.answer?.trim() ? [council.answer.trim()] : [];
+	if (council.table) return { text: [...lead, council.table].join("\n\n"), isError };
+	// No table (a job reconciled from its record): each run's answer, as for parallel jobs.
+	const rest = outcome({ ...view, council: undefined });
+	return { text: [...lead, rest.text].join("\n\n"), isError };
 }
 
 // ---- live control: a message to a running child ---------------------------------

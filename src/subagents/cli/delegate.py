@@ -393,6 +393,7 @@ def drive_and_report(
         feed = progress_feed(job.store, job.job_id)
         feed.started()
         result = api.drive(job, on_event=feed.event)
+        feed.ended(result)
     else:
         from subagents.cli.display import Display
 

@@ -14,7 +14,9 @@ Records (all carry ``jobId``):
   and again when they change: ``backend``, ``model``, ``startedAt`` (the run's start, epoch
   seconds), ``transcript`` (its path), ``warning`` (the child's latest warning, from its
   events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
-  ``stalled: true`` while the stall watchdog's notice is the last word.
+  ``stalled: true`` while the stall watchdog's notice is the last word;
+- ``{"type": "council", "jobId", "table"}`` once, at a council's end: its answers side by side
+  and the verdict as ``show`` prints them (``present/council.py``).
 
 Every text in a record that came from a child is neutralized (no control characters).
 """
@@ -34,7 +36,7 @@ from subagents.present.humanize import head
 from subagents.present.runstate import RunState
 
 if TYPE_CHECKING:
-    from subagents.types import Event, JobPlanRecord
+    from subagents.types import Event, JobPlanRecord, JobResult, JobState
 
 
 class FeedStep(TypedDict):
@@ -159,6 +161,17 @@ class JsonlFeed:
             if self.steps is not None:
                 record["steps"] = self.steps
             self._emit(record)
+
+    def ended(self, result: JobResult | JobState) -> None:
+        """The job's end: a council's table (nothing for other jobs)."""
+        council = result.get("council")
+        if council is None:
+            return
+        from subagents.present.council import council_table
+
+        with self._lock:
+            table = neutralize(council_table(council))
+            self._emit({"type": "council", "jobId": self.job_id, "table": table})
 
     def event(self, index: int, event: Event) -> None:
         with self._lock:
