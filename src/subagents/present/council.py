@@ -11,7 +11,7 @@ from subagents.present.figures import elapsed, money, tokens
 from subagents.present.humanize import head, one_line
 
 if TYPE_CHECKING:
-    from subagents.types import CouncilMember, CouncilRecord
+    from subagents.types import CouncilMember, CouncilRecord, JsonValue
 
 HEADERS = ("", "member", "status", "time", "tokens", "cost", "answer")
 
@@ -36,6 +36,11 @@ def member_row(m: CouncilMember) -> tuple[str, ...]:
         money(m.get("cost")),
         str(text or ""),
     )
+
+
+def said(values: dict[str, JsonValue]) -> str:
+    """What each member said where their structured answers differ: ``A="x"; B=2``."""
+    return "; ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in values.items())
 
 
 def verdict_of(record: CouncilRecord) -> tuple[str, list[str]] | None:
@@ -68,8 +73,7 @@ def council_table(record: CouncilRecord, width: int = 100) -> str:
         agree = ", ".join(agreement.get("agree") or []) or "nothing"
         lines.append(f"agree: {agree}")
         for path, values in (agreement.get("differ") or {}).items():
-            said = "; ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in values.items())
-            lines.append(f"differ: {path}: {head(said, room)}")
+            lines.append(f"differ: {path}: {head(said(values), room)}")
     verdict = verdict_of(record)
     if verdict is not None:
         lines.append(f"verdict: {verdict[0]}")

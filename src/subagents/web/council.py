@@ -4,10 +4,9 @@ goes through ``esc``: the answers are the children's text, untrusted."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
-from subagents.present.council import HEADERS, member_row, verdict_of
+from subagents.present.council import HEADERS, member_row, said, verdict_of
 from subagents.web.layout import badge, esc
 
 if TYPE_CHECKING:
@@ -36,10 +35,8 @@ def render_council(record: CouncilRecord) -> str:
     if agreement is not None:
         agree = ", ".join(agreement.get("agree") or []) or "nothing"
         differ = "".join(
-            f"<li><code>{esc(path)}</code>: "
-            + esc("; ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in said.items()))
-            + "</li>"
-            for path, said in (agreement.get("differ") or {}).items()
+            f"<li><code>{esc(path)}</code>: " + esc(said(values)) + "</li>"
+            for path, values in (agreement.get("differ") or {}).items()
         )
         out.append(
             f"<p>agree: {esc(agree)}</p>" + (f'<ul class="differ">{differ}</ul>' if differ else "")
