@@ -6,7 +6,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,14 @@ def eventually(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return bool(predicate())
+
+
+def fits(record: Mapping[str, Any], shape: Any) -> None:
+    """``record`` has every key ``shape`` (a TypedDict) requires, and none it does not declare."""
+    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
+    keys = set(record)
+    assert not required - keys, f"{shape.__name__} lacks {sorted(required - keys)}"
+    assert not keys - required - optional, f"{shape.__name__}: {sorted(keys - required - optional)}"
 
 
 def pid_alive(pid: int) -> bool:

@@ -28,7 +28,7 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually, git, git_repo, needs_pi  # noqa: E402
+from conftest import eventually, fits, git, git_repo, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from subagents import api  # noqa: E402
@@ -38,6 +38,17 @@ from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config  #
 from subagents.jobs import parse_job  # noqa: E402
 from subagents.launchers import reattach  # noqa: E402
 from subagents.runs import RunHandle, RunMonitor, RunRequest, start  # noqa: E402
+from subagents.types import (  # noqa: E402
+    HostHello,
+    HostPullReply,
+    HostRun,
+    HostStatus,
+    RayClusterStatus,
+    RayDown,
+    RayHostStatus,
+    RayNodeStatus,
+    RayUnit,
+)
 
 pytestmark = needs_pi
 LOOPBACK = "127.0.0.1"
@@ -508,6 +519,7 @@ def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -
     st = ray_cli(rc, "status", "--json")
     assert st.returncode == 0, st.stderr
     status = json.loads(st.stdout)
+    fit_status(status)
     assert {h["node"] for h in status["hosts"]} == {h["node"] for h in hosts_status()}
     assert {n["node"] for n in status["nodes"] if n["offers"]} == rc.pi_node_ids()
     for node in status["nodes"]:
@@ -521,6 +533,19 @@ def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -
     handle = start_ray_run(rc, work, rc.pi_env, uuid.uuid4().hex)
     assert eventually(lambda: started(handle), 120)
     busy = json.loads(ray_cli(rc, "status", "--json").stdout)
+    fit_status(busy)
+    assert handle.run_id in [u["runId"] for u in busy["units"]]
+    assert handle.run_id in [r["runId"] for h in busy["hosts"] for r in h["runs"]]
+    # What its relay pulls (read only: the relay's offsets are its own), and for a run the
+    # host does not have.
+    host = ray.get_actor(f"subagents-host-{node_of(handle)}", namespace="subagents")
+    pulled = ray.get(host.pull.remote(handle.run_id, {}, 0))
+    fits(pulled, HostPullReply)
+    assert pulled["known"] and pulled["alive"] and pulled["result"] is None, pulled
+    assert pulled["chunks"]["events.jsonl"].startswith(b"{"), pulled
+    unknown = ray.get(host.pull.remote("nope", {}, 0))
+    fits(unknown, HostPullReply)
+    assert not unknown["known"] and "no longer has this run" in unknown["error"], unknown
     node = next(n for n in busy["nodes"] if n["node"] == node_of(handle))
     assert node["free"] == {"subagents-pi": PI_UNITS - 1}
     refused = ray_cli(rc, "down")
@@ -538,6 +563,28 @@ def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -
     again = pi_job(rc, work, [{"task": "y", "model": "mock/mock-model"}], ray_shared_cwd=True)
     assert again["status"] == "completed", again
     assert len(hosts_status()) == 1
+    (name,) = [n for n in ray.util.list_named_actors() if n.startswith("subagents-host-")]
+    host = ray.get_actor(name, namespace="subagents")
+    fits(ray.get(host.hello.remote()), HostHello)
+    fits(ray.get(host.status.remote()), HostStatus)
+    down = ray_cli(rc, "down", "--json")
+    assert down.returncode == 0, down.stderr
+    removed = json.loads(down.stdout)
+    fits(removed, RayDown)
+    assert len(removed["hosts"]) == 1 and removed["aborted"] == [], removed
+
+
+def fit_status(status: dict[str, Any]) -> None:
+    """``ray status --json`` has the keys its types say, every node, host, run and unit."""
+    fits(status, RayClusterStatus)
+    for node in status["nodes"]:
+        fits(node, RayNodeStatus)
+    for host in status["hosts"]:
+        fits(host, RayHostStatus)
+        for run in host["runs"]:
+            fits(run, HostRun)
+    for unit in status["units"]:
+        fits(unit, RayUnit)
 
 
 def test_a_repository_travels_and_its_changes_come_back_as_a_branch(

@@ -10,13 +10,11 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pistream as pi
 import pytest
-from conftest import Fake, eventually
+from conftest import Fake, eventually, fits
 
 import subagents
 from subagents import types
@@ -42,14 +40,6 @@ EVENT_TYPES = {
     "user_message": types.UserMessage,
     "limit": types.LimitEvent,
 }
-
-
-def fits(record: Mapping[str, Any], shape: Any) -> None:
-    """``record`` has every key ``shape`` requires, and none it does not declare."""
-    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
-    keys = set(record)
-    assert not required - keys, f"{shape.__name__} lacks {sorted(required - keys)}"
-    assert not keys - required - optional, f"{shape.__name__}: {sorted(keys - required - optional)}"
 
 
 def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:

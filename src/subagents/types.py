@@ -33,6 +33,11 @@ __all__ = [
     "FleetJob",
     "FleetRun",
     "HookRecord",
+    "HostHello",
+    "HostPullReply",
+    "HostRun",
+    "HostStartReply",
+    "HostStatus",
     "JobMode",
     "JobPlanRecord",
     "JobResult",
@@ -62,8 +67,14 @@ __all__ = [
     "OnStall",
     "PlacementRecord",
     "ProcessIdentity",
+    "RayClusterStatus",
+    "RayDown",
+    "RayHostStatus",
+    "RayHostUnreachable",
+    "RayNodeStatus",
     "RayPlace",
     "RaySupervisorRecord",
+    "RayUnit",
     "Receipt",
     "ReceiptWord",
     "RunFinished",
@@ -76,6 +87,7 @@ __all__ = [
     "Runner",
     "SchemaMode",
     "SendRequest",
+    "ShipmentRecord",
     "StopReason",
     "StructuredComparison",
     "SupervisorRecord",
@@ -739,6 +751,126 @@ class RaySupervisorRecord(TypedDict):
 
 # A run's ``supervisor.json``: ``record["runner"]`` tells which.
 SupervisorRecord: TypeAlias = LocalSupervisorRecord | RaySupervisorRecord
+
+
+# ---- the Ray hosts (launchers/ray_host.py, ray_pool.py) ---------------------------------------
+# What a caller's relay and a node's host actor hand each other (pickled by Ray, so bytes
+# travel as they are), and what ``subagents ray status`` and ``ray down`` print.
+
+
+class ShipmentRecord(TypedDict):
+    """What a run whose repository travels tells its host (``NodeHost.start``'s ``ship``):
+    the base commit (sent before), the uncommitted changes as a patch (None: none)."""
+
+    commit: str
+    patch: bytes | None
+
+
+class HostHello(TypedDict):
+    """``NodeHost.hello``: which node, which protocol (a caller refuses another's)."""
+
+    node: str
+    protocol: int
+    pid: int
+
+
+class HostStartReply(TypedDict):
+    """``NodeHost.start``: why the run could not start there (None: it started)."""
+
+    node: str
+    error: str | None
+
+
+class HostPullReply(TypedDict):
+    """``NodeHost.pull``: each artifact's new bytes, and ``result.json`` once every byte
+    before it was handed over. ``known``: False when the host no longer has the run;
+    ``reason``: why it was ended by someone else than its relay (``ray down --force``)."""
+
+    node: str
+    known: bool
+    chunks: dict[str, bytes]
+    result: RunResult | None
+    alive: bool
+    error: str | None
+    reason: NotRequired[str | None]  # absent when the host no longer has the run
+
+
+class HostRun(TypedDict):
+    """A run a host holds (running, or ended and not yet collected by its relay);
+    ``startedAt``: epoch seconds."""
+
+    runId: str
+    backend: str
+    running: bool
+    supervisorPid: int
+    startedAt: float
+    error: str | None
+
+
+class HostStatus(TypedDict):
+    """``NodeHost.status``: its process, its warm spares, the packs it was sent, its runs."""
+
+    node: str
+    pid: int
+    protocol: int
+    spares: int
+    packsReceived: int
+    runs: list[HostRun]
+
+
+@final
+class RayHostStatus(HostStatus):
+    """A host in ``ray status``: its actor's name and what it said."""
+
+    name: str
+
+
+@final
+class RayHostUnreachable(TypedDict):
+    """A host in ``ray status`` that did not answer: why."""
+
+    name: str
+    error: str
+    runs: list[HostRun]  # none known
+
+
+class RayNodeStatus(TypedDict):
+    """A node in ``ray status`` as Ray sees it: the ``subagents-<backend>`` units it offers
+    and how many of each no run holds."""
+
+    node: str
+    address: str
+    alive: bool
+    offers: dict[str, float]
+    free: dict[str, float]
+
+
+class RayUnit(TypedDict):
+    """A run's unit (its placement group) in ``ray status``: Ray's state for it
+    (``PENDING`` while it waits for a node, ``CREATED`` once held), its node once placed."""
+
+    runId: str
+    state: str
+    node: str | None
+    resources: dict[str, float]
+
+
+class RayClusterStatus(TypedDict):
+    """``subagents ray status --json``."""
+
+    address: str
+    nodes: list[RayNodeStatus]
+    hosts: list[RayHostStatus | RayHostUnreachable]
+    units: list[RayUnit]
+
+
+class RayDown(TypedDict):
+    """``subagents ray down --json``: the hosts removed (by actor name), the runs aborted,
+    how many units were released."""
+
+    hosts: list[str]
+    aborted: list[str]
+    units: int
 
 
 # ---- the live views (``top --json``) ------------------------------------------------------

@@ -45,11 +45,12 @@ import time
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import procs
 from subagents.core.events import started_event
 from subagents.core.files import dumps, make_private_dir, open_private, read_events
+from subagents.core.records import is_run_result, object_of
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
 from subagents.launchers.ray_keeper import SPARE
@@ -64,6 +65,17 @@ from subagents.launchers.ray_node import (
 )
 from subagents.supervisor import handover
 from subagents.supervisor.handover import LOG_FILE
+
+if TYPE_CHECKING:
+    from subagents.types import (
+        HostHello,
+        HostPullReply,
+        HostStartReply,
+        HostStatus,
+        JsonObject,
+        RunResult,
+        ShipmentRecord,
+    )
 
 # At most this much of one file per pull: a huge raw.jsonl comes back in several.
 PULL_CHUNK = 4 << 20
@@ -112,12 +124,12 @@ class HostedRun:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def result(self) -> dict[str, Any] | None:
+    def result(self) -> RunResult | None:
         try:
             data = json.loads((self.dir / "result.json").read_bytes())
         except (FileNotFoundError, ValueError):
             return None
-        return data if isinstance(data, dict) else None
+        return data if is_run_result(data) else None
 
 
 class DirChanges:
@@ -240,17 +252,17 @@ class NodeHost:
 
     # ---- for the caller ---------------------------------------------------
 
-    async def hello(self) -> dict[str, Any]:
+    async def hello(self) -> HostHello:
         return {"node": self.node_id, "protocol": PROTOCOL, "pid": os.getpid()}
 
     async def start(
         self,
         run_id: str,
-        meta: dict[str, Any],
+        meta: JsonObject,
         caller_dir: str,
         files: dict[str, bytes],
-        ship: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        ship: ShipmentRecord | None = None,
+    ) -> HostStartReply:
         """Start the run's supervisor here (once: a second call for the run answers as
         the first did)."""
         self._watch()
@@ -274,7 +286,7 @@ class NodeHost:
         await run.ready.wait()
         return {"node": self.node_id, "error": run.error}
 
-    async def pull(self, run_id: str, offsets: dict[str, int], wait: float) -> dict[str, Any]:
+    async def pull(self, run_id: str, offsets: dict[str, int], wait: float) -> HostPullReply:
         """New bytes of each artifact past ``offsets``, waiting up to ``wait`` s for any;
         ``result`` only once every byte before it has been handed over."""
         run = self.runs.get(run_id)
@@ -390,8 +402,10 @@ class NodeHost:
         sent) reaches: what the caller lacks."""
         from subagents.worktree import pack
 
-        run = self.runs[run_id]
-        worktree = (run.result() or {}).get("worktree") or {}
+        result = self.runs[run_id].result()
+        worktree = result.get("worktree") if result is not None else None
+        if worktree is None:
+            raise ValueError(f"run {run_id} left no worktree on Ray node {self.node_id}")
         return await asyncio.to_thread(pack, Path(worktree["repo"]), worktree["commit"], exclude)
 
     async def want_commit(self, commit: str) -> bool:
@@ -419,7 +433,7 @@ class NodeHost:
         finally:
             self.incoming.pop(commit, None)
 
-    async def status(self) -> dict[str, Any]:
+    async def status(self) -> HostStatus:
         return {
             "node": self.node_id,
             "pid": os.getpid(),
@@ -444,10 +458,10 @@ class NodeHost:
     def _prepare(
         self,
         run: HostedRun,
-        meta: dict[str, Any],
+        meta: JsonObject,
         caller_dir: str,
         files: dict[str, bytes],
-        ship: dict[str, Any] | None,
+        ship: ShipmentRecord | None,
     ) -> None:
         """(In a worker thread.) The run's directory: its files, its spec, its worktree."""
         make_private_dir(run.dir)
@@ -459,9 +473,13 @@ class NodeHost:
             from subagents.worktree import cache_repository, worktree_from
 
             repo = cache_repository(cache_dir())
-            record = local["worktree"]
+            record = object_of(local["worktree"])
             base = worktree_from(
-                repo, ship["commit"], Path(record["path"]), record["branch"], ship.get("patch")
+                repo,
+                ship["commit"],
+                Path(str(record["path"])),
+                str(record["branch"]),
+                ship["patch"],
             )
             local["worktree"] = {**record, "repo": str(repo), "base": base}
         # A copy its supervisor reads once: no fsync (the caller's is the record).

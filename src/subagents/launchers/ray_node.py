@@ -13,13 +13,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from subagents.core.records import list_of
 from subagents.supervisor.handover import LOG_FILE
 from subagents.worktree import PATCH_FILE, STAT_FILE
 
 if TYPE_CHECKING:
-    from subagents.types import WorktreeRecord
+    from subagents.types import JsonObject, JsonValue, WorktreeRecord
 
 # What a caller and a host must agree on; a host that says otherwise is replaced
 # (`subagents ray down`).
@@ -80,25 +81,25 @@ _PATH_FIELDS = ("sessionDir", "stdinFile")
 SENT_FILES = ("system-prompt.md", "task.md")
 
 
-def localize(meta: dict[str, Any], caller_dir: str, node_dir: Path) -> dict[str, Any]:
+def localize(meta: JsonObject, caller_dir: str, node_dir: Path) -> JsonObject:
     """The caller's spec, made to run here: its run-dir paths (a system prompt file, a
     task file, a shipped run's worktree) point into the node's run dir, and an agent CLI
     the caller found at a path this node does not have is looked up on this node's PATH
     by name. (An isolated run on a shared filesystem keeps the worktree the caller made.)"""
 
-    def here(value: Any) -> Any:
+    def here(value: JsonValue) -> JsonValue:
         if isinstance(value, str) and (
             value == caller_dir or value.startswith(caller_dir + os.sep)
         ):
             return str(node_dir) + value[len(caller_dir) :]
         return value
 
-    argv = [here(a) for a in meta["argv"]]
-    if argv and not os.access(argv[0], os.X_OK):
+    argv = [here(a) for a in list_of(meta["argv"])]
+    if argv and isinstance(argv[0], str) and not os.access(argv[0], os.X_OK):
         found = shutil.which(os.path.basename(argv[0]))
         if found:
             argv[0] = found
-    local = {**meta, "argv": argv, "echo": False, "keepWorktree": False}
+    local: JsonObject = {**meta, "argv": argv, "echo": False, "keepWorktree": False}
     for key in _PATH_FIELDS:
         local[key] = here(meta.get(key))
     worktree = meta.get("worktree")

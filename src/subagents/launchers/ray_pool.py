@@ -18,9 +18,10 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from subagents.core import paths
+from subagents.core.records import list_of
 from subagents.errors import LaunchError
 from subagents.launchers.base import RAY_MISSING
 from subagents.launchers.ray_host import NodeHost
@@ -31,6 +32,19 @@ from subagents.launchers.ray_node import (
     host_name,
     placement_name,
 )
+
+if TYPE_CHECKING:
+    from subagents.types import (
+        HostHello,
+        HostStatus,
+        JsonObject,
+        RayClusterStatus,
+        RayDown,
+        RayHostStatus,
+        RayHostUnreachable,
+        RayNodeStatus,
+        RayUnit,
+    )
 
 NAMESPACE = "subagents"
 # Ray's own messages (its logger, the errors its driver prints) go here, never to our
@@ -117,8 +131,8 @@ def _keep_ray_quiet(ray: Any) -> None:
     if worker is not None and hasattr(worker, "print_to_stdstream"):
         # The driver's error listener calls this (by its module-level name) with what the
         # cluster publishes to drivers; it writes to sys.stdout.
-        def to_log(data: dict[str, Any], ignore_prefix: bool = False) -> None:
-            for line in data.get("lines") or []:
+        def to_log(data: JsonObject, ignore_prefix: bool = False) -> None:
+            for line in list_of(data.get("lines")):
                 ray_logger.warning("(%s) %s", data.get("pid"), line)
 
         worker.print_to_stdstream = to_log
@@ -214,7 +228,7 @@ def host_for(ray: Any, node_id: str) -> Any:
                 max_concurrency=1000,
                 scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
             ).remote()
-            hello = ray.get(handle.hello.remote(), timeout=HOST_PATIENCE)
+            hello: HostHello = ray.get(handle.hello.remote(), timeout=HOST_PATIENCE)
         except Exception as exc:
             raise LaunchError(
                 f"could not start the subagents host on Ray node {node_id}: {first_line(exc)}"
@@ -263,10 +277,10 @@ def _hosts_of(ray: Any) -> list[tuple[str, Any]]:
     return found
 
 
-def _units(ray: Any) -> list[dict[str, Any]]:
+def _units(ray: Any) -> list[RayUnit]:
     from ray.util import placement_group_table
 
-    out = []
+    out: list[RayUnit] = []
     for group in placement_group_table().values():
         name = str(group.get("name") or "")
         if name.startswith(PLACEMENT_PREFIX) and group.get("state") != "REMOVED":
@@ -282,34 +296,35 @@ def _units(ray: Any) -> list[dict[str, Any]]:
     return out
 
 
-def cluster_status(address: str | None) -> dict[str, Any]:
+def cluster_status(address: str | None) -> RayClusterStatus:
     """The nodes (what each offers, what is free), the hosts and their runs, and the
     units held (a run waiting for a node holds a pending one)."""
     ray = connect(address)
-    nodes = []
-    for node in ray.nodes():
-        offered = {
+    seen = ray.nodes()  # Ray's own records of its nodes
+    units = _units(ray)
+    nodes: list[RayNodeStatus] = []
+    for node in seen:
+        offered: dict[str, float] = {
             k: v for k, v in (node.get("Resources") or {}).items() if k.startswith("subagents-")
         }
+        held = [u for u in units if u["node"] == node.get("NodeID") and u["state"] == "CREATED"]
         nodes.append(
             {
                 "node": node.get("NodeID"),
                 "address": node.get("NodeManagerAddress"),
                 "alive": bool(node.get("Alive")),
                 "offers": offered,
+                "free": {
+                    k: v - sum(float(u["resources"].get(k, 0)) for u in held)
+                    for k, v in offered.items()
+                },
             }
         )
-    units = _units(ray)
-    for node in nodes:
-        held = [u for u in units if u["node"] == node["node"] and u["state"] == "CREATED"]
-        node["free"] = {
-            k: v - sum(float(u["resources"].get(k, 0)) for u in held)
-            for k, v in node["offers"].items()
-        }
-    hosts = []
+    hosts: list[RayHostStatus | RayHostUnreachable] = []
     for name, handle in _hosts_of(ray):
         try:
-            hosts.append({"name": name, **ray.get(handle.status.remote(), timeout=30)})
+            said: HostStatus = ray.get(handle.status.remote(), timeout=30)
+            hosts.append({"name": name, **said})
         except Exception as exc:
             hosts.append({"name": name, "error": first_line(exc), "runs": []})
     return {
@@ -320,7 +335,7 @@ def cluster_status(address: str | None) -> dict[str, Any]:
     }
 
 
-def cluster_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
+def cluster_down(address: str | None, *, force: bool = False) -> RayDown:
     """Remove the hosts (and every unit a run holds). Refused while runs run, unless
     ``force``: their supervisors then abort them (SIGTERM, as a lost host does)."""
     status = cluster_status(address)
@@ -372,13 +387,12 @@ def _held(ray: Any, hosts: list[tuple[str, Any]]) -> set[str]:
     held: set[str] = set()
     for _, host in hosts:
         with contextlib.suppress(Exception):
-            held |= {
-                r["runId"] for r in ray.get(host.status.remote(), timeout=KILL_PATIENCE)["runs"]
-            }
+            status: HostStatus = ray.get(host.status.remote(), timeout=KILL_PATIENCE)
+            held |= {r["runId"] for r in status["runs"]}
     return held
 
 
-def describe_status(status: dict[str, Any]) -> str:
+def describe_status(status: RayClusterStatus) -> str:
     """``subagents ray status`` in words."""
     lines = [f"Ray cluster at {status['address']}"]
     for node in status["nodes"]:
@@ -390,7 +404,7 @@ def describe_status(status: dict[str, Any]) -> str:
     if not status["hosts"]:
         lines.append("no subagents hosts (made on a node when a run first goes there)")
     for host in status["hosts"]:
-        if host.get("error"):
+        if "error" in host:  # it did not answer (first_line: never empty)
             lines.append(f"  host {host['name']}: unreachable: {host['error']}")
             continue
         runs = host.get("runs") or []

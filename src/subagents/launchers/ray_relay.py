@@ -65,6 +65,8 @@ if TYPE_CHECKING:
     from subagents.supervisor.spec import RunSpec
     from subagents.types import (
         ExecutorPlace,
+        HostPullReply,
+        HostStartReply,
         JsonObject,
         ProcessIdentity,
         RaySupervisorRecord,
@@ -368,7 +370,7 @@ class RayRun:
                             f"could not send {shipment.root} to Ray node {node}: {first_line(exc)}"
                         )
                 ship = shipment.for_host() if shipment is not None else None
-                reply = ray.get(
+                reply: HostStartReply = ray.get(
                     host.start.remote(self.run_id, meta, str(self.run_dir), files, ship),
                     timeout=START_PATIENCE,
                 )
@@ -398,7 +400,7 @@ class RayRun:
         while not self._detached.is_set():
             ref = host.pull.remote(self.run_id, offsets, PULL_WAIT)
             try:
-                reply = ray.get(ref, timeout=PULL_WAIT + PULL_PATIENCE)
+                reply: HostPullReply = ray.get(ref, timeout=PULL_WAIT + PULL_PATIENCE)
             except ray.exceptions.GetTimeoutError:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref)  # only this pull: the supervisor is not touched

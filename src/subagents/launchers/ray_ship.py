@@ -28,7 +28,7 @@ from subagents.core.files import open_private
 from subagents.errors import LaunchError, WorktreeError
 
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, RunResult, WorktreeRecord
+    from subagents.types import JsonObject, RunResult, ShipmentRecord, WorktreeRecord
 
 SHIPPED_PATCH = "uncommitted.patch"
 PACK_LIMIT_MB = 512
@@ -64,7 +64,7 @@ class Shipment:
     commit: str
     patch: bytes
 
-    def for_host(self) -> dict[str, Any]:
+    def for_host(self) -> ShipmentRecord:
         return {"commit": self.commit, "patch": self.patch or None}
 
 

@@ -5,7 +5,7 @@ uses it (Ray's client side, tmux's)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from subagents.errors import UsageError
 from subagents.launchers.base import (
@@ -15,6 +15,9 @@ from subagents.launchers.base import (
     Placement,
     read_record,
 )
+
+if TYPE_CHECKING:
+    from subagents.types import RayClusterStatus, RayDown
 
 
 def launcher_named(name: str, ray_address: str | None = None) -> Launcher:
@@ -65,7 +68,7 @@ def want_spares(owner: object, count: int, placement: Placement) -> None:
 # `subagents ray status` and `ray down`: Ray's client side is imported only when asked.
 
 
-def ray_status(address: str | None) -> dict[str, Any]:
+def ray_status(address: str | None) -> RayClusterStatus:
     """The cluster's nodes (what each offers and has free), its subagents hosts with their
     runs, and the units held (see ray_pool.cluster_status)."""
     from subagents.launchers.ray_pool import cluster_status
@@ -73,14 +76,14 @@ def ray_status(address: str | None) -> dict[str, Any]:
     return cluster_status(address)
 
 
-def ray_down(address: str | None, *, force: bool = False) -> dict[str, Any]:
+def ray_down(address: str | None, *, force: bool = False) -> RayDown:
     """Remove the cluster's subagents hosts (refused while runs run, unless ``force``)."""
     from subagents.launchers.ray_pool import cluster_down
 
     return cluster_down(address, force=force)
 
 
-def describe_ray_status(status: dict[str, Any]) -> str:
+def describe_ray_status(status: RayClusterStatus) -> str:
     from subagents.launchers.ray_pool import describe_status
 
     return describe_status(status)
