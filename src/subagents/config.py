@@ -5,7 +5,7 @@ Linux; ``$SUBAGENTS_CONFIG_DIR`` overrides the directory). The project file is
 ``.subagents/config.toml`` in the working directory or its nearest ancestor that has one.
 
 A project file comes from the repository being worked on, so it may not set what would let a
-repository run code or trust itself: ``bins``, ``hooks`` and ``agent_scope`` are accepted only
+repository run code or trust itself: ``bins``, ``hooks``, ``acp`` and ``agent_scope`` are accepted only
 from the user file and the environment.
 
 Every problem raises :class:`ConfigError` with one line naming the file (or the environment
@@ -60,7 +60,7 @@ CONFIG_FILE = "config.toml"
 PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
-PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "agent_scope", "mcp_token", "web_token"})
+PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "acp", "agent_scope", "mcp_token", "web_token"})
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
 
@@ -87,6 +87,21 @@ class Hook:
         problem = timeout_problem(self.timeout)
         if problem:
             raise FieldProblem("timeout", problem)
+
+
+@dataclass
+class AcpPreset:
+    """An ACP agent named in config (``[acp.NAME]``): ``subagents run --backend acp:NAME``
+    runs ``command`` (a list of words, no shell) with ``env`` added (docs/backends.md)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
+
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.command or not all(isinstance(w, str) and w for w in self.command):
+            raise FieldProblem("command", "must name a program: a list of at least one word")
 
 
 @dataclass(frozen=True)
@@ -145,8 +160,21 @@ class Settings:
     # Every run's output schema unless it has its own (docs/structured.md): a file or inline
     # JSON, read and checked when a job is planned.
     output_schema: str | None = None
+    # ACP agents of the user's own, by name (``--backend acp:NAME``), beside the built-in
+    # presets; and how long an ACP agent has to answer ``initialize``.
+    acp: dict[str, AcpPreset] = field(default_factory=dict)
+    acp_init_timeout: float = 60.0
 
     def __post_init__(self) -> None:
+        # A job's record keeps presets as plain objects (settings_record).
+        _set(
+            self,
+            "acp",
+            {k: AcpPreset(**v) if isinstance(v, dict) else v for k, v in self.acp.items()},
+        )
+        problem = seconds_problem(self.acp_init_timeout, off=False)
+        if problem:
+            raise FieldProblem("acp_init_timeout", problem)
         if not self.default_backend:
             raise FieldProblem("default_backend", "must not be empty")
         _set(self, "default_agent", self.default_agent or None)
@@ -371,7 +399,7 @@ _FALSE = frozenset({"0", "false", "no", "off", "n", "f"})
 _FIELDS = {f.name: f for f in fields(Settings)}
 # Settings the environment cannot set as one variable each: ``bins`` is one variable per
 # backend (``SUBAGENTS_<BACKEND>_BIN``), ``hooks`` are set in a config file only.
-_NOT_FROM_ENV = frozenset({"bins", "hooks"})
+_NOT_FROM_ENV = frozenset({"bins", "hooks", "acp"})
 # Environment variable -> setting: ``SUBAGENTS_<NAME>`` for every other setting.
 ENV_SETTINGS: dict[str, str] = {
     f"SUBAGENTS_{name.upper()}": name for name in _FIELDS if name not in _NOT_FROM_ENV
@@ -486,11 +514,19 @@ def settings_record(settings: Settings) -> JsonObject:
     """The settings a job was planned with, as its ``job.json`` keeps them (each a JSON
     value: text, a number, a flag, none, or ``bins``' object of text)."""
     return {
-        name: dict(value) if isinstance(value, dict) else value
+        name: _plain(value)
         for name in _FIELDS
         if name not in _NOT_RECORDED
         for value in (getattr(settings, name),)
     }
+
+
+def _plain(value: object) -> Any:
+    if isinstance(value, AcpPreset):
+        return {"command": list(value.command), "env": dict(value.env)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 def settings_from_record(record: JsonObject) -> Settings:

@@ -15,6 +15,8 @@ and says which one it is.
 from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
+    "AcpPermissions",
+    "AcpRecord",
     "AgentEvent",
     "AssistantText",
     "BudgetSpec",
@@ -353,6 +355,21 @@ class Receipt(TypedDict):
     reason: NotRequired[str]
 
 
+# How an ACP agent's file and permission requests are answered (backends/acpclient.py).
+AcpPermissions: TypeAlias = Literal["allow", "deny", "ask"]
+
+
+class AcpRecord(TypedDict):
+    """``CommandRecord``'s ``acp``: an ACP agent's run. ``command``: the agent's argv
+    (its preset's, or ``--acp-command``'s words); ``permissions``: the policy its
+    permission requests are answered by; ``initTimeout``: seconds it has to answer
+    ``initialize``."""
+
+    command: list[str]
+    permissions: AcpPermissions
+    initTimeout: float
+
+
 class CommandRecord(TypedDict):
     """``meta.json``'s ``command``: the run's command request (``backends.CommandRequest``)
     but its task, from which the supervisor builds the child's argv again (a continuation,
@@ -373,6 +390,7 @@ class CommandRecord(TypedDict):
     own_max_turns: NotRequired[int | None]
     own_max_cost: NotRequired[float | None]
     output_schema: NotRequired[JsonObject | None]
+    acp: NotRequired[AcpRecord | None]
 
 
 # ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
@@ -640,6 +658,9 @@ class RunRequestRecord(TypedDict):
     # --output-schema: the checked schema the answer must satisfy (absent from records
     # written before output schemas: read with .get).
     output_schema: JsonObject | None
+    # An ACP agent's command and permission policy (absent from older records: .get).
+    acp_command: str | None
+    permissions: str | None
     # Recorded before placements: the runner the job was given, on each request.
     runner: NotRequired[str | None]
 

@@ -33,6 +33,7 @@ _BUILTIN: dict[str, str] = {
     "codex": "subagents.backends.codex:CodexBackend",
     "gemini": "subagents.backends.gemini:GeminiBackend",
     "opencode": "subagents.backends.opencode:OpenCodeBackend",
+    "acp": "subagents.backends.acp:AcpBackend",
 }
 
 
@@ -47,6 +48,12 @@ def known_backends() -> list[str]:
 
 
 def get_backend(name: str) -> Backend:
+    """The backend ``name``: a built-in, a plugin, or ``acp:NAME`` (an ACP agent's preset:
+    built in, or the user's, whose command the caller gives it with ``configure``)."""
+    if name.startswith("acp:") and len(name) > 4:
+        from subagents.backends.acp import AcpBackend
+
+        return AcpBackend(name[4:])
     target = _BUILTIN.get(name) or _plugins().get(name)
     if target is None:
         raise BackendError(f"unknown backend {name!r} (known: {', '.join(known_backends())})")

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from subagents.types import (
+        AcpRecord,
         AssistantText,
         CommandRecord,
         JsonObject,
@@ -81,6 +82,7 @@ class CommandRequest:
         own_max_turns: int | None = None,
         own_max_cost: float | None = None,
         output_schema: JsonObject | None = None,
+        acp: AcpRecord | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -110,6 +112,9 @@ class CommandRequest:
         # --json-schema, codex's outputSchema (made strict); None elsewhere (the task
         # carries it).
         self.output_schema = output_schema
+        # An ACP agent's run (backends/acp.py): its command, permission policy and how long
+        # it has to answer initialize.
+        self.acp = acp
 
     def record(self) -> CommandRecord:
         """The request but its task, as ``meta.json`` keeps it (to build a continuation's
@@ -130,6 +135,7 @@ class CommandRequest:
             "own_max_turns": self.own_max_turns,
             "own_max_cost": self.own_max_cost,
             "output_schema": self.output_schema,
+            "acp": self.acp,
         }
 
 
@@ -199,6 +205,14 @@ class Normalizer(ABC):
     # is read from the same stream. The supervisor calls these and writes ``outbox``.
 
     live = False
+    # A live CLI that must answer a handshake first (ACP's initialize): seconds it has for
+    # it (set by ``begin``), and whether it is still owed; past the time the supervisor
+    # records ``handshake_overdue()`` (which fails the run) and stops the child.
+    handshake_timeout: float | None = None
+    handshaking = False
+
+    def handshake_overdue(self) -> list[ev.Event]:
+        return []
 
     def begin(self, req: CommandRequest) -> None:
         """Queue the lines that start the run: its task (``req.task``), and whatever else

@@ -46,7 +46,8 @@ parent_pid_option = click.option(
 @click.option(
     "--backend",
     "-b",
-    help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.",
+    help="Agent CLI: pi, claude, codex, gemini, opencode; or acp:NAME, an ACP agent (acp:gemini,"
+    " acp:qwen, …), or acp with --acp-command. Default: from config, else pi.",
 )
 @click.option("--model", "-m", help="Model (for pi: provider/id).")
 @click.option(
@@ -103,6 +104,18 @@ parent_pid_option = click.option(
     metavar="FILE|JSON",
     help="The answer must be JSON valid against this JSON Schema (2020-12): a file or inline"
     " JSON; result.json's `structured` holds it (docs/structured.md).",
+)
+@click.option(
+    "--acp-command",
+    metavar="COMMAND",
+    help='With --backend acp: the ACP agent to run, e.g. "qwen --acp" (split into words,'
+    " never run by a shell; docs/backends.md).",
+)
+@click.option(
+    "--permissions",
+    type=click.Choice(["allow", "deny", "ask"]),
+    help="An ACP agent's permission requests: allow (default: inside the working tree;"
+    " denied outside it) or deny every one ('ask' needs the approvals inbox: not yet).",
 )
 @click.option(
     "--council",
@@ -190,6 +203,8 @@ def run(
     job_max_tokens: int | None,
     job_max_cost: float | None,
     output_schema: str | None,
+    acp_command: str | None,
+    permissions: str | None,
     council: str | None,
     judge: str | None,
     quorum: int | None,
@@ -240,6 +255,8 @@ def run(
         "max_tokens": max_tokens,
         "max_cost": max_cost,
         "output_schema": output_schema,
+        "acp_command": acp_command,
+        "permissions": permissions,
     }
     budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:

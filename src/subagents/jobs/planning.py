@@ -155,6 +155,8 @@ def plan(
             max_turns=_first(step.max_turns, agent.max_turns if agent else None),
             max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
             max_cost=_first(step.max_cost, agent.max_cost if agent else None),
+            acp_command=step.acp_command,
+            permissions=step.permissions,
         )
         try:
             req.output_schema = _schema(step, agent, settings, base)

@@ -67,9 +67,13 @@ class Step:
     max_cost: float | None = None
     # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
     output_schema: str | dict[str, object] | None = None
+    # An ACP agent's run (docs/backends.md): its command instead of its preset's, and how
+    # its permission requests are answered.
+    acp_command: str | None = None
+    permissions: Literal["allow", "deny", "ask"] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "agent", "cwd", "model", "backend"):
+        for name in ("task", "agent", "cwd", "model", "backend", "acp_command"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:

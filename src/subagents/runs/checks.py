@@ -20,7 +20,9 @@ from subagents.core.inputs import (
 )
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
+from subagents.runs.acpcheck import acp_record
 from subagents.runs.request import RunRequest
+from subagents.types import AcpRecord
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -171,6 +173,7 @@ class Checked:
     binary: str
     cwd: Path
     depth: int
+    acp: AcpRecord | None = None
 
 
 def check(
@@ -188,6 +191,7 @@ def check(
         )
     name = req.backend or settings.default_backend
     backend = get_backend(name)
+    acp = acp_record(backend, req, settings)
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
     launcher_for(placement).check()
@@ -210,4 +214,4 @@ def check(
             raise UsageError(problem, "isolate")
     if placement.ships_cwd:
         check_travels(req, cwd)
-    return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth)
+    return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth, acp)

@@ -45,6 +45,11 @@ class RunRequest:
     job_used: dict[str, float] | None = None
     # --output-schema: the checked schema (structured.load_schema) the answer must satisfy.
     output_schema: JsonObject | None = None
+    # An ACP agent's run (--backend acp / acp:NAME): the agent's command line (words, split
+    # as a shell would, never run by one) instead of its preset's, and how its permission
+    # requests are answered (allow | deny).
+    acp_command: str | None = None
+    permissions: str | None = None
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it (every field: tests/test_types.py holds
@@ -73,6 +78,8 @@ class RunRequest:
             "max_cost": self.max_cost,
             "job_used": None if self.job_used is None else dict(self.job_used),
             "output_schema": self.output_schema,
+            "acp_command": self.acp_command,
+            "permissions": self.permissions,
         }
 
     @classmethod
@@ -104,4 +111,6 @@ class RunRequest:
             max_cost=record.get("max_cost"),
             job_used=record.get("job_used"),
             output_schema=record.get("output_schema"),
+            acp_command=record.get("acp_command"),
+            permissions=record.get("permissions"),
         )

@@ -113,6 +113,7 @@ def _write_run_dir(
         own_max_turns=limits["turns"] + settings.wrap_up_grace + 1 if "turns" in limits else None,
         own_max_cost=limits.get("cost"),
         output_schema=schema.given if schema.mode == "own" else None,
+        acp=checked.acp,
     )
     stdin_file = None
     if command.task_on_stdin:

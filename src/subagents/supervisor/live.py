@@ -95,6 +95,7 @@ class Live:
         self.turned_away = 0  # messages refused as they came (not sent)
         self.ending = False
         self.abort_at: float | None = None
+        self.handshake_at: float | None = None
         self._seen: tuple[int, int, float | None] = (0, 0, None)
         # The child's turns when it came to rest and the run went on (a follow-up sent, a
         # message it holds): if it ends with no turn since, its last answer stands.
@@ -145,6 +146,8 @@ class Live:
 
         self.writer = InputWriter(stdin_fd, sel)
         self.norm.begin(self.request())
+        if self.norm.handshake_timeout:
+            self.handshake_at = time.monotonic() + self.norm.handshake_timeout
         self.pump()
 
     @property
@@ -305,13 +308,20 @@ class Live:
 
     def next_deadline(self) -> float | None:
         server = self.server.next_deadline() if self.server is not None else None
-        if server is None or self.abort_at is None:
-            return server if self.abort_at is None else self.abort_at
-        return min(server, self.abort_at)
+        points = [t for t in (server, self.abort_at, self.handshake_at) if t is not None]
+        return min(points) if points else None
 
     def on_deadlines(self, now: float) -> None:
         if self.server is not None:
             self.server.on_deadlines(now)
+        if self.handshake_at is not None and now >= self.handshake_at:
+            self.handshake_at = None
+            overdue = self.norm.handshake_overdue()
+            for event in overdue:
+                self.sup.emit(event)
+            if overdue:
+                self.end_input()
+                self.sup.terminate_group(None)
         if self.abort_at is not None and now >= self.abort_at:
             self.abort_at = None
             self.sup.terminate_group("limit")  # the CLI did not end the turn: stop it

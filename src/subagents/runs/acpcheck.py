@@ -1,0 +1,68 @@
+"""An ACP run's request, checked: which agent (``--acp-command``, a user's ``[acp.NAME]``
+preset, or a built-in one) and the permission policy, as the run's ``AcpRecord``."""
+
+from __future__ import annotations
+
+import shlex
+
+from subagents.backends import Backend
+from subagents.config import Settings
+from subagents.errors import UsageError
+from subagents.runs.request import RunRequest
+from subagents.types import AcpPermissions, AcpRecord
+
+POLICIES: tuple[AcpPermissions, ...] = ("allow", "deny")
+
+
+def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpRecord | None:
+    """The ACP part of a run of ``backend`` (configured with its agent's command here);
+    None for any other backend, which takes neither ACP option."""
+    from subagents.backends.acp import AcpBackend, preset_names
+
+    if not isinstance(backend, AcpBackend):
+        for name, value in (("acp_command", req.acp_command), ("permissions", req.permissions)):
+            if value is not None:
+                raise UsageError(f"{name} is for ACP agents (--backend acp or acp:NAME)", name)
+        return None
+    if req.acp_command is not None:
+        try:
+            words = shlex.split(req.acp_command)
+        except ValueError as exc:
+            raise UsageError(f"acp_command: {exc}", "acp_command") from None
+        if not words:
+            raise UsageError("acp_command: it names no program", "acp_command")
+        backend.configure(
+            words, settings.acp[backend.preset].env if backend.preset in settings.acp else None
+        )
+    elif backend.preset is not None and backend.preset in settings.acp:
+        preset = settings.acp[backend.preset]
+        backend.configure(preset.command, preset.env)
+    elif backend.preset is None:
+        known = ", ".join(f"acp:{n}" for n in sorted({*preset_names(), *settings.acp}))
+        raise UsageError(
+            f'--backend acp needs --acp-command (e.g. "qwen --acp"), or a preset: {known}',
+            "acp_command",
+        )
+    elif not backend.command:
+        known = ", ".join(f"acp:{n}" for n in sorted({*preset_names(), *settings.acp}))
+        raise UsageError(
+            f"unknown ACP preset {backend.preset!r} (known: {known}; add your own as"
+            f" [acp.{backend.preset}] command = [...] in config)",
+            "backend",
+        )
+    policy = req.permissions or "allow"
+    if policy == "ask":
+        raise UsageError(
+            "permissions: 'ask' needs the approvals inbox, which is not built yet:"
+            " use allow or deny",
+            "permissions",
+        )
+    if policy not in POLICIES:
+        raise UsageError(
+            f"permissions: unknown policy {policy!r} (use allow or deny)", "permissions"
+        )
+    return {
+        "command": list(backend.command),
+        "permissions": "deny" if policy == "deny" else "allow",
+        "initTimeout": settings.acp_init_timeout,
+    }
