@@ -363,11 +363,12 @@ class AcpRecord(TypedDict):
     """``CommandRecord``'s ``acp``: an ACP agent's run. ``command``: the agent's argv
     (its preset's, or ``--acp-command``'s words); ``permissions``: the policy its
     permission requests are answered by; ``initTimeout``: seconds it has to answer
-    ``initialize``."""
+    ``initialize``; ``files``: whether it is offered our file service (``fs/*``)."""
 
     command: list[str]
     permissions: AcpPermissions
     initTimeout: float
+    files: NotRequired[bool]
 
 
 class CommandRecord(TypedDict):

@@ -29,6 +29,10 @@ PRESETS: dict[str, tuple[tuple[str, ...], str]] = {
     "claude": (("claude-agent-acp",), "npm install -g @zed-industries/claude-agent-acp"),
     "codex": (("codex-acp",), "npm install -g @zed-industries/codex-acp"),
 }
+# Presets whose agent is not offered our file service: Gemini CLI 0.61 reads a JSON-RPC
+# error as "[object Object]", so a file that does not exist yet (ACP's "Resource not found")
+# is a failure to it and it can create no file; it keeps to its own workspace checks instead.
+NO_FS = frozenset({"gemini"})
 # The versions each preset's agent was tested with against the mock model (docs/backends.md).
 TESTED: dict[str, tuple[str, ...]] = {
     "gemini": ("0.61.0",),
@@ -59,9 +63,12 @@ class AcpBackend(Backend):
         self.default_binary = argv[0] if argv else ""
         self.install_hint = hint
         self.tested_versions = TESTED.get(preset or "", ())
+        # Whether the agent is offered fs/read_text_file and fs/write_text_file.
+        self.serve_files = (preset or "") not in NO_FS
 
     def configure(self, command: list[str], env: Mapping[str, str] | None = None) -> None:
         """The agent's command (a user preset's, or ``--acp-command``'s words) and env."""
+        self.serve_files = True
         self.command = list(command)
         self.env = dict(env or {})
         self.default_binary = command[0]

@@ -32,6 +32,8 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 # JSON-RPC error codes: invalid params (a bad or refused path), internal error (I/O).
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+# ACP's own code for a file that is not there (agents tell "does not exist yet" by it).
+RESOURCE_NOT_FOUND = -32002
 
 
 class Refused(Exception):
@@ -73,6 +75,8 @@ class Client:
                 raise Refused(f"read refused: {path} is {size} bytes (limit {MAX_FILE_BYTES})")
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
+        except FileNotFoundError:
+            raise Refused(f"Resource not found: {path}", RESOURCE_NOT_FOUND) from None
         except OSError as exc:
             raise Refused(f"read failed: {path}: {exc.strerror or exc}", INTERNAL_ERROR) from None
         line, limit = _positive(params.get("line")), _positive(params.get("limit"))

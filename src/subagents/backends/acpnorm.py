@@ -146,12 +146,13 @@ class AcpNormalizer(Normalizer):
         acp = req.acp or {}
         self._client = Client(req.cwd, acp.get("permissions"))
         self.handshake_timeout = acp.get("initTimeout")
+        files = acp.get("files", True)
         self._request(
             "initialize",
             {
                 "protocolVersion": PROTOCOL_VERSION,
                 "clientCapabilities": {
-                    "fs": {"readTextFile": True, "writeTextFile": True},
+                    "fs": {"readTextFile": files, "writeTextFile": files},
                     "terminal": False,
                 },
                 "clientInfo": {"name": "subagents", "version": "1"},
@@ -410,9 +411,11 @@ class AcpNormalizer(Normalizer):
         # The turn's own usage where it says it (ACP's usage, or Gemini's _meta quota);
         # else what its chunks said (Qwen).
         part = _tokens(result.get("usage")) if isinstance(result, dict) else None
-        if part is None:
-            quota = _meta(result).get("quota")
-            part = _tokens(quota.get("token_count") if isinstance(quota, dict) else None)
+        quota = _meta(result).get("quota")
+        if isinstance(quota, dict):
+            self._quota_model(quota.get("model_usage"))
+            if part is None:
+                part = _tokens(quota.get("token_count"))
         if part is not None:
             self._turn_part = part
         out: list[ev.Event] = []
@@ -440,6 +443,14 @@ class AcpNormalizer(Normalizer):
             self.failed = False
         self.terminal = True
         return out
+
+    def _quota_model(self, models: JsonValue) -> None:
+        """Gemini names the model of a turn in its usage by model: the last one is the
+        answer's (a router's is listed first)."""
+        if isinstance(models, list) and models and isinstance(models[-1], dict):
+            name = models[-1].get("model")
+            if isinstance(name, str) and name and name != "auto":
+                self.model = name
 
     def holds_input(self) -> bool:
         """At rest: a steer that came as the turn ended starts the next turn now."""

@@ -65,4 +65,5 @@ def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpReco
         "command": list(backend.command),
         "permissions": "deny" if policy == "deny" else "allow",
         "initTimeout": settings.acp_init_timeout,
+        "files": backend.serve_files,
     }

@@ -1,0 +1,70 @@
+"""Pointing ACP agents at the mock: Gemini CLI (``gemini --acp``), Qwen Code (``qwen
+--acp``) and Zed's Claude adapter (``claude-agent-acp``), each run as an ``acp:NAME`` preset.
+
+Each writer returns the env the agent needs. In ACP mode no model is passed on the command
+line: Gemini's is set in its settings (else its model router asks the API first, and retries
+what the mock cannot answer), Qwen's by ``OPENAI_MODEL``, the adapter's by its own default.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from subagents.demo.mockmodel.clis import write_claude_config, write_gemini_config
+from subagents.demo.mockmodel.script import GEMINI_MODEL, MODEL_ID
+
+# The shell tool each agent's model is offered, by preset: what a mock's tool call names.
+SHELL_TOOL = {"gemini": "run_shell_command", "qwen": "run_shell_command", "claude": "Bash"}
+
+
+def write_acp_gemini_config(home: Path, base_url: str) -> dict[str, str]:
+    """Gemini CLI as for ``write_gemini_config`` (one attempt per request), with its model
+    (:data:`GEMINI_MODEL`) in ``settings.json``."""
+    env = write_gemini_config(home, base_url, max_attempts=1)
+    path = Path(home) / ".gemini" / "settings.json"
+    settings = json.loads(path.read_text())
+    settings["model"] = {"name": GEMINI_MODEL}
+    path.write_text(json.dumps(settings, indent=2) + "\n")
+    return env
+
+
+def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
+    """Qwen Code on the mock's OpenAI chat API: ``~/.qwen/settings.json`` chooses the
+    ``openai`` auth (no login), with no telemetry or update check; the env gives
+    ``OPENAI_BASE_URL`` (``<base_url>/v1``), ``OPENAI_API_KEY=x``, ``OPENAI_MODEL``
+    (``mock-model``), ``HOME`` and ``TMPDIR`` inside ``home``. Its shell tool is
+    ``run_shell_command`` (``{"command"}``)."""
+    home = Path(home)
+    (home / ".qwen").mkdir(parents=True, exist_ok=True)
+    (home / "tmp").mkdir(exist_ok=True)
+    settings = {
+        "security": {"auth": {"selectedType": "openai"}},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+    }
+    (home / ".qwen" / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+    return {
+        "HOME": str(home),
+        "TMPDIR": str(home / "tmp"),
+        "OPENAI_BASE_URL": base_url.rstrip("/") + "/v1",
+        "OPENAI_API_KEY": "x",
+        "OPENAI_MODEL": MODEL_ID,
+    }
+
+
+def write_claude_acp_config(home: Path, base_url: str) -> dict[str, str]:
+    """Zed's Claude adapter as for ``write_claude_config`` (no retries), plus
+    ``IS_SANDBOX=1``: the Claude Code it starts refuses to skip permissions as root
+    otherwise (tests run as root in CI)."""
+    env = write_claude_config(home, base_url, max_retries=0)
+    env["IS_SANDBOX"] = "1"
+    return env
+
+
+ACP_WRITERS = {
+    "gemini": write_acp_gemini_config,
+    "qwen": write_qwen_config,
+    "claude": write_claude_acp_config,
+}
