@@ -29,6 +29,7 @@ apart): each prompt is one, and each batch of tool calls means one more response
 from __future__ import annotations
 
 import json
+import os
 
 from subagents.backends.acpclient import Client, Refused
 from subagents.backends.base import CommandRequest, Normalizer
@@ -204,7 +205,7 @@ class AcpNormalizer(Normalizer):
 
     def _program(self) -> str:
         acp = self._req.acp if self._req is not None else None
-        return acp["command"][0] if acp else "the agent"
+        return os.path.basename(acp["command"][0]) if acp else "the agent"
 
     # ---- what the agent says ----
 
