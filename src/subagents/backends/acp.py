@@ -50,6 +50,7 @@ class AcpBackend(Backend):
 
     supports_system_prompt = False  # ACP has no system prompt
     can_continue = True  # session/load, where the agent advertises loadSession
+    resume_hint = ": its agent does not advertise loadSession (or no session began)"
     reads_task_from_stdin = True  # the task is a session/prompt on stdin, any size
     # Cost is counted where the agent reports it (usage_update), once a turn has ended.
     live_cost = False

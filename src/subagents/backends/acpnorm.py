@@ -113,6 +113,7 @@ class AcpNormalizer(Normalizer):
         self._next_id = 0
         self._requests: dict[int, tuple[str, str | None]] = {}
         self._req: CommandRequest | None = None
+        self._sid: str | None = None  # the ACP session (session_id: when loadable)
         self._client: Client | None = None
         # The agent's name, version and capabilities, from its initialize answer.
         self.agent: JsonObject = {}
@@ -168,7 +169,7 @@ class AcpNormalizer(Normalizer):
         self.turns += 1
         self._in_batch = False
         params: JsonObject = {
-            "sessionId": self.session_id,
+            "sessionId": self._sid,
             "prompt": [{"type": "text", "text": text}],
         }
         self._request("session/prompt", params, "prompt", mid)
@@ -179,7 +180,7 @@ class AcpNormalizer(Normalizer):
         if self._prompting is not None and not self._cancelling:
             self._cancelling = True
             self.outbox.append(
-                _line({"method": "session/cancel", "params": {"sessionId": self.session_id}})
+                _line({"method": "session/cancel", "params": {"sessionId": self._sid}})
             )
 
     def steer(self, message_id: str, text: str) -> None:
@@ -390,16 +391,19 @@ class AcpNormalizer(Normalizer):
             self._replaying = False
             if message:
                 return self._fail(f"the agent could not load session {req.resume}: {message}")
-            self.session_id = req.resume
+            self.session_id = self._sid = req.resume
         elif isinstance(result, dict) and isinstance(result.get("sessionId"), str):
-            self.session_id = str(result["sessionId"])
+            self._sid = str(result["sessionId"])
+            # Named as the run's session (what ``continue`` resumes) only where it can be.
+            if self.capabilities.get("loadSession") is True:
+                self.session_id = self._sid
         else:
             return self._fail(f"the agent could not start a session: {message or 'no session'}")
         self.handshaking = False
         if req.model:
             self.model = req.model
             self._request(
-                "session/set_model", {"sessionId": self.session_id, "modelId": req.model}, "model"
+                "session/set_model", {"sessionId": self._sid, "modelId": req.model}, "model"
             )
         self._prompt(TASK_ID, req.task)
         return []

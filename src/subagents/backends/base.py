@@ -276,8 +276,10 @@ class Backend(ABC):
     supports_tools: bool = False
     supports_system_prompt: bool = False
     supports_thinking: bool = False
-    # Whether ``continue`` can resume a run's conversation (see ``resume_point``).
+    # Whether ``continue`` can resume a run's conversation (see ``resume_point``), and what
+    # to add when a run left nothing to resume.
     can_continue: bool = False
+    resume_hint: str = ""
     # The CLI reads the whole task from stdin when argv holds none (see ARGV_TASK_LIMIT).
     reads_task_from_stdin: bool = False
     # The run's command line depends on the installed version (``live_input``): the

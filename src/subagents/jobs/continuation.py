@@ -120,7 +120,7 @@ def continuation_plan(
     if not backend.can_continue:
         raise PlanError(f"{name} cannot continue a run")
     if backend.resume_point(str(paths.runs_dir(store.home) / run_id), result) is None:
-        raise PlanError(f"run {run_id} left no {name} session to continue")
+        raise PlanError(f"run {run_id} left no {name} session to continue{backend.resume_hint}")
     tree = result.get("worktree") or meta.get("worktree")
     if isinstance(tree, dict):
         from subagents.worktree import busy, in_use_by

@@ -1,0 +1,195 @@
+"""Real ACP agents, end to end through our run path: ``runs.start`` -> supervisor -> the
+agent in ACP mode (``acp:gemini``, ``acp:qwen``, ``acp:claude``: Zed's Claude adapter) ->
+the loopback mock model. A task with a tool call, a model error, a follow-up, a steer, a
+budget, a schema answer, permissions under each policy, a continuation.
+
+Each test is skipped, with its reason, when that agent is not installed
+(``scripts/setup --test`` installs them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import eventually
+
+import subagents
+from subagents.config import Settings
+from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.demo.mockmodel.acpclis import ACP_WRITERS, SHELL_TOOL
+from subagents.runs import RunHandle, RunRequest, start
+
+BINARIES = {"gemini": "gemini", "qwen": "qwen", "claude": "claude-agent-acp"}
+FINAL = "Listed: {tool_output}."
+STEER = "stop looping and say banana"
+FOLLOW = "and now say cherry"
+
+
+def agents(*names: str) -> list[Any]:
+    return [
+        pytest.param(
+            n,
+            marks=pytest.mark.skipif(
+                shutil.which(BINARIES[n]) is None, reason=f"{BINARIES[n]} is not installed"
+            ),
+        )
+        for n in names
+    ]
+
+
+@dataclass
+class Live:
+    handle: RunHandle
+    srv: MockModelServer
+
+    def events(self) -> list[dict[str, Any]]:
+        path = self.handle.run_dir / "events.jsonl"
+        text = path.read_text() if path.exists() else ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def wait_for(self, kind: str) -> None:
+        assert eventually(lambda: any(e["type"] == kind for e in self.events()), timeout=120), [
+            e["type"] for e in self.events()
+        ]
+
+    def result(self) -> dict[str, Any]:
+        result = self.handle.wait(timeout=180)
+        assert result is not None, "the run did not finish"
+        return dict(result)
+
+
+@contextlib.contextmanager
+def acp_run(
+    tmp_path: Path, name: str, script: Script, task: str = "list files", **kw: Any
+) -> Iterator[Live]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    (work / "a.txt").write_text("a\n")
+    with MockModelServer(script) as srv:
+        env = ACP_WRITERS[name](tmp_path / f"{name}-home", srv.url)
+        req = RunRequest(task=task, backend=f"acp:{name}", cwd=str(work), env=env, **kw)
+        handle = start(req, Settings(default_backend="pi"))
+        try:
+            yield Live(handle, srv)
+        finally:
+            if handle.result() is None:
+                handle.stop()
+
+
+def shell(name: str, **kw: Any) -> Script:
+    return Script(tool_name=SHELL_TOOL[name], **kw)
+
+
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude"))
+def test_a_task_with_a_tool_call(tmp_path: Path, name: str) -> None:
+    with acp_run(tmp_path, name, shell(name, final_text=FINAL)) as live:
+        result = live.result()
+    stderr = Path(result["paths"]["stderr"]).read_text()[-2000:]
+    assert result["status"] == "completed", (result["errorMessage"], stderr)
+    assert result["backend"] == f"acp:{name}"
+    assert result["finalText"].startswith("Listed: ") and "a.txt" in result["finalText"]
+    assert (result["stopReason"], result["rawStopReason"]) == ("stop", "end_turn")
+    assert result["toolCalls"] >= 1
+    events = live.events()
+    assert any(e["type"] == "tool_call" for e in events)
+    assert any(e["type"] == "tool_result" and not e["isError"] for e in events)
+    assert result["usage"]["totalTokens"] > 0
+    assert events[-1]["type"] == "run_finished"
+    assert "ACP: " in next(e["message"] for e in events if e["type"] == "notice")
+
+
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude"))
+def test_a_model_error_fails_the_run(tmp_path: Path, name: str) -> None:
+    script = Script(error_status=400, error_times=-1, error_message="mock model is down")
+    with acp_run(tmp_path, name, script) as live:
+        result = live.result()
+    assert result["status"] == "failed", result
+    assert result["diagnostics"] and result["toolCalls"] == 0
+    said = result["errorMessage"] + json.dumps(live.events())
+    assert "mock model is down" in said or "400" in said, result["errorMessage"]
+
+
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude"))
+def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name: str) -> None:
+    script = shell(name, loop=True, loop_limit=2, command="sleep 0.5")
+    with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
+        live.wait_for("tool_call")
+        receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
+        assert receipt["receipt"] == "queued"
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    assert result["finalText"] == f'You said: "{FOLLOW}"'
+    assert result["messages"] == {"sent": 1, "delivered": 1}
+    starts = [e for e in live.events() if e["type"] == "run_started"]
+    assert len(starts) == 1  # one agent process, one session
+
+
+@pytest.mark.parametrize("name", agents("gemini", "qwen"))
+def test_a_steer_cancels_the_turn_and_is_answered(tmp_path: Path, name: str) -> None:
+    script = shell(name, loop=True, loop_limit=30, command="sleep 1")
+    with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
+        live.wait_for("tool_call")
+        receipt = subagents.send(live.handle.run_id, STEER)
+        assert receipt["receipt"] in ("queued", "delivered")
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    assert result["finalText"] == f'You said: "{STEER}"'
+    assert result["messages"] == {"sent": 1, "delivered": 1}
+    assert len(live.srv.requests) < 30  # it stopped looping
+
+
+@pytest.mark.parametrize("name", agents("gemini"))
+def test_a_turn_budget_wraps_up(tmp_path: Path, name: str) -> None:
+    script = shell(name, loop=True, loop_limit=30, command="sleep 0.2")
+    with acp_run(tmp_path, name, script, task="loop until told otherwise", max_turns=2) as live:
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    assert result["limit"]["kind"] == "turns" and result["limit"]["action"] == "wrap-up"
+    assert result["finalText"].startswith('You said: "stop here')
+    assert any(e["type"] == "limit" for e in live.events())
+
+
+@pytest.mark.parametrize("name", agents("qwen"))
+def test_a_schema_answer(tmp_path: Path, name: str) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    script = Script(use_tool=False, final_text='{"n": 3}')
+    with acp_run(tmp_path, name, script, task="count", output_schema=schema) as live:
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    assert result["structured"] == {"n": 3}
+    assert "JSON Schema" in json.dumps(live.srv.requests[0])  # the task carried the schema
+
+
+@pytest.mark.parametrize(("policy", "allowed"), [("allow", True), ("deny", False)])
+@pytest.mark.parametrize("name", agents("gemini"))
+def test_a_permission_request_under_each_policy(
+    tmp_path: Path, name: str, policy: str, allowed: bool
+) -> None:
+    target = tmp_path / "work" / "new.txt"
+    script = Script(tool_name="write_file", tool_args={"file_path": str(target), "content": "hi\n"})
+    with acp_run(tmp_path, name, script, task="write it", permissions=policy) as live:
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    notices = [e["message"] for e in live.events() if e["type"] == "notice"]
+    word = "allowed" if allowed else "denied"
+    assert any(n.startswith(f"permission {word}: edit") for n in notices), notices
+    assert target.exists() == allowed
+
+
+@pytest.mark.parametrize("name", agents("gemini", "qwen"))
+def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
+    with acp_run(tmp_path, name, Script(use_tool=False, final_text="first")) as live:
+        first = live.result()
+        assert first["status"] == "completed" and first["sessionId"]
+        second = subagents.continue_run(first["runId"], "and again")
+    assert second["status"] == "completed", second["errorMessage"]
+    assert second["continuedFrom"] == first["runId"]
+    assert second["finalText"] == "first"
+    assert "list files" in json.dumps(live.srv.requests[-1])  # the old conversation came along
