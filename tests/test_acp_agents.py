@@ -183,13 +183,43 @@ def test_a_permission_request_under_each_policy(
     assert target.exists() == allowed
 
 
-@pytest.mark.parametrize("name", agents("gemini", "qwen"))
-def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
+def continued(tmp_path: Path, name: str) -> tuple[dict[str, Any], dict[str, Any], Live]:
+    """A run, then a run continuing it (the session loaded in a new agent process)."""
     with acp_run(tmp_path, name, Script(use_tool=False, final_text="first")) as live:
         first = live.result()
         assert first["status"] == "completed" and first["sessionId"]
-        second = subagents.continue_run(first["runId"], "and again")
+        req = RunRequest(
+            task="and again",
+            backend=f"acp:{name}",
+            cwd=first["cwd"],
+            env=ACP_WRITERS[name](tmp_path / f"{name}-home", live.srv.url),
+            continue_from=first["runId"],
+        )
+        second = start(req, Settings()).wait(timeout=180)
+    assert second is not None
+    return first, dict(second), live
+
+
+@pytest.mark.parametrize("name", agents("qwen", "claude"))
+def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
+    first, second, live = continued(tmp_path, name)
     assert second["status"] == "completed", second["errorMessage"]
     assert second["continuedFrom"] == first["runId"]
     assert second["finalText"] == "first"
     assert "list files" in json.dumps(live.srv.requests[-1])  # the old conversation came along
+
+
+@pytest.mark.parametrize("name", agents("gemini"))
+def test_gemini_061_cannot_load_its_own_session(tmp_path: Path, name: str) -> None:
+    """Gemini CLI 0.61 advertises loadSession, but its session/load starts the session's
+    record anew before it looks for it: the continuation fails, in the agent's words."""
+    _, second, _ = continued(tmp_path, name)
+    assert second["status"] == "failed"
+    message = second["errorMessage"]
+    assert message.startswith(f"the agent could not load session {second_session(second)}")
+    assert message.endswith(": Internal error: No previous sessions found for this project.")
+
+
+def second_session(result: dict[str, Any]) -> str:
+    meta = json.loads((Path(result["paths"]["events"]).parent / "meta.json").read_text())
+    return str(meta["command"]["resume"])

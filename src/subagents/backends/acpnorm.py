@@ -98,6 +98,20 @@ def _tokens(u: JsonValue) -> Usage | None:
     }
 
 
+def _error_text(err: JsonValue) -> str:
+    """A JSON-RPC error's message, with the details its ``data`` carries (agents put the
+    real cause there: "Internal error" alone says nothing)."""
+    if not isinstance(err, dict):
+        return ""
+    message = str(err.get("message") or "")
+    data = err.get("data")
+    if isinstance(data, dict):
+        data = data.get("details") or data.get("message") or data.get("error")
+    if isinstance(data, str) and data.strip() and data.strip() not in message:
+        message = f"{message}: {data.strip()}" if message else data.strip()
+    return message[:2000]
+
+
 def _meta(obj: JsonValue) -> JsonObject:
     meta = obj.get("_meta") if isinstance(obj, dict) else None
     return meta if isinstance(meta, dict) else {}
@@ -338,7 +352,7 @@ class AcpNormalizer(Normalizer):
         rid = obj.get("id")
         purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
         err = obj.get("error")
-        message = str(err.get("message", "")) if isinstance(err, dict) else ""
+        message = _error_text(err)
         result = obj.get("result")
         if purpose == "initialize":
             return self._initialized(result, message)
