@@ -86,7 +86,10 @@ def main() -> None:
             text = params["prompt"][0]["text"]
             if MODE == "client":
                 text = json.dumps(client_calls(params["sessionId"]), sort_keys=True)
-            update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+            update = {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text},
+            }
             send({"method": "session/update", "params": {"sessionId": "s1", "update": update}})
             send({"id": rid, "result": {"stopReason": "end_turn"}})
 

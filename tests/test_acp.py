@@ -114,9 +114,13 @@ def test_a_turn_with_a_tool_call_as_canonical_events(tmp_path: Path) -> None:
     )
     out += norm.feed(update("plan", entries=[{"content": "list", "status": "completed"}]))
     out += norm.feed(update("agent_message_chunk", content={"type": "text", "text": "Done."}))
-    out += norm.feed(update("usage_update", used=5, size=100, cost={"amount": 0.5, "currency": "USD"}))
+    out += norm.feed(
+        update("usage_update", used=5, size=100, cost={"amount": 0.5, "currency": "USD"})
+    )
     usage = {"inputTokens": 30, "outputTokens": 7, "cachedReadTokens": 10, "totalTokens": 37}
-    out += norm.feed({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn", "usage": usage}})
+    out += norm.feed(
+        {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn", "usage": usage}}
+    )
     kinds = [e["type"] for e in out]
     assert kinds == [
         "thinking",
@@ -131,11 +135,20 @@ def test_a_turn_with_a_tool_call_as_canonical_events(tmp_path: Path) -> None:
     first = out[1]
     assert first["type"] == "assistant_text" and first["text"] == "Let me look."
     assert first["stopReason"] == "toolUse"
-    assert out[2] == {"type": "tool_call", "toolCallId": "t1", "toolName": "execute", "args": {"command": "ls"}}
+    assert out[2] == {
+        "type": "tool_call",
+        "toolCallId": "t1",
+        "toolName": "execute",
+        "args": {"command": "ls"},
+    }
     assert out[3]["type"] == "tool_result" and out[3]["text"] == "a.txt" and not out[3]["isError"]
     assert out[4]["type"] == "notice" and out[4]["message"] == "plan: [x] list"
     assert norm.terminal and not norm.failed
-    assert (norm.stop_reason, norm.raw_stop_reason, norm.final_text) == ("stop", "end_turn", "Done.")
+    assert (norm.stop_reason, norm.raw_stop_reason, norm.final_text) == (
+        "stop",
+        "end_turn",
+        "Done.",
+    )
     assert norm.usage == {
         "input": 20,
         "output": 7,
@@ -203,7 +216,9 @@ def test_continue_loads_the_session_and_skips_its_replay(tmp_path: Path) -> None
     caps = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
     norm.feed({"jsonrpc": "2.0", "id": 1, "result": caps})
     assert json.loads(norm.outbox[-1])["method"] == "session/load"
-    replay = norm.feed(update("agent_message_chunk", content={"type": "text", "text": "old answer"}))
+    replay = norm.feed(
+        update("agent_message_chunk", content={"type": "text", "text": "old answer"})
+    )
     assert replay == []
     norm.feed({"jsonrpc": "2.0", "id": 2, "result": None})
     assert norm.session_id == "old" and json.loads(norm.outbox[-1])["method"] == "session/prompt"
@@ -217,7 +232,10 @@ def test_continue_is_refused_where_the_agent_cannot_load(tmp_path: Path) -> None
     norm.begin(CommandRequest(task="more", cwd=str(tmp_path), resume="old", acp=record))  # type: ignore[arg-type]
     norm.feed({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}})
     assert norm.failed and norm.terminal
-    assert norm.error_message == "the agent does not advertise loadSession: its runs cannot be continued"
+    assert (
+        norm.error_message
+        == "the agent does not advertise loadSession: its runs cannot be continued"
+    )
 
 
 # ---- the client side, through a real supervisor ----------------------------------------
@@ -358,3 +376,22 @@ def test_the_backend_names_its_presets() -> None:
         from subagents.runs.acpcheck import acp_record
 
         acp_record(get_backend("acp:zzz"), RunRequest(task="x"), Settings())
+
+
+def test_presets_in_config_from_the_user_only(tmp_path: Path) -> None:
+    from subagents.config import load_settings
+    from subagents.errors import ConfigError
+
+    user = tmp_path / "config"
+    user.mkdir(exist_ok=True)
+    (user / "config.toml").write_text(
+        '[acp.mine]\ncommand = ["my-agent", "--acp"]\nenv = { MY_KEY = "1" }\n'
+    )
+    project = tmp_path / "repo"
+    (project / ".subagents").mkdir(parents=True)
+    env = {"SUBAGENTS_CONFIG_DIR": str(user), "HOME": str(tmp_path)}
+    settings = load_settings(tmp_path, env)
+    assert settings.acp["mine"] == AcpPreset(command=["my-agent", "--acp"], env={"MY_KEY": "1"})
+    (project / ".subagents" / "config.toml").write_text('[acp.evil]\ncommand = ["sh"]\n')
+    with pytest.raises(ConfigError, match="acp"):
+        load_settings(project, env)

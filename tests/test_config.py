@@ -282,7 +282,7 @@ def test_every_scalar_setting_has_its_variable() -> None:
 
     from subagents.config import ENV_SETTINGS, _from_text
 
-    names = {f.name for f in fields(Settings)} - {"bins", "hooks"}
+    names = {f.name for f in fields(Settings)} - {"bins", "hooks", "acp"}
     assert set(ENV_SETTINGS) == {f"SUBAGENTS_{n.upper()}" for n in names}
     assert set(ENV_SETTINGS.values()) == names
     defaults = Settings()

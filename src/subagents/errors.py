@@ -17,8 +17,10 @@ it (``exit_code``), so a surface maps errors by class, never by message or name:
     │                               none while running, the CLI said no); nothing was sent
     ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
     ├── WorktreeError               a git operation of worktree isolation could not be done
-    └── DamagedRecord               a record on disk that is not one (truncated, mangled):
-                                    its file named, and how to remove it
+    ├── DamagedRecord               a record on disk that is not one (truncated, mangled):
+    │                               its file named, and how to remove it
+    └── ClientRefusal               an ACP agent's request its client will not serve (a
+                                    file outside the run's tree): told to the agent
 
 ``BadRequest`` is ``UsageError`` by the name the Python API has always used.
 
@@ -115,10 +117,20 @@ class DamagedRecord(SubagentsError, ValueError):
         self.path = path
 
 
+class ClientRefusal(SubagentsError):
+    """A request of an ACP agent that its client (the run's supervisor) does not serve:
+    the message is what the agent is told, ``code`` the JSON-RPC error code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 __all__ = [
     "AgentError",
     "BackendError",
     "BadRequest",
+    "ClientRefusal",
     "ConfigError",
     "DamagedRecord",
     "FieldProblem",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 
+from subagents.backends.acp import AcpBackend, preset_names
 from subagents.backends.base import (
     ARGV_TASK_LIMIT,
     MAX_TASK_BYTES,
@@ -19,12 +20,14 @@ from subagents.errors import BackendError
 __all__ = [
     "ARGV_TASK_LIMIT",
     "MAX_TASK_BYTES",
+    "AcpBackend",
     "Backend",
     "BackendError",
     "CommandRequest",
     "Normalizer",
     "get_backend",
     "known_backends",
+    "preset_names",
 ]
 
 _BUILTIN: dict[str, str] = {
@@ -51,8 +54,6 @@ def get_backend(name: str) -> Backend:
     """The backend ``name``: a built-in, a plugin, or ``acp:NAME`` (an ACP agent's preset:
     built in, or the user's, whose command the caller gives it with ``configure``)."""
     if name.startswith("acp:") and len(name) > 4:
-        from subagents.backends.acp import AcpBackend
-
         return AcpBackend(name[4:])
     target = _BUILTIN.get(name) or _plugins().get(name)
     if target is None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import os
 
+from subagents.errors import ClientRefusal
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subagents.types import JsonObject, JsonValue
@@ -36,12 +38,9 @@ INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002
 
 
-class Refused(Exception):
-    """A request the client will not serve: the message is what the agent is told."""
-
-    def __init__(self, message: str, code: int = INVALID_PARAMS) -> None:
-        super().__init__(message)
-        self.code = code
+def Refused(message: str, code: int = INVALID_PARAMS) -> ClientRefusal:
+    """A request the client will not serve (invalid params unless said otherwise)."""
+    return ClientRefusal(message, code)
 
 
 def inside(root: str, path: str) -> bool:

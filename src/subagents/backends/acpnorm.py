@@ -34,6 +34,7 @@ import os
 from subagents.backends.acpclient import Client, Refused
 from subagents.backends.base import CommandRequest, Normalizer
 from subagents.core import events as ev
+from subagents.errors import ClientRefusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,10 +160,10 @@ class AcpNormalizer(Normalizer):
 
     def begin(self, req: CommandRequest) -> None:
         self._req = req
-        acp = req.acp or {}
-        self._client = Client(req.cwd, acp.get("permissions"))
-        self.handshake_timeout = acp.get("initTimeout")
-        files = acp.get("files", True)
+        acp = req.acp
+        self._client = Client(req.cwd, acp["permissions"] if acp else None)
+        self.handshake_timeout = acp["initTimeout"] if acp else None
+        files = acp.get("files", True) if acp else True
         self._request(
             "initialize",
             {
@@ -510,7 +511,7 @@ class AcpNormalizer(Normalizer):
                 out.append(ev.notice("info" if allowed else "warn", f"permission {word}: {what}"))
             else:
                 raise Refused(f"subagents does not serve {method}", -32601)
-        except Refused as exc:
+        except ClientRefusal as exc:
             answer["error"] = {"code": exc.code, "message": str(exc)}
             out.append(ev.notice("warn", f"ACP {method}: {exc}"))
         self.outbox.append(_line(answer))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shlex
 
-from subagents.backends import Backend
+from subagents.backends import AcpBackend, Backend, preset_names
 from subagents.config import Settings
 from subagents.errors import UsageError
 from subagents.runs.request import RunRequest
@@ -17,8 +17,6 @@ POLICIES: tuple[AcpPermissions, ...] = ("allow", "deny")
 def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpRecord | None:
     """The ACP part of a run of ``backend`` (configured with its agent's command here);
     None for any other backend, which takes neither ACP option."""
-    from subagents.backends.acp import AcpBackend, preset_names
-
     if not isinstance(backend, AcpBackend):
         for name, value in (("acp_command", req.acp_command), ("permissions", req.permissions)):
             if value is not None:
