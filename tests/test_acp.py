@@ -395,3 +395,22 @@ def test_presets_in_config_from_the_user_only(tmp_path: Path) -> None:
     (project / ".subagents" / "config.toml").write_text('[acp.evil]\ncommand = ["sh"]\n')
     with pytest.raises(ConfigError, match="acp"):
         load_settings(project, env)
+
+
+def test_doctor_lists_each_preset_with_what_it_advertises(tmp_path: Path) -> None:
+    from subagents.cli.doctor import check_backend, check_backends
+
+    presets = {
+        "mine": AcpPreset(command=[sys.executable, str(AGENT), "normal"]),
+        "mute": AcpPreset(command=[sys.executable, str(AGENT), "silent"]),
+    }
+    settings = Settings(acp=presets, acp_init_timeout=2.0)
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    mine = check_backend("acp:mine", env, settings)
+    assert mine.usable and mine.reason == "advertises protocol 1"
+    assert mine.acp == {"protocolVersion": 1, "agentCapabilities": {}}
+    mute = check_backend("acp:mute", env, settings)
+    assert not mute.usable and mute.reason == "no answer to initialize within 2 s"
+    names = [c.name for c in check_backends(env, settings)]
+    assert "acp" not in names
+    assert {"acp:gemini", "acp:qwen", "acp:claude", "acp:codex", "acp:mine"} <= set(names)

@@ -13,11 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from subagents.backends import get_backend, known_backends
+from subagents.backends import AcpBackend, get_backend, known_backends, preset_names
 from subagents.cli.nodecheck import node_too_old
 from subagents.config import Settings
 from subagents.errors import BackendError, UsageError
 from subagents.runs import parse_version, read_version, resolve_binary
+from subagents.types import JsonObject
 
 
 @dataclass
@@ -32,6 +33,8 @@ class BackendCheck:
     # (Backend.support: stream, continue, steer, follow-up, budgets, structured output).
     tested: str | None = None
     supports: dict[str, str] | None = None
+    # An ACP agent (acp:NAME): what it answered to initialize.
+    acp: JsonObject | None = None
 
 
 # --------------------------------------------------------------------------- credentials
@@ -197,6 +200,9 @@ def check_backend(
         return BackendCheck(name, None, None, False, f"could not load the backend: {exc!r}")
     hint = backend.install_hint or None
     settings = settings or Settings()
+    preset = settings.acp.get(name[4:]) if isinstance(backend, AcpBackend) else None
+    if isinstance(backend, AcpBackend) and preset is not None:
+        backend.configure(preset.command, preset.env)
     try:
         binary = resolve_binary(backend, settings, env)
     except UsageError as exc:
@@ -216,7 +222,7 @@ def check_backend(
         creds = check(env) if check else (True, "credentials not checked")
     usable, reason = creds
     number = parse_version(version or "")
-    return BackendCheck(
+    check = BackendCheck(
         name,
         binary,
         version,
@@ -225,6 +231,37 @@ def check_backend(
         tested=backend.tested(number),
         supports=backend.support(number),
     )
+    if isinstance(backend, AcpBackend):
+        _initialize(check, backend, binary, env, settings)
+    return check
+
+
+def _initialize(
+    check: BackendCheck,
+    backend: AcpBackend,
+    binary: str,
+    env: Mapping[str, str],
+    settings: Settings,
+) -> None:
+    """An ACP agent's answer to initialize: what it advertises, or why it is not usable."""
+    from subagents.cli.acpprobe import advertised, probe
+
+    argv = [binary, *backend.command[1:]]
+    result, problem = probe(argv, {**env, **backend.env}, min(settings.acp_init_timeout, 30.0))
+    if result is None:
+        check.usable, check.reason = False, problem or "no answer to initialize"
+        return
+    check.acp = result
+    info = result.get("agentInfo")
+    said = ""
+    if isinstance(info, dict) and info.get("name"):
+        said = f"{info.get('name')} {info.get('version') or ''}".strip() + "; "
+    if isinstance(info, dict) and isinstance(info.get("version"), str) and not check.version:
+        # An adapter without --version names its version here.
+        check.version = str(info["version"])
+        number = parse_version(check.version)
+        check.tested, check.supports = backend.tested(number), backend.support(number)
+    check.reason = f"{said}advertises {advertised(result)}"
 
 
 def check_backends(
@@ -232,7 +269,10 @@ def check_backends(
 ) -> list[BackendCheck]:
     """Every known backend (built-in and plugins), in name order; version checks run in parallel."""
     env = os.environ if env is None else env
-    names = known_backends()
+    settings = settings or Settings()
+    # ``acp`` alone names no agent: each preset (built in, or the user's) is one.
+    names = [n for n in known_backends() if n != "acp"]
+    names = sorted([*names, *(f"acp:{p}" for p in {*preset_names(), *settings.acp})])
     with ThreadPoolExecutor(max_workers=max(1, len(names))) as pool:
         return list(pool.map(lambda n: check_backend(n, env, settings), names))
 
