@@ -227,26 +227,24 @@ class AcpNormalizer(Normalizer):
 
     def feed(self, obj: JsonObject) -> list[ev.Event]:
         method = obj.get("method")
-        if method is None:
-            return self._response(obj) if "id" in obj else []
-        if "id" in obj:
-            return self._serve(str(method), obj)
-        if method != "session/update" or self._replaying:
-            return []
+        if method != "session/update":  # the rare lines: answers, the agent's requests
+            if method is None:
+                return self._response(obj) if "id" in obj else []
+            return self._serve(str(method), obj) if "id" in obj else []
         params = obj.get("params")
-        update = params.get("update") if isinstance(params, dict) else None
-        if not isinstance(update, dict):
+        update = params.get("update") if type(params) is dict else None
+        if type(update) is not dict or self._replaying:
             return []
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
             return self._message_chunk(update)
+        if kind == "tool_call_update":
+            return self._tool_update(update)
+        if kind == "tool_call":
+            return self._tool_call(update)
         if kind == "agent_thought_chunk":
             self._thoughts.append(_text(update.get("content")))
             return []
-        if kind == "tool_call":
-            return self._tool_call(update)
-        if kind == "tool_call_update":
-            return self._tool_update(update)
         if kind == "plan":
             return self._plan(update.get("entries"))
         if kind == "usage_update":
@@ -254,15 +252,20 @@ class AcpNormalizer(Normalizer):
         return []
 
     def _message_chunk(self, update: JsonObject) -> list[ev.Event]:
-        out = self._flush_thoughts()
+        # The hot path of a chatty agent: one chunk a token, kept lean.
+        out = self._flush_thoughts() if self._thoughts else []
         self._in_batch = False
-        text = _text(update.get("content"))
-        if text:
-            self._chunks.append(text)
-        part = _tokens(_meta(update).get("usage"))  # Qwen: the model response's usage
-        if part is not None:
-            self._turn_part = ev.add_usage(self._turn_part.copy(), part)
-            out.append(self._usage_event())
+        content = update.get("content")
+        if type(content) is dict and content.get("type") == "text":
+            text = content.get("text")
+            if text and type(text) is str:
+                self._chunks.append(text)
+        meta = update.get("_meta")
+        if meta is not None:
+            part = _tokens(meta.get("usage")) if type(meta) is dict else None
+            if part is not None:  # Qwen: the model response's usage
+                self._turn_part = ev.add_usage(self._turn_part.copy(), part)
+                out.append(self._usage_event())
         return out
 
     def _flush_thoughts(self) -> list[ev.Event]:
@@ -307,14 +310,12 @@ class AcpNormalizer(Normalizer):
         return out
 
     def _tool_update(self, update: JsonObject) -> list[ev.Event]:
-        call_id = str(update.get("toolCallId", ""))
         status = update.get("status")
-        if call_id not in self._tools:
-            if status not in ("completed", "failed"):
-                return []
-            return self._tool_call(update)  # a result without its call: the call is news too
-        if status not in ("completed", "failed"):
+        if status != "completed" and status != "failed":  # progress of a running call
             return []
+        call_id = str(update.get("toolCallId", ""))
+        if call_id not in self._tools:
+            return self._tool_call(update)  # a result without its call: the call is news too
         name = self._tools.pop(call_id)
         text = _text(update.get("content"))
         if not text and update.get("rawOutput") is not None:
