@@ -222,7 +222,7 @@ def check_backend(
         creds = check(env) if check else (True, "credentials not checked")
     usable, reason = creds
     number = parse_version(version or "")
-    check = BackendCheck(
+    found = BackendCheck(
         name,
         binary,
         version,
@@ -232,8 +232,8 @@ def check_backend(
         supports=backend.support(number),
     )
     if isinstance(backend, AcpBackend):
-        _initialize(check, backend, binary, env, settings)
-    return check
+        _initialize(found, backend, binary, env, settings)
+    return found
 
 
 def _initialize(
