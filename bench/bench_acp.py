@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
+from bench_scaling import feed_all, unique_ids
 from bench_scaling import stream as pi_stream
-from bench_scaling import unique_ids
 
 from subagents.backends import CommandRequest, Normalizer, get_backend
-from subagents.core.childtext import parse_line
-from subagents.present.progress import ProgressFormatter, transcript_entry
 
 ACP = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "streams" / "acp"
 
@@ -54,19 +51,6 @@ def started_acp() -> Normalizer:
     return norm
 
 
-def feed_all(norm: Normalizer, lines: list[bytes]) -> float:
-    fmt = ProgressFormatter()
-    t0 = time.process_time()
-    for line in lines:
-        if not norm.wants(line):
-            continue
-        obj = parse_line(line)
-        if isinstance(obj, dict):
-            for event in norm.feed(obj):
-                transcript_entry(dict(event), fmt)
-    return time.process_time() - t0
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--events", type=int, default=100_000)
@@ -74,12 +58,12 @@ def main() -> None:
     args = ap.parse_args()
     acp_lines = acp_stream(args.events)
     pi_lines = pi_stream("pi087.ls", args.events)[: args.events]
-    feed_all(started_acp(), acp_lines[:2000])  # warm-up
-    feed_all(get_backend("pi").normalizer(), pi_lines[:2000])
+    feed_all("acp", acp_lines[:2000], started_acp())  # warm-up
+    feed_all("pi", pi_lines[:2000])
     best_acp = best_pi = float("inf")
     for _ in range(args.rounds):  # in alternation: a busy machine slows both alike
-        best_acp = min(best_acp, feed_all(started_acp(), acp_lines))
-        best_pi = min(best_pi, feed_all(get_backend("pi").normalizer(), pi_lines))
+        best_acp = min(best_acp, feed_all("acp", acp_lines, started_acp()))
+        best_pi = min(best_pi, feed_all("pi", pi_lines))
     per_acp = best_acp / len(acp_lines) * 1e6
     per_pi = best_pi / len(pi_lines) * 1e6
     print("| normalizer | lines | CPU s (best) | µs per line |")

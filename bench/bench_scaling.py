@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from subagents.backends import get_backend
+from subagents.backends import Normalizer, get_backend
 from subagents.core.childtext import parse_line
 from subagents.present.progress import ProgressFormatter, transcript_entry
 
@@ -57,8 +57,9 @@ def stream(name: str, events: int) -> list[bytes]:
     return out
 
 
-def feed_all(name: str, lines: list[bytes]) -> float:
-    norm = get_backend(name).normalizer()
+def feed_all(name: str, lines: list[bytes], norm: Normalizer | None = None) -> float:
+    """CPU seconds to feed ``lines`` to ``name``'s normalizer (a new one, or ``norm``)."""
+    norm = norm or get_backend(name).normalizer()
     fmt = ProgressFormatter()
     # CPU time of this process: other work on a shared machine does not count.
     t0 = time.process_time()

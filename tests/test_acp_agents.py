@@ -13,18 +13,17 @@ import contextlib
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import eventually
+from test_live import Live
 
 import subagents
 from subagents.config import Settings
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.demo.mockmodel.acpclis import ACP_WRITERS, SHELL_TOOL
-from subagents.runs import RunHandle, RunRequest, start
+from subagents.runs import RunRequest, start
 
 BINARIES = {"gemini": "gemini", "qwen": "qwen", "claude": "claude-agent-acp"}
 FINAL = "Listed: {tool_output}."
@@ -42,27 +41,6 @@ def agents(*names: str) -> list[Any]:
         )
         for n in names
     ]
-
-
-@dataclass
-class Live:
-    handle: RunHandle
-    srv: MockModelServer
-
-    def events(self) -> list[dict[str, Any]]:
-        path = self.handle.run_dir / "events.jsonl"
-        text = path.read_text() if path.exists() else ""
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-    def wait_for(self, kind: str) -> None:
-        assert eventually(lambda: any(e["type"] == kind for e in self.events()), timeout=120), [
-            e["type"] for e in self.events()
-        ]
-
-    def result(self) -> dict[str, Any]:
-        result = self.handle.wait(timeout=180)
-        assert result is not None, "the run did not finish"
-        return dict(result)
 
 
 @contextlib.contextmanager
