@@ -493,28 +493,33 @@ class JobStore:
             db.execute("delete from jobs")
             return
         looked = db.execute("select value from store_state where key = 'dirMtime'").fetchone()
+        read: set[str] = set()
         if looked is None or looked[0] != seen:
-            trusted = self._look_at_every_job(db) and time.time_ns() - seen > _RACY_S * 1e9
+            read = self._look_at_every_job(db)
+            trusted = "" not in read and time.time_ns() - seen > _RACY_S * 1e9
             db.execute(
                 "insert or replace into store_state values ('dirMtime', ?)",
                 (seen if trusted else None,),
             )
         for (job_id,) in db.execute(f"select job_id from jobs where {_UNFINISHED}").fetchall():
-            self._reindex_one(db, job_id)
+            if job_id not in read:
+                self._reindex_one(db, job_id)
 
-    def _look_at_every_job(self, db: sqlite3.Connection) -> bool:
-        """Index the job directories the index lacks, forget those gone; False when one could
-        not be read yet (a job being made): the next look lists them again."""
-        known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
+    def _look_at_every_job(self, db: sqlite3.Connection) -> set[str]:
+        """Index the job directories the index lacks, forget those gone; the ids it read,
+        with "" among them when one could not be read yet (a job being made): the next look
+        lists them again."""
+        known = {r[0] for r in db.execute("select job_id from jobs")}
         try:
             on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
         except FileNotFoundError:
             on_disk = set()
-        db.executemany("delete from jobs where job_id = ?", [(j,) for j in set(known) - on_disk])
-        complete = True
-        for job_id in on_disk - set(known):
-            complete = self._reindex_one(db, job_id) and complete
-        return complete
+        db.executemany("delete from jobs where job_id = ?", [(j,) for j in known - on_disk])
+        read = on_disk - known
+        for job_id in read.copy():
+            if not self._reindex_one(db, job_id):
+                read.add("")
+        return read
 
     def _reindex_one(self, db: sqlite3.Connection, job_id: str) -> bool:
         """The job's row made again from its file (gone when the job is); False when its file
