@@ -189,5 +189,7 @@ def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> 
     as_json = cli(["doctor", "--json"], env)
     assert as_json.returncode == 1
     rows = [json.loads(x) for x in as_json.stdout.splitlines()]
-    assert {r["name"] for r in rows} == {"pi", "claude", "codex", "gemini", "opencode"}
+    native = {"pi", "claude", "codex", "gemini", "opencode"}
+    acp = {"acp:claude", "acp:codex", "acp:copilot", "acp:gemini", "acp:kilo", "acp:opencode"}
+    assert {r["name"] for r in rows} == native | acp | {"acp:qwen"}
     assert all(r["binary"] is None and r["usable"] is False for r in rows)
