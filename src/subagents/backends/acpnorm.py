@@ -38,9 +38,10 @@ from subagents.errors import ClientRefusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, Usage
+    from subagents.types import JsonObject, JsonValue, NoticeLevel, Usage
 
 PROTOCOL_VERSION = 1
+METHOD_NOT_FOUND = -32601
 TASK_ID = "task"
 STEER_HELD = "the running turn is cancelled: the message starts the next one"
 # How each ACP stop reason ends a turn: (canonical stop reason, failure message or None).
@@ -511,10 +512,13 @@ class AcpNormalizer(Normalizer):
                 word = "allowed" if allowed else "denied"
                 out.append(ev.notice("info" if allowed else "warn", f"permission {word}: {what}"))
             else:
-                raise Refused(f"subagents does not serve {method}", -32601)
+                raise Refused(f"subagents does not serve {method}", METHOD_NOT_FOUND)
         except ClientRefusal as exc:
             answer["error"] = {"code": exc.code, "message": str(exc)}
-            out.append(ev.notice("warn", f"ACP {method}: {exc}"))
+            # A method we do not serve is the agent's own business (Qwen asks one of its
+            # own every turn); a file refused is the run's.
+            level: NoticeLevel = "info" if exc.code == METHOD_NOT_FOUND else "warn"
+            out.append(ev.notice(level, f"ACP {method}: {exc}"))
         self.outbox.append(_line(answer))
         return out
 
