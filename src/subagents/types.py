@@ -468,8 +468,10 @@ class ExecutorPlace(TypedDict):
 
 @final
 class RunResult(TypedDict):
-    """``result.json``: how one run ended. Written once, atomically, last."""
+    """``result.json``: how one run ended. Written once, atomically, last. ``version``: the
+    record's shape (``core.upgrade``: one written before it had one is read as today's)."""
 
+    version: int
     runId: str
     jobId: str | None
     agent: str | None
@@ -663,9 +665,11 @@ class JobPlanRecord(TypedDict):
 
 class JobState(TypedDict):
     """``job.json`` as ``JobStore.load`` returns it: the job as recorded when it was made,
-    what its driver added while it ran, and — once it ended — the job result's keys."""
+    what its driver added while it ran, and — once it ended — the job result's keys.
+    ``version``: the record's shape (``core.upgrade`` reads an earlier one as today's)."""
 
     jobId: str
+    version: int
     mode: JobMode
     status: JobStatus
     createdAt: float

@@ -18,6 +18,7 @@ from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import read_json
 from subagents.core.records import is_run_result
+from subagents.core.upgrade import upgrade_meta, upgrade_result
 from subagents.errors import FieldProblem, PlanError, UsageError
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.store import JobStore, unknown_id
@@ -75,12 +76,15 @@ def read_run(home: Path, run_id: str) -> tuple[JsonObject, RunResult | None]:
         meta = None
     if not isinstance(meta, dict):
         raise PlanError(f"run {run_id}: its meta.json is missing or unreadable")
+    upgrade_meta(meta)
     try:
         result = read_json(run_dir / "result.json")
     except FileNotFoundError:
         return meta, None
     except (OSError, ValueError):
         result = None
+    if isinstance(result, dict):
+        upgrade_result(result)
     if not is_run_result(result):
         raise PlanError(f"run {run_id}: its result.json is unreadable")
     return meta, result

@@ -18,6 +18,7 @@ from subagents.core import paths
 from subagents.core.files import loads, read_events, read_json
 from subagents.core.records import is_event, is_run_result
 from subagents.core.tail import LineTail
+from subagents.core.upgrade import upgrade_result
 from subagents.core.waker import DirWaker
 from subagents.launchers import Launched, reattach, unrecorded
 from subagents.supervisor.result import publish_ended, spec_of
@@ -71,6 +72,8 @@ class RunMonitor:
             data = read_json(self.run_dir / "result.json")
         except (FileNotFoundError, ValueError):
             return None
+        if isinstance(data, dict):
+            upgrade_result(data)
         return data if is_run_result(data) else None
 
     def supervisor(self) -> Launched | None:

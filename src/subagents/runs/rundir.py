@@ -15,6 +15,7 @@ from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
+from subagents.core.upgrade import META_VERSION
 from subagents.errors import UsageError, WorktreeError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.checks import Checked, check
@@ -162,7 +163,7 @@ def _write_run_dir(
         schemaMode=schema.mode,
         taskSuffix=schema.suffix,
     )
-    write_json_atomic(run_dir / "meta.json", spec.to_dict())
+    write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **spec.to_dict()})
     return spec, run_dir
 
 

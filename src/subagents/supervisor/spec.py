@@ -131,6 +131,9 @@ class RunSpec:
         """The spec ``meta.json`` holds (TypeError when it holds no run's spec)."""
         if not isinstance(data, dict):
             raise TypeError("meta.json is not a JSON object")
+        from subagents.core.upgrade import upgrade_meta
+
+        upgrade_meta(data)  # its version is the file's, not the spec's: left out below
         return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
 
     def __repr__(self) -> str:
