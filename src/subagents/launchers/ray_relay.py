@@ -37,14 +37,12 @@ from subagents.core.records import process_identity
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import RAY_MISSING, write_record
 from subagents.launchers.ray_node import (
-    PLACEMENT_PREFIX,
     RELAYED,
     SENT_FILES,
     host_name,
     placement_name,
 )
 from subagents.launchers.ray_pool import (
-    NAMESPACE,
     check_offered,
     connect,
     find_host,
@@ -86,8 +84,6 @@ START_PATIENCE = 180.0
 # A host that is unreachable (not known dead) gets this long to come back.
 UNAVAILABLE_PATIENCE = 30.0
 KILL_PATIENCE = 10.0
-# A record of the version before hosts were pooled names a per-run actor so.
-_PER_RUN_ACTOR = PLACEMENT_PREFIX
 
 
 class RayLauncher:
@@ -186,10 +182,6 @@ class RayRun:
             "relay": self.relay,
         }
 
-    def _legacy(self) -> bool:
-        """Started by the version that made one actor per run (named like a unit)."""
-        return bool(self.actor and self.actor.startswith(_PER_RUN_ACTOR))
-
     # ---- the Launched interface ------------------------------------------
 
     def alive(self) -> bool:
@@ -227,8 +219,6 @@ class RayRun:
             return None
         try:
             ray = connect(self.address)
-            if self._legacy():
-                return self._kill_legacy(ray)
             if self.node is None:  # placed (and started) since its record was written?
                 with contextlib.suppress(Exception):
                     from ray.util import get_placement_group
@@ -246,21 +236,6 @@ class RayRun:
             return "it had not been placed on a Ray node yet"
         return f"its run on Ray node {self.node} was " + ("ended" if ended else "already over")
 
-    def _kill_legacy(self, ray: Any) -> str:
-        assert self.actor is not None
-        try:
-            ray.kill(ray.get_actor(self.actor, namespace=NAMESPACE), no_restart=True)
-        except (ValueError, ray.exceptions.RayError):
-            return f"its Ray actor {self.actor} was already gone"
-        deadline = time.monotonic() + KILL_PATIENCE
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(self.actor, namespace=NAMESPACE)
-            except ValueError:
-                break
-            time.sleep(0.05)
-        return f"its Ray actor {self.actor} was killed"
-
     def reap(self, timeout: float) -> None:
         return None  # no process of this machine to collect
 
@@ -271,11 +246,6 @@ class RayRun:
     ) -> None:
         """Relay the run from this process (a thread), and say so in its record
         (``fresh``: a run just launched, not yet placed by anyone)."""
-        if self._legacy():
-            raise LaunchError(
-                f"run {self.run_id} was started by an earlier subagents (its Ray actor"
-                f" {self.actor}) and cannot be followed by this one"
-            )
         ray = ray or connect(self.address)
         self._ray, self._shipment, self._fresh = ray, shipment, fresh
         # What another process needs to find the run (`subagents stop`, a new driver).
