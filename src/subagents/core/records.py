@@ -71,7 +71,7 @@ def is_event(data: object) -> TypeGuard[Event]:
 
 def is_worktree_spec(data: JsonValue) -> TypeGuard[WorktreeSpec]:
     """An isolated run's worktree as its ``meta.json`` records it (its repository, path,
-    branch and base; ``subdir``, absent from older records, defaults to ``.``)."""
+    branch and base; an older record is given its ``subdir`` by ``core.upgrade``)."""
     return isinstance(data, dict) and all(
         isinstance(data.get(key), str) for key in ("repo", "path", "branch", "base")
     )

@@ -13,6 +13,10 @@ Standard library only: the supervisor reads its ``meta.json`` through :func:`upg
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from subagents.core.files import read_json
+
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.types import JsonObject, JsonValue
@@ -118,6 +122,20 @@ def upgrade_result(record: JsonObject) -> JsonObject:
         record.setdefault("worktree", None)  # before isolation
         record["version"] = RESULT_VERSION
     return record
+
+
+def read_meta(run_dir: Path) -> JsonValue:
+    """``run_dir``'s ``meta.json``, upgraded when it is an object (``read_json``'s errors as
+    they come): what every reader of a run's spec reads."""
+    data = read_json(run_dir / "meta.json")
+    return upgrade_meta(data) if isinstance(data, dict) else data
+
+
+def read_result(run_dir: Path) -> JsonValue:
+    """``run_dir``'s ``result.json``, upgraded when it is an object (``read_json``'s errors
+    as they come): what every reader of a run's end reads."""
+    data = read_json(run_dir / "result.json")
+    return upgrade_result(data) if isinstance(data, dict) else data
 
 
 def _worktree_v0(worktree: JsonValue) -> None:

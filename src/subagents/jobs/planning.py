@@ -72,7 +72,7 @@ class JobPlan:
             concurrency=record["concurrency"],
             session=record["session"],
             extra=dict(record["extra"]),
-            budget=record.get("budget", {}),
+            budget=record["budget"],
         )
 
 

@@ -26,7 +26,7 @@ from subagents.core.files import (
     write_json_atomic,
 )
 from subagents.core.records import RUN_STATUSES, is_job_state
-from subagents.core.upgrade import JOB_VERSION, upgrade_job
+from subagents.core.upgrade import JOB_VERSION, read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
@@ -317,7 +317,7 @@ class JobStore:
             job_ids = set()
             for run_id in matching(paths.runs_dir(self.home), prefix):
                 with contextlib.suppress(OSError, ValueError):
-                    meta = read_json(paths.runs_dir(self.home) / run_id / "meta.json")
+                    meta = read_meta(paths.runs_dir(self.home) / run_id)
                     job_ids.add(meta.get("jobId") if isinstance(meta, dict) else None)
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:

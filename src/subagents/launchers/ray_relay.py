@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from subagents.core import procs
-from subagents.core.files import open_private, publish_once, read_json
+from subagents.core.files import open_private, publish_once
 from subagents.core.records import process_identity
+from subagents.core.upgrade import read_meta
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import RAY_MISSING, write_record
 from subagents.launchers.ray_node import (
@@ -295,7 +296,7 @@ class RayRun:
             if self._host is None:
                 return self._host_gone(ray)
             return None
-        meta = read_json(self.run_dir / "meta.json")
+        meta = read_meta(self.run_dir)
         if not isinstance(meta, dict):
             return f"{self.run_dir / 'meta.json'} is not a run's spec"
         backend = str(meta.get("backend"))
@@ -409,7 +410,7 @@ class RayRun:
     def _publish(self, ray: Ray, host: HostHandle, result: RunResult) -> None:
         # Its artifacts are the ones relayed here.
         result["paths"] = artifact_paths(self.run_dir)
-        meta = read_json(self.run_dir / "meta.json")
+        meta = read_meta(self.run_dir)
         record = meta.get("worktree") if isinstance(meta, dict) else None
         if isinstance(record, dict) and record.get("shipped"):
             from subagents.launchers import ray_ship

@@ -15,7 +15,7 @@ from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
-from subagents.core.upgrade import META_VERSION
+from subagents.core.upgrade import META_VERSION, read_meta, read_result
 from subagents.errors import UsageError, WorktreeError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.checks import Checked, check
@@ -215,13 +215,12 @@ def _continuation(
     worktree reopened for this run (a worktree run continues in its own branch)."""
     if req.continue_from is None:
         return None, None
-    from subagents.core.files import read_json
     from subagents.core.records import is_run_result, is_worktree_spec
 
     earlier = run_dir.parent / req.continue_from
     try:
-        meta = read_json(earlier / "meta.json")
-        result = read_json(earlier / "result.json")
+        meta = read_meta(earlier)
+        result = read_result(earlier)
     except (OSError, ValueError):
         meta = result = None
     if not isinstance(meta, dict) or not is_run_result(result):
