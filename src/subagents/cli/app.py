@@ -1,4 +1,5 @@
-"""The command line: a thin layer over the Python API (``subagents.api``)."""
+"""The command line: a thin layer over the internal service (``subagents.service``) and the
+public Python API (``subagents.api``)."""
 
 from __future__ import annotations
 

@@ -28,6 +28,11 @@ if TYPE_CHECKING:
         WorktreeSpec,
     )
 
+# Each record's version, as it writes it (core/upgrade.py reads every earlier one as today's).
+JOB_VERSION = 1
+META_VERSION = 1
+RESULT_VERSION = 1
+
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
 JOB_MODES = ("single", "parallel", "chain", "council")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)

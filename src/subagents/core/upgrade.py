@@ -8,7 +8,8 @@ as that version's readers took it (a field it lacks had its default), so the rea
 today's shape only. A record of a later version than this one knows is read as it is.
 Upgrades change the dict they are given (a record just read) and return it.
 
-Standard library only: the supervisor reads its ``meta.json`` through :func:`upgrade_meta`.
+Standard library only: the supervisor reads a ``meta.json`` without a version through
+:func:`upgrade_meta` (one with today's imports nothing of this).
 """
 
 from __future__ import annotations
@@ -17,13 +18,23 @@ from pathlib import Path
 
 from subagents.core.files import read_json
 
+# The versions are written where the records are made (core.records: no import of this).
+from subagents.core.records import JOB_VERSION, META_VERSION, RESULT_VERSION
+
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.types import JsonObject, JsonValue
 
-JOB_VERSION = 1
-META_VERSION = 1
-RESULT_VERSION = 1
+__all__ = [
+    "JOB_VERSION",
+    "META_VERSION",
+    "RESULT_VERSION",
+    "read_meta",
+    "read_result",
+    "upgrade_job",
+    "upgrade_meta",
+    "upgrade_result",
+]
 
 # A run request's fields that records written before them lack (budgets, output schemas,
 # --parent-pid, isolation, the stall watchdog): their value then was None.

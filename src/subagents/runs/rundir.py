@@ -15,7 +15,8 @@ from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
-from subagents.core.upgrade import META_VERSION, read_meta, read_result
+from subagents.core.records import META_VERSION
+from subagents.core.upgrade import read_meta, read_result
 from subagents.errors import UsageError, WorktreeError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.checks import Checked, check

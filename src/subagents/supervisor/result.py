@@ -59,8 +59,7 @@ def build_result(
 ) -> RunResult:
     # At the end of a run, not on the supervisor's start path.
     from subagents.core.clock import iso
-    from subagents.core.records import RUN_STATUSES
-    from subagents.core.upgrade import RESULT_VERSION
+    from subagents.core.records import RESULT_VERSION, RUN_STATUSES
 
     assert status in RUN_STATUSES, status
     done = completed_at if completed_at is not None else time.time()
