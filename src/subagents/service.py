@@ -264,6 +264,19 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
             waker.close()
 
 
+def reindex() -> tuple[int, int]:
+    """Make the local index (``index.sqlite``) again from the job files and the session
+    logs (``subagents doctor --reindex``): how many jobs and log entries it holds."""
+    from subagents.core import indexdb
+    from subagents.lifecycle import cost as costs
+    from subagents.lifecycle import logindex
+
+    home = paths.state_home()
+    indexdb.discard(home)
+    jobs = JobStore(home).reindex()
+    return jobs, logindex.reindex(home, costs.session_files(home))
+
+
 # ---- agents ---------------------------------------------------------------------
 
 
@@ -329,6 +342,7 @@ __all__ = [
     "prepare_continuation",
     "prepare_job",
     "read_run",
+    "reindex",
     "remove_jobs",
     "resolve_run",
     "run_labels",

@@ -92,9 +92,9 @@ def doctor(as_json: bool, reindex: bool) -> None:
         import sqlite3
 
         try:
-            from subagents import api
+            from subagents import service
 
-            jobs, entries = api.reindex()
+            jobs, entries = service.reindex()
         except (sqlite3.Error, OSError) as exc:
             fail(f"cannot write the index: {exc}")
         click.echo(f"index made again: {jobs} jobs, {entries} session-log entries")
