@@ -12,14 +12,8 @@ from typing import Any
 import pytest
 from conftest import fits
 
-from subagents.core.upgrade import (
-    JOB_VERSION,
-    META_VERSION,
-    RESULT_VERSION,
-    upgrade_job,
-    upgrade_meta,
-    upgrade_result,
-)
+from subagents.core.records import JOB_VERSION, META_VERSION, RESULT_VERSION
+from subagents.core.upgrade import upgrade_job, upgrade_meta, upgrade_result
 from subagents.jobs import JobStore
 from subagents.jobs.planning import JobPlan
 from subagents.supervisor.spec import RunSpec

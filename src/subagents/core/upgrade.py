@@ -18,23 +18,13 @@ from pathlib import Path
 
 from subagents.core.files import read_json
 
-# The versions are written where the records are made (core.records: no import of this).
+# Each record's version is core.records' (what writes a record imports nothing of this).
 from subagents.core.records import JOB_VERSION, META_VERSION, RESULT_VERSION
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.types import JsonObject, JsonValue
 
-__all__ = [
-    "JOB_VERSION",
-    "META_VERSION",
-    "RESULT_VERSION",
-    "read_meta",
-    "read_result",
-    "upgrade_job",
-    "upgrade_meta",
-    "upgrade_result",
-]
 
 # A run request's fields that records written before them lack (budgets, output schemas,
 # --parent-pid, isolation, the stall watchdog): their value then was None.

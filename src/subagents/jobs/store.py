@@ -25,8 +25,8 @@ from subagents.core.files import (
     reserve_space,
     write_json_atomic,
 )
-from subagents.core.records import RUN_STATUSES, is_job_state
-from subagents.core.upgrade import JOB_VERSION, read_meta, upgrade_job
+from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
+from subagents.core.upgrade import read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
