@@ -58,8 +58,19 @@ def test_a_job_from_before_placements_keeps_the_runner_it_was_given() -> None:
     assert {r["worktree"]["subdir"] for r in job["runs"]} == {"."}
 
 
-def test_a_ray_job_from_before_repositories_travelled_ran_on_a_shared_filesystem() -> None:
-    job = upgrade_job(fixture("job", "v0-ray-before-shipping"))
+def test_a_ray_job_from_before_placements_runs_where_its_settings_said() -> None:
+    job = upgrade_job(fixture("job", "v0-ray-before-placements"))
+    placement = job["plan"]["placement"]
+    assert placement == {
+        "launcher": "ray",
+        "ray_address": "127.0.0.1:6379",
+        "ray_shared_cwd": False,
+    }
+    assert JobPlan.from_record(job["plan"]).placement.ships_cwd is True
+
+
+def test_a_ray_placement_from_before_repositories_travelled_ran_on_a_shared_filesystem() -> None:
+    job = upgrade_job(fixture("job", "v0-ray-placement-before-shipping"))
     placement = job["plan"]["placement"]
     assert placement == {"launcher": "ray", "ray_address": "127.0.0.1:6379", "ray_shared_cwd": True}
     assert JobPlan.from_record(job["plan"]).placement.ships_cwd is False

@@ -91,13 +91,19 @@ def _plan_v0(plan: JsonObject) -> None:
     placement = plan.get("placement")
     if not isinstance(placement, dict):
         if limits.get("executor") == "ray":
-            placement = {"launcher": "ray", "ray_address": limits.get("ray_address")}
+            # As the settings said it (their default: the repository travels).
+            shared = limits.get("ray_shared_cwd") is True
+            placement = {
+                "launcher": "ray",
+                "ray_address": limits.get("ray_address"),
+                "ray_shared_cwd": shared,
+            }
         else:
             given = runner or limits.get("runner")
             placement = {"launcher": "tmux" if given == "tmux" else "process", "ray_address": None}
         plan["placement"] = placement
     if placement.get("launcher") == "ray":
-        # A Ray job recorded before repositories travelled ran on a shared filesystem.
+        # A Ray placement recorded before repositories travelled ran on a shared filesystem.
         placement.setdefault("ray_shared_cwd", True)
     plan.setdefault("concurrency", _DEFAULT_CONCURRENCY)
     plan.setdefault("session", None)
