@@ -20,6 +20,7 @@ import pytest
 from support import pistream as pi
 from support.checks import eventually
 from support.claude import claude_steps
+from support.cli import invoke
 from support.fake import Fake
 
 import subagents
@@ -176,7 +177,6 @@ def test_bad_messages_are_one_line_and_exit_2(fake: Fake) -> None:
     one_line(cli(["send", done["runId"], "hi"]), f"run {done['runId']} has ended (completed)")
 
 
-@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "words"),
     [
@@ -199,36 +199,27 @@ def test_bad_budgets_are_one_line_and_start_nothing(
         (bins / name).write_text("#!/bin/sh\nexit 9\n")
         (bins / name).chmod(0o755)
     env = {
-        **os.environ,
         "SUBAGENTS_CODEX_BIN": str(bins / "codex"),
         "SUBAGENTS_GEMINI_BIN": str(bins / "gemini"),
     }
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "run", *args, "a task"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    p = invoke(["run", *args, "a task"], env)
     one_line(p, *words)
     assert not (isolated_state / "runs").exists() or not any((isolated_state / "runs").iterdir())
 
 
-@pytest.mark.process
 def test_non_numeric_budgets_are_refused_by_the_option_parser() -> None:
-    p = cli(["run", "--max-turns", "many", "x"])
+    p = invoke(["run", "--max-turns", "many", "x"])
     assert p.returncode == 2 and "'many' is not a valid integer" in p.stderr
 
 
-@pytest.mark.process
 def test_budgets_in_plans_agents_config_and_the_api_are_checked_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nmax_cost: -1\nsteps:\n  - task: x\n")
-    one_line(cli(["run", "-f", str(plan)]), "max_cost: must be a positive amount of USD")
+    one_line(invoke(["run", "-f", str(plan)]), "max_cost: must be a positive amount of USD")
     plan.write_text("mode: single\nsteps:\n  - task: x\n    max_turns: 1.5\n")
-    one_line(cli(["run", "-f", str(plan)]), "steps.0.max_turns")
+    one_line(invoke(["run", "-f", str(plan)]), "steps.0.max_turns")
     with pytest.raises(UsageError, match="max_tokens: must be a whole number, 1 or more"):
         subagents.run("x", max_tokens=0)
     monkeypatch.setenv("SUBAGENTS_MAX_TURNS", "zero")

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import invoke
 
 from subagents.config import Settings
 from subagents.demo import mockmodel as mm
@@ -176,7 +177,6 @@ def test_a_schema_codex_strict_mode_refuses_is_one_line_before_anything_starts(
     )
 
 
-@pytest.mark.process
 @pytest.mark.parametrize(
     ("given", "says"),
     [
@@ -190,19 +190,9 @@ def test_a_schema_codex_strict_mode_refuses_is_one_line_before_anything_starts(
 def test_a_bad_schema_is_one_line_exit_2_before_anything_starts(
     tmp_path: Path, given: str, says: str
 ) -> None:
-    import subprocess
-    import sys
-
     (tmp_path / "big.json").write_text('{"description": "' + "x" * 300_000 + '"}')
     home = tmp_path / "home"
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "subagents"), "run", "--output-schema", given, "hi"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**__import__("os").environ, "SUBAGENTS_HOME": str(home)},
-        timeout=60,
-    )
+    proc = invoke(["run", "--output-schema", given, "hi"], {"SUBAGENTS_HOME": str(home)}, tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("subagents: --output-schema: ")
