@@ -26,9 +26,9 @@ def main(out: Path) -> None:
     os.environ["SUBAGENTS_CONFIG_DIR"] = str(work / "config")
     os.environ["SUBAGENTS_SESSION"] = "refactor-auth"
 
-    import pistream as pi
-    from conftest import git_repo
-    from webserver import chromium, web_server
+    from support import pistream as pi
+    from support.git import git_repo
+    from support.webserver import chromium, web_server
 
     import subagents
     from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script

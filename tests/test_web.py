@@ -10,20 +10,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, git, git_repo, pid_alive
-from test_control import claude_steps
-from webserver import Web, chromium, have_chromium, web_server
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.claude import claude_steps
+from support.fake import Fake
+from support.git import git, git_repo
+from support.webserver import Web, chromium, have_chromium, web_server
 
 import subagents
 from subagents import service
 from subagents.core import paths
 from subagents.jobs import JobStore
 
-pytestmark = pytest.mark.skipif(
-    not have_chromium(), reason="needs Debian's chromium and chromium-driver"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("chromium"),
+    pytest.mark.skipif(not have_chromium(), reason="needs Debian's chromium and chromium-driver"),
+]
 
 WAIT = 30.0
 XSS = "<script>alert(1)</script> and <img src=x onerror=alert(2)> and [click](javascript:alert(3))"

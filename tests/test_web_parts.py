@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, git_repo
-from test_cli_run import cli
-from test_mcp import script_launcher
-from webserver import TOKEN, Web, web_server
+from support import pistream as pi
+from support.checks import eventually
+from support.cli import cli
+from support.fake import Fake, script_launcher
+from support.git import git_repo
+from support.webserver import TOKEN, Web, web_server
 
 import subagents
 from subagents.jobs import JobStore
@@ -115,6 +116,7 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused(web: Web) -> N
         assert ok.status_code == 404 and "no job or run" in ok.json()["error"]  # past every check
 
 
+@pytest.mark.process
 def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_state: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_WEB_TOKEN"}
     proc = subprocess.Popen(
@@ -149,6 +151,7 @@ def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_stat
             proc.wait(10)
 
 
+@pytest.mark.process
 def test_a_short_token_is_refused(isolated_state: Path) -> None:
     p = cli(["web", "--port", "0"], {"SUBAGENTS_WEB_TOKEN": "x" * 15})
     assert p.returncode == 2
@@ -168,6 +171,7 @@ def _cost_tables(page: str) -> dict[str, list[list[str]]]:
     return tables
 
 
+@pytest.mark.process
 def test_the_cost_page_shows_the_numbers_of_cost_json(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -195,6 +199,7 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     assert json.loads(cli(["cost", "--json"]).stdout)["summary"] in unescape(page)
 
 
+@pytest.mark.process
 def test_the_fleet_groups_jobs_by_repository_and_session(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -225,6 +230,7 @@ def test_the_fleet_groups_jobs_by_repository_and_session(
         assert job["status"] == "completed" and job["runs"][0]["finalText"] == "in one"
 
 
+@pytest.mark.process
 def test_a_parallel_job_page_has_a_timeline_and_its_runs(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -242,6 +248,7 @@ def test_a_parallel_job_page_has_a_timeline_and_its_runs(
         assert client.get("/job/zzzz").status_code == 404
 
 
+@pytest.mark.process
 def test_a_failed_runs_diagnostics_are_on_its_page(
     web: Web, finished: Callable[..., dict[str, Any]]
 ) -> None:
@@ -253,6 +260,7 @@ def test_a_failed_runs_diagnostics_are_on_its_page(
     assert "boom &lt;b&gt;not bold&lt;/b&gt;" in page and "<b>not bold</b>" not in page
 
 
+@pytest.mark.process
 def test_a_council_job_page_shows_its_members_side_by_side_and_the_verdict(
     web: Web, fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,6 +294,7 @@ def test_a_council_job_page_shows_its_members_side_by_side_and_the_verdict(
     assert '<pre class="merged">a &amp; b</pre>' in section
 
 
+@pytest.mark.process
 def test_the_job_stream_sends_the_transcript_as_it_grows(
     web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -323,6 +332,7 @@ def test_the_job_stream_sends_the_transcript_as_it_grows(
     )
 
 
+@pytest.mark.process
 def test_a_long_transcript_shows_its_end_and_links_to_all_of_it(
     web: Web, finished: Callable[..., dict[str, Any]]
 ) -> None:
