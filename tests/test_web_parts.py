@@ -179,8 +179,8 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     with web.client() as client:
         page = client.get("/cost").text
     tables = _cost_tables(page)
-    assert set(tables) == {"day", "backend", "agent", "repo"}
-    assert page.count("<svg") == 4
+    assert set(tables) == {"day", "backend", "model", "agent", "repo"}
+    assert page.count("<svg") == 5
     for by, rows in tables.items():
         report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
         expected = [
@@ -396,7 +396,7 @@ def test_a_council_without_a_verdict_says_why_and_escapes_every_value() -> None:
 
 
 def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
-    from subagents.web.markdown import render
+    from subagents.web.markdown import render_transcript
     from subagents.web.transcript import read_piece
 
     chunks = [
@@ -418,4 +418,4 @@ def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
     assert pieces[5] == "" and "print(1)\n\nx = 2" in pieces[6]
     whole = "".join(pieces)
     squeeze = lambda s: re.sub(r"</ul><ul>", "", re.sub(r">\s+<", "><", s))  # noqa: E731 (lists may arrive in pieces)
-    assert squeeze(whole) == squeeze(render("".join(chunks)))
+    assert squeeze(whole) == squeeze(render_transcript("".join(chunks)))
