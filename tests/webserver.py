@@ -43,6 +43,7 @@ def have_chromium() -> bool:
 @dataclass
 class Web:
     port: int
+    app: Any = None  # the app behind its access checks (subagents.web.access.Access)
 
     @property
     def base(self) -> str:
@@ -71,7 +72,7 @@ def web_server(home: Path) -> Iterator[Web]:
         time.sleep(0.02)
     assert server.started, "the web server did not start"
     try:
-        yield Web(port)
+        yield Web(port, app)
     finally:
         stop_streams()
         server.should_exit = True

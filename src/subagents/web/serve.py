@@ -25,7 +25,7 @@ def serve_web(port: int = DEFAULT_PORT, *, open_browser: bool = False) -> None:
     if generated:
         line = f"open {base}?token={token}  (set {TOKEN_ENV} to choose the token)"
     else:
-        line = f"open {base}?token=<your token>  (the token from ${TOKEN_ENV} or web_token in the config)"
+        line = f"open {base}?token=YOUR-TOKEN  (the token from ${TOKEN_ENV} or web_token in the config)"
     print(f"subagents web: {line}", file=sys.stderr, flush=True)
     if open_browser:
         import webbrowser
