@@ -116,6 +116,15 @@
     });
   }
 
+  // The page follows a growing transcript when it is scrolled to its end, but never moves
+  // under a pointer in use: not within STILL_MS of the pointer moving or pressing.
+  const STILL_MS = 2000;
+  let pointedAt = 0;
+  for (const name of ["pointermove", "pointerdown", "wheel", "touchstart"]) {
+    document.addEventListener(name, () => (pointedAt = Date.now()), { passive: true, capture: true });
+  }
+  const atEnd = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+
   const job = document.getElementById("job-live");
   if (job) {
     const transcript = document.getElementById("transcript");
@@ -127,10 +136,10 @@
     stream(url, {
       job: (data) => morph(job, data.html),
       transcript: (data) => {
-        const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+        const follow = atEnd() && Date.now() - pointedAt > STILL_MS;
         transcript.insertAdjacentHTML("beforeend", data.html);
         filter();
-        if (atEnd) window.scrollTo(0, document.body.scrollHeight);
+        if (follow) window.scrollTo(0, document.body.scrollHeight);
       },
       run: (data) => {
         runEnd.innerHTML = data.html;
