@@ -18,10 +18,10 @@ from subagents.web.markdown import render_transcript, whole_blocks
 
 # A page shows at most this much of a long transcript (markdown-it renders ~300 KiB a
 # second here); the file keeps the rest, and the page links to all of it as text.
-FIRST_LOOK = 256 * 1024
+FIRST_LOOK = 64 * 1024
 # A live stream's event carries at most this much of it (a client far behind catches up in
 # several events, each rendered and sent before the next is read).
-CHUNK = 64 * 1024
+CHUNK = 32 * 1024
 # Where a long transcript's shown part starts is found by following its code fences from
 # this far before the cut (not from the file's start: a 50 MB file is not read for a page).
 FENCE_LOOKBACK = 1024 * 1024
@@ -78,18 +78,40 @@ def block_start(path: Path, cut: int) -> int:
     with open(path, "rb") as f:
         f.seek(begin)
         data = f.read(cut - begin + FIRST_LOOK)
+    fenced = False
     if begin:
         skip = data.find(b"\n") + 1  # from the first whole line
         data, begin = data[skip:], begin + skip
-    return begin + _block_start(data, cut - begin)
+        fenced = _inside_fence(data)
+    found = _block_start(data, cut - begin, fenced)
+    if found == len(data):  # none: the guess was wrong
+        found = _block_start(data, cut - begin, not fenced)
+    return begin + found
 
 
-def _block_start(data: bytes, cut: int) -> int:
-    pos, fenced, after_blank = 0, False, True
+def _is_fence(line: bytes) -> bool:
+    return line.lstrip(b" >\t").startswith((b"```", b"~~~"))
+
+
+def _inside_fence(data: bytes) -> bool:
+    """A guess at whether ``data`` starts inside a code fence, from its first fence line: one
+    with an info string (```python) or after a blank line opens one; else it closes one."""
+    before = b""
+    for line in data.split(b"\n", 4096):
+        if _is_fence(line):
+            if line.strip().strip(b"`~"):
+                return False
+            return bool(before.strip())
+        before = line
+    return False
+
+
+def _block_start(data: bytes, cut: int, fenced: bool) -> int:
+    pos, after_blank = 0, True
     for line in data.split(b"\n"):
         if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
             return pos
-        if line.lstrip(b" >\t").startswith((b"```", b"~~~")):
+        if _is_fence(line):
             fenced = not fenced
         after_blank = not line.strip()
         pos += len(line) + 1

@@ -17,6 +17,7 @@ import anyio
 import anyio.to_thread
 
 from subagents.core import paths
+from subagents.core.indexdb import FILE as INDEX_FILE
 from subagents.jobs import TERMINAL, JobStore
 
 # Files whose size and time say a run or the store moved.
@@ -52,7 +53,10 @@ class StoreWatcher:
     def signature(self) -> tuple[object, ...]:
         """What says something changed: the index's files, the running runs' files, and,
         while a job runs, the second (its elapsed time is shown)."""
-        index = tuple(_stat(self.home / name) for name in ("index.sqlite", "index.sqlite-wal"))
+        # The index and its write-ahead log (a job recorded, changed or ended), the jobs
+        # directory (a job made or removed).
+        watched = (self.home / INDEX_FILE, self.home / f"{INDEX_FILE}-wal", self.store.dir)
+        index = tuple(_stat(p) for p in watched)
         if index != self._index:
             self._index = index
             rows = self.store.list(ACTIVE_LIMIT)
