@@ -164,3 +164,20 @@ def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[.
     yield run
     run("kill-server")
     shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+# The web dashboard's tests (webserver.py): its app served, and one chromium a module.
+@pytest.fixture
+def web(isolated_state: Path) -> Iterator[Any]:
+    from webserver import web_server
+
+    with web_server(isolated_state) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from webserver import chromium
+
+    with chromium() as driver:
+        yield driver

@@ -6,7 +6,7 @@ the page and opens no dialog. Jobs run real supervisors with the fake agent."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import pistream as pi
 import pytest
 from conftest import Fake, eventually, git, git_repo, pid_alive
 from test_control import claude_steps
-from webserver import Web, chromium, have_chromium, web_server
+from webserver import Web, have_chromium, until
 
 import subagents
 from subagents import api
@@ -29,18 +29,6 @@ WAIT = 30.0
 XSS = "<script>alert(1)</script> and <img src=x onerror=alert(2)> and [click](javascript:alert(3))"
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
-
-
 @pytest.fixture
 def start(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
     """``start(steps, spec=None, cwd=None)``: a background job whose fake pi plays ``steps``."""
@@ -50,19 +38,6 @@ def start(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
         return subagents.start(spec, cwd=cwd, env=fake.env(steps)).job_id
 
     return run
-
-
-def until(driver: Any, script: str, timeout: float = WAIT) -> Any:
-    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value.
-    An expression that throws (its element is not there yet) is not true yet."""
-    value: list[Any] = [None]
-
-    def check() -> bool:
-        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
-        return bool(value[0])
-
-    assert eventually(check, timeout), f"never true: {script}"
-    return value[0]
 
 
 def sign_in(driver: Any, web: Web, path: str = "/") -> None:

@@ -7,11 +7,8 @@ with the reason, never a 500; and no markup is built outside the templates."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +16,13 @@ import httpx2
 import pistream as pi
 import pytest
 from conftest import Fake
-from webserver import TOKEN, Web, web_server
+from webserver import TOKEN, Web, web_command
 
 import subagents
 
 TIMEOUT = 60
 SECRET = "the-secret-outside-the-store"
 WEB = Path(subagents.__file__).parent / "web"
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -168,29 +159,13 @@ def test_the_address_carries_the_token_only_when_the_server_made_it(
     isolated_state: Path,
 ) -> None:
     chosen = "my-own-chosen-token-1234"
-    env = {**os.environ, "SUBAGENTS_WEB_TOKEN": chosen}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
+    with web_command({"SUBAGENTS_WEB_TOKEN": chosen}) as (_proc, base, line):
         assert chosen not in line and "?token=YOUR-TOKEN" in line, line
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-        assert found
-        with httpx2.Client(base_url=found.group(0), timeout=30) as client:
+        with httpx2.Client(base_url=base, timeout=30) as client:
             assert client.get("/\\evil.example/").status_code == 400
             assert client.get("/%5Cevil.example/", params={"token": chosen}).status_code == 400
             signed = client.get("/", params={"token": chosen})
             assert signed.status_code == 303 and signed.headers["location"] == "/"
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def test_bad_parameters_are_a_page_with_the_reason(

@@ -5,10 +5,6 @@ pages are loaded; a page shows a capped part, with links to the whole as text.""
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,6 +15,7 @@ import pistream as pi
 import psutil
 import pytest
 from conftest import Fake
+from webserver import web_command
 
 import subagents
 
@@ -54,15 +51,6 @@ def test_memory_stays_bounded_with_a_50_mb_transcript_and_a_5_mb_answer(
     assert job is not None and job["status"] == "completed"
     run_id = job["runs"][0]["runId"]
     _inflate(isolated_state / "runs" / run_id)
-    env = {**os.environ, "SUBAGENTS_WEB_TOKEN": TOKEN}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
     peak = [0]
     done = threading.Event()
 
@@ -75,11 +63,7 @@ def test_memory_stays_bounded_with_a_50_mb_transcript_and_a_5_mb_answer(
                 return
             time.sleep(0.05)
 
-    try:
-        assert proc.stderr is not None
-        found = re.search(r"http://127\.0\.0\.1:\d+", proc.stderr.readline())
-        assert found
-        base = found.group(0)
+    with web_command({"SUBAGENTS_WEB_TOKEN": TOKEN}) as (proc, base, _line):
         headers = {"Authorization": f"Bearer {TOKEN}"}
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
@@ -120,8 +104,5 @@ def test_memory_stays_bounded_with_a_50_mb_transcript_and_a_5_mb_answer(
         print(
             f"server peak RSS {peak[0] / 2**20:.0f} MB; job page {min(took):.2f}-{max(took):.2f} s"
         )
-        assert peak[0] <= RSS_LIMIT, peak[0]
-    finally:
         done.set()
-        proc.terminate()
-        proc.wait(15)
+        assert peak[0] <= RSS_LIMIT, peak[0]

@@ -1,17 +1,20 @@
 """``subagents web`` in a real headless chromium while a run streams: live updates leave
 what the user is doing alone (a Stop clicked at human speed opens its dialog every time, a
-selected id stays selected), and at 390 px wide nothing is wider than the screen."""
+selected id stays selected), at 390 px wide nothing is wider than the screen; Re-run and
+Continue ask first, then start a new job and go to it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pistream as pi
 import pytest
-from conftest import Fake, eventually
-from webserver import Web, chromium, have_chromium, web_server
+from conftest import Fake
+from webserver import Web, have_chromium, until
 
 import subagents
 from subagents import api
@@ -23,18 +26,6 @@ pytestmark = pytest.mark.skipif(
 
 WAIT = 30.0
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -50,17 +41,6 @@ def streaming(fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Ca
         return subagents.start("stream", env=fake.env([*steps, {"hang": True}])).job_id
 
     return start
-
-
-def until(driver: Any, script: str, timeout: float = WAIT) -> Any:
-    value: list[Any] = [None]
-
-    def check() -> bool:
-        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
-        return bool(value[0])
-
-    assert eventually(check, timeout), f"never true: {script}"
-    return value[0]
 
 
 def open_page(driver: Any, web: Web, path: str) -> None:
@@ -172,3 +152,60 @@ def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         api.stop_job(JobStore(), job_id)
+
+
+def _confirm_and_follow(driver: Any, action: str, text: str | None = None) -> str:
+    """Clicks ``action``'s button, answers its dialog yes, and waits for the new job's page:
+    the new job's id."""
+    until(driver, f"document.querySelector('button[data-action={action}]')")
+    here = driver.current_url
+    driver.execute_script(f"document.querySelector('button[data-action={action}]').click()")
+    until(driver, "document.getElementById('again-dialog').open")
+    if text is not None:
+        driver.find_element("id", "again-text").send_keys(text)
+    driver.find_element("id", "again-yes").click()
+    until(driver, f"location.href !== {here!r} && document.querySelector('.jobhead')")
+    return str(driver.execute_script("return location.pathname.split('/').pop()"))
+
+
+def test_rerun_asks_first_then_starts_the_same_job_again(
+    browser: Any, web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    first = subagents.start("say it twice", env=fake.env(pi.answer("said")))
+    assert first.wait(WAIT) is not None
+    open_page(browser, web, f"/job/{first.job_id}")
+    until(browser, "document.querySelector('button[data-action=rerun]')")
+    browser.execute_script("document.querySelector('button[data-action=rerun]').click()")
+    until(browser, "document.getElementById('again-dialog').open")
+    browser.find_element("id", "again-no").click()  # a second thought: nothing starts
+    assert len(api.list_jobs(10)) == 1
+    new = _confirm_and_follow(browser, "rerun")
+    assert new != first.job_id
+    done = subagents.JobHandle(JobStore(), new).wait(WAIT)
+    assert done is not None and done["status"] == "completed" and done["finalText"] == "said"
+    assert done["runs"][0]["task"] == "say it twice"
+
+
+@pytest.mark.skipif(shutil.which("pi") is None, reason="the pi CLI is not installed")
+def test_continue_resumes_the_childs_conversation_with_the_message(
+    browser: Any, web: Web, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from subagents.demo import mockmodel as mm
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    with mm.MockModelServer(mm.Script(final_text="Listed: {tool_output}.")) as srv:
+        for name, value in mm.write_pi_config(tmp_path / "pi-config", srv.url).items():
+            monkeypatch.setenv(name, value)  # the server's children see it too
+        first = subagents.run("list files FIRST", backend="pi", model="mock/mock-model", cwd=work)
+        assert first["status"] == "completed", first["errorMessage"]
+        job_id = str(first["jobId"])
+        open_page(browser, web, f"/job/{job_id}")
+        new = _confirm_and_follow(browser, "continue", "now count them FOLLOW-UP")
+        done = subagents.JobHandle(JobStore(), new).wait(WAIT * 2)
+        bodies = [json.dumps(body) for body in srv.requests]
+    assert done is not None and done["status"] == "completed", done
+    assert done["runs"][0]["continuedFrom"] == first["runId"]
+    assert any("FIRST" in body and "FOLLOW-UP" in body for body in bodies)

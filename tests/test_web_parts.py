@@ -6,11 +6,8 @@ transcript rendered piece by piece as it grows."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -23,19 +20,13 @@ import pytest
 from conftest import Fake, eventually, git_repo
 from test_cli_run import cli
 from test_mcp import script_launcher
-from webserver import TOKEN, Web, web_server
+from webserver import TOKEN, Web, web_command
 
 import subagents
 from subagents.jobs import JobStore
 from subagents.present.figures import money
 
 TIMEOUT = 60
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -116,21 +107,10 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused(web: Web) -> N
 
 
 def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_state: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_WEB_TOKEN"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
+    with web_command({"SUBAGENTS_WEB_TOKEN": ""}) as (proc, base, line):
+        found = re.search(r"/\?token=(\S+)", line)
         assert found, line
-        base, token = found.group(1), found.group(3)
+        token = found.group(1)
         assert len(token) >= 32 and "SUBAGENTS_WEB_TOKEN" in line
         with httpx2.Client(base_url=base, timeout=30) as client:
             assert client.get("/").status_code == 401
@@ -142,11 +122,7 @@ def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_stat
                 assert first.startswith("retry:")
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(15) == 0
-        assert proc.stderr.read() == ""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        assert proc.stderr is not None and proc.stderr.read() == ""
 
 
 def test_a_short_token_is_refused(isolated_state: Path) -> None:

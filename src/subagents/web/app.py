@@ -44,7 +44,7 @@ from subagents.errors import (
     WorktreeError,
 )
 from subagents.jobs import LiveJobs, read_run
-from subagents.web import costpage, fleet, jobpage
+from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
 from subagents.web.templates import render, url
@@ -92,6 +92,18 @@ def refusal(request: Request, exc: Exception) -> Response:
     frame = _frame(request, "not found" if status == 404 else "refused", "", "")
     html = render("problem.html", message=str(exc), **frame)
     return HTMLResponse(html, status_code=status)
+
+
+async def _text_of(request: Request) -> str:
+    """The ``text`` of a request's JSON object (UsageError: none, or empty)."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    text = body.get("text") if isinstance(body, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError('send a JSON object {"text": ...} with the message')
+    return text
 
 
 def _frame(request: Request, title: str, active: str, name: str) -> dict[str, str]:
@@ -252,6 +264,20 @@ class WebApp:
         state = await anyio.to_thread.run_sync(api.stop_job, self.store, where.job_id)
         return JSONResponse({"jobId": where.job_id, "status": state.get("status")})
 
+    async def rerun(self, request: Request) -> Response:
+        """The job's plan again, as a new job: ``{"jobId"}`` of it."""
+        where = await anyio.to_thread.run_sync(self._target, request)
+        new = await anyio.to_thread.run_sync(again.rerun, self.store, where.job_id)
+        return JSONResponse({"jobId": new})
+
+    async def carry_on(self, request: Request) -> Response:
+        """The run's child resumes its conversation with ``{"text"}``: ``{"jobId"}``."""
+        text = await _text_of(request)
+        where = await anyio.to_thread.run_sync(self._target, request, False)
+        assert where.run_id is not None
+        new = await anyio.to_thread.run_sync(again.carry_on, where.run_id, text)
+        return JSONResponse({"jobId": new})
+
     async def send(self, request: Request) -> Response:
         """A message to a running run's child (``subagents send``): its receipt."""
         try:
@@ -262,6 +288,8 @@ class WebApp:
         mode = body.get("mode", "steer") if isinstance(body, dict) else None
         if not isinstance(text, str) or mode not in ("steer", "follow-up"):
             raise UsageError('send a JSON object {"text": ..., "mode": "steer" | "follow-up"}')
+        if not text.strip():
+            raise UsageError("the message is empty")
         where = await anyio.to_thread.run_sync(self._target, request, False)
         assert where.run_id is not None
         receipt = await anyio.to_thread.run_sync(
@@ -335,7 +363,9 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[
         Route("/api/jobs", web.jobs_json),
         Route("/api/jobs/{job_id}", web.job_json),
         Route("/api/jobs/{job_id}/stop", web.stop, methods=["POST"]),
+        Route("/api/jobs/{job_id}/rerun", web.rerun, methods=["POST"]),
         Route("/api/runs/{run_id}/apply", web.apply, methods=["POST"]),
+        Route("/api/runs/{run_id}/continue", web.carry_on, methods=["POST"]),
         Route("/api/runs/{run_id}/send", web.send, methods=["POST"]),
         Route("/runs/{run_id}/transcript.md", web.run_file),
         Route("/runs/{run_id}/changes.patch", web.run_file),

@@ -167,6 +167,33 @@
     });
   }
 
+  // Re-run and Continue: a new job, after a confirmation; the page goes to it.
+  const again = document.getElementById("again-dialog");
+  function ask(button) {
+    const rerun = button.dataset.action === "rerun";
+    again.dataset.action = button.dataset.action;
+    again.dataset.id = rerun ? button.dataset.job : button.dataset.run;
+    document.getElementById("again-what").textContent = rerun
+      ? `Run job ${button.dataset.job} again, as a new job?`
+      : `Continue run ${button.dataset.run}: its child resumes its conversation with this message.`;
+    document.getElementById("again-message").hidden = rerun;
+    again.returnValue = "";
+    again.showModal();
+  }
+  if (again) {
+    again.addEventListener("close", async () => {
+      if (again.returnValue !== "yes") return;
+      const out = document.getElementById("stop-result");
+      say(out, "starting…", "busy");
+      const id = encodeURIComponent(again.dataset.id);
+      const answer = again.dataset.action === "rerun"
+        ? await post(`/api/jobs/${id}/rerun`)
+        : await post(`/api/runs/${id}/continue`, { text: document.getElementById("again-text").value });
+      if (answer.ok) window.location.assign(`/job/${encodeURIComponent(answer.body.jobId)}`);
+      else say(out, answer.body.error, "problem");
+    });
+  }
+
   // The transcript's search: what does not match is hidden (a list item, a paragraph).
   const search = document.getElementById("transcript-search");
   function filter() {
@@ -208,6 +235,8 @@
     if (button.dataset.action === "signout") {
       await post("/signout");
       window.location.assign("/");
+    } else if ((button.dataset.action === "rerun" || button.dataset.action === "continue") && again) {
+      ask(button);
     } else if (button.dataset.action === "stop" && dialog) {
       dialog.dataset.job = button.dataset.job;
       dialog.returnValue = "";
