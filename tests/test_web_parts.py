@@ -395,3 +395,33 @@ def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
     whole = "".join(pieces)
     squeeze = lambda s: re.sub(r"</ul><ul>", "", re.sub(r">\s+<", "><", s))  # noqa: E731 (lists may arrive in pieces)
     assert squeeze(whole) == squeeze(render_transcript("".join(chunks)))
+
+
+def test_a_running_job_shows_how_much_of_its_budgets_is_used(
+    web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), *pi.tool_use(command="make"), {"wait_for": str(gate)}]
+    spec = {
+        "mode": "single",
+        "steps": [{"task": "t", "max_tokens": 50_000, "max_cost": 2.5}],
+        "max_tokens": 200_000,
+    }
+    job = subagents.start(spec, env=fake.env([*steps, *pi.tool_end(), *pi.answer("ok")]))
+    try:
+        assert eventually(lambda: JobStore().load(job.job_id)["runIds"])
+        with web.client() as client:
+            page = client.get(f"/job/{job.job_id}").text
+        meters = dict(re.findall(r'<label data-key="meter-([a-z ]+)">.*?max="([0-9.]+)"', page))
+        assert meters == {
+            "job tokens": "200000.0",
+            "run tokens": "50000.0",
+            "run cost": "2.5",
+        }, meters
+        assert "of 200k" in page and "of $2.50" in page
+    finally:
+        gate.touch()
+        assert job.wait(TIMEOUT) is not None
+    with web.client() as client:
+        assert 'class="budget"' not in client.get(f"/job/{job.job_id}").text  # ended

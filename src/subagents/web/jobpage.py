@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from subagents.core.events import count, number
 from subagents.core.files import read_json
 from subagents.core.records import is_run_result
 from subagents.jobs import TERMINAL, LiveJobs
+from subagents.present.figures import money, tokens
 from subagents.present.jobview import RunRow
 from subagents.web import charts
 from subagents.web.markdown import render
@@ -89,6 +91,39 @@ class Totals:
     cost: float | None
 
 
+@dataclass
+class Meter:
+    """How much of a budget is used: ``used`` of ``limit``, in words ``shown``."""
+
+    what: str
+    used: float
+    limit: float
+    shown: str
+
+
+def _meter(what: str, used: float, limit: object, word: Callable[[float], str]) -> list[Meter]:
+    if not isinstance(limit, int | float) or isinstance(limit, bool) or limit <= 0:
+        return []
+    return [Meter(what, min(used, float(limit)), float(limit), f"{word(used)} of {word(limit)}")]
+
+
+def _meters(data: JobData, totals: Totals) -> list[Meter]:
+    """A running job's budget, and the shown run's, as far as used."""
+    if data.ended:
+        return []
+    job = data.state["plan"].get("budget") or {}
+    out = _meter("job tokens", totals.tokens, job.get("max_tokens"), tokens)
+    out += _meter("job cost", totals.cost or 0.0, job.get("max_cost"), money)
+    row = data.row
+    requests = data.state["plan"].get("requests") or []
+    index = data.rows.index(row) if row is not None else len(requests)
+    if row is not None and row.status not in TERMINAL and index < len(requests):
+        request = requests[index]
+        out += _meter("run tokens", row.tokens, request.get("max_tokens"), tokens)
+        out += _meter("run cost", row.cost or 0.0, request.get("max_cost"), money)
+    return out
+
+
 def _totals(data: JobData) -> Totals:
     state = data.state
     duration = number(state.get("durationMs"))
@@ -142,11 +177,13 @@ def render_live(data: JobData) -> str:
     from subagents.web.council import council_view
 
     council = data.state.get("council")
+    totals = _totals(data)
     return fill(
         "_job_live.html",
         data=data,
         status=str(data.state.get("status") or "pending"),
-        totals=_totals(data),
+        totals=totals,
+        meters=_meters(data, totals),
         timeline=_timeline(data),
         council=council_view(council) if council is not None else None,
         label=label,
