@@ -425,3 +425,18 @@ def test_a_running_job_shows_how_much_of_its_budgets_is_used(
         assert job.wait(TIMEOUT) is not None
     with web.client() as client:
         assert 'class="budget"' not in client.get(f"/job/{job.job_id}").text  # ended
+
+
+def test_runs_are_labelled_by_their_task_and_model(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    spec = {
+        "mode": "parallel",
+        "tasks": [{"task": "Review the <cart>\nin depth", "model": "m-fast"}, {"task": "Fix it"}],
+    }
+    job = finished(pi.answer("x"), spec, tmp_path)
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+    cells = re.findall(r'<td class="task" data-label="task">(.*?)</td>', page)
+    assert cells == ["Review the &lt;cart&gt; (pi · m-fast)", "Fix it (pi)"], cells
+    assert "1. Review the &lt;cart&gt; (pi · m-fast)" in page  # the timeline's label

@@ -143,9 +143,10 @@ def _timeline(data: JobData) -> Markup:
     rows, state = data.rows, data.state
     if len(rows) <= 1 and state.get("mode") not in ("parallel", "chain", "council"):
         return Markup()
+    named = models(data)
     spans = [
         charts.Span(
-            label=f"{i + 1}. {label(r)}",
+            label=f"{i + 1}. {label(r, named[i] if i < len(named) else None)}",
             start=r.started,
             end=None
             if r.status not in TERMINAL or r.started is None
@@ -164,11 +165,18 @@ def _timeline(data: JobData) -> Markup:
     return charts.gantt(spans)
 
 
-def label(row: RunRow) -> str:
-    """A run by what it does: its task (its first line, short) and who does it."""
+def label(row: RunRow, model: object = None) -> str:
+    """A run by what it does: its task (its first line, short) and who does it (its agent,
+    and its model when the plan names one)."""
     task = row.task.strip().splitlines()[0] if row.task.strip() else ""
     task = task if len(task) <= 60 else task[:59] + "…"
-    return f"{task} ({row.agent})" if task else row.agent
+    who = f"{row.agent} · {model}" if isinstance(model, str) and model else row.agent
+    return f"{task} ({who})" if task else who
+
+
+def models(data: JobData) -> list[object]:
+    """Each run's model as its plan names it (None: the backend's default), in run order."""
+    return [r.get("model") for r in data.state["plan"].get("requests") or []]
 
 
 def render_live(data: JobData) -> str:
@@ -184,6 +192,7 @@ def render_live(data: JobData) -> str:
         status=str(data.state.get("status") or "pending"),
         totals=totals,
         meters=_meters(data, totals),
+        models=models(data),
         timeline=_timeline(data),
         council=council_view(council) if council is not None else None,
         label=label,
@@ -279,6 +288,12 @@ def render_run_end(result: RunResult | None, home: Path) -> str:
     )
 
 
+def _model_of(data: JobData) -> object:
+    named = models(data)
+    index = data.rows.index(data.row) if data.row is not None else len(named)
+    return named[index] if index < len(named) else None
+
+
 def render_body(data: JobData, home: Path, **frame: str) -> str:
     """The whole job page (``frame``: the base template's title, csrf, active, name)."""
     row = data.row
@@ -300,5 +315,6 @@ def render_body(data: JobData, home: Path, **frame: str) -> str:
         stream=stream,
         whole=url(f"/runs/{data.run_id}/transcript.md") if data.run_id else "",
         label=label,
+        model=_model_of(data),
         **frame,
     )
