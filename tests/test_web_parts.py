@@ -440,3 +440,20 @@ def test_runs_are_labelled_by_their_task_and_model(
     cells = re.findall(r'<td class="task" data-label="task">(.*?)</td>', page)
     assert cells == ["Review the &lt;cart&gt; (pi · m-fast)", "Fix it (pi)"], cells
     assert "1. Review the &lt;cart&gt; (pi · m-fast)" in page  # the timeline's label
+
+
+def test_a_transcripts_commands_are_verbatim_and_tool_output_collapsed() -> None:
+    from subagents.web.markdown import render_transcript
+
+    html = render_transcript(
+        "- $ rm -f *.pyc && grep __init__ x.py https://example.com `q`\n- Command finished\n"
+        "- ✗ $ make\n\n  ```\n  error: <b>x</b>\n  ```\n\n\nThe **child** says\n\n```py\nx = 1\n```\n"
+    )
+    assert (
+        "<code>$ rm -f *.pyc &amp;&amp; grep __init__ x.py https://example.com `q`</code>" in html
+    )
+    assert "<strong>init</strong>" not in html and "<a " not in html
+    assert '<details class="output"><summary>output (1 line)</summary><pre><code>' in html
+    assert "error: &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
+    assert "<strong>child</strong>" in html  # the child's own Markdown is still Markdown
+    assert html.count("<details") == 1  # its own code block is not a tool's output
