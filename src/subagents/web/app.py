@@ -43,7 +43,7 @@ from subagents.errors import (
     UsageError,
     WorktreeError,
 )
-from subagents.jobs import LiveJobs, read_run
+from subagents.jobs import JobStore, LiveJobs, read_run
 from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
@@ -115,8 +115,7 @@ def _frame(request: Request, title: str, active: str, name: str) -> dict[str, st
 class WebApp:
     def __init__(self, home: Path) -> None:
         self.home = home
-        self.live = LiveJobs(home)
-        self.store = self.live.store
+        self.store = JobStore(home)
         # Set as the server stops: open streams end at their next wake.
         self.stopping = threading.Event()
         self.watcher = StoreWatcher(home, self.stopping)
