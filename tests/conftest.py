@@ -6,6 +6,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.fake import Fake
@@ -102,3 +103,20 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+# The web dashboard's tests (support/webserver.py): its app served, and one chromium a module.
+@pytest.fixture
+def web(isolated_state: Path) -> Iterator[Any]:
+    from support.webserver import web_server
+
+    with web_server(isolated_state) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from support.webserver import chromium
+
+    with chromium() as driver:
+        yield driver

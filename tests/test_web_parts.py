@@ -6,11 +6,8 @@ transcript rendered piece by piece as it grows."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -24,19 +21,13 @@ from support.checks import eventually
 from support.cli import cli
 from support.fake import Fake, script_launcher
 from support.git import git_repo
-from support.webserver import TOKEN, Web, web_server
+from support.webserver import TOKEN, Web, web_command
 
 import subagents
 from subagents.jobs import JobStore
 from subagents.present.figures import money
 
 TIMEOUT = 60
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -118,21 +109,10 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused(web: Web) -> N
 
 @pytest.mark.process
 def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_state: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_WEB_TOKEN"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
+    with web_command({"SUBAGENTS_WEB_TOKEN": ""}) as (proc, base, line):
+        found = re.search(r"/\?token=(\S+)", line)
         assert found, line
-        base, token = found.group(1), found.group(3)
+        token = found.group(1)
         assert len(token) >= 32 and "SUBAGENTS_WEB_TOKEN" in line
         with httpx2.Client(base_url=base, timeout=30) as client:
             assert client.get("/").status_code == 401
@@ -144,11 +124,7 @@ def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_stat
                 assert first.startswith("retry:")
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(15) == 0
-        assert proc.stderr.read() == ""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        assert proc.stderr is not None and proc.stderr.read() == ""
 
 
 @pytest.mark.process
@@ -183,8 +159,8 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     with web.client() as client:
         page = client.get("/cost").text
     tables = _cost_tables(page)
-    assert set(tables) == {"day", "backend", "agent", "repo"}
-    assert page.count("<svg") == 4
+    assert set(tables) == {"day", "backend", "model", "agent", "repo"}
+    assert page.count("<svg") == 5
     for by, rows in tables.items():
         report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
         expected = [
@@ -406,7 +382,7 @@ def test_a_council_without_a_verdict_says_why_and_escapes_every_value() -> None:
 
 
 def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
-    from subagents.web.markdown import render
+    from subagents.web.markdown import render_transcript
     from subagents.web.transcript import read_piece
 
     chunks = [
@@ -428,4 +404,68 @@ def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
     assert pieces[5] == "" and "print(1)\n\nx = 2" in pieces[6]
     whole = "".join(pieces)
     squeeze = lambda s: re.sub(r"</ul><ul>", "", re.sub(r">\s+<", "><", s))  # noqa: E731 (lists may arrive in pieces)
-    assert squeeze(whole) == squeeze(render("".join(chunks)))
+    assert squeeze(whole) == squeeze(render_transcript("".join(chunks)))
+
+
+@pytest.mark.process
+def test_a_running_job_shows_how_much_of_its_budgets_is_used(
+    web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), *pi.tool_use(command="make"), {"wait_for": str(gate)}]
+    spec = {
+        "mode": "single",
+        "steps": [{"task": "t", "max_tokens": 50_000, "max_cost": 2.5}],
+        "max_tokens": 200_000,
+    }
+    job = subagents.start(spec, env=fake.env([*steps, *pi.tool_end(), *pi.answer("ok")]))
+    try:
+        assert eventually(lambda: JobStore().load(job.job_id)["runIds"])
+        with web.client() as client:
+            page = client.get(f"/job/{job.job_id}").text
+        meters = dict(re.findall(r'<label data-key="meter-([a-z ]+)">.*?max="([0-9.]+)"', page))
+        assert meters == {
+            "job tokens": "200000.0",
+            "run tokens": "50000.0",
+            "run cost": "2.5",
+        }, meters
+        assert "of 200k" in page and "of $2.50" in page
+    finally:
+        gate.touch()
+        assert job.wait(TIMEOUT) is not None
+    with web.client() as client:
+        assert 'class="budget"' not in client.get(f"/job/{job.job_id}").text  # ended
+
+
+@pytest.mark.process
+def test_runs_are_labelled_by_their_task_and_model(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    spec = {
+        "mode": "parallel",
+        "tasks": [{"task": "Review the <cart>\nin depth", "model": "m-fast"}, {"task": "Fix it"}],
+    }
+    job = finished(pi.answer("x"), spec, tmp_path)
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+    cells = re.findall(r'<td class="task" data-label="task">(.*?)</td>', page)
+    assert cells == ["Review the &lt;cart&gt; (pi · m-fast)", "Fix it (pi)"], cells
+    assert "1. Review the &lt;cart&gt; (pi · m-fast)" in page  # the timeline's label
+
+
+def test_a_transcripts_commands_are_verbatim_and_tool_output_collapsed() -> None:
+    from subagents.web.markdown import render_transcript
+
+    html = render_transcript(
+        "- $ rm -f *.pyc && grep __init__ x.py https://example.com `q`\n- Command finished\n"
+        "- ✗ $ make\n\n  ```\n  error: <b>x</b>\n  ```\n\n\nThe **child** says\n\n```py\nx = 1\n```\n"
+    )
+    assert (
+        "<code>$ rm -f *.pyc &amp;&amp; grep __init__ x.py https://example.com `q`</code>" in html
+    )
+    assert "<strong>init</strong>" not in html and "<a " not in html
+    assert '<details class="output"><summary>output (1 line)</summary><pre><code>' in html
+    assert "error: &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
+    assert "<strong>child</strong>" in html  # the child's own Markdown is still Markdown
+    assert html.count("<details") == 1  # its own code block is not a tool's output
