@@ -171,12 +171,14 @@ CASES: dict[str, tuple[str, Case]] = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_captured_stream_conforms(name: str, tmp_path: Path) -> None:
     backend, case = CASES[name]
     assert not check_backend(backend, [case], tmp_path)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "name", ["claude.maxturns", "codex.error400", "gemini.error400", "opencode.error400"]
 )
@@ -206,6 +208,7 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
     return result
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("backend", ["codex", "opencode"])
 def test_requested_model_is_not_assumed(backend: str, tmp_path: Path) -> None:
     """Codex and OpenCode name no model in their stream: the result's model stays null."""
@@ -392,6 +395,7 @@ def notify(method: str, **params: Any) -> dict[str, Any]:
     return {"method": method, "params": params}
 
 
+@pytest.mark.process
 def test_codex_error_notice_then_completed_turn_is_completed(tmp_path: Path) -> None:
     """An error codex retries is a notice; the turn completing after it is the end."""
     lines = [

@@ -4,6 +4,7 @@ supervisor, a run on a Ray node) -- records written before the seam included."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -12,13 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import psutil
 import pytest
-from conftest import Fake, eventually
+from support import pistream as pi
+from support.checks import eventually
+from support.fake import Fake
 
 from subagents import api
 from subagents.config import Settings
+from subagents.core.upgrade import upgrade_job
 from subagents.jobs import JobPlan
 from subagents.launchers import (
     SUPERVISOR_FILE,
@@ -103,16 +106,21 @@ def test_a_job_recorded_before_placements_reads_as_it_ran() -> None:
         "session": "s",
         "extra": {},
     }
-    plan = JobPlan.from_record(old)
+
+    def read(plan: dict[str, Any]) -> JobPlan:  # as the store reads job.json (core.upgrade)
+        return JobPlan.from_record(upgrade_job({"plan": copy.deepcopy(plan)})["plan"])
+
+    plan = read(old)
     assert plan.placement == Placement("tmux")
     assert [r.task for r in plan.requests] == ["a", "b {previous}"]
     assert (plan.settings.grace, plan.settings.bins) == (0.5, {"pi": "/opt/pi"})
     old["requests"] = [{**r, "runner": None} for r in old["requests"]]
-    assert JobPlan.from_record(old).placement == Placement("process")
+    assert read(old).placement == Placement("process")
     old["limits"] = {**old["limits"], "executor": "ray", "ray_address": "h:1"}
-    assert JobPlan.from_record(old).placement == Placement("ray", "h:1")
+    assert read(old).placement == Placement("ray", "h:1")
 
 
+@pytest.mark.process
 def test_a_local_runs_record_is_its_supervisor(fake: Fake) -> None:
     handle = fake.start([*pi.start(), {"sleep": 30}])
     try:
@@ -136,6 +144,7 @@ def relay() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
+@pytest.mark.process
 def test_a_ray_record_written_before_the_seam_is_read(
     tmp_path: Path, relay: subprocess.Popen[bytes]
 ) -> None:
@@ -167,6 +176,7 @@ def test_a_ray_record_written_before_the_seam_is_read(
     assert RunMonitor(tmp_path).supervisor_alive() is False
 
 
+@pytest.mark.process
 def test_a_ray_record_never_names_a_pid_as_its_supervisor(
     tmp_path: Path, relay: subprocess.Popen[bytes]
 ) -> None:
@@ -204,4 +214,5 @@ def test_a_ray_placement_says_whether_the_working_directory_travels() -> None:
     assert not Placement("process").ships_cwd and not Placement("tmux").ships_cwd
     # A ray job recorded before repositories travelled ran on a shared filesystem.
     old: PlacementRecord = {"launcher": "ray", "ray_address": "h:1"}
-    assert Placement.from_record(old) == Placement("ray", "h:1", ray_shared_cwd=True)
+    plan = upgrade_job({"plan": {"requests": [], "limits": {}, "placement": dict(old)}})["plan"]
+    assert Placement.from_record(plan["placement"]) == Placement("ray", "h:1", ray_shared_cwd=True)

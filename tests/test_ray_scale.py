@@ -35,13 +35,15 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from support.checks import eventually  # noqa: E402
 
-from subagents import api  # noqa: E402
+from subagents import api, service  # noqa: E402
 from subagents.config import Settings  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
 from subagents.runs import RunRequest, start  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 LOOPBACK = "127.0.0.1"
 UNITS = 8
@@ -255,7 +257,7 @@ def test_a_restarted_driver_takes_its_runs_up(
         ray_shared_cwd=True,
         background=True,
     )
-    api.start_background(job)
+    service.start_background(job)
     job_dir = job.store.dir / job.job_id
 
     def started() -> int:

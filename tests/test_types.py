@@ -12,9 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, fits
+from support import pistream as pi
+from support.checks import eventually, fits
+from support.fake import Fake
 
 import subagents
 from subagents import types
@@ -42,6 +43,7 @@ EVENT_TYPES = {
 }
 
 
+@pytest.mark.process
 def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
     thought = pi.assistant(
         [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Done."}], "stop"
@@ -108,6 +110,7 @@ def events_text(run_dir: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+@pytest.mark.process
 def test_a_job_and_its_records_fit_their_types(
     fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
 ) -> None:
@@ -181,6 +184,7 @@ CALLER = """
 """
 
 
+@pytest.mark.process
 def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
     source = textwrap.dedent(CALLER).splitlines()
     caller = tmp_path / "caller.py"

@@ -28,8 +28,9 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually, fits, git, git_repo, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from support.checks import eventually, fits, needs_pi  # noqa: E402
+from support.git import git, git_repo  # noqa: E402
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -50,7 +51,7 @@ from subagents.types import (  # noqa: E402
     RayUnit,
 )
 
-pytestmark = needs_pi
+pytestmark = [pytest.mark.ray, pytest.mark.e2e, pytest.mark.xdist_group("ray"), needs_pi]
 LOOPBACK = "127.0.0.1"
 PI_UNITS = 3
 FINAL = "Found: {tool_output}"
