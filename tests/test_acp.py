@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
+from support.cli import invoke
 
 from subagents.backends import get_backend
 from subagents.backends.acpnorm import AcpNormalizer
@@ -23,8 +23,7 @@ from subagents.config import AcpPreset, Settings
 from subagents.errors import UsageError
 from subagents.runs import RunRequest, start
 
-AGENT = Path(__file__).parent / "acpagent.py"
-CLI = [sys.executable, "-m", "subagents.cli"]
+AGENT = Path(__file__).parent / "support" / "acpagent.py"
 
 
 def agent_command(*args: str) -> str:
@@ -241,6 +240,7 @@ def test_continue_is_refused_where_the_agent_cannot_load(tmp_path: Path) -> None
 # ---- the client side, through a real supervisor ----------------------------------------
 
 
+@pytest.mark.process
 def test_files_and_permissions_inside_the_tree_only(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -263,6 +263,7 @@ def test_files_and_permissions_inside_the_tree_only(tmp_path: Path) -> None:
     assert any(n.startswith("permission denied: edit") and "outside" in n for n in notices)
 
 
+@pytest.mark.process
 def test_a_symlink_out_of_the_tree_is_outside(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -273,6 +274,7 @@ def test_a_symlink_out_of_the_tree_is_outside(tmp_path: Path) -> None:
     assert "error" in got["write_outside"] and not (tmp_path / "secret" / "x.txt").exists()
 
 
+@pytest.mark.process
 def test_policy_deny_denies_every_permission(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -284,6 +286,7 @@ def test_policy_deny_denies_every_permission(tmp_path: Path) -> None:
     assert got["permission_outside"]["outcome"]["optionId"] == "no"
 
 
+@pytest.mark.process
 def test_a_users_preset_from_config(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -296,17 +299,6 @@ def test_a_users_preset_from_config(tmp_path: Path) -> None:
 
 
 # ---- bad input --------------------------------------------------------------------------
-
-
-def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-    )
 
 
 @pytest.mark.parametrize(
@@ -322,7 +314,7 @@ def cli(args: list[str], env: dict[str, str] | None = None) -> subprocess.Comple
 def test_bad_input_is_one_line_and_exit_2(
     args: list[str], needle: str, isolated_state: Path
 ) -> None:
-    p = cli(["run", *args, "x"], {"SUBAGENTS_ACP_GEMINI_BIN": sys.executable})
+    p = invoke(["run", *args, "x"], {"SUBAGENTS_ACP_GEMINI_BIN": sys.executable})
     assert p.returncode == 2, p.stderr
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert len(lines) == 1 and needle in lines[0], p.stderr
@@ -330,6 +322,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert not (isolated_state / "runs").exists() or not any((isolated_state / "runs").iterdir())
 
 
+@pytest.mark.process
 def test_a_command_that_is_no_acp_agent(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -348,6 +341,7 @@ def test_a_command_that_is_no_acp_agent(tmp_path: Path) -> None:
         assert result["diagnostics"] and child_gone(dict(result))
 
 
+@pytest.mark.process
 def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     settings = Settings(acp_init_timeout=1.0, grace=0.25, kill_grace=1.0)
     result = run_fake(tmp_path, "silent", settings=settings)
@@ -359,6 +353,7 @@ def test_an_agent_that_never_answers_initialize(tmp_path: Path) -> None:
     assert result["diagnostics"] and child_gone(result)
 
 
+@pytest.mark.process
 def test_another_protocol_version(tmp_path: Path) -> None:
     result = run_fake(tmp_path, "version2")
     assert result["status"] == "failed"
@@ -397,6 +392,7 @@ def test_presets_in_config_from_the_user_only(tmp_path: Path) -> None:
         load_settings(project, env)
 
 
+@pytest.mark.process
 def test_doctor_lists_each_preset_with_what_it_advertises(tmp_path: Path) -> None:
     from subagents.cli.doctor import check_backend, check_backends
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_live import Live
+from support.liverun import Live
 
 import subagents
 from subagents.config import Settings

@@ -10,6 +10,8 @@ import pytest
 
 from subagents.testing.conformance import Case, check_backend
 
+pytestmark = pytest.mark.process
+
 ACP = Path(__file__).parent / "fixtures" / "streams" / "acp"
 
 

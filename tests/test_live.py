@@ -13,19 +13,18 @@ import contextlib
 import json
 import shutil
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.checks import eventually
+from support.liverun import Live
 
 import subagents
 from subagents.config import Settings
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import MessageRefused
-from subagents.runs import RunHandle, RunRequest, start
+from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.e2e
 
@@ -55,32 +54,6 @@ def needs(name: str) -> Any:
 
 def cli(*names: str) -> list[Any]:
     return [pytest.param(n, marks=needs(n)) for n in names]
-
-
-@dataclass
-class Live:
-    handle: RunHandle
-    srv: MockModelServer
-
-    def events(self) -> list[dict[str, Any]]:
-        path = self.handle.run_dir / "events.jsonl"
-        text = path.read_text() if path.exists() else ""
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-    def wait_for(self, kind: str, count: int = 1) -> None:
-        assert eventually(
-            lambda: sum(e["type"] == kind for e in self.events()) >= count, timeout=90
-        ), f"no {kind} event: {[e['type'] for e in self.events()]}"
-
-    def result(self) -> dict[str, Any]:
-        result = self.handle.wait(timeout=120)
-        assert result is not None, "the run did not finish"
-        return result
-
-    def request(self, n: int) -> str:
-        """The ``n``-th model request (from 0), as JSON text."""
-        assert eventually(lambda: len(self.srv.requests) > n, timeout=60)
-        return json.dumps(self.srv.requests[n])
 
 
 @contextlib.contextmanager
