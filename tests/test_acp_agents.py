@@ -25,6 +25,8 @@ from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.demo.mockmodel.acpclis import ACP_WRITERS, SHELL_TOOL
 from subagents.runs import RunRequest, start
 
+pytestmark = pytest.mark.e2e
+
 BINARIES = {"gemini": "gemini", "qwen": "qwen", "claude": "claude-agent-acp"}
 FINAL = "Listed: {tool_output}."
 STEER = "stop looping and say banana"
