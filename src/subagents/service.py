@@ -315,6 +315,7 @@ __all__ = [
     "EventSink",
     "Job",
     "JobDocument",
+    "JobPlan",
     "JobSpec",
     "JobStore",
     "LiveJobs",
