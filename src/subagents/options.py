@@ -280,11 +280,12 @@ class JobOptions:
         check_fields(self, JobOptions)
 
 
+# Where a settings option is not offered: the settings are the caller's own, not a job's.
 _CALLERS = (
-    ("mcp", "the server's own settings"),
+    ("mcp", "the server's config"),
     ("api", "prepare_job's keywords"),
     ("pi", "the engine's config"),
-    ("plan", "the caller's settings, not the job's"),
+    ("plan", "a caller's, not a job's"),
 )
 
 
