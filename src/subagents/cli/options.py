@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args, get_origin
 
 import click
 
+from subagents.cli.app import fail
 from subagents.options import Spec, job_specs, specs, step_specs
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def chosen(values: dict[str, Any]) -> Chosen:
     runner, executor = values.get("runner"), values.get("executor")
     if launcher is not None and (runner or executor):
         given = "--runner" if runner else "--executor"
-        raise click.UsageError(f"--launcher and {given} say the same: give one")
+        fail(f"--launcher and {given} say the same: give one")
     if launcher == "ray":
         executor = "ray"
     elif launcher is not None:
