@@ -215,3 +215,32 @@ def test_a_run_through_the_launcher_flag_records_that_launcher(fake: Fake) -> No
     assert plan["requests"][0]["stall_timeout"] == 60
     meta = json.loads(Path(result["paths"]["events"]).with_name("meta.json").read_text())
     assert meta["stallTimeout"] == 60
+
+
+# ---- an option added as docs/design.md says: one field, its backend lines --------------------
+
+
+def test_thinking_is_a_step_option_on_every_face(fake: Fake, isolated_state: Path) -> None:
+    """``thinking`` (before: an agent's only) is given on the command line and reaches the
+    child's argv; a backend without thinking levels refuses it in one line."""
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer("fine"))}
+    cli = [sys.executable, "-m", "subagents.cli", "run", "--json"]
+    p = subprocess.run(
+        [*cli, "--thinking", "high", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, **env},
+    )
+    assert p.returncode == 0, p.stderr
+    meta = json.loads(
+        Path(json.loads(p.stdout)["paths"]["events"]).with_name("meta.json").read_text()
+    )
+    assert meta["argv"][meta["argv"].index("--thinking") + 1] == "high"
+    refused = CliRunner().invoke(main, ["run", "--backend", "claude", "--thinking", "high", "x"])
+    assert refused.exit_code == 2
+    assert refused.output.strip() == (
+        "subagents: backend claude has no thinking level setting;"
+        " drop 'thinking' (or the agent's) or choose another backend"
+    )
+    assert "thinking" in SubagentArgs.model_fields and "thinking" in StepArg.model_fields

@@ -138,6 +138,12 @@ class RunOptions:
     model: str | None = option(
         "Model (for pi: provider/id).", check=_text, short="-m", supervisor="requestedModel"
     )
+    thinking: str | None = option(
+        "How hard the child's model thinks, in its CLI's words (pi: off, minimal, low, medium,"
+        " high, xhigh). Default: the agent's.",
+        check=_text,
+        supervisor="command",
+    )
     # (Seconds: a document's ``true`` is no number of seconds; pydantic would make it 1.)
     timeout: Annotated[float | None, Seconds] = option(
         "Wall-clock limit per run in seconds (status 'timeout', exit 124).",

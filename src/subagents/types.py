@@ -619,6 +619,7 @@ class RunOptionsDict(TypedDict, total=False):
     agent: str | None
     backend: str | None
     model: str | None
+    thinking: str | None
     timeout: float | None
     isolate: Literal["worktree"] | None
     stall_timeout: float | None
@@ -639,7 +640,6 @@ class RunRequestRecord(RunOptionsDict):
     cwd: str | None
     tools: list[str] | None
     system_prompt: str | None
-    thinking: str | None
     agent_source: str | None
     job_id: str | None
     env: dict[str, str]

@@ -145,7 +145,7 @@ def plan(
             timeout=step.timeout or (agent.timeout if agent else None),
             tools=list(agent.tools) if agent and agent.tools is not None else None,
             system_prompt=(agent.system_prompt or None) if agent else None,
-            thinking=agent.thinking if agent else None,
+            thinking=step.thinking or (agent.thinking if agent else None),
             agent=agent.name if agent else None,
             agent_source=_source_of(agent) if agent else None,
             env=dict(extra_env or {}),

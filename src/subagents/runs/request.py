@@ -24,7 +24,6 @@ class RunRequest(RunOptions):
     cwd: str | None = None
     tools: list[str] | None = None
     system_prompt: str | None = None
-    thinking: str | None = None
     agent_source: str | None = None
     job_id: str | None = None
     env: dict[str, str] = field(default_factory=dict)
