@@ -43,7 +43,9 @@ FACES: tuple[Face, ...] = ("cli", "mcp", "api", "pi", "plan")
 Check = Callable[[object], str | None]
 
 
-@dataclass(frozen=True)
+# (Only __init__ generated, here and below: each generated method costs the command line's
+# start an exec.)
+@dataclass(repr=False, eq=False)
 class Option:
     """One option: what every face needs to offer it (its field's name, type and default
     come from the dataclass field it describes)."""
@@ -114,7 +116,7 @@ _USD = (("exclusiveMinimum", 0),)
 # ---- the options ------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(init=False, repr=False, eq=False)  # made as a Step or a RunRequest
 class RunOptions:
     """What a caller may choose for each run: a step's options, and the run request's."""
 
@@ -217,7 +219,7 @@ class RunOptions:
         check_fields(self, RunOptions)
 
 
-@dataclass
+@dataclass(init=False, repr=False, eq=False)  # made as a JobSpec
 class JobOptions:
     """What a caller may choose for a job as a whole."""
 
@@ -295,7 +297,7 @@ _CALLERS = (
 )
 
 
-@dataclass
+@dataclass(init=False, repr=False, eq=False)  # never made: its fields are the definitions
 class SettingsOptions:
     """What a caller may override of the settings for one job (config.toml's, else the
     defaults): the command line's, and ``api.prepare_job``'s keywords."""
@@ -348,7 +350,7 @@ def check_fields(obj: object, cls: type) -> None:
 # ---- the options as the faces see them ---------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(repr=False, eq=False)
 class Spec:
     """One option, resolved: its field, its type and every face's name for it."""
 

@@ -49,7 +49,7 @@ def run_options(fn: F) -> F:
     return fn
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Chosen:
     """What `run`'s flags chose, by where each applies: each step's options, the job's,
     and the settings' (``api.prepare_job``'s keywords)."""

@@ -28,10 +28,9 @@ each task everything it needs. Long work: pass `background: true`, then `subagen
 the named agents (model, tools, system prompt) you can pass as `agent`."""
 
 
-def _names(specs: tuple[Spec, ...], mark: str = "") -> str:
-    return ", ".join(
-        f"`{s.name}`{mark}" if not mark else f"{s.name}{mark}" for s in specs if s.on("mcp")
-    )
+def _names(specs: tuple[Spec, ...], form: str = "`{}`") -> str:
+    """The names on this tool of these options, each in ``form``, joined."""
+    return ", ".join(form.format(s.name) for s in specs if s.on("mcp"))
 
 
 SUBAGENT_DESCRIPTION = f"""\
@@ -41,7 +40,7 @@ Give exactly one of:
 - `task` (+ optional `agent`): one task;
 - `tasks`: several independent tasks run side by side (answers come back in the same order);
 - `chain`: steps run one after another; `{{previous}}` in a step is replaced by the previous answer.
-Items of `tasks`/`chain` are strings or {{task, cwd?, {_names(step_specs(), "?")}}}.
+Items of `tasks`/`chain` are strings or {{task, cwd?, {_names(step_specs(), "{}?")}}}.
 Top-level {_names(step_specs())} apply to every step that does not set its own.
 The job's own: {_names(job_specs())} (`job_max_*` bound its runs together; `judge` and
 `quorum` are a council's). `isolate: "worktree"` gives each run its own git worktree
