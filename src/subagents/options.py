@@ -18,6 +18,8 @@ Standard library only, and nothing heavy: the command line's start path imports 
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable
 from dataclasses import KW_ONLY, MISSING, Field, dataclass, field, fields
 from functools import cache
@@ -381,21 +383,14 @@ class Spec:
 
 
 def value_type(tp: Any) -> Any:
+    """A field's type as a value of it has it: without Annotated's metadata and without
+    None (``Annotated[float | None, Seconds]`` → ``float``; ``str | dict | None`` → ``str | dict``)."""
     if get_origin(tp) is Annotated:
         tp = get_args(tp)[0]
     args = [a for a in get_args(tp) if a is not type(None)]
-    if get_origin(tp) is Literal or not args:
+    if get_origin(tp) is Literal or len(args) == len(get_args(tp)):
         return tp
-    if len(args) == 1:
-        return args[0]
-    return tp if type(None) not in get_args(tp) else _union(args)
-
-
-def _union(args: list[Any]) -> Any:
-    out = args[0]
-    for a in args[1:]:
-        out = out | a
-    return out
+    return functools.reduce(operator.or_, args)
 
 
 @cache
@@ -417,14 +412,6 @@ def step_specs() -> tuple[Spec, ...]:
 
 def job_specs() -> tuple[Spec, ...]:
     return specs(JobOptions)
-
-
-def spec_named(name: str, scope: Scope | None = None) -> Spec | None:
-    """The option a face's name (``max_turns``, ``job_max_turns``) or a field names."""
-    for s in specs():
-        if (scope is None or s.scope == scope) and name in (s.name, s.field):
-            return s
-    return None
 
 
 def field_default(f: Field[Any]) -> Any:
@@ -449,7 +436,6 @@ __all__ = [
     "field_default",
     "job_specs",
     "option",
-    "spec_named",
     "specs",
     "step_specs",
 ]
