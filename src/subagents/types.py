@@ -12,6 +12,7 @@ and says which one it is.
 
 # No ``from __future__ import annotations``: the annotations are evaluated, so that
 # ``__required_keys__`` and ``get_type_hints`` (and pydantic) see NotRequired at run time.
+from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
+    "RunOptionsDict",
     "RunPaths",
     "RunRequestRecord",
     "RunResult",
@@ -611,35 +613,43 @@ class PlacementRecord(TypedDict):
     ray_shared_cwd: NotRequired[bool]
 
 
-class RunRequestRecord(TypedDict):
-    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it)."""
+class RunOptionsDict(TypedDict, total=False):
+    """A run's options (``options.RunOptions``, where each is defined, checked and described)
+    as keywords: ``subagents.run(task, **options)``, ``subagents.start``, and the requests a
+    job's record keeps. tests/test_options.py holds its keys to ``RunOptions``' fields."""
 
-    task: str
+    agent: str | None
     backend: str | None
     model: str | None
-    cwd: str | None
-    timeout: float | None
-    tools: list[str] | None
-    system_prompt: str | None
     thinking: str | None
-    agent: str | None
-    agent_source: str | None
-    job_id: str | None
-    env: dict[str, str]
-    isolate: str | None
+    timeout: float | None
+    isolate: Literal["worktree"] | None
     stall_timeout: float | None
-    on_stall: str | None
+    on_stall: OnStall | None
     tool_timeout: float | None
-    continue_from: str | None
-    # The processes the job is bound to (--parent-pid): its runs end when one does.
-    watch: list[ProcessIdentity]
-    # The run's budget, and what its job had used before it.
     max_turns: int | None
     max_tokens: int | None
     max_cost: float | None
+    # A file, JSON text or the schema (in a job's record: the schema, read and checked).
+    output_schema: str | Mapping[str, object] | None
+
+
+class RunRequestRecord(RunOptionsDict):
+    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it): its options
+    (each absent from records written before it was one: read with .get), and these."""
+
+    task: str
+    cwd: str | None
+    tools: list[str] | None
+    system_prompt: str | None
+    agent_source: str | None
+    job_id: str | None
+    env: dict[str, str]
+    continue_from: str | None
+    # The processes the job is bound to (--parent-pid): its runs end when one does.
+    watch: list[ProcessIdentity]
+    # What the run's job had used before it (absent before budgets: read with .get).
     job_used: dict[str, float] | None
-    # --output-schema: the checked schema the answer must satisfy.
-    output_schema: JsonObject | None
 
 
 class JobPlanRecord(TypedDict):

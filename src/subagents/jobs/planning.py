@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
-from subagents.errors import FieldProblem, PlanError, UsageError
+from subagents.errors import FieldProblem, Loc, PlanError, UsageError
 from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
@@ -95,11 +95,13 @@ def plan(
     n = len(spec.steps)
     if spec.mode in ("parallel", "council") and n > settings.max_parallel_tasks:
         raise PlanError(
-            f"tasks: {n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)"
+            f"{n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)",
+            ("tasks",),
         )
     if n > settings.max_spawns_per_job:
         raise PlanError(
-            f"tasks: {n} runs exceed the spawn cap of {settings.max_spawns_per_job} per job (max_spawns_per_job)"
+            f"{n} runs exceed the spawn cap of {settings.max_spawns_per_job} per job (max_spawns_per_job)",
+            ("tasks",),
         )
     key = "tasks" if spec.mode == "parallel" else "steps"
     requests: list[RunRequest] = []
@@ -110,7 +112,7 @@ def plan(
         if spec.judge is not None:
             steps.append(_judge_step(spec))
     for i, step in enumerate(steps):
-        where = f"{key}.{i}" if i < n else "judge"
+        where: Loc = (key, i) if i < n else ("judge",)
         agent = None
         agent_name = step.agent or settings.default_agent
         if agent_name:
@@ -121,12 +123,12 @@ def plan(
             try:
                 agent = get_agent(agent_name, base, settings.agent_scope, env)
             except AgentError as exc:
-                raise PlanError(f"{where}.agent: {exc}") from None
+                raise PlanError(str(exc), (*where, "agent")) from None
         step_cwd = Path(step.cwd).expanduser() if step.cwd else base
         if not step_cwd.is_absolute():
             step_cwd = base / step_cwd
         if not step_cwd.is_dir():
-            raise PlanError(f"{where}.cwd: directory does not exist: {step_cwd}")
+            raise PlanError(f"directory does not exist: {step_cwd}", (*where, "cwd"))
         req = RunRequest(
             task=step.task,
             backend=step.backend or (agent.backend if agent else None),
@@ -135,7 +137,7 @@ def plan(
             timeout=step.timeout or (agent.timeout if agent else None),
             tools=list(agent.tools) if agent and agent.tools is not None else None,
             system_prompt=(agent.system_prompt or None) if agent else None,
-            thinking=agent.thinking if agent else None,
+            thinking=step.thinking or (agent.thinking if agent else None),
             agent=agent.name if agent else None,
             agent_source=_source_of(agent) if agent else None,
             env=dict(extra_env or {}),
@@ -151,12 +153,12 @@ def plan(
         try:
             req.output_schema = _schema(step, agent, settings, base)
         except UsageError as exc:
-            raise PlanError(f"{where}.output_schema: {exc}") from None
+            raise PlanError(str(exc), (*where, "output_schema")) from None
         try:
             # {previous} is only known at run time; check the step with a stand-in.
             check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
         except UsageError as exc:
-            raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
+            raise PlanError(str(exc), (*where, *exc.loc) if exc.loc else ()) from None
         requests.append(req)
     concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
     budget = spec.budget()
@@ -177,7 +179,7 @@ def _judge_step(spec: JobSpec) -> Step:
     try:
         who = member_step(spec.judge, known_backends())
     except FieldProblem as exc:
-        raise PlanError(f"judge: {exc.problem}") from None
+        raise PlanError(exc.problem, ("judge",)) from None
     return Step(
         task=JUDGE_TASK,
         agent=who.get("agent"),
@@ -217,8 +219,9 @@ def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
         backend = get_backend(req.backend or settings.default_backend)
         if not backend.reports_cost:
             raise PlanError(
-                f"max_cost: {backend.name} reports no cost, so the job's cost limit cannot be"
-                " counted (bound its tokens with max_tokens instead)"
+                f"{backend.name} reports no cost, so the job's cost limit cannot be"
+                " counted (bound its tokens with max_tokens instead)",
+                ("max_cost",),
             )
 
 
