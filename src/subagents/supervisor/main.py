@@ -42,7 +42,7 @@ from subagents.core.procs import (
     when_gone,
 )
 from subagents.supervisor.child import environment, spawn
-from subagents.supervisor.lines import READ_SIZE, Lines
+from subagents.supervisor.lines import READ_SIZE, Lines, read_ready
 from subagents.supervisor.live import Live
 from subagents.supervisor.outcome import Ended, decide, with_write_error
 from subagents.supervisor.phase import DRAIN_AFTER_EXIT, Deadlines, Phase
@@ -519,40 +519,16 @@ class Supervisor:
 
     def read_out(self, fd: int, sel: selectors.BaseSelector) -> None:
         # Read everything available now so a chatty child never backs up its pipe.
-        # One reused buffer: a fresh megabyte per read would cost page faults.
-        chunk = self.chunk
-        while True:
-            try:
-                n = os.readv(fd, [chunk])
-            except BlockingIOError:
-                break
-            except OSError:
-                n = 0
-            if not n:
-                self.eof = True
-                sel.unregister(fd)
-                break
-            self.on_data(n)
-            if n < READ_SIZE:
-                break
+        if read_ready(fd, self.chunk, self.on_data):
+            self.eof = True
+            sel.unregister(fd)
         self.flush()
 
     def read_err(self, fd: int, sel: selectors.BaseSelector | None) -> None:
         chunk = self.chunk
-        while True:
-            try:
-                n = os.readv(fd, [chunk])
-            except (BlockingIOError, ValueError):
-                return
-            except OSError:
-                n = 0
-            if not n:
-                if sel is not None:
-                    sel.unregister(fd)
-                return
-            self.rec.stderr_log.write(memoryview(chunk)[:n])
-            if n < READ_SIZE:
-                return
+        ended = read_ready(fd, chunk, lambda n: self.rec.stderr_log.write(memoryview(chunk)[:n]))
+        if ended and sel is not None:
+            sel.unregister(fd)
 
     def read_signals(self, wake_r: int) -> None:
         with contextlib.suppress(BlockingIOError):
