@@ -4,6 +4,7 @@ its deadlines, the outcome of an ended run, and what a normalizer's ``feed`` ret
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,6 +17,7 @@ from subagents.supervisor.spec import RunSpec
 
 if TYPE_CHECKING:
     from subagents.supervisor.phase import PhaseName
+    from subagents.types import JsonObject
 
 PHASES: list[PhaseName] = list(NEXT)
 
@@ -258,3 +260,28 @@ def test_feed_reports_the_turns_state_and_a_started_turn_clears_it() -> None:
     assert norm.held_input() is not None  # the follow-up not echoed yet: claude holds it
     fed = norm.feed({"type": "user", "isReplay": True, "message": {"content": "more"}})
     assert fed.receipts == (("m1", "delivered", None),) and fed.terminal is False
+
+
+def test_the_conformance_kit_names_a_feed_that_returns_no_fed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A normalizer written to the old interface (a list of events) is found before any
+    supervisor runs it."""
+    from subagents.backends.pi import PiBackend, PiNormalizer
+    from subagents.testing import conformance
+
+    class OldNormalizer(PiNormalizer):
+        def feed(self, obj: JsonObject) -> Fed:
+            return list(super().feed(obj))  # type: ignore[return-value]
+
+    class OldBackend(PiBackend):
+        def normalizer(self) -> OldNormalizer:
+            return OldNormalizer()
+
+    monkeypatch.setattr(conformance, "get_backend", lambda name: OldBackend())
+    stream = tmp_path / "s.jsonl"
+    stream.write_text('{"type":"agent_start"}\n')
+    with pytest.raises(TypeError, match=r"OldNormalizer\.feed returned a list, not a Fed"):
+        conformance.normalize_stream("old", stream)
+    problems = conformance.check_backend("old", [conformance.Case(stream, "completed")], tmp_path)
+    assert problems == ["s.jsonl: OldNormalizer.feed returned a list, not a Fed"]
