@@ -144,7 +144,8 @@ class Fed(list["ev.Event"]):
     ``(id, "queued" | "delivered" | "refused", reason or None)``).
 
     A list, so a line's events read as they always did; the rest are class defaults until a
-    line sets them, so the common line (events only) costs one list.
+    line sets them, and a line's ``terminal`` is its class (``Normalizer.fed``): the common
+    line costs one list and no attribute.
     """
 
     terminal: bool | None = None
@@ -156,6 +157,18 @@ class Fed(list["ev.Event"]):
 
     def receipt(self, message_id: str, word: ReceiptWord, reason: str | None = None) -> None:
         self.receipts = (*self.receipts, (message_id, word, reason))
+
+
+class _Ended(Fed):
+    """A line that ended the child's turn."""
+
+    terminal = True
+
+
+class _Going(Fed):
+    """A line after which the child's turn goes on."""
+
+    terminal = False
 
 
 class Normalizer(ABC):
@@ -193,10 +206,15 @@ class Normalizer(ABC):
         self.structured: JsonValue = None
         self.has_structured = False
 
-    def _fed(self, events: list[ev.Event]) -> Fed:
-        """A line's events, with the turn's state after it."""
-        fed = Fed(events)
-        fed.terminal = self.terminal
+    def _fed(self, events: list[ev.Event], said: Fed | None = None) -> Fed:
+        """A line's events, with the turn's state after it (and what ``said`` collected
+        for the child and of messages on the way, when the line called for any)."""
+        fed = (_Ended if self.terminal else _Going)(events)
+        if said is not None:
+            if said.writes:
+                fed.writes = said.writes
+            if said.receipts:
+                fed.receipts = said.receipts
         return fed
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:

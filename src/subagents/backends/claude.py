@@ -179,9 +179,11 @@ class ClaudeNormalizer(Normalizer):
             if obj.get("isReplay"):
                 message = obj.get("message")
                 content = message.get("content") if isinstance(message, dict) else None
-                fed = self._fed([])
-                self._echoed(content if isinstance(content, str) else text_blocks(content, ""), fed)
-                return fed
+                said = Fed()
+                self._echoed(
+                    content if isinstance(content, str) else text_blocks(content, ""), said
+                )
+                return self._fed([], said)
             return self._fed(self._user(obj))
         if t == "result":
             return self._fed(self._result(obj))

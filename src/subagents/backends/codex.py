@@ -294,10 +294,8 @@ class CodexNormalizer(Normalizer):
     # ---- what codex says ----
 
     def feed(self, obj: JsonObject) -> Fed:
-        fed = Fed()
-        fed += self._read(obj, fed)
-        fed.terminal = self.terminal
-        return fed
+        said = Fed()  # what the line has us write to codex, and its receipts
+        return self._fed(self._read(obj, said), said)
 
     def _read(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         method = obj.get("method")

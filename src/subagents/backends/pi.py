@@ -267,16 +267,14 @@ class PiRpcNormalizer(PiNormalizer):
     def feed(self, obj: JsonObject) -> Fed:
         t = obj.get("type")
         if t == "response":
-            fed = Fed()
-            fed += self._response(obj, fed)
-            fed.terminal = self.terminal
-            return fed
+            said = Fed()
+            return self._fed(self._response(obj, said), said)
         if t == "message_end":
             msg = obj.get("message")
             if isinstance(msg, dict) and msg.get("role") == "user":
-                fed = self._fed([])
-                self._delivered(text_blocks(msg.get("content")), fed)
-                return fed
+                said = Fed()
+                self._delivered(text_blocks(msg.get("content")), said)
+                return self._fed([], said)
         out = self._read(obj)
         # A run is over at agent_settled (after any retry), not at its last message.
         if t == "agent_settled":
