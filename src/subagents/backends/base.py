@@ -144,7 +144,7 @@ class Fed(list["ev.Event"]):
     ``(id, "queued" | "delivered" | "refused", reason or None)``).
 
     A list, so a line's events read as they always did; the rest are class defaults until a
-    line sets them, and a line's ``terminal`` is its class (``Normalizer.fed``): the common
+    line sets them, and a line's ``terminal`` is its class (``Normalizer._fed``): the common
     line costs one list and no attribute.
     """
 
@@ -175,8 +175,9 @@ class Normalizer(ABC):
     """Turns one CLI's stdout objects into canonical events, one run at a time.
 
     Each ``feed`` returns a ``Fed``: the supervisor takes the line's events, whether the turn
-    is over and what to write to the child from it, and reads nothing else after a line. The
-    attributes below are the run's totals, read when the run ends (and by tests):
+    is over and what to write to the child from it; it sets none of the normalizer's
+    attributes. These are the run so far (its totals, stop reason, failure), read for its
+    budget, when it comes to rest and when it ends:
 
     ``terminal``  True while the last thing seen ended the run (what ``Fed.terminal`` says);
                   set back to False by further activity, or by a turn the supervisor starts.
