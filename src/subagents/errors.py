@@ -17,8 +17,10 @@ it (``exit_code``), so a surface maps errors by class, never by message or name:
     │                               none while running, the CLI said no); nothing was sent
     ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
     ├── WorktreeError               a git operation of worktree isolation could not be done
-    └── DamagedRecord               a record on disk that is not one (truncated, mangled):
-                                    its file named, and how to remove it
+    ├── DamagedRecord               a record on disk that is not one (truncated, mangled):
+    │                               its file named, and how to remove it
+    └── PhaseError                  a bug: the supervisor's run moved between phases that
+                                    do not follow one another (supervisor/phase.py)
 
 ``BadRequest`` is ``UsageError`` by the name the Python API has always used.
 
@@ -150,6 +152,11 @@ class DamagedRecord(SubagentsError, ValueError):
         self.path = path
 
 
+class PhaseError(SubagentsError, RuntimeError):
+    """A bug in the supervisor: a move between two phases of a run that cannot follow one
+    another (``supervisor.phase.NEXT``)."""
+
+
 __all__ = [
     "AgentError",
     "BackendError",
@@ -162,6 +169,7 @@ __all__ = [
     "LaunchError",
     "Loc",
     "MessageRefused",
+    "PhaseError",
     "PlanError",
     "SubagentsError",
     "TokenError",

@@ -29,6 +29,7 @@ from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
 from subagents.jobs.store import JobStore
+from subagents.jobs.tasks import Tasks
 from subagents.runs import (
     EXIT_CODES,
     RunHandle,
@@ -101,6 +102,8 @@ class Job:
         self.env = dict(os.environ if env is None else env)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        # Every thread the job starts but its runs' pool: joined at its end.
+        self._tasks = Tasks("subagents-job")
         self._stop_signal: int = signal.SIGTERM
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
@@ -129,12 +132,7 @@ class Job:
         self._cancelled.set()
         with self._lock:
             handles = list(self._handles.values())
-        stoppers = [
-            threading.Thread(target=h.stop, kwargs={"sig": self._stop_signal}, daemon=True)
-            for h in handles
-        ]
-        for t in stoppers:
-            t.start()
+        stoppers = [self._tasks.submit(h.stop, sig=self._stop_signal) for h in handles]
         for t in stoppers:
             t.join(timeout=30)
 
@@ -143,7 +141,7 @@ class Job:
         if sig is not None:
             self._stop_signal = sig
         self._cancelled.set()
-        threading.Thread(target=self.cancel, name="subagents-cancel", daemon=True).start()
+        self._tasks.submit(self.cancel)
 
     def stop_on_signals(self, signals: tuple[int, ...]) -> Callable[[], None]:
         """Make ``signals`` cancel this job instead of raising wherever the main thread is,
@@ -267,7 +265,7 @@ class Job:
             handles = list(self._handles.values())
         for handle in handles:
             if handle.result() is None and not tell_limit(handle.run_dir, kind, limit, used):
-                threading.Thread(target=handle.stop, daemon=True).start()
+                self._tasks.submit(handle.stop)
 
     def _council(self, on_event: EventSink | None) -> list[JobRun]:
         """The members side by side; then the judge, given every answer, when enough of
@@ -333,6 +331,7 @@ class Job:
         finally:
             # Spares never handed a run (a chain that stopped early, a stopped job) exit.
             keep_warm(self, 0, self.plan.placement)
+            self._tasks.join()
 
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> JobResult:
         started = self._started or time.time()
@@ -373,8 +372,7 @@ class Job:
             finally:
                 done.set()
 
-        worker = threading.Thread(target=work, name="subagents-job", daemon=True)
-        worker.start()
+        self._tasks.submit(work)
         try:
             # Waiting in slices keeps the caller's thread free to take Ctrl-C.
             while not done.wait(0.5):
