@@ -45,6 +45,8 @@ from subagents.present.figures import money
 if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
+    from subagents.jobs import Row
+    from subagents.runs import RunRequest
     from subagents.types import (
         CostTotals,
         JobResult,
@@ -84,8 +86,12 @@ def prepare_job(
     ray_shared_cwd: bool | None = None,
     env: Mapping[str, str] | None = None,
     watch: list[ProcessIdentity] | None = None,
+    stdin_text: str | None = None,
+    dry_run: list[tuple[Row, RunRequest]] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
+    ``stdin_text``: a map's input when it is ``-`` (else stdin is read). ``dry_run``: a
+    map is only checked, nothing recorded: each row and its request are added to it.
     ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
     override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
     one ends, its runs and its background driver stop (the job ends ``aborted``)."""
@@ -107,13 +113,33 @@ def prepare_job(
 
     session = session or sessionlog.default_session_id(env)
     sessionlog.session_path(paths.state_home(env), session)
-    job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
+    before = None
+    if job_spec.mode == "map":
+        from subagents.jobs import plan_map, read_rows, write_input
+
+        rows = read_rows(job_spec, base, stdin_text)
+        job_plan, variants = plan_map(
+            job_spec, rows, settings, session=session, cwd=base, env=env, extra_env=extra_env
+        )
+        if dry_run is not None:
+            dry_run.extend((row, job_plan.requests[v]) for row, v in zip(rows, variants, strict=True))
+            return PreparedJob(JobStore(paths.state_home(env)), "", job_plan)
+
+        def before(job_dir: Path) -> None:
+            write_input(job_dir, rows, variants)
+
+    else:
+        job_plan = plan(
+            job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env
+        )
     for req in job_plan.requests:
         if tools is not None:
             req.tools = tools
         req.watch = [w.copy() for w in watch or []]
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
+    job_id = store.create(
+        job_plan.to_record(), agents=job_plan.labels(), background=background, before=before
+    )
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -211,12 +237,21 @@ def run_labels(job: PreparedJob) -> list[str]:
     return job.plan.labels()
 
 
+def job_runner(job: PreparedJob) -> Job:
+    """What runs ``job`` in this process: a map's rows, or the job's runs."""
+    if job.plan.mode == "map":
+        from subagents.jobs import MapJob
+
+        return MapJob(job.store, job.job_id, job.plan)
+    return Job(job.store, job.job_id, job.plan)
+
+
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
     SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
     from subagents.jobs import lifecycle_for
 
-    runner = Job(job.store, job.job_id, job.plan)
+    runner = job_runner(job)
     restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
     try:
         result = runner.run(
@@ -271,7 +306,12 @@ def describe_job(state: JobState) -> str:
         label = "note" if state.get("status") == "completed" else "error"
         lines.append(f"{label}: {state['errorMessage']}")
     runs = state.get("runs")
-    if runs is None:
+    record = state.get("map")
+    if record is not None:  # the rows: `show --rows`
+        lines.append(f"rows: {record['completed']}/{record['total']} completed; {record['summary']}")
+    elif runs is None and state.get("mode") == "map":
+        lines.append("rows: see `subagents show --rows`")
+    elif runs is None:
         lines.append(
             "runs: " + ", ".join(r or "(not started)" for r in state.get("runIds") or [])
             or "runs: none yet"

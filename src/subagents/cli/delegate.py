@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+from subagents.cli.background import parent_pid_option, run_in_background
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,13 +32,7 @@ progress_option = click.option(
     "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
     "toolCount, usage; see docs/pi.md).",
 )
-parent_pid_option = click.option(
-    "--parent-pid",
-    type=int,
-    help="Bind the job to process PID: if it ends first (e.g. the program that started "
-    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
-    "if this command is killed.",
-)
+
 
 
 @main.command()
@@ -294,6 +289,10 @@ def run(
         )
     except api.BadRequest as exc:
         fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
+    if job.plan.mode == "map":  # a plan file's map: its rows' progress, not its runs'
+        from subagents.cli.mapcmd import run_map
+
+        run_map(job, bg=bg, as_json=as_json, quiet=quiet, progress=progress)
     if bg:
         run_in_background(job, as_json=as_json, hint=not quiet)
     run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
@@ -343,23 +342,6 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
     if name in ("backend", "agent") or rest.startswith(("the task", f"{option} ")):
         return rest
     return f"{name}: {rest}" if name == "task" else f"{option}: {rest}"
-
-
-def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
-    """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
-    ``--json``, else the id (and, with ``hint``, how to follow it)."""
-    from subagents import api
-
-    job_id = api.start_background(job)
-    if as_json:
-        print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
-    else:
-        click.echo(job_id)
-        if hint:
-            click.echo(
-                f"started in the background; follow with: subagents logs -f {job_id}", err=True
-            )
-    sys.exit(0)
 
 
 def run_in_foreground(

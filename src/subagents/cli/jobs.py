@@ -143,11 +143,27 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="The whole job.json.")
-def show(job_id: str, as_json: bool) -> None:
-    """A job's result, or its state while it runs."""
+@click.option(
+    "--rows", is_flag=True, help="A map's rows as results lines (done ones, the others pending)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="With --rows: JSON lines or CSV.",
+)
+def show(job_id: str, as_json: bool, rows: bool, fmt: str) -> None:
+    """A job's result, or its state while it runs; a map's rows with --rows."""
     store = _store()
     from subagents import api
 
+    if rows:
+        from subagents import maps
+
+        maps.write_rows(store, _resolve(store, job_id), sys.stdout, fmt)
+        return
     state = api.job_state(store, _resolve(store, job_id))
     if as_json:
         print_json(state)

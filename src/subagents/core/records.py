@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     )
 
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
-JOB_MODES = ("single", "parallel", "chain", "council")
+JOB_MODES = ("single", "parallel", "chain", "council", "map")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)
 LIFECYCLE_EVENT_TYPES = (
     "subagent:start",

@@ -51,7 +51,12 @@ def main(argv: list[str] | None = None) -> int:
 
     state = store.load(job_dir.name)
     plan = JobPlan.from_record(state["plan"])
-    job = Job(store, job_dir.name, plan)
+    if plan.mode == "map":
+        from subagents.jobs.mapjob import MapJob
+
+        job: Job = MapJob(store, job_dir.name, plan)
+    else:
+        job = Job(store, job_dir.name, plan)
     job.stop_on_signals(STOP_SIGNALS)
     if asked:
         job.cancel_soon(asked[0])

@@ -177,7 +177,7 @@ class Job:
     def _keep_warm(self) -> None:
         with self._lock:
             left = 0 if self._cancelled.is_set() else self._to_start
-        width = self.plan.concurrency if self.plan.mode in ("parallel", "council") else 1
+        width = self.plan.concurrency if self.plan.mode in ("parallel", "council", "map") else 1
         keep_warm(self, min(width, left), self.plan.placement)
 
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> JobRun:
@@ -197,7 +197,7 @@ class Job:
         """Start (or find again) run ``index``: its handle, or its result if it never started."""
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
-        started = self._run_ids[index]
+        started = self._started_run(index)
         if started is not None:
             return resume(paths.runs_dir(self.store.home) / started)
         spent = self.budget.spent() if self.budget else None
@@ -221,6 +221,10 @@ class Job:
             return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
             return not_started(req, str(exc), "failed", spec.runId)
+
+    def _started_run(self, index: int) -> str | None:
+        """The run a predecessor driver started for ``index``, to be followed again."""
+        return self._run_ids[index]
 
     def _record_run_id(self, index: int, run_id: str) -> None:
         with self._lock:
@@ -251,13 +255,17 @@ class Job:
         """``sink``, with each event counted against the job's budget first."""
 
         def count(event: Event) -> None:
-            reached = self.budget.observe(index, event)
+            reached = self.budget.observe(self._budget_key(index), event)
             if reached is not None:
                 self._limit_reached(*reached)
             if sink is not None:
                 sink(event)
 
         return count
+
+    def _budget_key(self, index: int) -> int:
+        """Where run ``index``'s usage is counted in the job's budget."""
+        return index
 
     def _limit_reached(self, kind: LimitKind, limit: float, used: float) -> None:
         """The runs' sum reached the job's limit: every running run wraps up (or stops) as
@@ -359,14 +367,7 @@ class Job:
 
         def work() -> None:
             try:
-                mode = self.plan.mode
-                runs.extend(
-                    self._chain(on_event)
-                    if mode == "chain"
-                    else self._council(on_event)
-                    if mode == "council"
-                    else self._parallel(on_event)
-                )
+                runs.extend(self._work(on_event))
             except BaseException as exc:  # surfaced below, in the caller's thread
                 failure.append(exc)
             finally:
@@ -398,6 +399,15 @@ class Job:
         except OSError as exc:
             result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result
+
+    def _work(self, on_event: EventSink | None) -> list[JobRun]:
+        """Run the job's runs as its mode says; their results in order."""
+        mode = self.plan.mode
+        if mode == "chain":
+            return self._chain(on_event)
+        if mode == "council":
+            return self._council(on_event)
+        return self._parallel(on_event)
 
     def _result(self, runs: list[JobRun], started: float) -> JobResult:
         if self.plan.mode == "council":

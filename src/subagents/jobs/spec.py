@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
-MODES = ("single", "parallel", "chain", "council")
+MAP_FIELDS = ("input", "input_format", "key", "where", "limit", "retries", "out")
+MODES = ("single", "parallel", "chain", "council", "map")
 
 
 @dataclass
@@ -113,11 +114,19 @@ class JobSpec:
     # agent) that reads every answer, and how many members must answer (default 1).
     judge: str | None = None
     quorum: int | None = None
+    # A map (mode "map", docs/map.md): its one step is a template run once per input row.
+    input: str | None = None
+    input_format: Literal["csv", "jsonl", "lines"] | None = None
+    key: str | None = None
+    where: dict[str, str] | None = None
+    limit: int | None = None
+    retries: int | None = None
+    out: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FieldProblem(
-                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain or council)"
+                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain, council or map)"
             )
         if self.tasks is not None:
             if self.steps:
@@ -142,6 +151,21 @@ class JobSpec:
         check_choice("executor", self.executor, ("local", "ray"))
         for name in BUDGET_FIELDS:
             check_budget(name, getattr(self, name))
+        self._check_map()
+
+    def _check_map(self) -> None:
+        given = [n for n in MAP_FIELDS if getattr(self, n) is not None]
+        if self.mode != "map":
+            if given:
+                raise FieldProblem(given[0], "only a map has one")
+            return
+        if self.input is None or not self.input.strip():
+            raise FieldProblem("input", "a map needs an input (a CSV, JSON-lines or lines file)")
+        if len(self.steps) != 1:
+            raise FieldProblem("", f"a map takes exactly one task template, not {len(self.steps)}")
+        check_at_least("limit", self.limit, 1)
+        check_at_least("retries", self.retries, 0)
+        check_choice("input_format", self.input_format, ("csv", "jsonl", "lines"))
 
     def budget(self) -> BudgetSpec:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
@@ -173,10 +197,11 @@ def job_of(
     budget: BudgetSpec | None = None,
     judge: str | None = None,
     quorum: int | None = None,
+    map_fields: dict[str, Any] | None = None,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives.
-    ``judge`` and ``quorum``: a council's."""
+    ``judge`` and ``quorum``: a council's; ``map_fields``: a map's (``input`` …)."""
     built: list[Step] = []
     for i, values in enumerate(steps):
         try:
@@ -192,6 +217,7 @@ def job_of(
             judge=judge,
             quorum=quorum,
             **(budget or {}),
+            **(map_fields or {}),
         )
     except FieldProblem as exc:
         raise _at(source, exc.where, exc.problem) from None
@@ -215,7 +241,15 @@ def with_options(
     if concurrency is None:
         concurrency = spec.concurrency
     return job_of(
-        spec.mode, steps, concurrency, source, spec.executor, job_budget, spec.judge, spec.quorum
+        spec.mode,
+        steps,
+        concurrency,
+        source,
+        spec.executor,
+        job_budget,
+        spec.judge,
+        spec.quorum,
+        {name: getattr(spec, name) for name in MAP_FIELDS},
     )
 
 
@@ -243,7 +277,7 @@ def _adapter() -> TypeAdapter[JobSpec]:
 def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
-        msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"
+        msg = f"unknown mode {err.get('input')!r} (use single, parallel, chain, council or map)"
     if err["type"] in UNKNOWN_KEY:
         msg = "unknown field"
     return _at(source, ".".join(loc), msg)
