@@ -122,16 +122,16 @@ def prepare_job(
             job_spec, rows, settings, session=session, cwd=base, env=env, extra_env=extra_env
         )
         if dry_run is not None:
-            dry_run.extend((row, job_plan.requests[v]) for row, v in zip(rows, variants, strict=True))
+            dry_run.extend(
+                (row, job_plan.requests[v]) for row, v in zip(rows, variants, strict=True)
+            )
             return PreparedJob(JobStore(paths.state_home(env)), "", job_plan)
 
         def before(job_dir: Path) -> None:
             write_input(job_dir, rows, variants)
 
     else:
-        job_plan = plan(
-            job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env
-        )
+        job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
     for req in job_plan.requests:
         if tools is not None:
             req.tools = tools
@@ -308,7 +308,9 @@ def describe_job(state: JobState) -> str:
     runs = state.get("runs")
     record = state.get("map")
     if record is not None:  # the rows: `show --rows`
-        lines.append(f"rows: {record['completed']}/{record['total']} completed; {record['summary']}")
+        lines.append(
+            f"rows: {record['completed']}/{record['total']} completed; {record['summary']}"
+        )
     elif runs is None and state.get("mode") == "map":
         lines.append("rows: see `subagents show --rows`")
     elif runs is None:

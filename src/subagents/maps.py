@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from subagents.api import BadRequest, JobHandle, PreparedJob, prepare_job, start_background
-from subagents.jobs import MAP_FIELDS, JobPlan, JobStore, MapJob, job_of, lifecycle_for, parse_job
+from subagents.jobs import (
+    MAP_FIELDS,
+    TERMINAL,
+    JobPlan,
+    JobStore,
+    MapJob,
+    job_of,
+    lifecycle_for,
+    parse_job,
+)
 
 if TYPE_CHECKING:
     from subagents.jobs import MapProgress, Row, RowSink
@@ -54,7 +63,9 @@ def map_spec(
     )
 
 
-def preview(spec: Any, *, cwd: str | Path | None = None, **options: Any) -> list[tuple[Row, RunRequest]]:
+def preview(
+    spec: Any, *, cwd: str | Path | None = None, **options: Any
+) -> list[tuple[Row, RunRequest]]:
     """A map checked and nothing recorded: each row with the request it would run (its
     task still the template: ``jobs.render`` fills it)."""
     rows: list[tuple[Row, RunRequest]] = []
@@ -73,7 +84,8 @@ def resume_map(job_id: str, *, background: bool = False) -> PreparedJob:
     state = job_state(store, full)
     if state.get("mode") != "map":
         raise BadRequest(f"job {full} is not a map (it is a {state.get('mode')} job)", "resume")
-    if state.get("status") not in ("completed", "failed", "aborted", "timeout"):
+    # A driver killed outright leaves its runs going: those the resumed map adopts.
+    if state.get("status") not in TERMINAL and (store.driver_alive(state) or "driver" not in state):
         raise BadRequest(f"map {full} is still running; stop it first (subagents stop {full})")
     store.reopen(full)
     if background:

@@ -19,9 +19,7 @@ parent_pid_option = click.option(
 )
 
 
-def run_in_background(
-    job: Any, *, as_json: bool, hint: bool, follow: str = "logs -f"
-) -> NoReturn:
+def run_in_background(job: Any, *, as_json: bool, hint: bool, follow: str = "logs -f") -> NoReturn:
     """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
     ``--json``, else the id (and, with ``hint``, how to follow it)."""
     from subagents import api

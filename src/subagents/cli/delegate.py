@@ -34,7 +34,6 @@ progress_option = click.option(
 )
 
 
-
 @main.command()
 @click.argument("tasks", nargs=-1)
 @click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")

@@ -42,7 +42,9 @@ DRY_RUN_SHOWN = 3
     type=click.Path(path_type=Path, dir_okay=False),
     help="Results file, appended as rows finish: .csv, else JSON lines.",
 )
-@click.option("--dry-run", is_flag=True, help="Print the first rows' tasks and the count; run nothing.")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the first rows' tasks and the count; run nothing."
+)
 @click.option("--resume", "resume_id", metavar="JOB", help="Run a map's rows not completed yet.")
 @click.option("--agent", "-a", help="Agent for every row ({field} allowed).")
 @click.option("--backend", "-b", help="Agent CLI for every row ({field} allowed).")
@@ -52,7 +54,9 @@ DRY_RUN_SHOWN = 3
 @click.option("--isolate", type=click.Choice(["worktree"]), help="Each row in its own worktree.")
 @click.option("--output-schema", metavar="FILE|JSON", help="JSON Schema of each row's answer.")
 @click.option("--concurrency", "-j", type=int, help="Rows at once (default 4, from config).")
-@click.option("--max-cost", type=float, help="The whole map's budget in USD: no row starts past it.")
+@click.option(
+    "--max-cost", type=float, help="The whole map's budget in USD: no row starts past it."
+)
 @click.option("--max-tokens", type=int, help="The whole map's budget in tokens.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), help="Where rows run.")
 @click.option("--session", help="Session to record lifecycle entries in.")
@@ -174,9 +178,7 @@ def _dry_run(planned: list[tuple[Row, RunRequest]]) -> NoReturn:
     sys.exit(0)
 
 
-def run_map(
-    job: PreparedJob, *, bg: bool, as_json: bool, quiet: bool, progress: str
-) -> NoReturn:
+def run_map(job: PreparedJob, *, bg: bool, as_json: bool, quiet: bool, progress: str) -> NoReturn:
     """Run a prepared map here (progress on stderr, its summary or result on stdout), or in
     the background; exit with its status's code."""
     from subagents import api, maps

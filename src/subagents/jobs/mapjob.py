@@ -58,13 +58,13 @@ class MapJob(Job):
         }
         self._logged: set[str] = set(self._adopt.values())
         self._attempt: dict[int, int] = {
-            i: as_int(e.get("attempt"))
-            for i, e in self.state.items()
-            if e.get("s") == "started"
+            i: as_int(e.get("attempt")) for i, e in self.state.items() if e.get("s") == "started"
         }
         self._slots: dict[int, int] = {}
         self._next_slot = itertools.count(len(self.rows))
-        self.todo = [r.index for r in self.rows if self.state.get(r.index, {}).get("status") != "completed"]
+        self.todo = [
+            r.index for r in self.rows if self.state.get(r.index, {}).get("status") != "completed"
+        ]
         self._to_start = len(self.todo)
         done = [e for e in self.state.values() if e.get("s") != "started"]
         self.progress = MapProgress(

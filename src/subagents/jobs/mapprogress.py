@@ -31,7 +31,13 @@ class MapProgressRecord(TypedDict):
 
 class MapProgress:
     def __init__(
-        self, job_id: str, total: int, *, completed: int = 0, failed: int = 0, max_cost: float | None = None
+        self,
+        job_id: str,
+        total: int,
+        *,
+        completed: int = 0,
+        failed: int = 0,
+        max_cost: float | None = None,
     ) -> None:
         self.job_id = job_id
         self.total = total
@@ -71,7 +77,9 @@ class MapProgress:
         with self._lock:
             done = self.completed + self.failed
             elapsed = time.monotonic() - self._started
-            rate = self._finished_here / elapsed * 60 if elapsed > 0 and self._finished_here else None
+            rate = (
+                self._finished_here / elapsed * 60 if elapsed > 0 and self._finished_here else None
+            )
             left = self.total - done
             eta = left / rate * 60 if rate else (0.0 if left == 0 else None)
             return {

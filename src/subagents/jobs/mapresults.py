@@ -117,7 +117,8 @@ def write_all(
 
 class ResultsFile:
     """``--out``: rebuilt from the row log when the map (re)starts, so it holds every row
-    already done exactly once, then appended to as rows finish."""
+    already completed exactly once (the others run again), then appended to as rows
+    finish."""
 
     def __init__(
         self,
@@ -128,7 +129,7 @@ class ResultsFile:
         answer_fields: list[str] | None,
     ) -> None:
         self.path = path
-        done = [r for r in rows if state.get(r.index, {}).get("s") in ("done", "skipped")]
+        done = [r for r in rows if state.get(r.index, {}).get("status") == "completed"]
         buf = io.StringIO()
         writer = ResultsWriter(buf, fmt, rows[0], answer_fields)
         writer.header()

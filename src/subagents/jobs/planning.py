@@ -129,7 +129,6 @@ def plan(
     )
 
 
-
 def resolve_step(
     step: Step,
     where: str,

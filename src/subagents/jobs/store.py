@@ -313,7 +313,8 @@ class JobStore:
         result dropped, its stop request and end entry marks cleared; its rows stay."""
         with self._lock:
             state = self.load(job_id)
-            kept = {k: v for k, v in state.items() if k not in RESULT_KEYS}
+            # Its driver too: the new one records itself.
+            kept = {k: v for k, v in state.items() if k not in RESULT_KEYS and k != "driver"}
             reopened: JobState = {**kept, "status": "pending"}  # type: ignore[typeddict-item]
             for mark in (paths.cancel_file(self.home, job_id), self.dir / job_id / END_MARK):
                 with contextlib.suppress(FileNotFoundError):
