@@ -4,20 +4,38 @@ Its task's last word is the row's: the answer is ``done: TASK`` (``MAP_JSON=1``:
 ``{"word": …, "length": …}``); a task holding ``FAIL`` fails (exit 3) unless it carries a
 retry's note; ``MAP_WRITE=1`` writes ``<word>.txt`` in the cwd; ``MAP_LOG`` gets a line per
 start. Every answer costs $0.01.
+
+Gates (tests/test_gates.py): ``MAP_OK`` writes ``<word>.ok`` in the cwd but for the words
+in ``MAP_BAD`` (comma-separated); a continuation (``--fork``: a repair turn) writes the
+``.ok`` of the word its task's check command names (``check.py WORD``). A session file is
+written where pi would, so a run can be continued.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 if sys.argv[1:] == ["--version"]:
     sys.exit(0)
-task = sys.argv[-1]
+args = sys.argv
+task = args[-1]
 word = task.split("\n")[0].split()[-1]
+if "--session-dir" in args:  # as pi: a session file, so that the run can be continued
+    sessions = Path(args[args.index("--session-dir") + 1])
+    sessions.mkdir(parents=True, exist_ok=True)
+    (sessions / "session.jsonl").write_text("{}\n")
+if "--fork" in args:  # a repair turn: fix what the check named
+    named = re.search(r"check\.py (\S+)`", task)
+    if named:
+        word = named.group(1)
+        Path(f"{word}.ok").write_text("fixed\n")
+elif os.environ.get("MAP_OK") and word not in os.environ.get("MAP_BAD", "").split(","):
+    Path(f"{word}.ok").write_text("ok\n")
 log = os.environ.get("MAP_LOG")
 if log:
     with open(log, "a") as f:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
-from subagents.cli.background import parent_pid_option, run_in_background
+from subagents.cli.background import gate_options, parent_pid_option, run_in_background
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -163,6 +163,7 @@ progress_option = click.option(
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@gate_options
 @progress_option
 @parent_pid_option
 def run(
@@ -199,6 +200,9 @@ def run(
     bg: bool,
     as_json: bool,
     quiet: bool,
+    verify: str | None,
+    verify_timeout: float | None,
+    verify_attempts: int | None,
     progress: str,
     parent_pid: int | None,
 ) -> None:
@@ -234,6 +238,9 @@ def run(
         "max_tokens": max_tokens,
         "max_cost": max_cost,
         "output_schema": output_schema,
+        "verify": verify,
+        "verify_timeout": verify_timeout,
+        "verify_attempts": verify_attempts,
     }
     budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
-from subagents.cli.background import parent_pid_option, run_in_background
+from subagents.cli.background import gate_options, parent_pid_option, run_in_background
 
 if TYPE_CHECKING:
     from subagents.api import PreparedJob
@@ -71,6 +71,7 @@ DRY_RUN_SHOWN = 3
     help="Progress on stderr: a line for people (live on a terminal), or JSON records"
     " ({type: row, …} per row, {type: map, done, total, …} after each).",
 )
+@gate_options
 @parent_pid_option
 def map_command(
     input_name: str | None,
@@ -99,6 +100,9 @@ def map_command(
     as_json: bool,
     quiet: bool,
     progress: str,
+    verify: str | None,
+    verify_timeout: float | None,
+    verify_attempts: int | None,
     parent_pid: int | None,
 ) -> None:
     """Run TEMPLATE once per row of INPUT (a CSV, a JSON-lines file, a file of lines, or
@@ -138,6 +142,9 @@ def map_command(
         "timeout": timeout,
         "isolate": isolate,
         "output_schema": output_schema,
+        "verify": verify,
+        "verify_timeout": verify_timeout,
+        "verify_attempts": verify_attempts,
     }
     from subagents import api
 

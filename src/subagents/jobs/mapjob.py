@@ -152,7 +152,10 @@ class MapJob(Job):
         task = render(req.task, row.fields)
         if reason:
             task += RETRY_NOTE.format(reason=reason)
-        return replace(req, task=task)
+        gate = req.gate
+        if gate is not None and isinstance(gate.get("verify"), str):  # the row's command
+            gate = {**gate, "verify": render(str(gate["verify"]), row.fields)}
+        return replace(req, task=task, gate=gate)
 
     def _row(self, index: int, on_event: EventSink | None) -> None:
         """Run row ``index`` to its end (retrying it as allowed) and record that."""

@@ -71,7 +71,7 @@ def plan_map(
     template = spec.steps[0]
     first = rows[0].fields
     check_template("task", template.task, first)
-    for name in ROW_FIELDS:
+    for name in (*ROW_FIELDS, "verify"):
         value = getattr(template, name)
         if value is not None:
             check_template(name, value, first)

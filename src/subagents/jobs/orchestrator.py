@@ -191,7 +191,14 @@ class Job:
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
-        return self._follow(index, handle, on_event)
+        result = self._follow(index, handle, on_event)
+        if req.gate is not None and result.get("status") == "completed":
+            from subagents.jobs.gates import Gate, verified
+
+            gate = Gate.from_record(req.gate)
+            if gate is not None:
+                return verified(_Repairs(self, index, on_event), req, gate, result)
+        return result
 
     def _start_one(self, index: int, req: RunRequest) -> RunHandle | RunNotStarted:
         """Start (or find again) run ``index``: its handle, or its result if it never started."""
@@ -200,6 +207,10 @@ class Job:
         started = self._started_run(index)
         if started is not None:
             return resume(paths.runs_dir(self.store.home) / started)
+        return self._launch(index, req)
+
+    def _launch(self, index: int, req: RunRequest) -> RunHandle | RunNotStarted:
+        """Start a new run as run ``index`` of the job (under what its budget has left)."""
         spent = self.budget.spent() if self.budget else None
         if spent is not None:
             return {**not_started(req, spent), "status": "failed"}
@@ -434,6 +445,24 @@ class Job:
             merged = verdict.get("merged")
             result["finalText"] = merged if isinstance(merged, str) else None
         return result
+
+
+class _Repairs:
+    """A gate's view of run ``index`` of ``job`` (jobs/gates.py ``Repairs``)."""
+
+    def __init__(self, job: Job, index: int, on_event: EventSink | None) -> None:
+        self.job, self.index, self.on_event = job, index, on_event
+        self.env = job.env
+
+    @property
+    def cancelled(self) -> bool:
+        return self.job.cancelled
+
+    def launch(self, req: RunRequest) -> RunHandle | RunNotStarted:
+        return self.job._launch(self.index, req)
+
+    def follow(self, handle: RunHandle) -> JobRun:
+        return self.job._follow(self.index, handle, self.on_event)
 
 
 def _why(exc: OSError) -> str:

@@ -177,6 +177,11 @@ def resolve_step(
         max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
     )
+    if step.verify is not None:
+        from subagents.jobs.gates import gate_of
+
+        gate = gate_of(step.verify, step.verify_timeout, step.verify_attempts, f"{where}.verify")
+        req.gate = gate.to_record() if gate is not None else None
     try:
         req.output_schema = _schema(step, agent, settings, base)
     except UsageError as exc:

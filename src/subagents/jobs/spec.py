@@ -68,16 +68,31 @@ class Step:
     max_cost: float | None = None
     # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
     output_schema: str | dict[str, object] | None = None
+    # The acceptance gate (docs/gates.md): a command that must pass (argv by shlex, no
+    # shell; a map row's {field}s filled), its timeout in seconds, how many checks.
+    verify: str | None = None
+    verify_timeout: Annotated[float | None, Seconds] = None
+    verify_attempts: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "agent", "cwd", "model", "backend"):
+        for name in ("task", "agent", "cwd", "model", "backend", "verify"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:
                 raise FieldProblem(name, problem)
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
-        for name, off in (("timeout", False), ("stall_timeout", True), ("tool_timeout", True)):
+        if self.verify is not None and not self.verify.strip():
+            raise FieldProblem("verify", "the command is empty")
+        if self.verify is None and (self.verify_timeout or self.verify_attempts) is not None:
+            raise FieldProblem("verify", "a gate's timeout and attempts need its command")
+        check_at_least("verify_attempts", self.verify_attempts, 1)
+        for name, off in (
+            ("timeout", False),
+            ("stall_timeout", True),
+            ("tool_timeout", True),
+            ("verify_timeout", False),
+        ):
             value = getattr(self, name)
             problem = None if value is None else seconds_problem(value, off=off)
             if problem:

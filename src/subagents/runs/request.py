@@ -45,6 +45,9 @@ class RunRequest:
     job_used: dict[str, float] | None = None
     # --output-schema: the checked schema (structured.load_schema) the answer must satisfy.
     output_schema: JsonObject | None = None
+    # The run's acceptance gate (jobs/gates.py, docs/gates.md): {verify, timeout,
+    # attempts}; the job runs it once the run completed.
+    gate: JsonObject | None = None
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it (every field: tests/test_types.py holds
@@ -73,6 +76,7 @@ class RunRequest:
             "max_cost": self.max_cost,
             "job_used": None if self.job_used is None else dict(self.job_used),
             "output_schema": self.output_schema,
+            "gate": self.gate,
         }
 
     @classmethod
@@ -104,4 +108,5 @@ class RunRequest:
             max_cost=record.get("max_cost"),
             job_used=record.get("job_used"),
             output_schema=record.get("output_schema"),
+            gate=record.get("gate"),
         )
