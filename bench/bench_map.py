@@ -30,7 +30,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import like_installed  # noqa: E402
+from benchenv import like_installed
 
 FINAL = {
     "type": "message_end",
