@@ -27,10 +27,10 @@ from subagents.jobs import STOPPED_ORPHAN as STOPPED_ORPHAN
 from subagents.jobs import (
     TERMINAL,
     EventSink,
-    Job,
     JobPlan,
     JobSpec,
     JobStore,
+    job_for,
     parse_job,
     plan,
 )
@@ -237,21 +237,12 @@ def run_labels(job: PreparedJob) -> list[str]:
     return job.plan.labels()
 
 
-def job_runner(job: PreparedJob) -> Job:
-    """What runs ``job`` in this process: a map's rows, or the job's runs."""
-    if job.plan.mode == "map":
-        from subagents.jobs import MapJob
-
-        return MapJob(job.store, job.job_id, job.plan)
-    return Job(job.store, job.job_id, job.plan)
-
-
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
     SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
     from subagents.jobs import lifecycle_for
 
-    runner = job_runner(job)
+    runner = job_for(job.store, job.job_id, job.plan)
     restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
     try:
         result = runner.run(

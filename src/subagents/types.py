@@ -661,8 +661,8 @@ class RunRequestRecord(TypedDict):
     # --output-schema: the checked schema the answer must satisfy (absent from records
     # written before output schemas: read with .get).
     output_schema: JsonObject | None
-    # The run's acceptance gate (absent from records written before gates).
-    gate: NotRequired[JsonObject | None]
+    # The run's acceptance gate (absent from records written before gates: read with .get).
+    gate: JsonObject | None
     # Recorded before placements: the runner the job was given, on each request.
     runner: NotRequired[str | None]
 

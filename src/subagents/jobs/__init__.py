@@ -24,7 +24,7 @@ from subagents.jobs.driver import start_background
 from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.live import LiveJobs
 from subagents.jobs.mapinput import Row, parse_where, render
-from subagents.jobs.mapjob import MapJob, RowSink
+from subagents.jobs.mapjob import MapJob, RowSink, job_for
 from subagents.jobs.maplog import write_input
 from subagents.jobs.mapplan import plan_map, read_map_rows, read_rows
 from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line
@@ -72,6 +72,7 @@ __all__ = [
     "current_activity",
     "exit_code",
     "follow_events",
+    "job_for",
     "job_of",
     "job_state",
     "jobs_to_prune",
