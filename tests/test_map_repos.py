@@ -95,3 +95,38 @@ def test_a_map_of_real_pi_children_against_the_mock_model(tmp_path: Path) -> Non
     records = [json.loads(line) for line in p.stderr.splitlines()]
     assert [r["type"] for r in records] == ["row", "map", "row", "map"]
     assert records[-1]["done"] == records[-1]["total"] == 2
+
+
+def test_the_mcp_map_tool_runs_a_map_and_says_its_failures(
+    tmp_path: Path, child: dict[str, str]
+) -> None:
+    from test_mcp import connect, run, text_of
+
+    data = tmp_path / "items.txt"
+    data.write_text("one\nFAIL two\nthree\n")
+    out = tmp_path / "r.jsonl"
+
+    async def main() -> None:
+        async with connect(child) as client:
+            done = await client.call_tool(
+                "subagent_map",
+                {"input": str(data), "task": "do {line}", "out": str(out), "background": False},
+            )
+            assert done.is_error  # a row failed
+            assert "2/3 rows completed; 1 row: pi exited with code 3" in text_of(done)
+            assert done.structured_content["map"]["failures"][0]["rows"] == 1
+            started = await client.call_tool(
+                "subagent_map",
+                {"resume": done.structured_content["jobId"], "background": True},
+            )
+            assert not started.is_error, text_of(started)
+            bad = await client.call_tool("subagent_map", {"input": str(data), "task": "x {nope}"})
+            assert bad.is_error and "the input has no field 'nope'" in text_of(bad)
+            job_id = started.structured_content["jobId"]
+            waited = await client.call_tool(
+                "subagent_result", {"job_id": job_id, "wait_seconds": 30}
+            )
+            assert "map" in text_of(waited)
+
+    run(main)
+    assert sorted(r["line"] for r in jsonl(out)) == ["FAIL two", "one", "three"]
