@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from subagents.api import BadRequest, JobHandle, PreparedJob, prepare_job, start_background
@@ -26,13 +25,12 @@ from subagents.jobs import (
     MapJob,
     job_of,
     lifecycle_for,
-    parse_job,
 )
 
 if TYPE_CHECKING:
     from subagents.jobs import MapProgress, Row, RowSink
     from subagents.runs import RunRequest
-    from subagents.types import JobResult
+    from subagents.types import JobResult, ProcessIdentity
 
 
 def map_spec(
@@ -61,16 +59,6 @@ def map_spec(
         budget={k: v for k, v in (budget or {}).items() if v is not None},  # type: ignore[arg-type]
         map_fields={"input": input, **given},
     )
-
-
-def preview(
-    spec: Any, *, cwd: str | Path | None = None, **options: Any
-) -> list[tuple[Row, RunRequest]]:
-    """A map checked and nothing recorded: each row with the request it would run (its
-    task still the template: ``jobs.render`` fills it)."""
-    rows: list[tuple[Row, RunRequest]] = []
-    prepare_job(spec, cwd=cwd, dry_run=rows, **options)
-    return rows
 
 
 def resume_map(job_id: str, *, background: bool = False) -> PreparedJob:
@@ -116,41 +104,55 @@ def drive(
             restore()
 
 
-def map_rows(
+def prepare_map(
     input: str | None = None,
     task: str | None = None,
     *,
     resume: str | None = None,
     background: bool = False,
-    cwd: str | Path | None = None,
     concurrency: int | None = None,
     max_cost: float | None = None,
     max_tokens: int | None = None,
     executor: str | None = None,
+    session: str | None = None,
+    watch: list[ProcessIdentity] | None = None,
+    dry_run: list[tuple[Row, RunRequest]] | None = None,
+    **options: Any,
+) -> PreparedJob:
+    """A map checked and recorded, ready to run (or, ``resume``: a map's id, made ready to
+    run its rows not completed). ``options``: the template's fields (agent, backend, model,
+    cwd, output_schema, isolate, timeout, verify …; ``{field}`` allowed in cwd, agent, model,
+    backend, verify) and the map's (key, where, limit, retries, out, input_format)."""
+    if resume is not None:
+        return resume_map(resume, background=background)
+    if input is None or task is None:
+        raise BadRequest("a map needs an input and a task (or resume=JOB_ID)")
+    map_fields = {k: options.pop(k) for k in list(options) if k in MAP_FIELDS}
+    spec = map_spec(
+        input,
+        task,
+        step=options,
+        concurrency=concurrency,
+        budget={"max_cost": max_cost, "max_tokens": max_tokens},
+        executor=executor,
+        **map_fields,
+    )
+    return prepare_job(spec, background=background, session=session, watch=watch, dry_run=dry_run)
+
+
+def map_rows(
+    input: str | None = None,
+    task: str | None = None,
+    *,
+    background: bool = False,
     on_row: RowSink | None = None,
     **options: Any,
 ) -> JobResult | JobHandle:
     """``subagents.map``: run ``task`` (``{field}`` filled from each row) once per row of
     ``input`` (a CSV, JSON-lines or lines file); the job result, its ``map`` counting the
-    rows (``background``: its handle at once). ``options``: the template's fields (agent,
-    backend, model, output_schema, isolate, timeout …) and the map's (key, where, limit,
-    retries, out, input_format). ``resume``: a map's id, to run its rows not completed."""
-    if resume is not None:
-        job = resume_map(resume, background=background)
-    else:
-        if input is None or task is None:
-            raise BadRequest("a map needs an input and a task (or resume=JOB_ID)")
-        map_fields = {k: options.pop(k) for k in list(options) if k in MAP_FIELDS}
-        spec = map_spec(
-            input,
-            task,
-            step=options,
-            concurrency=concurrency,
-            budget={"max_cost": max_cost, "max_tokens": max_tokens},
-            executor=executor,
-            **map_fields,
-        )
-        job = prepare_job(parse_job(spec), cwd=cwd, background=background)
+    rows (``background``: its handle at once). ``options``: as :func:`prepare_map` takes
+    them (``resume=JOB_ID`` runs a map's rows not completed)."""
+    job = prepare_map(input, task, background=background, **options)
     if background:
         start_background(job)
         return JobHandle(job.store, job.job_id)

@@ -6,7 +6,7 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -132,9 +132,10 @@ def map_command(
         run_map(job, bg=bg, as_json=as_json, quiet=quiet, progress=progress)
     if input_name is None or task is None:
         fail("missing INPUT or --task; usage: subagents map INPUT --task TEMPLATE [OPTIONS]")
+    from subagents import api
     from subagents.jobs import parse_where
 
-    step = {
+    options: dict[str, Any] = {
         "agent": agent,
         "backend": backend,
         "model": model,
@@ -145,30 +146,33 @@ def map_command(
         "verify": verify,
         "verify_timeout": verify_timeout,
         "verify_attempts": verify_attempts,
+        "key": key,
+        "limit": limit,
+        "retries": retries,
+        "out": str(out) if out is not None else None,
+        "input_format": input_format,
     }
-    from subagents import api
-
+    planned: list[tuple[Row, RunRequest]] | None = [] if dry_run else None
     try:
-        spec = maps.map_spec(
+        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
+        job = maps.prepare_map(
             input_name,
             task,
-            step=step,
+            background=bg,
             concurrency=concurrency,
-            budget={"max_cost": max_cost, "max_tokens": max_tokens},
+            max_cost=max_cost,
+            max_tokens=max_tokens,
             executor=executor,
-            key=key,
+            session=session,
+            watch=watch,
+            dry_run=planned,
             where=parse_where(where) or None,
-            limit=limit,
-            retries=retries,
-            out=str(out) if out is not None else None,
-            input_format=input_format,
+            **{k: v for k, v in options.items() if v is not None},
         )
-        if dry_run:
-            _dry_run(maps.preview(spec, session=session))
-        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
-        job = api.prepare_job(spec, session=session, watch=watch)
     except UsageError as exc:
         fail(str(exc).removeprefix("arguments: "))
+    if planned is not None:
+        _dry_run(planned)
     run_map(job, bg=bg, as_json=as_json, quiet=quiet, progress=progress)
 
 

@@ -92,8 +92,15 @@ async def subagent_map(
     }
     try:
         job = await anyio.to_thread.run_sync(
-            lambda: _prepare(
-                input, task, resume, concurrency, max_cost, max_tokens, background, options
+            lambda: maps.prepare_map(
+                input,
+                task,
+                resume=resume,
+                background=background,
+                concurrency=concurrency,
+                max_cost=max_cost,
+                max_tokens=max_tokens,
+                **{k: v for k, v in options.items() if v is not None},
             )
         )
     except UsageError as exc:
@@ -107,33 +114,6 @@ async def subagent_map(
         )
     result = await anyio.to_thread.run_sync(maps.drive, job)
     return map_result(result)
-
-
-def _prepare(
-    input: str | None,
-    task: str | None,
-    resume: str | None,
-    concurrency: int | None,
-    max_cost: float | None,
-    max_tokens: int | None,
-    background: bool,
-    options: dict[str, Any],
-) -> api.PreparedJob:
-    if resume is not None:
-        return maps.resume_map(resume, background=background)
-    if input is None or task is None:
-        raise UsageError("give `input` and `task` (or `resume`: a map's jobId)")
-    map_fields = {k: options.pop(k) for k in ("key", "where", "limit", "retries", "out")}
-    cwd = options.pop("cwd")
-    spec = maps.map_spec(
-        input,
-        task,
-        step=options,
-        concurrency=concurrency,
-        budget={"max_cost": max_cost, "max_tokens": max_tokens},
-        **map_fields,
-    )
-    return api.prepare_job(spec, cwd=cwd, background=background)
 
 
 def map_result(result: JobResult) -> CallToolResult:
