@@ -3,7 +3,7 @@
 
     .venv/bin/python bench/bench_map.py [--rows 1000] [--concurrency 16]
 
-The child answers at once (a shell script printing one pi ``message_end``), so the ideal
+The child answers at once (bench_jobs.py's shell stand-in for pi, sleeping 0 s), so the ideal
 wall time is ~0 and the overhead per row is the map's wall time over its rows. The
 driver (``subagents map`` in the foreground) is polled for its RSS every 50 ms: its growth
 is the peak minus what it held once the first 5% of the rows were done (imports and
@@ -30,23 +30,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_jobs import child_script
 from benchenv import like_installed
-
-FINAL = {
-    "type": "message_end",
-    "message": {
-        "role": "assistant",
-        "content": [{"type": "text", "text": "done"}],
-        "stopReason": "stop",
-        "model": "m",
-    },
-}
-
-
-def child(path: Path) -> Path:
-    path.write_text(f"#!/bin/sh\nprintf '%s\\n' '{json.dumps(FINAL)}'\n")
-    path.chmod(0o755)
-    return path
 
 
 def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dict[str, float]:
@@ -117,7 +102,7 @@ def main() -> None:
             **os.environ,
             "SUBAGENTS_HOME": str(work / "home"),
             "SUBAGENTS_CONFIG_DIR": str(work / "config"),
-            "SUBAGENTS_PI_BIN": str(child(work / "pi")),
+            "SUBAGENTS_PI_BIN": str(child_script(work / "pi", 0)),
         }
         base = run_parallel(work, env, args.baseline_repeat)
         figures = run_map(work, env, args.rows, args.concurrency)
