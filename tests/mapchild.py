@@ -9,6 +9,9 @@ Gates (tests/test_gates.py): ``MAP_OK`` writes ``<word>.ok`` in the cwd but for 
 in ``MAP_BAD`` (comma-separated); a continuation (``--fork``: a repair turn) writes the
 ``.ok`` of the word its task's check command names (``check.py WORD``). A session file is
 written where pi would, so a run can be continued.
+
+As a reviewer (its task starts "You review another agent's work") it approves an answer
+that says "please" (``MAP_REVIEW=reject``: never), and asks for it otherwise.
 """
 
 from __future__ import annotations
@@ -46,11 +49,14 @@ if "FAIL" in task and "previous attempt" not in task:
     sys.exit(3)
 if os.environ.get("MAP_WRITE"):
     Path(f"{word}.txt").write_text(f"{word}\n")
-text = (
-    json.dumps({"word": word, "length": len(word)})
-    if os.environ.get("MAP_JSON")
-    else f"done: {task}"
-)
+if task.startswith("You review another agent's work"):
+    answer = task.split("## The agent's final answer", 1)[-1].split("## ", 1)[0]
+    approve = "please" in answer and os.environ.get("MAP_REVIEW") != "reject"
+    text = json.dumps({"approve": approve, "issues": [] if approve else ["say please"]})
+elif os.environ.get("MAP_JSON"):
+    text = json.dumps({"word": word, "length": len(word)})
+else:
+    text = f"done: {task}"
 usage = {
     "input": 10,
     "output": 5,

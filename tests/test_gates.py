@@ -113,10 +113,55 @@ def test_bad_gates_are_one_line_and_exit_2(tmp_path: Path, child: dict[str, str]
     for args, message in [
         (["--verify", "  "], "verify: the command is empty"),
         (["--verify", "echo 'x"], "cannot split the command"),
-        (["--verify-attempts", "2"], "a gate's timeout and attempts need its command"),
+        (
+            ["--verify-attempts", "2"],
+            "a gate's timeout and attempts need its command or its reviewer",
+        ),
         (["--verify", "true", "--verify-attempts", "0"], "--verify-attempts: must be 1 or more"),
     ]:
         p = cli(["run", "--cwd", str(tmp_path), *args, "hello"], child)
         assert p.returncode == 2, (args, p.stderr)
         assert p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert not Path(child["MAP_LOG"]).exists()
+
+
+def test_a_reviewer_that_rejects_then_approves(tmp_path: Path, child: dict[str, str]) -> None:
+    p = cli(["run", "--json", "--cwd", str(tmp_path), "--review", "pi", "write alpha"], child)
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert result["status"] == "completed" and result["continuedFrom"]
+    verification = result["verification"]
+    assert verification["command"] is None and verification["passed"] is True
+    reviews = [a["review"] for a in verification["attempts"]]
+    assert [(r["approve"], r["issues"]) for r in reviews] == [(False, ["say please"]), (True, [])]
+    assert verification["review"] == reviews[-1] and reviews[-1]["reviewer"] == "pi"
+    # The reviewer is a run of its own, whose task held the child's answer.
+    runs = Path(result["paths"]["events"]).parent.parent
+    first_review = json.loads((runs / reviews[0]["runId"] / "result.json").read_text())
+    assert "done: write alpha" in first_review["task"]
+    assert first_review["structured"] == {"approve": False, "issues": ["say please"]}
+
+
+def test_a_reviewer_that_never_approves_fails_the_run(
+    tmp_path: Path, child: dict[str, str]
+) -> None:
+    p = cli(
+        [
+            "run",
+            "--json",
+            "--cwd",
+            str(tmp_path),
+            "--review",
+            "pi",
+            "--verify",
+            "true",
+            "write alpha",
+        ],
+        {**child, "MAP_REVIEW": "reject"},
+    )
+    assert p.returncode == 1, p.stderr
+    result = json.loads(p.stdout)
+    assert result["errorMessage"] == "the reviewer pi did not approve after 2 attempts: say please"
+    attempts = result["verification"]["attempts"]
+    assert [a["exitCode"] for a in attempts] == [0, 0]  # the command passed; the review did not
+    assert [a["review"]["approve"] for a in attempts] == [False, False]

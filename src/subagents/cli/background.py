@@ -39,7 +39,8 @@ def run_in_background(job: Any, *, as_json: bool, hint: bool, follow: str = "log
 
 
 def gate_options(command: F) -> F:
-    """``--verify``, ``--verify-timeout``, ``--verify-attempts`` (docs/gates.md): kept
+    """``--verify``, ``--verify-timeout``, ``--verify-attempts``, ``--review``
+    (docs/gates.md): kept
     together, so they move as one to wherever a run's options are defined."""
     for option in reversed(
         [
@@ -59,6 +60,12 @@ def gate_options(command: F) -> F:
                 "--verify-attempts",
                 type=int,
                 help="Checks before the run fails, repair turns between them (default 2).",
+            ),
+            click.option(
+                "--review",
+                metavar="AGENT|BACKEND[:MODEL]",
+                help="A reviewer gate: a separate run reads the task, the answer and the diff"
+                " and approves or lists issues; issues are a repair turn (docs/gates.md).",
             ),
         ]
     ):

@@ -203,6 +203,7 @@ def run(
     verify: str | None,
     verify_timeout: float | None,
     verify_attempts: int | None,
+    review: str | None,
     progress: str,
     parent_pid: int | None,
 ) -> None:
@@ -241,6 +242,7 @@ def run(
         "verify": verify,
         "verify_timeout": verify_timeout,
         "verify_attempts": verify_attempts,
+        "review": review,
     }
     budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
     try:

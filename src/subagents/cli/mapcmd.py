@@ -103,6 +103,7 @@ def map_command(
     verify: str | None,
     verify_timeout: float | None,
     verify_attempts: int | None,
+    review: str | None,
     parent_pid: int | None,
 ) -> None:
     """Run TEMPLATE once per row of INPUT (a CSV, a JSON-lines file, a file of lines, or
@@ -146,6 +147,7 @@ def map_command(
         "verify": verify,
         "verify_timeout": verify_timeout,
         "verify_attempts": verify_attempts,
+        "review": review,
         "key": key,
         "limit": limit,
         "retries": retries,

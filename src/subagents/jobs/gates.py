@@ -47,6 +47,10 @@ class Repairs(Protocol):
 
     def follow(self, handle: RunHandle) -> JobRun: ...
 
+    def review(self, req: RunRequest) -> JobRun:
+        """Run a reviewer (a run of its own, not one of the job's) to its end."""
+        ...
+
 
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_ATTEMPTS = 2
@@ -62,40 +66,62 @@ REPAIR = (
 
 @dataclass(frozen=True)
 class Gate:
-    """A run's gate: ``verify`` (the command; ``{field}`` is a map row's), its timeout in
-    seconds and how many checks it gets."""
+    """A run's gate: ``verify`` (the command; ``{field}`` is a map row's) with its timeout
+    in seconds, and/or ``review`` (the reviewer's run request, as a record; ``reviewer``
+    as it was given); how many checks it gets."""
 
-    verify: str
+    verify: str | None = None
     timeout: float = DEFAULT_TIMEOUT
     attempts: int = DEFAULT_ATTEMPTS
+    reviewer: str | None = None
+    review: JsonObject | None = None
 
     def to_record(self) -> JsonObject:
-        return {"verify": self.verify, "timeout": self.timeout, "attempts": self.attempts}
+        return {
+            "verify": self.verify,
+            "timeout": self.timeout,
+            "attempts": self.attempts,
+            "reviewer": self.reviewer,
+            "review": self.review,
+        }
 
     @classmethod
     def from_record(cls, record: Mapping[str, object] | None) -> Gate | None:
-        if not record or not isinstance(record.get("verify"), str):
+        if not record:
             return None
-        timeout, attempts = record.get("timeout"), record.get("attempts")
+        verify, review = record.get("verify"), record.get("review")
+        if not isinstance(verify, str) and not isinstance(review, dict):
+            return None
+        timeout, attempts, reviewer = (record.get(k) for k in ("timeout", "attempts", "reviewer"))
         return cls(
-            str(record["verify"]),
+            verify if isinstance(verify, str) else None,
             float(timeout) if isinstance(timeout, int | float) else DEFAULT_TIMEOUT,
             attempts if isinstance(attempts, int) else DEFAULT_ATTEMPTS,
+            reviewer if isinstance(reviewer, str) else None,
+            review if isinstance(review, dict) else None,
         )
 
 
 def gate_of(
-    verify: str | None, timeout: float | None, attempts: int | None, where: str = "verify"
+    verify: str | None,
+    timeout: float | None,
+    attempts: int | None,
+    where: str = "verify",
+    reviewer: str | None = None,
+    review: RunRequest | None = None,
 ) -> Gate | None:
-    """A checked gate from a step's fields (None without a command)."""
-    if verify is None:
-        if timeout is not None or attempts is not None:
-            raise PlanError(f"{where}: a gate's timeout and attempts need its command (verify)")
+    """A checked gate from a step's fields (None without a command or a reviewer)."""
+    if verify is None and review is None:
         return None
-    argv_of(verify, where)
-    if attempts is not None and attempts < 1:
-        raise PlanError(f"{where}_attempts: must be 1 or more, not {attempts}")
-    return Gate(verify, timeout or DEFAULT_TIMEOUT, attempts or DEFAULT_ATTEMPTS)
+    if verify is not None:
+        argv_of(verify, where)
+    return Gate(
+        verify,
+        timeout or DEFAULT_TIMEOUT,
+        attempts or DEFAULT_ATTEMPTS,
+        reviewer,
+        review.to_record() if review is not None else None,  # type: ignore[arg-type]
+    )
 
 
 def argv_of(command: str, where: str = "verify") -> list[str]:
@@ -208,25 +234,23 @@ def repair_task(command: str, check: Check, timeout: float) -> str:
 
 
 def record_verification(
-    result: JobRun, command: str, checks: list[Check], passed: bool, timeout: float
+    result: JobRun, gate: Gate, attempts: list[JsonObject], failure: str | None
 ) -> JobRun:
-    """The run's result with its ``verification`` (and, failed, its status and why),
-    rewritten in its ``result.json``."""
+    """The run's result with its ``verification`` (and, ``failure``: why the gate did not
+    pass, its status ``failed``), rewritten in its ``result.json``."""
     updated: JsonObject = dict(result)  # type: ignore[arg-type]
-    updated["verification"] = {
-        "command": command,
-        "attempts": [c.record() for c in checks],
-        "passed": passed,
+    verification: JsonObject = {
+        "command": gate.verify,
+        "attempts": attempts,  # type: ignore[dict-item]
+        "passed": failure is None,
     }
-    if not passed and checks and updated.get("status") == "completed":
-        last = checks[-1]
-        tail = last.tail.splitlines()[-1] if last.tail else ""
+    reviews = [a["review"] for a in attempts if isinstance(a.get("review"), dict)]
+    if reviews:
+        verification["review"] = reviews[-1]
+    updated["verification"] = verification
+    if failure is not None and updated.get("status") == "completed":
         updated["status"] = "failed"
-        updated["errorMessage"] = (
-            f"the acceptance gate `{command}` failed: it {last.how(timeout)}"
-            f" after {len(checks)} attempt{'s' if len(checks) != 1 else ''}"
-            + (f"; its output ends: {tail}" if tail else "")
-        )
+        updated["errorMessage"] = failure
     paths = updated.get("paths")
     events = paths.get("events") if isinstance(paths, dict) else None
     if isinstance(events, str):
@@ -235,38 +259,74 @@ def record_verification(
     return updated  # type: ignore[return-value]
 
 
+def _check_failure(gate: Gate, check: Check, n: int) -> str:
+    tail = check.tail.splitlines()[-1] if check.tail else ""
+    return (
+        f"the acceptance gate `{gate.verify}` failed: it {check.how(gate.timeout)}"
+        f" after {n} attempt{'s' if n != 1 else ''}"
+        + (f"; its output ends: {tail}" if tail else "")
+    )
+
+
 def verified(job: Repairs, req: RunRequest, gate: Gate, result: RunResult) -> JobRun:
-    """A run of ``job`` (``result``: completed) through its gate: checked, repaired by
-    continuations of its session as its attempts allow; the last run's result, with its
-    ``verification``."""
-    argv = argv_of(gate.verify)
-    checks: list[Check] = []
-    current: JobRun = result
+    """A run of ``job`` (``result``: completed) through its gate: its command checked, then
+    its reviewer asked; a failure of either is a repair turn (a continuation of its
+    session) while its attempts allow; the last run's result, with its ``verification``."""
+    from subagents.jobs import review as reviewing
+
+    argv = argv_of(gate.verify) if gate.verify is not None else None
+    attempts: list[JsonObject] = []
     while True:
+        record: JsonObject = {}
+        repair: str | None = None
+        failure: str | None = None
         run_dir = Path(result["paths"]["events"]).parent
-        with working_tree(result) as tree:
-            check = run_check(
-                argv,
-                tree,
-                {**job.env, **req.env},
-                gate.timeout,
-                run_dir / f"verify-{len(checks) + 1}.log",
-            )
-        checks.append(check)
-        if check.exit_code == 0 and not check.timed_out:
-            return record_verification(result, gate.verify, checks, True, gate.timeout)
-        if len(checks) >= gate.attempts or job.cancelled:
-            return record_verification(result, gate.verify, checks, False, gate.timeout)
-        repair = replace(
-            req,
-            task=repair_task(gate.verify, check, gate.timeout),
-            continue_from=result["runId"],
-            gate=None,
-        )
-        handle = job.launch(repair)
-        if not isinstance(handle, RunHandle):  # could not continue: the gate's failure stands
-            return record_verification(result, gate.verify, checks, False, gate.timeout)
+        if argv is not None:
+            with working_tree(result) as tree:
+                check = run_check(
+                    argv,
+                    tree,
+                    {**job.env, **req.env},
+                    gate.timeout,
+                    run_dir / f"verify-{len(attempts) + 1}.log",
+                )
+            record.update(check.record())
+            if check.exit_code != 0 or check.timed_out:
+                repair = repair_task(str(gate.verify), check, gate.timeout)
+                failure = _check_failure(gate, check, len(attempts) + 1)
+        if repair is None and gate.review is not None:
+            asked = RunRequest.from_record(gate.review)  # type: ignore[arg-type]
+            review = job.review(replace(asked, task=reviewing.review_task(req.task, result)))
+            verdict = reviewing.verdict_of(review)
+            record["review"] = {
+                "reviewer": gate.reviewer,
+                "runId": review.get("runId"),
+                "approve": verdict[0] if verdict else None,
+                "issues": verdict[1] if verdict else [],  # type: ignore[dict-item]
+            }
+            if verdict is None:
+                attempts.append(record)
+                why = review.get("errorMessage") or "no verdict in its answer"
+                failure = f"the reviewer {gate.reviewer} gave no verdict: {why}"
+                return record_verification(result, gate, attempts, failure)
+            if not verdict[0]:
+                repair = reviewing.repair_task(verdict[1])
+                n = len(attempts) + 1
+                failure = (
+                    f"the reviewer {gate.reviewer} did not approve after {n}"
+                    f" attempt{'s' if n != 1 else ''}: "
+                    + "; ".join(verdict[1] or ["no issues given"])
+                )
+        attempts.append(record)
+        if repair is None:
+            return record_verification(result, gate, attempts, None)
+        if len(attempts) >= gate.attempts or job.cancelled:
+            return record_verification(result, gate, attempts, failure)
+        turn = replace(req, task=repair, continue_from=result["runId"], gate=None)
+        handle = job.launch(turn)
+        if not isinstance(handle, RunHandle):  # could not continue: the failure stands
+            return record_verification(result, gate, attempts, failure)
         current = job.follow(handle)
         if current.get("status") != "completed" or "paths" not in current:
-            return record_verification(current, gate.verify, checks, False, gate.timeout)
+            return record_verification(current, gate, attempts, failure)
         result = current

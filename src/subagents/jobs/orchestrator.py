@@ -464,6 +464,18 @@ class _Repairs:
     def follow(self, handle: RunHandle) -> JobRun:
         return self.job._follow(self.index, handle, self.on_event)
 
+    def review(self, req: RunRequest) -> JobRun:
+        job = self.job
+        req = replace(req, job_id=job.job_id)
+        try:
+            spec, run_dir = prepare(
+                req, job.plan.settings, job.env, job.store.home, placement=job.plan.placement
+            )
+            result = start_prepared(spec, run_dir, job.plan.placement).wait()
+        except UsageError as exc:
+            return not_started(req, str(exc), "failed")
+        return result if result is not None else not_started(req, "the reviewer did not end")
+
 
 def _why(exc: OSError) -> str:
     from subagents.core.files import describe_os_error

@@ -177,11 +177,8 @@ def resolve_step(
         max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
     )
-    if step.verify is not None:
-        from subagents.jobs.gates import gate_of
-
-        gate = gate_of(step.verify, step.verify_timeout, step.verify_attempts, f"{where}.verify")
-        req.gate = gate.to_record() if gate is not None else None
+    if step.verify is not None or step.review is not None:
+        req.gate = _gate(step, where, settings, base, env, placement, extra_env)
     try:
         req.output_schema = _schema(step, agent, settings, base)
     except UsageError as exc:
@@ -192,6 +189,35 @@ def resolve_step(
     except UsageError as exc:
         raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
     return req
+
+
+def _gate(
+    step: Step,
+    where: str,
+    settings: Settings,
+    base: Path,
+    env: Mapping[str, str],
+    placement: Placement,
+    extra_env: dict[str, str] | None,
+) -> JsonObject | None:
+    """The step's acceptance gate (jobs/gates.py), its reviewer resolved as a run."""
+    from subagents.jobs.gates import gate_of
+
+    reviewer = None
+    if step.review is not None:
+        from subagents.jobs.review import review_step
+
+        who = review_step(step.review, step)
+        reviewer = resolve_step(who, f"{where}.review", settings, base, env, placement, extra_env)
+    gate = gate_of(
+        step.verify,
+        step.verify_timeout,
+        step.verify_attempts,
+        f"{where}.verify",
+        step.review,
+        reviewer,
+    )
+    return gate.to_record() if gate is not None else None
 
 
 def _judge_step(spec: JobSpec) -> Step:

@@ -73,9 +73,11 @@ class Step:
     verify: str | None = None
     verify_timeout: Annotated[float | None, Seconds] = None
     verify_attempts: int | None = None
+    # The reviewer gate: backend[:model] or an agent, answering {approve, issues}.
+    review: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "agent", "cwd", "model", "backend", "verify"):
+        for name in ("task", "agent", "cwd", "model", "backend", "verify", "review"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:
@@ -84,8 +86,13 @@ class Step:
             raise FieldProblem("task", "the task is empty")
         if self.verify is not None and not self.verify.strip():
             raise FieldProblem("verify", "the command is empty")
-        if self.verify is None and (self.verify_timeout or self.verify_attempts) is not None:
-            raise FieldProblem("verify", "a gate's timeout and attempts need its command")
+        if self.review is not None and not self.review.strip():
+            raise FieldProblem("review", "the reviewer is empty (give backend[:model] or an agent)")
+        gated = self.verify is not None or self.review is not None
+        if not gated and (self.verify_timeout or self.verify_attempts) is not None:
+            raise FieldProblem(
+                "verify", "a gate's timeout and attempts need its command or its reviewer"
+            )
         check_at_least("verify_attempts", self.verify_attempts, 1)
         for name, off in (
             ("timeout", False),
