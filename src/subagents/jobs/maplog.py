@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.core.files import dumps_fast, loads
 from subagents.jobs.mapinput import Row
 
 if TYPE_CHECKING:
@@ -51,9 +52,10 @@ def write_input(job_dir: Path, rows: list[Row], variants: list[int]) -> None:
 def read_input(job_dir: Path) -> tuple[list[Row], list[int]]:
     rows: list[Row] = []
     variants: list[int] = []
-    with open(job_dir / INPUT_FILE, encoding="utf-8") as f:
+    with open(job_dir / INPUT_FILE, "rb") as f:
         for line in f:
-            record = json.loads(line)
+            record = loads(line)
+            assert isinstance(record, dict)
             rows.append(Row.from_record(record))
             v = record.get("v")
             variants.append(v if isinstance(v, int) else 0)
@@ -76,7 +78,7 @@ def _lines(path: Path) -> Iterator[JsonObject]:
             if not line.endswith(b"\n"):
                 return  # a torn last line: its writer died mid-write
             with contextlib.suppress(ValueError):
-                value = json.loads(line)
+                value = loads(line)
                 if isinstance(value, dict) and isinstance(value.get("i"), int):
                     yield value
 
@@ -113,7 +115,7 @@ class RowLog:
         self._lock = threading.Lock()
 
     def append(self, entry: JsonObject) -> None:
-        line = json.dumps(entry, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+        line = dumps_fast(entry) + b"\n"
         with self._lock:
             os.write(self._fd, line)
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 
+from subagents.core.files import dumps_fast
 from subagents.jobs.mapinput import Row, text_of
 
 if TYPE_CHECKING:
@@ -84,18 +84,22 @@ class ResultsWriter:
         if self._csv is not None:
             self._csv.writeheader()
 
-    def write(self, row: Row, entry: Mapping[str, object]) -> None:
+    def write(self, row: Row, entry: Mapping[str, object], *, flush: bool = True) -> None:
         line = result_line(row, entry)
         with self._lock:
             if self._csv is not None:
                 self._csv.writerow({k: _cell(v) for k, v in line.items()})
             else:
-                self.stream.write(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n")
-            self.stream.flush()
+                self.stream.write(dumps_fast(line).decode() + "\n")
+            if flush:  # a row that finished is on disk at once; a whole listing at its end
+                self.stream.flush()
 
 
-def _cell(value: object) -> str:
-    return "" if value is None else text_of(value)
+def _cell(value: object) -> object:
+    # csv writes text and numbers itself; anything else goes in as JSON.
+    if value is None:
+        return ""
+    return value if isinstance(value, str | int | float) else text_of(value)
 
 
 def write_all(
@@ -112,7 +116,8 @@ def write_all(
     if header:
         writer.header()
     for row in rows:
-        writer.write(row, state.get(row.index, {}))
+        writer.write(row, state.get(row.index, {}), flush=False)
+    stream.flush()
 
 
 class ResultsFile:
@@ -134,7 +139,7 @@ class ResultsFile:
         writer = ResultsWriter(buf, fmt, rows[0], answer_fields)
         writer.header()
         for row in done:
-            writer.write(row, state[row.index])
+            writer.write(row, state[row.index], flush=False)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(buf.getvalue(), encoding="utf-8")
         os.replace(tmp, path)
