@@ -341,3 +341,23 @@ def test_kill_9_of_the_driver_then_resume_completes_every_row_exactly_once(
     rows = jsonl(out)
     assert sorted(r["line"] for r in rows) == words
     assert {r["status"] for r in rows} == {"completed"}
+
+
+def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, str]) -> None:
+    data = tmp_path / "items.txt"
+    data.write_text("".join(f"w{i}\n" for i in range(4)))
+    env = {**child, "MAP_DELAY": "1"}
+    p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg"], env)
+    assert p.returncode == 0, p.stderr
+    job_id = p.stdout.strip()
+    shown = cli(["show", job_id], env)
+    assert "now: rows " in shown.stdout or "rows: 4/4 completed" in shown.stdout, shown.stdout
+    waited = cli(["wait", job_id, "--progress", "jsonl"], env)
+    assert waited.returncode == 0, waited.stderr
+    assert f"map {job_id}: 4/4 rows completed" in waited.stdout
+    records = [json.loads(line) for line in waited.stderr.splitlines()]
+    rows = [r for r in records if r["type"] == "row"]
+    assert {r["key"] for r in rows} <= {"1", "2", "3", "4"} and rows
+    assert all(r["status"] == "completed" for r in rows)
+    last = [r for r in records if r["type"] == "map"][-1]
+    assert last["done"] == last["total"] == 4 and last["running"] == 0

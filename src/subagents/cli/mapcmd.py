@@ -213,6 +213,22 @@ def run_map(job: PreparedJob, *, bg: bool, as_json: bool, quiet: bool, progress:
     exit_now(exit_code(result))
 
 
+def follow_map(job_dir: Path, job_id: str, stop: threading.Event) -> None:
+    """``wait --progress jsonl`` of a map: a row record and the map's progress as each row
+    ends, from its row log, until ``stop`` (then once more: the last rows)."""
+    from subagents.jobs import MapWatch, row_record
+
+    watch = MapWatch(job_dir, job_id)
+    while True:
+        stopping = stop.wait(0.5)
+        for row, entry in watch.poll():
+            sys.stderr.write(json.dumps(row_record(row.index, row.key, entry)) + "\n")
+            sys.stderr.write(json.dumps(watch.progress.record()) + "\n")
+        sys.stderr.flush()
+        if stopping:
+            return
+
+
 class Reporter:
     """Progress on stderr: a live line on a terminal (redrawn each second and at each
     row's end), else a line every 5 s; or JSON records, one per row and one of the map's
@@ -259,16 +275,10 @@ class Reporter:
             if self.live:
                 self._show()
             return
+        from subagents.jobs import row_record
+
         assert self.progress is not None
-        record = {
-            "type": "row",
-            "index": row.index,
-            "key": row.key,
-            "status": entry.get("status"),
-            "runId": entry.get("runId"),
-            "error": entry.get("error"),
-            "cost": entry.get("cost"),
-        }
+        record = row_record(row.index, row.key, entry)
         with self._lock:
             sys.stderr.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             sys.stderr.write(json.dumps(self.progress.record(), allow_nan=False) + "\n")

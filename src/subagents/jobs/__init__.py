@@ -27,8 +27,9 @@ from subagents.jobs.mapinput import Row, parse_where, render
 from subagents.jobs.mapjob import MapJob, RowSink, job_for
 from subagents.jobs.maplog import write_input
 from subagents.jobs.mapplan import plan_map, read_map_rows, read_rows
-from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line
+from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line, row_record
 from subagents.jobs.mapresults import write_all as write_results
+from subagents.jobs.mapwatch import MapWatch
 from subagents.jobs.orchestrator import EventSink, Job, exit_code
 from subagents.jobs.planning import JobPlan, plan
 from subagents.jobs.records import lifecycle_for
@@ -62,6 +63,7 @@ __all__ = [
     "MapJob",
     "MapProgress",
     "MapProgressRecord",
+    "MapWatch",
     "PlanError",
     "Row",
     "RowSink",
@@ -92,6 +94,7 @@ __all__ = [
     "remove_jobs",
     "render",
     "resolve_run",
+    "row_record",
     "send_message",
     "start_background",
     "stop_job",

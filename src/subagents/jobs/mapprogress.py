@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from typing import TypedDict
 
 
@@ -122,3 +123,16 @@ def _duration(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m {s % 60:02d}s"
     return f"{s // 3600}h {s % 3600 // 60:02d}m"
+
+
+def row_record(index: int, key: str, entry: Mapping[str, object]) -> dict[str, object]:
+    """A row's end as a ``--progress jsonl`` record."""
+    return {
+        "type": "row",
+        "index": index,
+        "key": key,
+        "status": entry.get("status"),
+        "runId": entry.get("runId"),
+        "error": entry.get("error"),
+        "cost": entry.get("cost"),
+    }
