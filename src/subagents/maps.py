@@ -117,12 +117,14 @@ def prepare_map(
     session: str | None = None,
     watch: list[ProcessIdentity] | None = None,
     dry_run: list[tuple[Row, RunRequest]] | None = None,
+    placement: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> PreparedJob:
     """A map checked and recorded, ready to run (or, ``resume``: a map's id, made ready to
     run its rows not completed). ``options``: the template's fields (agent, backend, model,
     cwd, output_schema, isolate, timeout, verify …; ``{field}`` allowed in cwd, agent, model,
-    backend, verify) and the map's (key, where, limit, retries, out, input_format)."""
+    backend, verify) and the map's (key, where, limit, retries, out, input_format);
+    ``placement``: ``prepare_job``'s runner, ray_address, ray_shared_cwd, agent_scope."""
     if resume is not None:
         return resume_map(resume, background=background)
     if input is None or task is None:
@@ -137,7 +139,14 @@ def prepare_map(
         executor=executor,
         **map_fields,
     )
-    return prepare_job(spec, background=background, session=session, watch=watch, dry_run=dry_run)
+    return prepare_job(
+        spec,
+        background=background,
+        session=session,
+        watch=watch,
+        dry_run=dry_run,
+        **{k: v for k, v in (placement or {}).items() if v is not None},
+    )
 
 
 def map_rows(

@@ -59,6 +59,17 @@ DRY_RUN_SHOWN = 3
 )
 @click.option("--max-tokens", type=int, help="The whole map's budget in tokens.")
 @click.option("--executor", type=click.Choice(["local", "ray"]), help="Where rows run.")
+@click.option("--ray-address", help="The Ray cluster (default: config, else $RAY_ADDRESS).")
+@click.option(
+    "--ray-shared-cwd",
+    is_flag=True,
+    default=None,
+    help="On Ray: working directories exist on every node (docs/cluster.md).",
+)
+@click.option("--runner", type=click.Choice(["process", "tmux"]), help="How supervisors start.")
+@click.option(
+    "--agent-scope", type=click.Choice(["user", "both"]), help="'both': project agents too."
+)
 @click.option("--session", help="Session to record lifecycle entries in.")
 @click.option("--bg", is_flag=True, help="Run in the background: print the job id and return.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job result on stdout.")
@@ -95,6 +106,10 @@ def map_command(
     max_cost: float | None,
     max_tokens: int | None,
     executor: Executor | None,
+    ray_address: str | None,
+    ray_shared_cwd: bool | None,
+    runner: str | None,
+    agent_scope: str | None,
     session: str | None,
     bg: bool,
     as_json: bool,
@@ -168,6 +183,12 @@ def map_command(
             session=session,
             watch=watch,
             dry_run=planned,
+            placement={
+                "ray_address": ray_address,
+                "ray_shared_cwd": ray_shared_cwd,
+                "runner": runner,
+                "agent_scope": agent_scope,
+            },
             where=parse_where(where) or None,
             **{k: v for k, v in options.items() if v is not None},
         )
