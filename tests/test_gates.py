@@ -165,3 +165,19 @@ def test_a_reviewer_that_never_approves_fails_the_run(
     attempts = result["verification"]["attempts"]
     assert [a["exitCode"] for a in attempts] == [0, 0]  # the command passed; the review did not
     assert [a["review"]["approve"] for a in attempts] == [False, False]
+
+
+def test_an_agents_frontmatter_gives_its_runs_a_gate(tmp_path: Path, child: dict[str, str]) -> None:
+    import os
+
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True)
+    command = checker(tmp_path) + " alpha"
+    (agents / "checked.md").write_text(
+        f"---\nname: checked\ndescription: a worker whose work is checked\nbackend: pi\n"
+        f"verify: {command}\n---\nYou work.\n"
+    )
+    p = cli(["run", "--json", "--agent", "checked", "--cwd", str(tmp_path), "write alpha"], child)
+    assert p.returncode == 0, p.stderr
+    verification = json.loads(p.stdout)["verification"]
+    assert verification["command"] == command and verification["passed"] is True

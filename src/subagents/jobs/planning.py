@@ -177,6 +177,8 @@ def resolve_step(
         max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
     )
+    if agent is not None and (agent.verify or agent.review):  # the step's gate, else its agent's
+        step = replace(step, verify=step.verify or agent.verify, review=step.review or agent.review)
     if step.verify is not None or step.review is not None:
         req.gate = _gate(step, where, settings, base, env, placement, extra_env)
     try:
