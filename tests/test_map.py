@@ -346,12 +346,21 @@ def test_kill_9_of_the_driver_then_resume_completes_every_row_exactly_once(
 def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, str]) -> None:
     data = tmp_path / "items.txt"
     data.write_text("".join(f"w{i}\n" for i in range(4)))
-    env = {**child, "MAP_DELAY": "1"}
+    env = {**child, "MAP_DELAY": "2"}
     p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg"], env)
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
     shown = cli(["show", job_id], env)
     assert "now: rows " in shown.stdout or "rows: 4/4 completed" in shown.stdout, shown.stdout
+    from conftest import eventually
+
+    def top_shows_rows_in_flight() -> bool:
+        snapshot = json.loads(cli(["top", "--json"], env).stdout)
+        jobs = snapshot["jobs"] if isinstance(snapshot, dict) else snapshot
+        job = next(j for j in jobs if j["jobId"] == job_id)
+        return job["status"] == "running" and any(r["runId"] for r in job["runs"])
+
+    assert eventually(top_shows_rows_in_flight, 20)
     waited = cli(["wait", job_id, "--progress", "jsonl"], env)
     assert waited.returncode == 0, waited.stderr
     assert f"map {job_id}: 4/4 rows completed" in waited.stdout

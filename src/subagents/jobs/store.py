@@ -330,7 +330,7 @@ class JobStore:
             self._write(job_id, reopened)
             return reopened
 
-    def run_ids(self, state: JobState) -> list[str]:
+    def run_ids(self, state: JobState | JobRow) -> list[str]:
         """The runs of ``state``'s job that may still be going: a map's rows in flight (its
         row log), any other job's runs."""
         if state.get("mode") == "map":
