@@ -471,7 +471,14 @@ class _Repairs:
             spec, run_dir = prepare(
                 req, job.plan.settings, job.env, job.store.home, placement=job.plan.placement
             )
-            result = start_prepared(spec, run_dir, job.plan.placement).wait()
+            handle = start_prepared(spec, run_dir, job.plan.placement)
+            with job._lock:  # stopped with the job, as the run it reviews would be
+                job._handles[self.index] = handle
+            if job.cancelled:
+                handle.stop()
+            result = handle.wait()
+            with job._lock:
+                job._handles.pop(self.index, None)
         except UsageError as exc:
             return not_started(req, str(exc), "failed")
         return result if result is not None else not_started(req, "the reviewer did not end")
