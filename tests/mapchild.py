@@ -3,7 +3,8 @@
 Its task's last word is the row's: the answer is ``done: TASK`` (``MAP_JSON=1``: the JSON
 ``{"word": …, "length": …}``); a task holding ``FAIL`` fails (exit 3) unless it carries a
 retry's note; ``MAP_WRITE=1`` writes ``<word>.txt`` in the cwd; ``MAP_LOG`` gets a line per
-start. Every answer costs $0.01.
+start. Every answer costs $0.01. ``MAP_HOLD``: a row waits for that file to exist (at
+most 120 s) before answering, unless its word is in ``MAP_FREE``.
 
 Gates (tests/test_gates.py): ``MAP_OK`` writes ``<word>.ok`` in the cwd but for the words
 in ``MAP_BAD`` (comma-separated); a continuation (``--fork``: a repair turn) writes the
@@ -44,6 +45,12 @@ if log:
     with open(log, "a") as f:
         f.write(f"{word}\n")
 time.sleep(float(os.environ.get("MAP_DELAY", "0")))
+hold = os.environ.get("MAP_HOLD")  # a test's gate: wait for this file (bounded), but MAP_FREE
+if hold and word not in os.environ.get("MAP_FREE", "").split(","):
+    for _ in range(1200):
+        if Path(hold).exists():
+            break
+        time.sleep(0.1)
 if "FAIL" in task and "previous attempt" not in task:
     print(f"boom on {word}", file=sys.stderr)
     sys.exit(3)

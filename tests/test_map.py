@@ -242,7 +242,8 @@ def test_background_map_stop_then_resume_finishes_the_rest(
     data = tmp_path / "items.txt"
     data.write_text("".join(f"w{i}\n" for i in range(6)))
     out = tmp_path / "r.jsonl"
-    env = {**child, "MAP_DELAY": "3"}
+    go = tmp_path / "go"
+    env = {**child, "MAP_HOLD": str(go), "MAP_FREE": "w0,w1"}
     p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg", "--out", str(out)], env)
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
@@ -256,7 +257,8 @@ def test_background_map_stop_then_resume_finishes_the_rest(
     state = json.loads(cli(["show", "--json", job_id], env).stdout)
     assert state["status"] == "aborted"
     done_before = {r["line"] for r in jsonl(out) if r["status"] == "completed"}
-    assert 0 < len(done_before) < 6
+    assert done_before == {"w0", "w1"}
+    go.touch()
     p = cli(["map", "--resume", job_id, "--json"], env)
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
@@ -346,13 +348,14 @@ def test_kill_9_of_the_driver_then_resume_completes_every_row_exactly_once(
 def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, str]) -> None:
     data = tmp_path / "items.txt"
     data.write_text("".join(f"w{i}\n" for i in range(4)))
-    env = {**child, "MAP_DELAY": "2"}
+    go = tmp_path / "go"
+    env = {**child, "MAP_HOLD": str(go)}
     p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg"], env)
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
-    shown = cli(["show", job_id], env)
-    assert "now: rows " in shown.stdout or "rows: 4/4 completed" in shown.stdout, shown.stdout
     from conftest import eventually
+
+    assert eventually(lambda: "now: rows 0/4 · 2 running" in cli(["show", job_id], env).stdout)
 
     def top_shows_rows_in_flight() -> bool:
         snapshot = json.loads(cli(["top", "--json"], env).stdout)
@@ -361,7 +364,21 @@ def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, 
         return job["status"] == "running" and any(r["runId"] for r in job["runs"])
 
     assert eventually(top_shows_rows_in_flight, 20)
-    waited = cli(["wait", job_id, "--progress", "jsonl"], env)
+    import subprocess
+
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "subagents.cli", "wait", job_id, "--progress", "jsonl"],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert waiting.stderr is not None
+    first = json.loads(waiting.stderr.readline())  # the map as it is when wait starts
+    assert (first["type"], first["done"], first["running"]) == ("map", 0, 2)
+    go.touch()
+    out, err = waiting.communicate(timeout=120)
+    waited = subprocess.CompletedProcess(waiting.args, waiting.returncode, out, err)
     assert waited.returncode == 0, waited.stderr
     assert f"map {job_id}: 4/4 rows completed" in waited.stdout
     records = [json.loads(line) for line in waited.stderr.splitlines()]

@@ -235,11 +235,14 @@ def run_map(job: PreparedJob, *, bg: bool, as_json: bool, quiet: bool, progress:
 
 
 def follow_map(job_dir: Path, job_id: str, stop: threading.Event) -> None:
-    """``wait --progress jsonl`` of a map: a row record and the map's progress as each row
-    ends, from its row log, until ``stop`` (then once more: the last rows)."""
+    """``wait --progress jsonl`` of a map: its progress as it is, then a row record and the
+    map's progress as each row ends, from its row log, until ``stop`` (then once more: the
+    last rows)."""
     from subagents.jobs import MapWatch, row_record
 
     watch = MapWatch(job_dir, job_id)
+    sys.stderr.write(json.dumps(watch.progress.record()) + "\n")
+    sys.stderr.flush()
     while True:
         stopping = stop.wait(0.5)
         for row, entry in watch.poll():
