@@ -380,13 +380,16 @@ def _no_number(_constant: str) -> None:
     return None
 
 
+# NaN and Infinity (a log another program damaged) read as null: no entry read here may make
+# what is written from it invalid JSON. (One decoder: json.loads makes one per call.)
+_DECODER = json.JSONDecoder(parse_constant=_no_number)
+
+
 def parse_line(line: bytes) -> JsonObject | None:
     """A line of a session log as a JSON object (an entry is told apart from another line
     by its reader: ``records.is_agent_event``), or None."""
     try:
-        # NaN and Infinity (a log another program damaged) read as null: no entry read here
-        # may make what is written from it invalid JSON.
-        obj: JsonValue = json.loads(line, parse_constant=_no_number)
+        obj: JsonValue = _DECODER.decode(line.decode("utf-8", "surrogatepass"))
     except ValueError:  # includes UnicodeDecodeError
         return None
     return obj if isinstance(obj, dict) else None
