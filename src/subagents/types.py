@@ -123,7 +123,7 @@ SchemaMode: TypeAlias = Literal["own", "instructed"]
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
-JobMode: TypeAlias = Literal["single", "parallel", "chain", "council"]
+JobMode: TypeAlias = Literal["single", "parallel", "chain", "council", "map"]
 # The canonical stop reasons. A stop reason a CLI spells in a way not mapped is kept as it
 # came, so a record's ``stopReason`` is a ``str``; these are the ones that mean something.
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "aborted", "error"]
@@ -579,6 +579,25 @@ class CouncilRecord(TypedDict):
     judgeError: NotRequired[str | None]
 
 
+class MapFailureGroup(TypedDict):
+    reason: str
+    rows: int
+
+
+class MapRecord(TypedDict):
+    """A map's rows counted (jobs/mapresults.py): ``failures`` grouped by reason, most
+    first; ``summary`` says it in one line; ``out``: the results file, if one."""
+
+    total: int
+    completed: int
+    failed: int
+    skipped: int
+    pending: int
+    failures: list[MapFailureGroup]
+    summary: str
+    out: NotRequired[str | None]
+
+
 class JobResult(TypedDict):
     """How a job ended: its runs' results in task/step order, their usage summed.
     ``finalText``: single, the run's; chain, the last step's; parallel, None."""
@@ -595,6 +614,8 @@ class JobResult(TypedDict):
     errorMessage: NotRequired[str]
     # A council's answers side by side, agreement and verdict (jobs/council.py).
     council: NotRequired[CouncilRecord]
+    # A map's rows counted (the rows themselves: the job's rowlog.jsonl).
+    map: NotRequired[MapRecord]
 
 
 class ProcessIdentity(TypedDict):
@@ -650,6 +671,8 @@ class RunRequestRecord(RunOptionsDict):
     watch: list[ProcessIdentity]
     # What the run's job had used before it (absent before budgets: read with .get).
     job_used: dict[str, float] | None
+    # The run's acceptance gate (jobs/gates.py).
+    gate: JsonObject | None
 
 
 class JobPlanRecord(TypedDict):
@@ -695,6 +718,7 @@ class JobState(TypedDict):
     finalText: NotRequired[str | None]
     errorMessage: NotRequired[str]
     council: NotRequired[CouncilRecord]
+    map: NotRequired[MapRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+from subagents.cli.background import gate_options, parent_pid_option, run_in_background
 from subagents.cli.options import run_options
 
 if TYPE_CHECKING:
@@ -30,13 +31,6 @@ progress_option = click.option(
     help="Progress on stderr: lines for people, or JSON records one a line for programs "
     "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
     "toolCount, usage; see docs/pi.md).",
-)
-parent_pid_option = click.option(
-    "--parent-pid",
-    type=int,
-    help="Bind the job to process PID: if it ends first (e.g. the program that started "
-    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
-    "if this command is killed.",
 )
 
 
@@ -80,6 +74,7 @@ parent_pid_option = click.option(
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@gate_options
 @progress_option
 @parent_pid_option
 def run(
@@ -92,6 +87,10 @@ def run(
     bg: bool,
     as_json: bool,
     quiet: bool,
+    verify: str | None,
+    verify_timeout: float | None,
+    verify_attempts: int | None,
+    review: str | None,
     progress: str,
     parent_pid: int | None,
     **options: Any,
@@ -119,6 +118,13 @@ def run(
     given = chosen(options)
     job = dict(given.job)
     concurrency = job.pop("concurrency", None)
+    gate = {
+        "verify": verify,
+        "verify_timeout": verify_timeout,
+        "verify_attempts": verify_attempts,
+        "review": review,
+    }
+    given.step.update({k: v for k, v in gate.items() if v is not None})
     try:
         if plan_file is not None:
             if tasks:
@@ -150,6 +156,10 @@ def run(
         )
     except api.BadRequest as exc:
         fail(str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps)))
+    if prepared.plan.mode == "map":  # a plan file's map: its rows' progress, not its runs'
+        from subagents.cli.mapcmd import run_map
+
+        run_map(prepared, bg=bg, as_json=as_json, quiet=quiet, progress=progress)
     if bg:
         run_in_background(prepared, as_json=as_json, hint=not quiet)
     run_in_foreground(prepared, as_json=as_json, quiet=quiet, progress=progress)
@@ -176,23 +186,6 @@ def _council_steps(
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
-
-
-def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
-    """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
-    ``--json``, else the id (and, with ``hint``, how to follow it)."""
-    from subagents import service
-
-    job_id = service.start_background(job)
-    if as_json:
-        print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
-    else:
-        click.echo(job_id)
-        if hint:
-            click.echo(
-                f"started in the background; follow with: subagents logs -f {job_id}", err=True
-            )
-    sys.exit(0)
 
 
 def run_in_foreground(

@@ -21,9 +21,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from subagents.core.inputs import UNKNOWN_KEY, first_problem, text_problem
+from subagents.core.inputs import (
+    UNKNOWN_KEY,
+    Seconds,
+    check_at_least,
+    check_choice,
+    first_problem,
+    seconds_problem,
+    text_problem,
+)
 from subagents.errors import FieldProblem, PlanError
 from subagents.options import JobOptions, RunOptions
 from subagents.types import BudgetSpec, JobMode
@@ -32,7 +40,8 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
-MODES = ("single", "parallel", "chain", "council")
+MAP_FIELDS = ("input", "input_format", "key", "where", "limit", "retries", "out")
+MODES = ("single", "parallel", "chain", "council", "map")
 
 
 @dataclass
@@ -45,9 +54,17 @@ class Step(RunOptions):
 
     task: str
     cwd: str | None = None
+    # The acceptance gate (docs/gates.md): a command that must pass (argv by shlex, no
+    # shell; a map row's {field}s filled), its timeout in seconds, how many checks.
+    verify: str | None = None
+    # (Seconds: a document's ``true`` is no number of seconds.)
+    verify_timeout: Annotated[float | None, Seconds] = None
+    verify_attempts: int | None = None
+    # The reviewer gate: backend[:model] or an agent, answering {approve, issues}.
+    review: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "cwd"):
+        for name in ("task", "cwd", "verify", "review"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:
@@ -55,6 +72,19 @@ class Step(RunOptions):
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
         self.check_options()
+        if self.verify is not None and not self.verify.strip():
+            raise FieldProblem("verify", "the command is empty")
+        if self.review is not None and not self.review.strip():
+            raise FieldProblem("review", "the reviewer is empty (give backend[:model] or an agent)")
+        gated = self.verify is not None or self.review is not None
+        if not gated and (self.verify_timeout or self.verify_attempts) is not None:
+            raise FieldProblem(
+                "verify", "a gate's timeout and attempts need its command or its reviewer"
+            )
+        check_at_least("verify_attempts", self.verify_attempts, 1)
+        problem = None if self.verify_timeout is None else seconds_problem(self.verify_timeout)
+        if problem:
+            raise FieldProblem("verify_timeout", problem)
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""
@@ -75,11 +105,19 @@ class JobSpec(JobOptions):
     # chains say steps); either is accepted for any mode, and kept as ``steps``.
     steps: list[Step] = field(default_factory=list)
     tasks: list[Step] | None = None
+    # A map (mode "map", docs/map.md): its one step is a template run once per input row.
+    input: str | None = None
+    input_format: Literal["csv", "jsonl", "lines"] | None = None
+    key: str | None = None
+    where: dict[str, str] | None = None
+    limit: int | None = None
+    retries: int | None = None
+    out: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FieldProblem(
-                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain or council)"
+                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain, council or map)"
             )
         if self.tasks is not None:
             if self.steps:
@@ -100,6 +138,21 @@ class JobSpec(JobOptions):
             raise FieldProblem(
                 "quorum", f"{self.quorum} is more than the council's {len(self.steps)} members"
             )
+        self._check_map()
+
+    def _check_map(self) -> None:
+        given = [n for n in MAP_FIELDS if getattr(self, n) is not None]
+        if self.mode != "map":
+            if given:
+                raise FieldProblem(given[0], "only a map has one")
+            return
+        if self.input is None or not self.input.strip():
+            raise FieldProblem("input", "a map needs an input (a CSV, JSON-lines or lines file)")
+        if len(self.steps) != 1:
+            raise FieldProblem("", f"a map takes exactly one task template, not {len(self.steps)}")
+        check_at_least("limit", self.limit, 1)
+        check_at_least("retries", self.retries, 0)
+        check_choice("input_format", self.input_format, ("csv", "jsonl", "lines"))
 
     def budget(self) -> BudgetSpec:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
@@ -158,6 +211,7 @@ def with_options(
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
     options.update(over)
+    options.update({name: getattr(spec, name) for name in MAP_FIELDS})
     return job_of(spec.mode, steps, source=source, **options)
 
 
@@ -188,7 +242,7 @@ def _adapter() -> TypeAdapter[JobSpec]:
 def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
-        msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"
+        msg = f"unknown mode {err.get('input')!r} (use single, parallel, chain, council or map)"
     if err["type"] in UNKNOWN_KEY:
         msg = "unknown field"
     return PlanError(msg, tuple(int(p) if p.isdigit() else p for p in loc), source)

@@ -6,7 +6,7 @@ and printed on stderr). A thin layer over ``subagents.api``: the same job shape,
 checks, the same progress lines as the command line.
 
 Tools: ``subagent`` (one task, several in parallel, or a chain; foreground with progress, or
-background), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
+background), ``subagent_map`` (a task template over a dataset: maptool.py), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
 running child), ``subagent_cancel``, ``list_agents``.
 Resource template: ``subagent://jobs/{id}`` (the job's state as JSON); when a job started
 through this server ends, subscribers get a resource-updated notification.
@@ -45,6 +45,7 @@ from subagents.mcp.args import (
     tool_signature,
 )
 from subagents.mcp.foreground import CANCEL_WAIT_SECONDS, ForegroundJobs
+from subagents.mcp.maptool import MAP_DESCRIPTION, MAP_TITLE, subagent_map
 from subagents.mcp.notify import JobNotifier
 from subagents.mcp.progress import HEARTBEAT_SECONDS
 from subagents.mcp.results import (
@@ -153,6 +154,13 @@ class SubagentsMCP:
             title=SUBAGENT_TITLE,
             description=SUBAGENT_DESCRIPTION,
             annotations=starts_agents(SUBAGENT_TITLE),
+        )
+        mcp.add_tool(
+            subagent_map,
+            name="subagent_map",
+            title=MAP_TITLE,
+            description=MAP_DESCRIPTION,
+            annotations=starts_agents(MAP_TITLE),
         )
         mcp.add_tool(
             self.continue_,

@@ -38,6 +38,9 @@ class RunRequest(RunOptions):
     _: KW_ONLY
     # --output-schema: here the checked schema (structured.load_schema) the answer must satisfy.
     output_schema: JsonObject | None = None  # type: ignore[assignment]
+    # The run's acceptance gate (jobs/gates.py, docs/gates.md): {verify, timeout,
+    # attempts, review}; the job runs it once the run completed.
+    gate: JsonObject | None = None
 
     def to_record(self) -> RunRequestRecord:
         """The request as a job's record keeps it: every field, by its name (tests/test_types.py
