@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,16 @@ def browser() -> Iterator[Any]:
 
     with chromium() as driver:
         yield driver
+
+
+# The map tests' pi (tests/mapchild.py): a fake that answers each row and logs its start.
+MAP_CHILD = Path(__file__).parent / "mapchild.py"
+
+
+@pytest.fixture
+def child(tmp_path: Path) -> dict[str, str]:
+    """The env that makes tests/mapchild.py every row's pi."""
+    launcher = tmp_path / "map-pi"
+    launcher.write_text(f"#!{sys.executable}\nexec(open({str(MAP_CHILD)!r}).read())\n")
+    launcher.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(launcher), "MAP_LOG": str(tmp_path / "starts.log")}

@@ -17,7 +17,7 @@ import pytest
 from support.cli import invoke
 
 from subagents.backends import get_backend
-from subagents.backends.acpnorm import AcpNormalizer
+from subagents.backends.acpnorm import STEER_HELD, AcpNormalizer
 from subagents.backends.base import CommandRequest
 from subagents.config import AcpPreset, Settings
 from subagents.errors import UsageError
@@ -63,12 +63,11 @@ def child_gone(result: dict[str, Any]) -> bool:
 def started(norm: AcpNormalizer, tmp_path: Path, **acp: Any) -> list[dict[str, Any]]:
     """The normalizer through initialize and session/new: the requests it wrote."""
     record = {"command": ["agent"], "permissions": "allow", "initTimeout": 5.0, **acp}
-    norm.begin(CommandRequest(task="the task", cwd=str(tmp_path), acp=record))  # type: ignore[arg-type]
-    norm.feed({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}})
-    norm.feed({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}})
-    sent = [json.loads(x) for x in norm.outbox]
-    norm.outbox.clear()
-    return sent
+    begun = norm.begin(CommandRequest(task="the task", cwd=str(tmp_path), acp=record))  # type: ignore[arg-type]
+    initialized = norm.feed({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}})
+    ready = norm.feed({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}})
+    assert ready.terminal is False  # the task's turn runs
+    return [json.loads(x) for fed in (begun, initialized, ready) for x in fed.writes]
 
 
 def update(what: str, **fields: Any) -> dict[str, Any]:
@@ -91,6 +90,20 @@ def test_handshake_then_the_task_as_a_prompt(tmp_path: Path) -> None:
     assert sent[1]["params"] == {"cwd": str(tmp_path), "mcpServers": []}
     assert sent[2]["params"] == {"sessionId": "s", "prompt": [{"type": "text", "text": "the task"}]}
     assert not norm.handshaking and norm.session_id is None and norm.turns == 1  # not loadable
+    assert norm.handshake_overdue() is None  # answered: the deadline passes by
+
+
+def test_an_unanswered_handshake_fails_the_run(tmp_path: Path) -> None:
+    norm = AcpNormalizer()
+    record = {"command": ["/bin/agent"], "permissions": "allow", "initTimeout": 2.5}
+    norm.begin(CommandRequest(task="t", cwd=str(tmp_path), acp=record))  # type: ignore[arg-type]
+    assert norm.handshake_timeout == 2.5
+    overdue = norm.handshake_overdue()
+    assert overdue is not None and overdue.terminal is True and norm.failed
+    assert [e["type"] for e in overdue] == ["error"]
+    assert (
+        norm.error_message == "agent did not answer initialize within 2.5 s (is it an ACP agent?)"
+    )
 
 
 def test_a_turn_with_a_tool_call_as_canonical_events(tmp_path: Path) -> None:
@@ -99,10 +112,11 @@ def test_a_turn_with_a_tool_call_as_canonical_events(tmp_path: Path) -> None:
     out = norm.feed(update("agent_thought_chunk", content={"type": "text", "text": "hmm"}))
     out += norm.feed(update("agent_message_chunk", content={"type": "text", "text": "Let me "}))
     out += norm.feed(update("agent_message_chunk", content={"type": "text", "text": "look."}))
-    out += norm.feed(
+    call = norm.feed(
         update("tool_call", toolCallId="t1", title="ls", kind="execute", rawInput={"command": "ls"})
     )
-    assert not norm.terminal
+    assert call.terminal is False and not call.writes
+    out += call
     out += norm.feed(
         update(
             "tool_call_update",
@@ -117,9 +131,11 @@ def test_a_turn_with_a_tool_call_as_canonical_events(tmp_path: Path) -> None:
         update("usage_update", used=5, size=100, cost={"amount": 0.5, "currency": "USD"})
     )
     usage = {"inputTokens": 30, "outputTokens": 7, "cachedReadTokens": 10, "totalTokens": 37}
-    out += norm.feed(
+    end = norm.feed(
         {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn", "usage": usage}}
     )
+    assert end.terminal is True
+    out += end
     kinds = [e["type"] for e in out]
     assert kinds == [
         "thinking",
@@ -181,25 +197,38 @@ def test_stop_reasons(tmp_path: Path, raw: str, stop: str, failed: bool) -> None
 def test_a_steer_cancels_the_turn_and_prompts_with_it(tmp_path: Path) -> None:
     norm = AcpNormalizer()
     started(norm, tmp_path)
-    norm.steer("m1", "change course")
-    assert [json.loads(x)["method"] for x in norm.outbox] == ["session/cancel"]
-    assert norm.receipts[-1][:2] == ("m1", "queued")
-    norm.outbox.clear()
-    norm.feed({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "cancelled"}})
-    assert not norm.terminal and not norm.failed
-    prompt = json.loads(norm.outbox[-1])
+    steered = norm.steer("m1", "change course")
+    assert [json.loads(x)["method"] for x in steered.writes] == ["session/cancel"]
+    assert steered.receipts == (("m1", "queued", STEER_HELD),)
+    cancelled = norm.feed({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "cancelled"}})
+    assert cancelled.terminal is False and not norm.failed
+    (line,) = cancelled.writes
+    prompt = json.loads(line)
     assert prompt["method"] == "session/prompt"
     assert prompt["params"]["prompt"][0]["text"] == "change course"
-    assert norm.receipts[-1] == ("m1", "delivered", None)
-    norm.feed({"jsonrpc": "2.0", "id": prompt["id"], "result": {"stopReason": "end_turn"}})
-    assert norm.terminal and norm.stop_reason == "stop"
+    assert cancelled.receipts == (("m1", "delivered", None),)
+    ended = norm.feed({"jsonrpc": "2.0", "id": prompt["id"], "result": {"stopReason": "end_turn"}})
+    assert ended.terminal is True and norm.stop_reason == "stop"
+    assert norm.held_input() is None
+
+
+def test_a_steer_that_comes_as_the_turn_ends_is_the_next_turn(tmp_path: Path) -> None:
+    norm = AcpNormalizer()
+    started(norm, tmp_path)
+    norm.feed({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}})
+    steered = norm.steer("m1", "one more thing")  # at rest: no turn to cancel
+    assert steered.writes == () and steered.receipts == (("m1", "queued", None),)
+    held = norm.held_input()
+    assert held is not None and held.terminal is False and not norm.terminal
+    assert json.loads(held.writes[0])["params"]["prompt"][0]["text"] == "one more thing"
+    assert held.receipts == (("m1", "delivered", None),)
 
 
 def test_an_abort_is_a_cancel_and_the_turn_ends_aborted(tmp_path: Path) -> None:
     norm = AcpNormalizer()
     started(norm, tmp_path)
-    norm.abort()
-    assert json.loads(norm.outbox[-1]) == {
+    aborting = norm.abort()
+    assert json.loads(aborting.writes[-1]) == {
         "method": "session/cancel",
         "params": {"sessionId": "s"},
         "jsonrpc": "2.0",
@@ -213,14 +242,14 @@ def test_continue_loads_the_session_and_skips_its_replay(tmp_path: Path) -> None
     record = {"command": ["a"], "permissions": "allow", "initTimeout": 5.0}
     norm.begin(CommandRequest(task="more", cwd=str(tmp_path), resume="old", acp=record))  # type: ignore[arg-type]
     caps = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
-    norm.feed({"jsonrpc": "2.0", "id": 1, "result": caps})
-    assert json.loads(norm.outbox[-1])["method"] == "session/load"
+    loading = norm.feed({"jsonrpc": "2.0", "id": 1, "result": caps})
+    assert json.loads(loading.writes[-1])["method"] == "session/load"
     replay = norm.feed(
         update("agent_message_chunk", content={"type": "text", "text": "old answer"})
     )
     assert replay == []
-    norm.feed({"jsonrpc": "2.0", "id": 2, "result": None})
-    assert norm.session_id == "old" and json.loads(norm.outbox[-1])["method"] == "session/prompt"
+    loaded = norm.feed({"jsonrpc": "2.0", "id": 2, "result": None})
+    assert norm.session_id == "old" and json.loads(loaded.writes[-1])["method"] == "session/prompt"
     norm.feed({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}})
     assert norm.final_text == ""  # the replayed answer is not this run's
 
@@ -306,9 +335,9 @@ def test_a_users_preset_from_config(tmp_path: Path) -> None:
     [
         (["--backend", "acp:nope"], "unknown ACP preset 'nope' (known: acp:claude, acp:codex"),
         (["--backend", "acp"], "--backend acp needs --acp-command"),
-        (["--backend", "acp", "--acp-command", "'unclosed"], "acp_command: No closing quotation"),
+        (["--backend", "acp", "--acp-command", "'unclosed"], "--acp-command: No closing quotation"),
         (["--backend", "acp:gemini", "--permissions", "ask"], "'ask' needs the approvals inbox"),
-        (["--backend", "pi", "--permissions", "deny"], "permissions is for ACP agents"),
+        (["--backend", "pi", "--permissions", "deny"], "--permissions: only for ACP agents"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

@@ -42,6 +42,7 @@ def test_lists_the_tools_and_the_job_resource() -> None:
                 "subagent_cancel",
                 "list_agents",
                 "continue",
+                "subagent_map",
             }
             props = tools["subagent"].input_schema["properties"]
             assert {

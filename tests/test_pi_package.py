@@ -602,6 +602,32 @@ def test_budgets_from_the_tool_wrap_a_looping_child_up(tmp_path: Path) -> None:
     assert record["limit"]["action"] == "wrap-up"
 
 
+def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Path) -> None:
+    """The tool's parameters are the engine's options (options.ts, generated): a step's own,
+    the call's for every step without its own, and the job's, all reach the job's record."""
+    step = {"task": "first", "model": "child/mock-model", "stallTimeout": 120, "maxTurns": 5}
+    args = {
+        "chain": [step, {"task": "then {previous}", "model": "child/mock-model"}],
+        "timeout": 300,
+        "onStall": "abort",
+        "toolTimeout": 60,
+        "jobMaxTurns": 20,
+    }
+    with delegating(tmp_path, args, answer="done", child=Script()) as (parent, _):
+        end = tool_end(parent.run("delegate it"))
+    assert end["isError"] is False, end["result"]
+    plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
+    first, second = plan["requests"]
+    assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)
+    for request in (first, second):
+        assert (request["timeout"], request["on_stall"], request["tool_timeout"]) == (
+            300,
+            "abort",
+            60,
+        )
+    assert plan["budget"] == {"max_turns": 20}
+
+
 @dataclass
 class Looping:
     rpc: Rpc

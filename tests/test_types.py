@@ -230,13 +230,15 @@ def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
 
 
 def test_a_request_record_holds_every_field_of_a_request() -> None:
-    """RunRequest.to_record names each field itself: a field added to the dataclass and not to
-    the record (or the other way round) would not be kept in job.json."""
+    """The record's keys are RunRequest's fields: a field added to the dataclass and not to
+    the record (or the other way round) would be kept in job.json untyped."""
     from dataclasses import fields
 
     from subagents.runs import RunRequest
 
-    keys = set(types.RunRequestRecord.__required_keys__)
+    # Its options are optional keys (absent from records written before each was one).
+    record = types.RunRequestRecord
+    keys = set(record.__required_keys__) | set(record.__optional_keys__) - {"runner"}
     assert keys == {f.name for f in fields(RunRequest)}
     full = RunRequest(task="t", backend="pi", env={"A": "1"}, isolate="worktree", tool_timeout=2.0)
     assert RunRequest.from_record(full.to_record()) == full

@@ -1,7 +1,8 @@
 """An Agent Client Protocol agent's side of the conversation, as canonical events, and ours.
 
 ACP (protocol version 1) is JSON-RPC 2.0 over the agent's stdin/stdout, one message a line.
-The supervisor's side, spoken here (``outbox``), as codex's app-server is in codex.py:
+The supervisor's side, spoken here (each ``Fed``'s ``writes``), as codex's app-server is in
+codex.py:
 
 * ``initialize`` (our protocol version; file reading and writing offered, no terminals:
   see acpclient.py), then ``session/new`` in the run's cwd, or ``session/load`` of the run's
@@ -32,7 +33,7 @@ import json
 import os
 
 from subagents.backends.acpclient import Client, Refused
-from subagents.backends.base import CommandRequest, Normalizer
+from subagents.backends.base import CommandRequest, Fed, Normalizer
 from subagents.core import events as ev
 from subagents.errors import ClientRefusal
 
@@ -153,19 +154,21 @@ class AcpNormalizer(Normalizer):
     # ---- requests we make ----
 
     def _request(
-        self, method: str, params: JsonObject, purpose: str, mid: str | None = None
+        self, fed: Fed, method: str, params: JsonObject, purpose: str, mid: str | None = None
     ) -> None:
         self._next_id += 1
         self._requests[self._next_id] = (purpose, mid)
-        self.outbox.append(_line({"id": self._next_id, "method": method, "params": params}))
+        fed.write(_line({"id": self._next_id, "method": method, "params": params}))
 
-    def begin(self, req: CommandRequest) -> None:
+    def begin(self, req: CommandRequest) -> Fed:
         self._req = req
+        fed = Fed()
         acp = req.acp
         self._client = Client(req.cwd, acp["permissions"] if acp else None)
         self.handshake_timeout = acp["initTimeout"] if acp else None
         files = acp.get("files", True) if acp else True
         self._request(
+            fed,
             "initialize",
             {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -177,8 +180,9 @@ class AcpNormalizer(Normalizer):
             },
             "initialize",
         )
+        return fed
 
-    def _prompt(self, mid: str, text: str) -> None:
+    def _prompt(self, fed: Fed, mid: str, text: str) -> None:
         self._prompting = mid
         self._cancelling = False
         self.terminal = False
@@ -188,36 +192,42 @@ class AcpNormalizer(Normalizer):
             "sessionId": self._sid,
             "prompt": [{"type": "text", "text": text}],
         }
-        self._request("session/prompt", params, "prompt", mid)
+        self._request(fed, "session/prompt", params, "prompt", mid)
         if mid != TASK_ID:
-            self._receipt(mid, "delivered")
+            fed.receipt(mid, "delivered")
 
-    def _cancel(self) -> None:
+    def _cancel(self, fed: Fed) -> None:
         if self._prompting is not None and not self._cancelling:
             self._cancelling = True
-            self.outbox.append(
-                _line({"method": "session/cancel", "params": {"sessionId": self._sid}})
-            )
+            fed.write(_line({"method": "session/cancel", "params": {"sessionId": self._sid}}))
 
-    def steer(self, message_id: str, text: str) -> None:
+    def steer(self, message_id: str, text: str) -> Fed:
+        fed = Fed()
         self._next.append((message_id, text))
-        self._receipt(message_id, "queued", STEER_HELD if self._prompting else None)
-        self._cancel()
+        fed.receipt(message_id, "queued", STEER_HELD if self._prompting else None)
+        self._cancel(fed)
+        return fed
 
-    def follow_up(self, message_id: str, text: str) -> None:
-        self._prompt(message_id, text)
+    def follow_up(self, message_id: str, text: str) -> Fed:
+        fed = Fed()
+        self._prompt(fed, message_id, text)
+        return self._going_on(fed)
 
-    def abort(self) -> None:
+    def abort(self) -> Fed:
+        fed = Fed()
         self._aborting = True
-        self._cancel()
+        self._cancel(fed)
+        return fed
 
-    def handshake_overdue(self) -> list[ev.Event]:
+    def handshake_overdue(self) -> Fed | None:
         if not self.handshaking:
-            return []
+            return None
         seconds = self.handshake_timeout or 0
-        return self._fail(
-            f"{self._program()} did not answer initialize within {seconds:g} s"
-            " (is it an ACP agent?)"
+        return self._fed(
+            self._fail(
+                f"{self._program()} did not answer initialize within {seconds:g} s"
+                " (is it an ACP agent?)"
+            )
         )
 
     def _program(self) -> str:
@@ -226,13 +236,18 @@ class AcpNormalizer(Normalizer):
 
     # ---- what the agent says ----
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
         method = obj.get("method")
         if method != "session/update":  # the rare lines: answers, the agent's requests
+            if "id" not in obj:
+                return self._fed([])
+            said = Fed()  # what the line has us write to the agent, and its receipts
             if method is None:
-                return self._response(obj) if "id" in obj else []
-            return self._serve(str(method), obj) if "id" in obj else []
-        params = obj.get("params")
+                return self._fed(self._response(obj, said), said)
+            return self._fed(self._serve(str(method), obj, said), said)
+        return self._fed(self._update(obj.get("params")))
+
+    def _update(self, params: JsonValue) -> list[ev.Event]:
         update = params.get("update") if type(params) is dict else None
         if type(update) is not dict or self._replaying:
             return []
@@ -351,26 +366,26 @@ class AcpNormalizer(Normalizer):
 
     # ---- answers to our requests ----
 
-    def _response(self, obj: JsonObject) -> list[ev.Event]:
+    def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
         purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
         err = obj.get("error")
         message = _error_text(err)
         result = obj.get("result")
         if purpose == "initialize":
-            return self._initialized(result, message)
+            return self._initialized(result, message, fed)
         if purpose == "session":
-            return self._session(result, message)
+            return self._session(result, message, fed)
         if purpose == "model" and err is not None:
             return self._fail(f"the agent could not use model {self._model()!r}: {message}")
         if purpose == "prompt":
-            return self._turn_ended(mid, result, message if err is not None else None)
+            return self._turn_ended(mid, result, message if err is not None else None, fed)
         return []
 
     def _model(self) -> str | None:
         return self._req.model if self._req is not None else None
 
-    def _initialized(self, result: JsonValue, message: str) -> list[ev.Event]:
+    def _initialized(self, result: JsonValue, message: str, fed: Fed) -> list[ev.Event]:
         if not isinstance(result, dict):
             return self._fail(f"the agent refused initialize: {message or 'no answer'}")
         version = result.get("protocolVersion")
@@ -391,9 +406,9 @@ class AcpNormalizer(Normalizer):
                     "the agent does not advertise loadSession: its runs cannot be continued"
                 )
             self._replaying = True
-            self._request("session/load", {"sessionId": req.resume, **params}, "session")
+            self._request(fed, "session/load", {"sessionId": req.resume, **params}, "session")
         else:
-            self._request("session/new", params, "session")
+            self._request(fed, "session/new", params, "session")
         name = self.agent.get("name")
         said = f"{name} {self.agent.get('version', '')}".strip() if name else "the agent"
         features = [k for k in ("loadSession",) if self.capabilities.get(k) is True]
@@ -401,7 +416,7 @@ class AcpNormalizer(Normalizer):
             ev.notice("info", f"ACP: {said}; advertises {', '.join(features) or 'no loadSession'}")
         ]
 
-    def _session(self, result: JsonValue, message: str) -> list[ev.Event]:
+    def _session(self, result: JsonValue, message: str, fed: Fed) -> list[ev.Event]:
         req = self._req
         assert req is not None
         if self._replaying:  # session/load answers null once the replay is over
@@ -420,12 +435,14 @@ class AcpNormalizer(Normalizer):
         if req.model:
             self.model = req.model
             self._request(
-                "session/set_model", {"sessionId": self._sid, "modelId": req.model}, "model"
+                fed, "session/set_model", {"sessionId": self._sid, "modelId": req.model}, "model"
             )
-        self._prompt(TASK_ID, req.task)
+        self._prompt(fed, TASK_ID, req.task)
         return []
 
-    def _turn_ended(self, mid: str | None, result: JsonValue, error: str | None) -> list[ev.Event]:
+    def _turn_ended(
+        self, mid: str | None, result: JsonValue, error: str | None, fed: Fed
+    ) -> list[ev.Event]:
         if mid != self._prompting:
             return []
         self._prompting = None
@@ -453,7 +470,7 @@ class AcpNormalizer(Normalizer):
         if raw_stop == "cancelled" and self._next and not self._aborting:
             out.extend(self._flush_text(None))
             mid_next, text = self._next.pop(0)
-            self._prompt(mid_next, text)  # a steer: the conversation goes on with it
+            self._prompt(fed, mid_next, text)  # a steer: the conversation goes on with it
             return out
         out.extend(self._flush_text(raw_stop))
         _, failure = STOPS.get(raw_stop or "", (None, None))
@@ -474,13 +491,12 @@ class AcpNormalizer(Normalizer):
             if isinstance(name, str) and name and name != "auto":
                 self.model = name
 
-    def holds_input(self) -> bool:
+    def held_input(self) -> Fed | None:
         """At rest: a steer that came as the turn ended starts the next turn now."""
         if self._next and not self._aborting:
             mid, text = self._next.pop(0)
-            self._prompt(mid, text)
-            return True
-        return False
+            return self.follow_up(mid, text)
+        return None
 
     def _fail(self, message: str) -> list[ev.Event]:
         self.error_message = message
@@ -492,7 +508,7 @@ class AcpNormalizer(Normalizer):
 
     # ---- the agent's requests of its client ----
 
-    def _serve(self, method: str, obj: JsonObject) -> list[ev.Event]:
+    def _serve(self, method: str, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         client = self._client
         params = obj.get("params")
         params = params if isinstance(params, dict) else {}
@@ -519,7 +535,7 @@ class AcpNormalizer(Normalizer):
             # own every turn); a file refused is the run's.
             level: NoticeLevel = "info" if exc.code == METHOD_NOT_FOUND else "warn"
             out.append(ev.notice(level, f"ACP {method}: {exc}"))
-        self.outbox.append(_line(answer))
+        fed.write(_line(answer))
         return out
 
     def finish(self) -> list[ev.Event]:

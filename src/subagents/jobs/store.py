@@ -13,7 +13,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
@@ -50,6 +50,10 @@ END_MARK = "end-logged"
 # The end entry could not be written (a full disk): job.json keeps it as ``pendingEndEntry``
 # and whoever looks at the job next writes it.
 END_PENDING = "end-pending"
+# What a job result adds to job.json (dropped when a map is resumed).
+RESULT_KEYS = frozenset(
+    {"completedAt", "durationMs", "usage", "runs", "finalText", "errorMessage", "map", "endEntry"}
+)
 # A job ends with one of a run's statuses, each of them final.
 TERMINAL = frozenset(RUN_STATUSES)
 _UNFINISHED = f"status not in ({', '.join(repr(s) for s in sorted(TERMINAL))})"
@@ -158,12 +162,23 @@ class JobStore:
     def path(self, job_id: str) -> Path:
         return self.dir / job_id / JOB_FILE
 
-    def create(self, plan: JobPlanRecord, *, agents: list[str], background: bool) -> str:
-        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id."""
+    def create(
+        self,
+        plan: JobPlanRecord,
+        *,
+        agents: list[str],
+        background: bool,
+        before: Callable[[Path], None] | None = None,
+    ) -> str:
+        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id.
+        ``before``: writes what the job needs beside its ``job.json`` (a map's rows), in
+        its directory, before the job exists."""
         job_id = ids.new_id()
         try:
             make_private_dir(self.dir / job_id)
             reserve_space(self.dir / job_id)
+            if before is not None:
+                before(self.dir / job_id)
             self._write(job_id, self._new_state(job_id, plan, agents, background))
         except OSError:
             shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
@@ -306,6 +321,29 @@ class JobStore:
         with contextlib.suppress(OSError, ValueError):
             self._log_late_end(state, self.end_entry(state))
 
+    def reopen(self, job_id: str) -> JobState:
+        """A finished (or orphaned) map made ready to run again (``map --resume``): its
+        result dropped, its stop request and end entry marks cleared; its rows stay."""
+        with self._lock:
+            state = self.load(job_id)
+            # Its driver too: the new one records itself.
+            kept = {k: v for k, v in state.items() if k not in RESULT_KEYS and k != "driver"}
+            reopened: JobState = {**kept, "status": "pending"}  # type: ignore[typeddict-item]
+            for mark in (paths.cancel_file(self.home, job_id), self.dir / job_id / END_MARK):
+                with contextlib.suppress(FileNotFoundError):
+                    mark.unlink()
+            self._write(job_id, reopened)
+            return reopened
+
+    def run_ids(self, state: JobState | JobRow) -> list[str]:
+        """The runs of ``state``'s job that may still be going: a map's rows in flight (its
+        row log), any other job's runs."""
+        if state.get("mode") == "map":
+            from subagents.jobs.maplog import in_flight
+
+            return in_flight(self.dir / state["jobId"])
+        return [r for r in state.get("runIds") or [] if r]
+
     def request_cancel(self, job_id: str) -> None:
         paths.cancel_file(self.home, job_id).touch()
 
@@ -361,9 +399,7 @@ class JobStore:
         from subagents.runs import RunMonitor
 
         runs: list[JobRun] = []
-        for run_id in state.get("runIds") or []:
-            if not run_id:
-                continue
+        for run_id in self.run_ids(state):
             monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
             result = monitor.result()
             if result is None:
@@ -374,12 +410,16 @@ class JobStore:
         mode = state["mode"]
         planned = len(state["plan"].get("requests") or []) or len(runs)
         # The runs decide, as they would have for the driver: a driver that died after its
-        # only run completed leaves a completed job with that run's answer.
-        outcome = job_status(planned, runs, status == "aborted")
+        # only run completed leaves a completed job with that run's answer. (A map's rows
+        # are in its row log, each run's result in its run dir: `map --resume` goes on.)
+        outcome = job_status(planned, runs, status == "aborted") if mode != "map" else status
         if outcome == "completed":
             message = f"{message}; its runs had all completed"
         else:
             outcome = status
+        if mode == "map":
+            runs = []
+            message = f"{message}; continue it with: subagents map --resume {job_id}"
         started = float(state.get("createdAt") or time.time())
         ended = job_result(
             job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message

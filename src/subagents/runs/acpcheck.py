@@ -20,15 +20,15 @@ def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpReco
     if not isinstance(backend, AcpBackend):
         for name, value in (("acp_command", req.acp_command), ("permissions", req.permissions)):
             if value is not None:
-                raise UsageError(f"{name} is for ACP agents (--backend acp or acp:NAME)", name)
+                raise _refused(name, "only for ACP agents (--backend acp or acp:NAME)")
         return None
     if req.acp_command is not None:
         try:
             words = shlex.split(req.acp_command)
         except ValueError as exc:
-            raise UsageError(f"acp_command: {exc}", "acp_command") from None
+            raise _refused("acp_command", str(exc)) from None
         if not words:
-            raise UsageError("acp_command: it names no program", "acp_command")
+            raise _refused("acp_command", "it names no program")
         backend.configure(
             words, settings.acp[backend.preset].env if backend.preset in settings.acp else None
         )
@@ -39,7 +39,7 @@ def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpReco
         known = ", ".join(f"acp:{n}" for n in sorted({*preset_names(), *settings.acp}))
         raise UsageError(
             f'--backend acp needs --acp-command (e.g. "qwen --acp"), or a preset: {known}',
-            "acp_command",
+            "backend",
         )
     elif not backend.command:
         known = ", ".join(f"acp:{n}" for n in sorted({*preset_names(), *settings.acp}))
@@ -50,18 +50,20 @@ def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpReco
         )
     policy = req.permissions or "allow"
     if policy == "ask":
-        raise UsageError(
-            "permissions: 'ask' needs the approvals inbox, which is not built yet:"
-            " use allow or deny",
+        raise _refused(
             "permissions",
+            "'ask' needs the approvals inbox, which is not built yet: use allow or deny",
         )
     if policy not in POLICIES:
-        raise UsageError(
-            f"permissions: unknown policy {policy!r} (use allow or deny)", "permissions"
-        )
+        raise _refused("permissions", f"unknown policy {policy!r} (use allow or deny)")
     return {
         "command": list(backend.command),
         "permissions": "deny" if policy == "deny" else "allow",
         "initTimeout": settings.acp_init_timeout,
         "files": backend.serve_files,
     }
+
+
+def _refused(name: str, problem: str) -> UsageError:
+    # (the problem alone: its place is named by each surface from the field)
+    return UsageError(problem, name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from subagents import service
 from subagents.errors import UsageError
-from subagents.jobs import JobPlan, JobStore
+from subagents.service import JobPlan, JobStore
 
 
 def rerun(store: JobStore, job_id: str) -> str:

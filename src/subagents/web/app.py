@@ -43,7 +43,7 @@ from subagents.errors import (
     UsageError,
     WorktreeError,
 )
-from subagents.jobs import JobStore, LiveJobs, read_run
+from subagents.service import JobStore, LiveJobs, read_run
 from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target

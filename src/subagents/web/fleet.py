@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from subagents.jobs import TERMINAL, LiveJobs
 from subagents.lifecycle.history import parse_since
 from subagents.present.jobview import RunRow
+from subagents.service import TERMINAL, LiveJobs
 from subagents.web.templates import render, url
 from subagents.worktree import repository_of
 

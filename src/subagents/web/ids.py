@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from subagents.core import ids, paths
 from subagents.core.files import read_json
 from subagents.errors import JobIdError, PlanError
-from subagents.jobs import JobStore, resolve_run
+from subagents.service import JobStore, resolve_run
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from subagents.core import paths
 from subagents.core.events import count, number
 from subagents.core.files import read_json
 from subagents.core.records import is_run_result
-from subagents.jobs import TERMINAL, LiveJobs
 from subagents.present.figures import money, tokens
 from subagents.present.jobview import RunRow
+from subagents.service import TERMINAL, LiveJobs
 from subagents.web import charts
 from subagents.web.markdown import render
 from subagents.web.templates import render as fill

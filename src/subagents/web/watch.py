@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from subagents.core import paths
 from subagents.core.indexdb import FILE as INDEX_FILE
-from subagents.jobs import TERMINAL, JobStore
+from subagents.service import TERMINAL, JobStore
 
 # Files whose size and time say a run or the store moved.
 RUN_FILES = ("events.jsonl", "transcript.md", "result.json")
