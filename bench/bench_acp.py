@@ -47,7 +47,6 @@ def started_acp() -> Normalizer:
     norm.begin(CommandRequest(task="bench", cwd="/tmp", acp=record))  # type: ignore[arg-type]
     norm.feed({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 1}})
     norm.feed({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}})
-    norm.outbox.clear()
     return norm
 
 
