@@ -234,7 +234,7 @@ def test_background_map_stop_then_resume_finishes_the_rest(
     p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg", "--out", str(out)], env)
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
-    from conftest import eventually
+    from support.checks import eventually
 
     assert eventually(lambda: out.exists() and len(out.read_text().splitlines()) >= 2)
     ps = cli(["ps"], env)
@@ -282,7 +282,7 @@ def test_kill_9_of_the_driver_then_resume_completes_every_row_exactly_once(
     runs; ``twice``: at 2 lines, and its resumer at 8), then the map is resumed."""
     import signal
 
-    from conftest import eventually, pid_alive
+    from support.checks import eventually, pid_alive
 
     home = Path(os.environ["SUBAGENTS_HOME"])
     words = [f"w{i}" for i in range(10)]
@@ -340,7 +340,7 @@ def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, 
     p = cli(["map", str(data), "--task", "do {line}", "-j", "2", "--bg"], env)
     assert p.returncode == 0, p.stderr
     job_id = p.stdout.strip()
-    from conftest import eventually
+    from support.checks import eventually
 
     assert eventually(lambda: "now: rows 0/4 · 2 running" in cli(["show", job_id], env).stdout)
 

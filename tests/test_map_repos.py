@@ -100,7 +100,7 @@ def test_a_map_of_real_pi_children_against_the_mock_model(tmp_path: Path) -> Non
 def test_the_mcp_map_tool_runs_a_map_and_says_its_failures(
     tmp_path: Path, child: dict[str, str]
 ) -> None:
-    from test_mcp import connect, run, text_of
+    from support.mcp_client import connect, run, text_of
 
     data = tmp_path / "items.txt"
     data.write_text("one\nFAIL two\nthree\n")

@@ -19,6 +19,10 @@ export const StepOptions = {
 	maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: tokens (all kinds together)." })),
 	maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget per run: cost in USD (where the CLI reports costs: pi, claude, opencode)." })),
 	outputSchema: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())], { description: "The answer must be JSON valid against this JSON Schema (2020-12): a file or inline JSON (or, in a document, the schema); result.json's `structured` holds it (docs/structured.md)." })),
+	verify: Type.Optional(Type.String({ description: "An acceptance gate: after a run completes, run CMD (split like a shell line, never run by one) in its working tree; exit 0 passes, else the child gets a repair turn, then the run fails (docs/gates.md)." })),
+	verifyTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 2592000.0, description: "Seconds the gate's command may take (default 600)." })),
+	verifyAttempts: Type.Optional(Type.Integer({ minimum: 1, description: "Checks before the run fails, repair turns between them (default 2)." })),
+	review: Type.Optional(Type.String({ description: "A reviewer gate: a separate run (backend[:model] or an agent) reads the task, the answer and the diff and approves or lists issues; issues are a repair turn (docs/gates.md)." })),
 };
 
 /** The job's options. */
@@ -46,6 +50,10 @@ export const FLAGS = {
 	maxTokens: "--max-tokens",
 	maxCost: "--max-cost",
 	outputSchema: "--output-schema",
+	verify: "--verify",
+	verifyTimeout: "--verify-timeout",
+	verifyAttempts: "--verify-attempts",
+	review: "--review",
 	concurrency: "--concurrency",
 	jobMaxTurns: "--job-max-turns",
 	jobMaxTokens: "--job-max-tokens",
@@ -69,4 +77,8 @@ export const PLAN_NAMES = {
 	maxTokens: "max_tokens",
 	maxCost: "max_cost",
 	outputSchema: "output_schema",
+	verify: "verify",
+	verifyTimeout: "verify_timeout",
+	verifyAttempts: "verify_attempts",
+	review: "review",
 } as const;
