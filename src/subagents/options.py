@@ -217,6 +217,32 @@ class RunOptions:
         supervisor="outputSchema",
     )
 
+    # The acceptance gate (docs/gates.md): checked once the run completed, by the job.
+    verify: str | None = option(
+        "An acceptance gate: after a run completes, run CMD (split like a shell line, never"
+        " run by one) in its working tree; exit 0 passes, else the child gets a repair turn,"
+        " then the run fails (docs/gates.md).",
+        check=_text,
+        metavar="CMD",
+    )
+    verify_timeout: Annotated[float | None, Seconds] = option(
+        "Seconds the gate's command may take (default 600).",
+        check=_seconds,
+        limits=_SECONDS,
+    )
+    verify_attempts: int | None = option(
+        "Checks before the run fails, repair turns between them (default 2).",
+        check=_at_least_one,
+        limits=_COUNT,
+    )
+    review: str | None = option(
+        "A reviewer gate: a separate run (backend[:model] or an agent) reads the task, the"
+        " answer and the diff and approves or lists issues; issues are a repair turn"
+        " (docs/gates.md).",
+        check=_text,
+        metavar="AGENT|BACKEND[:MODEL]",
+    )
+
     # An ACP agent's run (docs/backends.md): its command instead of its preset's, and how
     # its permission requests are answered (runs/acpcheck.py refuses both for any other
     # backend, and 'ask' until there is an approvals inbox).

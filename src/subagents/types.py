@@ -672,6 +672,10 @@ class RunOptionsDict(TypedDict, total=False):
     max_cost: float | None
     # A file, JSON text or the schema (in a job's record: the schema, read and checked).
     output_schema: str | Mapping[str, object] | None
+    verify: str | None
+    verify_timeout: float | None
+    verify_attempts: int | None
+    review: str | None
     # An ACP agent's run: its command instead of its preset's, its permission policy.
     acp_command: str | None
     permissions: AcpPermissions | None
@@ -693,8 +697,8 @@ class RunRequestRecord(RunOptionsDict):
     watch: list[ProcessIdentity]
     # What the run's job had used before it (absent before budgets: read with .get).
     job_used: dict[str, float] | None
-    # The run's acceptance gate (jobs/gates.py).
-    gate: JsonObject | None
+    # The run's acceptance gate (jobs/gates.py; absent before gates).
+    gate: NotRequired[JsonObject | None]
 
 
 class JobPlanRecord(TypedDict):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
-from subagents.cli.background import gate_options, parent_pid_option, run_in_background
+from subagents.cli.background import parent_pid_option, run_in_background
 from subagents.cli.options import run_options
 
 if TYPE_CHECKING:
@@ -74,7 +74,6 @@ progress_option = click.option(
     help="Print result.json (one task) or the job result on stdout.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@gate_options
 @progress_option
 @parent_pid_option
 def run(
@@ -87,10 +86,6 @@ def run(
     bg: bool,
     as_json: bool,
     quiet: bool,
-    verify: str | None,
-    verify_timeout: float | None,
-    verify_attempts: int | None,
-    review: str | None,
     progress: str,
     parent_pid: int | None,
     **options: Any,
@@ -118,13 +113,6 @@ def run(
     given = chosen(options)
     job = dict(given.job)
     concurrency = job.pop("concurrency", None)
-    gate = {
-        "verify": verify,
-        "verify_timeout": verify_timeout,
-        "verify_attempts": verify_attempts,
-        "review": review,
-    }
-    given.step.update({k: v for k, v in gate.items() if v is not None})
     try:
         if plan_file is not None:
             if tasks:

@@ -21,15 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
     UNKNOWN_KEY,
-    Seconds,
     check_at_least,
     check_choice,
     first_problem,
-    seconds_problem,
     text_problem,
 )
 from subagents.errors import FieldProblem, PlanError
@@ -54,17 +52,9 @@ class Step(RunOptions):
 
     task: str
     cwd: str | None = None
-    # The acceptance gate (docs/gates.md): a command that must pass (argv by shlex, no
-    # shell; a map row's {field}s filled), its timeout in seconds, how many checks.
-    verify: str | None = None
-    # (Seconds: a document's ``true`` is no number of seconds.)
-    verify_timeout: Annotated[float | None, Seconds] = None
-    verify_attempts: int | None = None
-    # The reviewer gate: backend[:model] or an agent, answering {approve, issues}.
-    review: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "cwd", "verify", "review"):
+        for name in ("task", "cwd"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:
@@ -72,6 +62,7 @@ class Step(RunOptions):
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
         self.check_options()
+        # The gate's options together (each is checked on its own by check_options).
         if self.verify is not None and not self.verify.strip():
             raise FieldProblem("verify", "the command is empty")
         if self.review is not None and not self.review.strip():
@@ -81,10 +72,6 @@ class Step(RunOptions):
             raise FieldProblem(
                 "verify", "a gate's timeout and attempts need its command or its reviewer"
             )
-        check_at_least("verify_attempts", self.verify_attempts, 1)
-        problem = None if self.verify_timeout is None else seconds_problem(self.verify_timeout)
-        if problem:
-            raise FieldProblem("verify_timeout", problem)
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""
