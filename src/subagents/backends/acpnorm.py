@@ -33,7 +33,7 @@ import json
 import os
 
 from subagents.backends.acpclient import Client, Refused
-from subagents.backends.base import CommandRequest, Fed, Normalizer
+from subagents.backends.base import CommandRequest, Fed, Normalizer, Requests
 from subagents.core import events as ev
 from subagents.errors import ClientRefusal
 
@@ -127,8 +127,7 @@ class AcpNormalizer(Normalizer):
 
     def __init__(self) -> None:
         super().__init__()
-        self._next_id = 0
-        self._requests: dict[int, tuple[str, str | None]] = {}
+        self._rpc = Requests(_line)
         self._req: CommandRequest | None = None
         self._sid: str | None = None  # the ACP session (session_id: when loadable)
         self._client: Client | None = None
@@ -153,13 +152,6 @@ class AcpNormalizer(Normalizer):
 
     # ---- requests we make ----
 
-    def _request(
-        self, fed: Fed, method: str, params: JsonObject, purpose: str, mid: str | None = None
-    ) -> None:
-        self._next_id += 1
-        self._requests[self._next_id] = (purpose, mid)
-        fed.write(_line({"id": self._next_id, "method": method, "params": params}))
-
     def begin(self, req: CommandRequest) -> Fed:
         self._req = req
         fed = Fed()
@@ -167,7 +159,7 @@ class AcpNormalizer(Normalizer):
         self._client = Client(req.cwd, acp["permissions"] if acp else None)
         self.handshake_timeout = acp["initTimeout"] if acp else None
         files = acp.get("files", True) if acp else True
-        self._request(
+        self._rpc.send(
             fed,
             "initialize",
             {
@@ -192,7 +184,7 @@ class AcpNormalizer(Normalizer):
             "sessionId": self._sid,
             "prompt": [{"type": "text", "text": text}],
         }
-        self._request(fed, "session/prompt", params, "prompt", mid)
+        self._rpc.send(fed, "session/prompt", params, "prompt", mid)
         if mid != TASK_ID:
             fed.receipt(mid, "delivered")
 
@@ -368,7 +360,7 @@ class AcpNormalizer(Normalizer):
 
     def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
-        purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
+        purpose, mid = self._rpc.answered(rid)
         err = obj.get("error")
         message = _error_text(err)
         result = obj.get("result")
@@ -406,9 +398,9 @@ class AcpNormalizer(Normalizer):
                     "the agent does not advertise loadSession: its runs cannot be continued"
                 )
             self._replaying = True
-            self._request(fed, "session/load", {"sessionId": req.resume, **params}, "session")
+            self._rpc.send(fed, "session/load", {"sessionId": req.resume, **params}, "session")
         else:
-            self._request(fed, "session/new", params, "session")
+            self._rpc.send(fed, "session/new", params, "session")
         name = self.agent.get("name")
         said = f"{name} {self.agent.get('version', '')}".strip() if name else "the agent"
         features = [k for k in ("loadSession",) if self.capabilities.get(k) is True]
@@ -434,7 +426,7 @@ class AcpNormalizer(Normalizer):
         self.handshaking = False
         if req.model:
             self.model = req.model
-            self._request(
+            self._rpc.send(
                 fed, "session/set_model", {"sessionId": self._sid, "modelId": req.model}, "model"
             )
         self._prompt(fed, TASK_ID, req.task)

@@ -13,7 +13,7 @@ from subagents.core import events as ev
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
     from subagents.types import (
         AcpRecord,
@@ -163,6 +163,29 @@ class Fed(list["ev.Event"]):
 
     def receipt(self, message_id: str, word: ReceiptWord, reason: str | None = None) -> None:
         self.receipts = (*self.receipts, (message_id, word, reason))
+
+
+class Requests:
+    """A live CLI spoken to in JSON-RPC (codex's app-server, ACP agents): our requests by
+    id, each with what it was for and the message it carries (or None)."""
+
+    __slots__ = ("_line", "_next_id", "_open")
+
+    def __init__(self, line: Callable[[JsonObject], bytes]) -> None:
+        self._line = line  # one message as a line of the child's stdin
+        self._next_id = 0
+        self._open: dict[int, tuple[str, str | None]] = {}
+
+    def send(
+        self, fed: Fed, method: str, params: JsonObject, purpose: str, mid: str | None = None
+    ) -> None:
+        self._next_id += 1
+        self._open[self._next_id] = (purpose, mid)
+        fed.write(self._line({"id": self._next_id, "method": method, "params": params}))
+
+    def answered(self, rid: JsonValue) -> tuple[str, str | None]:
+        """What the request a response answers was for (``("", None)``: none of ours)."""
+        return self._open.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
 
 
 class _Ended(Fed):

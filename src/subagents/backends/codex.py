@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 
-from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer, Requests
 from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -178,9 +178,8 @@ class CodexNormalizer(Normalizer):
     def __init__(self) -> None:
         super().__init__()
         self._started: set[str] = set()
-        self._next_id = 0
         # Our requests by id: what each was (its message id for a steer or a turn/start).
-        self._requests: dict[int, tuple[str, str | None]] = {}
+        self._rpc = Requests(_line)
         self.thread: str | None = None
         self._schema: JsonObject | None = None  # each turn's outputSchema (made strict)
         self.turn: str | None = None  # the active turn's id, while one runs
@@ -200,18 +199,11 @@ class CodexNormalizer(Normalizer):
 
     # ---- requests we make ----
 
-    def _request(
-        self, fed: Fed, method: str, params: JsonObject, purpose: str, mid: str | None = None
-    ) -> None:
-        self._next_id += 1
-        self._requests[self._next_id] = (purpose, mid)
-        fed.write(_line({"id": self._next_id, "method": method, "params": params}))
-
     def begin(self, req: CommandRequest) -> Fed:
         self._task = req.task
         self._schema = req.output_schema
         fed = Fed()
-        self._request(
+        self._rpc.send(
             fed, "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
         fed.write(_line({"method": "initialized"}))
@@ -231,9 +223,9 @@ class CodexNormalizer(Normalizer):
         if prompt:
             params["developerInstructions"] = prompt
         if req.resume:
-            self._request(fed, "thread/resume", {"threadId": req.resume, **params}, "thread")
+            self._rpc.send(fed, "thread/resume", {"threadId": req.resume, **params}, "thread")
         else:
-            self._request(fed, "thread/start", params, "thread")
+            self._rpc.send(fed, "thread/start", params, "thread")
         return fed
 
     def _turn_start(self, fed: Fed, mid: str, text: str) -> None:
@@ -244,7 +236,7 @@ class CodexNormalizer(Normalizer):
         }
         if self._schema is not None:  # every turn's answer (a follow-up's too)
             params["outputSchema"] = self._schema
-        self._request(fed, "turn/start", params, "turn", mid)
+        self._rpc.send(fed, "turn/start", params, "turn", mid)
 
     def steer(self, message_id: str, text: str) -> Fed:
         self._pending[message_id] = text
@@ -267,7 +259,7 @@ class CodexNormalizer(Normalizer):
             "input": _text_input(text),
             "clientUserMessageId": message_id,
         }
-        self._request(fed, "turn/steer", params, "steer", message_id)
+        self._rpc.send(fed, "turn/steer", params, "steer", message_id)
 
     def follow_up(self, message_id: str, text: str) -> Fed:
         self._pending[message_id] = text
@@ -280,7 +272,7 @@ class CodexNormalizer(Normalizer):
         fed = Fed()
         if self.thread and self.turn:
             params: JsonObject = {"threadId": self.thread, "turnId": self.turn}
-            self._request(fed, "turn/interrupt", params, "interrupt")
+            self._rpc.send(fed, "turn/interrupt", params, "interrupt")
         return fed
 
     def held_input(self) -> Fed | None:
@@ -346,7 +338,7 @@ class CodexNormalizer(Normalizer):
 
     def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
-        purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
+        purpose, mid = self._rpc.answered(rid)
         err = obj.get("error")
         message = str(err.get("message", "")) if isinstance(err, dict) else ""
         result = obj.get("result")
