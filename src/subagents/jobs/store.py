@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, paths, procs
+from subagents.core.clock import epoch
 from subagents.core.files import (
     locked,
     make_private_dir,
@@ -46,6 +47,8 @@ JOB_FILE = "job.json"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
 # appended: whoever records the end — the driver, or whoever finds it dead — writes it once.
 END_MARK = "end-logged"
+# The mark of a start entry written for a job whose driver died before writing it.
+START_MARK = "start-logged"
 # The end entry could not be written (a full disk): job.json keeps it as ``pendingEndEntry``
 # and whoever looks at the job next writes it.
 END_PENDING = "end-pending"
@@ -368,15 +371,62 @@ class JobStore:
         else:
             outcome = status
         started = float(state.get("createdAt") or time.time())
+        # It ended when its last run did (or, with none, when it was made): never when
+        # someone happened to look.
+        ends = [epoch(r.get("completedAt")) for r in runs]
+        completed = max([started, *(e for e in ends if e is not None)])
         ended = job_result(
-            job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message
+            job_id,
+            mode,
+            outcome,
+            runs,
+            started,
+            started_at=state.get("startedAt"),
+            error=message,
+            completed=completed,
         )
         finished = self.finish(job_id, ended)
+        session = finished.get("session")
+        unstarted = not finished.get("sessionLog") and isinstance(session, str) and session
+        if unstarted:
+            # Killed before it recorded its start: it is entered in its session all the same,
+            # a start and an end, so history and cost count it.
+            log = str(sessionlog.session_path(self.home, str(session)))
+            finished = self.update(job_id, sessionLog=log)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
+                if unstarted:
+                    self._log_late_start(finished)
                 self._log_late_end(finished, self.end_entry(finished, os.getpid()))
         return finished
+
+    def _log_late_start(self, state: JobState) -> None:
+        """The start entry of a job whose driver died before writing it: once, and never
+        after its end entry."""
+        job_dir = self.dir / state["jobId"]
+        with locked(job_dir):
+            mark = job_dir / START_MARK
+            if mark.exists() or (job_dir / END_MARK).exists():
+                return
+            mark.touch(mode=0o600)
+            sessionlog.append(Path(str(state["sessionLog"])), self._start_entry(state))
+
+    @staticmethod
+    def _start_entry(state: JobState) -> AgentEvent:
+        """The start entry of a job whose driver died before writing it."""
+        requests = state["plan"].get("requests") or []
+        models = [str(r["model"]) for r in requests if isinstance(r, dict) and r.get("model")]
+        return sessionlog.entry(
+            "subagent:start",
+            job_id=state["jobId"],
+            mode=state["mode"],
+            agent_name=", ".join(dict.fromkeys(state.get("agents") or [])),
+            model=", ".join(dict.fromkeys(models)) or None,
+            pid=None,  # no driver ever ran it
+            started_at=state.get("startedAt") or state.get("createdAt"),
+            summary=f"{state['mode']} job started: {len(requests)} run(s)",
+        )
 
     # ---- index -----------------------------------------------------------
 
