@@ -591,6 +591,9 @@ class JobResult(TypedDict):
     errorMessage: NotRequired[str]
     # A council's answers side by side, agreement and verdict (jobs/council.py).
     council: NotRequired[CouncilRecord]
+    # The job's own budget, when its runs' sum reached it (scope "job"; ``used``: the sum
+    # by the job's end).
+    limit: NotRequired[LimitRecord]
 
 
 class ProcessIdentity(TypedDict):
@@ -685,6 +688,7 @@ class JobState(TypedDict):
     finalText: NotRequired[str | None]
     errorMessage: NotRequired[str]
     council: NotRequired[CouncilRecord]
+    limit: NotRequired[LimitRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]
 

@@ -403,7 +403,35 @@ class Job:
         if self.plan.mode == "council":
             return self._council_result(runs, started)
         status = job_status(len(self.plan.requests), runs, self.cancelled)
-        return job_result(self.job_id, self.plan.mode, status, runs, started)
+        result = job_result(self.job_id, self.plan.mode, status, runs, started)
+        return self._with_limit(result)
+
+    def _with_limit(self, result: JobResult) -> JobResult:
+        """``result`` with the job's budget, when its runs' sum reached it: the limit, what
+        they used by the end, and (a job that did not complete) why, as errorMessage."""
+        reached = self.budget.reached
+        if reached is None:
+            return result
+        kind, limit, _ = reached
+        used = round(self.budget.total(kind), 10)
+        stopped = any(
+            (r.get("limit") or {}).get("action") == "abort" for r in result["runs"] if "paths" in r
+        )
+        result["limit"] = {
+            "kind": kind,
+            "limit": limit,
+            "used": used,
+            "action": "abort" if stopped else "wrap-up",
+            "scope": "job",
+        }
+        if result["status"] != "completed" and "errorMessage" not in result:
+            from subagents.jobs.budget import describe
+
+            result["errorMessage"] = (
+                f"the job's {kind} limit of {describe(kind, limit)} was reached:"
+                f" {describe(kind, used)} used by its runs"
+            )
+        return result
 
     def _council_result(self, runs: list[JobRun], started: float) -> JobResult:
         from subagents.jobs import council

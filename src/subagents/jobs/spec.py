@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 from subagents.core.inputs import (
     BUDGET_FIELDS,
     UNKNOWN_KEY,
+    Budget,
     Seconds,
     check_at_least,
     check_budget,
@@ -62,9 +63,9 @@ class Step:
     on_stall: OnStall | None = None
     tool_timeout: Annotated[float | None, Seconds] = None
     # The run's budget (docs/live-control.md): model turns, tokens, cost in USD.
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
+    max_turns: Annotated[int | None, Budget] = None
+    max_tokens: Annotated[int | None, Budget] = None
+    max_cost: Annotated[float | None, Budget] = None
     # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
     output_schema: str | dict[str, object] | None = None
 
@@ -106,9 +107,9 @@ class JobSpec:
     # Where the job's runs execute (else from config): see docs/cluster.md.
     executor: Executor | None = None
     # The job's budget: the most its runs may use together (each run's own is its step's).
-    max_turns: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
+    max_turns: Annotated[int | None, Budget] = None
+    max_tokens: Annotated[int | None, Budget] = None
+    max_cost: Annotated[float | None, Budget] = None
     # A council (mode "council", docs/structured.md): the judge (backend[:model] or an
     # agent) that reads every answer, and how many members must answer (default 1).
     judge: str | None = None
