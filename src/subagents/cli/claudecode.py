@@ -133,7 +133,7 @@ def jobs_view(session: str, args: str) -> str | None:
         items = api.list_jobs(20, session=session)
         if not items:
             return "No subagents jobs in this session yet."
-        return "Subagents jobs of this session:\n" + _render(jobs_table(items, wide=True))
+        return "Subagents jobs of this session:\n" + "\n".join(jobs_table(items, wide=True).lines(HOOK_TABLE_WIDTH))
     if words[0] == "show" and len(words) == 2:
         store = JobStore()
         try:
