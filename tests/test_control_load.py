@@ -15,7 +15,6 @@ from typing import Any
 from conftest import Fake, eventually
 from test_control import claude_steps, events, start_claude
 
-
 SENDERS = 100
 EACH = 3
 

@@ -88,28 +88,74 @@ def test_a_rebuilt_result_counts_the_messages_and_the_limit(tmp_path: Path) -> N
     usage = {"input": 30, "output": 15, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 45}
     events: list[Any] = [
         {"seq": 1, "ts": 101.0, "type": "run_started", "model": "m0", "backend": "pi"},
-        {"seq": 2, "ts": 102.0, "type": "user_message", "id": "m1", "mode": "follow-up",
-         "text": "a", "receipt": "queued"},
-        {"seq": 3, "ts": 103.0, "type": "user_message", "id": "m2", "mode": "follow-up",
-         "text": "b", "receipt": "queued"},
-        {"seq": 4, "ts": 103.5, "type": "user_message", "id": "m3", "mode": "steer",
-         "text": "c", "receipt": "refused", "reason": "no"},
-        {"seq": 5, "ts": 104.0, "type": "user_message", "id": "m1", "mode": "follow-up",
-         "text": "a", "receipt": "delivered"},
-        {"seq": 6, "ts": 105.0, "type": "assistant_text", "text": "ok", "stopReason": "stop",
-         "rawStopReason": "stop", "model": "m1"},
+        {
+            "seq": 2,
+            "ts": 102.0,
+            "type": "user_message",
+            "id": "m1",
+            "mode": "follow-up",
+            "text": "a",
+            "receipt": "queued",
+        },
+        {
+            "seq": 3,
+            "ts": 103.0,
+            "type": "user_message",
+            "id": "m2",
+            "mode": "follow-up",
+            "text": "b",
+            "receipt": "queued",
+        },
+        {
+            "seq": 4,
+            "ts": 103.5,
+            "type": "user_message",
+            "id": "m3",
+            "mode": "steer",
+            "text": "c",
+            "receipt": "refused",
+            "reason": "no",
+        },
+        {
+            "seq": 5,
+            "ts": 104.0,
+            "type": "user_message",
+            "id": "m1",
+            "mode": "follow-up",
+            "text": "a",
+            "receipt": "delivered",
+        },
+        {
+            "seq": 6,
+            "ts": 105.0,
+            "type": "assistant_text",
+            "text": "ok",
+            "stopReason": "stop",
+            "rawStopReason": "stop",
+            "model": "m1",
+        },
         {"seq": 7, "ts": 106.0, "type": "usage", **usage, "cost": 0.5, "turns": 2},
-        {"seq": 8, "ts": 107.0, "type": "limit", "kind": "cost", "limit": 0.4, "used": 0.5,
-         "action": "wrap-up", "scope": "run"},
+        {
+            "seq": 8,
+            "ts": 107.0,
+            "type": "limit",
+            "kind": "cost",
+            "limit": 0.4,
+            "used": 0.5,
+            "action": "wrap-up",
+            "scope": "run",
+        },
     ]
-    result = publish_ended(
-        run_dir, status="failed", error_message="died", spec=spec, events=events
-    )
+    result = publish_ended(run_dir, status="failed", error_message="died", spec=spec, events=events)
     assert result["usage"]["totalTokens"] == 45 and result["usage"]["cost"] == 0.5
     assert result["model"] == "m1"
     assert result["messages"] == {"sent": 2, "delivered": 1}
     assert result["limit"] == {
-        "kind": "cost", "limit": 0.4, "used": 0.5, "action": "wrap-up", "scope": "run"
+        "kind": "cost",
+        "limit": 0.4,
+        "used": 0.5,
+        "action": "wrap-up",
+        "scope": "run",
     }
     assert result["durationMs"] == 7000
     assert json.loads((run_dir / "result.json").read_text())["usage"]["totalTokens"] == 45
@@ -169,7 +215,10 @@ def kill_the_command_at(delay: float, home: Path, fake: Fake) -> None:
     }
     args = ["run", "--parallel", "-j", "2", "--backend", "pi", "a", "b", "c"]
     cli = subprocess.Popen(
-        [*CLI, *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        [*CLI, *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     time.sleep(delay)
@@ -212,10 +261,9 @@ def test_a_kill_9_of_a_foreground_parallel_command_ends_its_job_with_one_end_ent
         for name in os.listdir("/proc"):
             if not name.isdigit():
                 continue
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{name}/environ", "rb") as f:
-                    if marker in f.read().split(b"\0") and pid_alive(int(name)):
-                        pids.append(int(name))
+            with contextlib.suppress(OSError), open(f"/proc/{name}/environ", "rb") as f:
+                if marker in f.read().split(b"\0") and pid_alive(int(name)):
+                    pids.append(int(name))
         return pids
 
     assert eventually(lambda: not left(), 30), left()

@@ -124,7 +124,10 @@ def test_references_inside_the_schema_are_used() -> None:
     [
         {"$ref": "#"},
         {"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"},
-        {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}, "properties": {"x": {"$ref": "#/$defs/a"}}},
+        {
+            "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}},
+            "properties": {"x": {"$ref": "#/$defs/a"}},
+        },
         {"anyOf": [{"type": "string"}, {"not": {"$ref": "#"}}]},
     ],
 )

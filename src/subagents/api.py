@@ -90,9 +90,11 @@ def prepare_job(
     override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
     one ends, its runs and its background driver stop (the job ends ``aborted``)."""
     env = os.environ if env is None else env
-    base = Path(cwd).expanduser() if cwd else Path.cwd()
+    base = Path(cwd).expanduser() if cwd else paths.working_dir()
     if not base.is_dir():
-        raise BadRequest(f"working directory does not exist or is not a directory: {base}", "cwd")
+        raise BadRequest(
+            f"cwd: the working directory does not exist or is not a directory: {base}", "cwd"
+        )
     job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
     settings = _job_settings(
         base,
@@ -164,7 +166,7 @@ def prepare_continuation(
 
     env = os.environ if env is None else env
     store = JobStore(paths.state_home(env))
-    settings = _job_settings(Path.cwd(), env)
+    settings = _job_settings(paths.working_dir(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
     job_plan.requests[0].watch = [w.copy() for w in watch or []]
@@ -204,7 +206,7 @@ def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False)
             "apply them anyway with --partial",
             "partial",
         )
-    return apply_changes(worktree, Path(cwd or Path.cwd()))
+    return apply_changes(worktree, Path(cwd or paths.working_dir()))
 
 
 def run_labels(job: PreparedJob) -> list[str]:
@@ -409,7 +411,7 @@ def _settings(base: Path) -> Settings:
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
-    base = cwd or Path.cwd()
+    base = cwd or paths.working_dir()
     return discover(base, scope or _settings(base).agent_scope)
 
 
@@ -417,7 +419,7 @@ def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> A
     from subagents.agents import get_agent as lookup
     from subagents.errors import AgentError
 
-    base = cwd or Path.cwd()
+    base = cwd or paths.working_dir()
     try:
         return lookup(name, base, scope or _settings(base).agent_scope)
     except AgentError as exc:

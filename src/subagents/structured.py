@@ -26,12 +26,13 @@ import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from subagents.errors import UsageError
 
 if TYPE_CHECKING:
-    from referencing import Registry, Resolver
+    from referencing import Registry
+    from referencing._core import Resolver
 
     from subagents.types import JsonObject, JsonValue, StructuredComparison
 
@@ -132,7 +133,7 @@ _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
 
 
-def _closed_registry() -> Registry[JsonValue]:
+def _closed_registry() -> Registry[Any]:
     from referencing import Registry
 
     return Registry()  # no ``retrieve``: a reference outside the schema is unresolvable
@@ -143,14 +144,15 @@ def ref_problem(schema: JsonObject) -> str | None:
     output schema": one that points outside the schema (a URL, a ``file:`` path: nothing
     is ever fetched or read), or a cycle of references that never descends into the value
     (``{"$ref": "#"}``, a → b → a) and so could never finish. None: they are fine."""
+    # jsonschema's bundled meta-schemas (a reference to one resolves without a fetch)
+    from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
     from referencing.exceptions import Unresolvable
-    from jsonschema_specifications import REGISTRY as SPECIFICATIONS
     from referencing.jsonschema import DRAFT202012
 
     registry = SPECIFICATIONS.combine(_closed_registry())
     root = registry.resolver_with_root(DRAFT202012.create_resource(schema))
     # Every subschema with the resolver its references are read against (``$id`` moves it).
-    stack: list[tuple[JsonValue, Resolver[JsonValue], str]] = [(schema, root, "")]
+    stack: list[tuple[JsonValue, Resolver[Any], str]] = [(schema, root, "")]
     edges: dict[int, list[tuple[int, str]]] = {}
     while stack:
         node, resolver, where = stack.pop()

@@ -23,6 +23,7 @@ def cell_len(text: str) -> int:
     """Terminal cells ``text`` takes (ASCII, nearly every cell: its length, at once)."""
     return len(text) if text.isascii() else _rich_cell_len(text)
 
+
 # The least a flexible column is given, however narrow the terminal.
 MIN_FLEX = 10
 

@@ -13,13 +13,11 @@ import click
 
 from subagents.cli.app import (
     WIDE,
-    ColumnOptions,
     echo_child_text,
     emit_answer,
     fail,
     main,
     print_json,
-    table,
 )
 from subagents.core.childtext import neutralize
 

@@ -415,7 +415,8 @@ class Job:
         kind, limit, _ = reached
         used = round(self.budget.total(kind), 10)
         stopped = any(
-            (r.get("limit") or {}).get("action") == "abort" for r in result["runs"] if "paths" in r
+            isinstance(record := r.get("limit"), dict) and record.get("action") == "abort"
+            for r in result["runs"]
         )
         result["limit"] = {
             "kind": kind,

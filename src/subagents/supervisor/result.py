@@ -205,23 +205,22 @@ def _rebuild(result: RunResult, events: list[Event], started_at: float) -> None:
     last_ts = started_at
     for event in events:
         last_ts = max(last_ts, float(event.get("ts") or 0.0))
-        kind = event["type"]
-        if kind == "usage":
+        if event["type"] == "usage":
             result["usage"] = ev.priced(ev.usage_of(event))
-        elif kind == "run_started" and result["model"] is None:
+        elif event["type"] == "run_started" and result["model"] is None:
             result["model"] = event.get("model")
-        elif kind == "assistant_text":
+        elif event["type"] == "assistant_text":
             result["model"] = event.get("model") or result["model"]
             result["finalText"] = event["text"] or result["finalText"]  # (a tool call's is "")
             result["stopReason"] = event["stopReason"]
             result["rawStopReason"] = event["rawStopReason"]
-        elif kind == "user_message":
+        elif event["type"] == "user_message":
             # a message refused when it was sent was never the run's
             if event["id"] not in sent and event["receipt"] != "refused":
                 sent.add(event["id"])
             if event["receipt"] == "delivered":
                 delivered.add(event["id"])
-        elif kind == "limit":
+        elif event["type"] == "limit":
             result["limit"] = {
                 "kind": event["kind"],
                 "limit": event["limit"],
