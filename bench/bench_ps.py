@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchenv import like_installed  # noqa: E402
+from benchenv import like_installed
 
-from subagents.types import JobRow  # noqa: E402
+from subagents.types import JobRow
 
 
 def rows(n: int) -> list[JobRow]:
