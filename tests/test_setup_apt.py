@@ -23,7 +23,7 @@ def fake_apt(tmp_path: Path, outcomes: list[tuple[int, str]]) -> Path:
         "#!/usr/bin/env bash\n"
         f'echo "$*" >> {tmp_path}/calls\n'
         f"n=$(wc -l < {tmp_path}/calls); play={plays}/$((n - 1))\n"
-        '[[ -f $play ]] || play=/dev/null\n'
+        "[[ -f $play ]] || play=/dev/null\n"
         'code=$(head -n1 "$play"); tail -n +2 "$play" >&2; exit "${code:-0}"\n'
     )
     (bin_dir / "apt-get").chmod(0o755)
