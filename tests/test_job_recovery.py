@@ -267,3 +267,29 @@ def test_a_kill_9_of_a_foreground_parallel_command_ends_its_job_with_one_end_ent
         return pids
 
     assert eventually(lambda: not left(), 30), left()
+
+
+def test_a_progress_sink_that_fails_costs_the_job_nothing(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
+) -> None:
+    """The caller's progress (stderr, gone with its terminal or its parent) fails: the job
+    goes on and records its end all the same."""
+    steps = [*pi.start(), pi.text_end("kept"), *pi.end()]
+    for key, value in {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}.items():
+        monkeypatch.setenv(key, value)
+    calls: list[str] = []
+
+    def gone(_index: int, event: Any) -> None:
+        calls.append(event["type"])
+        raise BrokenPipeError(32, "Broken pipe")
+
+    job = api.prepare_job({"mode": "parallel", "tasks": [{"task": "a"}, {"task": "b"}]})
+    result = api.drive(job, on_event=gone)
+    assert result["status"] == "completed" and [r["finalText"] for r in result["runs"]] == [
+        "kept",
+        "kept",
+    ]
+    assert len(calls) == 1  # not called again once it failed
+    state = JobStore(isolated_state).load(job.job_id)
+    assert state["status"] == "completed"
+    assert len(end_entries(isolated_state, job.job_id)) == 1

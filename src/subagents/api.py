@@ -13,7 +13,6 @@ a job handle the job's ``JobState``.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -214,12 +213,14 @@ def run_labels(job: PreparedJob) -> list[str]:
 
 
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
-    """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
-    SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
+    """Run a prepared job in this process to its end. In the main thread, Ctrl-C, SIGTERM
+    (what `subagents stop` may send) and SIGHUP (the terminal closing, under a parent such
+    as pi too) abort the job, which still records its end."""
+    from subagents.core.procs import STOP_SIGNALS
     from subagents.jobs import lifecycle_for
 
     runner = Job(job.store, job.job_id, job.plan)
-    restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
+    restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
     try:
         result = runner.run(
             on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)

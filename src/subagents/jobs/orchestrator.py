@@ -101,6 +101,7 @@ class Job:
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
         self._stop_signal: int = signal.SIGTERM
+        self._sink_failed = False  # the caller's progress sink raised: it is shown no more
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
         # Runs not yet started (or passed over): what warm supervisors are kept for.
@@ -235,7 +236,7 @@ class Job:
     def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> RunResult:
         if self.cancelled:  # stopped while this run was starting
             handle.stop(sig=self._stop_signal)
-        sink = (lambda e: on_event(index, e)) if on_event is not None else None
+        sink = self._shown(index, on_event) if on_event is not None else None
         if self.budget:
             sink = self._counting(index, sink)
         result = handle.wait(on_event=sink)
@@ -244,6 +245,21 @@ class Job:
         with self._lock:
             self._handles.pop(index, None)
         return result
+
+    def _shown(self, index: int, on_event: EventSink) -> Callable[[Event], None]:
+        """The caller's progress sink for run ``index``. One that fails (its stderr gone with
+        a closed terminal or a dead parent) is not called again: what it shows may be lost,
+        the job's own record may not."""
+
+        def show(event: Event) -> None:
+            if self._sink_failed:
+                return
+            try:
+                on_event(index, event)
+            except Exception:
+                self._sink_failed = True
+
+        return show
 
     def _counting(
         self, index: int, sink: Callable[[Event], None] | None
