@@ -382,6 +382,19 @@ def cost_report(
     return report
 
 
+def reindex() -> tuple[int, int]:
+    """Make the local index (``index.sqlite``) again from the job files and the session
+    logs (``subagents doctor --reindex``): how many jobs and log entries it holds."""
+    from subagents.core import indexdb
+    from subagents.lifecycle import cost as costs
+    from subagents.lifecycle import logindex
+
+    home = paths.state_home()
+    indexdb.discard(home)
+    jobs = JobStore(home).reindex()
+    return jobs, logindex.reindex(home, costs.session_files(home))
+
+
 def _runs_of_jobs(store: JobStore) -> Callable[[str], list[JobRun] | None]:
     """``runs_of(job_id)``: a finished job's run results from its job directory, or None."""
 

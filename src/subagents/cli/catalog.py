@@ -75,11 +75,30 @@ def agents_show(ctx: click.Context, name: str) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True)
-def doctor(as_json: bool) -> None:
+@click.option(
+    "--reindex",
+    is_flag=True,
+    help="Make the local index of jobs and session logs again from the files, then exit.",
+)
+def doctor(as_json: bool, reindex: bool) -> None:
     """For each backend: found or not, version, whether it looks usable, how to install it.
 
-    Exits 1 when no backend is usable (nothing could run), 0 otherwise."""
+    Exits 1 when no backend is usable (nothing could run), 0 otherwise. With --reindex it
+    only makes the index that `ps`, `history`, `cost` and the web fleet read again from the
+    job files and session logs (they do it themselves when it is missing or damaged)."""
     from dataclasses import asdict
+
+    if reindex:
+        import sqlite3
+
+        try:
+            from subagents import api
+
+            jobs, entries = api.reindex()
+        except (sqlite3.Error, OSError) as exc:
+            fail(f"cannot write the index: {exc}")
+        click.echo(f"index made again: {jobs} jobs, {entries} session-log entries")
+        return
 
     from subagents.cli.doctor import check_backends, render_text
     from subagents.config import load_settings

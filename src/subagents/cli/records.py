@@ -48,7 +48,7 @@ def history(
     as_json: bool,
 ) -> None:
     """What ran in a session: when, for whom, at what cost, and how it ended."""
-    from subagents.lifecycle import history, sessionlog
+    from subagents.lifecycle import history
 
     try:
         since_ts = history.parse_since(since) if since else None
@@ -56,7 +56,10 @@ def history(
         fail(str(exc))
     # One entry at a time, from reading to printing: a long log is never all in memory,
     # and one damaged or huge entry costs no more than its line.
-    entries = sessionlog.entries(_session_file(session))
+    from subagents.core import paths
+
+    # (with --since, only the entries of the window are read, through the index)
+    entries = history.read_since(paths.state_home(), _session_file(session), since_ts)
     ends = None if all_events else ["subagent:complete", "subagent:error", "subagent:aborted"]
     chosen = history.selected(entries, status=status, agent=agent, since=since_ts, event_types=ends)
     if as_json:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
-from subagents.core import ids, paths, procs
+from subagents.core import ids, indexdb, paths, procs
 from subagents.core.clock import epoch
 from subagents.core.files import (
     locked,
@@ -54,7 +54,14 @@ START_MARK = "start-logged"
 END_PENDING = "end-pending"
 # A job ends with one of a run's statuses, each of them final.
 TERMINAL = frozenset(RUN_STATUSES)
-_SCHEMA = """
+_UNFINISHED = f"status not in ({', '.join(repr(s) for s in sorted(TERMINAL))})"
+# The jobs directory's mtime is trusted to say "no job was made or removed since the index
+# last looked" only once it is this old: a change within the same clock tick as that look
+# could leave it unchanged (git's "racy" rule).
+_RACY_S = 2.0
+# The index's status for a job whose file is damaged (see _reindex_one).
+_DAMAGED = "damaged"
+_SCHEMA = f"""
 create table if not exists jobs (
     job_id text primary key,
     mode text,
@@ -69,10 +76,11 @@ create table if not exists jobs (
     task text,
     tokens integer,
     cost real
-)
+);
+create index if not exists jobs_by_session on jobs (session, job_id);
+create index if not exists jobs_unfinished on jobs (job_id) where {_UNFINISHED};
+create table if not exists store_state (key text primary key, value)
 """
-# Bumped whenever the table changes: an index of another version is rebuilt from the files.
-_INDEX_VERSION = 2
 TASK_MAX = 200  # characters of the first task the index keeps (for ``ps``)
 
 
@@ -435,15 +443,7 @@ class JobStore:
         return self._db()
 
     def _db(self) -> sqlite3.Connection:
-        make_private_dir(self.home)
-        db = sqlite3.connect(self.home / "index.sqlite", timeout=5)
-        # The index is a cache of the job files, rebuilt from them when lost: no fsyncs for it.
-        db.execute("pragma synchronous = off")
-        if db.execute("pragma user_version").fetchone()[0] != _INDEX_VERSION:
-            db.execute("drop table if exists jobs")  # a cache of the files: made again from them
-            db.execute(f"pragma user_version = {_INDEX_VERSION}")
-        db.execute(_SCHEMA)
-        return db
+        return indexdb.connect(self.home, _SCHEMA)
 
     def _index_upsert(self, state: JobState, db: sqlite3.Connection | None = None) -> None:
         row = _index_row(state)
@@ -452,21 +452,29 @@ class JobStore:
         try:
             marks = ",".join("?" * len(row))
             conn.execute(f"insert or replace into jobs values ({marks})", row)
-            conn.commit()
         finally:
             if own:
                 conn.close()
 
     def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
-        """The newest jobs (of one lifecycle *session*, if given), from the index, refreshed from the files where it may be stale.
-        An index that cannot be read or written (a full disk, a broken file) is passed by:
-        the job files are read instead. A damaged job file is passed over and said in
+        """The newest jobs (of one lifecycle *session*, if given), from the index, brought up
+        to the files first (see :meth:`_catch_up`). A damaged index is made again; one that
+        cannot be read or written (a full disk, a directory in its place) is passed by: the
+        job files are read instead. A damaged job file is passed over and said in
         ``damaged``."""
         self.damaged = []
-        try:
-            return self._list_indexed(limit, session)
-        except (sqlite3.Error, OSError):
-            return self._list_from_files(limit, session)
+        for attempt in range(2):
+            try:
+                return self._list_indexed(limit, session)
+            except sqlite3.OperationalError:
+                break
+            except sqlite3.DatabaseError:
+                if attempt == 0:
+                    with contextlib.suppress(OSError):
+                        indexdb.discard(self.home)  # malformed: made again from the files
+            except (sqlite3.Error, OSError):
+                break
+        return self._list_from_files(limit, session)
 
     def _list_from_files(self, limit: int, session: str | None) -> builtins.list[JobRow]:
         try:
@@ -496,25 +504,12 @@ class JobStore:
     def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
         db = self._db()
         try:
-            known = {r[0]: r[1] for r in db.execute("select job_id, status from jobs")}
-            try:
-                on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
-            except FileNotFoundError:
-                on_disk = set()
-            for gone in set(known) - on_disk:
-                db.execute("delete from jobs where job_id = ?", (gone,))
-            for job_id in on_disk:
-                if known.get(job_id) in TERMINAL:
-                    continue  # finished jobs never change
-                try:
-                    self._index_upsert(self.load(job_id), db)
-                except DamagedRecord as exc:
-                    self.damaged.append(str(exc))
-                    db.execute("delete from jobs where job_id = ?", (job_id,))
-                except (OSError, ValueError):
-                    continue
-            db.commit()
-            where, args = ("where session = ?", (session,)) if session is not None else ("", ())
+            with indexdb.transaction(db):
+                self._catch_up(db)
+            where = f"where status is not '{_DAMAGED}'"
+            args: tuple[str, ...] = ()
+            if session is not None:
+                where, args = "where session = ?", (session,)
             self.total = db.execute(f"select count(*) from jobs {where}", args).fetchone()[0]
             rows = db.execute(
                 f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
@@ -522,6 +517,80 @@ class JobStore:
         finally:
             db.close()
         return [_job_row(row) for row in rows]
+
+    def reindex(self) -> int:
+        """Make the index again from the job files (``doctor --reindex``); how many jobs it
+        holds."""
+        db = self._db()
+        try:
+            with indexdb.transaction(db):
+                db.execute("delete from jobs")
+                db.execute("delete from store_state")
+                self._catch_up(db)
+            return int(db.execute("select count(*) from jobs").fetchone()[0])
+        finally:
+            db.close()
+
+    def _catch_up(self, db: sqlite3.Connection) -> None:
+        """Bring the index up to the files, in a transaction of the caller's. Jobs it holds as
+        unfinished are read again (they change); the job directories are listed only when
+        one may have been made or removed since the last look (the directory's mtime moved,
+        or was too recent then to be trusted): a look at a settled store of 100,000 jobs
+        reads no job file and lists no directory."""
+        try:
+            seen = os.stat(self.dir).st_mtime_ns
+        except FileNotFoundError:
+            db.execute("delete from jobs")
+            return
+        looked = db.execute("select value from store_state where key = 'dirMtime'").fetchone()
+        read: set[str] = set()
+        if looked is None or looked[0] != seen:
+            read = self._look_at_every_job(db)
+            trusted = "" not in read and time.time_ns() - seen > _RACY_S * 1e9
+            db.execute(
+                "insert or replace into store_state values ('dirMtime', ?)",
+                (seen if trusted else None,),
+            )
+        for (job_id,) in db.execute(f"select job_id from jobs where {_UNFINISHED}").fetchall():
+            if job_id not in read:
+                self._reindex_one(db, job_id)
+
+    def _look_at_every_job(self, db: sqlite3.Connection) -> set[str]:
+        """Index the job directories the index lacks, forget those gone; the ids it read,
+        with "" among them when one could not be read yet (a job being made): the next look
+        lists them again."""
+        known = {r[0] for r in db.execute("select job_id from jobs")}
+        try:
+            on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
+        except FileNotFoundError:
+            on_disk = set()
+        db.executemany("delete from jobs where job_id = ?", [(j,) for j in known - on_disk])
+        read = on_disk - known
+        for job_id in read.copy():
+            if not self._reindex_one(db, job_id):
+                read.add("")
+        return read
+
+    def _reindex_one(self, db: sqlite3.Connection, job_id: str) -> bool:
+        """The job's row made again from its file (gone when the job is); False when its file
+        could not be read now."""
+        try:
+            self._index_upsert(self.load(job_id), db)
+        except DamagedRecord as exc:
+            # Kept as damaged (not listed, but read again and said at every look, until
+            # mended or removed).
+            self.damaged.append(str(exc))
+            db.execute(
+                "insert or replace into jobs (job_id, status) values (?, ?)", (job_id, _DAMAGED)
+            )
+        except FileNotFoundError:
+            if not (self.dir / job_id).is_dir():
+                db.execute("delete from jobs where job_id = ?", (job_id,))
+                return True
+            return False
+        except (OSError, ValueError):
+            return False
+        return True
 
 
 def _task(state: JobState) -> str:

@@ -13,6 +13,9 @@ A cost the CLI did not report (``null``) is never guessed: such runs are counted
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +28,7 @@ from subagents.lifecycle.sessionlog import END_EVENT_TYPES, entries, session_pat
 from subagents.present import figures
 
 if TYPE_CHECKING:
-    from subagents.types import AgentEvent, CostRow, CostTotals, JobRun, Usage
+    from subagents.types import AgentEvent, CostRow, CostTotals, JobRun, JsonObject, Usage
 
 GROUPS = ("agent", "backend", "model", "repo", "day")
 UNKNOWN = "unknown"
@@ -49,15 +52,22 @@ def end_entries(
     home: Path, session: str | None = None, since: float | None = None
 ) -> list[AgentEvent]:
     """The end entries of one or every session, ended at or after *since* (epoch s)."""
+    files = session_files(home, session)
+    found: Iterable[JsonObject] = itertools.chain.from_iterable(entries(p) for p in files)
+    if since is not None:
+        from subagents.lifecycle import logindex
+
+        # Only the entries of the window are read (a log of months is not).
+        with contextlib.suppress(sqlite3.Error, OSError):
+            found = logindex.since(home, files, since, "ended")
     out: list[AgentEvent] = []
-    for path in session_files(home, session):
-        for entry in entries(path):
-            if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
-                continue
-            when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
-            if since is not None and (when is None or when < since):
-                continue
-            out.append(entry)
+    for entry in found:
+        if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:
+            continue
+        when = epoch(entry.get("completedAt")) or epoch(entry.get("timestamp"))
+        if since is not None and (when is None or when < since):
+            continue
+        out.append(entry)
     return out
 
 

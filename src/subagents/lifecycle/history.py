@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 from subagents.core.clock import epoch
 from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
-from subagents.lifecycle.sessionlog import EVENT_TYPES, normalize_event_type, parse_line
+from subagents.lifecycle.sessionlog import EVENT_TYPES, entries, normalize_event_type, parse_line
 
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
@@ -113,6 +114,20 @@ def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     if value is None:
         return None
     return {value} if isinstance(value, str) else set(value)
+
+
+def read_since(home: Path, path: Path, since: float | None) -> Iterator[JsonObject]:
+    """The entries of one session log, one at a time; with ``since`` (epoch s) only those
+    whose ``timestamp`` is at or after it, found through the index without reading the rest
+    (the whole log is read where the index cannot be used)."""
+    if since is not None:
+        from subagents.lifecycle import logindex
+
+        try:
+            return logindex.since(home, [path], since, "at")
+        except (sqlite3.Error, OSError):
+            pass
+    return entries(path)
 
 
 def selected(

@@ -1,0 +1,133 @@
+"""Where each entry of the session logs is, by time: ``history --since`` and ``cost --since``
+read only the entries in their window, whatever the logs hold (a user with months of history
+has hundreds of thousands of entries).
+
+The logs stay the truth and are append-only: the index keeps, per log, how far it has read
+(its inode and offset) and, per complete line, its offset, length and times. Bringing it up
+to date reads only what was appended since; a log replaced or cut shorter is read again
+whole. A line is read back from the log itself, so the index holds no entry's content.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from subagents.core import indexdb
+from subagents.core.clock import epoch
+from subagents.lifecycle.sessionlog import parse_line
+from subagents.types import JsonObject
+
+_SCHEMA = """
+create table if not exists log_files (path text primary key, inode integer, indexed integer);
+create table if not exists log_lines (
+    path text,
+    offset integer,
+    length integer,
+    at real,
+    ended real,
+    primary key (path, offset)
+);
+create index if not exists log_lines_at on log_lines (at);
+create index if not exists log_lines_ended on log_lines (ended)
+"""
+
+# ``at``: the entry's ``timestamp`` (history's --since); ``ended``: its ``completedAt``, else
+# its ``timestamp`` (cost's --since: when a job ended).
+Column = Literal["at", "ended"]
+
+
+def since(home: Path, logs: Iterable[Path], when: float, column: Column) -> Iterator[JsonObject]:
+    """The entries of ``logs`` (in order: log by log, line by line) whose ``column`` time is
+    at or after ``when``; every other line of the logs is not read. sqlite3.Error or OSError
+    when the index cannot be used (the caller reads the logs instead), raised before the
+    first entry is given."""
+    files = [str(p) for p in logs]
+    db = indexdb.connect(home, _SCHEMA)
+    try:
+        with indexdb.transaction(db):
+            for path in files:
+                _catch_up(db, path)
+        marks = ",".join("?" * len(files))
+        found = db.execute(
+            f"select path, offset, length from log_lines where path in ({marks}) "
+            f"and {column} >= ? order by path, offset",
+            (*files, when),
+        ).fetchall()
+    finally:
+        db.close()
+    return _read(found)
+
+
+def _read(found: list[tuple[str, int, int]]) -> Iterator[JsonObject]:
+    handle: tuple[str, int] | None = None
+    try:
+        for path, offset, length in found:
+            if handle is None or handle[0] != path:
+                if handle is not None:
+                    os.close(handle[1])
+                handle = None
+                try:
+                    handle = (path, os.open(path, os.O_RDONLY))
+                except FileNotFoundError:
+                    continue
+            line = os.pread(handle[1], length, offset)
+            # (a log replaced since it was indexed: a line that is not what was there is not
+            # an entry)
+            obj = parse_line(line) if line.endswith(b"\n") else None
+            if obj is not None:
+                yield obj
+    finally:
+        if handle is not None:
+            os.close(handle[1])
+
+
+def _catch_up(db: sqlite3.Connection, path: str) -> None:
+    """Index what ``path`` gained since the index last read it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        db.execute("delete from log_lines where path = ?", (path,))
+        db.execute("delete from log_files where path = ?", (path,))
+        return
+    known = db.execute("select inode, indexed from log_files where path = ?", (path,)).fetchone()
+    start = 0
+    if known is not None and known[0] == st.st_ino and st.st_size >= known[1]:
+        start = int(known[1])
+    elif known is not None:
+        db.execute("delete from log_lines where path = ?", (path,))  # replaced or cut: anew
+    if known is not None and start == st.st_size:
+        return
+    offset = start
+    rows = []
+    with open(path, "rb") as f:
+        f.seek(start)
+        for line in f:
+            if not line.endswith(b"\n"):
+                break  # a torn last line: read again once it is whole
+            if line.strip():
+                obj = parse_line(line)
+                if obj is not None:
+                    at = epoch(obj.get("timestamp"))
+                    ended = epoch(obj.get("completedAt")) or at
+                    rows.append((path, offset, len(line), at, ended))
+            offset += len(line)
+    db.executemany("insert or replace into log_lines values (?, ?, ?, ?, ?)", rows)
+    db.execute("insert or replace into log_files values (?, ?, ?)", (path, st.st_ino, offset))
+
+
+def reindex(home: Path, logs: Iterable[Path]) -> int:
+    """Index ``logs`` anew, whole (``doctor --reindex``); how many entries they hold."""
+    db = indexdb.connect(home, _SCHEMA)
+    try:
+        with indexdb.transaction(db):
+            db.execute("delete from log_lines")
+            db.execute("delete from log_files")
+            for path in logs:
+                _catch_up(db, str(path))
+        return int(db.execute("select count(*) from log_lines").fetchone()[0])
+    finally:
+        db.close()

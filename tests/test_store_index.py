@@ -1,0 +1,221 @@
+"""The local index (index.sqlite): the job files and session logs stay the truth; the index
+answers ps/history/cost without reading every record, and is made again when lost or damaged.
+In-process: no process is started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from subagents.core import indexdb
+from subagents.core.clock import epoch
+from subagents.jobs import JobStore
+from subagents.lifecycle import cost as costs
+from subagents.lifecycle import history, logindex
+from subagents.lifecycle.sessionlog import entries
+
+PLAN = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}], "session": "default"}
+
+
+def finished(store: JobStore, task: str = "t") -> str:
+    job_id = store.create({**PLAN, "requests": [{"task": task}]}, agents=["pi"], background=False)  # type: ignore[typeddict-item]
+    store.finish(
+        job_id,
+        {  # type: ignore[typeddict-item]
+            "jobId": job_id,
+            "mode": "single",
+            "status": "completed",
+            "startedAt": None,
+            "completedAt": None,
+            "durationMs": 1,
+            "usage": None,
+            "runs": [],
+            "finalText": None,
+        },
+    )
+    return job_id
+
+
+def listed(store: JobStore, limit: int = 1000) -> list[str]:
+    return [row["jobId"] for row in store.list(limit)]
+
+
+def test_a_settled_store_is_listed_without_reading_a_job_file(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = JobStore()
+    made = [finished(store) for _ in range(5)]
+    assert listed(store) == sorted(made, reverse=True)
+    # Once the jobs directory's mtime is old enough to be trusted, a look reads no file.
+    past = time.time() - 60
+    os.utime(store.dir, (past, past))
+    listed(store)  # this look trusts the (now old) mtime
+    reads: list[str] = []
+    real_load = JobStore.load
+
+    def counting(self: JobStore, job_id: str) -> object:
+        reads.append(job_id)
+        return real_load(self, job_id)
+
+    monkeypatch.setattr(JobStore, "load", counting)
+    assert listed(store) == sorted(made, reverse=True)
+    assert reads == []
+
+
+def test_a_job_made_behind_the_index_is_listed_next_time(isolated_state: Path) -> None:
+    store = JobStore()
+    first = finished(store)
+    past = time.time() - 60
+    os.utime(store.dir, (past, past))
+    assert listed(store) == [first]
+    # Another program (or a writer whose index write failed) makes a job: only its file.
+    second = "01zzzzzzzz-zzzzzzzz"
+    (store.dir / second).mkdir()
+    data = json.loads(store.path(first).read_text())
+    data["jobId"] = second
+    store.path(second).write_text(json.dumps(data))
+    assert listed(store) == [second, first]
+    # And one removed behind its back leaves it.
+    shutil.rmtree(store.dir / first)
+    assert listed(store) == [second]
+
+
+def test_an_index_deleted_or_damaged_is_made_again(isolated_state: Path) -> None:
+    store = JobStore()
+    made = sorted((finished(store) for _ in range(3)), reverse=True)
+    index = indexdb.path(isolated_state)
+    for damage in (b"", b"not a database at all" * 100, b"SQLite format 3\x00" + b"\xff" * 4000):
+        index.write_bytes(damage)
+        assert listed(store) == made, damage[:20]
+    index.unlink()
+    assert listed(store) == made
+
+
+def test_a_damaged_job_file_is_said_at_every_look_and_never_listed(isolated_state: Path) -> None:
+    store = JobStore()
+    good, bad = finished(store), "01zzzzzzzz-zzzzzzzz"
+    (store.dir / bad).mkdir()
+    store.path(bad).write_text('{"jobId": ')  # found damaged at the first look
+    for _ in range(3):
+        assert listed(store) == [good]
+        assert len(store.damaged) == 1 and "is damaged" in store.damaged[0]
+    assert store.total == 1
+
+
+def test_jobs_written_while_ps_reads_are_all_in_the_next_listing(isolated_state: Path) -> None:
+    store = JobStore()
+    made: list[str] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        own = JobStore()
+        for i in range(40):
+            made.append(finished(own, f"task {i}"))
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while not done.is_set():
+        JobStore().list(5)
+    thread.join()
+    assert listed(store) == sorted(made, reverse=True)
+
+
+def _entry(i: int, when: float, kind: str) -> dict[str, object]:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(when))
+    return {
+        "type": "agent_event",
+        "timestamp": stamp,
+        "eventType": f"subagent:{kind}",
+        "jobId": f"job{i}",
+        "completedAt": stamp if kind != "start" else None,
+        "status": "completed" if kind != "start" else None,
+        "usage": {"input": 1, "output": 1, "totalTokens": 2, "cost": 0.5},
+        "agentName": "pi",
+    }
+
+
+lines = st.lists(
+    st.one_of(
+        st.tuples(st.integers(0, 10_000), st.sampled_from(["start", "complete", "error"])),
+        st.sampled_from([b"garbage\n", b"\n", b'{"torn": \n', b"[1, 2]\n"]),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(first=lines, more=lines, since=st.integers(0, 10_000), torn=st.booleans())
+def test_the_log_index_finds_what_a_full_read_finds(
+    isolated_state: Path, first: list[object], more: list[object], since: int, torn: bool
+) -> None:
+    """Whatever a log holds (entries, garbage, torn lines), appended in two goes, the index's
+    window is exactly the full read filtered by time; a torn tail is not an entry yet."""
+    home = isolated_state / f"h{time.monotonic_ns()}"
+    log = home / "sessions" / "default.jsonl"
+    log.parent.mkdir(parents=True)
+    base = 1_700_000_000.0
+
+    def write(items: list[object]) -> None:
+        with log.open("ab") as f:
+            for n, item in enumerate(items):
+                if isinstance(item, bytes):
+                    f.write(item)
+                else:
+                    offset, kind = item  # type: ignore[misc]
+                    f.write(json.dumps(_entry(n, base + offset, kind)).encode() + b"\n")
+
+    def check() -> None:
+        window = base + since
+        want = [e for e in entries(log) if list(history.selected([e], since=window))]
+        assert list(logindex.since(home, [log], window, "at")) == want
+        ended = [
+            e
+            for e in costs.end_entries(home)
+            if (epoch(e.get("completedAt")) or epoch(e.get("timestamp")) or 0) >= window
+        ]
+        assert costs.end_entries(home, since=window) == ended
+
+    write(first)
+    check()
+    if torn:
+        with log.open("ab") as f:
+            f.write(b'{"type": "agent_event", "timestamp": "2023-')
+        check()
+        with log.open("ab") as f:
+            f.write(b'11-14T22:13:20.000Z"}\n')  # the torn line made whole
+    write(more)
+    check()
+
+
+def test_a_log_replaced_by_a_shorter_one_is_read_again(isolated_state: Path) -> None:
+    log = isolated_state / "sessions" / "default.jsonl"
+    log.parent.mkdir(parents=True)
+    now = time.time()
+    log.write_text("".join(json.dumps(_entry(i, now, "complete")) + "\n" for i in range(5)))
+    assert len(list(logindex.since(isolated_state, [log], now - 10, "ended"))) == 5
+    log.write_text(json.dumps(_entry(9, now, "complete")) + "\n")
+    found = list(logindex.since(isolated_state, [log], now - 10, "ended"))
+    assert [e["jobId"] for e in found] == ["job9"]
+
+
+def test_history_and_cost_read_the_logs_when_the_index_cannot_be_opened(
+    isolated_state: Path,
+) -> None:
+    log = isolated_state / "sessions" / "default.jsonl"
+    log.parent.mkdir(parents=True)
+    now = time.time()
+    log.write_text(json.dumps(_entry(1, now, "complete")) + "\n")
+    indexdb.path(isolated_state).mkdir()  # no database can be made there
+    assert [e["jobId"] for e in history.read_since(isolated_state, log, now - 5)] == ["job1"]
+    assert [e["jobId"] for e in costs.end_entries(isolated_state, since=now - 5)] == ["job1"]
