@@ -293,3 +293,30 @@ def test_a_progress_sink_that_fails_costs_the_job_nothing(
     state = JobStore(isolated_state).load(job.job_id)
     assert state["status"] == "completed"
     assert len(end_entries(isolated_state, job.job_id)) == 1
+
+
+def test_a_run_its_dead_driver_made_but_never_recorded_is_the_job_s(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
+) -> None:
+    """The driver was killed between making a run's directory and writing its id in job.json:
+    whoever finishes the job finds the run by its meta.json, so the job accounts for it."""
+    from subagents.config import Settings
+    from subagents.runs import RunRequest, prepare
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    job = api.prepare_job({"mode": "single", "tasks": [{"task": "a"}]})
+    store = JobStore(isolated_state)
+    req = RunRequest(task="a", backend="pi", cwd=str(fake.dir), job_id=job.job_id)
+    spec, run_dir = prepare(req, Settings())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["createdAt"] = time.time() - 30  # its supervisor never started, long ago
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    state = json.loads(store.path(job.job_id).read_text())
+    state.update(status="running", driver={"pid": dead.pid, "createTime": 1.0})
+    store.path(job.job_id).write_text(json.dumps(state))
+    finished = store.recover_if_orphaned(job.job_id)
+    assert finished["status"] == "failed"
+    assert [r["runId"] for r in finished.get("runs", [])] == [spec.runId]
+    assert (run_dir / "result.json").exists()

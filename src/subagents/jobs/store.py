@@ -356,12 +356,12 @@ class JobStore:
             and time.time() - float(state.get("createdAt") or 0) < 10
         ):
             return state  # its driver may still be starting
-        from subagents.runs import RunMonitor
+        from subagents.runs import RunMonitor, runs_naming
 
         runs: list[JobRun] = []
-        for run_id in state.get("runIds") or []:
-            if not run_id:
-                continue
+        known = [r for r in state.get("runIds") or [] if r]
+        # (and a run made that the dead driver had not recorded yet)
+        for run_id in known + [r for r in runs_naming(self.home, job_id) if r not in known]:
             monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
             result = monitor.result()
             if result is None:

@@ -241,3 +241,27 @@ def _continuation(
         return resume, wt.reopen(record, run_dir.name, run_dir)
     except WorktreeError as exc:
         raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
+
+
+def runs_naming(home: Path, job_id: str) -> list[str]:
+    """The runs whose ``meta.json`` names ``job_id``, oldest first: for a job whose driver died
+    between making a run and recording it in ``job.json``. Only runs made since the job are
+    read (ids begin with their time)."""
+    from subagents.core.files import read_json
+
+    since = job_id.split("-")[0]
+    found = []
+    try:
+        entries = list(os.scandir(paths.runs_dir(home)))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if entry.name.split("-")[0] < since:
+            continue
+        try:
+            meta = read_json(Path(entry.path) / "meta.json")
+        except (OSError, ValueError):
+            continue  # not made far enough to say whose it is
+        if isinstance(meta, dict) and meta.get("jobId") == job_id:
+            found.append(entry.name)
+    return sorted(found)
