@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import eventually
+from test_faults import end_entries
 from test_pi_package import delegating
 from test_pi_tui import PiTui, pytestmark  # noqa: F401  (needs pi and tmux)
 
@@ -32,17 +33,6 @@ def job_state(home: Path) -> dict[str, Any] | None:
         state: dict[str, Any] = json.loads((jobs[0] / "job.json").read_text())
         return state
     return None
-
-
-def end_entries(home: Path, job_id: str) -> list[dict[str, Any]]:
-    out = []
-    for log in (home / "sessions").glob("*.jsonl"):
-        for line in log.read_text().splitlines():
-            with contextlib.suppress(ValueError):
-                entry = json.loads(line)
-                if entry.get("jobId") == job_id and entry.get("eventType") != "subagent:start":
-                    out.append(entry)
-    return out
 
 
 def test_closing_pi_s_terminal_ends_its_foreground_job_within_10_s(

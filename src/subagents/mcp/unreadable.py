@@ -12,6 +12,7 @@ refuse the same text. Anything else goes on to the session as before.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -37,19 +38,18 @@ class AnswerUnreadable:
         return getattr(self.inner, "last_context", None)
 
     async def receive(self) -> Item:
-        while True:
-            item: Item = await self.inner.receive()
-            error = refusal(item)
-            if error is None:
-                return item
-            await self.replies.send(SessionMessage(error))
+        return await self._next(self.inner.receive)
 
     def __aiter__(self) -> AnswerUnreadable:
         return self
 
     async def __anext__(self) -> Item:
+        return await self._next(self.inner.__anext__)
+
+    async def _next(self, take: Callable[[], Awaitable[Item]]) -> Item:
+        """The next item the session should see; an unreadable request is answered here."""
         while True:
-            item: Item = await self.inner.__anext__()
+            item = await take()
             error = refusal(item)
             if error is None:
                 return item
