@@ -4,6 +4,7 @@ supervisor, a run on a Ray node) -- records written before the seam included."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ from conftest import Fake, eventually
 
 from subagents import api
 from subagents.config import Settings
+from subagents.core.upgrade import upgrade_job
 from subagents.jobs import JobPlan
 from subagents.launchers import (
     SUPERVISOR_FILE,
@@ -103,14 +105,18 @@ def test_a_job_recorded_before_placements_reads_as_it_ran() -> None:
         "session": "s",
         "extra": {},
     }
-    plan = JobPlan.from_record(old)
+
+    def read(plan: dict[str, Any]) -> JobPlan:  # as the store reads job.json (core.upgrade)
+        return JobPlan.from_record(upgrade_job({"plan": copy.deepcopy(plan)})["plan"])
+
+    plan = read(old)
     assert plan.placement == Placement("tmux")
     assert [r.task for r in plan.requests] == ["a", "b {previous}"]
     assert (plan.settings.grace, plan.settings.bins) == (0.5, {"pi": "/opt/pi"})
     old["requests"] = [{**r, "runner": None} for r in old["requests"]]
-    assert JobPlan.from_record(old).placement == Placement("process")
+    assert read(old).placement == Placement("process")
     old["limits"] = {**old["limits"], "executor": "ray", "ray_address": "h:1"}
-    assert JobPlan.from_record(old).placement == Placement("ray", "h:1")
+    assert read(old).placement == Placement("ray", "h:1")
 
 
 def test_a_local_runs_record_is_its_supervisor(fake: Fake) -> None:
@@ -204,4 +210,5 @@ def test_a_ray_placement_says_whether_the_working_directory_travels() -> None:
     assert not Placement("process").ships_cwd and not Placement("tmux").ships_cwd
     # A ray job recorded before repositories travelled ran on a shared filesystem.
     old: PlacementRecord = {"launcher": "ray", "ray_address": "h:1"}
-    assert Placement.from_record(old) == Placement("ray", "h:1", ray_shared_cwd=True)
+    plan = upgrade_job({"plan": {"requests": [], "limits": {}, "placement": dict(old)}})["plan"]
+    assert Placement.from_record(plan["placement"]) == Placement("ray", "h:1", ray_shared_cwd=True)

@@ -340,10 +340,13 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
             capture_output=True, text=True, timeout=90,
         )  # fmt: skip
     assert waited.returncode == 0, waited.stderr
-    # The feed ends with the table the tool's answer (and the end's message) shows.
-    last = json.loads(waited.stderr.splitlines()[-1])
-    assert last["type"] == "council" and last["jobId"] == details["jobId"]
-    assert "2 answered (quorum 1)" in last["table"] and len(council_rows(last["table"])) == 2
+    # The feed ends with the table, then the answer the tool (and the end's message) shows,
+    # which holds it.
+    table, last = (json.loads(x) for x in waited.stderr.splitlines()[-2:])
+    assert table["type"] == "council" and table["jobId"] == details["jobId"]
+    assert "2 answered (quorum 1)" in table["table"] and len(council_rows(table["table"])) == 2
+    assert last["type"] == "answer" and last["jobId"] == details["jobId"]
+    assert table["table"] in last["text"] and last["isError"] is False
     job = json.loads(waited.stdout)
     assert job["mode"] == "council" and job["council"]["answered"] == 2
     # The end entry too, if the job ended while pi still ran (its watcher wrote it).

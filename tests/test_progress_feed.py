@@ -34,7 +34,15 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
         "startedAt": job["startedAt"],  # the job's own start, said before it runs
         "steps": [{"task": "x", "agent": None, "backend": "pi", "model": None}],
     }
-    progress = recs[1:]
+    progress, end = recs[1:-1], recs[-1]
+    # The last record is the parent's answer, as the pi package shows it (present/answer.py).
+    assert end == {
+        "type": "answer",
+        "jobId": result["jobId"],
+        "status": "completed",
+        "text": "Done.",
+        "isError": False,
+    }
     assert {r["type"] for r in progress} == {"progress"}
     assert {r["runId"] for r in progress} == {result["runId"]}
     assert {r["jobId"] for r in progress} == {result["jobId"]}
@@ -90,7 +98,8 @@ def test_wait_follows_a_background_job_with_the_same_records(fake: Fake, tmp_pat
     # One clock: the start `--bg` announced is the job's, in the feed and in its result.
     assert recs[0]["type"] == "job" and recs[0]["jobId"] == started["jobId"]
     assert recs[0]["startedAt"] == started["startedAt"] == result["startedAt"]
-    progress = recs[1:]
+    progress, end = recs[1:-1], recs[-1]
+    assert end["type"] == "answer" and (end["text"], end["isError"]) == ("Done.", False)
     texts = [r["text"] for r in progress]
     assert texts[0].startswith("Started pi") and texts[-1].startswith("Finished: completed")
     assert "$ ls" in texts and "Done." in texts

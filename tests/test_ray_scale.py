@@ -38,7 +38,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 from conftest import eventually  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from subagents import api  # noqa: E402
+from subagents import api, service  # noqa: E402
 from subagents.config import Settings  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
 from subagents.runs import RunRequest, start  # noqa: E402
@@ -255,7 +255,7 @@ def test_a_restarted_driver_takes_its_runs_up(
         ray_shared_cwd=True,
         background=True,
     )
-    api.start_background(job)
+    service.start_background(job)
     job_dir = job.store.dir / job.job_id
 
     def started() -> int:

@@ -17,7 +17,7 @@ from test_control import claude_steps
 from webserver import Web, chromium, have_chromium, web_server
 
 import subagents
-from subagents import api
+from subagents import service
 from subagents.core import paths
 from subagents.jobs import JobStore
 
@@ -122,13 +122,13 @@ def test_stop_from_the_job_page_aborts_the_job(
     until(browser, "document.getElementById('stop-dialog').open")
     browser.find_element("id", "stop-no").click()  # a second thought: nothing happens
     assert not browser.execute_script("return document.getElementById('stop-dialog').open")
-    assert api.job_state(JobStore(), job_id)["status"] == "running"
+    assert service.job_state(JobStore(), job_id)["status"] == "running"
     browser.execute_script(f"{button}.click()")
     until(browser, "document.getElementById('stop-dialog').open")
     browser.find_element("id", "stop-yes").click()
     until(browser, "document.getElementById('stop-result').textContent === 'job aborted'")
     until(browser, "document.querySelector('.jobhead').dataset.status === 'aborted'")
-    assert api.job_state(JobStore(), job_id)["status"] == "aborted"
+    assert service.job_state(JobStore(), job_id)["status"] == "aborted"
     assert eventually(lambda: not pid_alive(int(pidfile.read_text())))
 
 

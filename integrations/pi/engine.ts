@@ -26,7 +26,7 @@ export interface FeedRecord {
 	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
 	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
-	table?: string;
+	table?: string; isError?: boolean;
 }
 
 /** One run as pi shows it: filled in by progress records, then by its result. */
@@ -40,9 +40,10 @@ export interface RunView {
 export interface SubagentDetails {
 	jobId?: string; mode: string; status: string; runIds: string[]; usage: Usage; runs: RunView[];
 	startedAt?: string; background?: boolean; stoppedByUser?: boolean;
-	/** A council's: its answers side by side and the verdict (the feed's `council` record),
-	 * the job's answer (the judge's merged one) and why it did not complete. */
-	council?: { table?: string; answer?: string | null; error?: string | null };
+	/** A council's answers side by side and the verdict (the feed's `council` record). */
+	council?: { table?: string };
+	/** The parent's answer as the engine composed it (the feed's last record, `answer`). */
+	answer?: { text: string; isError: boolean };
 }
 
 export function piUsage(u: EngineUsage | undefined): Usage {
@@ -176,6 +177,10 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 		view.council = { ...view.council, table: rec.table };
 		return;
 	}
+	if (rec.type === "answer") {
+		view.answer = { text: rec.text ?? "", isError: Boolean(rec.isError) };
+		return;
+	}
 	if (rec.type !== "progress") return;
 	view.status = "running";
 	const run = runAt(view, rec.index ?? 0);
@@ -204,7 +209,6 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 	view.jobId = job.jobId || view.jobId;
 	view.status = job.status;
 	view.startedAt = job.startedAt ?? view.startedAt;
-	if (job.mode === "council") view.council = { ...view.council, answer: job.finalText, error: job.errorMessage };
 	(job.runs ?? []).forEach((r, i) => {
 		const run = runAt(view, i);
 		run.runId = r.runId ?? run.runId;
@@ -237,39 +241,12 @@ export function summaryOf(view: SubagentDetails): string {
 	return [`${view.mode} ${done}/${view.runs.length} completed`, ...bad].join("; ");
 }
 
-/** What the parent model reads, and whether the call failed: only when no run completed. */
+/** What the parent model reads, and whether the call failed: the engine's words (its feed's
+ * `answer` record, present/answer.py), never rebuilt here. Without one (the CLI ended before
+ * the job did), the job's status says it. */
 export function outcome(view: SubagentDetails): { text: string; isError: boolean } {
-	if (view.mode === "council" && view.council) return councilOutcome(view, view.council);
-	const runs = view.runs;
-	const bad = runs.filter((r) => r.status !== "completed");
-	const isError = bad.length === runs.length;
-	if (runs.length === 1) return { text: runs[0].text || runs[0].error || `the run ended ${runs[0].status}`, isError };
-	if (!bad.length && view.mode === "chain") return { text: runs[runs.length - 1].text ?? "", isError };
-	const sections = runs.map((r, i) => {
-		const title = `# ${i + 1}. ${r.task || "task"}${r.agent ? ` (${r.agent})` : ""}: ${r.status}`;
-		const body = r.status === "not run" ? "(not run)" : (r.text || r.error || "").trim();
-		return `${title}\n\n${body}`;
-	});
-	if (bad.length) {
-		const named = bad.map((r) => `"${r.task || `task ${r.index + 1}`}" (${r.status})`).join(", ");
-		sections.unshift(`${bad.length} of ${runs.length} tasks did not complete: ${named}.`);
-	}
-	return { text: sections.join("\n\n"), isError };
-}
-
-/** A council's text: the judge's merged answer (or the status and why it fell short), then
- * the answers side by side and the verdict as the engine drew them. An error by the job's
- * status: short of its quorum, or its judge failed, even when some members answered. */
-function councilOutcome(view: SubagentDetails, council: NonNullable<SubagentDetails["council"]>): { text: string; isError: boolean } {
-	const isError = view.status !== "completed";
-	const answered = view.runs.filter((r) => r.status === "completed").length;
-	const lead = isError
-		? [`council ${view.status}: ${council.error || `${answered} of ${view.runs.length} runs completed`}`]
-		: council.answer?.trim() ? [council.answer.trim()] : [];
-	if (council.table) return { text: [...lead, council.table].join("\n\n"), isError };
-	// No table (a job reconciled from its record): each run's answer, as for parallel jobs.
-	const rest = outcome({ ...view, council: undefined });
-	return { text: [...lead, rest.text].join("\n\n"), isError };
+	if (view.answer) return view.answer;
+	return { text: `subagent job ${view.jobId ? `${view.jobId} ` : ""}ended ${view.status}`, isError: view.status !== "completed" };
 }
 
 // ---- live control: a message to a running child ---------------------------------

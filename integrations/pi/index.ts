@@ -302,7 +302,9 @@ export default function (pi: ExtensionAPI) {
 			if (!job) return;
 			const view = newView(job.mode, [], jobId);
 			if (job.status === "running" || job.status === "pending") return bg.watch(Object.assign(view, { background: true }), ctx.cwd);
-			applyResult(view, job);
+			// The ended job's answer in the engine's words: `wait` gives it at once, as its feed's last record.
+			const told = await runCli(["wait", jobId, "--json", "--progress", "jsonl"], { cwd: ctx.cwd, onRecord: (r) => applyRecord(view, r) });
+			applyResult(view, asJob(parseJson(told.stdout), job.mode) ?? job);
 			away.push({ view, job });
 		};
 		const all = Promise.allSettled([...started].filter((id) => !ended.has(id)).map(reconcile));

@@ -468,8 +468,10 @@ class ExecutorPlace(TypedDict):
 
 @final
 class RunResult(TypedDict):
-    """``result.json``: how one run ended. Written once, atomically, last."""
+    """``result.json``: how one run ended. Written once, atomically, last. ``version``: the
+    record's shape (``core.upgrade``: one written before it had one is read as today's)."""
 
+    version: int
     runId: str
     jobId: str | None
     agent: str | None
@@ -634,41 +636,39 @@ class RunRequestRecord(TypedDict):
     continue_from: str | None
     # The processes the job is bound to (--parent-pid): its runs end when one does.
     watch: list[ProcessIdentity]
-    # The run's budget, and what its job had used before it (absent from records written
-    # before budgets: read with .get).
+    # The run's budget, and what its job had used before it.
     max_turns: int | None
     max_tokens: int | None
     max_cost: float | None
     job_used: dict[str, float] | None
-    # --output-schema: the checked schema the answer must satisfy (absent from records
-    # written before output schemas: read with .get).
+    # --output-schema: the checked schema the answer must satisfy.
     output_schema: JsonObject | None
-    # Recorded before placements: the runner the job was given, on each request.
-    runner: NotRequired[str | None]
 
 
 class JobPlanRecord(TypedDict):
     """``job.json``'s ``plan``: the checked job (``JobPlan.to_dict()``), what a restarted
     job driver runs again. ``limits``: the settings it was planned with, by their names in
-    ``config.Settings`` (but secrets and hooks); ``placement`` is absent from a record
-    written before placements."""
+    ``config.Settings`` (but secrets and hooks). A record of an earlier shape is read as
+    this one (``core.upgrade``)."""
 
     mode: JobMode
     requests: list[RunRequestRecord]
     limits: JsonObject
-    placement: NotRequired[PlacementRecord]
+    placement: PlacementRecord
     concurrency: int
     session: str | None
     extra: JsonObject
-    # The job's budget as its fields say it (``max_turns`` …); absent before budgets.
-    budget: NotRequired[BudgetSpec]
+    # The job's budget as its fields say it (``max_turns`` …).
+    budget: BudgetSpec
 
 
 class JobState(TypedDict):
     """``job.json`` as ``JobStore.load`` returns it: the job as recorded when it was made,
-    what its driver added while it ran, and — once it ended — the job result's keys."""
+    what its driver added while it ran, and — once it ended — the job result's keys.
+    ``version``: the record's shape (``core.upgrade`` reads an earlier one as today's)."""
 
     jobId: str
+    version: int
     mode: JobMode
     status: JobStatus
     createdAt: float

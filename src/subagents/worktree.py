@@ -281,7 +281,7 @@ def reopen(record: WorktreeSpec | WorktreeRecord, run_id: str, run_dir: Path) ->
         "path": record["path"],
         "branch": branch,
         "base": record["base"],
-        "subdir": record.get("subdir", "."),
+        "subdir": record["subdir"],
     }
 
 
@@ -298,7 +298,7 @@ def release(record: Mapping[str, object], run_id: str) -> None:
 
 
 def child_cwd(record: WorktreeSpec) -> str:
-    return str(Path(record["path"]) / record.get("subdir", "."))
+    return str(Path(record["path"]) / record["subdir"])
 
 
 _SHORTSTAT = re.compile(
@@ -361,7 +361,7 @@ def finalize(
         "deletions": dels,
         "kept": kept,
         "repo": str(root),
-        "subdir": record.get("subdir", "."),
+        "subdir": record["subdir"],
         "patch": str(run_dir / PATCH_FILE) if changed else None,
     }
     if uncommitted:

@@ -1,4 +1,5 @@
-"""The command line: a thin layer over the Python API (``subagents.api``).
+"""The command line: a thin layer over the internal service (``subagents.service``) and the
+public Python API (``subagents.api``); it never imports ``jobs`` (an import-linter contract).
 
 ``app`` holds the command group and what every command shares; each other module adds
 its commands to it.

@@ -1,4 +1,5 @@
-"""The command line: a thin layer over the Python API (``subagents.api``)."""
+"""The command line: a thin layer over the internal service (``subagents.service``) and the
+public Python API (``subagents.api``)."""
 
 from __future__ import annotations
 
@@ -80,26 +81,16 @@ def print_json(obj: Any) -> None:
 
 
 def emit_answer(result: JobResult | JobState) -> None:
-    """stdout: the answer(s); stderr: what went wrong."""
-    runs = result.get("runs") or []
-    council = result.get("council")
-    if isinstance(council, dict):  # the table on stderr; the merged answer (or each) on stdout
-        from subagents.present.council import council_table
+    """stdout: the answer(s); stderr: a council's table, and what went wrong."""
+    from subagents.present.answer import terminal
 
-        echo_child_text(council_table(council), err=True)
-    if result.get("mode") == "parallel" or (
-        isinstance(council, dict) and not isinstance(council.get("verdict"), dict)
-    ):
-        for i, r in enumerate(runs):
-            label = f"[{i + 1}] {r.get('agent') or r.get('backend') or 'run'}: {r.get('status')}"
-            answer(f"## {label}\n\n{(r.get('finalText') or '').rstrip()}\n")
-    elif result.get("status") == "completed":
-        text = result.get("finalText") or ""
-        answer(text if text.endswith("\n") else text + "\n", nl=False)
-    for r in runs:
-        if r.get("status") != "completed":
-            why = r.get("diagnostics") or r.get("errorMessage") or r.get("status")
-            echo_child_text(str(why), err=True)
+    told = terminal(result)
+    if told.table is not None:
+        echo_child_text(told.table, err=True)
+    for text in told.answers:
+        answer(text, nl=False)
+    for why in told.failures:
+        echo_child_text(why, err=True)
 
 
 def answer(text: str, nl: bool = True) -> None:

@@ -25,9 +25,9 @@ def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
     ctx.obj = {"scope": agent_scope}
     if ctx.invoked_subcommand is not None:
         return
-    from subagents import api
+    from subagents import service
 
-    found = api.discover_agents(agent_scope)
+    found = service.discover_agents(agent_scope)
     if as_json:
         for a in found.agents.values():
             click.echo(
@@ -55,10 +55,10 @@ def agents(ctx: click.Context, agent_scope: str | None, as_json: bool) -> None:
 @click.pass_context
 def agents_show(ctx: click.Context, name: str) -> None:
     """Print one agent definition."""
-    from subagents import api
+    from subagents import api, service
 
     try:
-        a = api.get_agent(name, (ctx.obj or {}).get("scope"))
+        a = service.get_agent(name, (ctx.obj or {}).get("scope"))
     except api.BadRequest as exc:
         fail(str(exc))
     click.echo(f"name: {a.name}\nsource: {a.source}" + (f" ({a.path})" if a.path else ""))
@@ -92,9 +92,9 @@ def doctor(as_json: bool, reindex: bool) -> None:
         import sqlite3
 
         try:
-            from subagents import api
+            from subagents import service
 
-            jobs, entries = api.reindex()
+            jobs, entries = service.reindex()
         except (sqlite3.Error, OSError) as exc:
             fail(f"cannot write the index: {exc}")
         click.echo(f"index made again: {jobs} jobs, {entries} session-log entries")

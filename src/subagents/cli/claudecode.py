@@ -31,7 +31,7 @@ import click
 from subagents.cli.app import main
 
 if TYPE_CHECKING:
-    from subagents.jobs import JobStore
+    from subagents.service import JobStore
     from subagents.types import AgentEvent, JobState, JsonObject, JsonValue
 
 EXIT_HOOK_ERROR = 1  # Claude Code shows a hook's stderr for it; 2 would block the prompt
@@ -72,13 +72,13 @@ def _session(claude_id: object, where: str) -> str:
 def _with_result(store: JobStore, entry: AgentEvent) -> JobState | None:
     """The job of an end entry, with its result (waited for briefly: the entry is logged
     just before it); None when its directory is gone."""
-    from subagents import api
+    from subagents import service
 
     job_id = str(entry.get("jobId"))
     try:
         state = store.load(job_id)
         if state.get("runs") is None:
-            state = api.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
+            state = service.wait_job(store, job_id, RESULT_WAIT_SECONDS) or state
     except (OSError, ValueError):
         return None
     return state
@@ -89,8 +89,8 @@ def untold_ends(session: str, reader: str) -> list[tuple[AgentEvent, JobState | 
     its job (None when its directory is gone: told rather than lost); from now on they count
     as told. Foreground jobs are left out: their caller had the answer."""
     from subagents.core import paths
-    from subagents.jobs import JobStore
     from subagents.lifecycle import notices
+    from subagents.service import JobStore
 
     home = paths.state_home()
     store = JobStore(home)
@@ -122,15 +122,15 @@ def jobs_view(session: str, args: str) -> str | None:
     """What ``/subagents:jobs ARGS`` shows the user: the session's jobs (no arguments),
     one job (``show JOB``) or the session's cost (``cost``); None for what the model does
     itself (``stop JOB``) or cannot be read."""
-    from subagents import api
+    from subagents import service
     from subagents.cli.jobs import jobs_table
     from subagents.core.childtext import neutralize
     from subagents.errors import JobIdError
-    from subagents.jobs import TERMINAL, JobStore
+    from subagents.service import TERMINAL, JobStore
 
     words = args.split()
     if not words:
-        items = api.list_jobs(20, session=session)
+        items = service.list_jobs(20, session=session)
         if not items:
             return "No subagents jobs in this session yet."
         return "Subagents jobs of this session:\n" + "\n".join(
@@ -139,12 +139,12 @@ def jobs_view(session: str, args: str) -> str | None:
     if words[0] == "show" and len(words) == 2:
         store = JobStore()
         try:
-            state = api.job_state(store, store.resolve(words[1]))
+            state = service.job_state(store, store.resolve(words[1]))
         except JobIdError as exc:
             return str(exc)
-        text = api.describe_job(state)
+        text = service.describe_job(state)
         if state.get("status") not in TERMINAL:
-            activity = api.current_activity(store.home, state.get("runIds") or [])
+            activity = service.current_activity(store.home, state.get("runIds") or [])
             text += f"\nnow: {activity}" if activity else ""
         return neutralize(text)
     if words == ["cost"]:
@@ -253,12 +253,14 @@ def running_line(session: str, limit: int = 20) -> str:
     """``subagents: 2 running · 01m8…: $ sleep 3 (12s) · 01m9…: starting (2s)``, or ""."""
     import time
 
-    from subagents import api
+    from subagents import service
     from subagents.core.childtext import neutralize
-    from subagents.jobs import TERMINAL
     from subagents.present.figures import elapsed
+    from subagents.service import TERMINAL
 
-    running = [j for j in api.list_jobs(limit, session=session) if j.get("status") not in TERMINAL]
+    running = [
+        j for j in service.list_jobs(limit, session=session) if j.get("status") not in TERMINAL
+    ]
     if not running:
         return ""
     parts = [f"subagents: {len(running)} running"]

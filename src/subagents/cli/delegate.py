@@ -13,9 +13,8 @@ from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from subagents.api import PreparedJob
-    from subagents.jobs import JobStore
     from subagents.present.feed import JsonlFeed
+    from subagents.service import JobStore, PreparedJob
     from subagents.types import Executor, JobMode, OnStall, Runner
 
 # ---- run ----------------------------------------------------------------------
@@ -225,7 +224,7 @@ def run(
       subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
     from subagents.errors import PlanError
-    from subagents.jobs import budget_of, job_of, load_plan, with_options
+    from subagents.service import budget_of, job_of, load_plan, with_options
 
     overrides = {
         "agent": agent,
@@ -276,11 +275,11 @@ def run(
     except PlanError as exc:
         fail(_for_one_task(str(exc), source, len(tasks) or 1))
     tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
-    from subagents import api
+    from subagents import api, service
 
     try:
-        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
-        job = api.prepare_job(
+        watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
+        job = service.prepare_job(
             spec,
             cwd=cwd,
             tools=tool_list,
@@ -305,7 +304,7 @@ def _council_steps(
     """A council's steps: its one TASK for each member (``backend[:model]`` or an agent)."""
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem
-    from subagents.jobs import member_step
+    from subagents.service import member_step
 
     if len(tasks) != 1 or not members.strip():
         fail("--council takes one TASK and at least one member (e.g. --council pi,claude)")
@@ -348,9 +347,9 @@ def _for_one_task(message: str, source: str, steps: int) -> str:
 def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
     """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
     ``--json``, else the id (and, with ``hint``, how to follow it)."""
-    from subagents import api
+    from subagents import service
 
-    job_id = api.start_background(job)
+    job_id = service.start_background(job)
     if as_json:
         print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
     else:
@@ -382,25 +381,25 @@ def drive_and_report(
     job: PreparedJob, *, as_json: bool, quiet: bool, progress: str = "text"
 ) -> int:
     """Drive a job here, showing progress; print its outcome; return its exit code."""
-    from subagents import api
-    from subagents.jobs import exit_code
+    from subagents import service
+    from subagents.service import exit_code
 
     if quiet:
         # Nothing shown: the run's events are not read here at all (nor rich imported).
-        result = api.drive(job)
+        result = service.drive(job)
     elif progress == "jsonl":
-        api.mark_started(job)  # so the first record can say when the job started
+        service.mark_started(job)  # so the first record can say when the job started
         feed = progress_feed(job.store, job.job_id)
         feed.started()
-        result = api.drive(job, on_event=feed.event)
+        result = service.drive(job, on_event=feed.event)
         feed.ended(result)
     else:
         from subagents.cli.display import Display
 
-        display = Display(labels=api.run_labels(job))
+        display = Display(labels=service.run_labels(job))
         display.started(job)
         with display:
-            result = api.drive(job, on_event=display.event)
+            result = service.drive(job, on_event=display.event)
         display.finished(result)
     single = job.plan.mode == "single" and len(result["runs"]) == 1
     if as_json:
@@ -462,9 +461,9 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
     """
     import tempfile
 
-    from subagents import api
+    from subagents import api, service
     from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
-    from subagents.jobs import parse_job
+    from subagents.service import parse_job
 
     script = Script(
         final_text="This is a small Python project. I listed it and found: {tool_output}."
@@ -485,7 +484,9 @@ def demo(as_json: bool, quiet: bool, task: str) -> None:
             }
         )
         try:
-            job = api.prepare_job(spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env)
+            job = service.prepare_job(
+                spec, cwd=project, tools=["bash", "read", "ls"], extra_env=pi_env
+            )
         except api.BadRequest as exc:
             fail(str(exc))
         code = drive_and_report(job, as_json=as_json, quiet=quiet)

@@ -35,7 +35,7 @@ from subagents.present.progress import LINE_LIMIT
 from subagents.present.runstate import RunState
 
 if TYPE_CHECKING:
-    from subagents.api import PreparedJob
+    from subagents.service import PreparedJob
     from subagents.types import Event, JobResult
 
 REFRESH_PER_SECOND = 10

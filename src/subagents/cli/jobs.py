@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def _store() -> Any:
-    from subagents.jobs import JobStore
+    from subagents.service import JobStore
 
     return JobStore()
 
@@ -117,10 +117,10 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
       subagents ps -n 100 -s ci    # the newest 100 of session 'ci'
       subagents ps --json          # one JSON object a line
     """
-    from subagents import api
+    from subagents import service
 
     damaged: list[str] = []
-    items = api.list_jobs(limit, session=session, damaged=damaged)
+    items = service.list_jobs(limit, session=session, damaged=damaged)
     for problem in damaged:
         click.echo(f"subagents: warning: {problem}", err=True)
     if as_json:
@@ -140,22 +140,22 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
 def show(job_id: str, as_json: bool) -> None:
     """A job's result, or its state while it runs."""
     store = _store()
-    from subagents import api
+    from subagents import service
 
-    state = api.job_state(store, _resolve(store, job_id))
+    state = service.job_state(store, _resolve(store, job_id))
     if as_json:
         print_json(state)
         return
-    echo_child_text(api.describe_job(state))
+    echo_child_text(service.describe_job(state))
     council = state.get("council")
     if isinstance(council, dict):  # the answers side by side
         from subagents.present.council import council_table
 
         echo_child_text(council_table(council, shutil.get_terminal_size().columns))
-    from subagents.jobs import TERMINAL
+    from subagents.service import TERMINAL
 
     if state.get("status") not in TERMINAL:
-        activity = api.current_activity(store.home, state.get("runIds") or [])
+        activity = service.current_activity(store.home, state.get("runIds") or [])
         if activity:
             echo_child_text(f"now: {activity}")
 
@@ -168,10 +168,10 @@ def show(job_id: str, as_json: bool) -> None:
 def logs(job_id: str, follow: bool) -> None:
     """The transcript of a job's runs."""
     store = _store()
-    from subagents import api
+    from subagents import service
 
     try:
-        for chunk in api.job_transcript(store, _resolve(store, job_id), follow=follow):
+        for chunk in service.job_transcript(store, _resolve(store, job_id), follow=follow):
             echo_child_text(chunk, nl=False)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -192,15 +192,15 @@ def logs(job_id: str, follow: bool) -> None:
 def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None) -> None:
     """Wait for a job to end; the exit code is the job's status code."""
     store = _store()
-    from subagents import api
-    from subagents.jobs import exit_code
+    from subagents import service
+    from subagents.service import exit_code
 
     jid = _resolve(store, job_id)
     stop = threading.Event()
     follower = None
     if progress == "jsonl":
         from subagents.cli.delegate import progress_feed
-        from subagents.jobs import follow_events
+        from subagents.service import follow_events
 
         feed = progress_feed(store, jid)
         feed.started()
@@ -209,7 +209,7 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
         )
         follower.start()
     try:
-        result = api.wait_job(store, jid, timeout)
+        result = service.wait_job(store, jid, timeout)
     except KeyboardInterrupt:
         sys.exit(130)
     finally:
@@ -273,9 +273,9 @@ def send(target: str, text: str, mode: str, as_json: bool) -> None:
 def stop(job_id: str) -> None:
     """Stop a job: every run's process group is killed; the job ends 'aborted'."""
     store = _store()
-    from subagents import api
+    from subagents import service
 
-    result = api.stop_job(store, _resolve(store, job_id))
+    result = service.stop_job(store, _resolve(store, job_id))
     click.echo(f"{result['jobId']}: {result['status']}")
 
 
@@ -303,7 +303,7 @@ def rm(job_ids: tuple[str, ...], branches: bool) -> None:
 
     A job still running is refused (stop it first), and then nothing is removed."""
     from subagents.errors import JobBusyError
-    from subagents.jobs import remove_jobs
+    from subagents.service import remove_jobs
 
     store = _store()
     resolved = [_resolve(store, j) for j in job_ids]
@@ -326,8 +326,8 @@ def rm(job_ids: tuple[str, ...], branches: bool) -> None:
 @BRANCHES
 def prune(older_than: str, keep: int | None, dry_run: bool, branches: bool) -> None:
     """Remove old finished jobs with their runs, index rows and worktrees (never a running one)."""
-    from subagents.jobs import jobs_to_prune, remove_jobs
     from subagents.lifecycle import history
+    from subagents.service import jobs_to_prune, remove_jobs
 
     try:
         cutoff = history.parse_since(older_than)

@@ -47,14 +47,16 @@ def continue_(
       subagents continue 01m84w "Now make the delay configurable"
       subagents continue --bg --json 01m84x "And add a test"   # {"jobId": ...}
     """
-    from subagents import api
+    from subagents import api, service
     from subagents.cli.delegate import run_in_background, run_in_foreground
 
     if task == "-":
         task = sys.stdin.read()
     try:
-        watch = None if parent_pid is None else api.bound_to(parent_pid, foreground=not bg)
-        job = api.prepare_continuation(run_id, task, background=bg, session=session, watch=watch)
+        watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
+        job = service.prepare_continuation(
+            run_id, task, background=bg, session=session, watch=watch
+        )
     except api.BadRequest as exc:
         fail(str(exc))
     if bg:
@@ -105,7 +107,7 @@ def apply(run_id: str, cwd: Path | None, partial: bool) -> None:
 def _why_nothing(run_id: str) -> str:
     """Why applying a run changed nothing: it changed nothing, or it is applied already."""
     from subagents.core import paths
-    from subagents.jobs import read_run, resolve_run
+    from subagents.service import read_run, resolve_run
 
     home = paths.state_home()
     _meta, result = read_run(home, resolve_run(home, run_id))

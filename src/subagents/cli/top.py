@@ -29,7 +29,7 @@ def top(ctx: click.Context, session: str | None, limit: int, as_json: bool) -> N
     """
     if as_json:
         from subagents.cli.app import print_json
-        from subagents.jobs import LiveJobs
+        from subagents.service import LiveJobs
 
         live = LiveJobs(session=session, limit=limit)
         print_json({"jobs": live.fleet()})
@@ -40,6 +40,6 @@ def top(ctx: click.Context, session: str | None, limit: int, as_json: bool) -> N
         ctx.invoke(ps, limit=limit, session=session, as_json=False)
         return
     from subagents.cli.topview import run_top
-    from subagents.jobs import LiveJobs
+    from subagents.service import LiveJobs
 
     run_top(LiveJobs(session=session, limit=limit))

@@ -15,7 +15,7 @@ from subagents.core.files import make_private_dir
 
 FILE = "index.sqlite"
 # Bumped whenever a table changes: an index of another version is dropped and made again.
-VERSION = 3
+VERSION = 4
 
 
 def path(home: Path) -> Path:

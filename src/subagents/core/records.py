@@ -28,6 +28,11 @@ if TYPE_CHECKING:
         WorktreeSpec,
     )
 
+# Each record's version, as it writes it (core/upgrade.py reads every earlier one as today's).
+JOB_VERSION = 1
+META_VERSION = 1
+RESULT_VERSION = 1
+
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
 JOB_MODES = ("single", "parallel", "chain", "council")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)
@@ -71,7 +76,7 @@ def is_event(data: object) -> TypeGuard[Event]:
 
 def is_worktree_spec(data: JsonValue) -> TypeGuard[WorktreeSpec]:
     """An isolated run's worktree as its ``meta.json`` records it (its repository, path,
-    branch and base; ``subdir``, absent from older records, defaults to ``.``)."""
+    branch and base; an older record is given its ``subdir`` by ``core.upgrade``)."""
     return isinstance(data, dict) and all(
         isinstance(data.get(key), str) for key in ("repo", "path", "branch", "base")
     )

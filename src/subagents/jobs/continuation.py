@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from subagents.config import Settings
 from subagents.core import ids, paths
-from subagents.core.files import read_json
 from subagents.core.records import is_run_result
+from subagents.core.upgrade import read_meta, read_result
 from subagents.errors import FieldProblem, PlanError, UsageError
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.store import JobStore, unknown_id
@@ -70,13 +70,13 @@ def read_run(home: Path, run_id: str) -> tuple[JsonObject, RunResult | None]:
     """A run's ``meta.json`` and its ``result.json`` (None while it runs)."""
     run_dir = paths.runs_dir(home) / run_id
     try:
-        meta = read_json(run_dir / "meta.json")
+        meta = read_meta(run_dir)
     except (OSError, ValueError):
         meta = None
     if not isinstance(meta, dict):
         raise PlanError(f"run {run_id}: its meta.json is missing or unreadable")
     try:
-        result = read_json(run_dir / "result.json")
+        result = read_result(run_dir)
     except FileNotFoundError:
         return meta, None
     except (OSError, ValueError):
@@ -139,7 +139,7 @@ def chain_of(home: Path, run_id: str, limit: int = 50) -> list[str]:
     chain = [run_id]
     while len(chain) < limit:
         try:
-            meta = read_json(paths.runs_dir(home) / chain[0] / "meta.json")
+            meta = read_meta(paths.runs_dir(home) / chain[0])
         except (OSError, ValueError):
             break
         earlier = meta.get("continuedFrom") if isinstance(meta, dict) else None

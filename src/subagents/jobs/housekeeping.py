@@ -23,6 +23,7 @@ from subagents.core import paths
 from subagents.core.clock import epoch
 from subagents.core.files import read_json
 from subagents.core.records import list_of, object_of
+from subagents.core.upgrade import read_meta
 from subagents.errors import DamagedRecord, JobBusyError
 from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
 
@@ -83,9 +84,7 @@ def _not_in_use(store: JobStore, state: JobState | None) -> None:
         if not run_id:
             continue
         with contextlib.suppress(OSError, ValueError, AttributeError):
-            tree = object_of(read_json(paths.runs_dir(store.home) / run_id / "meta.json")).get(
-                "worktree"
-            )
+            tree = object_of(read_meta(paths.runs_dir(store.home) / run_id)).get("worktree")
             user = in_use_by(tree) if isinstance(tree, dict) else None
             if user is not None:
                 raise JobBusyError(
@@ -235,7 +234,7 @@ def _other_users(store: JobStore, branch: str, leaving: set[str]) -> list[str]:
             if entry.name in leaving:
                 continue
             with contextlib.suppress(OSError, ValueError, AttributeError):
-                tree = object_of(read_json(Path(entry.path) / "meta.json")).get("worktree")
+                tree = object_of(read_meta(Path(entry.path))).get("worktree")
                 if isinstance(tree, dict) and tree.get("branch") == branch:
                     users.append(entry.name)
     return users

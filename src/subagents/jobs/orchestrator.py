@@ -1,6 +1,7 @@
-"""Jobs: single, parallel (with a concurrency limit) and chain (``{previous}``), from one
-code path that serves the foreground CLI, the background job driver, the Python API
-and the MCP server alike.
+"""Jobs of every mode — single, parallel (with a concurrency limit), chain (``{previous}``)
+and council (one task on several members, then a judge: council.py) — from one code path
+that serves the foreground CLI, the background job driver, the Python API and the MCP
+server alike.
 
 ``plan()`` (planning.py) turns a ``JobSpec`` into resolved run requests, finding every
 problem before anything starts. ``Job.run()`` then runs them and writes the job result.

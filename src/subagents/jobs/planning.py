@@ -63,25 +63,17 @@ class JobPlan:
     @classmethod
     def from_record(cls, record: JobPlanRecord) -> JobPlan:
         settings = settings_from_record(record["limits"])
-        if "placement" in record:
-            placement = Placement.from_record(record["placement"])
-        else:
-            # Recorded before placements: the runner given for the job was on each request.
-            runner = next((r.get("runner") for r in record["requests"] if r.get("runner")), None)
-            placement = Placement.of(
-                replace(settings, runner="tmux" if runner == "tmux" else "process")
-                if runner
-                else settings
-            )
+        # Read through core.upgrade: a record of any version has its placement.
+        placement = Placement.from_record(record["placement"])
         return cls(
             mode=record["mode"],
             requests=[RunRequest.from_record(r) for r in record["requests"]],
             settings=settings,
             placement=placement,
-            concurrency=int(record.get("concurrency") or 4),
-            session=record.get("session"),
-            extra=dict(record.get("extra") or {}),
-            budget=record.get("budget") or {},
+            concurrency=record["concurrency"],
+            session=record["session"],
+            extra=dict(record["extra"]),
+            budget=record["budget"],
         )
 
 

@@ -26,7 +26,8 @@ from subagents.core.files import (
     reserve_space,
     write_json_atomic,
 )
-from subagents.core.records import RUN_STATUSES, is_job_state
+from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
+from subagents.core.upgrade import read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
@@ -178,6 +179,7 @@ class JobStore:
     ) -> JobState:
         return {
             "jobId": job_id,
+            "version": JOB_VERSION,
             "mode": plan["mode"],
             "status": "pending",
             "createdAt": time.time(),
@@ -189,7 +191,8 @@ class JobStore:
         }
 
     def load(self, job_id: str) -> JobState:
-        """The job's state: ``job.json`` as written, with a finished job's ``finalText``
+        """The job's state: ``job.json`` as written (of any version, read as today's:
+        ``core.upgrade``), with a finished job's ``finalText``
         (the file keeps it only in ``runs``: see :func:`on_disk`). DamagedRecord (a
         ValueError) when the file is not a job's; OSError when it cannot be read."""
         path = self.path(job_id)
@@ -197,6 +200,8 @@ class JobStore:
             data = read_json(path)
         except ValueError as exc:  # truncated, or not JSON (UnicodeDecodeError too)
             raise damaged(path, job_id, f"not JSON: {exc}") from None
+        if isinstance(data, dict):
+            upgrade_job(data)
         if not is_job_state(data):
             raise damaged(path, job_id, _not_a_job(data))
         return with_final_text(data)
@@ -323,7 +328,7 @@ class JobStore:
             job_ids = set()
             for run_id in matching(paths.runs_dir(self.home), prefix):
                 with contextlib.suppress(OSError, ValueError):
-                    meta = read_json(paths.runs_dir(self.home) / run_id / "meta.json")
+                    meta = read_meta(paths.runs_dir(self.home) / run_id)
                     job_ids.add(meta.get("jobId") if isinstance(meta, dict) else None)
             names = sorted(j for j in job_ids if isinstance(j, str) and (self.dir / j).is_dir())
         if not names:
@@ -418,23 +423,7 @@ class JobStore:
             if mark.exists() or (job_dir / END_MARK).exists():
                 return
             mark.touch(mode=0o600)
-            sessionlog.append(Path(str(state["sessionLog"])), self._start_entry(state))
-
-    @staticmethod
-    def _start_entry(state: JobState) -> AgentEvent:
-        """The start entry of a job whose driver died before writing it."""
-        requests = state["plan"].get("requests") or []
-        models = [str(r["model"]) for r in requests if isinstance(r, dict) and r.get("model")]
-        return sessionlog.entry(
-            "subagent:start",
-            job_id=state["jobId"],
-            mode=state["mode"],
-            agent_name=", ".join(dict.fromkeys(state.get("agents") or [])),
-            model=", ".join(dict.fromkeys(models)) or None,
-            pid=None,  # no driver ever ran it
-            started_at=state.get("startedAt") or state.get("createdAt"),
-            summary=f"{state['mode']} job started: {len(requests)} run(s)",
-        )
+            sessionlog.append(Path(str(state["sessionLog"])), sessionlog.start_entry_for_job(state))
 
     # ---- index -----------------------------------------------------------
 

@@ -74,8 +74,8 @@ class Placement:
 
     @classmethod
     def from_record(cls, record: PlacementRecord) -> Placement:
-        # A ray job recorded before repositories travelled ran on a shared filesystem.
-        shared = record.get("ray_shared_cwd", record["launcher"] == "ray")
+        # (core.upgrade gives a Ray job recorded before repositories travelled its shared cwd)
+        shared = record.get("ray_shared_cwd", False)
         return cls(record["launcher"], record.get("ray_address"), shared)
 
 

@@ -18,7 +18,8 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from subagents.core import paths
 from subagents.core.records import list_of
@@ -34,6 +35,7 @@ from subagents.launchers.ray_node import (
 )
 
 if TYPE_CHECKING:
+    from subagents.launchers.ray_handles import HostHandle, PlacementGroup, Ray
     from subagents.types import (
         HostHello,
         HostStatus,
@@ -58,7 +60,8 @@ KILL_PATIENCE = 10.0
 COLLECT_PATIENCE = 15.0
 _connect_lock = threading.Lock()
 _hosts_lock = threading.Lock()
-_hosts: dict[str, Any] = {}
+_hosts: dict[str, HostHandle] = {}
+# ``ray.remote(NodeHost)``: Ray's actor class, made once a process (untyped: Ray's own)
 _host_class: Any = None
 # When each backend was last seen offered by the cluster (launches within OFFERED_TTL
 # seconds of it do not ask again; a run waiting for a unit always does).
@@ -80,7 +83,7 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-def connect(address: str | None) -> Any:
+def connect(address: str | None) -> Ray:
     """This process's connection to the cluster (made once): ``address``, else
     ``$RAY_ADDRESS``, else a cluster started on this machine with ``ray start``."""
     try:
@@ -105,10 +108,12 @@ def connect(address: str | None) -> Any:
                 ) from None
             finally:
                 _keep_ray_quiet(ray)  # again: ray.init drops the "ray" logger's handlers
-    return ray
+    # Ray's own annotations are partial (an actor's handle is ActorHandle[Any]): the calls
+    # made of it are checked against the view of it that ray_handles declares.
+    return cast("Ray", ray)
 
 
-def _keep_ray_quiet(ray: Any) -> None:
+def _keep_ray_quiet(ray: ModuleType) -> None:
     """Ray's logger, and the errors its driver would print on our stdout (such as
     ``(raylet) Raylet is terminated`` when a node dies), go to the Ray log instead."""
     log = paths.state_home() / RAY_LOG
@@ -141,7 +146,7 @@ def _keep_ray_quiet(ray: Any) -> None:
 # ---- placement: one unit per running run ---------------------------------------------
 
 
-def check_offered(ray: Any, backend: str, *, fresh: bool = False) -> None:
+def check_offered(ray: Ray, backend: str, *, fresh: bool = False) -> None:
     """Fail at once when no node of the cluster offers ``backend`` (what the cluster
     offered is asked again after OFFERED_TTL seconds, or when ``fresh``)."""
     wanted = resource_name(backend)
@@ -161,23 +166,26 @@ def check_offered(ray: Any, backend: str, *, fresh: bool = False) -> None:
     )
 
 
-def reserve(ray: Any, run_id: str, backend: str, *, fresh: bool = False) -> Any:
+def reserve(ray: Ray, run_id: str, backend: str, *, fresh: bool = False) -> PlacementGroup:
     """The run's placement group: made, unless it exists (a relay taking a run over;
     ``fresh``: a run just launched, which has none)."""
     from ray.util import get_placement_group, placement_group
 
+    group: PlacementGroup
     if not fresh:
         with contextlib.suppress(ValueError):
-            return get_placement_group(placement_name(run_id))
-    return placement_group(
+            group = get_placement_group(placement_name(run_id))
+            return group
+    group = placement_group(
         [{resource_name(backend): 1}],
         strategy="SPREAD",
         name=placement_name(run_id),
         lifetime="detached",
     )
+    return group
 
 
-def placed_on(ray: Any, group: Any) -> str | None:
+def placed_on(ray: Ray, group: PlacementGroup) -> str | None:
     """The node holding the group's unit, once placed."""
     from ray.util import placement_group_table
 
@@ -194,7 +202,7 @@ def release(run_id: str) -> None:
         remove_placement(run_id)
 
 
-def node_state(ray: Any, node_id: str | None) -> tuple[bool, str]:
+def node_state(ray: Ray, node_id: str | None) -> tuple[bool, str]:
     """(alive, address) of a node as the cluster sees it."""
     for node in ray.nodes():
         if node.get("NodeID") == node_id:
@@ -205,7 +213,7 @@ def node_state(ray: Any, node_id: str | None) -> tuple[bool, str]:
 # ---- the hosts --------------------------------------------------------------------------
 
 
-def host_for(ray: Any, node_id: str) -> Any:
+def host_for(ray: Ray, node_id: str) -> HostHandle:
     """The host actor of ``node_id``, created on first use (by whichever caller comes
     first: the others find it by name)."""
     global _host_class
@@ -218,7 +226,7 @@ def host_for(ray: Any, node_id: str) -> Any:
         if _host_class is None:
             _host_class = ray.remote(NodeHost)
         try:
-            handle = _host_class.options(
+            handle: HostHandle = _host_class.options(
                 name=host_name(node_id),
                 namespace=NAMESPACE,
                 lifetime="detached",
@@ -243,7 +251,7 @@ def host_for(ray: Any, node_id: str) -> Any:
         return handle
 
 
-def find_host(ray: Any, node_id: str) -> Any | None:
+def find_host(ray: Ray, node_id: str) -> HostHandle | None:
     """The host actor of ``node_id`` if it exists, looked up by name (never created: a run
     it does not have is not there; never this process's handle, which may be of a host
     replaced since)."""
@@ -268,7 +276,7 @@ def forget_host(node_id: str | None) -> None:
 # ---- subagents ray status / down -------------------------------------------------------
 
 
-def _hosts_of(ray: Any) -> list[tuple[str, Any]]:
+def _hosts_of(ray: Ray) -> list[tuple[str, HostHandle]]:
     names = [n for n in ray.util.list_named_actors() if str(n).startswith(HOST_PREFIX)]
     found = []
     for name in sorted(names):
@@ -277,7 +285,7 @@ def _hosts_of(ray: Any) -> list[tuple[str, Any]]:
     return found
 
 
-def _units(ray: Any) -> list[RayUnit]:
+def _units(ray: Ray) -> list[RayUnit]:
     from ray.util import placement_group_table
 
     out: list[RayUnit] = []
@@ -310,8 +318,8 @@ def cluster_status(address: str | None) -> RayClusterStatus:
         held = [u for u in units if u["node"] == node.get("NodeID") and u["state"] == "CREATED"]
         nodes.append(
             {
-                "node": node.get("NodeID"),
-                "address": node.get("NodeManagerAddress"),
+                "node": node["NodeID"],
+                "address": node["NodeManagerAddress"],
                 "alive": bool(node.get("Alive")),
                 "offers": offered,
                 "free": {
@@ -382,7 +390,7 @@ def cluster_down(address: str | None, *, force: bool = False) -> RayDown:
     return {"hosts": removed, "aborted": [r["runId"] for r in running], "units": len(units)}
 
 
-def _held(ray: Any, hosts: list[tuple[str, Any]]) -> set[str]:
+def _held(ray: Ray, hosts: list[tuple[str, HostHandle]]) -> set[str]:
     """The runs the hosts hold (running, or ended and not yet collected by their relay)."""
     held: set[str] = set()
     for _, host in hosts:

@@ -29,22 +29,21 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents.core import procs
-from subagents.core.files import open_private, publish_once, read_json
+from subagents.core.files import open_private, publish_once
 from subagents.core.records import process_identity
+from subagents.core.upgrade import read_meta
 from subagents.errors import LaunchError, SubagentsError, UsageError
 from subagents.launchers.base import RAY_MISSING, write_record
 from subagents.launchers.ray_node import (
-    PLACEMENT_PREFIX,
     RELAYED,
     SENT_FILES,
     host_name,
     placement_name,
 )
 from subagents.launchers.ray_pool import (
-    NAMESPACE,
     check_offered,
     connect,
     find_host,
@@ -61,6 +60,7 @@ from subagents.supervisor.result import artifact_paths
 from subagents.worktree import PATCH_FILE
 
 if TYPE_CHECKING:
+    from subagents.launchers.ray_handles import HostHandle, Ray
     from subagents.launchers.ray_ship import Shipment
     from subagents.supervisor.spec import RunSpec
     from subagents.types import (
@@ -86,8 +86,6 @@ START_PATIENCE = 180.0
 # A host that is unreachable (not known dead) gets this long to come back.
 UNAVAILABLE_PATIENCE = 30.0
 KILL_PATIENCE = 10.0
-# A record of the version before hosts were pooled names a per-run actor so.
-_PER_RUN_ACTOR = PLACEMENT_PREFIX
 
 
 class RayLauncher:
@@ -149,8 +147,8 @@ class RayRun:
         self.node = node
         # None until a process relays it (a record that names none: nothing relays it).
         self.relay = relay
-        self._ray: Any = None
-        self._host: Any = None
+        self._ray: Ray | None = None
+        self._host: HostHandle | None = None
         self._shipment: Shipment | None = None
         self._fresh = False
         self._thread: threading.Thread | None = None
@@ -185,10 +183,6 @@ class RayRun:
             "ray": {"actor": self.actor, "address": self.address, "node": self.node},
             "relay": self.relay,
         }
-
-    def _legacy(self) -> bool:
-        """Started by the version that made one actor per run (named like a unit)."""
-        return bool(self.actor and self.actor.startswith(_PER_RUN_ACTOR))
 
     # ---- the Launched interface ------------------------------------------
 
@@ -227,8 +221,6 @@ class RayRun:
             return None
         try:
             ray = connect(self.address)
-            if self._legacy():
-                return self._kill_legacy(ray)
             if self.node is None:  # placed (and started) since its record was written?
                 with contextlib.suppress(Exception):
                     from ray.util import get_placement_group
@@ -246,36 +238,16 @@ class RayRun:
             return "it had not been placed on a Ray node yet"
         return f"its run on Ray node {self.node} was " + ("ended" if ended else "already over")
 
-    def _kill_legacy(self, ray: Any) -> str:
-        assert self.actor is not None
-        try:
-            ray.kill(ray.get_actor(self.actor, namespace=NAMESPACE), no_restart=True)
-        except (ValueError, ray.exceptions.RayError):
-            return f"its Ray actor {self.actor} was already gone"
-        deadline = time.monotonic() + KILL_PATIENCE
-        while time.monotonic() < deadline:
-            try:
-                ray.get_actor(self.actor, namespace=NAMESPACE)
-            except ValueError:
-                break
-            time.sleep(0.05)
-        return f"its Ray actor {self.actor} was killed"
-
     def reap(self, timeout: float) -> None:
         return None  # no process of this machine to collect
 
     # ---- the relay --------------------------------------------------------
 
     def follow(
-        self, ray: Any = None, shipment: Shipment | None = None, *, fresh: bool = False
+        self, ray: Ray | None = None, shipment: Shipment | None = None, *, fresh: bool = False
     ) -> None:
         """Relay the run from this process (a thread), and say so in its record
         (``fresh``: a run just launched, not yet placed by anyone)."""
-        if self._legacy():
-            raise LaunchError(
-                f"run {self.run_id} was started by an earlier subagents (its Ray actor"
-                f" {self.actor}) and cannot be followed by this one"
-            )
         ray = ray or connect(self.address)
         self._ray, self._shipment, self._fresh = ray, shipment, fresh
         # What another process needs to find the run (`subagents stop`, a new driver).
@@ -283,7 +255,7 @@ class RayRun:
         self.relay = procs.identity(os.getpid())
         write_record(self.run_dir, self)
         self._thread = threading.Thread(
-            target=self._relay, name=f"relay-{self.run_id}", daemon=True
+            target=self._relay, args=(ray,), name=f"relay-{self.run_id}", daemon=True
         )
         self._thread.start()
 
@@ -300,32 +272,31 @@ class RayRun:
                 out[name] = (self.run_dir / name).stat().st_size
         return out
 
-    def _relay(self) -> None:
+    def _relay(self, ray: Ray) -> None:
         try:
-            self._lost = self._start()
+            self._lost = self._start(ray)
             if self._lost is None and not self._detached.is_set():
-                self._lost = self._follow()
+                self._lost = self._follow(ray)
         except BaseException as exc:  # it must end with a diagnosis (Ray may raise SystemExit)
             self._lost = f"the relay of Ray run {self.run_id} failed: {first_line(exc)}"
         if self._lost is not None and not self._detached.is_set():
             # Ended where it ran, and its unit released: nothing of it holds a node.
             with contextlib.suppress(Exception):
                 if self._host is not None:
-                    self._ray.get(self._host.close.remote(self.run_id), timeout=KILL_PATIENCE)
+                    ray.get(self._host.close.remote(self.run_id), timeout=KILL_PATIENCE)
             release(self.run_id)
 
     # ---- placing and starting the run ------------------------------------
 
-    def _start(self) -> str | None:
+    def _start(self, ray: Ray) -> str | None:
         """Place the run on a node and have its host start it, unless it is there
         already; returns why not when it cannot be."""
-        ray = self._ray
         if self.node is not None:
             self._host = find_host(ray, self.node)
             if self._host is None:
-                return self._host_gone()
+                return self._host_gone(ray)
             return None
-        meta = read_json(self.run_dir / "meta.json")
+        meta = read_meta(self.run_dir)
         if not isinstance(meta, dict):
             return f"{self.run_dir / 'meta.json'} is not a run's spec"
         backend = str(meta.get("backend"))
@@ -380,7 +351,7 @@ class RayRun:
                 # lost): the run never reached it, so a new one gets it.
                 forget_host(node)
                 if not known or not node_state(ray, node)[0]:
-                    return self._diagnose(exc, node)
+                    return self._diagnose(ray, exc, node)
         self.node, self.actor = node, host_name(node)
         with contextlib.suppress(OSError):  # the record names its node from now on
             write_record(self.run_dir, self)
@@ -392,9 +363,11 @@ class RayRun:
 
     # ---- following it ----------------------------------------------------
 
-    def _follow(self) -> str | None:
+    def _follow(self, ray: Ray) -> str | None:
         """Relay until the result is published here; return why not when it cannot be."""
-        ray, host = self._ray, self._host
+        host = self._host
+        if host is None:  # (placed and started by _start, or found there)
+            return self._host_gone(ray)
         offsets = self._offsets()
         unavailable_since: float | None = None
         while not self._detached.is_set():
@@ -411,12 +384,12 @@ class RayRun:
             except ray.exceptions.ActorUnavailableError as exc:
                 unavailable_since = unavailable_since or time.monotonic()
                 if time.monotonic() - unavailable_since > UNAVAILABLE_PATIENCE:
-                    return self._diagnose(exc, self.node)
+                    return self._diagnose(ray, exc, self.node)
                 time.sleep(PULL_WAIT)
                 continue
             except ray.exceptions.RayActorError as exc:
                 forget_host(self.node)
-                return self._diagnose(exc, self.node)
+                return self._diagnose(ray, exc, self.node)
             unavailable_since = None
             for name, data in reply["chunks"].items():
                 with open_private(self.run_dir / name, "ab") as f:
@@ -427,29 +400,29 @@ class RayRun:
             if result is not None:
                 if reason and result.get("errorMessage"):  # ended by someone else: who
                     result["errorMessage"] = f"{result['errorMessage']}; {reason}"
-                self._publish(result)
+                self._publish(ray, host, result)
                 return None
             if not reply["alive"] and not reply["chunks"]:
                 why = reply["error"] or f"the supervisor on Ray node {self.node} ended"
                 return f"{why}; {reason}" if reason else why
         return None
 
-    def _publish(self, result: RunResult) -> None:
+    def _publish(self, ray: Ray, host: HostHandle, result: RunResult) -> None:
         # Its artifacts are the ones relayed here.
         result["paths"] = artifact_paths(self.run_dir)
-        meta = read_json(self.run_dir / "meta.json")
+        meta = read_meta(self.run_dir)
         record = meta.get("worktree") if isinstance(meta, dict) else None
         if isinstance(record, dict) and record.get("shipped"):
             from subagents.launchers import ray_ship
 
-            ray_ship.bring_back(self._ray, self._host, self.run_id, result, record, self.run_dir)
+            ray_ship.bring_back(ray, host, self.run_id, result, record, self.run_dir)
         elif (worktree := result.get("worktree")) and worktree.get("patch"):
             worktree["patch"] = str(self.run_dir / PATCH_FILE)  # relayed here
         result["executor"] = self.where()
         # The host lets go of the run before the result is published: a caller that exits
         # as soon as it sees the result leaves nothing holding a node.
         with contextlib.suppress(Exception):
-            self._ray.get(self._host.close.remote(self.run_id), timeout=KILL_PATIENCE)
+            ray.get(host.close.remote(self.run_id), timeout=KILL_PATIENCE)
         publish_once(self.run_dir / "result.json", result)
 
     def _node_died(self, address: str) -> str:
@@ -458,14 +431,14 @@ class RayRun:
             " its child went with it"
         )
 
-    def _host_gone(self) -> str:
-        alive, address = node_state(self._ray, self.node)
+    def _host_gone(self, ray: Ray) -> str:
+        alive, address = node_state(ray, self.node)
         if not alive:
             return self._node_died(address)
         return f"the subagents host on Ray node {self.node} is gone, and this run with it"
 
-    def _diagnose(self, exc: BaseException, node: str | None) -> str:
-        alive, address = node_state(self._ray, node)
+    def _diagnose(self, ray: Ray, exc: BaseException, node: str | None) -> str:
+        alive, address = node_state(ray, node)
         if not alive:
             self.node = node
             return self._node_died(address)

@@ -21,13 +21,14 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from subagents import worktree as wt
 from subagents.core.files import open_private
 from subagents.errors import LaunchError, WorktreeError
 
 if TYPE_CHECKING:
+    from subagents.launchers.ray_handles import HostHandle, Ray
     from subagents.types import JsonObject, RunResult, ShipmentRecord, WorktreeRecord
 
 SHIPPED_PATCH = "uncommitted.patch"
@@ -115,7 +116,7 @@ def pack_of(root: Path, commit: str) -> bytes:
         return data
 
 
-def send(ray: Any, host: Any, node: str, shipment: Shipment) -> None:
+def send(ray: Ray, host: HostHandle, node: str, shipment: Shipment) -> None:
     """Make sure ``node`` has the shipment's commit: sent once per node, whoever asks."""
     key = (node, shipment.commit)
     with _lock:
@@ -131,7 +132,7 @@ def send(ray: Any, host: Any, node: str, shipment: Shipment) -> None:
 
 
 def bring_back(
-    ray: Any, host: Any, run_id: str, result: RunResult, record: JsonObject, run_dir: Path
+    ray: Ray, host: HostHandle, run_id: str, result: RunResult, record: JsonObject, run_dir: Path
 ) -> None:
     """A shipped run's ``result.worktree`` made the caller's: its branch stored in the
     caller's repository (when the run changed something), its paths here."""

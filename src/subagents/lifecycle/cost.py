@@ -59,7 +59,7 @@ def end_entries(
 
         # Only the entries of the window are read (a log of months is not).
         with contextlib.suppress(sqlite3.Error, OSError):
-            found = logindex.since(home, files, since, "ended")
+            found = logindex.since(home, files, since, "ended", END_EVENT_TYPES)
     out: list[AgentEvent] = []
     for entry in found:
         if not is_agent_event(entry) or entry["eventType"] not in END_EVENT_TYPES:

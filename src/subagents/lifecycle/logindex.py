@@ -29,6 +29,7 @@ create table if not exists log_lines (
     length integer,
     at real,
     ended real,
+    event text,
     primary key (path, offset)
 );
 create index if not exists log_lines_at on log_lines (at);
@@ -40,22 +41,30 @@ create index if not exists log_lines_ended on log_lines (ended)
 Column = Literal["at", "ended"]
 
 
-def since(home: Path, logs: Iterable[Path], when: float, column: Column) -> Iterator[JsonObject]:
+def since(
+    home: Path,
+    logs: Iterable[Path],
+    when: float,
+    column: Column,
+    events: Iterable[str] | None = None,
+) -> Iterator[JsonObject]:
     """The entries of ``logs`` (in order: log by log, line by line) whose ``column`` time is
-    at or after ``when``; every other line of the logs is not read. sqlite3.Error or OSError
-    when the index cannot be used (the caller reads the logs instead), raised before the
-    first entry is given."""
+    at or after ``when`` (and, given ``events``, whose ``eventType`` is one of them); every
+    other line of the logs is not read. sqlite3.Error or OSError when the index cannot be
+    used (the caller reads the logs instead), raised before the first entry is given."""
     files = [str(p) for p in logs]
+    kinds = sorted(events) if events is not None else None
     db = indexdb.connect(home, _SCHEMA)
     try:
         with indexdb.transaction(db):
             for path in files:
                 _catch_up(db, path)
         marks = ",".join("?" * len(files))
+        which = f"and event in ({','.join('?' * len(kinds))})" if kinds is not None else ""
         found = db.execute(
             f"select path, offset, length from log_lines where path in ({marks}) "
-            f"and {column} >= ? order by path, offset",
-            (*files, when),
+            f"and {column} >= ? {which} order by path, offset",
+            (*files, when, *(kinds or ())),
         ).fetchall()
     finally:
         db.close()
@@ -113,9 +122,11 @@ def _catch_up(db: sqlite3.Connection, path: str) -> None:
                 if obj is not None:
                     at = epoch(obj.get("timestamp"))
                     ended = epoch(obj.get("completedAt")) or at
-                    rows.append((path, offset, len(line), at, ended))
+                    event = obj.get("eventType")
+                    kind = event if isinstance(event, str) else None
+                    rows.append((path, offset, len(line), at, ended, kind))
             offset += len(line)
-    db.executemany("insert or replace into log_lines values (?, ?, ?, ?, ?)", rows)
+    db.executemany("insert or replace into log_lines values (?, ?, ?, ?, ?, ?)", rows)
     db.execute("insert or replace into log_files values (?, ?, ?)", (path, st.st_ino, offset))
 
 

@@ -270,6 +270,22 @@ def summarize(job_result: JobResult | JobState) -> str:
     return _clip(f"{mode} {what}")
 
 
+def start_entry_for_job(state: JobState) -> AgentEvent:
+    """The start entry of a job whose driver died before writing it (no driver's pid)."""
+    requests = state["plan"].get("requests") or []
+    models = [str(r["model"]) for r in requests if isinstance(r, dict) and r.get("model")]
+    return entry(
+        "subagent:start",
+        job_id=state["jobId"],
+        mode=state["mode"],
+        agent_name=", ".join(dict.fromkeys(state.get("agents") or [])),
+        model=", ".join(dict.fromkeys(models)) or None,
+        pid=None,
+        started_at=state.get("startedAt") or state.get("createdAt"),
+        summary=f"{state['mode']} job started: {len(requests)} run(s)",
+    )
+
+
 def entry_for_job(
     job_result: JobResult | JobState,
     *,
@@ -380,13 +396,16 @@ def _no_number(_constant: str) -> None:
     return None
 
 
+# NaN and Infinity (a log another program damaged) read as null: no entry read here may make
+# what is written from it invalid JSON. (One decoder: json.loads makes one per call.)
+_DECODER = json.JSONDecoder(parse_constant=_no_number)
+
+
 def parse_line(line: bytes) -> JsonObject | None:
     """A line of a session log as a JSON object (an entry is told apart from another line
     by its reader: ``records.is_agent_event``), or None."""
     try:
-        # NaN and Infinity (a log another program damaged) read as null: no entry read here
-        # may make what is written from it invalid JSON.
-        obj: JsonValue = json.loads(line, parse_constant=_no_number)
+        obj: JsonValue = _DECODER.decode(line.decode("utf-8", "surrogatepass"))
     except ValueError:  # includes UnicodeDecodeError
         return None
     return obj if isinstance(obj, dict) else None

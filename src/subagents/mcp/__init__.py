@@ -3,7 +3,8 @@ results they answer (``results``), progress notifications (``progress``), the fo
 it drives and aborts with their call (``foreground``), job-ended notifications to resource
 subscribers (``notify``), and serving over stdio or HTTP behind a bearer token (``transport``).
 
-May import: everything below the surfaces (api, jobs, lifecycle, runs, present, core, config).
+May import: everything below the surfaces but jobs, which it reaches through the service
+(api, service, lifecycle, runs, present, core, config).
 """
 
 from subagents.mcp.args import build_spec

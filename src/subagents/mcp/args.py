@@ -9,7 +9,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from subagents.errors import PlanError
-from subagents.jobs import parse_job
+from subagents.service import parse_job
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -195,7 +195,7 @@ def _council(
 ) -> list[dict[str, object]]:
     from subagents.backends import known_backends
     from subagents.errors import FieldProblem
-    from subagents.jobs import member_step
+    from subagents.service import member_step
 
     if not members:
         raise ToolError("council: the list is empty (give at least one member)")

@@ -21,9 +21,9 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from subagents import api
-from subagents.jobs import Job
+from subagents import service
 from subagents.mcp.progress import ProgressReporter
+from subagents.service import Job
 
 if TYPE_CHECKING:
     from subagents.types import JobResult
@@ -56,12 +56,12 @@ class ForegroundJobs:
     async def run(
         self,
         ctx: Context,
-        prepared: api.PreparedJob,
+        prepared: service.PreparedJob,
         on_end: Callable[[str], Awaitable[None]],
     ) -> JobResult:
         """Drive the job in a worker thread, streaming progress; ``on_end(job_id)`` once it ended.
         A cancelled call, or a client gone, aborts the job."""
-        from subagents.jobs import lifecycle_for
+        from subagents.service import lifecycle_for
 
         job = Job(prepared.store, prepared.job_id, prepared.plan)
         lifecycle = lifecycle_for(prepared.store.home, prepared.plan, background=False)

@@ -21,9 +21,9 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourceUpdated
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
-from subagents import api
-from subagents.jobs import JobStore
+from subagents import service
 from subagents.mcp.results import job_uri
+from subagents.service import JobStore
 
 WATCH_SLICE_SECONDS = 60.0  # a background watcher re-checks that the server still runs this often
 SEND_SECONDS = 5.0  # one notification to one subscriber may take this long; then it is dropped
@@ -95,7 +95,7 @@ class JobNotifier:
         def run() -> None:
             while not self._closed.is_set():
                 try:
-                    done = api.wait_job(self.store, job_id, timeout=WATCH_SLICE_SECONDS)
+                    done = service.wait_job(self.store, job_id, timeout=WATCH_SLICE_SECONDS)
                 except Exception:
                     return
                 if done is not None:

@@ -16,7 +16,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.mcpserver import Context
 
-from subagents import api
+from subagents import service
 from subagents.mcp.results import PROGRESS_MAX_LEN, cap, elapsed
 from subagents.present.runstate import RunState, runs_line
 
@@ -29,10 +29,10 @@ HEARTBEAT_SECONDS = 8.0  # a quiet run still reports at least this often (< 10 s
 class ProgressReporter:
     """Canonical events (from run threads) → MCP progress notifications, with a heartbeat."""
 
-    def __init__(self, ctx: Context, prepared: api.PreparedJob) -> None:
+    def __init__(self, ctx: Context, prepared: service.PreparedJob) -> None:
         self.ctx = ctx
         self.token = anyio.lowlevel.current_token()
-        labels = api.run_labels(prepared)
+        labels = service.run_labels(prepared)
         self.multi = len(labels) > 1
         self.runs = [RunState(label, max_len=PROGRESS_MAX_LEN) for label in labels]
         self.lock = threading.Lock()

@@ -10,7 +10,6 @@ as people read them; paths are written from the home directory or the working di
 
 from __future__ import annotations
 
-import os
 import re
 from typing import TYPE_CHECKING
 
@@ -18,10 +17,11 @@ from mcp_types import CallToolResult, TextContent
 
 from subagents.core import ids
 from subagents.present import outcome
+from subagents.present.answer import cwd_of, markdown, readable_diagnostics
 from subagents.present.figures import rounded_usage
 
 if TYPE_CHECKING:
-    from subagents.types import CouncilRecord, JobResult, JobRun, JobState
+    from subagents.types import JobResult, JobRun, JobState
 
     # A job's outcome: its result, or the state of the finished job (which holds it).
     Outcome = JobResult | JobState
@@ -62,102 +62,10 @@ def job_uri(job_id: str) -> str:
     return JOB_URI.replace("{id}", job_id)
 
 
-def short_paths(text: str, cwd: str | None = None) -> str:
-    """``text`` with paths under the working directory made relative to it and paths under
-    the home directory written ``~/…``."""
-    for base, short in ((cwd or os.getcwd(), ""), (os.path.expanduser("~"), "~/")):
-        base = base.rstrip("/")
-        if len(base) > 1:
-            text = text.replace(base + "/", short)
-    return text
-
-
-_HEADING = re.compile(r"^#{1,6} +(.+?) *$", re.MULTILINE)
-
-
-def readable_diagnostics(text: str, cwd: str | None = None) -> str:
-    """A run's diagnostics for a person reading a tool result: sections as bold labels (a
-    transcript shows ``##`` as it is), paths shortened."""
-    return short_paths(_HEADING.sub(r"**\1**", text.rstrip()), cwd)
-
-
-# ---- a job's result -------------------------------------------------------------------
-
-
-def _ids(result: Outcome) -> str:
-    runs = [r.get("runId") for r in outcome.runs_of(result) if r.get("runId")]
-    if len(runs) == 1:
-        return f"job {result.get('jobId')} · run {runs[0]}"
-    return f"job {result.get('jobId')}"
-
-
-def _failure(run: JobRun, cwd: str | None) -> str:
-    body = run.get("diagnostics") or run.get("errorMessage") or f"the run ended {run.get('status')}"
-    return readable_diagnostics(str(body), cwd)
-
-
-def _run_line(run: JobRun) -> str:
-    bits = [f"{outcome.mark(run.get('status'))} {run.get('status')}"]
-    bits += outcome.figures(run.get("durationMs"), run.get("usage"))
-    bits.append(f"run {run.get('runId')}")
-    return " · ".join(bits)
-
-
 def answer_text(result: Outcome) -> str:
-    """The text a tool result holds (Markdown): the answer (or each run's, for a parallel job)
-    then the job's status line and ids; for a job that did not complete, the status line first,
-    then what went wrong."""
-    runs = outcome.runs_of(result)
-    cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
-    parts: list[str] = []
-    council = result.get("council")
-    if result.get("mode") == "council" and council is not None:
-        return _council_text(result, council)
-    if result.get("mode") == "parallel":
-        for i, run in enumerate(runs):
-            body = (
-                (run.get("finalText") or "").rstrip() or "(no answer)"
-                if run.get("status") == "completed"
-                else _failure(run, cwd)
-            )
-            parts.append(f"**[{i + 1}] {outcome.agent_of(run)}** · {_run_line(run)}\n\n{body}")
-    elif result.get("status") == "completed":
-        parts.append(
-            str(result.get("finalText") or "").rstrip() or "(the agent gave an empty answer)"
-        )
-    else:
-        # What went wrong leads: the status line, then each failed run's diagnostics.
-        parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
-        for i, run in enumerate(runs):
-            if run.get("status") == "completed":
-                continue
-            label = f"**[{i + 1}] {outcome.agent_of(run)}**\n\n" if len(runs) > 1 else ""
-            parts.append(f"{label}{_failure(run, cwd)}")
-        if not runs:
-            parts.append(str(result.get("errorMessage") or "no run was started"))
-        return "\n\n".join(parts)
-    parts.append(f"{outcome.status_line(result)} · {_ids(result)}")
-    return "\n\n".join(parts)
-
-
-def _council_text(result: Outcome, council: CouncilRecord) -> str:
-    """A council's text: the judge's merged answer (or, when it did not complete, the status
-    line and why), then the answers side by side and the verdict, as ``show`` prints them
-    (in a code block: Markdown keeps the columns)."""
-    from subagents.present.council import council_table
-
-    line = f"{outcome.status_line(result)} · {_ids(result)}"
-    completed = result.get("status") == "completed"
-    if completed:
-        lead = str(result.get("finalText") or "").rstrip()
-    else:
-        why = result.get("errorMessage")  # the status line names the failed runs
-        lead = f"{line}\n\n{why}" if why else line
-    parts = [lead] if lead else []
-    parts.append(f"```\n{council_table(council)}\n```")
-    if completed:
-        parts.append(line)
-    return "\n\n".join(parts)
+    """The text a tool result holds (Markdown): the parent's answer as every face composes
+    it (``present/answer.py``)."""
+    return markdown(result)
 
 
 RUN_KEYS = (
@@ -197,7 +105,7 @@ def compact_result(result: Outcome) -> dict[str, object]:
     line, the ids, and each run without its paths and bulky fields. The whole job result
     stays available as the resource ``subagent://jobs/{id}``."""
     runs = outcome.runs_of(result)
-    cwd = next((str(r.get("cwd")) for r in runs if r.get("cwd")), None)
+    cwd = cwd_of(result)
     out: dict[str, object] = {}
     if result.get("status") != "completed":
         out["error"] = outcome.detail(result)

@@ -33,10 +33,9 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from subagents import api
+from subagents import api, service
 from subagents.core import ids, paths
 from subagents.errors import JobIdError, UsageError
-from subagents.jobs import TERMINAL, JobStore, budget_of
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
     COUNCIL,
@@ -61,6 +60,7 @@ from subagents.mcp.results import (
 )
 from subagents.present import outcome
 from subagents.present.figures import rounded_usage
+from subagents.service import TERMINAL, JobStore, budget_of
 
 if TYPE_CHECKING:
     from subagents.types import JobState
@@ -357,7 +357,7 @@ class SubagentsMCP:
         session = self.session_for(ctx)
         try:
             prepared = await anyio.to_thread.run_sync(
-                lambda: api.prepare_job(spec, cwd=cwd, session=session, background=background)
+                lambda: service.prepare_job(spec, cwd=cwd, session=session, background=background)
             )
         except api.BadRequest as exc:
             raise ToolError(rename_fields(str(exc), mode)) from None
@@ -377,7 +377,7 @@ class SubagentsMCP:
         session = self.session_for(ctx)
         try:
             prepared = await anyio.to_thread.run_sync(
-                lambda: api.prepare_continuation(
+                lambda: service.prepare_continuation(
                     run_id, task, background=background, session=session
                 )
             )
@@ -386,12 +386,12 @@ class SubagentsMCP:
         return await self._start(ctx, prepared, background)
 
     async def _start(
-        self, ctx: Context, prepared: api.PreparedJob, background: bool
+        self, ctx: Context, prepared: service.PreparedJob, background: bool
     ) -> CallToolResult:
         """Run a prepared job: in the foreground with progress, or detached."""
         token = anyio.lowlevel.current_token()
         if background:
-            job_id = await anyio.to_thread.run_sync(api.start_background, prepared)
+            job_id = await anyio.to_thread.run_sync(service.start_background, prepared)
             self.notifier.watch_in_background(job_id, token)
             return background_started(job_id, prepared.plan.labels(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)
@@ -412,7 +412,7 @@ class SubagentsMCP:
         jid = self._resolve(job_id)
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         summary = status_summary(state, activity)
-        text = api.describe_job(state)
+        text = service.describe_job(state)
         if activity and state.get("status") not in TERMINAL:
             text += f"\nnow: {activity}"
         return CallToolResult(
@@ -430,10 +430,10 @@ class SubagentsMCP:
         )
 
     def _state_and_activity(self, job_id: str) -> tuple[JobState, str | None]:
-        state = api.job_state(self.store, job_id)
+        state = service.job_state(self.store, job_id)
         activity = None
         if state.get("status") not in TERMINAL:
-            activity = api.current_activity(self.store.home, state.get("runIds") or [])
+            activity = service.current_activity(self.store.home, state.get("runIds") or [])
         return state, activity
 
     async def subagent_result(
@@ -457,7 +457,10 @@ class SubagentsMCP:
             left = deadline - time.monotonic()
             result = await anyio.to_thread.run_sync(
                 functools.partial(
-                    api.wait_job, self.store, jid, timeout=max(0.0, min(left, HEARTBEAT_SECONDS))
+                    service.wait_job,
+                    self.store,
+                    jid,
+                    timeout=max(0.0, min(left, HEARTBEAT_SECONDS)),
                 ),
                 abandon_on_cancel=True,
             )
@@ -522,11 +525,11 @@ class SubagentsMCP:
                 # Driven by this server: stop it here (signalling its driver would stop the server).
                 await anyio.to_thread.run_sync(local.cancel)
                 ended = await anyio.to_thread.run_sync(
-                    functools.partial(api.wait_job, self.store, jid, CANCEL_WAIT_SECONDS)
+                    functools.partial(service.wait_job, self.store, jid, CANCEL_WAIT_SECONDS)
                 )
-                state = ended or api.job_state(self.store, jid)
+                state = ended or service.job_state(self.store, jid)
             else:
-                before = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
+                before = await anyio.to_thread.run_sync(service.job_state, self.store, jid)
                 if before.get("status") in TERMINAL:
                     text = f"job {jid} had already ended: {_ended(before)}"
                     return CallToolResult(
@@ -536,7 +539,7 @@ class SubagentsMCP:
                 if self.announced and before.get("session") == self.session_id:
                     # Stopped from this session: its end is no news to it.
                     await anyio.to_thread.run_sync(self._told, jid)
-                state = await anyio.to_thread.run_sync(api.stop_job, self.store, jid)
+                state = await anyio.to_thread.run_sync(service.stop_job, self.store, jid)
         text = f"job {jid}: {_ended(state)}"
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
@@ -548,7 +551,7 @@ class SubagentsMCP:
             notices.mark_told(self.home, self.session_id, job_id, notices.CLAUDE_READER)
 
     async def list_agents(self) -> CallToolResult:
-        found = await anyio.to_thread.run_sync(api.discover_agents)
+        found = await anyio.to_thread.run_sync(service.discover_agents)
         agents = [
             {
                 "name": a.name,
@@ -575,7 +578,7 @@ class SubagentsMCP:
             jid = self.store.resolve(id)
         except JobIdError as exc:
             raise ResourceNotFoundError(str(exc)) from None
-        state = await anyio.to_thread.run_sync(api.job_state, self.store, jid)
+        state = await anyio.to_thread.run_sync(service.job_state, self.store, jid)
         return json.dumps(state, ensure_ascii=False, indent=1, allow_nan=False)
 
 

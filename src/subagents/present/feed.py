@@ -16,7 +16,10 @@ Records (all carry ``jobId``):
   events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
   ``stalled: true`` while the stall watchdog's notice is the last word;
 - ``{"type": "council", "jobId", "table"}`` once, at a council's end: its answers side by side
-  and the verdict as ``show`` prints them (``present/council.py``).
+  and the verdict as ``show`` prints them (``present/council.py``);
+- ``{"type": "answer", "jobId", "status", "text", "isError"}`` last, at every job's end: the
+  parent's answer as a parent model reads it (``present/answer.py``'s ``parent_text``: the
+  pi package's tool result) and whether the call failed.
 
 Every text in a record that came from a child is neutralized (no control characters).
 """
@@ -163,15 +166,27 @@ class JsonlFeed:
             self._emit(record)
 
     def ended(self, result: JobResult | JobState) -> None:
-        """The job's end: a council's table (nothing for other jobs)."""
-        council = result.get("council")
-        if council is None:
-            return
-        from subagents.present.council import council_table
+        """The job's end: a council's table, then the parent's answer."""
+        from subagents.present.answer import parent_text
 
+        council = result.get("council")
+        tasks = [step["task"] for step in self.steps or []]
+        said = parent_text(result, tasks)
         with self._lock:
-            table = neutralize(council_table(council))
-            self._emit({"type": "council", "jobId": self.job_id, "table": table})
+            if council is not None:
+                from subagents.present.council import council_table
+
+                table = neutralize(council_table(council))
+                self._emit({"type": "council", "jobId": self.job_id, "table": table})
+            self._emit(
+                {
+                    "type": "answer",
+                    "jobId": self.job_id,
+                    "status": result.get("status"),
+                    "text": neutralize(said.text),
+                    "isError": said.is_error,
+                }
+            )
 
     def event(self, index: int, event: Event) -> None:
         with self._lock:

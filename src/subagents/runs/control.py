@@ -14,6 +14,7 @@ from subagents.core import controlsock
 from subagents.core.files import read_json
 from subagents.core.inputs import message_problem
 from subagents.core.records import object_of
+from subagents.core.upgrade import read_meta, read_result
 from subagents.errors import MessageRefused, UsageError
 from subagents.types import ControlRequest, JsonObject, LimitKind, MessageMode, Receipt
 
@@ -36,7 +37,7 @@ def check_message(text: str, mode: str) -> MessageMode:
 
 def _ended(run_dir: Path) -> str | None:
     try:
-        result = read_json(run_dir / "result.json")
+        result = read_result(run_dir)
     except (OSError, ValueError):
         return None
     status = result.get("status") if isinstance(result, dict) else None
@@ -52,7 +53,7 @@ def _refused_here(run_dir: Path, mode: str) -> str | None:
     if ended:
         return ended
     with contextlib.suppress(OSError, ValueError):
-        meta = object_of(read_json(run_dir / "meta.json"))
+        meta = object_of(read_meta(run_dir))
         why = object_of(meta.get("refuse")).get(mode)
         if why:
             return f"run {run_dir.name}: {why}"

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from subagents.core import events as ev
 from subagents.core import paths
-from subagents.core.files import loads, read_events, read_json
+from subagents.core.files import loads, read_events
 from subagents.core.records import is_event, is_run_result
 from subagents.core.tail import LineTail
+from subagents.core.upgrade import read_result
 from subagents.core.waker import DirWaker
 from subagents.launchers import Launched, reattach, unrecorded
 from subagents.supervisor.result import publish_ended, spec_of
@@ -68,7 +69,7 @@ class RunMonitor:
         """The run's ``result.json``; None while there is none (one that is not a run's
         result counts as none yet: it is written whole, once)."""
         try:
-            data = read_json(self.run_dir / "result.json")
+            data = read_result(self.run_dir)
         except (FileNotFoundError, ValueError):
             return None
         return data if is_run_result(data) else None

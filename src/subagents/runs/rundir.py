@@ -15,6 +15,8 @@ from subagents.backends import ARGV_TASK_LIMIT, Backend, CommandRequest
 from subagents.config import Settings
 from subagents.core import ids, paths
 from subagents.core.files import make_private_dir, open_private, reserve_space, write_json_atomic
+from subagents.core.records import META_VERSION
+from subagents.core.upgrade import read_meta, read_result
 from subagents.errors import UsageError, WorktreeError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.checks import Checked, check
@@ -162,7 +164,7 @@ def _write_run_dir(
         schemaMode=schema.mode,
         taskSuffix=schema.suffix,
     )
-    write_json_atomic(run_dir / "meta.json", spec.to_dict())
+    write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **spec.to_dict()})
     return spec, run_dir
 
 
@@ -214,13 +216,12 @@ def _continuation(
     worktree reopened for this run (a worktree run continues in its own branch)."""
     if req.continue_from is None:
         return None, None
-    from subagents.core.files import read_json
     from subagents.core.records import is_run_result, is_worktree_spec
 
     earlier = run_dir.parent / req.continue_from
     try:
-        meta = read_json(earlier / "meta.json")
-        result = read_json(earlier / "result.json")
+        meta = read_meta(earlier)
+        result = read_result(earlier)
     except (OSError, ValueError):
         meta = result = None
     if not isinstance(meta, dict) or not is_run_result(result):
@@ -247,7 +248,7 @@ def runs_naming(home: Path, job_id: str) -> list[str]:
     """The runs whose ``meta.json`` names ``job_id``, oldest first: for a job whose driver died
     between making a run and recording it in ``job.json``. Only runs made since the job are
     read (ids begin with their time)."""
-    from subagents.core.files import read_json
+    from subagents.core.upgrade import read_meta
 
     since = job_id.split("-")[0]
     found = []
@@ -259,7 +260,7 @@ def runs_naming(home: Path, job_id: str) -> list[str]:
         if entry.name.split("-")[0] < since:
             continue
         try:
-            meta = read_json(Path(entry.path) / "meta.json")
+            meta = read_meta(Path(entry.path))
         except (OSError, ValueError):
             continue  # not made far enough to say whose it is
         if isinstance(meta, dict) and meta.get("jobId") == job_id:

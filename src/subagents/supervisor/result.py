@@ -60,11 +60,12 @@ def build_result(
 ) -> RunResult:
     # At the end of a run, not on the supervisor's start path.
     from subagents.core.clock import iso
-    from subagents.core.records import RUN_STATUSES
+    from subagents.core.records import RESULT_VERSION, RUN_STATUSES
 
     assert status in RUN_STATUSES, status
     done = completed_at if completed_at is not None else time.time()
     result: RunResult = {
+        "version": RESULT_VERSION,
         "runId": spec.runId,
         "jobId": spec.jobId,
         "agent": spec.agent,

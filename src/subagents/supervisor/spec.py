@@ -131,6 +131,14 @@ class RunSpec:
         """The spec ``meta.json`` holds (TypeError when it holds no run's spec)."""
         if not isinstance(data, dict):
             raise TypeError("meta.json is not a JSON object")
+        if "version" not in data:
+            # Written before records had a version: read as today's. (A supervisor reads
+            # the meta.json its caller has just written, of today's version: its start
+            # imports nothing more. A later version adds its step here and in core.upgrade.)
+            from subagents.core.upgrade import upgrade_meta
+
+            upgrade_meta(data)
+        # The file's version is not the spec's: left out below.
         return cls(**{k: v for k, v in data.items() if k in _DEFAULTS or k in _REQUIRED})
 
     def __repr__(self) -> str:

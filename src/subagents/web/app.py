@@ -33,7 +33,7 @@ from starlette.responses import (
 )
 from starlette.routing import Route
 
-from subagents import api
+from subagents import api, service
 from subagents.errors import JobIdError, PlanError, SubagentsError, UsageError, WorktreeError
 from subagents.jobs import JobStore, LiveJobs, read_run, resolve_run
 from subagents.web import costpage, fleet, jobpage
@@ -84,7 +84,7 @@ class WebApp:
             return self._missing(request, str(exc))
 
         def gather() -> str:
-            state = api.job_state(self.store, job_id)
+            state = service.job_state(self.store, job_id)
             data = jobpage.gather(LiveJobs(self.home), state, request.query_params.get("run"))
             return jobpage.render_body(data, self.home)
 
@@ -161,7 +161,7 @@ class WebApp:
             """What to send now: the live part, the shown run's events, and whether that is
             all (the job ended, and so did the shown run, its transcript sent whole)."""
             nonlocal offset, run_end_sent
-            state = api.job_state(self.store, job_id)
+            state = service.job_state(self.store, job_id)
             data = jobpage.gather(live, state, run_id)
             html = jobpage.render_live(data)
             if run_id is None:
@@ -208,7 +208,7 @@ class WebApp:
             job_id = self.store.resolve(request.path_params["job_id"])
         except JobIdError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        state = await anyio.to_thread.run_sync(api.stop_job, self.store, job_id)
+        state = await anyio.to_thread.run_sync(service.stop_job, self.store, job_id)
         return JSONResponse({"jobId": job_id, "status": state.get("status")})
 
     async def send(self, request: Request) -> Response:
@@ -227,7 +227,7 @@ class WebApp:
         target = request.path_params["run_id"]
         try:
             receipt = await anyio.to_thread.run_sync(
-                api.send_message,
+                service.send_message,
                 self.store,
                 target,
                 text,
@@ -268,7 +268,7 @@ class WebApp:
     # ---- JSON for programs ---------------------------------------------------
 
     async def jobs_json(self, request: Request) -> Response:
-        items = await anyio.to_thread.run_sync(lambda: api.list_jobs(FLEET_LIMIT, self.home))
+        items = await anyio.to_thread.run_sync(lambda: service.list_jobs(FLEET_LIMIT, self.home))
         return JSONResponse(items)
 
     async def job_json(self, request: Request) -> Response:
@@ -276,7 +276,7 @@ class WebApp:
             job_id = self.store.resolve(request.path_params["job_id"])
         except JobIdError as exc:
             return JSONResponse({"error": str(exc)}, status_code=404)
-        state = await anyio.to_thread.run_sync(api.job_state, self.store, job_id)
+        state = await anyio.to_thread.run_sync(service.job_state, self.store, job_id)
         return JSONResponse(state)
 
     async def transcript_text(self, request: Request) -> Response:

@@ -1,0 +1,88 @@
+/**
+ * The pi package's pure functions (engine.ts), under node's own test runner: node runs the
+ * TypeScript as it is (type stripping), as pi loads it, without a build.
+ * `node --test integrations/pi/test/` (scripts/test runs it).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+	applyRecord, applyResult, asJob, cliFailure, firstLine, modeOf, newView, outcome, parseJson, piUsage, receiptLine, summaryOf,
+} from "../engine.ts";
+
+test("the engine's usage as pi's, cost a number or none", () => {
+	const u = piUsage({ input: 3, output: 4, totalTokens: 7, cost: 0.5 });
+	assert.deepEqual([u.input, u.output, u.cacheRead, u.totalTokens, u.cost.total], [3, 4, 0, 7, 0.5]);
+	assert.equal(piUsage({ cost: null }).cost.total, 0);
+	assert.equal(piUsage(undefined).totalTokens, 0);
+});
+
+test("a call's mode from its arguments", () => {
+	assert.equal(modeOf({ chain: [{}] }), "chain");
+	assert.equal(modeOf({ tasks: [{}] }), "parallel");
+	assert.equal(modeOf({ council: ["pi"] }), "council");
+	assert.equal(modeOf({}), "single");
+});
+
+test("text helpers: JSON that may not be, a task's first line", () => {
+	assert.equal(parseJson("{"), undefined);
+	assert.deepEqual(parseJson('{"a":1}'), { a: 1 });
+	assert.equal(firstLine("\n  \n  do this \nthen that"), "do this");
+	assert.equal(firstLine(""), "");
+});
+
+test("run --json's result.json is read as a job of one run", () => {
+	const job = asJob({ runId: "r1", jobId: "j1", status: "completed", finalText: "hi" }, "single");
+	assert.equal(job?.jobId, "j1");
+	assert.equal(job?.runs?.[0].runId, "r1");
+	assert.equal(job?.finalText, "hi");
+	assert.equal(asJob({ jobId: "j2", mode: "parallel", status: "failed", runs: [] }, "single")?.mode, "parallel");
+	assert.equal(asJob("nope", "single"), undefined);
+});
+
+test("a CLI failure: bad input is its own words, else how it ended", () => {
+	assert.equal(cliFailure({ code: 2, signal: null, stdout: "", stderrTail: ["subagents: bad"] }), "subagents: bad");
+	assert.equal(cliFailure({ code: null, signal: "SIGKILL", stdout: "", stderrTail: [] }), "subagents was killed by SIGKILL");
+	assert.equal(cliFailure({ code: 1, signal: null, stdout: "", stderrTail: ["x"] }), "subagents exited with code 1:\nx");
+});
+
+test("progress records fill the view in: the job, then each run's progress", () => {
+	const view = newView("parallel", [{ task: "a\nmore" }, { task: "b" }]);
+	assert.deepEqual(view.runs.map((r) => r.task), ["a", "b"]);
+	applyRecord(view, { type: "job", jobId: "j", mode: "parallel", startedAt: "2026-01-01T00:00:00.000Z", steps: [] });
+	assert.equal(view.status, "running");
+	assert.equal(view.jobId, "j");
+	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "$ ls", status: "running", toolCount: 1, usage: { totalTokens: 5, cost: 0.1 } });
+	assert.deepEqual(view.runIds, ["r2"]);
+	assert.deepEqual(view.runs[1].lines, ["$ ls"]);
+	assert.equal(view.usage.totalTokens, 5);
+	applyRecord(view, { type: "progress", index: 0, runId: "r1", text: "x", usage: { totalTokens: 2 } });
+	assert.equal(view.usage.totalTokens, 7); // summed over the runs
+});
+
+test("the parent's answer is the engine's last record, not rebuilt", () => {
+	const view = newView("chain", [{ task: "a" }, { task: "b" }]);
+	applyRecord(view, { type: "answer", jobId: "j", status: "failed", text: "1 of 2 tasks did not complete", isError: false });
+	assert.deepEqual(outcome(view), { text: "1 of 2 tasks did not complete", isError: false });
+	// Without one (the CLI ended before the job did), the status says it.
+	const bare = newView("single", [{ task: "x" }], "j9");
+	bare.status = "failed";
+	assert.deepEqual(outcome(bare), { text: "subagent job j9 ended failed", isError: true });
+});
+
+test("the job result ends each run; steps never reached are not run", () => {
+	const view = newView("chain", [{ task: "one" }, { task: "two" }]);
+	applyResult(view, {
+		jobId: "j", mode: "chain", status: "failed",
+		runs: [{ runId: "r1", status: "failed", errorMessage: "boom", diagnostics: "## Error\nboom", toolCalls: 2, durationMs: 10 }],
+	});
+	assert.equal(view.runs[0].error, "boom");
+	assert.equal(view.runs[0].text, "## Error\nboom");
+	assert.equal(view.runs[0].toolCount, 2);
+	assert.equal(view.runs[1].status, "not run");
+	assert.match(summaryOf(view), /^chain 0\/2 completed; "one" failed: boom; "two" not run/);
+});
+
+test("a receipt in words", () => {
+	assert.equal(receiptLine({ runId: "r", id: "m1", mode: "steer", receipt: "queued" }), "queued: steer m1 to run r");
+	assert.equal(receiptLine({ runId: "r", id: "m1", mode: "steer", receipt: "refused", reason: "ended" }), "refused: steer m1 to run r (ended)");
+});

@@ -1,0 +1,358 @@
+"""The internal service the surfaces (the CLI, the MCP server, the web view) stand on: a job
+prepared, driven or started in the background, its state, its end waited for, its stop, the
+list of jobs, a message to a running child, its transcripts, the agents there are.
+
+``subagents.api`` is the public Python API (``run``, ``start``, ``continue_run``, ``send``,
+``JobHandle``, ``apply_run``, ``cost_report``) and is built on this module too. The surfaces
+import this, never ``subagents.jobs`` (an import-linter contract says so): what they need of
+the engine's job control is named here once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from subagents.core import paths
+from subagents.errors import BadRequest, FieldProblem
+from subagents.jobs import (
+    STOPPED_ORPHAN,
+    TERMINAL,
+    EventSink,
+    Job,
+    JobPlan,
+    JobSpec,
+    JobStore,
+    LiveJobs,
+    budget_of,
+    chain_of,
+    current_activity,
+    exit_code,
+    follow_events,
+    job_of,
+    job_state,
+    jobs_to_prune,
+    lifecycle_for,
+    list_jobs,
+    load_plan,
+    member_step,
+    parse_job,
+    plan,
+    read_run,
+    remove_jobs,
+    resolve_run,
+    send_message,
+    stop_job,
+    wait_job,
+    with_options,
+)
+
+if TYPE_CHECKING:
+    from subagents.agents import AgentDef, Discovery
+    from subagents.config import Settings
+    from subagents.types import JobResult, JobState, ProcessIdentity
+
+# A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
+# checked by ``jobs.parse_job``; or one already checked.
+JobDocument = Mapping[str, object]
+
+
+@dataclass
+class PreparedJob:
+    store: JobStore
+    job_id: str
+    plan: JobPlan
+    driver_pid: int | None = None  # set by start_background
+    started_at: str | None = None  # set by start_background and mark_started
+
+
+def prepare_job(
+    spec: JobSpec | JobDocument,
+    *,
+    cwd: str | Path | None = None,
+    tools: list[str] | None = None,
+    runner: str | None = None,
+    agent_scope: str | None = None,
+    session: str | None = None,
+    extra_env: dict[str, str] | None = None,
+    background: bool = False,
+    executor: str | None = None,
+    ray_address: str | None = None,
+    ray_shared_cwd: bool | None = None,
+    env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
+) -> PreparedJob:
+    """Check and resolve a job and record it (status ``pending``); nothing runs yet.
+    ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
+    override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
+    one ends, its runs and its background driver stop (the job ends ``aborted``)."""
+    env = os.environ if env is None else env
+    base = Path(cwd).expanduser() if cwd else paths.working_dir()
+    if not base.is_dir():
+        raise BadRequest(
+            f"cwd: the working directory does not exist or is not a directory: {base}", "cwd"
+        )
+    job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
+    settings = _job_settings(
+        base,
+        env,
+        runner=runner,
+        executor=executor,
+        ray_address=ray_address,
+        ray_shared_cwd=ray_shared_cwd,
+        agent_scope=agent_scope,
+    )
+    from subagents.lifecycle import sessionlog
+
+    session = session or sessionlog.default_session_id(env)
+    sessionlog.session_path(paths.state_home(env), session)
+    job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
+    for req in job_plan.requests:
+        if tools is not None:
+            req.tools = tools
+        req.watch = [w.copy() for w in watch or []]
+    store = JobStore(paths.state_home(env))
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
+    return PreparedJob(store, job_id, job_plan)
+
+
+def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
+    """What a job started for process ``pid`` (``--parent-pid``) watches: that process, and
+    in the foreground this one too (its driver: killed outright, it can stop nothing).
+    ``BadRequest`` when ``pid`` is not running, before anything is created."""
+    from subagents.core import procs
+
+    try:
+        parent = procs.identity(pid)
+    except (ProcessLookupError, ValueError, OverflowError):
+        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+    if not procs.is_alive(parent):
+        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+    return [parent, procs.identity(os.getpid())] if foreground else [parent]
+
+
+def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
+    """The settings for a job in ``base``, with the caller's overrides (each checked as the
+    setting is: a bad one is a ``BadRequest`` naming it)."""
+    from subagents.config import load_settings
+
+    settings = load_settings(base, env)
+    # Text for settings of several types (a runner's name is a Literal): Settings checks it.
+    given: dict[str, Any] = {name: value for name, value in overrides.items() if value}
+    if not given:
+        return settings
+    try:
+        return replace(settings, **given)
+    except FieldProblem as exc:
+        raise BadRequest(f"{exc.where}: {exc.problem}", exc.where) from None
+
+
+def prepare_continuation(
+    run: str,
+    task: str,
+    *,
+    background: bool = False,
+    session: str | None = None,
+    env: Mapping[str, str] | None = None,
+    watch: list[ProcessIdentity] | None = None,
+) -> PreparedJob:
+    """Check and record a job of one run that continues ``run``'s conversation with ``task``
+    (``watch``: as for :func:`prepare_job`)."""
+    from subagents.jobs import continuation_plan
+    from subagents.lifecycle import sessionlog
+
+    env = os.environ if env is None else env
+    store = JobStore(paths.state_home(env))
+    settings = _job_settings(paths.working_dir(), env)
+    session = session or sessionlog.default_session_id(env)
+    job_plan = continuation_plan(store, run, task, settings, session)
+    job_plan.requests[0].watch = [w.copy() for w in watch or []]
+    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
+    return PreparedJob(store, job_id, job_plan)
+
+
+def run_labels(job: PreparedJob) -> list[str]:
+    return job.plan.labels()
+
+
+def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
+    """Run a prepared job in this process to its end. In the main thread, Ctrl-C, SIGTERM
+    (what `subagents stop` may send) and SIGHUP (the terminal closing, under a parent such
+    as pi too) abort the job, which still records its end."""
+    from subagents.core.procs import STOP_SIGNALS
+
+    runner = Job(job.store, job.job_id, job.plan)
+    restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
+    try:
+        result = runner.run(
+            on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
+        )
+    finally:
+        if restore is not None:
+            restore()
+    return result
+
+
+def _in_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
+    """Record now as the job's start (ISO; ``background``: that it runs in the background),
+    before it runs: its driver keeps it, so a caller can announce the job's own start time
+    at once."""
+    import time
+
+    from subagents.core.clock import iso
+
+    job.started_at = iso(time.time())
+    if background is None:
+        job.store.update(job.job_id, startedAt=job.started_at)
+    else:
+        job.store.update(job.job_id, startedAt=job.started_at, background=background)
+    return job.started_at
+
+
+def start_background(job: PreparedJob) -> str:
+    from subagents.jobs import start_background as launch
+
+    mark_started(job, background=True)
+    job.driver_pid = launch(job.store, job.job_id)
+    return job.job_id
+
+
+def describe_job(state: JobState) -> str:
+    """``show``'s text of a job (``present.answer.describe``), with each continued run's chain."""
+    from subagents.present.answer import describe
+
+    return describe(state, lambda run_id: chain_of(paths.state_home(), run_id))
+
+
+def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
+    """Each run's transcript.md, with a header per run; with ``follow``, live until the job ends."""
+    from subagents.core.tail import LineTail
+    from subagents.core.waker import DirWaker
+
+    tails: dict[str, LineTail] = {}
+    current: str | None = None
+    waker = DirWaker(store.dir / job_id) if follow else None
+    try:
+        while True:
+            state = store.load(job_id)
+            finished = state.get("status") in TERMINAL
+            for run_id in [r for r in state.get("runIds") or [] if r]:
+                tail = tails.get(run_id)
+                if tail is None:
+                    path = paths.runs_dir(store.home) / run_id / "transcript.md"
+                    tail = tails[run_id] = LineTail(path)
+                # Whole lines only (the transcript is written in whole lines), so a chunk
+                # never ends inside a character.
+                for block in tail.blocks():
+                    if current != run_id:
+                        yield f"\n# run {run_id}\n"
+                        current = run_id
+                    yield block.decode("utf-8", "replace")
+            if not follow or finished:
+                return
+            assert waker is not None
+            # Wakes at once when the job's state changes (a new run, the end); transcripts
+            # grow in the runs' own directories, not watched here: look again every 0.25 s.
+            waker.wait(0.25)
+    finally:
+        if waker is not None:
+            waker.close()
+
+
+def reindex() -> tuple[int, int]:
+    """Make the local index (``index.sqlite``) again from the job files and the session
+    logs (``subagents doctor --reindex``): how many jobs and log entries it holds."""
+    from subagents.core import indexdb
+    from subagents.lifecycle import cost as costs
+    from subagents.lifecycle import logindex
+
+    home = paths.state_home()
+    indexdb.discard(home)
+    jobs = JobStore(home).reindex()
+    return jobs, logindex.reindex(home, costs.session_files(home))
+
+
+# ---- agents ---------------------------------------------------------------------
+
+
+def _settings(base: Path) -> Settings:
+    """The effective settings for work in ``base``; a config problem is a ``BadRequest``."""
+    from subagents.config import load_settings
+    from subagents.errors import ConfigError
+
+    try:
+        return load_settings(base)
+    except ConfigError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
+    from subagents.agents import discover
+
+    base = cwd or paths.working_dir()
+    return discover(base, scope or _settings(base).agent_scope)
+
+
+def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> AgentDef:
+    from subagents.agents import get_agent as lookup
+    from subagents.errors import AgentError
+
+    base = cwd or paths.working_dir()
+    try:
+        return lookup(name, base, scope or _settings(base).agent_scope)
+    except AgentError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+__all__ = [
+    "STOPPED_ORPHAN",
+    "TERMINAL",
+    "EventSink",
+    "Job",
+    "JobDocument",
+    "JobSpec",
+    "JobStore",
+    "LiveJobs",
+    "PreparedJob",
+    "bound_to",
+    "budget_of",
+    "chain_of",
+    "current_activity",
+    "describe_job",
+    "discover_agents",
+    "drive",
+    "exit_code",
+    "follow_events",
+    "get_agent",
+    "job_of",
+    "job_state",
+    "job_transcript",
+    "jobs_to_prune",
+    "lifecycle_for",
+    "list_jobs",
+    "load_plan",
+    "mark_started",
+    "member_step",
+    "parse_job",
+    "prepare_continuation",
+    "prepare_job",
+    "read_run",
+    "reindex",
+    "remove_jobs",
+    "resolve_run",
+    "run_labels",
+    "send_message",
+    "start_background",
+    "stop_job",
+    "wait_job",
+    "with_options",
+]
