@@ -320,3 +320,31 @@ def test_a_run_its_dead_driver_made_but_never_recorded_is_the_job_s(
     assert finished["status"] == "failed"
     assert [r["runId"] for r in finished.get("runs", [])] == [spec.runId]
     assert (run_dir / "result.json").exists()
+
+
+def test_a_run_names_its_job_before_its_worktree_is_made(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_state: Path
+) -> None:
+    """Making a worktree takes long: a driver killed meanwhile leaves a run directory that
+    must already say whose it is (else no finisher can account for it)."""
+    from conftest import git_repo
+
+    from subagents import worktree
+    from subagents.config import Settings
+    from subagents.runs import RunRequest, prepare, runs_naming
+
+    repo = git_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    seen: list[list[str]] = []
+    real_create = worktree.create
+
+    def create(cwd: Path, run_id: str, run_dir: Path) -> Any:
+        seen.append(runs_naming(isolated_state, "01m8hex3mv-job00000"))
+        return real_create(cwd, run_id, run_dir)
+
+    monkeypatch.setattr(worktree, "create", create)
+    req = RunRequest(
+        task="a", backend="pi", cwd=str(repo), isolate="worktree", job_id="01m8hex3mv-job00000"
+    )
+    spec, _ = prepare(req, Settings())
+    assert seen == [[spec.runId]]
