@@ -30,7 +30,7 @@ import streams  # noqa: E402
 from bench_peers import PeakPoller, become_subreaper, reap_orphans  # noqa: E402
 from bench_run_path import sh_script  # noqa: E402
 from benchenv import like_installed  # noqa: E402
-from ptyterm import Terminal  # noqa: E402  (tests/, on the path through streams)
+from support.ptyterm import Terminal  # noqa: E402  (tests/, on the path through streams)
 
 MB = 1024 * 1024
 TICK = os.sysconf("SC_CLK_TCK")

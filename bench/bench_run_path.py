@@ -29,7 +29,7 @@ from benchenv import like_installed  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 
-import pistream as pi  # noqa: E402
+from support import pistream as pi  # noqa: E402
 
 from subagents.config import Settings  # noqa: E402
 from subagents.runs import RunRequest, prepare  # noqa: E402

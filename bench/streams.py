@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import pistream as pi  # noqa: E402
+from support import pistream as pi  # noqa: E402
 
 CLAUDE_FIXTURE = ROOT / "tests" / "fixtures" / "streams" / "claude.jsonl"
 FINAL_ANSWER = "All done: the benchmark run finished."

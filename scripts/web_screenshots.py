@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,9 +25,9 @@ def main(out: Path) -> None:
     os.environ["SUBAGENTS_CONFIG_DIR"] = str(work / "config")
     os.environ["SUBAGENTS_SESSION"] = "refactor-auth"
 
-    import pistream as pi
-    from conftest import git_repo
-    from webserver import chromium, web_server
+    from support import pistream as pi
+    from support.git import git_repo
+    from support.webserver import chromium, until, web_server
 
     import subagents
     from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
@@ -78,22 +77,23 @@ def main(out: Path) -> None:
                     *pi.tool_use("c2", command="pytest tests/test_checkout.py -q"), {"wait_for": str(gate)}, *pi.tool_end("c2"),
                     pi.text_end("No race found."), *pi.end()]),
     )  # fmt: skip
-    time.sleep(3)
+    shots = [
+        ("web-fleet", "/", "document.getElementById('live').classList.contains('on') && document.querySelector('tbody.job-rows')"),
+        ("web-job", f"/job/{parallel.job_id}", "document.querySelector('svg.gantt') && document.querySelector('#transcript li')"),
+        ("web-diff", f"/job/{iso.job_id}", "document.querySelector('section.diff table.files')"),
+        ("web-cost", "/cost", "document.querySelector('table.cost')"),
+    ]  # fmt: skip
     try:
         with web_server(Path(os.environ["SUBAGENTS_HOME"])) as web, chromium() as browser:
-            browser.set_window_size(1280, 860)
             browser.get(web.sign_in)
-            time.sleep(1.5)
-            browser.save_screenshot(str(out / "web-fleet.png"))
-            browser.get(f"{web.base}/job/{parallel.job_id}")
-            time.sleep(1.5)
-            browser.save_screenshot(str(out / "web-job.png"))
-            browser.get(f"{web.base}/job/{iso.job_id}")
-            time.sleep(1)
-            browser.save_screenshot(str(out / "web-diff.png"))
-            browser.get(f"{web.base}/cost")
-            time.sleep(1)
-            browser.save_screenshot(str(out / "web-cost.png"))
+            for size, suffix in (({"width": 1400, "height": 900, "mobile": False}, ""), ({"width": 390, "height": 844, "mobile": True}, "-phone")):  # fmt: skip
+                browser.execute_cdp_cmd(
+                    "Emulation.setDeviceMetricsOverride", {**size, "deviceScaleFactor": 1}
+                )
+                for name, path, ready in shots:
+                    browser.get(web.base + path)
+                    until(browser, ready, 60)
+                    browser.save_screenshot(str(out / f"{name}{suffix}.png"))
     finally:
         gate.touch()
         parallel.wait(60)

@@ -5,23 +5,33 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
+from support.fake import Fake
+from support.spawns import SpawnGuard
 
-from subagents.config import Settings
-from subagents.runs import RunHandle, RunRequest, start
-from subagents.testing.fakeagent import SCRIPT_ENV, write_launcher, write_script
-
-sys.path.insert(0, str(Path(__file__).parent))
+from subagents.testing.fakeagent import write_launcher
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STREAMS = FIXTURES / "streams"
+
+# The tiers (pyproject's markers; README "Testing"): a test that starts a process says so
+# (`process`, or `e2e`/`browser`/`ray`, which imply it), and the guard fails one that does not,
+# so `-m "not process"` stays the fast tier.
+IMPLY_PROCESS = ("e2e", "browser", "ray")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(m) for m in IMPLY_PROCESS):
+            item.add_marker(pytest.mark.process)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SpawnGuard(), "subagents-spawn-guard")
 
 
 @pytest.fixture(autouse=True)
@@ -35,74 +45,11 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-@dataclass
-class Fake:
-    """A fake pi: ``run(steps)`` starts a real supervisor whose child plays ``steps``."""
-
-    dir: Path
-    launcher: Path
-    grace: float = 0.25
-    kill_grace: float = 1.0
-    counter: int = 0
-
-    def env(self, steps: list[dict[str, Any]]) -> dict[str, str]:
-        self.counter += 1
-        script = write_script(self.dir, steps, name=f"script{self.counter}.json")
-        return {SCRIPT_ENV: str(script)}
-
-    def start(
-        self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any
-    ) -> RunHandle:
-        env = {**os.environ, "SUBAGENTS_PI_BIN": str(self.launcher)}
-        req = RunRequest(
-            task="do it",
-            backend="pi",
-            cwd=str(self.dir),
-            env=self.env(steps),
-            timeout=timeout,
-            **kw,
-        )
-        return start(req, Settings(grace=self.grace, kill_grace=self.kill_grace), env=env)
-
-    def run(
-        self, steps: list[dict[str, Any]], timeout: float | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        handle = self.start(steps, timeout=timeout, **kw)
-        result = handle.wait(timeout=60)
-        assert result is not None, "run did not finish within 60 s"
-        return result
-
-
 @pytest.fixture
 def fake(tmp_path: Path) -> Fake:
     d = tmp_path / "fake"
     d.mkdir()
     return Fake(d, write_launcher(d))
-
-
-def eventually(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
-    """Whether ``predicate`` comes true within ``timeout`` (a generous bound, not a timing)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return bool(predicate())
-
-
-def fits(record: Mapping[str, Any], shape: Any) -> None:
-    """``record`` has every key ``shape`` (a TypedDict) requires, and none it does not declare."""
-    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
-    keys = set(record)
-    assert not required - keys, f"{shape.__name__} lacks {sorted(required - keys)}"
-    assert not keys - required - optional, f"{shape.__name__}: {sorted(keys - required - optional)}"
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture
@@ -118,33 +65,6 @@ def reap_group() -> Iterator[list[int]]:
     for pgid in leftover:
         os.killpg(pgid, signal.SIGKILL)
     assert not leftover, f"process groups still alive: {leftover}"
-
-
-needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the real pi CLI is not installed")
-
-
-def git(repo: Path, *args: str) -> str:
-    """``git ARGS`` in ``repo``: its stdout; a failure raises."""
-    import subprocess
-
-    return subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
-    ).stdout
-
-
-def git_repo(path: Path, files: dict[str, str]) -> Path:
-    """A new git repository at ``path`` (branch main, a committer set) whose first commit
-    holds ``files`` (relative path -> text)."""
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "me@example.com")
-    git(path, "config", "user.name", "Me")
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "init")
-    return path
 
 
 @pytest.fixture
@@ -164,3 +84,53 @@ def tmux(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[.
     yield run
     run("kill-server")
     shutil.rmtree(sock_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MB filesystem (tmpfs), where the machine lets this test mount one."""
+    where = tmp_path / "small"
+    where.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {exc}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
+
+
+# The web dashboard's tests (support/webserver.py): its app served, and one chromium a module.
+@pytest.fixture
+def web(isolated_state: Path) -> Iterator[Any]:
+    from support.webserver import web_server
+
+    with web_server(isolated_state) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from support.webserver import chromium
+
+    with chromium() as driver:
+        yield driver
+
+
+# The map tests' pi (tests/mapchild.py): a fake that answers each row and logs its start.
+MAP_CHILD = Path(__file__).parent / "mapchild.py"
+
+
+@pytest.fixture
+def child(tmp_path: Path) -> dict[str, str]:
+    """The env that makes tests/mapchild.py every row's pi."""
+    launcher = tmp_path / "map-pi"
+    launcher.write_text(f"#!{sys.executable}\nexec(open({str(MAP_CHILD)!r}).read())\n")
+    launcher.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(launcher), "MAP_LOG": str(tmp_path / "starts.log")}

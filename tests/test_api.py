@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import pistream as pi
 import pytest
-from conftest import Fake
+from support import pistream as pi
+from support.fake import Fake
 
 import subagents
 
 
+@pytest.mark.process
 def test_run_returns_result_json(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
     seen: list[str] = []
@@ -23,6 +24,7 @@ def test_run_returns_result_json(fake: Fake, monkeypatch: pytest.MonkeyPatch) ->
     assert "tool_call" in seen and seen[-1] == "run_finished"
 
 
+@pytest.mark.process
 def test_start_wait_and_stop(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
     job = subagents.start(
@@ -41,6 +43,7 @@ def test_bad_request_is_one_exception(fake: Fake) -> None:
         subagents.run("x", agent="nobody")
 
 
+@pytest.mark.process
 def test_a_parallel_jobs_run_ids_all_land_in_its_record(
     fake: Fake, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,6 +66,7 @@ CASES = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_pi_streams_conform(name: str, tmp_path: Path) -> None:
     assert check_backend("pi", [CASES[name]], tmp_path) == []
@@ -172,6 +173,7 @@ def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str
     return result
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("binary", _pi_bins())
 def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
     result = _run(tmp_path, binary, Script(final_text="Listed: {tool_output}."))
@@ -182,6 +184,7 @@ def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
     assert not result.get("forcedCleanup")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("binary", _pi_bins())
 def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary: str) -> None:
     retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
@@ -191,6 +194,7 @@ def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary
     assert "## Error" in result["diagnostics"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("binary", _pi_bins())
 def test_real_pi_recovers_after_one_error(tmp_path: Path, binary: str) -> None:
     retry = {"enabled": True, "maxRetries": 2, "baseDelayMs": 50, "provider": {"maxRetries": 0}}

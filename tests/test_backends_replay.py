@@ -171,12 +171,14 @@ CASES: dict[str, tuple[str, Case]] = {
 }
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_captured_stream_conforms(name: str, tmp_path: Path) -> None:
     backend, case = CASES[name]
     assert not check_backend(backend, [case], tmp_path)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "name", ["claude.maxturns", "codex.error400", "gemini.error400", "opencode.error400"]
 )
@@ -206,6 +208,7 @@ def _replay_with_model(backend: str, stream: Path, model: str, work: Path) -> di
     return result
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("backend", ["codex", "opencode"])
 def test_requested_model_is_not_assumed(backend: str, tmp_path: Path) -> None:
     """Codex and OpenCode name no model in their stream: the result's model stays null."""
@@ -392,6 +395,7 @@ def notify(method: str, **params: Any) -> dict[str, Any]:
     return {"method": method, "params": params}
 
 
+@pytest.mark.process
 def test_codex_error_notice_then_completed_turn_is_completed(tmp_path: Path) -> None:
     """An error codex retries is a notice; the turn completing after it is the end."""
     lines = [
@@ -516,9 +520,9 @@ def test_codex_requests_are_refused_never_left_waiting() -> None:
     norm = get_backend("codex").normalizer()
     out = norm.feed({"id": 7, "method": "item/commandExecution/requestApproval", "params": {}})
     assert types(out) == ["notice"]
-    assert json.loads(norm.outbox.pop()) == {"id": 7, "result": {"decision": "decline"}}
-    norm.feed({"id": "x", "method": "account/chatgptAuthTokens/refresh", "params": {}})
-    assert json.loads(norm.outbox.pop())["error"]["code"] == -32601
+    assert json.loads(out.writes[-1]) == {"id": 7, "result": {"decision": "decline"}}
+    out = norm.feed({"id": "x", "method": "account/chatgptAuthTokens/refresh", "params": {}})
+    assert json.loads(out.writes[-1])["error"]["code"] == -32601
 
 
 def test_codex_steers_the_active_turn_and_starts_follow_ups(tmp_path: Path) -> None:
@@ -527,11 +531,10 @@ def test_codex_steers_the_active_turn_and_starts_follow_ups(tmp_path: Path) -> N
     norm = get_backend("codex").normalizer()
     prompt = tmp_path / "sp.md"
     prompt.write_text("be brief")
-    norm.begin(
+    fed = norm.begin(
         CommandRequest(task="list files", cwd="/w", model="m", system_prompt_file=str(prompt))
     )
-    sent = [json.loads(line) for line in norm.outbox]
-    norm.outbox.clear()
+    sent = [json.loads(line) for line in fed.writes]
     assert [m.get("method") for m in sent] == ["initialize", "initialized", "thread/start"]
     assert sent[2]["params"] == {
         "cwd": "/w",
@@ -540,30 +543,36 @@ def test_codex_steers_the_active_turn_and_starts_follow_ups(tmp_path: Path) -> N
         "model": "m",
         "developerInstructions": "be brief",
     }
-    norm.feed({"id": 2, "result": {"thread": {"id": "th"}}})
-    turn_start = json.loads(norm.outbox.pop())
+    fed = norm.feed({"id": 2, "result": {"thread": {"id": "th"}}})
+    turn_start = json.loads(fed.writes[-1])
     assert turn_start["params"] == {
         "threadId": "th",
         "input": [{"type": "text", "text": "list files"}],
         "clientUserMessageId": "task",
     }
-    norm.steer("m1", "too early")  # no turn yet: sent once it runs
-    assert not norm.outbox
-    norm.feed(notify("turn/started", turn={"id": "t1"}))
-    steer = json.loads(norm.outbox.pop())
+    fed = norm.steer("m1", "too early")  # no turn yet: sent once it runs
+    assert not fed.writes
+    fed = norm.feed(notify("turn/started", turn={"id": "t1"}))
+    steer = json.loads(fed.writes[-1])
     assert steer["method"] == "turn/steer" and steer["params"]["expectedTurnId"] == "t1"
-    norm.feed({"id": steer["id"], "result": {"turnId": "t1"}})
-    assert norm.receipts == [("m1", "queued", None)]
-    norm.feed(notify("item/started", item={"type": "userMessage", "id": "u", "clientId": "m1"}))
-    assert norm.receipts[-1] == ("m1", "delivered", None)
-    norm.steer("m2", "late")
-    late = json.loads(norm.outbox.pop())
+    fed = norm.feed({"id": steer["id"], "result": {"turnId": "t1"}})
+    assert list(fed.receipts) == [("m1", "queued", None)]
+    fed = norm.feed(
+        notify("item/started", item={"type": "userMessage", "id": "u", "clientId": "m1"})
+    )
+    assert fed.receipts[-1] == ("m1", "delivered", None)
+    fed = norm.steer("m2", "late")
+    late = json.loads(fed.writes[-1])
     norm.feed(notify("turn/completed", turn={"id": "t1", "status": "completed"}))
-    assert norm.terminal and norm.holds_input()  # its answer has not come: wait for it
-    norm.feed({"id": late["id"], "error": {"code": -32600, "message": "no active turn to steer"}})
-    assert norm.terminal and norm.receipts[-1][:2] == ("m2", "queued")
-    assert norm.holds_input()  # at rest again: the late steer starts the next turn
-    assert json.loads(norm.outbox.pop())["params"]["clientUserMessageId"] == "m2"  # fmt: skip
+    # its answer has not come: wait for it (the run goes on, at rest no more)
+    assert norm.terminal and norm.held_input() is not None
+    fed = norm.feed(
+        {"id": late["id"], "error": {"code": -32600, "message": "no active turn to steer"}}
+    )
+    assert norm.terminal and fed.receipts[-1][:2] == ("m2", "queued")
+    fed = norm.held_input()  # at rest again: the late steer starts the next turn
+    assert fed is not None
+    assert json.loads(fed.writes[-1])["params"]["clientUserMessageId"] == "m2"  # fmt: skip
 
 
 # Gemini
@@ -852,8 +861,8 @@ def test_resume_argv_per_backend() -> None:
     claude_argv = ClaudeBackend().build_argv("claude", req("go on", resume="abc-123"))
     assert claude_argv[-4:] == ["--resume=abc-123", "--fork-session", "--", "go on"]
     codex = get_backend("codex").normalizer()
-    codex.begin(req("go on", resume="th-1"))  # thread/resume over the protocol
-    resume = json.loads(codex.outbox[-1])
+    fed = codex.begin(req("go on", resume="th-1"))  # thread/resume over the protocol
+    resume = json.loads(fed.writes[-1])
     assert resume["method"] == "thread/resume" and resume["params"]["threadId"] == "th-1"
     oc_argv = OpenCodeBackend().build_argv("opencode", req("go on", resume="ses_1"))
     assert oc_argv[oc_argv.index("--session=ses_1") + 1] == "--fork"

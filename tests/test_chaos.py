@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, git, git_repo
-from test_faults import end_entries
+from support import pistream as pi
+from support.fake import Fake
+from support.git import git, git_repo
+from support.sessionlog import end_entries
+
+pytestmark = pytest.mark.process
 
 TRIALS = int(os.environ.get("SUBAGENTS_CHAOS_TRIALS", "8"))
 SEED = int(os.environ.get("SUBAGENTS_CHAOS_SEED", "27"))

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from conftest import eventually
-from test_mcp_parent import block_text, blocks
+from support.checks import eventually
+from support.claude import block_text, blocks, last_user_text, strings
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.jobs import JobStore
+
+pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -130,23 +132,6 @@ def request_for(requests: list[dict[str, Any]], prompt: str) -> list[dict[str, A
         if users and prompt in block_text(users[-1].get("content")):
             out.append(req)
     return out
-
-
-def strings(obj: Any) -> list[str]:
-    if isinstance(obj, str):
-        return [obj]
-    if isinstance(obj, dict):
-        return [s for v in obj.values() for s in strings(v)]
-    if isinstance(obj, list):
-        return [s for v in obj for s in strings(v)]
-    return []
-
-
-def last_user_text(req: dict[str, Any]) -> str:
-    """Every text of the request's last user message: Claude Code merges the hook's context
-    into it, also into the content of a tool result it ends with."""
-    users = [m for m in req.get("messages") or [] if m.get("role") == "user"]
-    return "\n".join(strings(users[-1].get("content")))
 
 
 @needs_claude

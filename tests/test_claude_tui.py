@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import eventually
-from test_claude_plugin import last_user_text, strings
+from support.checks import eventually
+from support.claude import last_user_text, strings
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -30,10 +30,13 @@ PI_PRICE = (3.0, 15.0)  # dollars per million tokens: pi reports a cost with flo
 SCREEN_WAIT = 120.0
 PROMPT_MARK = "\u276f"  # the prompt box's mark
 
-pytestmark = pytest.mark.skipif(
-    any(shutil.which(cmd) is None for cmd in ("claude", "pi", "tmux")),
-    reason="needs claude, pi and tmux",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        any(shutil.which(cmd) is None for cmd in ("claude", "pi", "tmux")),
+        reason="needs claude, pi and tmux",
+    ),
+]
 
 
 class ClaudeTUI:

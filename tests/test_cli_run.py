@@ -6,37 +6,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-import pistream as pi
 import psutil
-from conftest import Fake, eventually, needs_pi, pid_alive
+import pytest
+from support import pistream as pi
+from support.checks import eventually, needs_pi, pid_alive
+from support.cli import CLI, cli, invoke
+from support.fake import Fake, fake_env
 
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 
-CLI = [sys.executable, "-m", "subagents.cli"]
 
-
-def cli(
-    args: list[str], env: dict[str, str] | None = None, timeout: float = 120, **kw: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
-
-
+@pytest.mark.process
 def test_answer_on_stdout_progress_on_stderr(fake: Fake) -> None:
     p = cli(["run", "do the thing"], fake_env(fake, pi.answer("The answer.")))
     assert p.returncode == 0, p.stderr
@@ -45,6 +27,7 @@ def test_answer_on_stdout_progress_on_stderr(fake: Fake) -> None:
     assert "$ ls" in p.stderr
 
 
+@pytest.mark.process
 def test_json_prints_result_json_only(fake: Fake) -> None:
     p = cli(["run", "--json", "x"], fake_env(fake, pi.answer("Yes.")))
     assert p.returncode == 0
@@ -54,6 +37,7 @@ def test_json_prints_result_json_only(fake: Fake) -> None:
     assert on_disk == result
 
 
+@pytest.mark.process
 def test_exit_codes_follow_status(fake: Fake) -> None:
     failed = cli(["run", "x"], fake_env(fake, [{"exit": 3}]))
     assert failed.returncode == 1
@@ -73,24 +57,26 @@ def _one_line_exit_2(p: subprocess.CompletedProcess[str], needle: str) -> None:
 
 
 def test_bad_input_is_one_line_and_exit_2(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
-    _one_line_exit_2(cli(["run", "--backend", "nope", "x"]), "unknown backend 'nope'")
+    _one_line_exit_2(invoke(["run", "--backend", "nope", "x"]), "unknown backend 'nope'")
     _one_line_exit_2(
-        cli(["run", "x"], {"SUBAGENTS_PI_BIN": str(tmp_path / "missing-pi")}), "not found"
+        invoke(["run", "x"], {"SUBAGENTS_PI_BIN": str(tmp_path / "missing-pi")}), "not found"
     )
     _one_line_exit_2(
-        cli(["run", "x"], {"PATH": str(tmp_path), "SUBAGENTS_PI_BIN": ""}), "not found on PATH"
+        invoke(["run", "x"], {"PATH": str(tmp_path), "SUBAGENTS_PI_BIN": ""}), "not found on PATH"
     )
     _one_line_exit_2(
-        cli(["run", "--cwd", str(tmp_path / "nowhere"), "x"], fake_env(fake, [])), "does not exist"
+        invoke(["run", "--cwd", str(tmp_path / "nowhere"), "x"], fake_env(fake, [])),
+        "does not exist",
     )
-    _one_line_exit_2(cli(["run", "   "], fake_env(fake, [])), "task is empty")
+    _one_line_exit_2(invoke(["run", "   "], fake_env(fake, [])), "task is empty")
     _one_line_exit_2(
-        cli(["run", "x"], {**fake_env(fake, []), "SUBAGENTS_DEPTH": "2"}), "nesting depth 3"
+        invoke(["run", "x"], {**fake_env(fake, []), "SUBAGENTS_DEPTH": "2"}), "nesting depth 3"
     )
     # None of these created a run directory.
     assert not (isolated_state / "runs").exists() or not any((isolated_state / "runs").iterdir())
 
 
+@pytest.mark.process
 def test_ctrl_c_aborts_cleanly(fake: Fake, tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     env = {**os.environ, **fake_env(fake, [{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}
@@ -112,6 +98,7 @@ def test_ctrl_c_aborts_cleanly(fake: Fake, tmp_path: Path) -> None:
     assert eventually(lambda: not pid_alive(child), 5)
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_real_pi_against_the_mock_model(tmp_path: Path) -> None:
     work = tmp_path / "project"
@@ -152,6 +139,7 @@ def test_real_pi_against_the_mock_model(tmp_path: Path) -> None:
     assert not [c for c in me.children(recursive=True) if c.name() in ("pi", "node")]
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_real_pi_provider_error_is_a_failure_with_the_message(tmp_path: Path) -> None:
     with MockModelServer(Script(error_status=500, error_times=-1)) as server:
@@ -174,6 +162,7 @@ def test_real_pi_provider_error_is_a_failure_with_the_message(tmp_path: Path) ->
     assert "## Error" in result["diagnostics"]
 
 
+@pytest.mark.process
 def test_doctor_names_missing_backends_with_install_commands(tmp_path: Path) -> None:
     env = {
         "PATH": str(tmp_path),

@@ -10,14 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, git_repo
-from test_cli_run import cli, fake_env
+from support import pistream as pi
+from support.cli import cli
+from support.fake import Fake, fake_env
+from support.git import git_repo
 
 import subagents
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
+
+pytestmark = pytest.mark.e2e
 
 FIRST = "list files MARKER-FIRST-TASK"
 FOLLOW_UP = "now count them MARKER-FOLLOW-UP"

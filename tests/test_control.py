@@ -16,9 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually
+from support import pistream as pi
+from support.checks import eventually
+from support.claude import claude_steps
+from support.cli import invoke
+from support.fake import Fake
 
 import subagents
 from subagents.config import Settings
@@ -51,23 +54,6 @@ def one_line(p: subprocess.CompletedProcess[str], *words: str) -> None:
 # --------------------------------------------------------------------------- a live fake
 
 
-def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:
-    """A fake claude: a tool call, then it waits on ``gate``; echoes ``echo`` as claude
-    echoes a message it takes (``--replay-user-messages``), then its result."""
-    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
-    usage = {"input_tokens": 1, "output_tokens": 1}
-    steps: list[dict[str, Any]] = [
-        {"emit": {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}},
-        {"emit": {"type": "assistant", "message": {"id": "a1", "model": "m", "content": [call], "usage": usage}}},
-        {"wait_for": str(gate)},
-    ]  # fmt: skip
-    if echo is not None:
-        message = {"role": "user", "content": echo}
-        steps.append({"emit": {"type": "user", "isReplay": True, "message": message}})
-    result = {"type": "result", "subtype": "success", "result": "ok", "usage": usage}
-    return [*steps, {"emit": result}]
-
-
 def start_claude(fake: Fake, steps: list[dict[str, Any]], home: Path | None = None) -> RunHandle:
     env = {**os.environ, "SUBAGENTS_CLAUDE_BIN": str(fake.launcher)}
     req = RunRequest(task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps))
@@ -81,6 +67,7 @@ def events(handle: RunHandle) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.process
 def test_the_endpoint_is_the_owners_only_and_goes_with_the_run(fake: Fake) -> None:
     gate = fake.dir / "gate"
     handle = start_claude(fake, claude_steps(gate, echo="look at b.py"))
@@ -99,6 +86,7 @@ def test_the_endpoint_is_the_owners_only_and_goes_with_the_run(fake: Fake) -> No
         subagents.send(handle.run_id, "too late")
 
 
+@pytest.mark.process
 def test_a_run_directory_past_a_socket_paths_length_is_reached(fake: Fake, tmp_path: Path) -> None:
     home = tmp_path / ("h" * 90)  # run dirs under it are longer than a socket path may be
     gate = fake.dir / "gate"
@@ -110,6 +98,7 @@ def test_a_run_directory_past_a_socket_paths_length_is_reached(fake: Fake, tmp_p
     assert (handle.wait(timeout=60) or {}).get("status") == "completed"
 
 
+@pytest.mark.process
 def test_a_message_never_taken_is_refused_when_the_run_ends(fake: Fake) -> None:
     """A steer claude never echoed (it ended first) is not counted as delivered."""
     gate = fake.dir / "gate"
@@ -124,6 +113,7 @@ def test_a_message_never_taken_is_refused_when_the_run_ends(fake: Fake) -> None:
     assert words[-1] == ("refused", "the run ended before the child took it")
 
 
+@pytest.mark.process
 def test_a_follow_up_to_a_run_that_fails_is_refused_with_the_reason(fake: Fake) -> None:
     steps = [*pi.start(), *pi.tool_use(), {"wait_for": str(fake.dir / "gate")}, {"exit": 3}]
     handle = fake.start(steps)
@@ -138,6 +128,7 @@ def test_a_follow_up_to_a_run_that_fails_is_refused_with_the_reason(fake: Fake) 
 # --------------------------------------------------------------------------- where a message goes
 
 
+@pytest.mark.process
 def test_a_job_id_reaches_its_one_running_run_and_only_that(
     fake: Fake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -168,6 +159,7 @@ def test_a_run_on_a_ray_node_is_refused_before_asking(tmp_path: Path, isolated_s
 # --------------------------------------------------------------------------- bad input
 
 
+@pytest.mark.process
 def test_bad_messages_are_one_line_and_exit_2(fake: Fake) -> None:
     one_line(cli(["send", "01zzzzzzzz", ""]), "text: the message is empty")
     one_line(cli(["send", "01zzzzzzzz", "-"], stdin=b"\xffoops"), "not valid UTF-8")
@@ -207,23 +199,16 @@ def test_bad_budgets_are_one_line_and_start_nothing(
         (bins / name).write_text("#!/bin/sh\nexit 9\n")
         (bins / name).chmod(0o755)
     env = {
-        **os.environ,
         "SUBAGENTS_CODEX_BIN": str(bins / "codex"),
         "SUBAGENTS_GEMINI_BIN": str(bins / "gemini"),
     }
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "run", *args, "a task"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    p = invoke(["run", *args, "a task"], env)
     one_line(p, *words)
     assert not (isolated_state / "runs").exists() or not any((isolated_state / "runs").iterdir())
 
 
 def test_non_numeric_budgets_are_refused_by_the_option_parser() -> None:
-    p = cli(["run", "--max-turns", "many", "x"])
+    p = invoke(["run", "--max-turns", "many", "x"])
     assert p.returncode == 2 and "'many' is not a valid integer" in p.stderr
 
 
@@ -232,9 +217,9 @@ def test_budgets_in_plans_agents_config_and_the_api_are_checked_alike(
 ) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nmax_cost: -1\nsteps:\n  - task: x\n")
-    one_line(cli(["run", "-f", str(plan)]), "max_cost: must be a positive amount of USD")
+    one_line(invoke(["run", "-f", str(plan)]), "max_cost: must be a positive amount of USD")
     plan.write_text("mode: single\nsteps:\n  - task: x\n    max_turns: 1.5\n")
-    one_line(cli(["run", "-f", str(plan)]), "steps.0.max_turns")
+    one_line(invoke(["run", "-f", str(plan)]), "steps.0.max_turns")
     with pytest.raises(UsageError, match="max_tokens: must be a whole number, 1 or more"):
         subagents.run("x", max_tokens=0)
     monkeypatch.setenv("SUBAGENTS_MAX_TURNS", "zero")
@@ -336,6 +321,7 @@ def test_a_child_that_stopped_reading_drops_what_is_left() -> None:
     assert writer.broken and writer.closed and not writer.buffer
 
 
+@pytest.mark.process
 def test_the_endpoint_answers_a_request_that_is_not_one(fake: Fake) -> None:
     gate = fake.dir / "gate"
     handle = start_claude(fake, claude_steps(gate))
@@ -369,6 +355,7 @@ def test_an_npm_clis_version_is_read_from_its_package(tmp_path: Path) -> None:
     assert not (tmp_path / "ran").exists()  # read, not run
 
 
+@pytest.mark.process
 def test_a_version_is_asked_once_and_a_failure_again(tmp_path: Path) -> None:
     from subagents.backends import get_backend
     from subagents.runs import installed_version

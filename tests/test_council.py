@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake
+from support import pistream as pi
+from support.fake import Fake
 
 import subagents
+
+pytestmark = pytest.mark.process
 
 
 def failing_bin(directory: Path, name: str, marker: Path) -> Path:

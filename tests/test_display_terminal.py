@@ -11,9 +11,10 @@ import sys
 import time
 from typing import Any
 
-import pistream as pi
-from conftest import Fake
-from ptyterm import Terminal
+import pytest
+from support import pistream as pi
+from support.fake import Fake
+from support.ptyterm import Terminal
 
 from subagents.cli.display import BURST, KEEP, REFRESH_PER_SECOND, Pending
 
@@ -67,6 +68,7 @@ def burst(fake: Fake, calls: int) -> list[dict[str, Any]]:
     return [{"replay": str(path)}]
 
 
+@pytest.mark.process
 def test_a_burst_of_events_is_drawn_at_a_bounded_rate_and_ends_on_the_last_state(
     fake: Fake,
 ) -> None:
@@ -97,6 +99,7 @@ def test_a_burst_of_events_is_drawn_at_a_bounded_rate_and_ends_on_the_last_state
     assert re.search(rf"completed .*· {calls} tools", text), text[-500:]
 
 
+@pytest.mark.process
 def test_a_slow_run_shows_every_line(fake: Fake) -> None:
     steps = [
         *pi.start(),

@@ -35,6 +35,7 @@ def by_name(checks: list[BackendCheck]) -> dict[str, BackendCheck]:
     return {c.name: c for c in checks}
 
 
+@pytest.mark.process
 def test_found_with_version_but_no_credentials(world: dict[str, str], tmp_path: Path) -> None:
     c = check_backend("codex", world)
     assert c.binary == str(tmp_path / "bin" / "codex")
@@ -43,12 +44,14 @@ def test_found_with_version_but_no_credentials(world: dict[str, str], tmp_path: 
     assert "OPENAI_API_KEY" in c.reason and c.install_hint is None
 
 
+@pytest.mark.process
 def test_credentials_from_env_name_only(world: dict[str, str]) -> None:
     c = check_backend("codex", {**world, "OPENAI_API_KEY": "sk-secret-value"})
     assert c.usable and c.reason == "OPENAI_API_KEY is set"
     assert "sk-secret-value" not in render_text([c])
 
 
+@pytest.mark.process
 def test_credentials_from_codex_home(world: dict[str, str], tmp_path: Path) -> None:
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
@@ -64,6 +67,7 @@ def test_missing_binary_has_an_install_hint(world: dict[str, str]) -> None:
     assert c.install_hint == "npm install -g @anthropic-ai/claude-code"
 
 
+@pytest.mark.process
 def test_binary_override_env_var(world: dict[str, str], tmp_path: Path) -> None:
     gem = fake_cli(tmp_path / "elsewhere", "my-gemini", "echo 0.61.0")
     c = check_backend("gemini", {**world, "SUBAGENTS_GEMINI_BIN": str(gem), "GEMINI_API_KEY": "x"})
@@ -72,6 +76,7 @@ def test_binary_override_env_var(world: dict[str, str], tmp_path: Path) -> None:
     assert bad.binary is None and "SUBAGENTS_GEMINI_BIN" in bad.reason
 
 
+@pytest.mark.process
 def test_version_failure_and_timeout(
     world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -89,6 +94,7 @@ def test_version_failure_and_timeout(
     assert c.version is None and "did not answer within 0.5s" in c.reason
 
 
+@pytest.mark.process
 def test_pi_credentials_from_agent_dir(world: dict[str, str], tmp_path: Path) -> None:
     fake_cli(Path(world["PATH"]), "pi", "echo 0.73.1")
     assert not check_backend("pi", world).usable
@@ -99,6 +105,7 @@ def test_pi_credentials_from_agent_dir(world: dict[str, str], tmp_path: Path) ->
     assert c.usable and "models.json" in c.reason
 
 
+@pytest.mark.process
 def test_check_backends_covers_all_and_renders_a_table(world: dict[str, str]) -> None:
     checks = check_backends(world)
     names = [c.name for c in checks]
@@ -141,6 +148,7 @@ NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
 
+@pytest.mark.process
 @needs_node
 def test_a_node_too_old_for_the_cli_is_named_with_the_fix(
     world: dict[str, str], tmp_path: Path
@@ -153,6 +161,7 @@ def test_a_node_too_old_for_the_cli_is_named_with_the_fix(
     assert "./scripts/setup puts Node 22 in .tools/node_modules/.bin" in c.reason
 
 
+@pytest.mark.process
 @needs_node
 def test_a_failing_node_cli_is_reported_by_its_error_line(
     world: dict[str, str], tmp_path: Path
@@ -163,6 +172,7 @@ def test_a_failing_node_cli_is_reported_by_its_error_line(
     assert not c.usable and c.reason == "`pi --version` failed (exit 1): SyntaxError: nope"
 
 
+@pytest.mark.process
 def test_each_version_against_the_tested_ones_and_what_its_runs_can_do(
     world: dict[str, str], tmp_path: Path
 ) -> None:

@@ -19,6 +19,8 @@ from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.runs import RunRequest, start
 
+pytestmark = pytest.mark.e2e
+
 FINAL = "Listed: {tool_output}."
 FINAL_TEXT = "Listed: a.txt, b.py."
 

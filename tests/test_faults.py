@@ -12,55 +12,24 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, pid_alive
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.cli import CLI, cli, no_traceback
+from support.fake import Fake, fake_env
+from support.sessionlog import end_entries
 
-CLI = [sys.executable, "-m", "subagents.cli"]
+pytestmark = pytest.mark.process
+
 FAULTS = Path(__file__).parent / "faultinject"
-
-
-def cli(
-    args: list[str], env: dict[str, str] | None = None, timeout: float = 120, **kw: Any
-) -> subprocess.CompletedProcess[str]:
-    kw.setdefault("stdin", subprocess.DEVNULL)
-    return subprocess.run(
-        [*CLI, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        **kw,
-    )
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
-
-
-def no_traceback(*procs: subprocess.CompletedProcess[str]) -> None:
-    for p in procs:
-        assert "Traceback" not in p.stderr + p.stdout, (p.args, p.stderr)
 
 
 def leftovers(home: Path) -> list[Path]:
     """Temp files and reserved space left behind anywhere in the state dir."""
     return [p for p in home.rglob("*") if p.name.endswith(".tmp") or p.name == ".reserve"]
-
-
-def end_entries(home: Path, job_id: str) -> list[dict[str, Any]]:
-    out = []
-    for log in (home / "sessions").glob("*.jsonl"):
-        for line in log.read_text().splitlines():
-            with contextlib.suppress(ValueError):
-                entry = json.loads(line)
-                if entry.get("jobId") == job_id and entry.get("eventType") != "subagent:start":
-                    out.append(entry)
-    return out
 
 
 def only_job(home: Path) -> str:
@@ -74,26 +43,6 @@ def two_big_lines_then(answer: str) -> list[dict[str, Any]]:
 
 
 # ---- disk full --------------------------------------------------------------------------
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 2 MB filesystem (tmpfs), where the machine lets this test mount one."""
-    where = tmp_path / "small"
-    where.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
-            check=True,
-            capture_output=True,
-            timeout=30,
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot mount a small tmpfs here (needs root or CAP_SYS_ADMIN): {exc}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], capture_output=True, timeout=30)
 
 
 def test_disk_full_on_a_real_small_filesystem(fake: Fake, small_disk: Path) -> None:

@@ -59,6 +59,7 @@ def _wait_for(predicate: Any, timeout: float = 15.0) -> bool:
     return bool(predicate())
 
 
+@pytest.mark.process
 def test_hook_gets_the_entry_json_on_stdin(tmp_path: Path) -> None:
     out = tmp_path / "got.json"
     env_out = tmp_path / "env.txt"
@@ -83,6 +84,7 @@ def test_hook_gets_the_entry_json_on_stdin(tmp_path: Path) -> None:
     assert rec["jobId"] == "job-1" and isinstance(rec["durationMs"], int)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "script",
     [
@@ -107,6 +109,7 @@ def test_hanging_hook_is_cut_off_at_its_timeout(tmp_path: Path, script: str) -> 
     assert rec["outcome"] == "timeout" and rec["pid"] == outcome.pid
 
 
+@pytest.mark.process
 def test_failing_hook_is_recorded(tmp_path: Path) -> None:
     log = tmp_path / "hooks.log.jsonl"
     hook = Hook(on=["error"], command=["sh", "-c", "echo oops >&2; exit 3"])
@@ -117,12 +120,14 @@ def test_failing_hook_is_recorded(tmp_path: Path) -> None:
     assert rec["outcome"] == "failed" and rec["exitCode"] == 3 and rec["stderrTail"] == "oops\n"
 
 
+@pytest.mark.process
 def test_hook_killed_by_a_signal_is_recorded(tmp_path: Path) -> None:
     hook = Hook(on=["error"], command=["sh", "-c", "kill -9 $$"])
     [outcome] = hooks.run_hooks(_entry("subagent:error"), [hook], tmp_path / "h.jsonl")
     assert outcome.outcome == "failed" and outcome.signal == "SIGKILL"
 
 
+@pytest.mark.process
 def test_missing_executable_is_recorded_and_the_next_hook_still_runs(tmp_path: Path) -> None:
     log = tmp_path / "hooks.log.jsonl"
     marker = tmp_path / "ran"
@@ -137,6 +142,7 @@ def test_missing_executable_is_recorded_and_the_next_hook_still_runs(tmp_path: P
     assert "no-such-program" in recs[0]["error"]
 
 
+@pytest.mark.process
 def test_big_output_is_bounded_and_a_hook_ignoring_stdin_is_fine(tmp_path: Path) -> None:
     hook = Hook(
         on=["complete"], command=["sh", "-c", "head -c 1000000 /dev/zero | tr '\\0' y; exit 0"]
@@ -147,6 +153,7 @@ def test_big_output_is_bounded_and_a_hook_ignoring_stdin_is_fine(tmp_path: Path)
     assert 0 < len(outcome.stdout_tail) <= hooks.TAIL_BYTES
 
 
+@pytest.mark.process
 def test_a_grandchild_holding_the_pipes_does_not_hold_up_a_finished_hook(tmp_path: Path) -> None:
     hook = Hook(on=["complete"], command=["sh", "-c", "sleep 30 & echo started"], timeout=20)
     started = time.monotonic()
@@ -158,6 +165,7 @@ def test_a_grandchild_holding_the_pipes_does_not_hold_up_a_finished_hook(tmp_pat
         proc.kill()
 
 
+@pytest.mark.process
 def test_run_hooks_never_raises(tmp_path: Path) -> None:
     # an unwritable log path: outcomes are still returned
     blocker = tmp_path / "file"
@@ -203,6 +211,7 @@ def test_unknown_events() -> None:
 # ---- detached -----------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_detached_returns_at_once_and_the_hook_still_runs(tmp_path: Path) -> None:
     out = tmp_path / "got.json"
     log = tmp_path / "hooks.log.jsonl"
@@ -221,6 +230,7 @@ def test_detached_returns_at_once_and_the_hook_still_runs(tmp_path: Path) -> Non
     assert sessionlog.read(log)[0]["outcome"] == "ok"
 
 
+@pytest.mark.process
 def test_detached_hooks_outlive_the_caller(tmp_path: Path) -> None:
     out = tmp_path / "got.json"
     log = tmp_path / "hooks.log.jsonl"
@@ -254,6 +264,7 @@ def test_detached_without_a_matching_hook_spawns_nothing(
     hooks.run_hooks_detached(_entry(), [], tmp_path / "h.jsonl")
 
 
+@pytest.mark.process
 def test_helper_main_reads_a_file_and_rejects_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
-from conftest import Fake
+import pytest
+from support import pistream as pi
+from support.cli import invoke
+from support.fake import Fake
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 
@@ -57,7 +59,7 @@ def raw(data: bytes) -> dict[str, str]:
 
 
 def test_task_not_utf8_is_refused_and_nothing_created(fake: Fake, isolated_state: Path) -> None:
-    p = cli(["run", os.fsdecode(b"fix \xff this")], fake_env(fake, pi.answer("x")))
+    p = invoke(["run", os.fsdecode(b"fix \xff this")], fake_env(fake, pi.answer("x")))
     one_line_exit_2(p, "task", "not valid UTF-8", "0xff")
     no_jobs(isolated_state)
 
@@ -66,41 +68,41 @@ def test_nul_in_a_plan_task_is_refused(fake: Fake, tmp_path: Path, isolated_stat
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"mode": "single", "tasks": [{"task": "a\x00b"}]}))
     one_line_exit_2(
-        cli(["run", "--plan", str(plan)], fake_env(fake, pi.answer("x"))), "tasks.0.task", "NUL"
+        invoke(["run", "--plan", str(plan)], fake_env(fake, pi.answer("x"))), "tasks.0.task", "NUL"
     )
     no_jobs(isolated_state)
 
 
 def test_concurrency_zero_is_one_line(fake: Fake) -> None:
     env = fake_env(fake, pi.answer("x"))
-    one_line_exit_2(cli(["run", "-j", "0", "--parallel", "a", "b"], env), "--concurrency")
-    one_line_exit_2(cli(["run", "-j", "0", "a"], env), "--concurrency")
+    one_line_exit_2(invoke(["run", "-j", "0", "--parallel", "a", "b"], env), "--concurrency")
+    one_line_exit_2(invoke(["run", "-j", "0", "a"], env), "--concurrency")
 
 
 def test_timeouts_out_of_range_are_one_line(fake: Fake, tmp_path: Path) -> None:
     env = fake_env(fake, pi.answer("x"))
     for value in ("1e12", "inf", "-1", "nan", "0"):
-        one_line_exit_2(cli(["run", "--timeout", value, "x"], env), "--timeout")
+        one_line_exit_2(invoke(["run", "--timeout", value, "x"], env), "--timeout")
     # An option given with a plan file is checked as the plan's own fields are.
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\ntasks: [{task: x}]\n")
-    one_line_exit_2(cli(["run", "--plan", str(plan), "--timeout", "inf"], env), "timeout")
-    one_line_exit_2(cli(["run", "x"], {**env, "SUBAGENTS_TIMEOUT": "1e20"}), "SUBAGENTS_TIMEOUT")
-    one_line_exit_2(cli(["run", "x"], {**env, "SUBAGENTS_KILL_GRACE": "inf"}), "KILL_GRACE")
+    one_line_exit_2(invoke(["run", "--plan", str(plan), "--timeout", "inf"], env), "timeout")
+    one_line_exit_2(invoke(["run", "x"], {**env, "SUBAGENTS_TIMEOUT": "1e20"}), "SUBAGENTS_TIMEOUT")
+    one_line_exit_2(invoke(["run", "x"], {**env, "SUBAGENTS_KILL_GRACE": "inf"}), "KILL_GRACE")
 
 
 def test_bad_environment_values_are_one_line(fake: Fake) -> None:
     env = fake_env(fake, pi.answer("x"))
-    one_line_exit_2(cli(["run", "x"], {**env, "SUBAGENTS_DEPTH": "two"}), "SUBAGENTS_DEPTH")
+    one_line_exit_2(invoke(["run", "x"], {**env, "SUBAGENTS_DEPTH": "two"}), "SUBAGENTS_DEPTH")
     bad_home = os.fsdecode(b"/tmp/\xffhome")
-    one_line_exit_2(cli(["run", "x"], {**env, "SUBAGENTS_HOME": bad_home}), "SUBAGENTS_HOME")
+    one_line_exit_2(invoke(["run", "x"], {**env, "SUBAGENTS_HOME": bad_home}), "SUBAGENTS_HOME")
 
 
 def test_agents_with_a_refused_project_config_is_one_line(tmp_path: Path) -> None:
     project = tmp_path / "repo"
     (project / ".subagents").mkdir(parents=True)
     (project / ".subagents" / "config.toml").write_text('bins = { pi = "/bin/sh" }\n')
-    one_line_exit_2(cli(["agents"], cwd=project), "bins", "not allowed in a project config")
+    one_line_exit_2(invoke(["agents"], cwd=project), "bins", "not allowed in a project config")
 
 
 # ---- 2. child output never crashes or poisons a run ----------------------------------
@@ -115,6 +117,7 @@ def answer_line(text_json: bytes) -> bytes:
     )
 
 
+@pytest.mark.process
 def test_invalid_utf8_in_the_answer_keeps_the_answer(fake: Fake) -> None:
     steps = [*pi.start(), raw(answer_line(b'"caf\xc3 ok \xff done"'))]
     p = cli(["run", "--json", "x"], fake_env(fake, steps))
@@ -125,6 +128,7 @@ def test_invalid_utf8_in_the_answer_keeps_the_answer(fake: Fake) -> None:
     assert b'"caf\xc3 ok \xff done"' in raw_stream  # raw.jsonl stays verbatim
 
 
+@pytest.mark.process
 def test_lone_surrogate_escape_does_not_kill_the_run(fake: Fake) -> None:
     steps = [*pi.start(), raw(answer_line(b'"half an emoji: \\ud83d end"')), *pi.end()]
     p = cli(["run", "--json", "x"], fake_env(fake, steps))
@@ -137,6 +141,7 @@ def test_lone_surrogate_escape_does_not_kill_the_run(fake: Fake) -> None:
 ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZWNobyBoaQ==\x07"
 
 
+@pytest.mark.process
 def test_escape_sequences_never_reach_the_terminal_or_transcript(fake: Fake) -> None:
     steps = [
         *pi.start(),
@@ -168,6 +173,7 @@ def test_escape_sequences_never_reach_the_terminal_or_transcript(fake: Fake) -> 
 # ---- 4. big inputs -----------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_a_task_over_the_argv_limit_reaches_the_child_on_stdin(fake: Fake, tmp_path: Path) -> None:
     task = "start " + "y" * (3 * 1024 * 1024) + " end"
     task_file = tmp_path / "task.txt"
@@ -187,6 +193,7 @@ def test_a_task_over_the_argv_limit_reaches_the_child_on_stdin(fake: Fake, tmp_p
     assert seen.read_text() == task
 
 
+@pytest.mark.process
 def test_a_task_over_10_mib_is_refused_up_front(
     fake: Fake, tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -205,6 +212,7 @@ def test_a_task_over_10_mib_is_refused_up_front(
     no_jobs(isolated_state)
 
 
+@pytest.mark.process
 def test_stderr_log_keeps_head_and_tail(fake: Fake) -> None:
     steps = [
         {"stderr": "HEAD\n"},

@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli_run import cli
+from support import pistream as pi
+from support.cli import cli
+from support.fake import Fake
 
 from subagents.core.files import JSON_PIECE, json_pieces, publish_once, write_json_atomic
 from subagents.jobs import JobStore
@@ -32,6 +32,7 @@ def _only_job() -> tuple[str, str]:
     return path.parent.name, path.read_text()
 
 
+@pytest.mark.process
 def test_a_single_run_job_holds_its_answer_once_and_shows_it_as_before(fake: Fake) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer(ANSWER))}
     p = cli(["run", "--json", "x"], env)
@@ -60,6 +61,7 @@ def test_a_single_run_job_holds_its_answer_once_and_shows_it_as_before(fake: Fak
     assert described.returncode == 0 and ANSWER.rstrip() in described.stdout
 
 
+@pytest.mark.process
 def test_a_chain_keeps_its_last_answer_once_and_a_parallel_job_its_null(
     fake: Fake, tmp_path: Path
 ) -> None:

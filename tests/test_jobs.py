@@ -9,16 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
-from conftest import Fake, eventually, pid_alive
-from test_cli_run import CLI as CLI_ARGS
-from test_cli_run import cli
+import pytest
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.cli import CLI as CLI_ARGS
+from support.cli import cli
+from support.fake import Fake, bin_env
 
 from subagents.testing.fakeagent import SCRIPT_ENV
 
-
-def bin_env(fake: Fake) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher)}
+pytestmark = pytest.mark.process
 
 
 def timed_child(fake: Fake, log: Path, seconds: float, answer: str) -> Path:

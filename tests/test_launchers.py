@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import psutil
 import pytest
-from conftest import Fake, eventually
+from support import pistream as pi
+from support.checks import eventually
+from support.fake import Fake
 
 from subagents import api
 from subagents.config import Settings
@@ -119,6 +120,7 @@ def test_a_job_recorded_before_placements_reads_as_it_ran() -> None:
     assert read(old).placement == Placement("ray", "h:1")
 
 
+@pytest.mark.process
 def test_a_local_runs_record_is_its_supervisor(fake: Fake) -> None:
     handle = fake.start([*pi.start(), {"sleep": 30}])
     try:
@@ -142,6 +144,7 @@ def relay() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
 
 
+@pytest.mark.process
 def test_a_ray_record_written_before_the_seam_is_read(
     tmp_path: Path, relay: subprocess.Popen[bytes]
 ) -> None:
@@ -173,6 +176,7 @@ def test_a_ray_record_written_before_the_seam_is_read(
     assert RunMonitor(tmp_path).supervisor_alive() is False
 
 
+@pytest.mark.process
 def test_a_ray_record_never_names_a_pid_as_its_supervisor(
     tmp_path: Path, relay: subprocess.Popen[bytes]
 ) -> None:

@@ -62,6 +62,7 @@ def test_api_run_is_the_function_not_the_runs_package() -> None:
     assert subagents.run.__module__ == "subagents.api"
 
 
+@pytest.mark.process
 def test_supervisor_start_path_imports_nothing_heavy() -> None:
     code = (
         "import sys, json, subagents.supervisor.main, subagents.backends.pi;"

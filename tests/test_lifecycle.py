@@ -9,12 +9,15 @@ import sys
 import time
 from pathlib import Path
 
-import pistream as pi
-from conftest import Fake, eventually
-from test_cli_run import CLI, cli
-from test_jobs import bin_env
+import pytest
+from support import pistream as pi
+from support.checks import eventually
+from support.cli import CLI, cli
+from support.fake import Fake, bin_env
 
 from subagents.lifecycle import sessionlog
+
+pytestmark = pytest.mark.process
 
 
 def _config(text: str) -> None:

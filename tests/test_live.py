@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import eventually
+from support.checks import eventually
 
 import subagents
 from subagents.config import Settings
@@ -26,6 +26,8 @@ from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import MessageRefused
 from subagents.runs import RunHandle, RunRequest, start
+
+pytestmark = pytest.mark.e2e
 
 STEER = "stop looping and say banana"
 FOLLOW = "and now say cherry"

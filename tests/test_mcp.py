@@ -4,75 +4,27 @@ whose children are the fake agent."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pistream as pi
 import pytest
-from conftest import Fake, pid_alive
-from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
+from support import pistream as pi
+from support.checks import pid_alive
+from support.fake import Fake, fake_env, script_launcher
+from support.mcp_client import TIMEOUT, connect, run, text_of
 
 from subagents.jobs.store import JobStore
 
-pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
-
-TIMEOUT = 60  # every test's bound, seconds
-
-
-def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**os.environ, **(extra or {})}
-
-
-def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
-    return {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(steps)}
-
-
-def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
-    """A fake pi from a Python body; ``task`` is the task text (the last argument)."""
-    script = fake.dir / f"{name}.py"
-    script.write_text(
-        "import json, os, sys, time\n"
-        "task = sys.argv[-1]\n"
-        "def answer(text):\n"
-        "    msg = {'role': 'assistant', 'content': [{'type': 'text', 'text': text}], 'stopReason': 'stop', 'model': 'm'}\n"
-        "    print(json.dumps({'type': 'message_end', 'message': msg}), flush=True)\n" + body
-    )
-    launcher = fake.dir / name
-    launcher.write_text(f"#!{sys.executable}\nexec(open({str(script)!r}).read())\n")
-    launcher.chmod(0o755)
-    return {"SUBAGENTS_PI_BIN": str(launcher)}
-
-
-@asynccontextmanager
-async def connect(
-    env: dict[str, str], *, mode: str = "auto", args: tuple[str, ...] = (), **kw: Any
-) -> AsyncIterator[Client]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "subagents.cli", "mcp", *args], env=server_env(env)
-    )
-    async with Client(params, mode=mode, **kw) as client:  # type: ignore[arg-type]
-        yield client
-
-
-def run(main: Callable[[], Any]) -> None:
-    async def bounded() -> None:
-        with anyio.fail_after(TIMEOUT):
-            await main()
-
-    anyio.run(bounded)
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.filterwarnings("ignore:resources/subscribe is removed"),
+]
 
 
 # ---- tools ---------------------------------------------------------------------------------
@@ -90,6 +42,7 @@ def test_lists_the_tools_and_the_job_resource() -> None:
                 "subagent_cancel",
                 "list_agents",
                 "continue",
+                "subagent_map",
             }
             props = tools["subagent"].input_schema["properties"]
             assert {

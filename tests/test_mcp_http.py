@@ -18,12 +18,13 @@ from typing import Any
 
 import anyio
 import httpx2
-import pistream as pi
 import pytest
-from conftest import Fake, pid_alive
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_mcp import TIMEOUT, fake_env, run, server_env
+from support import pistream as pi
+from support.checks import pid_alive
+from support.fake import Fake, fake_env
+from support.mcp_client import TIMEOUT, run, server_env
 
 from subagents.jobs.store import JobStore
 from subagents.testing.fakeagent import SCRIPT_ENV
@@ -78,6 +79,7 @@ def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
         reader.join(5)
 
 
+@pytest.mark.process
 def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
     with http_server(env) as server:
@@ -121,6 +123,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_http_client_that_disconnects_mid_call_aborts_its_job(
     fake: Fake, tmp_path: Path, mode: str
@@ -161,6 +164,7 @@ def test_http_client_that_disconnects_mid_call_aborts_its_job(
         assert server.proc.poll() is None, "the server went down with the client"
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(("sig", "mode"), [("SIGTERM", "legacy"), ("SIGINT", "auto")])
 def test_http_server_stops_cleanly_on_a_signal(
     fake: Fake, tmp_path: Path, sig: str, mode: str
@@ -235,6 +239,7 @@ def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.Monke
     assert generated and len(token) >= 32
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("where", ["env", "config"])
 def test_http_refuses_a_short_bearer_token(where: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_MCP_TOKEN"}

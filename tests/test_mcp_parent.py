@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 import pytest
+from support.claude import block_text, blocks
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -47,28 +48,6 @@ def stream_events(stdout: str) -> list[dict[str, Any]]:
             if isinstance(obj, dict):
                 out.append(obj)
     return out
-
-
-def blocks(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    """The content blocks of type ``kind`` in claude's assistant and user lines."""
-    out: list[dict[str, Any]] = []
-    for e in events:
-        msg = e.get("message")
-        content = msg.get("content") if isinstance(msg, dict) else None
-        for b in content if isinstance(content, list) else []:
-            if isinstance(b, dict) and b.get("type") == kind:
-                out.append(b)
-    return out
-
-
-def block_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(block_text(b) for b in content)
-    if isinstance(content, dict):
-        return str(content.get("text", ""))
-    return ""
 
 
 def ours(home: str) -> list[psutil.Process]:
@@ -115,6 +94,7 @@ def test_per_api_script_answers_each_api_its_own_way() -> None:
         assert len(srv.requests) == 3
 
 
+@pytest.mark.e2e
 @needs_clis
 def test_claude_calls_subagent_tool_which_runs_pi(tmp_path: Path) -> None:
     work = tmp_path / "work"

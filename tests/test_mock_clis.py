@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from livechild import Child, Codex, notified, text_input
+from support.livechild import Child, Codex, notified, text_input
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -580,6 +580,7 @@ def check_success(name: str, ran: Ran) -> None:
         assert finishes == ["tool-calls", "stop"]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(("name", "variant"), cli_params())
 def test_real_cli_runs_the_shell_tool_then_answers(tmp_path: Path, name: str, variant: str) -> None:
     ran = run_cli(tmp_path, name, Script(final_text=FINAL), variant)
@@ -588,6 +589,7 @@ def test_real_cli_runs_the_shell_tool_then_answers(tmp_path: Path, name: str, va
     assert ran.requests == (3 if name == "opencode" else 2)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", [pytest.param(n, marks=needs(n)) for n in CLIS])
 def test_real_cli_server_error(tmp_path: Path, name: str) -> None:
     # retry-after-ms 0: opencode retries 5xx by itself (5 times) and the header makes
@@ -619,6 +621,7 @@ def test_real_cli_server_error(tmp_path: Path, name: str) -> None:
         assert ran.rc == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("name", [pytest.param(n, marks=needs(n)) for n in ("codex", "opencode")])
 def test_real_cli_client_error_shows_the_message(tmp_path: Path, name: str) -> None:
     # codex replaces a 5xx body with a generic "high demand" text; a 4xx keeps it.
@@ -644,6 +647,7 @@ def live_env(tmp_path: Path, name: str, url: str) -> tuple[dict[str, str], Path]
     return {**os.environ, **CLIS[name].config(tmp_path / f"{name}-config", url)}, work
 
 
+@pytest.mark.e2e
 @needs("claude")
 def test_real_claude_stream_json_takes_a_message_mid_turn_and_a_follow_up(tmp_path: Path) -> None:
     """claude -p --input-format stream-json: a message sent while a tool runs reaches the
@@ -678,6 +682,7 @@ def test_real_claude_stream_json_takes_a_message_mid_turn_and_a_follow_up(tmp_pa
     assert rc == 0
 
 
+@pytest.mark.e2e
 @needs("codex")
 def test_real_codex_app_server_steers_a_turn(tmp_path: Path) -> None:
     """codex app-server: turn/steer with the active turn's id lands in that turn; a wrong

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from livechild import Child
+from support.livechild import Child
 
 import subagents.demo.mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
@@ -206,6 +206,7 @@ def test_write_pi_config(tmp_path: Path) -> None:
     assert not (tmp_path / "b" / "settings.json").exists()
 
 
+@pytest.mark.process
 def test_cli_serves_in_foreground() -> None:
     src = str(Path(mm.__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
@@ -261,6 +262,7 @@ def assistant_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_real_pi_tool_call_then_final_text(tmp_path: Path) -> None:
     final = "I listed the files: {tool_output}."
@@ -289,6 +291,7 @@ def test_real_pi_tool_call_then_final_text(tmp_path: Path) -> None:
     assert n_requests == 2
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_real_pi_server_error_with_retries(tmp_path: Path) -> None:
     # provider.maxRetries 0: no silent OpenAI-SDK retries, so each pi attempt is one request.
@@ -598,6 +601,7 @@ def test_config_writers_take_a_price(tmp_path: Path) -> None:
     assert "cost" not in config["provider"]["mock"]["models"][mm.MODEL_ID]
 
 
+@pytest.mark.process
 def test_cli_serves_a_loop() -> None:
     src = str(Path(mm.__file__).resolve().parents[3])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
@@ -621,6 +625,7 @@ def test_cli_serves_a_loop() -> None:
     assert heard["choices"][0]["message"]["content"] == "heard: hi"
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_real_pi_rpc_steer_reaches_the_looping_model(tmp_path: Path) -> None:
     """pi --mode rpc: a steer sent while a tool runs is the next user message, the loop

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from subagents.runs.monitor import RunMonitor
+
+pytestmark = pytest.mark.process
 
 
 def _result(run_dir: Path) -> None:

@@ -6,48 +6,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
-from conftest import Fake
+import pytest
+from support import pistream as pi
+from support.fake import Fake
+from support.sessionlog import CLAUDE_ID, SUBAGENTS, end_entry, hook, job_result, sub
 
 from subagents.jobs import JobStore
 from subagents.lifecycle import cost as costs
 from subagents.lifecycle import notices, sessionlog
 from subagents.present.figures import money
-
-SUBAGENTS = str(Path(sys.executable).parent / "subagents")
-CLAUDE_ID = "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383"
-
-
-def sub(
-    *args: str, stdin: str = "", env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [SUBAGENTS, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def job_result(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
-    return {
-        "jobId": job_id,
-        "mode": "single",
-        "status": "completed",
-        "durationMs": 3400,
-        "usage": {"input": 20, "output": 10, "totalTokens": 30, "cost": cost},
-        "runs": [{"agent": "scout", "backend": "pi", "status": "completed", "finalText": answer}],
-    }
-
-
-def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str, Any]:
-    return sessionlog.entry_for_job(job_result(job_id, answer, cost))
 
 
 def ended(
@@ -58,11 +28,7 @@ def ended(
     sessionlog.append(log, end_entry(job_id, answer, cost))
 
 
-def hook(home: Path, prompt: str = "hi") -> subprocess.CompletedProcess[str]:
-    payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
-    return sub("notices", "--claude-hook", stdin=json.dumps(payload))
-
-
+@pytest.mark.process
 def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     isolated_state: Path,
 ) -> None:
@@ -92,6 +58,7 @@ def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     assert bg not in context
 
 
+@pytest.mark.process
 def test_an_end_whose_job_is_gone_is_told_from_its_entry(isolated_state: Path) -> None:
     log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
     sessionlog.append(
@@ -103,6 +70,7 @@ def test_an_end_whose_job_is_gone_is_told_from_its_entry(isolated_state: Path) -
     )
 
 
+@pytest.mark.process
 def test_racing_hooks_tell_an_end_exactly_once(isolated_state: Path) -> None:
     log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
     sessionlog.append(log, end_entry("01m84t0m9p-8m6spb63", "the answer"))
@@ -122,6 +90,7 @@ def test_racing_hooks_tell_an_end_exactly_once(isolated_state: Path) -> None:
     assert len(told) == 1 and "01m84t0m9p-8m6spb63" in told[0], outputs
 
 
+@pytest.mark.process
 def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
     store = JobStore(isolated_state)
     session = f"claude-{CLAUDE_ID}"
@@ -132,6 +101,7 @@ def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
     assert hook(isolated_state).stdout == ""
 
 
+@pytest.mark.process
 def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path) -> None:
     store = JobStore(isolated_state)
     session = f"claude-{CLAUDE_ID}"
@@ -163,6 +133,7 @@ def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path)
         assert hook(isolated_state, prompt).stdout == "", prompt
 
 
+@pytest.mark.process
 def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "SessionStart"})
     fine = sub("claude-code", "session-start", stdin=payload)
@@ -180,6 +151,7 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     assert "not available" in out["hookSpecificOutput"]["additionalContext"]
 
 
+@pytest.mark.process
 def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
     isolated_state: Path,
 ) -> None:
@@ -214,6 +186,7 @@ def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
     assert monitor.stdout.read() == ""
 
 
+@pytest.mark.process
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
         proc = sub("notices", "--claude-hook", stdin=stdin)
@@ -221,6 +194,7 @@ def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
         assert proc.stdout == "" and proc.stderr.startswith("subagents claude-code: ")
 
 
+@pytest.mark.process
 def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher)}
     job_ids = []

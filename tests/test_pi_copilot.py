@@ -48,6 +48,7 @@ def _run(
     return result, headers
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_option_marks_every_child_request_agent(tmp_path: Path) -> None:
     result, headers = _run(tmp_path, Script(final_text="Listed: {tool_output}."), option=True)
@@ -57,6 +58,7 @@ def test_option_marks_every_child_request_agent(tmp_path: Path) -> None:
     assert [h.get("x-initiator") for h in headers] == ["agent", "agent"]
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_without_the_option_the_first_request_is_not_agent(tmp_path: Path) -> None:
     result, headers = _run(tmp_path, Script(final_text="Listed: {tool_output}."), option=False)
@@ -66,6 +68,7 @@ def test_without_the_option_the_first_request_is_not_agent(tmp_path: Path) -> No
     assert str(EXTENSION) not in meta["argv"]
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_a_400_about_the_initiator_is_retried_once_without_it(tmp_path: Path) -> None:
     script = Script(
@@ -84,6 +87,7 @@ def test_a_400_about_the_initiator_is_retried_once_without_it(tmp_path: Path) ->
     assert "X-Initiator: agent refused; retrying once without it" in events
 
 
+@pytest.mark.e2e
 @needs_pi
 def test_a_second_initiator_400_is_not_retried_again(tmp_path: Path) -> None:
     script = Script(

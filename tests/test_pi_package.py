@@ -13,7 +13,6 @@ import queue
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,128 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import git, git_repo
-
-from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
-
-REPO = Path(__file__).resolve().parent.parent
-EXTENSION = REPO / "integrations" / "pi" / "index.ts"
-SUBAGENTS = Path(sys.executable).with_name("subagents")
-CHILD_ANSWER = "Hello from the mock model."
-
-
-def _pi_version() -> tuple[int, ...] | None:
-    try:
-        out = subprocess.run(
-            ["pi", "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    try:
-        return tuple(int(x) for x in out.stdout.strip().split("."))
-    except ValueError:
-        return None
-
-
-_VERSION = _pi_version()
-pytestmark = pytest.mark.skipif(
-    _VERSION is None or _VERSION < (0, 87) or not SUBAGENTS.exists(),
-    reason="needs pi >= 0.87 on PATH (with Node >= 22) and the subagents CLI in the venv",
+from support.git import git, git_repo
+from support.pi_parent import (
+    BROKEN,
+    COLUMNS,
+    EXTENSION,
+    SUBAGENTS,
+    Parent,
+    add_provider,
+    delegating,
+    mixed_tasks,
+    needs_pi_parent,
 )
 
+from subagents.demo.mockmodel import MockModelServer, Script, pi_argv
 
-def add_provider(agent_dir: Path, name: str, base_url: str) -> None:
-    """A second provider in the parent's models.json: children given ``name/mock-model``
-    talk to another mock server."""
-    path = agent_dir / "models.json"
-    models = json.loads(path.read_text())
-    models["providers"][name] = {**models["providers"]["mock"], "baseUrl": base_url + "/v1"}
-    path.write_text(json.dumps(models))
-
-
-class Parent:
-    """A pi parent against ``server``, with the package loaded and a session directory."""
-
-    def __init__(self, tmp: Path, server: MockModelServer) -> None:
-        self.tmp = tmp
-        self.work = tmp / "project"
-        self.work.mkdir(exist_ok=True)
-        self.agent_dir = tmp / "pi-agent"
-        self.sessions = tmp / "sessions"
-        self.env = {
-            **os.environ,
-            **write_pi_config(self.agent_dir, server.url, retry={"enabled": False}),
-            "SUBAGENTS_BIN": str(SUBAGENTS),
-        }
-        self.env.pop("PI_SUBAGENTS_CHILD", None)
-        self.stderr = ""  # the last print-mode run's
-
-    def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
-        argv = pi_argv(prompt)
-        argv.remove("--no-session")
-        argv[-1:-1] = ["--session-dir", str(self.sessions), *extra]
-        if load:
-            argv[-1:-1] = ["-e", str(EXTENSION)]
-        p = subprocess.run(
-            argv,
-            cwd=self.work,
-            env=self.env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert p.returncode == 0, p.stderr[-3000:]
-        self.stderr = p.stderr
-        return [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-
-    def spawn(self, argv: list[str], stdin: int) -> subprocess.Popen[str]:
-        """pi with ``argv`` as a live process; events on its stdout."""
-        return subprocess.Popen(
-            argv,
-            cwd=self.work,
-            env=self.env,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def session_file(self) -> Path:
-        files = list(self.sessions.rglob("*.jsonl"))
-        assert len(files) == 1, files
-        return files[0]
-
-    def agent_events(self) -> list[dict[str, Any]]:
-        lines = [json.loads(x) for x in self.session_file().read_text().splitlines() if x]
-        return [
-            e["data"] for e in lines if e["type"] == "custom" and e["customType"] == "agent_event"
-        ]
-
-
-@contextlib.contextmanager
-def delegating(
-    tmp_path: Path,
-    args: dict[str, Any],
-    calls: int = 1,
-    answer: str | None = None,
-    **children: Script,
-) -> Iterator[tuple[Parent, MockModelServer]]:
-    """A pi parent whose mock model calls ``subagent(args)`` (``calls`` times, then answers
-    ``answer``, by default quoting the tool's output); each ``NAME=script`` is a mock of its
-    own, the provider of children on ``NAME/mock-model``."""
-    script = Script(tool_name="subagent", tool_args=args, final_text=answer)
-    if calls > 1:
-        script = Script(
-            tool_name="subagent", tool_args=args, final_text=answer, loop=True, loop_limit=calls
-        )
-    with contextlib.ExitStack() as stack:
-        server = stack.enter_context(MockModelServer(script))
-        parent = Parent(tmp_path, server)
-        for name, child in children.items():
-            add_provider(parent.agent_dir, name, stack.enter_context(MockModelServer(child)).url)
-        yield parent, server
+CHILD_ANSWER = "Hello from the mock model."
+pytestmark = [pytest.mark.e2e, needs_pi_parent]
 
 
 def tool_end(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -156,15 +50,6 @@ def show(job_id: str) -> str:
     )
     assert shown.returncode == 0, shown.stderr
     return shown.stdout
-
-
-def write_agent(name: str, model: str) -> None:
-    """An agent (in the test's own config dir) whose runs use ``model``."""
-    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
-    agents.mkdir(parents=True, exist_ok=True)
-    (agents / f"{name}.md").write_text(
-        f"---\nname: {name}\ndescription: {name}\nmodel: {model}\n---\nYou are {name}.\n"
-    )
 
 
 START_FIELDS = {"eventType", "jobId", "requestedBy", "agentName", "mode", "pid", "startedAt"}
@@ -287,17 +172,6 @@ def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Pa
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:error"]
     assert entries[1]["status"] == "failed" and "500 mock server error" in entries[1]["summary"]
     assert entries[1]["model"] == "broken/mock-model"
-
-
-def mixed_tasks(first: str, second: str) -> dict[str, Any]:
-    """Two tasks in parallel: ``first`` for the agent ``scout`` (on the provider ``child``),
-    ``second`` for ``failer`` (on ``broken``)."""
-    write_agent("scout", "child/mock-model")
-    write_agent("failer", "broken/mock-model")
-    return {"tasks": [{"task": first, "agent": "scout"}, {"task": second, "agent": "failer"}]}
-
-
-BROKEN = Script(error_status=500, error_times=-1)  # every request: 500 mock server error
 
 
 def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
@@ -623,9 +497,6 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
 
 
-COLUMNS = ("JOB", "TASK", "AGENTS", "BACKENDS", "STATUS", "ELAPSED", "TOKENS", "COST")
-
-
 def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
     # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
@@ -729,6 +600,32 @@ def test_budgets_from_the_tool_wrap_a_looping_child_up(tmp_path: Path) -> None:
     (record,) = json.loads(show(end["result"]["details"]["jobId"]))["runs"]
     assert record["limit"]["kind"] == "turns" and record["limit"]["limit"] == 2
     assert record["limit"]["action"] == "wrap-up"
+
+
+def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Path) -> None:
+    """The tool's parameters are the engine's options (options.ts, generated): a step's own,
+    the call's for every step without its own, and the job's, all reach the job's record."""
+    step = {"task": "first", "model": "child/mock-model", "stallTimeout": 120, "maxTurns": 5}
+    args = {
+        "chain": [step, {"task": "then {previous}", "model": "child/mock-model"}],
+        "timeout": 300,
+        "onStall": "abort",
+        "toolTimeout": 60,
+        "jobMaxTurns": 20,
+    }
+    with delegating(tmp_path, args, answer="done", child=Script()) as (parent, _):
+        end = tool_end(parent.run("delegate it"))
+    assert end["isError"] is False, end["result"]
+    plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
+    first, second = plan["requests"]
+    assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)
+    for request in (first, second):
+        assert (request["timeout"], request["on_stall"], request["tool_timeout"]) == (
+            300,
+            "abort",
+            60,
+        )
+    assert plan["budget"] == {"max_turns": 20}
 
 
 @dataclass

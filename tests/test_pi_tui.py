@@ -16,21 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import eventually
-from test_pi_package import (
-    BROKEN,
-    COLUMNS,
-    EXTENSION,
-    SUBAGENTS,
-    Parent,
-    delegating,
-    mixed_tasks,
-)
-from test_pi_package import pytestmark as needs_pi
+from support.checks import eventually
+from support.pi_parent import BROKEN, COLUMNS, EXTENSION, SUBAGENTS, Parent, delegating, mixed_tasks
+from support.pi_parent import needs_pi_parent as needs_pi
 
 from subagents.demo.mockmodel import Script
 
-pytestmark = [needs_pi, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+pytestmark = [
+    pytest.mark.e2e,
+    needs_pi,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+]
 COLS, ROWS = 120, 40
 
 

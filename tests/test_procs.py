@@ -14,7 +14,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import Fake, pid_alive
+from support.checks import pid_alive
+from support.fake import Fake
 
 from subagents.core import procs
 from subagents.launchers.base import write_record
@@ -35,6 +36,7 @@ def _group(script: str, groups: list[int]) -> subprocess.Popen[bytes]:
     return proc
 
 
+@pytest.mark.process
 def test_a_group_that_ends_on_sigterm_ends_within_the_grace(reap_group: list[int]) -> None:
     proc = _group("echo ready; exec sleep 60", reap_group)
     assert procs.stop_group(proc.pid, 60, reap=proc.poll) is True
@@ -42,6 +44,7 @@ def test_a_group_that_ends_on_sigterm_ends_within_the_grace(reap_group: list[int
     assert not procs.group_alive(proc.pid)
 
 
+@pytest.mark.process
 def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(reap_group: list[int]) -> None:
     proc = _group("trap '' TERM; echo ready; exec sleep 60", reap_group)
     t0 = time.monotonic()
@@ -50,6 +53,7 @@ def test_a_group_that_ignores_sigterm_is_killed_after_the_grace(reap_group: list
     assert proc.wait(timeout=30) == -signal.SIGKILL
 
 
+@pytest.mark.process
 def test_a_grandchild_ignoring_sigterm_goes_with_its_group(reap_group: list[int]) -> None:
     # The leader ends on SIGTERM; what it left in the group does not: the group is not over.
     proc = _group("(trap '' TERM; echo ready; exec sleep 60) & wait", reap_group)
@@ -70,6 +74,7 @@ def test_escalate_sends_sigkill_only_when_the_end_does_not_come() -> None:
     assert sent == [signal.SIGINT, signal.SIGKILL] and waited == [2.5]
 
 
+@pytest.mark.process
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")
 def test_a_group_we_may_not_signal_is_not_ours(reap_group: list[int]) -> None:
     """As another user (nobody), root's group is neither alive, signalled nor waited for: no
@@ -104,6 +109,7 @@ def test_a_group_we_may_not_signal_is_not_ours(reap_group: list[int]) -> None:
     assert procs.stop_group(proc.pid, 30, reap=proc.poll) is True  # ours, as root
 
 
+@pytest.mark.process
 def test_stopping_a_run_whose_supervisor_ignores_sigterm_kills_it_and_ends_the_run(
     fake: Fake, tmp_path: Path, reap_group: list[int]
 ) -> None:

@@ -415,6 +415,7 @@ def test_transcript_and_line_share_wording() -> None:
         assert line is not None and chunk is not None and line in chunk
 
 
+@pytest.mark.process
 def test_module_imports_only_stdlib() -> None:
     code = (
         "import sys; import subagents.present.progress, subagents.present.diagnostics; "

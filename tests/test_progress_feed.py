@@ -10,9 +10,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
-from conftest import Fake, eventually, pid_alive
-from test_cli_run import CLI, cli, fake_env
+import pytest
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.cli import CLI, cli
+from support.fake import Fake, fake_env
+
+pytestmark = pytest.mark.process
 
 
 def records(stderr: str) -> list[dict[str, Any]]:

@@ -35,13 +35,15 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from support.checks import eventually  # noqa: E402
 
 from subagents import api, service  # noqa: E402
 from subagents.config import Settings  # noqa: E402
 from subagents.jobs import parse_job  # noqa: E402
 from subagents.runs import RunRequest, start  # noqa: E402
+
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 LOOPBACK = "127.0.0.1"
 UNITS = 8

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fits
+from support.checks import fits
 
 from subagents.core.records import JOB_VERSION, META_VERSION, RESULT_VERSION
 from subagents.core.upgrade import upgrade_job, upgrade_meta, upgrade_result

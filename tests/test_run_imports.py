@@ -11,8 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pistream as pi
-from conftest import Fake
+import pytest
+from support import pistream as pi
+from support.fake import Fake
+
+pytestmark = pytest.mark.process
 
 # Read only when the run names an agent (agent files: yaml and their model) or a config
 # file exists (tomllib, and pydantic to check it); rich only for a display. The command

@@ -75,6 +75,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.process
 def test_twenty_processes_appending_never_interleave(tmp_path: Path) -> None:
     log = tmp_path / "home" / "sessions" / "s.jsonl"
     go = tmp_path / "go"
@@ -192,6 +193,7 @@ def wait_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return str(request.param)
 
 
+@pytest.mark.process
 def test_follow_yields_an_append_from_another_process_within_a_second(
     tmp_path: Path, follower: list[Follower], wait_mode: str
 ) -> None:

@@ -10,10 +10,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import git, git_repo
+from support.git import git, git_repo
 
 from subagents import worktree as wt
 from subagents.errors import WorktreeError
+
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture

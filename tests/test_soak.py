@@ -11,7 +11,10 @@ from pathlib import Path
 
 import anyio
 import psutil
+import pytest
 from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.process
 
 SEQUENTIAL = int(os.environ.get("SOAK_N", "200"))
 CONCURRENT = 50

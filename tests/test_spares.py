@@ -16,12 +16,14 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import eventually, pid_alive
+from support.checks import eventually, pid_alive
 
 from subagents.config import Settings
 from subagents.core.files import read_json
 from subagents.launchers.spares import SPARES, Spare, start_supervisor
 from subagents.runs import RunHandle, RunRequest, start
+
+pytestmark = pytest.mark.process
 
 
 @pytest.fixture

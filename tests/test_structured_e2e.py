@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import invoke
 
 from subagents.config import Settings
 from subagents.demo import mockmodel as mm
@@ -74,6 +75,7 @@ def events(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("pi"))
 def test_pi_returns_a_valid_object_from_the_instruction_in_its_task(
     tmp_path: Path, backend: str
@@ -88,6 +90,7 @@ def test_pi_returns_a_valid_object_from_the_instruction_in_its_task(
     assert "enum" in json.dumps(srv.requests[0]) and len(srv.requests) == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("pi", "gemini", "opencode"))
 def test_an_invalid_answer_is_repaired_in_one_turn_quoting_the_error(
     tmp_path: Path, backend: str
@@ -109,6 +112,7 @@ def test_an_invalid_answer_is_repaired_in_one_turn_quoting_the_error(
     assert repairs[-1]["receipt"] == "delivered"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("pi"))
 def test_a_never_valid_answer_fails_with_the_error_and_the_raw_answer_kept(
     tmp_path: Path, backend: str
@@ -126,6 +130,7 @@ def test_a_never_valid_answer_fails_with_the_error_and_the_raw_answer_kept(
     assert len(srv.requests) == 2  # the answer, one repair: no more
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("claude"))
 def test_claude_gets_its_own_json_schema_flag_and_its_structured_output_is_read(
     tmp_path: Path, backend: str
@@ -144,6 +149,7 @@ def test_claude_gets_its_own_json_schema_flag_and_its_structured_output_is_read(
     assert "Answer with a single JSON value" not in json.dumps(srv.requests[0])
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("codex"))
 def test_codex_gets_its_own_output_schema_in_strict_form(tmp_path: Path, backend: str) -> None:
     script = Script(use_tool=False, final_text='{"verdict": "ok", "note": null}')
@@ -184,19 +190,9 @@ def test_a_schema_codex_strict_mode_refuses_is_one_line_before_anything_starts(
 def test_a_bad_schema_is_one_line_exit_2_before_anything_starts(
     tmp_path: Path, given: str, says: str
 ) -> None:
-    import subprocess
-    import sys
-
     (tmp_path / "big.json").write_text('{"description": "' + "x" * 300_000 + '"}')
     home = tmp_path / "home"
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "subagents"), "run", "--output-schema", given, "hi"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**__import__("os").environ, "SUBAGENTS_HOME": str(home)},
-        timeout=60,
-    )
+    proc = invoke(["run", "--output-schema", given, "hi"], {"SUBAGENTS_HOME": str(home)}, tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("subagents: --output-schema: ")
@@ -204,6 +200,7 @@ def test_a_bad_schema_is_one_line_exit_2_before_anything_starts(
     assert not (home / "runs").exists() or not list((home / "runs").iterdir())
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("backend", cli("pi"))
 def test_a_chain_passes_the_json_text_on_and_an_agent_file_carries_its_schema(
     tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch
@@ -239,6 +236,7 @@ def test_a_chain_passes_the_json_text_on_and_an_agent_file_carries_its_schema(
 VERDICT = {"best": "B", "agreement": "partial", "reasons": ["B fixed it"], "merged": "fixed"}
 
 
+@pytest.mark.e2e
 def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdict(
     tmp_path: Path,
 ) -> None:

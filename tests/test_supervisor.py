@@ -14,13 +14,16 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, pid_alive
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.fake import Fake
 
 from subagents.core.files import read_events
 from subagents.runs import RunHandle
 from subagents.supervisor.lines import READ_SIZE
+
+pytestmark = pytest.mark.process
 
 
 def _ts(iso: str) -> float:

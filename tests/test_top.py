@@ -13,13 +13,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually
-from test_cli_run import cli, fake_env
+from support import pistream as pi
+from support.checks import eventually
+from support.cli import cli
+from support.fake import Fake, fake_env
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
+
+pytestmark = pytest.mark.e2e
 
 SUBAGENTS = str(Path(sys.executable).parent / "subagents")
 needs_tmux_pi = pytest.mark.skipif(

@@ -12,9 +12,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, fits
+from support import pistream as pi
+from support.checks import eventually, fits
+from support.fake import Fake
 
 import subagents
 from subagents import types
@@ -42,6 +43,7 @@ EVENT_TYPES = {
 }
 
 
+@pytest.mark.process
 def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
     thought = pi.assistant(
         [{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Done."}], "stop"
@@ -108,6 +110,7 @@ def events_text(run_dir: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
+@pytest.mark.process
 def test_a_job_and_its_records_fit_their_types(
     fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
 ) -> None:
@@ -181,6 +184,7 @@ CALLER = """
 """
 
 
+@pytest.mark.process
 def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
     source = textwrap.dedent(CALLER).splitlines()
     caller = tmp_path / "caller.py"
@@ -226,13 +230,15 @@ def test_a_callers_type_checker_knows_what_run_returns(tmp_path: Path) -> None:
 
 
 def test_a_request_record_holds_every_field_of_a_request() -> None:
-    """RunRequest.to_record names each field itself: a field added to the dataclass and not to
-    the record (or the other way round) would not be kept in job.json."""
+    """The record's keys are RunRequest's fields: a field added to the dataclass and not to
+    the record (or the other way round) would be kept in job.json untyped."""
     from dataclasses import fields
 
     from subagents.runs import RunRequest
 
-    keys = set(types.RunRequestRecord.__required_keys__)
+    # Its options are optional keys (absent from records written before each was one).
+    record = types.RunRequestRecord
+    keys = set(record.__required_keys__) | set(record.__optional_keys__) - {"runner"}
     assert keys == {f.name for f in fields(RunRequest)}
     full = RunRequest(task="t", backend="pi", env={"A": "1"}, isolate="worktree", tool_timeout=2.0)
     assert RunRequest.from_record(full.to_record()) == full

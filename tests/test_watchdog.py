@@ -9,11 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pistream as pi
-from conftest import Fake, eventually
-from test_cli_run import cli, fake_env
+import pytest
+from support import pistream as pi
+from support.checks import eventually
+from support.cli import cli
+from support.fake import Fake, fake_env
 
 from subagents.core.files import read_events
+
+pytestmark = pytest.mark.process
 
 
 def _events(result: dict) -> list[dict]:

@@ -6,39 +6,31 @@ the page and opens no dialog. Jobs run real supervisors with the fake agent."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, git, git_repo, pid_alive
-from test_control import claude_steps
-from webserver import Web, chromium, have_chromium, web_server
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.claude import claude_steps
+from support.fake import Fake
+from support.git import git, git_repo
+from support.webserver import Web, have_chromium, until
 
 import subagents
 from subagents import service
 from subagents.core import paths
 from subagents.jobs import JobStore
 
-pytestmark = pytest.mark.skipif(
-    not have_chromium(), reason="needs Debian's chromium and chromium-driver"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.xdist_group("chromium"),
+    pytest.mark.skipif(not have_chromium(), reason="needs Debian's chromium and chromium-driver"),
+]
 
 WAIT = 30.0
 XSS = "<script>alert(1)</script> and <img src=x onerror=alert(2)> and [click](javascript:alert(3))"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as driver:
-        yield driver
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -50,19 +42,6 @@ def start(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> Callable[..., str]:
         return subagents.start(spec, cwd=cwd, env=fake.env(steps)).job_id
 
     return run
-
-
-def until(driver: Any, script: str, timeout: float = WAIT) -> Any:
-    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value.
-    An expression that throws (its element is not there yet) is not true yet."""
-    value: list[Any] = [None]
-
-    def check() -> bool:
-        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
-        return bool(value[0])
-
-    assert eventually(check, timeout), f"never true: {script}"
-    return value[0]
 
 
 def sign_in(driver: Any, web: Web, path: str = "/") -> None:
@@ -164,13 +143,12 @@ def test_send_from_the_job_page_steers_the_running_child(
     run = json.loads((d / "result.json").read_text())
     assert run["messages"] == {"sent": 1, "delivered": 1}
     assert "only the tokenizer, then report" in _text(d / "transcript.md")
-    # To a run that has ended: refused, said on the page, nothing sent.
-    browser.find_element("id", "send-text").send_keys("too late")
-    browser.find_element("id", "send-button").click()
-    refusal = until(browser, f"{result}.className === 'problem' && {result}.textContent")
-    assert "ended" in refusal
-    # A program's request that is no message is refused before anything is asked of the run.
+    # The form follows the run: gone once it ended; a program's message to it is refused.
+    until(browser, "document.getElementById('send-form') === null")
     with web.client() as client:
+        late = client.post(f"/api/runs/{run['runId']}/send", json={"text": "too late"})
+        assert late.status_code == 409 and "ended" in late.json()["error"]
+        # A request that is no message is refused before anything is asked of the run.
         bad = client.post(f"/api/runs/{run['runId']}/send", json={"mode": "shout"})
         assert bad.status_code == 400 and "text" in bad.json()["error"]
         unknown = client.post("/api/runs/nope/send", json={"text": "hi"})

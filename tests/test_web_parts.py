@@ -6,11 +6,8 @@ transcript rendered piece by piece as it grows."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from html import unescape
@@ -18,24 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, git_repo
-from test_cli_run import cli
-from test_mcp import script_launcher
-from webserver import TOKEN, Web, web_server
+from support import pistream as pi
+from support.checks import eventually
+from support.cli import cli
+from support.fake import Fake, script_launcher
+from support.git import git_repo
+from support.webserver import TOKEN, Web, web_command
 
 import subagents
 from subagents.jobs import JobStore
 from subagents.present.figures import money
 
 TIMEOUT = 60
-
-
-@pytest.fixture
-def web(isolated_state: Path) -> Iterator[Web]:
-    with web_server(isolated_state) as server:
-        yield server
 
 
 @pytest.fixture
@@ -115,22 +107,12 @@ def test_requests_without_the_token_or_from_elsewhere_are_refused(web: Web) -> N
         assert ok.status_code == 404 and "no job or run" in ok.json()["error"]  # past every check
 
 
+@pytest.mark.process
 def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_state: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_WEB_TOKEN"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:(\d+))/\?token=(\S+)", line)
+    with web_command({"SUBAGENTS_WEB_TOKEN": ""}) as (proc, base, line):
+        found = re.search(r"/\?token=(\S+)", line)
         assert found, line
-        base, token = found.group(1), found.group(3)
+        token = found.group(1)
         assert len(token) >= 32 and "SUBAGENTS_WEB_TOKEN" in line
         with httpx2.Client(base_url=base, timeout=30) as client:
             assert client.get("/").status_code == 401
@@ -142,13 +124,10 @@ def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_stat
                 assert first.startswith("retry:")
                 proc.send_signal(signal.SIGTERM)
                 assert proc.wait(15) == 0
-        assert proc.stderr.read() == ""
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        assert proc.stderr is not None and proc.stderr.read() == ""
 
 
+@pytest.mark.process
 def test_a_short_token_is_refused(isolated_state: Path) -> None:
     p = cli(["web", "--port", "0"], {"SUBAGENTS_WEB_TOKEN": "x" * 15})
     assert p.returncode == 2
@@ -168,6 +147,7 @@ def _cost_tables(page: str) -> dict[str, list[list[str]]]:
     return tables
 
 
+@pytest.mark.process
 def test_the_cost_page_shows_the_numbers_of_cost_json(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -179,8 +159,8 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     with web.client() as client:
         page = client.get("/cost").text
     tables = _cost_tables(page)
-    assert set(tables) == {"day", "backend", "agent", "repo"}
-    assert page.count("<svg") == 4
+    assert set(tables) == {"day", "backend", "model", "agent", "repo"}
+    assert page.count("<svg") == 5
     for by, rows in tables.items():
         report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
         expected = [
@@ -195,6 +175,7 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     assert json.loads(cli(["cost", "--json"]).stdout)["summary"] in unescape(page)
 
 
+@pytest.mark.process
 def test_the_fleet_groups_jobs_by_repository_and_session(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -225,6 +206,7 @@ def test_the_fleet_groups_jobs_by_repository_and_session(
         assert job["status"] == "completed" and job["runs"][0]["finalText"] == "in one"
 
 
+@pytest.mark.process
 def test_a_parallel_job_page_has_a_timeline_and_its_runs(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -242,6 +224,7 @@ def test_a_parallel_job_page_has_a_timeline_and_its_runs(
         assert client.get("/job/zzzz").status_code == 404
 
 
+@pytest.mark.process
 def test_a_failed_runs_diagnostics_are_on_its_page(
     web: Web, finished: Callable[..., dict[str, Any]]
 ) -> None:
@@ -253,6 +236,7 @@ def test_a_failed_runs_diagnostics_are_on_its_page(
     assert "boom &lt;b&gt;not bold&lt;/b&gt;" in page and "<b>not bold</b>" not in page
 
 
+@pytest.mark.process
 def test_a_council_job_page_shows_its_members_side_by_side_and_the_verdict(
     web: Web, fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,6 +270,7 @@ def test_a_council_job_page_shows_its_members_side_by_side_and_the_verdict(
     assert '<pre class="merged">a &amp; b</pre>' in section
 
 
+@pytest.mark.process
 def test_the_job_stream_sends_the_transcript_as_it_grows(
     web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -323,6 +308,7 @@ def test_the_job_stream_sends_the_transcript_as_it_grows(
     )
 
 
+@pytest.mark.process
 def test_a_long_transcript_shows_its_end_and_links_to_all_of_it(
     web: Web, finished: Callable[..., dict[str, Any]]
 ) -> None:
@@ -396,7 +382,7 @@ def test_a_council_without_a_verdict_says_why_and_escapes_every_value() -> None:
 
 
 def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
-    from subagents.web.markdown import render
+    from subagents.web.markdown import render_transcript
     from subagents.web.transcript import read_piece
 
     chunks = [
@@ -418,4 +404,68 @@ def test_a_transcript_read_in_pieces_renders_as_a_whole(tmp_path: Path) -> None:
     assert pieces[5] == "" and "print(1)\n\nx = 2" in pieces[6]
     whole = "".join(pieces)
     squeeze = lambda s: re.sub(r"</ul><ul>", "", re.sub(r">\s+<", "><", s))  # noqa: E731 (lists may arrive in pieces)
-    assert squeeze(whole) == squeeze(render("".join(chunks)))
+    assert squeeze(whole) == squeeze(render_transcript("".join(chunks)))
+
+
+@pytest.mark.process
+def test_a_running_job_shows_how_much_of_its_budgets_is_used(
+    web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    gate = tmp_path / "gate"
+    steps = [*pi.start(), *pi.tool_use(command="make"), {"wait_for": str(gate)}]
+    spec = {
+        "mode": "single",
+        "steps": [{"task": "t", "max_tokens": 50_000, "max_cost": 2.5}],
+        "max_tokens": 200_000,
+    }
+    job = subagents.start(spec, env=fake.env([*steps, *pi.tool_end(), *pi.answer("ok")]))
+    try:
+        assert eventually(lambda: JobStore().load(job.job_id)["runIds"])
+        with web.client() as client:
+            page = client.get(f"/job/{job.job_id}").text
+        meters = dict(re.findall(r'<label data-key="meter-([a-z ]+)">.*?max="([0-9.]+)"', page))
+        assert meters == {
+            "job tokens": "200000.0",
+            "run tokens": "50000.0",
+            "run cost": "2.5",
+        }, meters
+        assert "of 200k" in page and "of $2.50" in page
+    finally:
+        gate.touch()
+        assert job.wait(TIMEOUT) is not None
+    with web.client() as client:
+        assert 'class="budget"' not in client.get(f"/job/{job.job_id}").text  # ended
+
+
+@pytest.mark.process
+def test_runs_are_labelled_by_their_task_and_model(
+    web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
+) -> None:
+    spec = {
+        "mode": "parallel",
+        "tasks": [{"task": "Review the <cart>\nin depth", "model": "m-fast"}, {"task": "Fix it"}],
+    }
+    job = finished(pi.answer("x"), spec, tmp_path)
+    with web.client() as client:
+        page = client.get(f"/job/{job['jobId']}").text
+    cells = re.findall(r'<td class="task" data-label="task">(.*?)</td>', page)
+    assert cells == ["Review the &lt;cart&gt; (pi · m-fast)", "Fix it (pi)"], cells
+    assert "1. Review the &lt;cart&gt; (pi · m-fast)" in page  # the timeline's label
+
+
+def test_a_transcripts_commands_are_verbatim_and_tool_output_collapsed() -> None:
+    from subagents.web.markdown import render_transcript
+
+    html = render_transcript(
+        "- $ rm -f *.pyc && grep __init__ x.py https://example.com `q`\n- Command finished\n"
+        "- ✗ $ make\n\n  ```\n  error: <b>x</b>\n  ```\n\n\nThe **child** says\n\n```py\nx = 1\n```\n"
+    )
+    assert (
+        "<code>$ rm -f *.pyc &amp;&amp; grep __init__ x.py https://example.com `q`</code>" in html
+    )
+    assert "<strong>init</strong>" not in html and "<a " not in html
+    assert '<details class="output"><summary>output (1 line)</summary><pre><code>' in html
+    assert "error: &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
+    assert "<strong>child</strong>" in html  # the child's own Markdown is still Markdown
+    assert html.count("<details") == 1  # its own code block is not a tool's output

@@ -8,12 +8,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, git, git_repo
-from test_cli_run import cli, fake_env
+from support import pistream as pi
+from support.cli import cli
+from support.fake import Fake, fake_env
+from support.git import git, git_repo
 
 from subagents import api
+
+pytestmark = pytest.mark.process
 
 
 def snapshot(repo: Path) -> dict[str, Any]:

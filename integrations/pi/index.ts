@@ -19,6 +19,7 @@ import {
 	parseJson, piUsage, receiptLine, runCli, send, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
+import { FLAGS, JobOptions, PLAN_NAMES, StepOptions } from "./options.ts";
 import { renderCall, renderDone, renderEnded, renderEntry, renderLive, renderSendCall, renderText } from "./render.ts";
 
 export type { RunView, SubagentDetails } from "./engine.ts";
@@ -28,32 +29,38 @@ const MESSAGE = "subagent_result";
 const SUMMARY_CHARS = 300;
 const TICK_MS = 1000;
 
+// The options come from the engine's one definition of them (options.ts is generated).
 const StepParam = Type.Object({
 	task: Type.String({ description: "The task for this step ({previous} = the previous step's answer, in a chain)" }),
-	agent: Type.Optional(Type.String({ description: "Agent for this step (see `subagents agents`)" })),
+	cwd: Type.Optional(Type.String({ description: "Working directory for this step (relative to the call's cwd)" })),
+	...StepOptions,
 });
 const Params = Type.Object({
 	task: Type.Optional(Type.String({ description: "One task (with `continue`: the follow-up). Give exactly one of task, tasks, chain." })),
 	tasks: Type.Optional(Type.Array(StepParam, { description: "Tasks run in parallel" })),
 	chain: Type.Optional(Type.Array(StepParam, { description: "Steps run one after another" })),
-	agent: Type.Optional(Type.String({ description: "Agent (see `subagents agents`)" })),
-	model: Type.Optional(Type.String({ description: "Model, e.g. provider/id" })),
-	backend: Type.Optional(Type.String({ description: "pi, claude, codex, gemini or opencode" })),
 	cwd: Type.Optional(Type.String({ description: "Working directory for the child agent(s)" })),
 	background: Type.Optional(Type.Boolean({ description: "Return at once with the job id; the result arrives later as a message" })),
-	isolate: Type.Optional(Type.Literal("worktree", { description: "'worktree': each run works in its own git worktree on a branch subagents/<run id>; its changes stay there" })),
 	continue: Type.Optional(Type.String({ description: "A finished run's id (runIds in a result): its child resumes its own conversation with `task` as the follow-up" })),
-	maxTurns: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: model turns. At the limit the child is asked to wrap up (2 more turns), then stopped" })),
-	maxTokens: Type.Optional(Type.Integer({ minimum: 1, description: "Budget per run: tokens, all kinds together" })),
-	maxCost: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: "Budget per run: cost in USD (pi, claude, opencode; codex and gemini report no cost)" })),
-	outputSchema: Type.Optional(Type.Union([Type.String(), Type.Record(Type.String(), Type.Unknown())], { description: "The answer must be JSON valid against this JSON Schema (2020-12): the schema, JSON text or a file; the result's `structured` holds it" })),
 	council: Type.Optional(Type.Array(Type.String(), { description: "Ask the one `task` of several members side by side: backend[:model] or agent names, e.g. [\"pi\", \"claude\", \"codex\"]" })),
-	judge: Type.Optional(Type.String({ description: "A council's judge (backend[:model]): reads every answer and returns {best, agreement, reasons, merged}" })),
-	quorum: Type.Optional(Type.Integer({ minimum: 1, description: "A council completes when this many members answered (default 1)" })),
+	...StepOptions,
+	...JobOptions,
 });
 type Params = Static<typeof Params>;
-// The budgets, as the CLI's flags (the engine checks them: a bad one is refused in one line).
-const BUDGETS = [["maxTurns", "--max-turns"], ["maxTokens", "--max-tokens"], ["maxCost", "--max-cost"]] as const;
+type StepParam = Static<typeof StepParam>;
+const OPTIONS = Object.keys(FLAGS) as (keyof typeof FLAGS)[];
+/** An option's value as the CLI's flag takes it (a schema given inline: its JSON). */
+const flagValue = (value: unknown) => (typeof value === "object" ? JSON.stringify(value) : String(value));
+/** A step as a plan file says it. */
+function planStep(step: StepParam): Record<string, unknown> {
+	const out: Record<string, unknown> = { task: step.task };
+	if (step.cwd !== undefined) out.cwd = step.cwd;
+	for (const [key, name] of Object.entries(PLAN_NAMES)) {
+		const value = step[key as keyof typeof PLAN_NAMES];
+		if (value !== undefined) out[name] = value;
+	}
+	return out;
+}
 
 const SendParams = Type.Object({
 	id: Type.String({ description: "The background job's id (while one of its runs is going), or a run's id" }),
@@ -71,9 +78,8 @@ const summarize = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, SU
 
 /** The steps as asked: what the rows show before the engine says more. */
 function stepsOf(params: Params): Step[] {
-	const given = { backend: params.backend ?? null, model: params.model ?? null };
-	const steps = params.tasks ?? params.chain;
-	return steps ? steps.map((s) => ({ task: s.task, agent: s.agent ?? params.agent ?? null, ...given })) : [{ task: params.task ?? "", agent: params.agent ?? null, ...given }];
+	const steps = params.tasks ?? params.chain ?? [{ task: params.task ?? "" }];
+	return steps.map((s) => ({ task: s.task, agent: s.agent ?? params.agent ?? null, backend: s.backend ?? params.backend ?? null, model: s.model ?? params.model ?? null }));
 }
 
 export default function (pi: ExtensionAPI) {
@@ -152,29 +158,25 @@ export default function (pi: ExtensionAPI) {
 			const sessionId = ctx.sessionManager.getSessionId();
 			if (params.continue !== undefined) {
 				// The run being continued fixes agent, model, backend, directory and worktree.
-				const extra = (["tasks", "chain", "agent", "model", "backend", "cwd", "isolate", "maxTurns", "maxTokens", "maxCost"] as const).filter((k) => params[k] !== undefined);
+				const extra = (["tasks", "chain", "cwd", "council", ...OPTIONS] as const).filter((k) => params[k] !== undefined);
 				if (params.task === undefined || extra.length) refuse(params, `continue takes a task (the follow-up) and background only, not ${extra.join(", ") || "tasks"}`);
 			}
 
 			const args = params.continue !== undefined
 				? ["continue", "--json", "--session", sessionId]
 				: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
-			const schema = typeof params.outputSchema === "object" ? JSON.stringify(params.outputSchema) : params.outputSchema;
-			const council = params.council?.join(",");
-			const quorum = params.quorum !== undefined ? String(params.quorum) : undefined;
-			for (const [flag, value] of [["--agent", params.agent], ["--model", params.model], ["--backend", params.backend], ["--isolate", params.isolate], ["--output-schema", schema], ["--council", council], ["--judge", params.judge], ["--quorum", quorum]] as const) {
-				if (value) args.push(flag, value);
-			}
-			for (const [key, flag] of BUDGETS) if (params[key] !== undefined) args.push(flag, String(params[key]));
+			// Every option the call gives, as the CLI's flag (the engine checks them: a bad one is refused in one line).
+			for (const key of OPTIONS) if (params[key] !== undefined) args.push(FLAGS[key], flagValue(params[key]));
+			if (params.council) args.push("--council", params.council.join(","));
 			let planDir: string | undefined;
 			const tail: string[] = [];
 			if (params.continue !== undefined) {
 				tail.push("--", params.continue, params.task ?? "");
 			} else if (steps) {
-				// Per-step agents need a plan file (0600, removed after the CLI read it).
+				// Per-step options need a plan file (0600, removed after the CLI read it).
 				planDir = mkdtempSync(join(tmpdir(), "pi-subagents-"));
 				const plan = join(planDir, "plan.json");
-				writeFileSync(plan, JSON.stringify({ mode, steps: steps.map((s) => ({ task: s.task, ...(s.agent ? { agent: s.agent } : {}) })) }), { mode: 0o600 });
+				writeFileSync(plan, JSON.stringify({ mode, steps: steps.map(planStep) }), { mode: 0o600 });
 				args.push("--plan", plan);
 			} else {
 				tail.push("--", params.task ?? "");

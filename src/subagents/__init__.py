@@ -5,7 +5,7 @@
     job = subagents.start({"mode": "parallel", "tasks": [...]})    # a background job
 
 The public API is small: ``run``, ``start``, ``continue_run``, ``send`` (a message to a
-running child), ``JobHandle``, the errors
+running child), ``map`` (a task per row of a dataset: docs/map.md), ``JobHandle``, the errors
 (``subagents.errors``: every one under ``SubagentsError``) and the records' types
 (``subagents.types``: ``RunResult`` for result.json, ``JobResult``, ``JobState``, each
 ``Event``, ``AgentEvent``; plain dicts a type checker knows the keys of). The functions are
@@ -31,6 +31,7 @@ __version__ = "0.1.0"
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.api import JobHandle, continue_run, run, send, start
+    from subagents.maps import map_rows as map
 
 __all__ = [
     "BadRequest",
@@ -43,6 +44,7 @@ __all__ = [
     "UsageError",
     "WorktreeError",
     "continue_run",
+    "map",
     "run",
     "send",
     "start",
@@ -53,6 +55,10 @@ _API = frozenset({"run", "start", "continue_run", "send", "JobHandle"})
 
 def __getattr__(name: str) -> object:
     # PEP 562: the API's functions come with their imports only when first used.
+    if name == "map":
+        from subagents.maps import map_rows
+
+        return map_rows
     if name not in _API:
         raise AttributeError(f"module 'subagents' has no attribute {name!r}")
     from subagents import api

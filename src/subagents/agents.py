@@ -12,6 +12,8 @@ timeout: 600                    # optional; seconds
 max_turns: 20                   # optional; a budget per run (also max_tokens, max_cost in USD)
 outputSchema: schema.json       # optional; the answer's JSON Schema: a file (beside the agent
                                 # file), inline JSON, or a YAML mapping (docs/structured.md)
+verify: pytest -q               # optional; an acceptance gate for each run (docs/gates.md)
+review: claude                  # optional; a reviewer gate: backend[:model] or an agent
 ---
 The body is the system prompt.
 ```
@@ -70,6 +72,8 @@ _KNOWN_KEYS = frozenset(
         "max_tokens",
         "max_cost",
         "outputSchema",
+        "verify",
+        "review",
     }
 )
 # Project agent dirs, lowest precedence first.
@@ -118,6 +122,9 @@ class AgentDef(BaseModel):
     # The answer's JSON Schema (docs/structured.md): a path, inline JSON, or a mapping;
     # read and checked where a run uses it (structured.load_schema).
     outputSchema: str | dict[str, object] | None = None
+    # An acceptance gate for each run of this agent (docs/gates.md): a command, a reviewer.
+    verify: str | None = Field(default=None, min_length=1)
+    review: str | None = Field(default=None, min_length=1)
     system_prompt: str = ""
     source: Source
     path: Path | None = None

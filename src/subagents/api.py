@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Unpack, overload
 
 from subagents.core import paths
 from subagents.errors import BadRequest, JobIdError, PlanError
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         JobState,
         MessageMode,
         Receipt,
+        RunOptionsDict,
     )
 
 
@@ -144,53 +145,28 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
-def _spec(
-    task: str | JobDocument | JobSpec, **step: str | float | JobDocument | None
-) -> JobSpec | JobDocument:
-    """A task as a job of one step (``step``: its agent, backend, model, timeout, budget and
-    output schema, where given); a job as it is."""
+def _spec(task: str | JobDocument | JobSpec, options: RunOptionsDict) -> JobSpec | JobDocument:
+    """A task as a job of one step with these options (the unset left out); a job as it is."""
     if isinstance(task, str):
-        return {
-            "mode": "single",
-            "steps": [{"task": task, **{k: v for k, v in step.items() if v is not None}}],
-        }
+        given: dict[str, object] = {k: v for k, v in options.items() if v is not None}
+        schema = given.get("output_schema")
+        if isinstance(schema, Mapping):
+            given["output_schema"] = dict(schema)
+        return {"mode": "single", "steps": [{"task": task, **given}]}
     return task
 
 
 def start(
     task: str | JobDocument | JobSpec,
     *,
-    agent: str | None = None,
-    backend: str | None = None,
-    model: str | None = None,
     cwd: str | Path | None = None,
-    timeout: float | None = None,
     env: dict[str, str] | None = None,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    output_schema: str | Mapping[str, object] | None = None,
+    **options: Unpack[RunOptionsDict],
 ) -> JobHandle:
     """Start a job in the background (a task, or a job spec); returns its handle. A task's
-    budget: ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own."""
-    job = prepare_job(
-        _spec(
-            task,
-            agent=agent,
-            backend=backend,
-            model=model,
-            timeout=timeout,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_cost=max_cost,
-            output_schema=dict(output_schema)
-            if isinstance(output_schema, Mapping)
-            else output_schema,
-        ),
-        cwd=cwd,
-        extra_env=env,
-        background=True,
-    )
+    ``options`` are a step's (``agent``, ``backend``, ``model``, ``timeout``, the budget
+    ``max_turns``/``max_tokens``/``max_cost`` …: docs/jobs.md); a job spec holds its own."""
+    job = prepare_job(_spec(task, options), cwd=cwd, extra_env=env, background=True)
     start_background(job)
     return JobHandle(job.store, job.job_id)
 
@@ -199,72 +175,37 @@ def start(
 def run(
     task: str,
     *,
-    agent: str | None = None,
-    backend: str | None = None,
-    model: str | None = None,
     cwd: str | Path | None = None,
-    timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    output_schema: str | Mapping[str, object] | None = None,
+    **options: Unpack[RunOptionsDict],
 ) -> JobRun: ...
 @overload
 def run(
     task: JobDocument | JobSpec,
     *,
-    agent: str | None = None,
-    backend: str | None = None,
-    model: str | None = None,
     cwd: str | Path | None = None,
-    timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    output_schema: str | Mapping[str, object] | None = None,
+    **options: Unpack[RunOptionsDict],
 ) -> JobResult: ...
 def run(
     task: str | JobDocument | JobSpec,
     *,
-    agent: str | None = None,
-    backend: str | None = None,
-    model: str | None = None,
     cwd: str | Path | None = None,
-    timeout: float | None = None,
     env: dict[str, str] | None = None,
     on_event: EventSink | None = None,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    output_schema: str | Mapping[str, object] | None = None,
+    **options: Unpack[RunOptionsDict],
 ) -> JobRun | JobResult:
     """Run a task (or a job) here to its end. One task: its ``result.json`` (a RunResult;
     a RunNotStarted record when the job was stopped before the run started, or the run could
-    not start: ``"paths" in result`` tells which); a job: the job result. A task's budget:
-    ``max_turns``, ``max_tokens``, ``max_cost`` (USD); a job spec holds its own.
-    ``output_schema`` (a file, JSON text or a mapping): the answer must be JSON valid
-    against it; the result's ``structured`` holds the value (docs/structured.md)."""
-    job = prepare_job(
-        _spec(
-            task,
-            agent=agent,
-            backend=backend,
-            model=model,
-            timeout=timeout,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_cost=max_cost,
-            output_schema=dict(output_schema)
-            if isinstance(output_schema, Mapping)
-            else output_schema,
-        ),
-        cwd=cwd,
-        extra_env=env,
-    )
+    not start: ``"paths" in result`` tells which); a job: the job result. A task's
+    ``options`` are a step's (docs/jobs.md: ``agent``, ``backend``, ``model``, ``timeout``,
+    ``isolate``, the watchdog, the budget ``max_turns``/``max_tokens``/``max_cost`` …); a
+    job spec holds its own. ``output_schema`` (a file, JSON text or a mapping): the answer
+    must be JSON valid against it; the result's ``structured`` holds the value
+    (docs/structured.md)."""
+    job = prepare_job(_spec(task, options), cwd=cwd, extra_env=env)
     result = drive(job, on_event)
     if isinstance(task, str):
         return result["runs"][0]

@@ -17,8 +17,10 @@ it (``exit_code``), so a surface maps errors by class, never by message or name:
     │                               none while running, the CLI said no); nothing was sent
     ├── LaunchError                 a run could not start: runner, executor (Ray), supervisor
     ├── WorktreeError               a git operation of worktree isolation could not be done
-    └── DamagedRecord               a record on disk that is not one (truncated, mangled):
-                                    its file named, and how to remove it
+    ├── DamagedRecord               a record on disk that is not one (truncated, mangled):
+    │                               its file named, and how to remove it
+    └── PhaseError                  a bug: the supervisor's run moved between phases that
+                                    do not follow one another (supervisor/phase.py)
 
 ``BadRequest`` is ``UsageError`` by the name the Python API has always used.
 
@@ -34,15 +36,39 @@ class SubagentsError(Exception):
     exit_code: int = 1
 
 
+# Where an input problem is, as pydantic says it: the path of keys and indexes from the top
+# of what was given (``("steps", 1, "agent")``); empty for the whole of it.
+Loc = tuple[str | int, ...]
+
+
 class UsageError(SubagentsError):
-    """Bad input: one line naming the problem, exit 2, and nothing created. ``field`` names
-    the input at fault when one is (a plan reports it as ``steps.N.<field>``)."""
+    """Bad input: one line naming the problem, exit 2, and nothing created. ``loc`` is
+    where the input at fault is (``("steps", 0, "max_turns")``; empty when nowhere in
+    particular) and ``problem`` what is wrong there: each surface names the place its own
+    way (``--max-turns``, ``chain.0.max_turns``) from these, never from the message.
+    ``field``: ``loc`` dotted, or None."""
 
     exit_code = 2
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, field: str | None = None, *, loc: Loc | None = None,
+        problem: str | None = None,
+    ) -> None:  # fmt: skip
         super().__init__(message)
-        self.field = field
+        if loc is None:
+            loc = tuple(_key(part) for part in field.split(".")) if field else ()
+        self.loc: Loc = loc
+        self.field = dotted(loc) or None
+        self.problem = message if problem is None else problem
+
+
+def dotted(loc: Loc) -> str:
+    """A location as documents name it: ``steps.0.max_turns``."""
+    return ".".join(str(part) for part in loc)
+
+
+def _key(part: str) -> str | int:
+    return int(part) if part.isdigit() else part
 
 
 BadRequest = UsageError
@@ -53,7 +79,17 @@ class ConfigError(UsageError):
 
 
 class PlanError(UsageError):
-    """A bad plan or job request, as one line naming the field."""
+    """A bad plan or job request, as one line naming the field: ``source`` (the plan
+    file, "arguments", …) when known, then where (``loc``) and the problem."""
+
+    def __init__(self, problem: str, loc: Loc = (), source: str | None = None) -> None:
+        message = ": ".join(part for part in (source, dotted(loc), problem) if part)
+        super().__init__(message, loc=loc, problem=problem)
+        self.source = source
+
+    def within(self, *outer: str | int) -> PlanError:
+        """The same problem, inside ``outer`` (``("steps", 2)``)."""
+        return PlanError(self.problem, (*outer, *self.loc), self.source)
 
 
 class AgentError(UsageError):
@@ -88,9 +124,10 @@ class FieldProblem(UsageError, ValueError):
     checks a document against the same class, reports it at the place it was found."""
 
     def __init__(self, where: str, problem: str) -> None:
-        super().__init__(f"{where}: {problem}" if where else problem, where or None)
+        super().__init__(
+            f"{where}: {problem}" if where else problem, where or None, problem=problem
+        )
         self.where = where
-        self.problem = problem
 
 
 class MessageRefused(UsageError):
@@ -115,6 +152,11 @@ class DamagedRecord(SubagentsError, ValueError):
         self.path = path
 
 
+class PhaseError(SubagentsError, RuntimeError):
+    """A bug in the supervisor: a move between two phases of a run that cannot follow one
+    another (``supervisor.phase.NEXT``)."""
+
+
 __all__ = [
     "AgentError",
     "BackendError",
@@ -125,10 +167,13 @@ __all__ = [
     "JobBusyError",
     "JobIdError",
     "LaunchError",
+    "Loc",
     "MessageRefused",
+    "PhaseError",
     "PlanError",
     "SubagentsError",
     "TokenError",
     "UsageError",
     "WorktreeError",
+    "dotted",
 ]

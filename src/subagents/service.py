@@ -27,11 +27,15 @@ from subagents.jobs import (
     JobSpec,
     JobStore,
     LiveJobs,
+    MapProgress,
+    MapWatch,
+    Row,
     budget_of,
     chain_of,
     current_activity,
     exit_code,
     follow_events,
+    job_for,
     job_of,
     job_state,
     jobs_to_prune,
@@ -40,10 +44,14 @@ from subagents.jobs import (
     load_plan,
     member_step,
     parse_job,
+    parse_where,
     plan,
+    progress_line,
     read_run,
     remove_jobs,
+    render,
     resolve_run,
+    row_record,
     send_message,
     stop_job,
     wait_job,
@@ -53,6 +61,7 @@ from subagents.jobs import (
 if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
+    from subagents.runs import RunRequest
     from subagents.types import JobResult, JobState, ProcessIdentity
 
 # A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
@@ -84,8 +93,12 @@ def prepare_job(
     ray_shared_cwd: bool | None = None,
     env: Mapping[str, str] | None = None,
     watch: list[ProcessIdentity] | None = None,
+    stdin_text: str | None = None,
+    dry_run: list[tuple[Row, RunRequest]] | None = None,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
+    ``stdin_text``: a map's input when it is ``-`` (else stdin is read). ``dry_run``: a
+    map is only checked, nothing recorded: each row and its request are added to it.
     ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
     override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
     one ends, its runs and its background driver stop (the job ends ``aborted``)."""
@@ -109,13 +122,33 @@ def prepare_job(
 
     session = session or sessionlog.default_session_id(env)
     sessionlog.session_path(paths.state_home(env), session)
-    job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
+    before = None
+    if job_spec.mode == "map":
+        from subagents.jobs import plan_map, read_rows, write_input
+
+        rows = read_rows(job_spec, base, stdin_text)
+        job_plan, variants = plan_map(
+            job_spec, rows, settings, session=session, cwd=base, env=env, extra_env=extra_env
+        )
+        if dry_run is not None:
+            dry_run.extend(
+                (row, job_plan.requests[v]) for row, v in zip(rows, variants, strict=True)
+            )
+            return PreparedJob(JobStore(paths.state_home(env)), "", job_plan)
+
+        def before(job_dir: Path) -> None:
+            write_input(job_dir, rows, variants)
+
+    else:
+        job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
     for req in job_plan.requests:
         if tools is not None:
             req.tools = tools
         req.watch = [w.copy() for w in watch or []]
     store = JobStore(paths.state_home(env))
-    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
+    job_id = store.create(
+        job_plan.to_record(), agents=job_plan.labels(), background=background, before=before
+    )
     return PreparedJob(store, job_id, job_plan)
 
 
@@ -184,7 +217,7 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     as pi too) abort the job, which still records its end."""
     from subagents.core.procs import STOP_SIGNALS
 
-    runner = Job(job.store, job.job_id, job.plan)
+    runner = job_for(job.store, job.job_id, job.plan)
     restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
     try:
         result = runner.run(
@@ -319,10 +352,14 @@ __all__ = [
     "EventSink",
     "Job",
     "JobDocument",
+    "JobPlan",
     "JobSpec",
     "JobStore",
     "LiveJobs",
+    "MapProgress",
+    "MapWatch",
     "PreparedJob",
+    "Row",
     "bound_to",
     "budget_of",
     "chain_of",
@@ -343,12 +380,16 @@ __all__ = [
     "mark_started",
     "member_step",
     "parse_job",
+    "parse_where",
     "prepare_continuation",
     "prepare_job",
+    "progress_line",
     "read_run",
     "reindex",
     "remove_jobs",
+    "render",
     "resolve_run",
+    "row_record",
     "run_labels",
     "send_message",
     "start_background",

@@ -12,6 +12,7 @@ and says which one it is.
 
 # No ``from __future__ import annotations``: the annotations are evaluated, so that
 # ``__required_keys__`` and ``get_type_hints`` (and pydantic) see NotRequired at run time.
+from collections.abc import Mapping
 from typing import Literal, NotRequired, TypeAlias, TypedDict, final
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "ReceiptWord",
     "RunFinished",
     "RunNotStarted",
+    "RunOptionsDict",
     "RunPaths",
     "RunRequestRecord",
     "RunResult",
@@ -121,7 +123,7 @@ SchemaMode: TypeAlias = Literal["own", "instructed"]
 RunStatus: TypeAlias = Literal["completed", "failed", "aborted", "timeout"]
 # A job's status in job.json: waiting for its driver, running, then how it ended.
 JobStatus: TypeAlias = Literal["pending", "running", "completed", "failed", "aborted", "timeout"]
-JobMode: TypeAlias = Literal["single", "parallel", "chain", "council"]
+JobMode: TypeAlias = Literal["single", "parallel", "chain", "council", "map"]
 # The canonical stop reasons. A stop reason a CLI spells in a way not mapped is kept as it
 # came, so a record's ``stopReason`` is a ``str``; these are the ones that mean something.
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "aborted", "error"]
@@ -577,6 +579,25 @@ class CouncilRecord(TypedDict):
     judgeError: NotRequired[str | None]
 
 
+class MapFailureGroup(TypedDict):
+    reason: str
+    rows: int
+
+
+class MapRecord(TypedDict):
+    """A map's rows counted (jobs/mapresults.py): ``failures`` grouped by reason, most
+    first; ``summary`` says it in one line; ``out``: the results file, if one."""
+
+    total: int
+    completed: int
+    failed: int
+    skipped: int
+    pending: int
+    failures: list[MapFailureGroup]
+    summary: str
+    out: NotRequired[str | None]
+
+
 class JobResult(TypedDict):
     """How a job ended: its runs' results in task/step order, their usage summed.
     ``finalText``: single, the run's; chain, the last step's; parallel, None."""
@@ -596,6 +617,8 @@ class JobResult(TypedDict):
     # The job's own budget, when its runs' sum reached it (scope "job"; ``used``: the sum
     # by the job's end).
     limit: NotRequired[LimitRecord]
+    # A map's rows counted (the rows themselves: the job's rowlog.jsonl).
+    map: NotRequired[MapRecord]
 
 
 class ProcessIdentity(TypedDict):
@@ -614,35 +637,49 @@ class PlacementRecord(TypedDict):
     ray_shared_cwd: NotRequired[bool]
 
 
-class RunRequestRecord(TypedDict):
-    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it)."""
+class RunOptionsDict(TypedDict, total=False):
+    """A run's options (``options.RunOptions``, where each is defined, checked and described)
+    as keywords: ``subagents.run(task, **options)``, ``subagents.start``, and the requests a
+    job's record keeps. tests/test_options.py holds its keys to ``RunOptions``' fields."""
 
-    task: str
+    agent: str | None
     backend: str | None
     model: str | None
-    cwd: str | None
-    timeout: float | None
-    tools: list[str] | None
-    system_prompt: str | None
     thinking: str | None
-    agent: str | None
-    agent_source: str | None
-    job_id: str | None
-    env: dict[str, str]
-    isolate: str | None
+    timeout: float | None
+    isolate: Literal["worktree"] | None
     stall_timeout: float | None
-    on_stall: str | None
+    on_stall: OnStall | None
     tool_timeout: float | None
-    continue_from: str | None
-    # The processes the job is bound to (--parent-pid): its runs end when one does.
-    watch: list[ProcessIdentity]
-    # The run's budget, and what its job had used before it.
     max_turns: int | None
     max_tokens: int | None
     max_cost: float | None
+    # A file, JSON text or the schema (in a job's record: the schema, read and checked).
+    output_schema: str | Mapping[str, object] | None
+    verify: str | None
+    verify_timeout: float | None
+    verify_attempts: int | None
+    review: str | None
+
+
+class RunRequestRecord(RunOptionsDict):
+    """One run a job asked for (a ``RunRequest``, as ``job.json`` keeps it): its options
+    (each absent from records written before it was one: read with .get), and these."""
+
+    task: str
+    cwd: str | None
+    tools: list[str] | None
+    system_prompt: str | None
+    agent_source: str | None
+    job_id: str | None
+    env: dict[str, str]
+    continue_from: str | None
+    # The processes the job is bound to (--parent-pid): its runs end when one does.
+    watch: list[ProcessIdentity]
+    # What the run's job had used before it (absent before budgets: read with .get).
     job_used: dict[str, float] | None
-    # --output-schema: the checked schema the answer must satisfy.
-    output_schema: JsonObject | None
+    # The run's acceptance gate (jobs/gates.py; absent before gates).
+    gate: NotRequired[JsonObject | None]
 
 
 class JobPlanRecord(TypedDict):
@@ -689,6 +726,7 @@ class JobState(TypedDict):
     errorMessage: NotRequired[str]
     council: NotRequired[CouncilRecord]
     limit: NotRequired[LimitRecord]
+    map: NotRequired[MapRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]
 

@@ -12,6 +12,7 @@ from subagents.backends.base import (
     MAX_TASK_BYTES,
     Backend,
     CommandRequest,
+    Fed,
     Normalizer,
 )
 from subagents.errors import BackendError
@@ -22,6 +23,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "CommandRequest",
+    "Fed",
     "Normalizer",
     "get_backend",
     "known_backends",

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
         Usage,
     )
 
+    # What became of a message: its id, the word and the reason (None for none).
+    Receipt = tuple[str, ReceiptWord, str | None]
+
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
 # one argument (128 KiB), with room for an option's name around it. A bigger task goes
@@ -133,13 +136,51 @@ class CommandRequest:
         }
 
 
+class Fed(list["ev.Event"]):
+    """What a normalizer made of one line of the child's (``feed``) or of one thing the
+    supervisor asked of it (``begin``, ``steer``, ...): the events to record (the list itself),
+    whether the child's turn is over after it (``terminal``: None when it did not say), the
+    lines for the child's stdin (``writes``) and what became of messages (``receipts``:
+    ``(id, "queued" | "delivered" | "refused", reason or None)``).
+
+    A list, so a line's events read as they always did; the rest are class defaults until a
+    line sets them, and a line's ``terminal`` is its class (``Normalizer._fed``): the common
+    line costs one list and no attribute.
+    """
+
+    terminal: bool | None = None
+    writes: tuple[bytes, ...] = ()
+    receipts: tuple[Receipt, ...] = ()
+
+    def write(self, line: bytes) -> None:
+        self.writes = (*self.writes, line)
+
+    def receipt(self, message_id: str, word: ReceiptWord, reason: str | None = None) -> None:
+        self.receipts = (*self.receipts, (message_id, word, reason))
+
+
+class _Ended(Fed):
+    """A line that ended the child's turn."""
+
+    terminal = True
+
+
+class _Going(Fed):
+    """A line after which the child's turn goes on."""
+
+    terminal = False
+
+
 class Normalizer(ABC):
     """Turns one CLI's stdout objects into canonical events, one run at a time.
 
-    The supervisor reads these attributes after every ``feed``:
+    Each ``feed`` returns a ``Fed``: the supervisor takes the line's events, whether the turn
+    is over and what to write to the child from it; it sets none of the normalizer's
+    attributes. These are the run so far (its totals, stop reason, failure), read for its
+    budget, when it comes to rest and when it ends:
 
-    ``terminal``  True while the last thing seen ended the run (arms completion);
-                  set back to False by further activity (disarms it).
+    ``terminal``  True while the last thing seen ended the run (what ``Fed.terminal`` says);
+                  set back to False by further activity, or by a turn the supervisor starts.
     ``failed``    the CLI itself said the run failed, whatever the stop reason.
     """
 
@@ -161,15 +202,21 @@ class Normalizer(ABC):
         # The CLI's own bound ended the run ("turns" or "cost"; claude's --max-turns,
         # --max-budget-usd): the budget it stood behind is named in the result.
         self.own_limit: str | None = None
-        # Live input (``live``): the lines for the child's stdin, in order (the supervisor
-        # takes and writes them after each call), and what became of each message by its
-        # id: ``(id, "queued" | "delivered" | "refused", reason or None)``.
-        self.outbox: list[bytes] = []
-        self.receipts: list[tuple[str, ReceiptWord, str | None]] = []
         # The structured answer the CLI itself validated (claude's ``structured_output``),
         # when it gave one (``has_structured``).
         self.structured: JsonValue = None
         self.has_structured = False
+
+    def _fed(self, events: list[ev.Event], said: Fed | None = None) -> Fed:
+        """A line's events, with the turn's state after it (and what ``said`` collected
+        for the child and of messages on the way, when the line called for any)."""
+        fed = (_Ended if self.terminal else _Going)(events)
+        if said is not None:
+            if said.writes:
+                fed.writes = said.writes
+            if said.receipts:
+                fed.receipts = said.receipts
+        return fed
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
     # the cheap way to keep up with chatty streams (pi repeats the whole partial
@@ -182,12 +229,12 @@ class Normalizer(ABC):
         return not line.startswith(self.skip_prefixes, start)
 
     @abstractmethod
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
-        """Take one parsed stdout object; return the canonical events it yields."""
+    def feed(self, obj: JsonObject) -> Fed:
+        """Take one parsed stdout object: its events and what else it did (``Fed``)."""
 
-    def skipped(self, tail: bytes) -> None:
+    def skipped(self, tail: bytes) -> Fed | None:
         """The last bytes (up to 32) of a line skipped unparsed: what a CLI puts at the end
-        of a long line can still be read there."""
+        of a long line can still be read there. None: it changed nothing."""
         return None
 
     def finish(self) -> list[ev.Event]:
@@ -196,36 +243,41 @@ class Normalizer(ABC):
 
     # Live input: a normalizer of a CLI that takes messages on stdin while it runs (its
     # backend's ``live_normalizer``) speaks that input too, since what becomes of a message
-    # is read from the same stream. The supervisor calls these and writes ``outbox``.
+    # is read from the same stream. Each returns what to write to the child (``writes``) and
+    # the receipts it already knows; the supervisor writes them.
 
     live = False
 
-    def begin(self, req: CommandRequest) -> None:
-        """Queue the lines that start the run: its task (``req.task``), and whatever else
-        the CLI takes over its input rather than in argv."""
+    def begin(self, req: CommandRequest) -> Fed:
+        """The lines that start the run: its task (``req.task``), and whatever else the CLI
+        takes over its input rather than in argv."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
 
-    def steer(self, message_id: str, text: str) -> None:
-        """Queue ``text`` into the running conversation, as soon as the CLI allows."""
+    def steer(self, message_id: str, text: str) -> Fed:
+        """Put ``text`` into the running conversation, as soon as the CLI allows."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
 
-    def follow_up(self, message_id: str, text: str) -> None:
+    def follow_up(self, message_id: str, text: str) -> Fed:
         """The run is at rest (its last event was terminal): start its next turn with
-        ``text``, in the same conversation."""
+        ``text``, in the same conversation (``terminal`` is False again)."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
 
-    def abort(self) -> None:
-        """Queue what stops the running turn (a budget ran out): the CLI ends it with a
-        terminal event of its own."""
+    def abort(self) -> Fed:
+        """What stops the running turn (a budget ran out): the CLI ends it with a terminal
+        event of its own."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
 
-    def holds_input(self) -> bool:
-        """At rest: whether the CLI holds a message it will act on by itself (a steer that
-        came too late for the turn), so the run goes on without a follow-up."""
-        return False
+    def held_input(self) -> Fed | None:
+        """At rest: a message the CLI holds and will act on by itself (a steer that came too
+        late for the turn), so the run goes on without a follow-up: what that takes (its
+        turn starts: ``terminal`` is False again). None: it holds nothing."""
+        return None
 
-    def _receipt(self, message_id: str, receipt: ReceiptWord, reason: str | None = None) -> None:
-        self.receipts.append((message_id, receipt, reason))
+    def _going_on(self, fed: Fed) -> Fed:
+        """A turn the supervisor started: the run is not at rest any more."""
+        self.terminal = False
+        fed.terminal = False
+        return fed
 
     # Helpers for subclasses.
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 
-from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
 from subagents.core import events as ev
 
@@ -121,61 +121,75 @@ class ClaudeNormalizer(Normalizer):
 
     # ---- input ----
 
-    def begin(self, req: CommandRequest) -> None:
+    def begin(self, req: CommandRequest) -> Fed:
         self._pending.append((TASK_ID, req.task))
-        self.outbox.append(_user_line(req.task))
+        fed = Fed()
+        fed.write(_user_line(req.task))
+        return fed
 
-    def steer(self, message_id: str, text: str) -> None:
+    def steer(self, message_id: str, text: str) -> Fed:
         self._pending.append((message_id, text))
-        self.outbox.append(_user_line(text))
-        self._receipt(message_id, "queued")  # written: claude reads it when it can
+        fed = Fed()
+        fed.write(_user_line(text))
+        fed.receipt(message_id, "queued")  # written: claude reads it when it can
+        return fed
 
-    def follow_up(self, message_id: str, text: str) -> None:
+    def follow_up(self, message_id: str, text: str) -> Fed:
         self._pending.append((message_id, text))
-        self.outbox.append(_user_line(text))
+        fed = Fed()
+        fed.write(_user_line(text))
+        return self._going_on(fed)
 
-    def abort(self) -> None:
+    def abort(self) -> Fed:
         self._interrupts += 1
         request = {
             "type": "control_request",
             "request_id": f"interrupt-{self._interrupts}",
             "request": {"subtype": "interrupt"},
         }
-        self.outbox.append(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        fed = Fed()
+        fed.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        return fed
 
-    def holds_input(self) -> bool:
+    def held_input(self) -> Fed | None:
         # A line claude has not taken yet starts a new turn after this result.
         late = [i for i, _ in self._pending if i != TASK_ID]
+        if not late:
+            return None
+        fed = Fed()
         for message_id in late:
-            self._receipt(message_id, "queued", LATE_STEER)
-        return bool(late)
+            fed.receipt(message_id, "queued", LATE_STEER)
+        return self._going_on(fed)
 
-    def _echoed(self, text: str) -> None:
+    def _echoed(self, text: str, fed: Fed) -> None:
         for i, (message_id, sent) in enumerate(self._pending):
             if sent == text:
                 del self._pending[i]
                 if message_id != TASK_ID:
-                    self._receipt(message_id, "delivered")
+                    fed.receipt(message_id, "delivered")
                 return
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
         t = obj.get("type")
         if t == "assistant":
             self.terminal = False
-            return self._assistant(obj)
+            return self._fed(self._assistant(obj))
         if t == "user":
             self.terminal = False
             if obj.get("isReplay"):
                 message = obj.get("message")
                 content = message.get("content") if isinstance(message, dict) else None
-                self._echoed(content if isinstance(content, str) else text_blocks(content, ""))
-                return []
-            return self._user(obj)
+                said = Fed()
+                self._echoed(
+                    content if isinstance(content, str) else text_blocks(content, ""), said
+                )
+                return self._fed([], said)
+            return self._fed(self._user(obj))
         if t == "result":
-            return self._result(obj)
+            return self._fed(self._result(obj))
         if t == "system":
-            return self._system(obj)
-        return []
+            return self._fed(self._system(obj))
+        return self._fed([])
 
     def _system(self, obj: JsonObject) -> list[ev.Event]:
         sub = obj.get("subtype")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer
 from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -201,19 +201,20 @@ class CodexNormalizer(Normalizer):
     # ---- requests we make ----
 
     def _request(
-        self, method: str, params: JsonObject, purpose: str, mid: str | None = None
+        self, fed: Fed, method: str, params: JsonObject, purpose: str, mid: str | None = None
     ) -> None:
         self._next_id += 1
         self._requests[self._next_id] = (purpose, mid)
-        self.outbox.append(_line({"id": self._next_id, "method": method, "params": params}))
+        fed.write(_line({"id": self._next_id, "method": method, "params": params}))
 
-    def begin(self, req: CommandRequest) -> None:
+    def begin(self, req: CommandRequest) -> Fed:
         self._task = req.task
         self._schema = req.output_schema
+        fed = Fed()
         self._request(
-            "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
+            fed, "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
-        self.outbox.append(_line({"method": "initialized"}))
+        fed.write(_line({"method": "initialized"}))
         params: JsonObject = {
             "cwd": req.cwd,
             # Headless: never ask for an approval, no sandbox (as `exec
@@ -230,11 +231,12 @@ class CodexNormalizer(Normalizer):
         if prompt:
             params["developerInstructions"] = prompt
         if req.resume:
-            self._request("thread/resume", {"threadId": req.resume, **params}, "thread")
+            self._request(fed, "thread/resume", {"threadId": req.resume, **params}, "thread")
         else:
-            self._request("thread/start", params, "thread")
+            self._request(fed, "thread/start", params, "thread")
+        return fed
 
-    def _turn_start(self, mid: str, text: str) -> None:
+    def _turn_start(self, fed: Fed, mid: str, text: str) -> None:
         params: JsonObject = {
             "threadId": self.thread,
             "input": _text_input(text),
@@ -242,19 +244,21 @@ class CodexNormalizer(Normalizer):
         }
         if self._schema is not None:  # every turn's answer (a follow-up's too)
             params["outputSchema"] = self._schema
-        self._request("turn/start", params, "turn", mid)
+        self._request(fed, "turn/start", params, "turn", mid)
 
-    def steer(self, message_id: str, text: str) -> None:
+    def steer(self, message_id: str, text: str) -> Fed:
         self._pending[message_id] = text
+        fed = Fed()
         if self.turn is None and not self._turn_seen:  # sent once the first turn runs
             self._early.append(message_id)
         elif self.turn is None:  # between turns: it starts the next one
             self._late.append(message_id)
-            self._receipt(message_id, "queued", LATE_STEER)
+            fed.receipt(message_id, "queued", LATE_STEER)
         else:
-            self._send_steer(message_id)
+            self._send_steer(fed, message_id)
+        return fed
 
-    def _send_steer(self, message_id: str) -> None:
+    def _send_steer(self, fed: Fed, message_id: str) -> None:
         text = self._pending.get(message_id, "")
         self._unanswered.add(message_id)
         params: JsonObject = {
@@ -263,44 +267,51 @@ class CodexNormalizer(Normalizer):
             "input": _text_input(text),
             "clientUserMessageId": message_id,
         }
-        self._request("turn/steer", params, "steer", message_id)
+        self._request(fed, "turn/steer", params, "steer", message_id)
 
-    def follow_up(self, message_id: str, text: str) -> None:
+    def follow_up(self, message_id: str, text: str) -> Fed:
         self._pending[message_id] = text
         self._at_rest = False
-        self._turn_start(message_id, text)
+        fed = Fed()
+        self._turn_start(fed, message_id, text)
+        return self._going_on(fed)
 
-    def abort(self) -> None:
+    def abort(self) -> Fed:
+        fed = Fed()
         if self.thread and self.turn:
             params: JsonObject = {"threadId": self.thread, "turnId": self.turn}
-            self._request("turn/interrupt", params, "interrupt")
+            self._request(fed, "turn/interrupt", params, "interrupt")
+        return fed
 
-    def holds_input(self) -> bool:
+    def held_input(self) -> Fed | None:
         """At rest: a steer codex has not answered yet may still become the next turn, and
         one it took too late becomes it now."""
         if self._late:
             mid = self._late.pop(0)
-            self.follow_up(mid, self._pending.get(mid, ""))
-            return True
-        return bool(self._unanswered)
+            return self.follow_up(mid, self._pending.get(mid, ""))
+        return self._going_on(Fed()) if self._unanswered else None
 
     # ---- what codex says ----
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
+        said = Fed()  # what the line has us write to codex, and its receipts
+        return self._fed(self._read(obj, said), said)
+
+    def _read(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         method = obj.get("method")
         if method is None:
-            return self._response(obj) if "id" in obj else []
+            return self._response(obj, fed) if "id" in obj else []
         if "id" in obj:
-            return self._server_request(obj)
+            return self._server_request(obj, fed)
         params = obj.get("params")
         if not isinstance(params, dict):
             return []
         if method == "item/started":
             self.terminal = False
-            return self._item_started(params.get("item"))
+            return self._item_started(params.get("item"), fed)
         if method == "item/completed":
             self.terminal = False
-            return self._item_completed(params.get("item"))
+            return self._item_completed(params.get("item"), fed)
         if method == "thread/tokenUsage/updated":
             return self._token_usage(params.get("tokenUsage"))
         if method == "turn/started":
@@ -310,11 +321,11 @@ class CodexNormalizer(Normalizer):
             self.turn = str(turn.get("id")) if isinstance(turn, dict) else self.turn
             self._turn_seen = True
             for mid in self._early:
-                self._send_steer(mid)
+                self._send_steer(fed, mid)
             self._early = []
             return []
         if method == "turn/completed":
-            return self._turn_completed(params.get("turn"))
+            return self._turn_completed(params.get("turn"), fed)
         if method == "error":
             err = params.get("error")
             message = _unwrap_error(err.get("message") if isinstance(err, dict) else err)
@@ -323,17 +334,17 @@ class CodexNormalizer(Normalizer):
             return [ev.notice("warn", f"{message}{retry}")] if message else []
         return []
 
-    def _server_request(self, obj: JsonObject) -> list[ev.Event]:
+    def _server_request(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         method = str(obj.get("method"))
         answer: JsonObject = {"id": obj["id"]}
         if method in REFUSALS:
             answer["result"] = REFUSALS[method]
         else:
             answer["error"] = {"code": -32601, "message": f"subagents cannot answer {method}"}
-        self.outbox.append(_line(answer))
+        fed.write(_line(answer))
         return [ev.notice("warn", f"codex asked {method}: refused (the run is headless)")]
 
-    def _response(self, obj: JsonObject) -> list[ev.Event]:
+    def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
         purpose, mid = self._requests.pop(rid, ("", None)) if isinstance(rid, int) else ("", None)
         err = obj.get("error")
@@ -344,24 +355,24 @@ class CodexNormalizer(Normalizer):
             if not isinstance(thread, dict) or not thread.get("id"):
                 return self._fail(f"codex could not start the thread: {message or 'no thread'}")
             self.thread = self.session_id = str(thread["id"])
-            self._turn_start(TASK_ID, self._task)
+            self._turn_start(fed, TASK_ID, self._task)
             return []
         if purpose in ("initialize", "turn") and err is not None:
             if mid in (None, TASK_ID):
                 return self._fail(f"codex refused the {purpose}: {message}")
             self._pending.pop(mid, None)
-            self._receipt(mid, "refused", f"codex: {message}")
+            fed.receipt(mid, "refused", f"codex: {message}")
         elif purpose == "steer" and mid is not None:
             self._unanswered.discard(mid)
             if err is None:
-                self._receipt(mid, "queued")
+                fed.receipt(mid, "queued")
             elif NO_ACTIVE_TURN in message or "expected active turn" in message:
                 # The turn ended first: the message starts the next one.
                 self._late.append(mid)
-                self._receipt(mid, "queued", LATE_STEER)
+                fed.receipt(mid, "queued", LATE_STEER)
             else:
                 self._pending.pop(mid, None)
-                self._receipt(mid, "refused", f"codex: {message}")
+                fed.receipt(mid, "refused", f"codex: {message}")
         else:
             return []
         if self._at_rest and not self._unanswered:
@@ -377,14 +388,14 @@ class CodexNormalizer(Normalizer):
         self.terminal = True
         return [ev.error(message, fatal=False)]
 
-    def _item_started(self, item: JsonValue) -> list[ev.Event]:
+    def _item_started(self, item: JsonValue, fed: Fed) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")
         if kind == "userMessage":
             mid = item.get("clientId")
             if isinstance(mid, str) and self._pending.pop(mid, None) is not None:
-                self._receipt(mid, "delivered")
+                fed.receipt(mid, "delivered")
             return []
         if kind not in TOOL_ITEMS:
             return []
@@ -396,7 +407,7 @@ class CodexNormalizer(Normalizer):
         self.stop_reason, self.raw_stop_reason = ev.TOOL_USE, None
         return [ev.tool_call(item_id, TOOL_ITEMS[str(kind)], _tool_args(str(kind), item))]
 
-    def _item_completed(self, item: JsonValue) -> list[ev.Event]:
+    def _item_completed(self, item: JsonValue, fed: Fed) -> list[ev.Event]:
         if not isinstance(item, dict):
             return []
         kind = item.get("type")
@@ -409,7 +420,7 @@ class CodexNormalizer(Normalizer):
             )
             return [ev.thinking(text)] if text.strip() else []
         if kind in TOOL_ITEMS:
-            out = self._item_started(item)  # completed without a start: the call is news too
+            out = self._item_started(item, fed)  # completed without a start: the call is news too
             item_id = str(item.get("id", ""))
             self._started.discard(item_id)  # done: memory stays with the running calls
             is_error, text = _tool_outcome(str(kind), item)
@@ -427,7 +438,7 @@ class CodexNormalizer(Normalizer):
         self.usage = _usage((grown[0], grown[1], grown[2], grown[3]))
         return [ev.usage(self.usage.copy())]
 
-    def _turn_completed(self, turn: JsonValue) -> list[ev.Event]:
+    def _turn_completed(self, turn: JsonValue, fed: Fed) -> list[ev.Event]:
         turn = turn if isinstance(turn, dict) else {}
         status = turn.get("status")
         self.turn = None
@@ -453,7 +464,7 @@ class CodexNormalizer(Normalizer):
         for mid in list(self._pending):
             if mid not in self._unanswered and mid not in self._late:
                 self._late.append(mid)
-                self._receipt(mid, "queued", LATE_STEER)
+                fed.receipt(mid, "queued", LATE_STEER)
         self.terminal = True
         return out
 

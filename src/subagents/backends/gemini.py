@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer
 from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -82,7 +82,10 @@ class GeminiNormalizer(Normalizer):
             self._responding = False
             self.turns += 1
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
+        return self._fed(self._read(obj))
+
+    def _read(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t == "init" and self.session_id is None:
             session = obj.get("session_id")

@@ -14,7 +14,7 @@ Stream facts (opencode 1.18, see tests/fixtures/streams/opencode*.jsonl):
 
 from __future__ import annotations
 
-from subagents.backends.base import Backend, CommandRequest, Normalizer
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer
 from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -66,7 +66,10 @@ class OpenCodeNormalizer(Normalizer):
         self._text: list[str] = []
         self._step_calls = 0
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
+        return self._fed(self._read(obj))
+
+    def _read(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if self.session_id is None:
             session = obj.get("sessionID")

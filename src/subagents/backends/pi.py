@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from subagents.backends.base import Backend, CommandRequest, Normalizer, text_blocks
+from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer, text_blocks
 from subagents.backends.tools import tools_for
 from subagents.core import events as ev
 
@@ -102,7 +102,10 @@ class PiNormalizer(Normalizer):
         b'{"type":"agent_end"',
     )
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
+        return self._fed(self._read(obj))
+
+    def _read(self, obj: JsonObject) -> list[ev.Event]:
         t = obj.get("type")
         if t in _ACTIVITY:
             self.terminal = False
@@ -141,12 +144,14 @@ class PiNormalizer(Normalizer):
             self.terminal = self.terminal or ev.is_terminal(self.stop_reason)
         return []
 
-    def skipped(self, tail: bytes) -> None:
+    def skipped(self, tail: bytes) -> Fed | None:
         # pi 0.87 says up front that an auto-retry follows, in the last key of agent_end
         # (`{...event, willRetry}`), a line skipped unparsed: the error was not the end.
         # A bare `true}` closing the line can only be that top-level key.
         if tail.rstrip().endswith(b',"willRetry":true}'):
             self.terminal = False
+            return self._fed([])
+        return None
 
     def _message_end(self, msg: JsonValue) -> list[ev.Event]:
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
@@ -217,57 +222,68 @@ class PiRpcNormalizer(PiNormalizer):
         self._with: dict[str, list[str]] = {}
         self._aborts = 0
 
-    def begin(self, req: CommandRequest) -> None:
-        self.outbox.append(_command({"id": TASK_ID, "type": "prompt", "message": req.task}))
+    def begin(self, req: CommandRequest) -> Fed:
+        fed = Fed()
+        fed.write(_command({"id": TASK_ID, "type": "prompt", "message": req.task}))
+        return fed
 
-    def steer(self, message_id: str, text: str) -> None:
+    def steer(self, message_id: str, text: str) -> Fed:
         self._pending.append((message_id, text))
         self._steers.add(message_id)
-        self.outbox.append(_command({"id": message_id, "type": "steer", "message": text}))
+        fed = Fed()
+        fed.write(_command({"id": message_id, "type": "steer", "message": text}))
+        return fed
 
-    def follow_up(self, message_id: str, text: str) -> None:
+    def follow_up(self, message_id: str, text: str) -> Fed:
         # At rest pi is idle: only a prompt starts a run (an idle follow_up is only queued).
         self._pending.append((message_id, text))
-        self.outbox.append(_command({"id": message_id, "type": "prompt", "message": text}))
+        fed = Fed()
+        fed.write(_command({"id": message_id, "type": "prompt", "message": text}))
+        return self._going_on(fed)
 
-    def abort(self) -> None:
+    def abort(self) -> Fed:
         # A steer still queued would be delivered into the aborted run's last turn.
         self._aborts += 1
-        self.outbox.append(_command({"id": f"clear-{self._aborts}", "type": "clear_queue"}))
-        self.outbox.append(_command({"id": f"abort-{self._aborts}", "type": "abort"}))
+        fed = Fed()
+        fed.write(_command({"id": f"clear-{self._aborts}", "type": "clear_queue"}))
+        fed.write(_command({"id": f"abort-{self._aborts}", "type": "abort"}))
+        return fed
 
-    def holds_input(self) -> bool:
+    def held_input(self) -> Fed | None:
         """Steers pi took too late for its run: it holds them, idle, until a prompt. They
         become one prompt (pi takes no prompt while busy), after its queue is cleared."""
         held = [(i, t) for i, t in self._pending if i in self._steers]
         if not held:
-            return False
-        self.outbox.append(_command({"id": "clear-held", "type": "clear_queue"}))
+            return None
+        fed = Fed()
+        fed.write(_command({"id": "clear-held", "type": "clear_queue"}))
         text = "\n\n".join(t for _, t in held)
         self._pending = [p for p in self._pending if p not in held] + [(held[0][0], text)]
         self._steers.difference_update(i for i, _ in held)  # a prompt now, not held again
         self._with[held[0][0]] = [i for i, _ in held[1:]]
-        self.outbox.append(_command({"id": held[0][0], "type": "prompt", "message": text}))
-        return True
+        fed.write(_command({"id": held[0][0], "type": "prompt", "message": text}))
+        return self._going_on(fed)
 
-    def feed(self, obj: JsonObject) -> list[ev.Event]:
+    def feed(self, obj: JsonObject) -> Fed:
         t = obj.get("type")
         if t == "response":
-            return self._response(obj)
+            said = Fed()
+            return self._fed(self._response(obj, said), said)
         if t == "message_end":
             msg = obj.get("message")
             if isinstance(msg, dict) and msg.get("role") == "user":
-                self._delivered(text_blocks(msg.get("content")))
-                return []
-        out = super().feed(obj)
+                said = Fed()
+                self._delivered(text_blocks(msg.get("content")), said)
+                return self._fed([], said)
+        out = self._read(obj)
         # A run is over at agent_settled (after any retry), not at its last message.
         if t == "agent_settled":
             self.terminal = ev.is_terminal(self.stop_reason)
         else:
             self.terminal = False
-        return out
+        return self._fed(out)
 
-    def _delivered(self, text: str) -> None:
+    def _delivered(self, text: str, fed: Fed) -> None:
         """A user message in the conversation: the pending message it is (the task's own
         comes first and matches none)."""
         for i, (message_id, sent) in enumerate(self._pending):
@@ -275,10 +291,10 @@ class PiRpcNormalizer(PiNormalizer):
                 del self._pending[i]
                 self._steers.discard(message_id)
                 for delivered in (message_id, *self._with.pop(message_id, [])):
-                    self._receipt(delivered, "delivered")
+                    fed.receipt(delivered, "delivered")
                 return
 
-    def _response(self, obj: JsonObject) -> list[ev.Event]:
+    def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
         ok = obj.get("success") is True
         if rid == TASK_ID and not ok:
@@ -293,9 +309,9 @@ class PiRpcNormalizer(PiNormalizer):
         if not ok:
             self._pending = [p for p in self._pending if p[0] != rid]
             self._steers.discard(rid)
-            self._receipt(rid, "refused", f"pi: {obj.get('error') or 'refused'}")
+            fed.receipt(rid, "refused", f"pi: {obj.get('error') or 'refused'}")
         elif rid in self._steers and obj.get("command") == "steer":
-            self._receipt(rid, "queued")
+            fed.receipt(rid, "queued")
         return []
 
 

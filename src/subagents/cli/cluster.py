@@ -15,7 +15,7 @@ address_option = click.option(
 
 
 def _address(given: str | None) -> str | None:
-    """The cluster to ask (Ray missing: one line, exit 2, as for `run --executor ray`)."""
+    """The cluster to ask (Ray missing: one line, exit 2, as for `run --launcher ray`)."""
     from subagents.launchers import launcher_named
 
     launcher_named("ray").check()

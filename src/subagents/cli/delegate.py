@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+from subagents.cli.background import parent_pid_option, run_in_background
+from subagents.cli.options import run_options
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from subagents.present.feed import JsonlFeed
     from subagents.service import JobStore, PreparedJob
-    from subagents.types import Executor, JobMode, OnStall, Runner
+    from subagents.types import JobMode
 
 # ---- run ----------------------------------------------------------------------
 
@@ -30,87 +32,20 @@ progress_option = click.option(
     "(a 'job' record, then 'progress' records: jobId, runId, text, status, activity, "
     "toolCount, usage; see docs/pi.md).",
 )
-parent_pid_option = click.option(
-    "--parent-pid",
-    type=int,
-    help="Bind the job to process PID: if it ends first (e.g. the program that started "
-    "this command died), the job is stopped (status 'aborted'); in the foreground, so it is "
-    "if this command is killed.",
-)
 
 
 @main.command()
 @click.argument("tasks", nargs=-1)
-@click.option("--agent", "-a", help="Agent to run the task(s) (see `subagents agents`).")
-@click.option(
-    "--backend",
-    "-b",
-    help="Agent CLI: pi, claude, codex, gemini, opencode. Default: from config, else pi.",
-)
-@click.option("--model", "-m", help="Model (for pi: provider/id).")
 @click.option(
     "--cwd", type=click.Path(path_type=Path), help="Working directory for the child(ren)."
 )
-@click.option(
-    "--timeout",
-    type=float,
-    help="Wall-clock limit per run in seconds (status 'timeout', exit 124).",
-)
-@click.option("--tools", help="Comma-separated tool allow-list, where the backend supports one.")
-@click.option(
-    "--isolate",
-    type=click.Choice(["worktree"]),
-    help="Each run works in its own git worktree on branch subagents/<run-id> (see `apply`).",
-)
-@click.option(
-    "--stall-timeout",
-    type=float,
-    help="Seconds without an event, with no tool call in flight, before a run is stalled"
-    " (default 300 from config; 0 = off).",
-)
-@click.option(
-    "--on-stall",
-    type=click.Choice(["notice", "abort"]),
-    help="On a stall: only say so (notice, default), or stop the run as failed (abort).",
-)
-@click.option(
-    "--tool-timeout",
-    type=float,
-    help="Seconds one tool call may run before the run is stopped as failed (default: off).",
-)
-@click.option(
-    "--max-turns",
-    type=int,
-    help="Budget per run: model turns. At the limit a child that takes messages is asked to"
-    " wrap up and given 2 more turns; any other is stopped (docs/live-control.md).",
-)
-@click.option("--max-tokens", type=int, help="Budget per run: tokens (all kinds together).")
-@click.option(
-    "--max-cost",
-    type=float,
-    help="Budget per run: cost in USD (where the CLI reports costs: pi, claude, opencode).",
-)
-@click.option(
-    "--job-max-turns", type=int, help="Budget of the whole job: model turns of all its runs."
-)
-@click.option("--job-max-tokens", type=int, help="Budget of the whole job: tokens of all its runs.")
-@click.option(
-    "--job-max-cost", type=float, help="Budget of the whole job: cost in USD of all its runs."
-)
-@click.option(
-    "--output-schema",
-    metavar="FILE|JSON",
-    help="The answer must be JSON valid against this JSON Schema (2020-12): a file or inline"
-    " JSON; result.json's `structured` holds it (docs/structured.md).",
-)
+@run_options
 @click.option(
     "--council",
     metavar="MEMBERS",
     help="Ask several CLIs the same TASK side by side: comma-separated backend[:model] or"
     " agent names, e.g. pi,claude,codex (docs/structured.md).",
 )
-@click.option("--judge", metavar="BACKEND[:MODEL]", help="A council's judge: reads every answer.")
-@click.option("--quorum", type=int, help="A council completes when this many answered (default 1).")
 @click.option("--parallel", "mode", flag_value="parallel", help="Run every TASK side by side.")
 @click.option(
     "--chain",
@@ -124,35 +59,6 @@ parent_pid_option = click.option(
     "plan_file",
     type=click.Path(path_type=Path),
     help="A plan file (YAML or JSON): mode and tasks/steps.",
-)
-@click.option(
-    "--concurrency", "-j", type=int, help="Parallel runs at once (default 4, from config)."
-)
-@click.option(
-    "--runner",
-    type=click.Choice(["process", "tmux"]),
-    help="How each run's supervisor is launched.",
-)
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    help="Where runs execute: here, or on a Ray cluster (docs/cluster.md).",
-)
-@click.option(
-    "--ray-address",
-    help="The Ray cluster to use (default: config ray_address, else $RAY_ADDRESS).",
-)
-@click.option(
-    "--ray-shared-cwd",
-    is_flag=True,
-    default=None,
-    help="On Ray: the working directory exists at the same path on every node (a shared"
-    " filesystem). Without it a run's git repository is sent with --isolate worktree.",
-)
-@click.option(
-    "--agent-scope",
-    type=click.Choice(["user", "both"]),
-    help="'both' also uses project-local agents.",
 )
 @click.option(
     "--session",
@@ -172,40 +78,17 @@ parent_pid_option = click.option(
 @parent_pid_option
 def run(
     tasks: tuple[str, ...],
-    agent: str | None,
-    backend: str | None,
-    model: str | None,
     cwd: Path | None,
-    timeout: float | None,
-    tools: str | None,
-    isolate: str | None,
-    stall_timeout: float | None,
-    on_stall: OnStall | None,
-    tool_timeout: float | None,
-    max_turns: int | None,
-    max_tokens: int | None,
-    max_cost: float | None,
-    job_max_turns: int | None,
-    job_max_tokens: int | None,
-    job_max_cost: float | None,
-    output_schema: str | None,
     council: str | None,
-    judge: str | None,
-    quorum: int | None,
     mode: JobMode | None,
     plan_file: Path | None,
-    concurrency: int | None,
-    runner: Runner | None,
-    executor: Executor | None,
-    ray_address: str | None,
-    ray_shared_cwd: bool | None,
-    agent_scope: str | None,
     session: str | None,
     bg: bool,
     as_json: bool,
     quiet: bool,
     progress: str,
     parent_pid: int | None,
+    **options: Any,
 ) -> None:
     """Run TASK(s) on child agents and print the final answer.
 
@@ -223,30 +106,18 @@ def run(
       subagents run --chain "list the TODOs" "pick the most important: {previous}"
       subagents run --isolate worktree --bg "fix the flaky test"   # then: subagents apply
     """
+    from subagents.cli.options import chosen, on_the_command_line
     from subagents.errors import PlanError
-    from subagents.service import budget_of, job_of, load_plan, with_options
+    from subagents.service import job_of, load_plan, with_options
 
-    overrides = {
-        "agent": agent,
-        "backend": backend,
-        "model": model,
-        "timeout": timeout,
-        "isolate": isolate,
-        "stall_timeout": stall_timeout,
-        "on_stall": on_stall,
-        "tool_timeout": tool_timeout,
-        "max_turns": max_turns,
-        "max_tokens": max_tokens,
-        "max_cost": max_cost,
-        "output_schema": output_schema,
-    }
-    budget = budget_of(job_max_turns, job_max_tokens, job_max_cost)
+    given = chosen(options)
+    job = dict(given.job)
+    concurrency = job.pop("concurrency", None)
     try:
         if plan_file is not None:
             if tasks:
                 fail("give either a --plan file or TASKs, not both")
-            source = str(plan_file)
-            spec = with_options(load_plan(plan_file), overrides, concurrency, source, budget)
+            spec = with_options(load_plan(plan_file), given.step, concurrency, str(plan_file), job)
         else:
             items = list(tasks)
             if not items:
@@ -257,45 +128,29 @@ def run(
                 items = [sys.stdin.read()]
             if len(items) > 1 and mode is None:
                 fail(f"{len(items)} TASKs given: add --parallel or --chain (or quote the task)")
-            source = "arguments"
-            given = {k: v for k, v in overrides.items() if v is not None}
-            steps: list[dict[str, object]] = [{"task": t, **given} for t in items]
+            steps: list[dict[str, object]] = [{"task": t, **given.step} for t in items]
             if council is not None:
-                mode, steps = "council", _council_steps(council, items, given)
+                mode, steps = "council", _council_steps(council, items, given.step)
             # The checks every job spec gets; click has checked the options' types.
-            spec = job_of(
-                mode or "single",
-                steps,
-                concurrency,
-                source,
-                budget=budget,
-                judge=judge,
-                quorum=quorum,
-            )
+            spec = job_of(mode or "single", steps, concurrency, "arguments", **job)
     except PlanError as exc:
-        fail(_for_one_task(str(exc), source, len(tasks) or 1))
-    tool_list = [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None
+        fail(str(exc) if plan_file is not None else on_the_command_line(exc, len(tasks) or 1))
     from subagents import api, service
 
     try:
         watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
-        job = service.prepare_job(
-            spec,
-            cwd=cwd,
-            tools=tool_list,
-            runner=runner,
-            agent_scope=agent_scope,
-            session=session,
-            executor=executor,
-            ray_address=ray_address,
-            watch=watch,
-            ray_shared_cwd=ray_shared_cwd,
+        prepared = service.prepare_job(
+            spec, cwd=cwd, session=session, watch=watch, **given.settings
         )
     except api.BadRequest as exc:
-        fail(_for_one_task(str(exc), "arguments" if plan_file is None else "", len(spec.steps)))
+        fail(str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps)))
+    if prepared.plan.mode == "map":  # a plan file's map: its rows' progress, not its runs'
+        from subagents.cli.mapcmd import run_map
+
+        run_map(prepared, bg=bg, as_json=as_json, quiet=quiet, progress=progress)
     if bg:
-        run_in_background(job, as_json=as_json, hint=not quiet)
-    run_in_foreground(job, as_json=as_json, quiet=quiet, progress=progress)
+        run_in_background(prepared, as_json=as_json, hint=not quiet)
+    run_in_foreground(prepared, as_json=as_json, quiet=quiet, progress=progress)
 
 
 def _council_steps(
@@ -319,46 +174,6 @@ def _council_steps(
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
-
-
-def _for_one_task(message: str, source: str, steps: int) -> str:
-    """Field names the user typed: from the command line, "concurrency: …" is
-    ``--concurrency: …``, and with one task "steps.0.timeout: …" is ``--timeout: …`` (no
-    field at all for the task, backend or agent, whose messages name them)."""
-    if source != "arguments":
-        return message
-    message = message.removeprefix("arguments: ")
-    field, sep, rest = message.partition(": ")
-    if not sep:
-        return message
-    if field == "concurrency":
-        return f"--concurrency: {rest}"
-    if field in ("max_turns", "max_tokens", "max_cost"):  # the job's
-        return f"--job-{field.replace('_', '-')}: {rest}"
-    if steps != 1 or not field.startswith("steps.0."):
-        return message
-    name = field.removeprefix("steps.0.")
-    option = "--" + name.replace("_", "-")  # as typed: --stall-timeout
-    if name in ("backend", "agent") or rest.startswith(("the task", f"{option} ")):
-        return rest
-    return f"{name}: {rest}" if name == "task" else f"{option}: {rest}"
-
-
-def run_in_background(job: Any, *, as_json: bool, hint: bool) -> NoReturn:
-    """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
-    ``--json``, else the id (and, with ``hint``, how to follow it)."""
-    from subagents import service
-
-    job_id = service.start_background(job)
-    if as_json:
-        print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
-    else:
-        click.echo(job_id)
-        if hint:
-            click.echo(
-                f"started in the background; follow with: subagents logs -f {job_id}", err=True
-            )
-    sys.exit(0)
 
 
 def run_in_foreground(

@@ -137,11 +137,27 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
 @main.command()
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="The whole job.json.")
-def show(job_id: str, as_json: bool) -> None:
-    """A job's result, or its state while it runs."""
+@click.option(
+    "--rows", is_flag=True, help="A map's rows as results lines (done ones, the others pending)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default="jsonl",
+    show_default=True,
+    help="With --rows: JSON lines or CSV.",
+)
+def show(job_id: str, as_json: bool, rows: bool, fmt: str) -> None:
+    """A job's result, or its state while it runs; a map's rows with --rows."""
     store = _store()
     from subagents import service
 
+    if rows:
+        from subagents import maps
+
+        maps.write_rows(store, _resolve(store, job_id), sys.stdout, fmt)
+        return
     state = service.job_state(store, _resolve(store, job_id))
     if as_json:
         print_json(state)
@@ -154,7 +170,12 @@ def show(job_id: str, as_json: bool) -> None:
         echo_child_text(council_table(council, shutil.get_terminal_size().columns))
     from subagents.service import TERMINAL
 
-    if state.get("status") not in TERMINAL:
+    if state.get("status") not in TERMINAL and state.get("mode") == "map":
+        from subagents.service import MapWatch, progress_line
+
+        watch = MapWatch(store.dir / state["jobId"], state["jobId"])
+        echo_child_text(f"now: {progress_line(watch.progress.record())}")
+    elif state.get("status") not in TERMINAL:
         activity = service.current_activity(store.home, state.get("runIds") or [])
         if activity:
             echo_child_text(f"now: {activity}")
@@ -198,7 +219,14 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
     jid = _resolve(store, job_id)
     stop = threading.Event()
     follower = None
-    if progress == "jsonl":
+    if progress == "jsonl" and store.load(jid).get("mode") == "map":
+        from subagents.cli.mapcmd import follow_map
+
+        follower = threading.Thread(
+            target=follow_map, args=(store.dir / jid, jid, stop), daemon=True
+        )
+        follower.start()
+    elif progress == "jsonl":
         from subagents.cli.delegate import progress_feed
         from subagents.service import follow_events
 
@@ -218,7 +246,7 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
             follower.join(timeout=10)  # the last events before the result
     if result is None:
         fail(f"job {jid} is still running after {timeout:g}s", 124)
-    if follower is not None:
+    if follower is not None and result.get("mode") != "map":
         feed.ended(result)
     if as_json:
         print_json(result)

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from subagents.cli.app import fail, main
-from subagents.cli.delegate import parent_pid_option, progress_option
+from subagents.cli.background import parent_pid_option
+from subagents.cli.delegate import progress_option
 
 
 @main.command(name="continue")
@@ -48,7 +49,8 @@ def continue_(
       subagents continue --bg --json 01m84x "And add a test"   # {"jobId": ...}
     """
     from subagents import api, service
-    from subagents.cli.delegate import run_in_background, run_in_foreground
+    from subagents.cli.background import run_in_background
+    from subagents.cli.delegate import run_in_foreground
 
     if task == "-":
         task = sys.stdin.read()

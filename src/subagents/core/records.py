@@ -34,7 +34,7 @@ META_VERSION = 1
 RESULT_VERSION = 1
 
 RUN_STATUSES = ("completed", "failed", "aborted", "timeout")
-JOB_MODES = ("single", "parallel", "chain", "council")
+JOB_MODES = ("single", "parallel", "chain", "council", "map")
 JOB_STATUSES = ("pending", "running", *RUN_STATUSES)
 LIFECYCLE_EVENT_TYPES = (
     "subagent:start",

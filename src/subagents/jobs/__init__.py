@@ -23,10 +23,18 @@ from subagents.jobs.council import VERDICT_SCHEMA, member_step
 from subagents.jobs.driver import start_background
 from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.live import LiveJobs
+from subagents.jobs.mapinput import Row, parse_where, render
+from subagents.jobs.mapjob import MapJob, RowSink, job_for
+from subagents.jobs.maplog import write_input
+from subagents.jobs.mapplan import plan_map, read_map_rows, read_rows
+from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line, row_record
+from subagents.jobs.mapresults import write_all as write_results
+from subagents.jobs.mapwatch import MapWatch
 from subagents.jobs.orchestrator import EventSink, Job, exit_code
 from subagents.jobs.planning import JobPlan, plan
 from subagents.jobs.records import lifecycle_for
 from subagents.jobs.spec import (
+    MAP_FIELDS,
     PREVIOUS,
     JobSpec,
     Step,
@@ -39,6 +47,7 @@ from subagents.jobs.spec import (
 from subagents.jobs.store import TERMINAL, JobStore
 
 __all__ = [
+    "MAP_FIELDS",
     "PREVIOUS",
     "STOPPED_ORPHAN",
     "TERMINAL",
@@ -51,7 +60,13 @@ __all__ = [
     "JobSpec",
     "JobStore",
     "LiveJobs",
+    "MapJob",
+    "MapProgress",
+    "MapProgressRecord",
+    "MapWatch",
     "PlanError",
+    "Row",
+    "RowSink",
     "Step",
     "budget_of",
     "chain_of",
@@ -59,6 +74,7 @@ __all__ = [
     "current_activity",
     "exit_code",
     "follow_events",
+    "job_for",
     "job_of",
     "job_state",
     "jobs_to_prune",
@@ -68,13 +84,22 @@ __all__ = [
     "member_step",
     "message_target",
     "parse_job",
+    "parse_where",
     "plan",
+    "plan_map",
+    "progress_line",
+    "read_map_rows",
+    "read_rows",
     "read_run",
     "remove_jobs",
+    "render",
     "resolve_run",
+    "row_record",
     "send_message",
     "start_background",
     "stop_job",
     "wait_job",
     "with_options",
+    "write_input",
+    "write_results",
 ]

@@ -36,7 +36,8 @@ class JobBudget:
         self.limits: dict[LimitKind, float] = {
             kind: float(value) for kind, value in given.items() if value is not None
         }
-        self._used: list[dict[LimitKind, float]] = [{} for _ in range(runs)]
+        # run (its key: a job's index, a map's slot per run) -> what it has used
+        self._used: dict[int, dict[LimitKind, float]] = {i: {} for i in range(runs)}
         self._lock = threading.Lock()
         self.reached: tuple[LimitKind, float, float] | None = None
 
@@ -45,7 +46,7 @@ class JobBudget:
 
     def total(self, kind: LimitKind) -> float:
         with self._lock:
-            return sum(used.get(kind, 0.0) for used in self._used)
+            return sum(used.get(kind, 0.0) for used in self._used.values())
 
     def spent(self) -> str | None:
         """Why no further run starts (a limit with nothing left), or None."""
@@ -86,6 +87,11 @@ class JobBudget:
             job_used=job_used,
         )
 
+    def add(self, key: int, used: dict[LimitKind, float]) -> None:
+        """What a run counted elsewhere used (a resumed map's rows done before)."""
+        with self._lock:
+            self._used[key] = dict(used)
+
     def observe(self, index: int, event: Event) -> tuple[LimitKind, float, float] | None:
         """Take a run's usage event; the limit the job's total has just reached, if one has
         (once: what it was, and what was used)."""
@@ -97,14 +103,14 @@ class JobBudget:
             "cost": event.get("cost"),
         }
         with self._lock:
-            used = self._used[index]
+            used = self._used.setdefault(index, {})
             for kind, value in seen.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     used[kind] = float(value)
             if self.reached is not None:
                 return None
             for kind, limit in self.limits.items():
-                total = sum(u.get(kind, 0.0) for u in self._used)
+                total = sum(u.get(kind, 0.0) for u in self._used.values())
                 if total >= limit:
                     self.reached = (kind, limit, total)
                     return self.reached

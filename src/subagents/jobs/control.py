@@ -11,7 +11,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +105,7 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
         os.kill(driver["pid"], signal.SIGTERM)
         if wait_job(store, job_id, timeout=grace) is not None:
             return store.load(job_id)
-    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    _stop_runs(store, store.run_ids(store.load(job_id)), grace)
     # The driver (one that is alive, or one still starting) records the end itself once
     # it sees the request and its runs are over; a gone driver's job is ended here.
     done = wait_job(store, job_id, timeout=grace, orphaned_as=STOPPED_ORPHAN)
@@ -114,11 +114,11 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
     if state.get("background") and driver is not None and procs.is_alive(driver):
         with contextlib.suppress(OSError):
             os.kill(driver["pid"], signal.SIGKILL)
-    _stop_runs(store, store.load(job_id).get("runIds") or [], grace)
+    _stop_runs(store, store.run_ids(store.load(job_id)), grace)
     return store.recover_if_orphaned(job_id, status=STOPPED_ORPHAN[0], message=STOPPED_ORPHAN[1])
 
 
-def _stop_runs(store: JobStore, run_ids: list[str | None], grace: float) -> None:
+def _stop_runs(store: JobStore, run_ids: Sequence[str | None], grace: float) -> None:
     from subagents.runs import stop_run
 
     for run_id in run_ids:

@@ -45,13 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: asked.append(signum))
     store = JobStore(job_dir.parent.parent)
-    from subagents.jobs.orchestrator import Job, exit_code
+    from subagents.jobs.mapjob import job_for
+    from subagents.jobs.orchestrator import exit_code
     from subagents.jobs.planning import JobPlan
     from subagents.jobs.records import lifecycle_for
 
     state = store.load(job_dir.name)
     plan = JobPlan.from_record(state["plan"])
-    job = Job(store, job_dir.name, plan)
+    job = job_for(store, job_dir.name, plan)
     job.stop_on_signals(STOP_SIGNALS)
     if asked:
         job.cancel_soon(asked[0])

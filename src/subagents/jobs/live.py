@@ -252,7 +252,10 @@ class LiveJobs:
     def rows(self, job: JobRow | JobState) -> list[RunRow]:
         """One row per run of ``job`` (an index row or its ``job.json``); one for a job
         whose runs have not started."""
-        run_ids = job.get("runIds") or [None]
+        run_ids: list[str | None] = list(job.get("runIds") or [])
+        if job.get("mode") == "map" and job.get("status") not in TERMINAL:
+            run_ids = list(self.store.run_ids(job))  # its rows in flight
+        run_ids = run_ids or [None]
         return [self._run_row(job, run_id, i == 0) for i, run_id in enumerate(run_ids)]
 
     def transcript(self, run_id: str, offset: int) -> tuple[str, int]:

@@ -29,6 +29,7 @@ from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
 from subagents.jobs.store import JobStore
+from subagents.jobs.tasks import Tasks
 from subagents.runs import (
     EXIT_CODES,
     RunHandle,
@@ -101,6 +102,8 @@ class Job:
         self.env = dict(os.environ if env is None else env)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        # Every thread the job starts but its runs' pool: joined at its end.
+        self._tasks = Tasks("subagents-job")
         self._stop_signal: int = signal.SIGTERM
         self._sink_failed = False  # the caller's progress sink raised: it is shown no more
         self._handles: dict[int, RunHandle] = {}
@@ -130,12 +133,7 @@ class Job:
         self._cancelled.set()
         with self._lock:
             handles = list(self._handles.values())
-        stoppers = [
-            threading.Thread(target=h.stop, kwargs={"sig": self._stop_signal}, daemon=True)
-            for h in handles
-        ]
-        for t in stoppers:
-            t.start()
+        stoppers = [self._tasks.submit(h.stop, sig=self._stop_signal) for h in handles]
         for t in stoppers:
             t.join(timeout=30)
 
@@ -144,7 +142,7 @@ class Job:
         if sig is not None:
             self._stop_signal = sig
         self._cancelled.set()
-        threading.Thread(target=self.cancel, name="subagents-cancel", daemon=True).start()
+        self._tasks.submit(self.cancel)
 
     def stop_on_signals(self, signals: tuple[int, ...]) -> Callable[[], None]:
         """Make ``signals`` cancel this job instead of raising wherever the main thread is,
@@ -179,7 +177,7 @@ class Job:
     def _keep_warm(self) -> None:
         with self._lock:
             left = 0 if self._cancelled.is_set() else self._to_start
-        width = self.plan.concurrency if self.plan.mode in ("parallel", "council") else 1
+        width = self.plan.concurrency if self.plan.mode in ("parallel", "council", "map") else 1
         keep_warm(self, min(width, left), self.plan.placement)
 
     def _run_one(self, index: int, req: RunRequest, on_event: EventSink | None) -> JobRun:
@@ -193,15 +191,26 @@ class Job:
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
-        return self._follow(index, handle, on_event)
+        result = self._follow(index, handle, on_event)
+        if req.gate is not None and result.get("status") == "completed":
+            from subagents.jobs.gates import Gate, verified
+
+            gate = Gate.from_record(req.gate)
+            if gate is not None:
+                return verified(_Repairs(self, index, on_event), req, gate, result)
+        return result
 
     def _start_one(self, index: int, req: RunRequest) -> RunHandle | RunNotStarted:
         """Start (or find again) run ``index``: its handle, or its result if it never started."""
         if self.cancelled:
             return not_started(req, "not started: the job was stopped")
-        started = self._run_ids[index]
+        started = self._started_run(index)
         if started is not None:
             return resume(paths.runs_dir(self.store.home) / started)
+        return self._launch(index, req)
+
+    def _launch(self, index: int, req: RunRequest) -> RunHandle | RunNotStarted:
+        """Start a new run as run ``index`` of the job (under what its budget has left)."""
         spent = self.budget.spent() if self.budget else None
         if spent is not None:
             return {**not_started(req, spent), "status": "failed"}
@@ -223,6 +232,10 @@ class Job:
             return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
             return not_started(req, str(exc), "failed", spec.runId)
+
+    def _started_run(self, index: int) -> str | None:
+        """The run a predecessor driver started for ``index``, to be followed again."""
+        return self._run_ids[index]
 
     def _record_run_id(self, index: int, run_id: str) -> None:
         with self._lock:
@@ -268,13 +281,17 @@ class Job:
         """``sink``, with each event counted against the job's budget first."""
 
         def count(event: Event) -> None:
-            reached = self.budget.observe(index, event)
+            reached = self.budget.observe(self._budget_key(index), event)
             if reached is not None:
                 self._limit_reached(*reached)
             if sink is not None:
                 sink(event)
 
         return count
+
+    def _budget_key(self, index: int) -> int:
+        """Where run ``index``'s usage is counted in the job's budget."""
+        return index
 
     def _limit_reached(self, kind: LimitKind, limit: float, used: float) -> None:
         """The runs' sum reached the job's limit: every running run wraps up (or stops) as
@@ -283,7 +300,7 @@ class Job:
             handles = list(self._handles.values())
         for handle in handles:
             if handle.result() is None and not tell_limit(handle.run_dir, kind, limit, used):
-                threading.Thread(target=handle.stop, daemon=True).start()
+                self._tasks.submit(handle.stop)
 
     def _council(self, on_event: EventSink | None) -> list[JobRun]:
         """The members side by side; then the judge, given every answer, when enough of
@@ -349,6 +366,7 @@ class Job:
         finally:
             # Spares never handed a run (a chain that stopped early, a stopped job) exit.
             keep_warm(self, 0, self.plan.placement)
+            self._tasks.join()
 
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> JobResult:
         started = self._started or time.time()
@@ -376,21 +394,13 @@ class Job:
 
         def work() -> None:
             try:
-                mode = self.plan.mode
-                runs.extend(
-                    self._chain(on_event)
-                    if mode == "chain"
-                    else self._council(on_event)
-                    if mode == "council"
-                    else self._parallel(on_event)
-                )
+                runs.extend(self._work(on_event))
             except BaseException as exc:  # surfaced below, in the caller's thread
                 failure.append(exc)
             finally:
                 done.set()
 
-        worker = threading.Thread(target=work, name="subagents-job", daemon=True)
-        worker.start()
+        self._tasks.submit(work)
         try:
             # Waiting in slices keeps the caller's thread free to take Ctrl-C.
             while not done.wait(0.5):
@@ -415,6 +425,15 @@ class Job:
         except OSError as exc:
             result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result
+
+    def _work(self, on_event: EventSink | None) -> list[JobRun]:
+        """Run the job's runs as its mode says; their results in order."""
+        mode = self.plan.mode
+        if mode == "chain":
+            return self._chain(on_event)
+        if mode == "council":
+            return self._council(on_event)
+        return self._parallel(on_event)
 
     def _result(self, runs: list[JobRun], started: float) -> JobResult:
         if self.plan.mode == "council":
@@ -470,6 +489,43 @@ class Job:
             merged = verdict.get("merged")
             result["finalText"] = merged if isinstance(merged, str) else None
         return result
+
+
+class _Repairs:
+    """A gate's view of run ``index`` of ``job`` (jobs/gates.py ``Repairs``)."""
+
+    def __init__(self, job: Job, index: int, on_event: EventSink | None) -> None:
+        self.job, self.index, self.on_event = job, index, on_event
+        self.env = job.env
+
+    @property
+    def cancelled(self) -> bool:
+        return self.job.cancelled
+
+    def launch(self, req: RunRequest) -> RunHandle | RunNotStarted:
+        return self.job._launch(self.index, req)
+
+    def follow(self, handle: RunHandle) -> JobRun:
+        return self.job._follow(self.index, handle, self.on_event)
+
+    def review(self, req: RunRequest) -> JobRun:
+        job = self.job
+        req = replace(req, job_id=job.job_id)
+        try:
+            spec, run_dir = prepare(
+                req, job.plan.settings, job.env, job.store.home, placement=job.plan.placement
+            )
+            handle = start_prepared(spec, run_dir, job.plan.placement)
+            with job._lock:  # stopped with the job, as the run it reviews would be
+                job._handles[self.index] = handle
+            if job.cancelled:
+                handle.stop()
+            result = handle.wait()
+            with job._lock:
+                job._handles.pop(self.index, None)
+        except UsageError as exc:
+            return not_started(req, str(exc), "failed")
+        return result if result is not None else not_started(req, "the reviewer did not end")
 
 
 def _why(exc: OSError) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
 from subagents.core.paths import working_dir
-from subagents.errors import FieldProblem, PlanError, UsageError
+from subagents.errors import FieldProblem, Loc, PlanError, UsageError, dotted
 from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
 from subagents.runs import RunRequest, check
@@ -96,11 +96,13 @@ def plan(
     n = len(spec.steps)
     if spec.mode in ("parallel", "council") and n > settings.max_parallel_tasks:
         raise PlanError(
-            f"tasks: {n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)"
+            f"{n} tasks exceed the limit of {settings.max_parallel_tasks} (max_parallel_tasks in config)",
+            ("tasks",),
         )
     if n > settings.max_spawns_per_job:
         raise PlanError(
-            f"tasks: {n} runs exceed the spawn cap of {settings.max_spawns_per_job} per job (max_spawns_per_job)"
+            f"{n} runs exceed the spawn cap of {settings.max_spawns_per_job} per job (max_spawns_per_job)",
+            ("tasks",),
         )
     key = "tasks" if spec.mode == "parallel" else "steps"
     requests: list[RunRequest] = []
@@ -111,61 +113,108 @@ def plan(
         if spec.judge is not None:
             steps.append(_judge_step(spec))
     for i, step in enumerate(steps):
-        where = f"{key}.{i}" if i < n else "judge"
-        agent = None
-        agent_name = step.agent or settings.default_agent
-        if agent_name:
-            # Agent files (yaml, their model) are read only for a step that names an agent.
-            from subagents.agents import get_agent
-            from subagents.errors import AgentError
-
-            try:
-                agent = get_agent(agent_name, base, settings.agent_scope, env)
-            except AgentError as exc:
-                raise PlanError(f"{where}.agent: {exc}") from None
-        step_cwd = Path(step.cwd).expanduser() if step.cwd else base
-        if not step_cwd.is_absolute():
-            step_cwd = base / step_cwd
-        if not step_cwd.is_dir():
-            raise PlanError(f"{where}.cwd: directory does not exist: {step_cwd}")
-        req = RunRequest(
-            task=step.task,
-            backend=step.backend or (agent.backend if agent else None),
-            model=step.model or (agent.model if agent else None),
-            cwd=str(step_cwd.resolve()),
-            timeout=step.timeout or (agent.timeout if agent else None),
-            tools=list(agent.tools) if agent and agent.tools is not None else None,
-            system_prompt=(agent.system_prompt or None) if agent else None,
-            thinking=agent.thinking if agent else None,
-            agent=agent.name if agent else None,
-            agent_source=_source_of(agent) if agent else None,
-            env=dict(extra_env or {}),
-            isolate=step.isolate or (agent.isolation if agent else None),
-            stall_timeout=step.stall_timeout,
-            on_stall=step.on_stall,
-            tool_timeout=step.tool_timeout,
-            # The step's budget, else its agent's.
-            max_turns=_first(step.max_turns, agent.max_turns if agent else None),
-            max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
-            max_cost=_first(step.max_cost, agent.max_cost if agent else None),
-        )
-        try:
-            req.output_schema = _schema(step, agent, settings, base)
-        except UsageError as exc:
-            raise PlanError(f"{where}.output_schema: {exc}") from None
-        try:
-            # {previous} is only known at run time; check the step with a stand-in.
-            check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
-        except UsageError as exc:
-            raise PlanError(f"{where}.{exc.field}: {exc}" if exc.field else str(exc)) from None
-        requests.append(req)
+        where: Loc = (key, i) if i < n else ("judge",)
+        requests.append(resolve_step(step, where, settings, base, env, placement, extra_env))
     concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
     budget = spec.budget()
     if budget.get("max_cost") is not None:
-        _check_job_cost(requests, settings)
+        check_job_cost(requests, settings)
     return JobPlan(
         spec.mode, requests, settings, placement, concurrency, session, extra, budget=budget
     )
+
+
+def resolve_step(
+    step: Step,
+    where: Loc,
+    settings: Settings,
+    base: Path,
+    env: Mapping[str, str],
+    placement: Placement,
+    extra_env: dict[str, str] | None = None,
+) -> RunRequest:
+    """One step as a checked run request: its agent resolved, its cwd found, its schema
+    read; a ``PlanError`` located at ``where`` (``("tasks", 0)``) and the field otherwise."""
+    agent = None
+    agent_name = step.agent or settings.default_agent
+    if agent_name:
+        # Agent files (yaml, their model) are read only for a step that names an agent.
+        from subagents.agents import get_agent
+        from subagents.errors import AgentError
+
+        try:
+            agent = get_agent(agent_name, base, settings.agent_scope, env)
+        except AgentError as exc:
+            raise PlanError(str(exc), (*where, "agent")) from None
+    step_cwd = Path(step.cwd).expanduser() if step.cwd else base
+    if not step_cwd.is_absolute():
+        step_cwd = base / step_cwd
+    if not step_cwd.is_dir():
+        raise PlanError(f"directory does not exist: {step_cwd}", (*where, "cwd"))
+    req = RunRequest(
+        task=step.task,
+        backend=step.backend or (agent.backend if agent else None),
+        model=step.model or (agent.model if agent else None),
+        cwd=str(step_cwd.resolve()),
+        timeout=step.timeout or (agent.timeout if agent else None),
+        tools=list(agent.tools) if agent and agent.tools is not None else None,
+        system_prompt=(agent.system_prompt or None) if agent else None,
+        thinking=step.thinking or (agent.thinking if agent else None),
+        agent=agent.name if agent else None,
+        agent_source=_source_of(agent) if agent else None,
+        env=dict(extra_env or {}),
+        isolate=step.isolate or (agent.isolation if agent else None),
+        stall_timeout=step.stall_timeout,
+        on_stall=step.on_stall,
+        tool_timeout=step.tool_timeout,
+        # The step's budget, else its agent's.
+        max_turns=_first(step.max_turns, agent.max_turns if agent else None),
+        max_tokens=_first(step.max_tokens, agent.max_tokens if agent else None),
+        max_cost=_first(step.max_cost, agent.max_cost if agent else None),
+    )
+    if agent is not None and (agent.verify or agent.review):  # the step's gate, else its agent's
+        step = replace(step, verify=step.verify or agent.verify, review=step.review or agent.review)
+    if step.verify is not None or step.review is not None:
+        req.gate = _gate(step, where, settings, base, env, placement, extra_env)
+    try:
+        req.output_schema = _schema(step, agent, settings, base)
+    except UsageError as exc:
+        raise PlanError(str(exc), (*where, "output_schema")) from None
+    try:
+        # {previous} is only known at run time; check the step with a stand-in.
+        check(replace(req, task=req.task.replace(PREVIOUS, "x")), settings, env, placement)
+    except UsageError as exc:
+        raise PlanError(str(exc), (*where, *exc.loc) if exc.loc else ()) from None
+    return req
+
+
+def _gate(
+    step: Step,
+    where: Loc,
+    settings: Settings,
+    base: Path,
+    env: Mapping[str, str],
+    placement: Placement,
+    extra_env: dict[str, str] | None,
+) -> JsonObject | None:
+    """The step's acceptance gate (jobs/gates.py), its reviewer resolved as a run."""
+    from subagents.jobs.gates import gate_of
+
+    reviewer = None
+    if step.review is not None:
+        from subagents.jobs.review import review_step
+
+        who = review_step(step.review, step)
+        reviewer = resolve_step(who, (*where, "review"), settings, base, env, placement, extra_env)
+    gate = gate_of(
+        step.verify,
+        step.verify_timeout,
+        step.verify_attempts,
+        dotted((*where, "verify")),
+        step.review,
+        reviewer,
+    )
+    return gate.to_record() if gate is not None else None
 
 
 def _judge_step(spec: JobSpec) -> Step:
@@ -178,7 +227,7 @@ def _judge_step(spec: JobSpec) -> Step:
     try:
         who = member_step(spec.judge, known_backends())
     except FieldProblem as exc:
-        raise PlanError(f"judge: {exc.problem}") from None
+        raise PlanError(exc.problem, ("judge",)) from None
     return Step(
         task=JUDGE_TASK,
         agent=who.get("agent"),
@@ -210,7 +259,7 @@ def _first(value: _T | None, fallback: _T | None) -> _T | None:
     return fallback if value is None else value
 
 
-def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
+def check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
     """A job's cost budget is counted over every run: each CLI must report costs."""
     from subagents.backends import get_backend
 
@@ -218,8 +267,9 @@ def _check_job_cost(requests: list[RunRequest], settings: Settings) -> None:
         backend = get_backend(req.backend or settings.default_backend)
         if not backend.reports_cost:
             raise PlanError(
-                f"max_cost: {backend.name} reports no cost, so the job's cost limit cannot be"
-                " counted (bound its tokens with max_tokens instead)"
+                f"{backend.name} reports no cost, so the job's cost limit cannot be"
+                " counted (bound its tokens with max_tokens instead)",
+                ("max_cost",),
             )
 
 

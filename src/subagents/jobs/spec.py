@@ -17,75 +17,61 @@ never imports pydantic (~70 ms and ~12 MB of its start).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from subagents.core.inputs import (
-    BUDGET_FIELDS,
     UNKNOWN_KEY,
-    Budget,
-    Seconds,
     check_at_least,
-    check_budget,
     check_choice,
     first_problem,
-    seconds_problem,
     text_problem,
 )
 from subagents.errors import FieldProblem, PlanError
-from subagents.types import BudgetSpec, Executor, JobMode, OnStall
+from subagents.options import JobOptions, RunOptions
+from subagents.types import BudgetSpec, JobMode
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
 
 PREVIOUS = "{previous}"
-MODES = ("single", "parallel", "chain", "council")
+MAP_FIELDS = ("input", "input_format", "key", "where", "limit", "retries", "out")
+MODES = ("single", "parallel", "chain", "council", "map")
 
 
 @dataclass
-class Step:
+class Step(RunOptions):
+    """One task of a job: the task, where it runs, and its run options (``RunOptions``:
+    agent, backend, model, timeout, budget, … each defined once in subagents/options.py)."""
+
     # pydantic reads this when checking a document against the class.
     __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     task: str
-    agent: str | None = None
     cwd: str | None = None
-    model: str | None = None
-    backend: str | None = None
-    # (Seconds: a document's ``true`` is no number of seconds; pydantic would make it 1.)
-    timeout: Annotated[float | None, Seconds] = None
-    # "worktree": the run works in its own git worktree on branch subagents/<run-id>.
-    isolate: Literal["worktree"] | None = None
-    # The stall watchdog (0: off), its policy, and the bound on one tool call (0: none).
-    stall_timeout: Annotated[float | None, Seconds] = None
-    on_stall: OnStall | None = None
-    tool_timeout: Annotated[float | None, Seconds] = None
-    # The run's budget (docs/live-control.md): model turns, tokens, cost in USD.
-    max_turns: Annotated[int | None, Budget] = None
-    max_tokens: Annotated[int | None, Budget] = None
-    max_cost: Annotated[float | None, Budget] = None
-    # The answer's JSON Schema (docs/structured.md): a file, inline JSON, or a mapping.
-    output_schema: str | dict[str, object] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("task", "agent", "cwd", "model", "backend"):
+        for name in ("task", "cwd"):
             value = getattr(self, name)
             problem = None if value is None else text_problem(value)
             if problem:
                 raise FieldProblem(name, problem)
         if not self.task.strip():
             raise FieldProblem("task", "the task is empty")
-        for name, off in (("timeout", False), ("stall_timeout", True), ("tool_timeout", True)):
-            value = getattr(self, name)
-            problem = None if value is None else seconds_problem(value, off=off)
-            if problem:
-                raise FieldProblem(name, problem)
-        check_choice("isolate", self.isolate, ("worktree",))
-        check_choice("on_stall", self.on_stall, ("notice", "abort"))
-        for name in BUDGET_FIELDS:
-            check_budget(name, getattr(self, name))
+        self.check_options()
+        # The gate's options together (each is checked on its own by check_options).
+        if self.verify is not None and not self.verify.strip():
+            raise FieldProblem("verify", "the command is empty")
+        if self.review is not None and not self.review.strip():
+            raise FieldProblem("review", "the reviewer is empty (give backend[:model] or an agent)")
+        gated = self.verify is not None or self.review is not None
+        if not gated and (self.verify_timeout or self.verify_attempts) is not None:
+            raise FieldProblem(
+                "verify", "a gate's timeout and attempts need its command or its reviewer"
+            )
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""
@@ -95,7 +81,10 @@ class Step:
 
 
 @dataclass
-class JobSpec:
+class JobSpec(JobOptions):
+    """A job: its mode, its steps, and its job options (``JobOptions``: concurrency, the
+    job's budget, a council's judge and quorum, the executor)."""
+
     __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     mode: JobMode
@@ -103,22 +92,19 @@ class JobSpec:
     # chains say steps); either is accepted for any mode, and kept as ``steps``.
     steps: list[Step] = field(default_factory=list)
     tasks: list[Step] | None = None
-    concurrency: int | None = None
-    # Where the job's runs execute (else from config): see docs/cluster.md.
-    executor: Executor | None = None
-    # The job's budget: the most its runs may use together (each run's own is its step's).
-    max_turns: Annotated[int | None, Budget] = None
-    max_tokens: Annotated[int | None, Budget] = None
-    max_cost: Annotated[float | None, Budget] = None
-    # A council (mode "council", docs/structured.md): the judge (backend[:model] or an
-    # agent) that reads every answer, and how many members must answer (default 1).
-    judge: str | None = None
-    quorum: int | None = None
+    # A map (mode "map", docs/map.md): its one step is a template run once per input row.
+    input: str | None = None
+    input_format: Literal["csv", "jsonl", "lines"] | None = None
+    key: str | None = None
+    where: dict[str, str] | None = None
+    limit: int | None = None
+    retries: int | None = None
+    out: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FieldProblem(
-                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain or council)"
+                "mode", f"unknown mode {self.mode!r} (use single, parallel, chain, council or map)"
             )
         if self.tasks is not None:
             if self.steps:
@@ -130,19 +116,30 @@ class JobSpec:
             raise FieldProblem("", f"mode 'single' takes exactly one task, not {len(self.steps)}")
         if self.mode == "chain" and PREVIOUS in self.steps[0].task:
             raise FieldProblem("steps.0.task", "the first step has no {previous} to use")
-        check_at_least("concurrency", self.concurrency, 1)
         if self.mode != "council" and (self.judge is not None or self.quorum is not None):
             raise FieldProblem(
                 "judge" if self.judge is not None else "quorum", "only a council has one"
             )
-        check_at_least("quorum", self.quorum, 1)
+        self.check_options()
         if self.quorum is not None and self.quorum > len(self.steps):
             raise FieldProblem(
                 "quorum", f"{self.quorum} is more than the council's {len(self.steps)} members"
             )
-        check_choice("executor", self.executor, ("local", "ray"))
-        for name in BUDGET_FIELDS:
-            check_budget(name, getattr(self, name))
+        self._check_map()
+
+    def _check_map(self) -> None:
+        given = [n for n in MAP_FIELDS if getattr(self, n) is not None]
+        if self.mode != "map":
+            if given:
+                raise FieldProblem(given[0], "only a map has one")
+            return
+        if self.input is None or not self.input.strip():
+            raise FieldProblem("input", "a map needs an input (a CSV, JSON-lines or lines file)")
+        if len(self.steps) != 1:
+            raise FieldProblem("", f"a map takes exactly one task template, not {len(self.steps)}")
+        check_at_least("limit", self.limit, 1)
+        check_at_least("retries", self.retries, 0)
+        check_choice("input_format", self.input_format, ("csv", "jsonl", "lines"))
 
     def budget(self) -> BudgetSpec:
         """The job's budget as its fields say it (``max_turns`` …), unset ones left out."""
@@ -161,63 +158,51 @@ def budget_of(max_turns: int | None, max_tokens: int | None, max_cost: float | N
     return budget
 
 
-def _at(source: str, where: str, problem: str) -> PlanError:
-    return PlanError(f"{source}: {where}: {problem}" if where else f"{source}: {problem}")
-
-
 def job_of(
     mode: JobMode,
     steps: list[dict[str, Any]],
     concurrency: int | None = None,
     source: str = "arguments",
-    executor: Executor | None = None,
-    budget: BudgetSpec | None = None,
-    judge: str | None = None,
-    quorum: int | None = None,
+    **job: Any,
 ) -> JobSpec:
     """A job from values already of the right types (the command line's, which click
     checked): the checks of meaning run, with the messages :func:`parse_job` gives.
-    ``judge`` and ``quorum``: a council's."""
+    ``job``: its other options (``JobOptions``' fields: the job's ``max_turns`` …, a
+    council's ``judge`` and ``quorum``, ``executor``)."""
     built: list[Step] = []
     for i, values in enumerate(steps):
         try:
             built.append(Step(**values))
         except FieldProblem as exc:
-            raise _at(source, f"steps.{i}.{exc.where}", exc.problem) from None
+            raise PlanError(exc.problem, ("steps", i, *exc.loc), source) from None
     try:
-        return JobSpec(
-            mode=mode,
-            steps=built,
-            concurrency=concurrency,
-            executor=executor,
-            judge=judge,
-            quorum=quorum,
-            **(budget or {}),
-        )
+        return JobSpec(mode=mode, steps=built, concurrency=concurrency, **job)
     except FieldProblem as exc:
-        raise _at(source, exc.where, exc.problem) from None
+        raise PlanError(exc.problem, exc.loc, source) from None
 
 
 def with_options(
     spec: JobSpec,
-    step_defaults: dict[str, Any],
+    step_defaults: Mapping[str, Any],
     concurrency: int | None,
     source: str,
-    budget: BudgetSpec | None = None,
+    job: Mapping[str, Any] | None = None,
 ) -> JobSpec:
     """``spec`` (a plan file's) under command-line options: each step's unset fields from
-    ``step_defaults``, ``concurrency`` and the job's budget (``budget``) when given; checked
-    again."""
+    ``step_defaults``, and the job's options (``concurrency``, ``job``: ``JobOptions``'
+    fields) where given; checked again."""
     given = {k: v for k, v in step_defaults.items() if v is not None}
-    job_budget: BudgetSpec = {**spec.budget(), **(budget or {})}
-    if not given and concurrency is None and job_budget == spec.budget():
+    options = {name: getattr(spec, name) for name in _JOB_FIELDS}
+    over = {k: v for k, v in {**(job or {}), "concurrency": concurrency}.items() if v is not None}
+    if not given and all(options[k] == v for k, v in over.items()):
         return spec
     steps = [{**given, **step.shape()} for step in spec.steps]
-    if concurrency is None:
-        concurrency = spec.concurrency
-    return job_of(
-        spec.mode, steps, concurrency, source, spec.executor, job_budget, spec.judge, spec.quorum
-    )
+    options.update(over)
+    options.update({name: getattr(spec, name) for name in MAP_FIELDS})
+    return job_of(spec.mode, steps, source=source, **options)
+
+
+_JOB_FIELDS = tuple(f.name for f in fields(JobOptions))
 
 
 def parse_job(data: object, source: str = "job") -> JobSpec:
@@ -225,7 +210,7 @@ def parse_job(data: object, source: str = "job") -> JobSpec:
     if isinstance(data, JobSpec):
         return data
     if not isinstance(data, dict):
-        raise PlanError(f"{source}: a job is a mapping with 'mode' and 'tasks' or 'steps'")
+        raise PlanError("a job is a mapping with 'mode' and 'tasks' or 'steps'", source=source)
     from pydantic import ValidationError
 
     try:
@@ -244,10 +229,10 @@ def _adapter() -> TypeAdapter[JobSpec]:
 def _describe(exc: ValidationError, source: str) -> PlanError:
     loc, msg, err = first_problem(exc.errors())
     if err["type"] == "literal_error" and loc == ["mode"]:
-        msg = f"unknown mode {err.get('input')!r} (use single, parallel or chain)"
+        msg = f"unknown mode {err.get('input')!r} (use single, parallel, chain, council or map)"
     if err["type"] in UNKNOWN_KEY:
         msg = "unknown field"
-    return _at(source, ".".join(loc), msg)
+    return PlanError(msg, tuple(int(p) if p.isdigit() else p for p in loc), source)
 
 
 def load_plan(path: Path) -> JobSpec:

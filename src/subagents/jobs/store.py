@@ -13,12 +13,11 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from subagents.core import ids, indexdb, paths, procs
-from subagents.core.clock import epoch
 from subagents.core.files import (
     locked,
     make_private_dir,
@@ -48,11 +47,13 @@ JOB_FILE = "job.json"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
 # appended: whoever records the end — the driver, or whoever finds it dead — writes it once.
 END_MARK = "end-logged"
-# The mark of a start entry written for a job whose driver died before writing it.
-START_MARK = "start-logged"
 # The end entry could not be written (a full disk): job.json keeps it as ``pendingEndEntry``
 # and whoever looks at the job next writes it.
 END_PENDING = "end-pending"
+# What a job result adds to job.json (dropped when a map is resumed).
+RESULT_KEYS = frozenset(
+    {"completedAt", "durationMs", "usage", "runs", "finalText", "errorMessage", "map", "endEntry"}
+)
 # A job ends with one of a run's statuses, each of them final.
 TERMINAL = frozenset(RUN_STATUSES)
 _UNFINISHED = f"status not in ({', '.join(repr(s) for s in sorted(TERMINAL))})"
@@ -161,12 +162,23 @@ class JobStore:
     def path(self, job_id: str) -> Path:
         return self.dir / job_id / JOB_FILE
 
-    def create(self, plan: JobPlanRecord, *, agents: list[str], background: bool) -> str:
-        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id."""
+    def create(
+        self,
+        plan: JobPlanRecord,
+        *,
+        agents: list[str],
+        background: bool,
+        before: Callable[[Path], None] | None = None,
+    ) -> str:
+        """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id.
+        ``before``: writes what the job needs beside its ``job.json`` (a map's rows), in
+        its directory, before the job exists."""
         job_id = ids.new_id()
         try:
             make_private_dir(self.dir / job_id)
             reserve_space(self.dir / job_id)
+            if before is not None:
+                before(self.dir / job_id)
             self._write(job_id, self._new_state(job_id, plan, agents, background))
         except OSError:
             shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
@@ -309,6 +321,29 @@ class JobStore:
         with contextlib.suppress(OSError, ValueError):
             self._log_late_end(state, self.end_entry(state))
 
+    def reopen(self, job_id: str) -> JobState:
+        """A finished (or orphaned) map made ready to run again (``map --resume``): its
+        result dropped, its stop request and end entry marks cleared; its rows stay."""
+        with self._lock:
+            state = self.load(job_id)
+            # Its driver too: the new one records itself.
+            kept = {k: v for k, v in state.items() if k not in RESULT_KEYS and k != "driver"}
+            reopened: JobState = {**kept, "status": "pending"}  # type: ignore[typeddict-item]
+            for mark in (paths.cancel_file(self.home, job_id), self.dir / job_id / END_MARK):
+                with contextlib.suppress(FileNotFoundError):
+                    mark.unlink()
+            self._write(job_id, reopened)
+            return reopened
+
+    def run_ids(self, state: JobState | JobRow) -> list[str]:
+        """The runs of ``state``'s job that may still be going: a map's rows in flight (its
+        row log), any other job's runs."""
+        if state.get("mode") == "map":
+            from subagents.jobs.maplog import in_flight
+
+            return in_flight(self.dir / state["jobId"])
+        return [r for r in state.get("runIds") or [] if r]
+
     def request_cancel(self, job_id: str) -> None:
         paths.cancel_file(self.home, job_id).touch()
 
@@ -361,33 +396,25 @@ class JobStore:
             and time.time() - float(state.get("createdAt") or 0) < 10
         ):
             return state  # its driver may still be starting
-        from subagents.runs import RunMonitor, runs_naming
+        from subagents.jobs.orphans import ended_at, log_start_once, runs_of_dead_driver
 
-        runs: list[JobRun] = []
-        known = [r for r in state.get("runIds") or [] if r]
-        # (and a run made that the dead driver had not recorded yet)
-        for run_id in known + [r for r in runs_naming(self.home, job_id) if r not in known]:
-            monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
-            result = monitor.result()
-            if result is None:
-                if monitor.supervisor_alive():
-                    return state  # a run goes on without its driver: the job ends when it does
-                result = monitor.recover_dead_supervisor()
-            runs.append(result)
+        if (found := runs_of_dead_driver(self.home, job_id, self.run_ids(state))) is None:
+            return state
+        runs: list[JobRun] = found
         mode = state["mode"]
         planned = len(state["plan"].get("requests") or []) or len(runs)
         # The runs decide, as they would have for the driver: a driver that died after its
-        # only run completed leaves a completed job with that run's answer.
-        outcome = job_status(planned, runs, status == "aborted")
+        # only run completed leaves a completed job with that run's answer. (A map's rows
+        # are in its row log, each run's result in its run dir: `map --resume` goes on.)
+        outcome = job_status(planned, runs, status == "aborted") if mode != "map" else status
         if outcome == "completed":
             message = f"{message}; its runs had all completed"
         else:
             outcome = status
+        if mode == "map":
+            runs = []
+            message = f"{message}; continue it with: subagents map --resume {job_id}"
         started = float(state.get("createdAt") or time.time())
-        # It ended when its last run did (or, with none, when it was made): never when
-        # someone happened to look.
-        ends = [epoch(r.get("completedAt")) for r in runs]
-        completed = max([started, *(e for e in ends if e is not None)])
         ended = job_result(
             job_id,
             mode,
@@ -396,34 +423,23 @@ class JobStore:
             started,
             started_at=state.get("startedAt"),
             error=message,
-            completed=completed,
+            completed=ended_at(runs, started),  # (never when someone happened to look)
         )
         finished = self.finish(job_id, ended)
         session = finished.get("session")
+        # Killed before it recorded its start: entered in its session all the same (a start
+        # and an end), so history and cost count it.
         unstarted = not finished.get("sessionLog") and isinstance(session, str) and session
         if unstarted:
-            # Killed before it recorded its start: it is entered in its session all the same,
-            # a start and an end, so history and cost count it.
             log = str(sessionlog.session_path(self.home, str(session)))
             finished = self.update(job_id, sessionLog=log)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
                 if unstarted:
-                    self._log_late_start(finished)
+                    log_start_once(self.dir / job_id, finished, END_MARK)
                 self._log_late_end(finished, self.end_entry(finished, os.getpid()))
         return finished
-
-    def _log_late_start(self, state: JobState) -> None:
-        """The start entry of a job whose driver died before writing it: once, and never
-        after its end entry."""
-        job_dir = self.dir / state["jobId"]
-        with locked(job_dir):
-            mark = job_dir / START_MARK
-            if mark.exists() or (job_dir / END_MARK).exists():
-                return
-            mark.touch(mode=0o600)
-            sessionlog.append(Path(str(state["sessionLog"])), sessionlog.start_entry_for_job(state))
 
     # ---- index -----------------------------------------------------------
 

@@ -52,7 +52,7 @@ class TmuxLauncher(LocalLauncher):
         tmux = shutil.which("tmux")
         if tmux is None:
             raise LaunchError(
-                "tmux not found on PATH: install it (e.g. apt-get install tmux) or use --runner process"
+                "tmux not found on PATH: install it (e.g. apt-get install tmux) or use --launcher process"
             )
         write_json_atomic(run_dir / ENVIRON_FILE, dict(os.environ))
         if _tmux(tmux, "has-session", "-t", f"={session}").returncode != 0:

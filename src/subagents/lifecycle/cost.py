@@ -107,27 +107,29 @@ def _day(entry: AgentEvent) -> str:
 def _units(
     entry: AgentEvent, by: str | None, runs_of: RunsOf | None
 ) -> list[tuple[str, Usage | None]]:
-    """(group key, usage) for each unit the entry counts as: the job, or each of its runs."""
+    """(group key, usage) for each unit the entry counts as: the job (no grouping), else
+    each run of it that started (a run never started cost nothing and ran nowhere)."""
     if by is None:
         return [("total", entry.get("usage"))]
-    if by == "day":
-        return [(_day(entry), entry.get("usage"))]
     runs = runs_of(str(entry.get("jobId"))) if runs_of and entry.get("jobId") else None
-    if not runs:
+    if not runs:  # its job is gone (pruned): the entry stands in for its runs
         stand_in = {"agent": entry.get("agentName"), "model": entry.get("model")}
-        return [(str(stand_in.get(by) or UNKNOWN), entry.get("usage"))]
+        key = _day(entry) if by == "day" else str(stand_in.get(by) or UNKNOWN)
+        return [(key, entry.get("usage"))]
+    # (the record of a run never started has its status and no paths: RunNotStarted)
+    started = [run for run in runs if "paths" in run or "status" not in run]
+    if by == "day":
+        return [(_day(entry), run.get("usage")) for run in started]
     if by == "repo":
         from subagents.worktree import repository_of
 
         return [
-            (
-                (repository_of(run.get("cwd"), run.get("worktree")) if "paths" in run else None)
-                or UNKNOWN,
-                run.get("usage"),
-            )
-            for run in runs
+            (repository_of(run.get("cwd"), run.get("worktree")) or UNKNOWN, run.get("usage"))
+            for run in started
         ]
-    return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in runs]
+    if by == "agent":  # a run of no named agent is its backend's (as `top` shows it)
+        return [(str(run.get("agent") or run.get("backend") or UNKNOWN), run.get("usage")) for run in started]  # fmt: skip
+    return [(str(run.get(by) or UNKNOWN), run.get("usage")) for run in started]
 
 
 def totals(
@@ -138,7 +140,7 @@ def totals(
 ) -> CostTotals:
     """``{"by", "rows": [{"key", "jobs", "runs", input…totalTokens, "cost", "unpriced"}],
     "total": {…}}``; rows sorted by cost then tokens, most first (by day: oldest first).
-    ``runs`` counts jobs where the grouping is per job (no ``by``, or ``day``)."""
+    A row's ``runs`` counts the runs that started (with ``runs_of``), the total's the rows'."""
     if by is not None and by not in GROUPS:
         raise ValueError(f"invalid grouping {by!r}: expected one of {', '.join(GROUPS)}")
     rows: dict[str, CostRow] = {}

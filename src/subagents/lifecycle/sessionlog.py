@@ -59,7 +59,7 @@ SHORT_EVENT_TYPES: dict[str, LifecycleEventType] = {
     "error": "subagent:error",
     "aborted": "subagent:aborted",
 }
-MODES = ("single", "parallel", "chain", "council")
+MODES = ("single", "parallel", "chain", "council", "map")
 ENTRY_STATUSES = ("completed", "failed", "aborted")
 SUMMARY_MAX = 200
 

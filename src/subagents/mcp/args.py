@@ -1,20 +1,21 @@
-"""The tools' descriptions and the subagent tool's arguments: their schema, and the job spec built from them."""
+"""The tools' descriptions and the subagent tool's arguments: their schema (made from the
+options' one definition, subagents/options.py), and the job spec built from them."""
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Literal
+import inspect
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, ConfigDict, Field
+from mcp_types import CallToolResult
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from subagents.errors import PlanError
+from subagents.errors import PlanError, UsageError, dotted
+from subagents.options import Spec, job_specs, step_specs
 from subagents.service import parse_job
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    from subagents.types import BudgetSpec
 
 INSTRUCTIONS = """\
 Delegate tasks to child coding agents (pi, Claude Code, Codex, Gemini CLI, OpenCode) that run
@@ -27,25 +28,29 @@ each task everything it needs. Long work: pass `background: true`, then `subagen
 the named agents (model, tools, system prompt) you can pass as `agent`."""
 
 
-SUBAGENT_DESCRIPTION = """\
+def _names(specs: tuple[Spec, ...], form: str = "`{}`") -> str:
+    """The names on this tool of these options, each in ``form``, joined."""
+    return ", ".join(form.format(s.name) for s in specs if s.on("mcp"))
+
+
+SUBAGENT_DESCRIPTION = f"""\
 Run a task on a child coding agent and return its final answer.
 
 Give exactly one of:
 - `task` (+ optional `agent`): one task;
 - `tasks`: several independent tasks run side by side (answers come back in the same order);
-- `chain`: steps run one after another; `{previous}` in a step is replaced by the previous answer.
-Items of `tasks`/`chain` are strings or {task, agent?, cwd?, model?, backend?, timeout?, isolate?,
-max_turns?, max_tokens?, max_cost?}. Top-level `agent`, `model`, `backend`, `timeout`, `isolate`,
-`stall_timeout`, `on_stall`, `tool_timeout`, `max_turns`, `max_tokens`, `max_cost` apply to every
-step that does not set its own; `job_max_turns`, `job_max_tokens`, `job_max_cost` bound the runs
-together. `isolate: "worktree"` gives each run its own git worktree
+- `chain`: steps run one after another; `{{previous}}` in a step is replaced by the previous answer.
+Items of `tasks`/`chain` are strings or {{task, cwd?, {_names(step_specs(), "{}?")}}}.
+Top-level {_names(step_specs())} apply to every step that does not set its own.
+The job's own: {_names(job_specs())} (`job_max_*` bound its runs together; `judge` and
+`quorum` are a council's). `isolate: "worktree"` gives each run its own git worktree
 (its changes come back committed on branch subagents/<run-id>, see `worktree` in each run's result).
 A running child can be corrected with `subagent_send` (its run id is in the progress and results).
 
 In the foreground (default) the call streams progress and returns the answer text plus the
 structured job result (status, usage, each run's result). With `background: true` it returns
-{"jobId": ...} at once; follow with subagent_status / subagent_result / subagent_cancel or
-read the resource subagent://jobs/{jobId}. A failed job returns an error result with the
+{{"jobId": ...}} at once; follow with subagent_status / subagent_result / subagent_cancel or
+read the resource subagent://jobs/{{jobId}}. A failed job returns an error result with the
 diagnostics: what went wrong, exit status, stderr tail, last tool calls."""
 
 
@@ -59,71 +64,97 @@ COUNCIL = (
 )
 
 
-class StepArg(BaseModel):
-    """One task of a parallel job or one step of a chain."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: str = Field(
-        description="What the child agent should do; self-contained (the child sees nothing else)."
-    )
-    agent: str | None = Field(
-        default=None,
-        description="Named agent for this step (see list_agents); default: the call's `agent`.",
-    )
-    cwd: str | None = Field(
-        default=None, description="Working directory for this step (relative to the call's cwd)."
-    )
-    model: str | None = Field(
-        default=None, description="Model for this step (for pi: provider/id)."
-    )
-    backend: str | None = Field(
-        default=None, description="Agent CLI: pi, claude, codex, gemini or opencode."
-    )
-    # (numbers only, not true; their range is checked where every surface's is: jobs/spec.py)
-    timeout: float | None = Field(
-        default=None, strict=True, description="Wall-clock limit for this step, seconds."
-    )
-    isolate: Literal["worktree"] | None = Field(
-        default=None,
-        description="'worktree': this step works in its own git worktree on branch subagents/<run-id>.",
-    )
-    max_turns: int | None = Field(default=None, ge=1, description="Budget: model turns.")
-    max_tokens: int | None = Field(default=None, ge=1, description="Budget: tokens.")
-    max_cost: float | None = Field(default=None, gt=0, description="Budget: cost in USD.")
-    output_schema: str | dict[str, object] | None = Field(default=None, description=SCHEMA)
+def _option_fields(specs: tuple[Spec, ...]) -> dict[str, Any]:
+    """Pydantic fields for these options, by their names on this tool. Their types are
+    checked here (strictly: ``true`` is no number), their meaning where every surface's is
+    (the job spec's checks: subagents/options.py); a client sees their ranges."""
+    out: dict[str, Any] = {}
+    for spec in specs:
+        if not spec.on("mcp"):
+            continue
+        strict = spec.base_type() in (int, float)
+        extra: dict[str, Any] | None = dict(spec.meta.limits) or None
+        info = Field(
+            default=None, strict=strict or None, description=spec.meta.help, json_schema_extra=extra
+        )
+        out[spec.name] = (spec.type, info)
+    return out
 
 
-StepList = list[str | StepArg]
+# One task of a parallel job or one step of a chain: a task, where it runs, its options.
+StepArg: type[BaseModel] = create_model(
+    "StepArg",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="One task of a parallel job or one step of a chain.",
+    task=(
+        str,
+        Field(
+            description="What the child agent should do; self-contained (the child sees nothing else)."
+        ),
+    ),
+    cwd=(
+        str | None,
+        Field(
+            default=None,
+            description="Working directory for this step (relative to the call's cwd).",
+        ),
+    ),
+    **_option_fields(step_specs()),
+)
+
+StepList = list[str | StepArg]  # type: ignore[valid-type]
+
+# The subagent tool's arguments: the job's shape, then every option the tool offers (a
+# step option given here is the default of every step that does not set its own).
+SubagentArgs: type[BaseModel] = create_model(
+    "SubagentArgs",
+    task=(str | None, Field(default=None, description="One task for one child agent (self-contained).")),
+    tasks=(StepList | None, Field(default=None, description="Several independent tasks, run side by side.")),
+    chain=(
+        StepList | None,
+        Field(default=None, description="Steps run in order; '{previous}' in a step is the previous step's answer."),
+    ),
+    cwd=(
+        str | None,
+        Field(default=None, description="Working directory for the child(ren); default: the server's."),
+    ),
+    background=(
+        bool,
+        Field(default=False, description="Return {jobId} at once; the job runs on in a detached driver."),
+    ),
+    council=(list[str] | None, Field(default=None, description=COUNCIL)),
+    **_option_fields(step_specs()),
+    **_option_fields(job_specs()),
+)  # fmt: skip
+
+
+def tool_signature(ctx_type: type) -> inspect.Signature:
+    """The subagent tool's signature (what the MCP server makes its input schema from):
+    a context, then ``SubagentArgs``' fields as keyword arguments."""
+    params = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=ctx_type)
+    ]
+    for name, info in SubagentArgs.model_fields.items():
+        described = Field(description=info.description, json_schema_extra=info.json_schema_extra)
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=info.default,
+                annotation=Annotated[(info.annotation, *info.metadata, described)],
+            )
+        )
+    return inspect.Signature(params, return_annotation=CallToolResult)
+
 
 # ---- building the job spec from the tool's arguments ---------------------------------------
 
 
-def build_spec(
-    *,
-    task: str | None,
-    tasks: StepList | None,
-    chain: StepList | None,
-    agent: str | None = None,
-    model: str | None = None,
-    backend: str | None = None,
-    timeout: float | None = None,
-    concurrency: int | None = None,
-    isolate: str | None = None,
-    stall_timeout: float | None = None,
-    on_stall: str | None = None,
-    tool_timeout: float | None = None,
-    max_turns: int | None = None,
-    max_tokens: int | None = None,
-    max_cost: float | None = None,
-    output_schema: str | dict[str, object] | None = None,
-    council: list[str] | None = None,
-    judge: str | None = None,
-    quorum: int | None = None,
-    job_budget: BudgetSpec | None = None,
-) -> tuple[str, dict[str, object]]:
-    """The job document (``{mode, tasks|steps, concurrency?}``, checked by ``parse_job``) for
-    the ``subagent`` tool's arguments."""
+def build_spec(**args: Any) -> tuple[str, dict[str, object]]:
+    """The job document (``{mode, tasks|steps, …}``, checked by ``parse_job``) for the
+    ``subagent`` tool's arguments (by their names on the tool; those not given: unset)."""
+    task, tasks, chain = args.get("task"), args.get("tasks"), args.get("chain")
+    council = args.get("council")
     given = [
         name
         for name, value in (("task", task), ("tasks", tasks), ("chain", chain))
@@ -137,22 +168,9 @@ def build_spec(
         raise ToolError(
             f"give only one of 'task', 'tasks' or 'chain', not {' and '.join(repr(g) for g in given)}"
         )
-    defaults: dict[str, object] = {
-        "agent": agent,
-        "model": model,
-        "backend": backend,
-        "timeout": timeout,
-        "isolate": isolate,
-        "stall_timeout": stall_timeout,
-        "on_stall": on_stall,
-        "tool_timeout": tool_timeout,
-        "max_turns": max_turns,
-        "max_tokens": max_tokens,
-        "max_cost": max_cost,
-        "output_schema": output_schema,
-    }
+    defaults = {s.field: args.get(s.name) for s in step_specs() if s.on("mcp")}
 
-    def step(item: str | StepArg) -> dict[str, object]:
+    def step(item: str | BaseModel) -> dict[str, object]:
         data: dict[str, object] = (
             {"task": item} if isinstance(item, str) else item.model_dump(exclude_none=True)
         )
@@ -179,14 +197,13 @@ def build_spec(
             raise ToolError("chain: the list is empty (give at least one step)")
         mode, key, items = "chain", "steps", [step(t) for t in chain]
     spec: dict[str, object] = {"mode": mode, key: items}
-    if concurrency is not None:
-        spec["concurrency"] = concurrency
-    spec.update({k: v for k, v in (("judge", judge), ("quorum", quorum)) if v is not None})
-    spec.update(job_budget or {})
+    for s in job_specs():
+        if s.on("mcp") and args.get(s.name) is not None:
+            spec[s.field] = args[s.name]
     try:
         parse_job(spec, "subagent")  # checked here so the message names this tool's fields
     except PlanError as exc:
-        raise ToolError(rename_fields(str(exc), mode)) from None
+        raise ToolError(in_the_tool(exc, mode)) from None
     return mode, spec
 
 
@@ -206,12 +223,18 @@ def _council(
         raise ToolError(f"council: {exc.problem}") from None
 
 
-def rename_fields(message: str, mode: str) -> str:
-    """Job-shape field names → this tool's (``steps.0.agent`` → ``agent`` or ``chain.0.agent``)."""
-    message = re.sub(r"^(subagent|job): ", "", message)
-    message = re.sub(r"^max_(turns|tokens|cost):", r"job_max_\1:", message)  # the job's
-    if mode == "single":
-        return re.sub(r"\b(steps|tasks)\.0\.", "", message)
-    if mode == "chain":
-        return re.sub(r"\bsteps\.(\d+)\.", r"chain.\1.", message)
-    return message
+def in_the_tool(exc: UsageError, mode: str) -> str:
+    """A problem with the job, where the tool's arguments put it: a job option by its name
+    here (``job_max_turns``); a step's place in ``chain`` or ``tasks``, or for one task
+    none (``agent``)."""
+    loc: list[str | int] = list(exc.loc)
+    if len(loc) == 1:
+        spec = next((s for s in job_specs() if s.field == loc[0]), None)
+        loc = [spec.name] if spec is not None else loc
+    elif loc[:1] in (["steps"], ["tasks"]) and len(loc) > 1:
+        if mode == "single":
+            loc = loc[2:]
+        elif mode == "chain":
+            loc[0] = "chain"
+    where = dotted(tuple(loc))
+    return f"{where}: {exc.problem}" if where else exc.problem

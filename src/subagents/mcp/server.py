@@ -6,7 +6,7 @@ and printed on stderr). A thin layer over ``subagents.api``: the same job shape,
 checks, the same progress lines as the command line.
 
 Tools: ``subagent`` (one task, several in parallel, or a chain; foreground with progress, or
-background), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
+background), ``subagent_map`` (a task template over a dataset: maptool.py), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
 running child), ``subagent_cancel``, ``list_agents``.
 Resource template: ``subagent://jobs/{id}`` (the job's state as JSON); when a job started
 through this server ends, subscribers get a resource-updated notification.
@@ -38,15 +38,14 @@ from subagents.core import ids, paths
 from subagents.errors import JobIdError, UsageError
 from subagents.lifecycle import notices
 from subagents.mcp.args import (
-    COUNCIL,
     INSTRUCTIONS,
-    SCHEMA,
     SUBAGENT_DESCRIPTION,
-    StepList,
     build_spec,
-    rename_fields,
+    in_the_tool,
+    tool_signature,
 )
 from subagents.mcp.foreground import CANCEL_WAIT_SECONDS, ForegroundJobs
+from subagents.mcp.maptool import MAP_DESCRIPTION, MAP_TITLE, subagent_map
 from subagents.mcp.notify import JobNotifier
 from subagents.mcp.progress import HEARTBEAT_SECONDS
 from subagents.mcp.results import (
@@ -60,7 +59,7 @@ from subagents.mcp.results import (
 )
 from subagents.present import outcome
 from subagents.present.figures import rounded_usage
-from subagents.service import TERMINAL, JobStore, budget_of
+from subagents.service import TERMINAL, JobStore
 
 if TYPE_CHECKING:
     from subagents.types import JobState
@@ -143,12 +142,25 @@ class SubagentsMCP:
 
         # A title is given twice: Claude Code names a tool (its permission dialog, the
         # transcript) by the annotations' title, other clients by the tool's own.
+        async def subagent(ctx: Context, **args: Any) -> CallToolResult:
+            return await self.subagent(ctx, **args)
+
+        # Its arguments as the server shows and checks them: made from the options' definition.
+        subagent.__dict__["__signature__"] = tool_signature(Context)
+        subagent.__annotations__ = {"ctx": Context, "return": CallToolResult}
         mcp.add_tool(
-            self.subagent,
+            subagent,
             name="subagent",
             title=SUBAGENT_TITLE,
             description=SUBAGENT_DESCRIPTION,
             annotations=starts_agents(SUBAGENT_TITLE),
+        )
+        mcp.add_tool(
+            subagent_map,
+            name="subagent_map",
+            title=MAP_TITLE,
+            description=MAP_DESCRIPTION,
+            annotations=starts_agents(MAP_TITLE),
         )
         mcp.add_tool(
             self.continue_,
@@ -230,137 +242,18 @@ class SubagentsMCP:
         except JobIdError as exc:
             raise ToolError(str(exc)) from None
 
-    async def subagent(
-        self,
-        ctx: Context,
-        task: Annotated[
-            str | None, Field(description="One task for one child agent (self-contained).")
-        ] = None,
-        agent: Annotated[
-            str | None,
-            Field(
-                description="Named agent (see list_agents); for `tasks`/`chain`, the default for every step."
-            ),
-        ] = None,
-        tasks: Annotated[
-            StepList | None, Field(description="Several independent tasks, run side by side.")
-        ] = None,
-        chain: Annotated[
-            StepList | None,
-            Field(
-                description="Steps run in order; '{previous}' in a step is the previous step's answer."
-            ),
-        ] = None,
-        cwd: Annotated[
-            str | None,
-            Field(description="Working directory for the child(ren); default: the server's."),
-        ] = None,
-        model: Annotated[
-            str | None,
-            Field(description="Model for every step that does not set one (for pi: provider/id)."),
-        ] = None,
-        backend: Annotated[
-            str | None,
-            Field(
-                description="Agent CLI for every step that does not set one: pi, claude, codex, gemini, opencode."
-            ),
-        ] = None,
-        timeout: Annotated[
-            float | None,
-            Field(strict=True, description="Wall-clock limit per run, seconds (30 days at most)."),
-        ] = None,
-        background: Annotated[
-            bool, Field(description="Return {jobId} at once; the job runs on in a detached driver.")
-        ] = False,
-        concurrency: Annotated[
-            int | None,
-            Field(ge=1, description="For `tasks`: how many run at once (default from config, 4)."),
-        ] = None,
-        isolate: Annotated[
-            Literal["worktree"] | None,
-            Field(description="'worktree': each run works in its own git worktree and branch."),
-        ] = None,
-        stall_timeout: Annotated[
-            float | None,
-            Field(
-                strict=True,
-                description="Seconds without an event, with no tool call in flight, before a run is stalled (0 = off).",
-            ),
-        ] = None,
-        on_stall: Annotated[
-            Literal["notice", "abort"] | None,
-            Field(description="On a stall: say so (notice) or stop the run as failed (abort)."),
-        ] = None,
-        tool_timeout: Annotated[
-            float | None,
-            Field(
-                strict=True,
-                description="Seconds one tool call may run before the run is stopped as failed (0 = no bound).",
-            ),
-        ] = None,
-        max_turns: Annotated[
-            int | None,
-            Field(
-                ge=1,
-                description="Budget per run: model turns. At the limit the child is asked to wrap up "
-                "(2 more turns) where it takes messages, else stopped.",
-            ),
-        ] = None,
-        max_tokens: Annotated[
-            int | None, Field(ge=1, description="Budget per run: tokens.")
-        ] = None,
-        max_cost: Annotated[
-            float | None,
-            Field(
-                gt=0, description="Budget per run: cost in USD (pi, claude, opencode report costs)."
-            ),
-        ] = None,
-        job_max_turns: Annotated[
-            int | None, Field(ge=1, description="Budget of the whole job: turns of all its runs.")
-        ] = None,
-        job_max_tokens: Annotated[
-            int | None, Field(ge=1, description="Budget of the whole job: tokens of all its runs.")
-        ] = None,
-        job_max_cost: Annotated[
-            float | None,
-            Field(gt=0, description="Budget of the whole job: cost in USD of all its runs."),
-        ] = None,
-        output_schema: Annotated[str | dict[str, object] | None, Field(description=SCHEMA)] = None,
-        council: Annotated[list[str] | None, Field(description=COUNCIL)] = None,
-        judge: Annotated[
-            str | None, Field(description="A council's judge: backend[:model].")
-        ] = None,
-        quorum: Annotated[int | None, Field(ge=1, description="A council's quorum.")] = None,
-    ) -> CallToolResult:
-        mode, spec = build_spec(
-            task=task,
-            tasks=tasks,
-            chain=chain,
-            agent=agent,
-            model=model,
-            backend=backend,
-            timeout=timeout,
-            concurrency=concurrency,
-            isolate=isolate,
-            stall_timeout=stall_timeout,
-            on_stall=on_stall,
-            tool_timeout=tool_timeout,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_cost=max_cost,
-            output_schema=output_schema,
-            council=council,
-            judge=judge,
-            quorum=quorum,
-            job_budget=budget_of(job_max_turns, job_max_tokens, job_max_cost),
-        )
+    async def subagent(self, ctx: Context, **args: Any) -> CallToolResult:
+        """The ``subagent`` tool: its arguments are ``args.SubagentArgs``' (its options
+        those of subagents/options.py), checked by the server before this is called."""
+        mode, spec = build_spec(**args)
         session = self.session_for(ctx)
+        cwd, background = args.get("cwd"), bool(args.get("background"))
         try:
             prepared = await anyio.to_thread.run_sync(
                 lambda: service.prepare_job(spec, cwd=cwd, session=session, background=background)
             )
         except api.BadRequest as exc:
-            raise ToolError(rename_fields(str(exc), mode)) from None
+            raise ToolError(in_the_tool(exc, mode)) from None
         return await self._start(ctx, prepared, background)
 
     async def continue_(

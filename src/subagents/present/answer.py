@@ -307,7 +307,14 @@ def describe(state: JobState, continues: Callable[[str], list[str]]) -> str:
         label = "note" if state.get("status") == "completed" else "error"
         lines.append(f"{label}: {state['errorMessage']}")
     runs = state.get("runs")
-    if runs is None:
+    record = state.get("map")
+    if record is not None:  # the rows: `show --rows`
+        lines.append(
+            f"rows: {record['completed']}/{record['total']} completed; {record['summary']}"
+        )
+    elif runs is None and state.get("mode") == "map":
+        lines.append("rows: see `subagents show --rows`")
+    elif runs is None:
         lines.append(
             "runs: " + ", ".join(r or "(not started)" for r in state.get("runIds") or [])
             or "runs: none yet"

@@ -60,7 +60,7 @@ def check_capabilities(backend: Backend, req: RunRequest) -> None:
         )
     if req.thinking and not backend.supports_thinking:
         raise UsageError(
-            f"backend {backend.name} has no thinking level setting; remove 'thinking' from the agent or choose another backend",
+            f"backend {backend.name} has no thinking level setting; drop 'thinking' (or the agent's) or choose another backend",
             "backend",
         )
     if req.system_prompt and not backend.supports_system_prompt:

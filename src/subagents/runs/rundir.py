@@ -160,7 +160,7 @@ def _write_run_dir(
         stdinFile=str(stdin_file) if stdin_file else None,
         watch=list(req.watch),
         live=live,
-        refuse=dict(backend.refusals(version)) or None,
+        refuse={str(kind): why for kind, why in backend.refusals(version).items()} or None,
         limits=limits or None,
         jobLimits={k: v for k, v in (req.job_used or {}).items() if k in limits} or None,
         graceTurns=settings.wrap_up_grace,

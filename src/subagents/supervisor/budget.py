@@ -12,9 +12,16 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from subagents.supervisor.phase import BudgetState
     from subagents.types import LimitAction, LimitKind, LimitRecord, Limits, LimitScope, Usage
 
 KINDS: tuple[LimitKind, ...] = ("turns", "tokens", "cost")
+# What each action makes of the budget's state.
+STATE_AFTER: dict[LimitAction, BudgetState] = {
+    "wrap-up": "wrapping",
+    "abort": "aborting",
+    "stop": "stopped",
+}
 NAMES = {"turns": "turn", "tokens": "token", "cost": "cost"}
 
 
@@ -55,7 +62,7 @@ class Budget:
         self._forced = False  # the job said its budget was reached (its figures are kept)
         self.by_cli = False  # the CLI's own bound behind this budget stopped the run
         self.record: LimitRecord | None = None
-        self.state = "ok"  # -> "wrapping" (wrap-up sent) -> "aborting"; or "stopped"
+        self.state: BudgetState = "ok"
         self._wrap_turn = 0
         # Tokens and cost as last seen, and at the end of the turn before (to size a turn).
         self._turns = 0
@@ -161,7 +168,7 @@ class Budget:
     def _act(self, action: LimitAction, turns: int, usage: Usage) -> str:
         assert self.record is not None
         self.record["action"] = action
-        self.state = {"wrap-up": "wrapping", "abort": "aborting", "stop": "stopped"}[action]
+        self.state = STATE_AFTER[action]
         self._wrap_turn = turns
         self.settle(turns, usage)
         return action

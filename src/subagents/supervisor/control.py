@@ -2,7 +2,7 @@
 (``core.controlsock``) served in the supervisor's one event loop. Each connection brings one
 request line and gets one reply line; a request is handed to ``on_request`` with a
 ``Reply`` to answer it with, now or later (a message's receipt comes from the child's
-stream). Nothing here blocks: a connection that does not send a whole request in time, or
+stream); what it returns for the run to do is what ``on_ready`` returns. Nothing here blocks: a connection that does not send a whole request in time, or
 whose reply is not given in time, is answered and closed by the loop's deadlines.
 Standard library only.
 """
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from _typeshed import FileDescriptorLike
 
+    from subagents.supervisor.phase import Action
     from subagents.types import ControlReply, JsonObject
 
 # How long a client may take to send its request, and how long a reply may wait for the
@@ -60,7 +61,9 @@ class Reply:
 
 
 class ControlServer:
-    def __init__(self, run_dir: Path, on_request: Callable[[JsonObject, Reply], None]) -> None:
+    def __init__(
+        self, run_dir: Path, on_request: Callable[[JsonObject, Reply], Action | None]
+    ) -> None:
         self.run_dir = run_dir
         self.on_request = on_request
         self.sock: socket.socket | None = None
@@ -77,13 +80,12 @@ class ControlServer:
         sel.register(self.sock, selectors.EVENT_READ, self)
         return None
 
-    def on_ready(self, fileobj: FileDescriptorLike) -> None:
+    def on_ready(self, fileobj: FileDescriptorLike) -> Action | None:
         if fileobj is self.sock:
             self._accept()
-        else:
-            reply = self.open.get(fileobj if isinstance(fileobj, int) else fileobj.fileno())
-            if reply is not None:
-                self._read(reply)
+            return None
+        reply = self.open.get(fileobj if isinstance(fileobj, int) else fileobj.fileno())
+        return self._read(reply) if reply is not None else None
 
     def _accept(self) -> None:
         assert self.sock is not None and self.sel is not None
@@ -99,22 +101,22 @@ class ControlServer:
             self.open[conn.fileno()] = reply
             self.sel.register(conn, selectors.EVENT_READ, self)
 
-    def _read(self, reply: Reply) -> None:
+    def _read(self, reply: Reply) -> Action | None:
         try:
             data = reply.conn.recv(1 << 16)
         except BlockingIOError:
-            return
+            return None
         except OSError:
             data = b""
         if not data:
             self.drop(reply)
-            return
+            return None
         reply.buffer += data
         line, newline, _ = reply.buffer.partition(b"\n")
         if not newline:
             if len(reply.buffer) > controlsock.MAX_REQUEST_BYTES:
                 reply.send({"receipt": "refused", "reason": "the request is too long"})
-            return
+            return None
         self._stop_reading(reply)
         try:
             request = json.loads(line)
@@ -122,8 +124,8 @@ class ControlServer:
             request = None
         if not isinstance(request, dict):
             reply.send({"receipt": "refused", "reason": "the request is not a JSON object"})
-            return
-        self.on_request(request, reply)
+            return None
+        return self.on_request(request, reply)
 
     def _stop_reading(self, reply: Reply) -> None:
         if self.sel is not None:

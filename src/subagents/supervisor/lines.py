@@ -12,6 +12,7 @@ pi 0.87 ends ``agent_end`` with ``"willRetry":true}`` when an auto-retry follows
 from __future__ import annotations
 
 import fcntl
+import os
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
@@ -25,6 +26,24 @@ READ_SIZE = 1 << 20
 PIPE_DEFAULT = 1 << 16
 # How much of a skipped line's end is kept for ``on_skipped``.
 TAIL = 32
+
+
+def read_ready(fd: int, chunk: bytearray, take: Callable[[int], None]) -> bool:
+    """Read what ``fd`` (non-blocking) has now into ``chunk``, one reused buffer (a fresh
+    megabyte per read would cost page faults), handing each read's size to ``take``; True at
+    its end (EOF, or an error reading it), False once nothing more is there for now."""
+    while True:
+        try:
+            n = os.readv(fd, [chunk])
+        except (BlockingIOError, ValueError):  # (ValueError: the fd is closed already)
+            return False
+        except OSError:
+            n = 0
+        if not n:
+            return True
+        take(n)
+        if n < READ_SIZE:
+            return False
 
 
 def grow_pipe(fd: int) -> int | None:

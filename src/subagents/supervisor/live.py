@@ -3,19 +3,19 @@ send``: steer, follow-up), its budget, and what happens when it comes to rest.
 
 A live child (pi in rpc mode, claude, codex: ``RunSpec.live``) takes its task and every later
 message on its stdin, in its CLI's protocol, which its normalizer speaks; this module feeds
-the supervisor's control endpoint to it and writes what it asks to the child's stdin
-(``InputWriter``). A follow-up waits here until the child would end; then it is sent as the
+the supervisor's control endpoint to it and writes what it returns (``Fed.writes``) to the
+child's stdin (``InputWriter``). A follow-up waits here until the child would end; then it is sent as the
 conversation's next turn (live), or, for a CLI that takes no input while it runs (gemini,
 opencode), it becomes a continuation of the same conversation in a new process of the same
 run (the supervisor spawns it). A steer is refused where the CLI takes none.
 
 Every message is a ``user_message`` event when it is sent (queued or refused) and again when
-the child takes it; a budget reached is a ``limit`` event. Standard library only.
+the child takes it; a budget reached is a ``limit`` event. What the run does about it is the
+supervisor's: this module returns it (``"limit"``: a budget stops the run; at rest, ``"go
+on"`` or ``"end"``) and is told what it needs of the run's state. Standard library only.
 """
 
 from __future__ import annotations
-
-import time
 
 from subagents.core import events as ev
 from subagents.core.inputs import MAX_MESSAGE_BYTES
@@ -27,11 +27,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import selectors
     from pathlib import Path
-    from typing import Protocol
+    from typing import Literal, Protocol, TypeAlias
 
-    from subagents.backends import Backend, CommandRequest, Normalizer
+    from _typeshed import FileDescriptorLike
+
+    from subagents.backends import Backend, CommandRequest, Fed, Normalizer
     from subagents.supervisor.budget import Budget
     from subagents.supervisor.control import ControlServer, Reply
+    from subagents.supervisor.phase import Action
     from subagents.supervisor.spec import RunSpec
     from subagents.supervisor.stdin import InputWriter
     from subagents.types import (
@@ -55,20 +58,18 @@ if TYPE_CHECKING:
         spec: RunSpec
         run_dir: Path
         norm: Normalizer | None
-        stop_cause: str | None
 
         def emit(self, event: Event) -> None: ...
         def totals(self) -> tuple[int, Usage]: ...
-        def stop_for_limit(self) -> None: ...
-        def terminate_group(self, cause: str | None) -> None: ...
+
+    # At rest: the run goes on (a turn started), or it ends (the child's stdin closed).
+    AtRest: TypeAlias = Literal["go on", "end"]
 
 
 MODES = ("steer", "follow-up")
 HELD = "held until the current turn ends"
 ENDING = "the run has given its answer and is ending"
 ENDED = "the run ended before the child took it"
-# After asking a live child to abort, how long its CLI has to end the turn itself.
-ABORT_WITHIN = 10.0
 
 
 class Message:
@@ -94,7 +95,6 @@ class Live:
         self.delivered = 0
         self.turned_away = 0  # messages refused as they came (not sent)
         self.ending = False
-        self.abort_at: float | None = None
         self._seen: tuple[int, int, float | None] = (0, 0, None)
         # The child's turns when it came to rest and the run went on (a follow-up sent, a
         # message it holds): if it ends with no turn since, its last answer stands.
@@ -144,8 +144,7 @@ class Live:
         from subagents.supervisor.stdin import InputWriter
 
         self.writer = InputWriter(stdin_fd, sel)
-        self.norm.begin(self.request())
-        self.pump()
+        self.take(self.norm.begin(self.request()))
 
     @property
     def norm(self) -> Normalizer:
@@ -153,39 +152,39 @@ class Live:
         assert norm is not None
         return norm
 
-    def after_line(self) -> None:
-        """The child wrote a line (``active`` runs only): write what its normalizer asks
-        for, record receipts, check the budget."""
-        norm = self.norm
-        if norm.outbox or norm.receipts:
-            self.pump()
+    def after_line(self, fed: Fed, terminal: bool) -> Action | None:
+        """The child wrote a line (``active`` runs, or one that asks for a write): write
+        what its normalizer asks for, record receipts, check the budget (``terminal``: the
+        line ended the child's turn)."""
+        if fed.writes or fed.receipts:
+            self.take(fed)
         if self.budget is not None:
-            self.on_progress()
+            return self.on_progress(terminal)
+        return None
 
-    def pump(self) -> None:
+    def take(self, fed: Fed) -> None:
         """Write what the child's normalizer asks for; record what became of messages."""
-        norm = self.norm
-        if norm.outbox:
-            lines, norm.outbox = norm.outbox, []
-            if self.writer is not None:
-                for line in lines:
-                    self.writer.write(line)
-        if norm.receipts:
-            receipts, norm.receipts = norm.receipts, []
-            for mid, receipt, reason in receipts:
-                self.receipt(mid, receipt, reason)
+        if self.writer is not None:
+            for line in fed.writes:
+                self.writer.write(line)
+        for mid, receipt, reason in fed.receipts:
+            self.receipt(mid, receipt, reason)
+
+    def on_ready(self, fileobj: FileDescriptorLike) -> Action | None:
+        """A connection, or a request on one, at the control endpoint."""
+        assert self.server is not None
+        return self.server.on_ready(fileobj)
 
     # ---- messages --------------------------------------------------------------------
 
-    def on_request(self, request: JsonObject, reply: Reply) -> None:
+    def on_request(self, request: JsonObject, reply: Reply) -> Action | None:
         op = request.get("op")
         if op == "limit":
-            self._job_limit(request, reply)
-            return
+            return self._job_limit(request, reply)
         mode, text = _mode(request.get("mode")), request.get("text")
         if op != "send" or mode is None or not isinstance(text, str):
             reply.send({"receipt": "refused", "reason": "not a request this supervisor takes"})
-            return
+            return None
         mid = f"m{len(self.messages) + 1}"
         message = self.messages[mid] = Message(mode, text, reply)
         why = self._refusal(mode, text)
@@ -196,10 +195,10 @@ class Live:
             self.followups.append(mid)
             self.receipt(mid, "queued", HELD)
         else:
-            self.norm.steer(mid, text)
-            self.pump()
+            self.take(self.norm.steer(mid, text))
             if message.said is None:  # the CLI's own receipt has not come yet
                 reply.wait({"id": mid, "receipt": "queued", "mode": mode})
+        return None
 
     def _refusal(self, mode: str, text: str) -> str | None:
         if not text.strip():
@@ -238,16 +237,16 @@ class Live:
 
     # ---- budget ----------------------------------------------------------------------
 
-    def on_progress(self) -> None:
+    def on_progress(self, terminal: bool) -> Action | None:
         """The child reported something (only looked at when the run has a budget): check
         the budget when its turns or usage moved."""
         budget = self.budget
         if budget is None:
-            return
+            return None
         turns, usage = self.sup.totals()
         seen = (turns, usage["totalTokens"], usage["cost"])
         if seen == self._seen:
-            return
+            return None
         self._seen = seen
         if budget.cost_unknown(usage):
             self.sup.emit(
@@ -259,25 +258,22 @@ class Live:
             )
         # A turn that called no tool was an answer (a live child's run may not be over yet:
         # pi settles later, claude's result follows): nothing to wrap up or stop there.
-        norm = self.norm
-        action = budget.check(turns, usage, norm.terminal or norm.stop_reason != ev.TOOL_USE)
-        if action is not None:
-            self._act(action)
+        action = budget.check(turns, usage, terminal or self.norm.stop_reason != ev.TOOL_USE)
+        return self._act(action) if action is not None else None
 
-    def _job_limit(self, request: JsonObject, reply: Reply) -> None:
+    def _job_limit(self, request: JsonObject, reply: Reply) -> Action | None:
         kind = _kind(request.get("kind"))
         limit, used = _number(request.get("limit")), _number(request.get("used"))
         if self.ending or kind is None:
             reply.send({"receipt": "refused", "reason": ENDING if self.ending else "bad limit"})
-            return
+            return None
         if self.budget is None:
             self.budget = self._budget({})
             self.active = True
         turns, usage = self.sup.totals()
         action = self.budget.force(kind, limit, used, turns, usage)
-        if action is not None:
-            self._act(action)
         reply.send({"receipt": "queued", "reason": action or "already acting on a limit"})
+        return self._act(action) if action is not None else None
 
     def _limit_event(self) -> None:
         assert self.budget is not None and self.budget.record is not None
@@ -288,39 +284,28 @@ class Live:
             )
         )
 
-    def _act(self, action: str) -> None:
+    def _act(self, action: str) -> Action | None:
         self._limit_event()
         if action == "wrap-up":
             mid = f"w{len(self.messages) + 1}"
             self.messages[mid] = Message("wrap-up", self.spec.wrapUp, None)
-            self.norm.steer(mid, self.spec.wrapUp)
-            self.pump()
-            return
-        # abort: the CLI ends the turn itself where it can (its output and usage kept).
-        self.sup.stop_for_limit()
-        if self.spec.live:
-            self.norm.abort()
-            self.pump()
-            self.abort_at = time.monotonic() + self.spec.killGrace + ABORT_WITHIN
+            self.take(self.norm.steer(mid, self.spec.wrapUp))
+            return None
+        return "limit"  # abort: the run stops for its limit
 
     def next_deadline(self) -> float | None:
-        server = self.server.next_deadline() if self.server is not None else None
-        if server is None or self.abort_at is None:
-            return server if self.abort_at is None else self.abort_at
-        return min(server, self.abort_at)
+        return self.server.next_deadline() if self.server is not None else None
 
     def on_deadlines(self, now: float) -> None:
         if self.server is not None:
             self.server.on_deadlines(now)
-        if self.abort_at is not None and now >= self.abort_at:
-            self.abort_at = None
-            self.sup.terminate_group("limit")  # the CLI did not end the turn: stop it
 
     # ---- at rest ---------------------------------------------------------------------
 
-    def at_rest(self) -> bool:
-        """The child's last event ended its turn: True when the run goes on (a follow-up
-        sent, or a message the CLI holds); else the run ends (a live child's stdin closed)."""
+    def at_rest(self, stopped: bool) -> AtRest:
+        """The child's last event ended its turn: "go on" when the run goes on (a follow-up
+        sent, or a message the CLI holds); else it ends (a live child's stdin closed).
+        ``stopped``: the run stops for a cause of the supervisor's (nothing more is sent)."""
         norm = self.norm
         budget = self.budget
         turns, usage = self.sup.totals()
@@ -330,27 +315,23 @@ class Live:
             and budget.stopped_by_cli(norm.own_limit, turns, usage)
         ):
             self._limit_event()
-        self._repair()
+        self._repair(stopped)
         if not self.spec.live:
-            return False  # a follow-up is a continuation, once the child has exited
-        self.abort_at = None
-        goes_on = False
-        if self._may_go_on(budget, turns, usage):
-            if norm.holds_input():
-                goes_on = True
-            elif self.followups:
+            return "end"  # a follow-up is a continuation, once the child has exited
+        turn: Fed | None = None
+        if self._may_go_on(budget, turns, usage, stopped):
+            turn = norm.held_input()
+            if turn is None and self.followups:
                 mid = self.followups.pop(0)
-                norm.follow_up(mid, self.messages[mid].text)
-                goes_on = True
-        self.pump()
-        if goes_on:
-            norm.terminal = False
+                turn = norm.follow_up(mid, self.messages[mid].text)
+        if turn is not None:
+            self.take(turn)
             self.rest_turns = turns
-            return True
+            return "go on"
         self.end_input()
-        return False
+        return "end"
 
-    def _repair(self) -> None:
+    def _repair(self, stopped: bool) -> None:
         """An answer that does not satisfy the output schema the task carries gets one
         repair turn quoting why, before anything else queued (a follow-up where the child
         takes input, else a continuation of its conversation)."""
@@ -359,7 +340,7 @@ class Live:
             self.spec.schemaMode != "instructed"
             or self.repaired
             or norm.failed
-            or self.sup.stop_cause is not None
+            or stopped
             or not (self.spec.live or self.backend.can_continue)
         ):
             return
@@ -375,9 +356,8 @@ class Live:
         self.sup.emit(ev.notice("warn", f"{answer.FAILED}: {problem}; asking once more"))
         self.receipt(mid, "queued")
 
-    def _may_go_on(self, budget: Budget | None, turns: int, usage: Usage) -> bool:
-        norm = self.norm
-        if norm.failed or self.sup.stop_cause is not None:
+    def _may_go_on(self, budget: Budget | None, turns: int, usage: Usage, stopped: bool) -> bool:
+        if self.norm.failed or stopped:
             self._refuse_held("the run did not end well: its follow-ups were not delivered")
             return False
         if budget is None or not self.followups:
@@ -394,15 +374,15 @@ class Live:
         self._refuse_held(f"the run's {NAMES[kind]} limit of {describe(kind, limit)} is reached")
         return False
 
-    def continuation(self) -> tuple[str, str] | None:
-        """A child that takes no input has exited after its answer: the follow-up to
-        continue its conversation with, in a new process (None: the run ends)."""
-        norm = self.norm
+    def continuation(self, terminal: bool) -> tuple[str, str] | None:
+        """A child that takes no input has exited (``terminal``: after its answer): the
+        follow-up to continue its conversation with, in a new process (None: the run ends).
+        Asked only of a run that does not stop for a cause of the supervisor's."""
         turns, usage = self.sup.totals()
         if (
             not self.followups
-            or not norm.terminal
-            or not self._may_go_on(self.budget, turns, usage)
+            or not terminal
+            or not self._may_go_on(self.budget, turns, usage, False)
         ):
             return None
         mid = self.followups.pop(0)
@@ -419,11 +399,13 @@ class Live:
             self.receipt(mid, "refused", why)
         self.followups = []
 
+    def answer_stands(self) -> bool:
+        """A child that came to rest and was given more (a follow-up, a message it held),
+        then ended without a turn since: the answer it gave at rest is the run's."""
+        return self.rest_turns is not None and self.sup.totals()[0] == self.rest_turns
+
     def finish(self) -> tuple[MessageCounts, LimitRecord | None]:
-        """The run is over: nothing more is taken; what was never delivered says so. A
-        child that ended after an answer without taking what followed it keeps that answer."""
-        if self.rest_turns is not None and self.sup.totals()[0] == self.rest_turns:
-            self.norm.terminal = True
+        """The run is over: nothing more is taken; what was never delivered says so."""
         self.ending = True
         if self.server is not None:
             self.server.close("the run has ended")

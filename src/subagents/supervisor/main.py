@@ -9,11 +9,11 @@ Run as ``python -m subagents.supervisor RUN_DIR`` (``__main__.py``). It imports 
 library and the small modules it needs, so it starts fast and stays small.
 
 Beside it: ``child`` spawns the child, ``lines`` cuts its stdout into lines, ``recorder``
-writes the artifacts, ``outcome`` decides how a run ended, ``stallwatch`` keeps the
-watchdog's state, ``live`` handles messages sent to the run and its budget (with
-``control``, the endpoint, and ``stdin``, the child's input), ``core.procs`` signals process
-groups. What stays here is one state machine around one event loop: spawn, read, arm and
-disarm completion, deadlines, signals, cleanup, finish.
+writes the artifacts, ``outcome`` decides how a run ended, ``phase`` keeps the run's phase,
+its deadlines and the watchdog's state, ``live`` handles messages sent to the run and its
+budget (with ``control``, the endpoint, and ``stdin``, the child's input), ``core.procs``
+signals process groups. What stays here is the event loop that drives the phases: spawn,
+read, arm and disarm completion, deadlines, signals, cleanup, finish.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from subagents.backends import Normalizer, get_backend
+from subagents.backends import Fed, Normalizer, get_backend
 from subagents.core import events as ev
 from subagents.core.childtext import parse_line, parse_line_fast
 from subagents.core.files import dumps_fast, read_tail
@@ -42,9 +42,10 @@ from subagents.core.procs import (
     when_gone,
 )
 from subagents.supervisor.child import environment, spawn
-from subagents.supervisor.lines import READ_SIZE, Lines
+from subagents.supervisor.lines import READ_SIZE, Lines, read_ready
 from subagents.supervisor.live import Live
-from subagents.supervisor.outcome import decide, with_write_error
+from subagents.supervisor.outcome import Ended, decide, with_write_error
+from subagents.supervisor.phase import DRAIN_AFTER_EXIT, Deadlines, Phase
 from subagents.supervisor.recorder import Recorder
 from subagents.supervisor.result import (
     STDERR_TAIL_BYTES,
@@ -55,21 +56,18 @@ from subagents.supervisor.result import (
     publish_result,
 )
 from subagents.supervisor.spec import RunSpec
-from subagents.supervisor.stallwatch import StallWatch
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from subagents.supervisor.phase import Action, StopCause
     from subagents.types import JsonValue, ProcessIdentity, RunResult, Usage
 
 
-# After the child exits, how long to keep reading a stdout that a grandchild holds open.
-DRAIN_AFTER_EXIT = 0.2
 # With no pidfd (not Linux), how often to look for the child's exit.
 POLL_EXIT = 0.05
-# The longest the event loop waits at once (epoll takes at most 2^31 ms, ~24.8 days): a
-# deadline further off is waited for a day at a time, whatever meta.json says.
-MAX_WAIT = 86400.0
+# After asking a live child to abort (a budget), how long its CLI has to end the turn itself.
+ABORT_WITHIN = 10.0
 MAX_NOISE_NOTICES = 20
 # From this many parsed lines on, JSON goes through orjson: its import (~15 ms) is more
 # than a short run's lines cost through json, a tenth of what a long run's do.
@@ -98,20 +96,16 @@ class Supervisor:
         self.proc: subprocess.Popen[bytes] | None = None
         self.out_fd = -1  # the read end of the child's stdout
         self.pgid = 0
-        # Completion state.
-        self.grace_at: float | None = None
-        self.kill_at: float | None = None
-        self.drain_until: float | None = None
-        self.timeout_at = self.t0 + spec.timeout if spec.timeout else None
+        # Where the run is (and why it stops), and every point in time it acts at.
+        self.phase = Phase()
+        self.deadlines = Deadlines(self.t0, spec.timeout, spec.stallTimeout, spec.toolTimeout)
+        self.watch = self.deadlines.watch  # (read on every event: one lookup, not two)
         self.forced_cleanup = False
-        self.stop_cause: str | None = None  # "timeout" | "aborted"
         self.abort_signal: str | None = None
         self.abort_why: str | None = None  # a stop not asked for by a signal's sender
         self.noise_lines = 0
         self.parsed = 0
         self._parse: Callable[[bytes | bytearray], JsonValue] = parse_line
-        # (id -> when each started); a run is stalled only while none is.
-        self.watch = StallWatch(spec.stallTimeout, spec.toolTimeout, self.t0)
         self.heard_at = self.t0  # when stdout last said anything (the time of the read)
         self.lines = Lines(lambda *_: True, self.handle_line)
         self.chunk = bytearray(READ_SIZE)
@@ -185,30 +179,31 @@ class Supervisor:
                 )
             return
         del line  # parsed: what follows holds the value, not the line's bytes too
-        was_terminal = norm.terminal
         try:
-            produced = norm.feed(obj)
+            fed = norm.feed(obj)
         except Exception as exc:  # a normalizer bug must not lose the run
-            produced = [
-                ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")
-            ]
-        for event in produced:
+            fed = Fed(
+                [ev.notice("warn", f"could not normalize a {obj.get('type')!r} line: {exc!r}")]
+            )
+        for event in fed:
             self.record(event)
-        if self.live.active:
-            self.live.after_line()
-        if norm.terminal and not was_terminal:
+        phase = self.phase
+        was_terminal = phase.terminal
+        terminal = was_terminal if fed.terminal is None else fed.terminal
+        if self.live.active or fed.writes or fed.receipts:
+            self.on_action(self.live.after_line(fed, terminal))
+        if terminal and not was_terminal:
             self.at_rest()
-        elif was_terminal and not norm.terminal:
-            self.disarm()
+        elif was_terminal and not terminal:
+            self.go_on()
 
     def handle_skipped(self, tail: bytes) -> None:
         """The end of a line the normalizer skips unparsed, which may still change the end."""
         norm = self.norm
         assert norm is not None
-        was_terminal = norm.terminal
-        norm.skipped(tail)
-        if was_terminal and not norm.terminal:
-            self.disarm()
+        fed = norm.skipped(tail)
+        if fed is not None and fed.terminal is False and self.phase.terminal:
+            self.go_on()
 
     def on_data(self, n: int) -> None:
         """The first ``n`` bytes of ``self.chunk`` were just read."""
@@ -231,8 +226,18 @@ class Supervisor:
 
     def at_rest(self) -> None:
         """The child ended its turn: the run goes on (a follow-up), or completion is armed."""
-        if not self.live.at_rest():
+        self.phase.rest()
+        if self.spec.live:
+            self.deadlines.abort = None  # a child asked to abort ended its turn: it did
+        if self.live.at_rest(self.phase.stopped) == "go on":
+            self.go_on()
+        else:
             self.arm()
+
+    def go_on(self) -> None:
+        """The child's turn goes on (or a new one started): completion is disarmed."""
+        self.phase.go_on()
+        self.deadlines.grace = None
 
     def totals(self) -> tuple[int, Usage]:
         """The run's model turns and usage so far (all its children's)."""
@@ -245,49 +250,66 @@ class Supervisor:
 
     def stop_for_limit(self) -> None:
         """A budget ran out: the run ends as stopped by it (a live child is asked to end its
-        turn; any other is stopped now)."""
-        if self.stop_cause is None:
-            self.stop_cause = "limit"
+        turn, and stopped if it has not within the kill grace and ``ABORT_WITHIN``; any
+        other is stopped now)."""
+        self.phase.stop_for("limit")
         if not self.spec.live:
             self.terminate_group("limit")
+            return
+        norm = self.norm
+        assert norm is not None
+        self.live.take(norm.abort())
+        self.deadlines.abort = time.monotonic() + self.spec.killGrace + ABORT_WITHIN
 
     def arm(self) -> None:
-        if self.kill_at is None:
-            self.grace_at = time.monotonic() + self.spec.grace
-
-    def disarm(self) -> None:
-        self.grace_at = None
+        """Completion: the child has the grace to exit (a run already stopping or draining
+        has its own deadlines)."""
+        if self.phase.name == "at_rest":
+            self.phase.to("grace")
+            self.deadlines.grace = time.monotonic() + self.spec.grace
 
     def child_alive(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
 
-    def terminate_group(self, cause: str | None) -> None:
+    def terminate_group(self, cause: StopCause | None) -> None:
         """SIGTERM the child's group now, SIGKILL after the kill grace: procs.stop_group's
-        sequence, kept as deadlines of the event loop, which reads the child meanwhile."""
-        if cause and self.stop_cause is None and not (self.norm and self.norm.terminal):
-            self.stop_cause = cause
-        if self.kill_at is None:
+        sequence, kept as deadlines of the event loop, which reads the child meanwhile.
+        ``cause``: why (None: a cleanup after the answer)."""
+        if cause is not None:
+            self.phase.stop_for(cause)
+        deadlines = self.deadlines
+        if deadlines.kill is None:
             killpg(self.pgid, signal.SIGTERM)
-            self.kill_at = time.monotonic() + self.spec.killGrace
-        self.grace_at = None
+            deadlines.kill = time.monotonic() + self.spec.killGrace
+            self.phase.signalled()
+        deadlines.grace = None
 
     def on_deadlines(self, now: float) -> None:
         self.live.on_deadlines(now)
+        deadlines = self.deadlines
+        if deadlines.passed(deadlines.abort, now):
+            deadlines.abort = None
+            self.terminate_group("limit")  # the CLI did not end the turn: stop it
         if not self.child_alive():
             return
-        if self.grace_at is not None and now >= self.grace_at:
+        if deadlines.passed(deadlines.grace, now):
             self.forced_cleanup = True
             self.terminate_group(None)
-        if self.timeout_at is not None and now >= self.timeout_at and self.kill_at is None:
+        if deadlines.passed(deadlines.timeout, now) and deadlines.kill is None:
             self.emit(
                 ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child")
             )
             self.terminate_group("timeout")
-        if self.kill_at is None and self.grace_at is None:
+        if deadlines.kill is None and deadlines.grace is None:
             self.watchdog(now)
-        if self.kill_at is not None and now >= self.kill_at:
+        if deadlines.passed(deadlines.kill, now):
             killpg(self.pgid, signal.SIGKILL)
-            self.kill_at = now + 3600  # sent; nothing more to escalate to
+            deadlines.kill = now + 3600  # sent; nothing more to escalate to
+
+    def on_action(self, action: Action | None) -> None:
+        """What live control asked for (a message, a budget, a request at the endpoint)."""
+        if action == "limit":
+            self.stop_for_limit()
 
     def watchdog(self, now: float) -> None:
         """A stall is a notice, or the end by policy; a tool call past its timeout is the end."""
@@ -316,27 +338,12 @@ class Supervisor:
         self.emit(ev.notice("error", f"{what}; stopping the child"))
         if self.child_alive():
             self.terminate_group("aborted")
-        elif self.stop_cause is None and not (self.norm and self.norm.terminal):
-            self.stop_cause = "aborted"
+        else:
+            self.phase.stop_for("aborted")
 
     def next_wakeup(self, now: float) -> float | None:
-        points = [
-            t
-            for t in (
-                self.grace_at,
-                self.kill_at,
-                self.timeout_at,
-                self.drain_until,
-                self.watch.next_point() if self.kill_at is None else None,
-                self.live.next_deadline(),
-            )
-            if t is not None
-        ]
-        if self.child_alive() and not self._have_pidfd:
-            points.append(now + POLL_EXIT)
-        if not points:
-            return None
-        return min(MAX_WAIT, max(0.0, min(points) - now))
+        poll = now + POLL_EXIT if self.child_alive() and not self._have_pidfd else None
+        return self.deadlines.next_wakeup(now, self.live.next_deadline(), poll)
 
     # ---- main loop -------------------------------------------------------
 
@@ -378,6 +385,7 @@ class Supervisor:
             if spawn_error is not None:
                 self.emit(ev.error(spawn_error, fatal=True))
                 return self.finish(spawn_error=spawn_error)
+            self.phase.to("running")
             self.started()
             # After the spawn, not before: the child starts without waiting for it.
             self.live.listen(self.sel)
@@ -414,9 +422,9 @@ class Supervisor:
         (the backend's resume, as ``continue`` does). False: the run ends."""
         norm = self.norm
         assert norm is not None and self.proc is not None
-        if self.stop_cause is not None or self.abort_signal is not None:
+        if self.phase.stopped or self.abort_signal is not None:
             return False
-        follow = self.live.continuation()
+        follow = self.live.continuation(self.phase.terminal)
         if follow is None:
             return False
         mid, text = follow
@@ -428,7 +436,8 @@ class Supervisor:
         turns, usage = self.totals()
         self.carry = (turns, usage, (self.carry[2] if self.carry else 0) + norm.tool_calls)
         argv = self.backend.build_argv(self.spec.argv[0], self.live.request(text, resume))
-        self.eof, self.drain_until, self.grace_at, self.kill_at = False, None, None, None
+        self.eof = False
+        self.deadlines.new_child()
         self.emit(ev.notice("info", f"continuing the conversation with follow-up {mid}"))
         error = self.spawn(argv)
         if error is not None:
@@ -436,6 +445,8 @@ class Supervisor:
             self.emit(ev.error(error, fatal=True))
             return False
         self.live.receipt(mid, "delivered")
+        self.phase.to("running")
+        self.phase.terminal = False  # a new child: its own turn has not ended
         self.started()
         return True
 
@@ -464,16 +475,18 @@ class Supervisor:
                 pidfd = os.pidfd_open(self.proc.pid)
                 sel.register(pidfd, selectors.EVENT_READ, "exit")
                 self._have_pidfd = True
+        deadlines = self.deadlines
         try:
             while True:
                 now = time.monotonic()
                 self.on_deadlines(now)
                 if not self.child_alive():
+                    self.phase.exited()
                     if self.eof:
                         break
-                    if self.drain_until is None:
-                        self.drain_until = now + DRAIN_AFTER_EXIT
-                    elif now >= self.drain_until:
+                    if deadlines.drain is None:
+                        deadlines.drain = now + DRAIN_AFTER_EXIT
+                    elif now >= deadlines.drain:
                         break
                 for key, _ in sel.select(self.next_wakeup(now)):
                     if key.data == "out":
@@ -488,7 +501,7 @@ class Supervisor:
                     elif key.data is self.live.writer:  # the child's stdin has room
                         self.live.writer.on_writable()
                     elif self.live.server is not None:  # a connection, or a request on one
-                        self.live.server.on_ready(key.fileobj)
+                        self.on_action(self.live.on_ready(key.fileobj))
                 if not self._have_pidfd:
                     self.proc.poll()
         finally:
@@ -506,40 +519,16 @@ class Supervisor:
 
     def read_out(self, fd: int, sel: selectors.BaseSelector) -> None:
         # Read everything available now so a chatty child never backs up its pipe.
-        # One reused buffer: a fresh megabyte per read would cost page faults.
-        chunk = self.chunk
-        while True:
-            try:
-                n = os.readv(fd, [chunk])
-            except BlockingIOError:
-                break
-            except OSError:
-                n = 0
-            if not n:
-                self.eof = True
-                sel.unregister(fd)
-                break
-            self.on_data(n)
-            if n < READ_SIZE:
-                break
+        if read_ready(fd, self.chunk, self.on_data):
+            self.eof = True
+            sel.unregister(fd)
         self.flush()
 
     def read_err(self, fd: int, sel: selectors.BaseSelector | None) -> None:
         chunk = self.chunk
-        while True:
-            try:
-                n = os.readv(fd, [chunk])
-            except (BlockingIOError, ValueError):
-                return
-            except OSError:
-                n = 0
-            if not n:
-                if sel is not None:
-                    sel.unregister(fd)
-                return
-            self.rec.stderr_log.write(memoryview(chunk)[:n])
-            if n < READ_SIZE:
-                return
+        ended = read_ready(fd, chunk, lambda n: self.rec.stderr_log.write(memoryview(chunk)[:n]))
+        if ended and sel is not None:
+            sel.unregister(fd)
 
     def read_signals(self, wake_r: int) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -559,6 +548,7 @@ class Supervisor:
     def finish(self, spawn_error: str | None = None) -> RunResult:
         norm = self.norm
         assert norm is not None
+        terminal = self.phase.terminal or self.live.answer_stands()
         messages, limit = self.live.finish()
         proc = self.proc
         exit_code: int | None = None
@@ -571,18 +561,21 @@ class Supervisor:
             else:
                 exit_code = rc
             self.cleanup_group()
-        status, error = decide(
+        self.phase.to("finished")
+        ended = Ended(
             self.spec,
             norm,
+            lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
+            terminal=terminal,
             spawn_error=spawn_error,
-            stop_cause=self.stop_cause,
+            cause=self.phase.cause,
             abort_signal=self.abort_signal,
             abort_why=self.abort_why,
             exit_code=exit_code,
             sig=sig,
-            stderr_tail=lambda: read_tail(self.run_dir / "stderr.log", STDERR_TAIL_BYTES),
             limit_error=self.live.budget.message() if self.live.budget else None,
         )
+        status, error = decide(ended)
         structured: JsonValue = None
         if self.spec.outputSchema is not None and status == "completed":
             from subagents.supervisor.answer import FAILED, check

@@ -15,48 +15,91 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from subagents.backends import Normalizer
+    from subagents.supervisor.phase import StopCause
     from subagents.supervisor.spec import RunSpec
     from subagents.types import RunStatus
 
 
-def decide(
-    spec: RunSpec,
-    norm: Normalizer,
-    *,
-    spawn_error: str | None,
-    stop_cause: str | None,
-    abort_signal: str | None,
-    exit_code: int | None,
-    sig: str | None,
-    stderr_tail: Callable[[], str],
-    abort_why: str | None = None,
-    limit_error: str | None = None,
-) -> tuple[RunStatus, str | None]:
-    """``(status, error message)`` for a run whose child is gone. ``limit_error``: a budget
-    stopped it (its message); an answer given before the stop still completes the run."""
-    error: str | None = spawn_error
+class Ended:
+    """A run whose child is gone, as the supervisor saw it end: what ``decide`` reads.
+
+    ``terminal``: the child's last event ended its turn (its answer, or its failure);
+    ``cause``: a stop of the supervisor's (timeout, abort, stall, tool timeout, budget);
+    ``abort_signal`` / ``abort_why``: the signal that asked for the stop and, when it was
+    not a person's, why; ``exit_code`` / ``sig``: how the child exited; ``stderr_tail``: the
+    end of its stderr, read only when needed; ``limit_error``: the budget's message when one
+    stopped the run.
+    """
+
+    __slots__ = (
+        "abort_signal",
+        "abort_why",
+        "cause",
+        "exit_code",
+        "limit_error",
+        "norm",
+        "sig",
+        "spawn_error",
+        "spec",
+        "stderr_tail",
+        "terminal",
+    )
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        norm: Normalizer,
+        stderr_tail: Callable[[], str],
+        *,
+        terminal: bool,
+        spawn_error: str | None = None,
+        cause: StopCause | None = None,
+        abort_signal: str | None = None,
+        abort_why: str | None = None,
+        exit_code: int | None = None,
+        sig: str | None = None,
+        limit_error: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.norm = norm
+        self.stderr_tail = stderr_tail
+        self.terminal = terminal
+        self.spawn_error = spawn_error
+        self.cause = cause
+        self.abort_signal = abort_signal
+        self.abort_why = abort_why
+        self.exit_code = exit_code
+        self.sig = sig
+        self.limit_error = limit_error
+
+
+def decide(run: Ended) -> tuple[RunStatus, str | None]:
+    """``(status, error message)`` for a run whose child is gone. A budget that stopped it
+    (``limit_error``) fails it, unless an answer given before the stop completes it."""
+    spec, norm = run.spec, run.norm
+    error: str | None = run.spawn_error
     status: RunStatus
-    if spawn_error:
+    if run.spawn_error:
         status = "failed"
-    elif stop_cause == "timeout":
+    elif run.cause == "timeout":
         status, error = "timeout", f"timed out after {spec.timeout:g}s"
-    elif stop_cause == "aborted":
-        why = abort_why or f"the supervisor received {abort_signal}"
+    elif run.cause == "aborted":
+        why = run.abort_why or f"the supervisor received {run.abort_signal}"
         status, error = "aborted", f"aborted: {why}"
-    elif stop_cause == "stalled":
+    elif run.cause == "stalled":
         status = "failed"
         error = (
             f"stalled: no event for {spec.stallTimeout:g} s with no tool call in flight;"
             " stopped by the stall watchdog (on_stall = abort)"
         )
-    elif stop_cause == "tool_timeout":
+    elif run.cause == "tool_timeout":
         status = "failed"
         error = f"a tool call ran longer than the tool timeout of {spec.toolTimeout:g} s"
-    elif limit_error and not (norm.terminal and not norm.failed):
+    elif run.limit_error and not (run.terminal and not norm.failed):
         # Stopped by its budget (here, or by the CLI's own bound behind it): its partial
         # output and usage are kept; an answer that came first would have completed it.
-        status, error = "failed", limit_error
-    elif norm.terminal:
+        status, error = "failed", run.limit_error
+    elif run.terminal:
         # The outcome comes from the captured terminal event, not from how the child ended.
         if norm.failed or norm.stop_reason in ev.TERMINAL_FAILURE:
             status = "failed"
@@ -66,11 +109,11 @@ def decide(
     else:
         status = "failed"
         name = spec.backend
-        if sig is not None:
-            error = f"{name} was killed by {sig} before a final answer"
-        elif exit_code:
-            last = _last_line(stderr_tail())
-            error = f"{name} exited with code {exit_code}" + (f": {last}" if last else "")
+        if run.sig is not None:
+            error = f"{name} was killed by {run.sig} before a final answer"
+        elif run.exit_code:
+            last = _last_line(run.stderr_tail())
+            error = f"{name} exited with code {run.exit_code}" + (f": {last}" if last else "")
         else:
             error = f"{name} exited without a final answer"
         if norm.error_message:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.backends import Normalizer, get_backend
+from subagents.backends import Fed, Normalizer, get_backend
 from subagents.core.childtext import parse_line
 from subagents.testing.fakeagent import SCRIPT_ENV, Step, write_launcher, write_script
 
@@ -42,7 +42,8 @@ class Case:
 
 
 def normalize_stream(backend: str, stream: Path) -> tuple[Normalizer, list[Event]]:
-    """Feed a captured stream straight into a normalizer; return it and its events."""
+    """Feed a captured stream straight into a normalizer; return it and its events. A
+    ``feed`` that returns anything but a ``Fed`` is a TypeError."""
     norm = get_backend(backend).normalizer()
     out: list[Event] = []
     for line in stream.read_bytes().split(b"\n"):
@@ -53,7 +54,12 @@ def normalize_stream(backend: str, stream: Path) -> tuple[Normalizer, list[Event
         except ValueError:
             continue
         if isinstance(obj, dict):
-            out.extend(norm.feed(obj))
+            fed = norm.feed(obj)
+            if not isinstance(fed, Fed):
+                raise TypeError(
+                    f"{type(norm).__name__}.feed returned a {type(fed).__name__}, not a Fed"
+                )
+            out.extend(fed)
     out.extend(norm.finish())
     return norm, out
 
@@ -133,6 +139,11 @@ def check_backend(backend: str, cases: list[Case], work: Path) -> list[str]:
     problems: list[str] = []
     for i, case in enumerate(cases):
         stream = Path(case.stream)
+        try:
+            normalize_stream(backend, stream)
+        except TypeError as exc:
+            problems.append(f"{stream.name}: {exc}")
+            continue
         result, events = replay_run(backend, stream, work / f"case{i}", exit_code=case.exit_code)
         problems += _compare(case, result, events, f"{stream.name} (as captured)")
         if case.status == "completed":

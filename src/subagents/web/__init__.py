@@ -1,9 +1,11 @@
 """web — ``subagents web``: a dashboard in the browser over the same job store and run
 directories as the command line. Pages: the fleet (``fleet``), a job and its runs
-(``jobpage``: transcript, diagnostics, Gantt, diff with Apply, Stop), cost (``costpage``);
-their charts (``charts``), Markdown without raw HTML (``markdown``), transcripts read as they
-grow (``transcript``), the shared frame and escaping (``layout``), access (``access``: token,
-cookie, Host/Origin, CSRF, CSP), the routes and live streams (``app``), serving (``serve``).
+(``jobpage``: transcript, diagnostics, Gantt, diff with Apply, Stop; ``council``), cost
+(``costpage``); their markup in Jinja2 templates with autoescape (``templates/``, filled by
+``templates``), charts (``charts``), Markdown without raw HTML (``markdown``), transcripts read
+as they grow (``transcript``), every id a request names resolved (``ids``), one watcher of the
+store for every live stream (``watch``), access (``access``: token, sessions, Host/Origin,
+CSRF, CSP), the routes, streams and errors (``app``), serving (``serve``).
 
 May import: everything below the surfaces (api, jobs, lifecycle, runs, present, core, config).
 """

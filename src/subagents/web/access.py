@@ -4,12 +4,17 @@
   page of another site that had its name re-pointed here (DNS rebinding) is refused, 421.
 - An Origin, where a request has one, must be this server's: 403. There is no CORS: no
   ``Access-Control-*`` header is ever sent, and a preflight (OPTIONS) is refused.
-- The token: ``?token=…`` in the address the server prints signs a browser in (a cookie,
-  HttpOnly, SameSite=Strict, and a redirect to the same address without the token); the
+- A path with a backslash is refused, 400 (``/\\host`` is another server to a browser).
+- The token: ``?token=…`` signs a browser in, or ``?code=…``, a one-time code the server made
+  for ``--open`` (so the token is on no command line): a session (a random id held in this
+  server's memory alone, so nothing made from the token, gone at sign-out, after
+  :data:`SESSION_AGE` or when the server stops) in a cookie named with the port, HttpOnly,
+  SameSite=Strict, with Max-Age, and a redirect to the same address without the token. The
   cookie then, or ``Authorization: Bearer <token>`` for programs. Anything else: 401.
 - A mutating request (anything but GET and HEAD) signed in by the cookie must also carry
-  this server's Origin and the CSRF token of its pages in ``X-CSRF-Token`` (a page of
-  another site can send neither); one with the bearer token is a program's, not a browser's.
+  this server's Origin and its session's CSRF token (in the pages) in ``X-CSRF-Token`` (a
+  page of another site can send neither); one with the bearer token is a program's.
+- ``POST /signout`` ends the session and clears the cookie.
 - Every response carries a strict Content-Security-Policy (only this app's own script and
   style, nothing inline, nothing from elsewhere) and headers against framing, sniffing and
   referrers: the token never leaves in a Referer.
@@ -19,11 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
+import time
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from subagents.loopback import allowed_hosts, allowed_origins, bearer, same_secret
+from subagents.web.templates import render
 
 CSRF_HEADER = b"x-csrf-token"
 CSP = (
@@ -42,18 +50,10 @@ SECURITY_HEADERS = [
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 # Where the app keeps the CSRF token for the pages it renders.
 CSRF_SCOPE_KEY = "subagents.csrf"
-
-SIGN_IN = (
-    "<!doctype html><meta charset=utf-8><title>subagents: sign in</title>"
-    "<p>Not signed in. Open the address <code>subagents web</code> printed when it started "
-    "(it carries the token), or send <code>Authorization: Bearer &lt;token&gt;</code>.</p>"
-)
-
-
-def derived(token: str, purpose: str) -> str:
-    """A secret for one purpose (the cookie's value, the CSRF token) made from the token, so
-    neither is the token itself, and both stay valid across restarts with the same token."""
-    return hmac.new(token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
+# A browser's session lasts this long (seconds), and a one-time code this long unused.
+SESSION_AGE = 12 * 3600
+CODE_AGE = 120
+SIGN_OUT = "/signout"
 
 
 def _headers(scope: Scope) -> dict[bytes, bytes]:
@@ -104,8 +104,29 @@ class Access:
         self.origins = {o.encode() for o in allowed_origins(port)}
         # Cookies are per host, not per port: each server has its own.
         self.cookie = f"subagents_web_{port}"
-        self.session = derived(token, "cookie")
-        self.csrf = derived(token, "csrf")
+        # Held in memory only: the sessions' CSRF tokens are made from it.
+        self.secret = secrets.token_bytes(32)
+        self.sessions: dict[str, float] = {}  # id -> when it ends (monotonic)
+        self.codes: dict[str, float] = {}  # one-time code -> until when it signs in
+
+    def one_time_code(self) -> str:
+        """A code that signs one browser in, once, within :data:`CODE_AGE` seconds."""
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = time.monotonic() + CODE_AGE
+        return code
+
+    def _csrf(self, session: str) -> str:
+        return hmac.new(self.secret, session.encode(), hashlib.sha256).hexdigest()
+
+    def _session(self, headers: dict[bytes, bytes]) -> str | None:
+        given = _cookies(headers.get(b"cookie", b"")).get(self.cookie, "")
+        now = time.monotonic()
+        for session, until in list(self.sessions.items()):
+            if until < now:
+                del self.sessions[session]
+            elif same_secret(given, session):
+                return session
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
@@ -113,6 +134,9 @@ class Access:
             return
         headers = _headers(scope)
         method = str(scope.get("method") or "GET").upper()
+        if b"\\" in (scope.get("raw_path") or b"") or "\\" in str(scope.get("path") or ""):
+            await _answer(send, 400, "a backslash in the path names nothing here")
+            return
         if headers.get(b"host") not in self.hosts:
             await _answer(send, 421, "wrong Host: this server answers to 127.0.0.1 only")
             return
@@ -124,27 +148,32 @@ class Access:
             await _answer(send, 405, "no cross-origin requests", [(b"allow", b"GET, HEAD, POST")])
             return
         query = dict(parse_qsl((scope.get("query_string") or b"").decode("latin-1")))
-        if "token" in query and method in SAFE_METHODS:
+        if ("token" in query or "code" in query) and method in SAFE_METHODS:
             await self._sign_in(scope, send, query)
             return
-        by_bearer = False
+        session = None
         given = bearer(list(headers.items()))
         if given is not None:
-            by_bearer = same_secret(given, self.token)
-            if not by_bearer:
+            if not same_secret(given, self.token):
                 await _answer(send, 401, "wrong bearer token")
                 return
-        elif not same_secret(
-            _cookies(headers.get(b"cookie", b"")).get(self.cookie, ""), self.session
-        ):
-            await _answer(send, 401, SIGN_IN)
-            return
+        else:
+            session = self._session(headers)
+            if session is None:
+                await _answer(send, 401, render("signin.html"))
+                return
+        csrf = self._csrf(session) if session is not None else ""
         if (
             method not in SAFE_METHODS
-            and not by_bearer
-            and (origin is None or not same_secret(headers.get(CSRF_HEADER, b""), self.csrf))
+            and session is not None
+            and (origin is None or not same_secret(headers.get(CSRF_HEADER, b""), csrf))
         ):
             await _answer(send, 403, "missing or wrong CSRF token")
+            return
+        if scope.get("path") == SIGN_OUT and method == "POST":
+            self.sessions.pop(session or "", None)
+            gone = f"{self.cookie}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+            await _answer(send, 200, "signed out", [(b"set-cookie", gone.encode())])
             return
 
         async def secured(message: Message) -> None:
@@ -152,18 +181,36 @@ class Access:
                 message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
             await send(message)
 
-        await self.app({**scope, CSRF_SCOPE_KEY: self.csrf}, receive, secured)
+        await self.app({**scope, CSRF_SCOPE_KEY: csrf}, receive, secured)
+
+    def _code_ok(self, code: str) -> bool:
+        now = time.monotonic()
+        for known, until in list(self.codes.items()):
+            if until < now:
+                del self.codes[known]
+            elif same_secret(code, known):
+                del self.codes[known]  # once
+                return True
+        return False
 
     async def _sign_in(self, scope: Scope, send: Send, query: dict[str, str]) -> None:
-        if not same_secret(query["token"], self.token):
-            await _answer(send, 401, SIGN_IN)
+        if not (
+            same_secret(query["token"], self.token)
+            if "token" in query
+            else self._code_ok(query["code"])
+        ):
+            await _answer(send, 401, render("signin.html"))
             return
-        rest = urlencode({k: v for k, v in query.items() if k != "token"})
+        session = secrets.token_urlsafe(32)
+        self.sessions[session] = time.monotonic() + SESSION_AGE
+        rest = urlencode({k: v for k, v in query.items() if k not in ("token", "code")})
         path = scope.get("raw_path") or str(scope.get("path") or "/").encode("utf-8")
         # Only a path of this server ("//host/…" would be another server's).
         path = b"/" + path.lstrip(b"/")
         target = path + (b"?" + rest.encode() if rest else b"")
-        cookie = f"{self.cookie}={self.session}; HttpOnly; SameSite=Strict; Path=/"
+        cookie = (
+            f"{self.cookie}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={SESSION_AGE}"
+        )
         await _answer(
             send,
             303,

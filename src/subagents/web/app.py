@@ -1,53 +1,77 @@
-"""The web app's routes (Starlette): three pages, their live streams (Server-Sent Events: one
-stream a page, the server looks at the job store and run directories for it), the actions
-(stop a job, apply an isolated run's changes), a small JSON API, and its own static files.
+"""The web app's routes (Starlette): three pages, their live streams (Server-Sent Events, all
+woken by one watcher of the store), the actions (stop a job, send to a run, apply an isolated
+run's changes), a small JSON API, a run's files as text, and its own static files.
 
-Every page is rendered whole on the server and its stream sends the same fragments again as
-they change, so the first look and the live one are one code path; reading the store is
-blocking work and runs in a worker thread.
+Every page is rendered whole on the server from its templates and its stream sends the same
+fragments again as they change (the page's script puts each in place, keeping what did not
+change), so the first look and the live one are one code path; reading the store is blocking
+work and runs in a worker thread. Every id a request names is resolved by ``ids.target``;
+every refusal is one of :data:`ERRORS`.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from subagents.types import CostTotals
 
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
     JSONResponse,
+    PlainTextResponse,
     Response,
     StreamingResponse,
 )
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from subagents import api, service
-from subagents.errors import JobIdError, PlanError, SubagentsError, UsageError, WorktreeError
-from subagents.jobs import JobStore, LiveJobs, read_run, resolve_run
-from subagents.web import costpage, fleet, jobpage
+from subagents.errors import (
+    DamagedRecord,
+    JobBusyError,
+    JobIdError,
+    MessageRefused,
+    SubagentsError,
+    UsageError,
+    WorktreeError,
+)
+from subagents.service import JobStore, LiveJobs, read_run
+from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
-from subagents.web.layout import esc, page
-from subagents.web.transcript import read_piece
+from subagents.web.ids import Target, target
+from subagents.web.templates import render, url
+from subagents.web.transcript import CHUNK, FIRST_LOOK, block_start, read_piece
+from subagents.web.watch import StoreWatcher
+
+if TYPE_CHECKING:
+    from subagents.types import CostTotals
 
 STATIC = Path(__file__).parent / "static"
-STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 FLEET_LIMIT = 200
-FLEET_TICK = 1.0
-JOB_TICK = 0.5
 # A stream says something at least this often, so a client gone is noticed.
-KEEPALIVE = 15.0
+KEEPALIVE = 10.0
+# Each refusal's status: the nearest class of an error raised by a route (its MRO decides).
+ERRORS: dict[type[Exception], int] = {
+    JobIdError: 404,
+    JobBusyError: 409,
+    MessageRefused: 409,
+    WorktreeError: 409,
+    DamagedRecord: 422,
+    UsageError: 400,
+    SubagentsError: 409,
+}
+SKIPPED = Markup(
+    '<p class="muted">{} bytes of the transcript are not shown here: '
+    '<a href="{}">the whole transcript</a> (as text).</p>'
+)
 
 
 def event(name: str, data: Mapping[str, str], event_id: str | None = None) -> str:
@@ -56,40 +80,71 @@ def event(name: str, data: Mapping[str, str], event_id: str | None = None) -> st
     return head + "data: " + json.dumps(data, allow_nan=False) + "\n\n"
 
 
+def refusal(request: Request, exc: Exception) -> Response:
+    """An error a route raised, as its status: JSON for the API, text for a run's files and
+    the streams, a page naming the reason for a page."""
+    status = next((ERRORS[c] for c in type(exc).__mro__ if c in ERRORS), 400)
+    path = request.url.path
+    if path.startswith("/api/"):
+        return JSONResponse({"error": str(exc)}, status_code=status)
+    if path.startswith(("/runs/", "/events/")):
+        return PlainTextResponse(str(exc), status_code=status)
+    frame = _frame(request, "not found" if status == 404 else "refused", "", "")
+    html = render("problem.html", message=str(exc), **frame)
+    return HTMLResponse(html, status_code=status)
+
+
+async def _text_of(request: Request) -> str:
+    """The ``text`` of a request's JSON object (UsageError: none, or empty)."""
+    try:
+        body = await request.json()
+    except ValueError:
+        body = None
+    text = body.get("text") if isinstance(body, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError('send a JSON object {"text": ...} with the message')
+    return text
+
+
+def _frame(request: Request, title: str, active: str, name: str) -> dict[str, str]:
+    """What the base template needs besides the page's own values."""
+    csrf = str(request.scope.get(CSRF_SCOPE_KEY, ""))
+    return {"title": title, "csrf": csrf, "active": active, "name": name}
+
+
 class WebApp:
     def __init__(self, home: Path) -> None:
-        self.store = JobStore(home)
         self.home = home
-        # Set as the server stops: open streams end at their next tick.
+        self.store = JobStore(home)
+        # Set as the server stops: open streams end at their next wake.
         self.stopping = threading.Event()
+        self.watcher = StoreWatcher(home, self.stopping)
+
+    def _target(self, request: Request, job: bool = True) -> Target:
+        """The job and run a request names (``{job_id}``/``{run_id}`` in its path, ``run``
+        in its query): :func:`subagents.web.ids.target`."""
+        params = request.path_params
+        run = params.get("run_id") or request.query_params.get("run") or None
+        return target(self.store, params.get("job_id") if job else None, run)
 
     # ---- pages ---------------------------------------------------------------
-
-    def _page(
-        self, request: Request, title: str, body: str, active: str, name: str
-    ) -> HTMLResponse:
-        csrf = str(request.scope.get(CSRF_SCOPE_KEY, ""))
-        return HTMLResponse(page(title, body, csrf=csrf, active=active, name=name))
 
     async def fleet_page(self, request: Request) -> Response:
         filters = fleet.Filters.of(request.query_params)
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
         view = await anyio.to_thread.run_sync(fleet.gather, live, filters)
-        return self._page(request, "Fleet", fleet.render_page_body(view, filters), "/", "fleet")
+        frame = _frame(request, "Fleet", "/", "fleet")
+        return HTMLResponse(fleet.render_page_body(view, filters, **frame))
 
     async def job_page(self, request: Request) -> Response:
-        try:
-            job_id = self.store.resolve(request.path_params["job_id"])
-        except JobIdError as exc:
-            return self._missing(request, str(exc))
+        def page() -> str:
+            where = self._target(request)
+            state = service.job_state(self.store, where.job_id)
+            data = jobpage.gather(LiveJobs(self.home), state, where.run_id)
+            frame = _frame(request, f"job {where.job_id}", "", "job")
+            return jobpage.render_body(data, self.home, **frame)
 
-        def gather() -> str:
-            state = service.job_state(self.store, job_id)
-            data = jobpage.gather(LiveJobs(self.home), state, request.query_params.get("run"))
-            return jobpage.render_body(data, self.home)
-
-        body = await anyio.to_thread.run_sync(gather)
-        return self._page(request, f"job {job_id}", body, "", "job")
+        return HTMLResponse(await anyio.to_thread.run_sync(page))
 
     async def cost_page(self, request: Request) -> Response:
         since = request.query_params.get("since", "").strip()
@@ -98,15 +153,11 @@ class WebApp:
         def report(by: str | None) -> CostTotals:
             return api.cost_report(session or None, since or None, by)
 
-        body = await anyio.to_thread.run_sync(costpage.render_body, report, since, session)
-        return self._page(request, "Cost", body, "/cost", "cost")
-
-    def _missing(self, request: Request, message: str) -> HTMLResponse:
-        response = self._page(
-            request, "not found", f'<p class="problem">{esc(message)}</p>', "", ""
+        frame = _frame(request, "Cost", "/cost", "cost")
+        body = await anyio.to_thread.run_sync(
+            lambda: costpage.render_body(report, since, session, **frame)
         )
-        response.status_code = 404
-        return response
+        return HTMLResponse(body)
 
     # ---- live streams --------------------------------------------------------
 
@@ -115,41 +166,29 @@ class WebApp:
             events, media_type="text/event-stream", headers={"x-accel-buffering": "no"}
         )
 
-    async def _ticks(self, every: float) -> AsyncIterator[None]:
-        """Yields at once, then every ``every`` seconds until the server stops."""
-        while not self.stopping.is_set():
-            yield
-            await anyio.sleep(every)
-
     async def fleet_events(self, request: Request) -> Response:
         filters = fleet.Filters.of(request.query_params)
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
 
-        def render() -> str:
+        def draw() -> str:
             return fleet.render_fleet(fleet.gather(live, filters))
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
-            last, quiet = "", 0.0
-            async for _ in self._ticks(FLEET_TICK):
-                html = await anyio.to_thread.run_sync(render)
+            last = ""
+            async for changed in self.watcher.changes(KEEPALIVE):
+                html = await anyio.to_thread.run_sync(draw) if changed else last
                 if html != last:
-                    last, quiet = html, 0.0
+                    last = html
                     yield event("fleet", {"html": html})
-                else:
-                    quiet += FLEET_TICK
-                    if quiet >= KEEPALIVE:
-                        quiet = 0.0
-                        yield ": keepalive\n\n"
+                elif not changed:
+                    yield ": keepalive\n\n"
 
         return self._stream(events())
 
     async def job_events(self, request: Request) -> Response:
-        try:
-            job_id = self.store.resolve(request.path_params["job_id"])
-        except JobIdError as exc:
-            return self._missing(request, str(exc))
-        run_id = request.query_params.get("run") or None
+        where = await anyio.to_thread.run_sync(self._target, request)
+        job_id, run_id = where.job_id, where.run_id
         # Where the transcript goes on: the browser's last event id when it reconnects,
         # else where the page's first look stopped.
         start = request.headers.get("last-event-id") or request.query_params.get("offset") or "0"
@@ -157,59 +196,86 @@ class WebApp:
         live = LiveJobs(self.home)
         run_end_sent = request.query_params.get("ended") == "1"
 
-        def look() -> tuple[str, list[str], bool]:
-            """What to send now: the live part, the shown run's events, and whether that is
-            all (the job ended, and so did the shown run, its transcript sent whole)."""
-            nonlocal offset, run_end_sent
+        def look() -> tuple[str, bool]:
+            """The live part, and whether that is all there is to show (the job ended)."""
             state = service.job_state(self.store, job_id)
             data = jobpage.gather(live, state, run_id)
-            html = jobpage.render_live(data)
-            if run_id is None:
-                if data.run_id is not None:  # the job's first run started: the page shows it
-                    return html, [event("reload", {})], True
-                return html, [], data.ended
-            result = jobpage.read_result(self.home, run_id)  # before the transcript's last read
-            run_dir = jobpage.run_dir(self.home, run_id)
-            piece = read_piece(run_dir / "transcript.md", offset, final=result is not None)
+            if run_id is None and data.run_id is not None:
+                return "", True  # the job's first run started: the page reloads to show it
+            return jobpage.render_live(data), data.ended
+
+        def more() -> tuple[list[str], bool]:
+            """The shown run's next events (a piece of its transcript at most
+            :data:`CHUNK` long, its end), and whether the run ended and all was sent."""
+            nonlocal offset, run_end_sent
+            assert run_id is not None
+            result = jobpage.read_result(self.home, run_id)  # before the transcript's read
+            path = jobpage.run_dir(self.home, run_id) / "transcript.md"
             out = []
+            size = path.stat().st_size if path.exists() else 0
+            if size - offset > FIRST_LOOK:  # far behind: on from near the end, as a page is
+                skip = block_start(path, size - FIRST_LOOK)
+                whole = url(f"/runs/{run_id}/transcript.md")
+                out.append(event("transcript", {"html": SKIPPED.format(skip - offset, whole)}))
+                offset = skip
+            piece = read_piece(path, offset, final=result is not None, limit=CHUNK)
             if piece.html:
                 offset = piece.offset
                 out.append(event("transcript", {"html": piece.html}, str(offset)))
+            if piece.offset < size and piece.html:
+                return out, False  # more to read now
             if result is not None and not run_end_sent:
                 run_end_sent = True
                 out.append(event("run", {"html": jobpage.render_run_end(result, self.home)}))
-            return html, out, data.ended and result is not None
+            return out, result is not None
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
-            last, quiet = "", 0.0
-            async for _ in self._ticks(JOB_TICK):
-                html, run_events, done = await anyio.to_thread.run_sync(look)
+            last = ""
+            async for changed in self.watcher.changes(KEEPALIVE):
+                if not changed:
+                    yield ": keepalive\n\n"
+                    continue
+                html, ended = await anyio.to_thread.run_sync(look)
+                if run_id is None and ended and not html:
+                    yield event("reload", {})
+                    return
                 if html != last:
-                    last, quiet = html, 0.0
+                    last = html
                     yield event("job", {"html": html})
-                for item in run_events:
-                    quiet = 0.0
-                    yield item
-                if done:
+                run_done = run_id is None
+                while run_id is not None:  # a piece an event; the client may go between
+                    items, run_done = await anyio.to_thread.run_sync(more)
+                    for item in items:
+                        yield item
+                    if run_done or not items:
+                        break
+                if ended and run_done:
                     yield event("end", {})
                     return
-                quiet += JOB_TICK
-                if quiet >= KEEPALIVE:
-                    quiet = 0.0
-                    yield ": keepalive\n\n"
 
         return self._stream(events())
 
     # ---- actions -------------------------------------------------------------
 
     async def stop(self, request: Request) -> Response:
-        try:
-            job_id = self.store.resolve(request.path_params["job_id"])
-        except JobIdError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        state = await anyio.to_thread.run_sync(service.stop_job, self.store, job_id)
-        return JSONResponse({"jobId": job_id, "status": state.get("status")})
+        where = await anyio.to_thread.run_sync(self._target, request)
+        state = await anyio.to_thread.run_sync(service.stop_job, self.store, where.job_id)
+        return JSONResponse({"jobId": where.job_id, "status": state.get("status")})
+
+    async def rerun(self, request: Request) -> Response:
+        """The job's plan again, as a new job: ``{"jobId"}`` of it."""
+        where = await anyio.to_thread.run_sync(self._target, request)
+        new = await anyio.to_thread.run_sync(again.rerun, self.store, where.job_id)
+        return JSONResponse({"jobId": new})
+
+    async def carry_on(self, request: Request) -> Response:
+        """The run's child resumes its conversation with ``{"text"}``: ``{"jobId"}``."""
+        text = await _text_of(request)
+        where = await anyio.to_thread.run_sync(self._target, request, False)
+        assert where.run_id is not None
+        new = await anyio.to_thread.run_sync(again.carry_on, where.run_id, text)
+        return JSONResponse({"jobId": new})
 
     async def send(self, request: Request) -> Response:
         """A message to a running run's child (``subagents send``): its receipt."""
@@ -220,32 +286,25 @@ class WebApp:
         text = body.get("text") if isinstance(body, dict) else None
         mode = body.get("mode", "steer") if isinstance(body, dict) else None
         if not isinstance(text, str) or mode not in ("steer", "follow-up"):
-            return JSONResponse(
-                {"error": 'send a JSON object {"text": ..., "mode": "steer" | "follow-up"}'},
-                status_code=400,
-            )
-        target = request.path_params["run_id"]
-        try:
-            receipt = await anyio.to_thread.run_sync(
-                service.send_message,
-                self.store,
-                target,
-                text,
-                "steer" if mode == "steer" else "follow-up",
-            )
-        except JobIdError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        except SubagentsError as exc:  # refused: ended, a CLI that takes no such message, …
-            return JSONResponse({"error": str(exc)}, status_code=409)
+            raise UsageError('send a JSON object {"text": ..., "mode": "steer" | "follow-up"}')
+        if not text.strip():
+            raise UsageError("the message is empty")
+        where = await anyio.to_thread.run_sync(self._target, request, False)
+        assert where.run_id is not None
+        receipt = await anyio.to_thread.run_sync(
+            service.send_message,
+            self.store,
+            where.run_id,
+            text,
+            "steer" if mode == "steer" else "follow-up",
+        )
         return JSONResponse(receipt)
 
     async def apply(self, request: Request) -> Response:
         def apply() -> list[str]:
-            try:
-                run_id = resolve_run(self.home, request.path_params["run_id"])
-                _meta, result = read_run(self.home, run_id)
-            except PlanError as exc:
-                raise JobIdError(str(exc)) from None
+            run_id = self._target(request, job=False).run_id
+            assert run_id is not None
+            _meta, result = read_run(self.home, run_id)
             worktree = result.get("worktree") if result is not None else None
             repo = worktree.get("repo") if isinstance(worktree, dict) else None
             if not isinstance(repo, str):
@@ -255,53 +314,46 @@ class WebApp:
             partial = request.query_params.get("partial") == "1"
             return api.apply_run(run_id, repo, partial=partial)
 
-        try:
-            changed = await anyio.to_thread.run_sync(apply)
-        except JobIdError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        except WorktreeError as exc:  # a conflict: nothing was changed
-            return JSONResponse({"error": str(exc)}, status_code=409)
-        except SubagentsError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return JSONResponse({"applied": changed})
+        return JSONResponse({"applied": await anyio.to_thread.run_sync(apply)})
 
-    # ---- JSON for programs ---------------------------------------------------
+    # ---- JSON for programs, a run's files as text ----------------------------
 
     async def jobs_json(self, request: Request) -> Response:
         items = await anyio.to_thread.run_sync(lambda: service.list_jobs(FLEET_LIMIT, self.home))
         return JSONResponse(items)
 
     async def job_json(self, request: Request) -> Response:
-        try:
-            job_id = self.store.resolve(request.path_params["job_id"])
-        except JobIdError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=404)
-        state = await anyio.to_thread.run_sync(service.job_state, self.store, job_id)
+        where = await anyio.to_thread.run_sync(self._target, request)
+        state = await anyio.to_thread.run_sync(service.job_state, self.store, where.job_id)
         return JSONResponse(state)
 
-    async def transcript_text(self, request: Request) -> Response:
-        """A run's whole transcript.md, as plain text (a long one's page shows its end)."""
-        try:
-            run_id = resolve_run(self.home, request.path_params["run_id"])
-        except PlanError as exc:
-            return Response(str(exc), status_code=404, media_type="text/plain")
-        path = jobpage.run_dir(self.home, run_id) / "transcript.md"
+    async def run_file(self, request: Request) -> Response:
+        """A run's transcript.md or changes.patch whole, as plain text (a page shows a part)."""
+        where = await anyio.to_thread.run_sync(self._target, request, False)
+        assert where.run_id is not None
+        name = request.url.path.rsplit("/", 1)[-1]
+        path = jobpage.run_dir(self.home, where.run_id) / name
         if not path.is_file():
-            return Response("no transcript yet", status_code=404, media_type="text/plain")
+            return PlainTextResponse(f"no {name} (yet)", status_code=404)
         return FileResponse(path, media_type="text/plain; charset=utf-8")
 
-    async def static(self, request: Request) -> Response:
-        name = request.path_params["name"]
-        path = STATIC / name
-        if "/" in name or path.suffix not in STATIC_TYPES or not path.is_file():
-            return Response("not found", status_code=404, media_type="text/plain")
-        return Response(path.read_bytes(), media_type=STATIC_TYPES[path.suffix])
+    async def answer_text(self, request: Request) -> Response:
+        """A run's answer (or why it failed) whole, as plain text."""
+        where = await anyio.to_thread.run_sync(self._target, request, False)
+        assert where.run_id is not None
+        result = await anyio.to_thread.run_sync(read_run, self.home, where.run_id)
+        run = result[1]
+        if run is None:
+            return PlainTextResponse("the run has not ended", status_code=404)
+        text = run.get("finalText") if run.get("status") == "completed" else None
+        text = text or run.get("diagnostics") or run.get("errorMessage") or ""
+        return PlainTextResponse(str(text), media_type="text/plain; charset=utf-8")
 
 
-def create_app(*, token: str, port: int, home: Path) -> tuple[Any, Callable[[], None]]:
+def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[], None]]:
     """The app behind its access checks, and what stops its open streams."""
     web = WebApp(home)
-    routes = [
+    routes: list[Any] = [
         Route("/", web.fleet_page),
         Route("/job/{job_id}", web.job_page),
         Route("/cost", web.cost_page),
@@ -310,9 +362,15 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Any, Callable[[], 
         Route("/api/jobs", web.jobs_json),
         Route("/api/jobs/{job_id}", web.job_json),
         Route("/api/jobs/{job_id}/stop", web.stop, methods=["POST"]),
+        Route("/api/jobs/{job_id}/rerun", web.rerun, methods=["POST"]),
         Route("/api/runs/{run_id}/apply", web.apply, methods=["POST"]),
+        Route("/api/runs/{run_id}/continue", web.carry_on, methods=["POST"]),
         Route("/api/runs/{run_id}/send", web.send, methods=["POST"]),
-        Route("/runs/{run_id}/transcript.md", web.transcript_text),
-        Route("/static/{name}", web.static),
+        Route("/runs/{run_id}/transcript.md", web.run_file),
+        Route("/runs/{run_id}/changes.patch", web.run_file),
+        Route("/runs/{run_id}/answer.txt", web.answer_text),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    return Access(Starlette(routes=routes), token, port), web.stopping.set
+    handlers: dict[Any, Callable[[Request, Exception], Response]] = dict.fromkeys(ERRORS, refusal)
+    app = Starlette(routes=routes, exception_handlers=handlers)
+    return Access(app, token, port), web.stopping.set

@@ -1,5 +1,5 @@
-"""The cost page: tokens and cost per day, backend, agent and repository, each a chart drawn
-here and a table, from the same report as ``subagents cost --json --by …``."""
+"""The cost page: tokens and cost per day, backend, model, agent and repository, each a
+chart drawn here and a table, from the same report as ``subagents cost --json --by …``."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ if TYPE_CHECKING:
 
 from collections.abc import Callable
 
+from markupsafe import Markup
+
+from subagents.errors import SubagentsError
 from subagents.lifecycle.cost import money
 from subagents.present.figures import tokens
 from subagents.web import charts
-from subagents.web.layout import esc
+from subagents.web.templates import render
 
 GROUPS = (
     ("day", "per day"),
     ("backend", "per backend"),
+    ("model", "per model"),
     ("agent", "per agent"),
     ("repo", "per repository"),
 )
@@ -25,7 +29,7 @@ GROUPS = (
 Report = Callable[[str | None], "CostTotals"]
 
 
-def _chart(by: str, rows: list[KeyedCostRow]) -> str:
+def _chart(by: str, rows: list[KeyedCostRow]) -> Markup:
     priced = any(row["cost"] is not None for row in rows)
     items = [
         (
@@ -41,45 +45,23 @@ def _chart(by: str, rows: list[KeyedCostRow]) -> str:
     return charts.columns(items, title=title) if by == "day" else charts.bars(items, title=title)
 
 
-def _table(by: str, rows: list[KeyedCostRow], total: CostRow) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (by, "jobs", "runs", "input", "output", "cache r/w", "tokens", "cost")
-    )
-    body = []
-    last: KeyedCostRow = {**total, "key": "total"}
-    for row, cls in [*((r, "") for r in rows), (last, ' class="total"')]:
-        body.append(
-            f"<tr{cls}><td>{esc(row['key'])}</td><td class=num>{row['jobs']}</td>"
-            f"<td class=num>{row['runs']}</td>"
-            f"<td class=num>{row['input']}</td><td class=num>{row['output']}</td>"
-            f"<td class=num>{row['cacheRead']}/{row['cacheWrite']}</td>"
-            f"<td class=num>{row['totalTokens']}</td>"
-            f"<td class=num>{esc(money(row['cost'], row['unpriced']))}</td></tr>"
-        )
-    return f'<table class="cost" data-by="{esc(by)}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+def _cost_of(row: CostRow) -> str:
+    return money(row["cost"], row["unpriced"])
 
 
-def render_body(report: Report, since: str, session: str) -> str:
-    """``report(by)``: the cost report grouped ``by`` (None: the total)."""
-    form = (
-        '<form class="filters" method="get" action="/cost">'
-        f'<label>since <input name="since" value="{esc(since)}" placeholder="1d, 2w, 2026-01-05" size="12"></label>'
-        f'<label>session <input name="session" value="{esc(session)}" size="16"></label>'
-        '<button type="submit">Show</button> <a href="/cost">all</a></form>'
-    )
+def render_body(report: Report, since: str, session: str, **frame: str) -> str:
+    """``report(by)``: the cost report grouped ``by`` (None: the total); a report refused (a
+    bad time or session) is said on the page. ``frame``: the base template's values."""
+    page = {"since": since, "session": session, "cost_of": _cost_of, **frame}
     try:
         total = report(None)
-    except ValueError as exc:
-        return f'<h1>Cost</h1>{form}<p class="problem">{esc(exc)}</p>'
-    out = [f'<h1>Cost</h1>{form}<p class="totals" id="cost-summary">{esc(total["summary"])}</p>']
-    if not total["total"]["runs"]:
-        out.append('<p class="empty">No finished jobs.</p>')
-        return "".join(out)
-    for by, words in GROUPS:
-        grouped = report(by)
-        out.append(
-            f'<section class="costs" id="by-{by}"><h2>{esc(words.capitalize())}</h2>'
-            f"{_chart(by, grouped['rows'])}{_table(by, grouped['rows'], grouped['total'])}</section>"
-        )
-    return "".join(out)
+        groups = []
+        if total["total"]["runs"]:
+            for by, words in GROUPS:
+                grouped = report(by)
+                last: KeyedCostRow = {**grouped["total"], "key": "total"}
+                rows = [*((r, False) for r in grouped["rows"]), (last, True)]
+                groups.append((by, words, _chart(by, grouped["rows"]), rows))
+    except (ValueError, SubagentsError) as exc:
+        return render("cost.html", problem=str(exc), **page)
+    return render("cost.html", problem="", summary=total["summary"], groups=groups, **page)

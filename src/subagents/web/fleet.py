@@ -13,15 +13,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from subagents.jobs import TERMINAL, LiveJobs
 from subagents.lifecycle.history import parse_since
 from subagents.present.jobview import RunRow
-from subagents.web.layout import badge, esc, href, numbers
+from subagents.service import TERMINAL, LiveJobs
+from subagents.web.templates import render, url
 from subagents.worktree import repository_of
 
 STATUSES = ("running", "stalled", "completed", "failed", "aborted", "timeout")
 NO_REPO = "(not in a git repository)"
 TASK_LEN = 120
+# A failed job stays in "needs you" this long (seconds).
+NEEDS_WINDOW = 24 * 3600
 
 
 @dataclass
@@ -65,6 +67,26 @@ class JobView:
     def job_id(self) -> str:
         return str(self.job["jobId"])
 
+    @property
+    def task(self) -> str:
+        task = self.rows[0].task if self.rows else ""
+        return task + (f" (+{len(self.rows) - 1} more)" if len(self.rows) > 1 else "")
+
+    @property
+    def short_task(self) -> str:
+        task = self.task
+        return task if len(task) <= TASK_LEN else task[: TASK_LEN - 1] + "…"
+
+    @property
+    def why(self) -> str:
+        """Why it needs its user (empty: it does not)."""
+        if self.status == "stalled":
+            return "a run has made no progress for a while"
+        if self.status in ("failed", "timeout"):
+            failed = [r for r in self.rows if r.status in ("failed", "timeout")]
+            return failed[0].activity if failed and failed[0].activity else self.status
+        return ""
+
 
 @dataclass
 class FleetView:
@@ -72,6 +94,39 @@ class FleetView:
     repos: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     shown_of: int = 0
+
+    @property
+    def running(self) -> int:
+        return sum(v.status not in TERMINAL for v in self.jobs)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for v in self.jobs for r in v.rows)
+
+    @property
+    def cost(self) -> float | None:
+        costs = [r.cost for v in self.jobs for r in v.rows if r.cost is not None]
+        return sum(costs) if costs else None
+
+    @property
+    def needs(self) -> list[JobView]:
+        """What needs its user, at the top: a stalled job, one that failed or timed out in
+        the last day."""
+        recent = time.time() - NEEDS_WINDOW
+        return [
+            v
+            for v in self.jobs
+            if v.why and (v.status == "stalled" or float(v.job.get("createdAt") or 0) >= recent)
+        ]
+
+    @property
+    def groups(self) -> list[tuple[str, list[tuple[str, list[JobView]]]]]:
+        """The jobs by repository, then session, newest first (and so are the groups)."""
+        out: dict[str, dict[str, list[JobView]]] = {}
+        for view in self.jobs:
+            session = str(view.job.get("session") or "(no session)")
+            out.setdefault(view.repo, {}).setdefault(session, []).append(view)
+        return [(repo, list(sessions.items())) for repo, sessions in out.items()]
 
 
 def _repo(rows: list[RunRow]) -> str:
@@ -121,100 +176,25 @@ def gather(live: LiveJobs, f: Filters) -> FleetView:
     return out
 
 
-def run_cells(row: RunRow, link: str) -> str:
-    """A run's cells in the words of ``subagents top``; its agent links to ``link`` (a run
-    that has started)."""
-    took, toks, cost = numbers(row.elapsed, row.tokens, row.cost)
-    agent = f'<a href="{link}">{esc(row.agent)}</a>' if row.run_id else esc(row.agent)
-    return (
-        f'<td class="agent">{agent}</td><td>{esc(row.backend)}</td>'
-        f'<td class="run-status">{badge(row.status)}</td>'
-        f'<td class="num">{esc(took)}</td><td class="num">{esc(toks)}</td>'
-        f'<td class="num">{esc(cost)}</td><td class="activity">{esc(row.activity)}</td>'
-    )
-
-
-def _job_rows(view: JobView) -> str:
-    job = view.job
-    rows = view.rows
-    task = rows[0].task if rows else ""
-    if len(rows) > 1:
-        task += f" (+{len(rows) - 1} more)"
-    short = task if len(task) <= TASK_LEN else task[: TASK_LEN - 1] + "…"
-    first = (
-        f'<td rowspan="{len(rows)}" class="job"><a href="{href("/job/" + view.job_id)}">'
-        f"{esc(view.job_id)}</a><br>{badge(view.status, 'job-status')} "
-        f'<span class="mode">{esc(job.get("mode") or "")}</span></td>'
-        f'<td rowspan="{len(rows)}" class="task" title="{esc(task)}">{esc(short)}</td>'
-    )
-    out = [
-        f'<tbody class="job-rows" data-job="{esc(view.job_id)}" data-status="{esc(view.status)}">'
-    ]
-    for i, row in enumerate(rows):
-        cells = run_cells(row, href("/job/" + view.job_id, run=row.run_id))
-        out.append(f'<tr data-run="{esc(row.run_id or "")}">{first if i == 0 else ""}{cells}</tr>')
-    out.append("</tbody>")
-    return "".join(out)
-
-
-HEAD = (
-    "<thead><tr><th>job</th><th>task</th><th>agent</th><th>backend</th><th>status</th>"
-    "<th>elapsed</th><th>tokens</th><th>cost</th><th>activity / answer</th></tr></thead>"
-)
-
-
 def render_fleet(fleet: FleetView) -> str:
-    """The live part of the fleet page: totals, then a table per repository and session."""
-    running = sum(v.status not in TERMINAL for v in fleet.jobs)
-    total_tokens = sum(r.tokens for v in fleet.jobs for r in v.rows)
-    costs = [r.cost for v in fleet.jobs for r in v.rows if r.cost is not None]
-    _, toks, cost = numbers(None, total_tokens, sum(costs) if costs else None)
-    out = [
-        f'<p class="totals">{len(fleet.jobs)} jobs (of the newest {fleet.shown_of}) · '
-        f"{running} running · {esc(toks)} tokens · {esc(cost)}</p>"
-    ]
-    if not fleet.jobs:
-        out.append('<p class="empty">No jobs here yet.</p>')
-    groups: dict[str, dict[str, list[JobView]]] = {}
-    for view in fleet.jobs:  # newest first, and so are the groups
-        session = str(view.job.get("session") or "(no session)")
-        groups.setdefault(view.repo, {}).setdefault(session, []).append(view)
-    for repo, sessions in groups.items():
-        out.append(f'<section class="repo" data-repo="{esc(repo)}"><h2>{esc(repo)}</h2>')
-        for session, views in sessions.items():
-            out.append(f'<h3>session <code>{esc(session)}</code></h3><table class="runs">{HEAD}')
-            out.extend(_job_rows(v) for v in views)
-            out.append("</table>")
-        out.append("</section>")
-    return "".join(out)
+    """The live part of the fleet page: totals, what needs you, a table per repository and
+    session."""
+    return render("_fleet.html", fleet=fleet)
 
 
-def _options(name: str, choices: list[str], chosen: str, every: str) -> str:
-    opts = [f'<option value="">{esc(every)}</option>']
-    for choice in dict.fromkeys([*choices, *([chosen] if chosen else [])]):
-        sel = " selected" if choice == chosen else ""
-        opts.append(f'<option value="{esc(choice)}"{sel}>{esc(choice)}</option>')
-    return (
-        f'<label>{name} <select name="{name}" class="autosubmit">{"".join(opts)}</select></label>'
-    )
-
-
-def render_page_body(fleet: FleetView, f: Filters) -> str:
-    problems = f.problems()
-    form = (
-        '<form class="filters" method="get" action="/">'
-        + _options("status", list(STATUSES), f.status, "any status")
-        + _options("repo", fleet.repos, f.repo, "every repository")
-        + _options("backend", fleet.backends, f.backend, "every backend")
-        + f'<label>since <input name="since" value="{esc(f.since)}" placeholder="1d, 2h, 2026-01-05" size="12"></label>'
-        + '<button type="submit">Filter</button> <a href="/">clear</a></form>'
-    )
-    note = "".join(
-        f'<p class="problem">{esc(k)}: {esc(v)} (ignored)</p>' for k, v in problems.items()
-    )
-    stream = href("/events/fleet", **f.params())
-    return (
-        f"<h1>Fleet</h1>{form}{note}"
-        f'<div id="fleet" data-stream="{stream}" data-at="{time.time():.0f}">'
-        f"{render_fleet(fleet)}</div>"
+def render_page_body(fleet: FleetView, f: Filters, **frame: str) -> str:
+    """The whole fleet page (``frame``: the base template's title, csrf, active, name)."""
+    choices = {
+        "statuses": list(STATUSES),
+        "repos": list(dict.fromkeys([*fleet.repos, *([f.repo] if f.repo else [])])),
+        "backends": list(dict.fromkeys([*fleet.backends, *([f.backend] if f.backend else [])])),
+    }
+    return render(
+        "fleet.html",
+        fleet=fleet,
+        filters=f,
+        problems=f.problems(),
+        stream=url("/events/fleet", **f.params()),
+        **choices,
+        **frame,
     )

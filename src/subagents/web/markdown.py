@@ -5,17 +5,26 @@ and markdown-it's own check refuses ``javascript:`` and the like as link targets
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
-from html import escape
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
+from markupsafe import Markup
+
+# A command in a transcript: a tool call's line (``- $ make``, ``- ✗ $ make``), shown verbatim.
+COMMAND_LINE = re.compile(r"^- (✗ )?\$ (.*)$", re.M)
+IMAGE_LINK = Markup('<a href="{}" rel="noopener noreferrer" target="_blank">[{}]</a>')
+# A tool's output in a transcript (a fence inside its list item), collapsed.
+OUTPUT = Markup('<details class="output"><summary>output ({})</summary>{}</details>')
 
 
 @cache
-def _md() -> MarkdownIt:
+def _md(transcript: bool = False) -> MarkdownIt:
+    """The renderer (``transcript``: with a tool's output collapsed under its call)."""
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
 
     def link_open(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
@@ -27,16 +36,40 @@ def _md() -> MarkdownIt:
     def image(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
         token = tokens[idx]
         alt = self.renderInlineAsText(token.children or [], options, env) or "image"
-        src = escape(str(token.attrGet("src") or ""))
-        return f'<a href="{src}" rel="noopener noreferrer" target="_blank">[{escape(alt)}]</a>'
+        return str(IMAGE_LINK.format(str(token.attrGet("src") or ""), alt))
 
     md.add_render_rule("link_open", link_open)
     md.add_render_rule("image", image)
+    if transcript:
+        fence = RendererHTML().rules["fence"]
+
+        def output(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+            shown: str = fence(tokens, idx, options, env)  # (it renders from the token alone)
+            if tokens[idx].level == 0:  # the child's own code block, not a tool's output
+                return shown
+            lines = tokens[idx].content.count("\n")
+            words = f"{lines} line{'' if lines == 1 else 's'}"
+            return str(OUTPUT.format(words, Markup(shown)))
+
+        md.add_render_rule("fence", output)
     return md
 
 
-def render(text: str) -> str:
-    return str(_md().render(text))
+def render(text: str) -> Markup:
+    """``text`` as HTML (Markup: escaped by markdown-it, raw HTML off)."""
+    return Markup(_md().render(text))
+
+
+def _verbatim(found: re.Match[str]) -> str:
+    command = found.group(2)
+    ticks = "`" * (max((len(run) for run in re.findall(r"`+", command)), default=0) + 1)
+    return f"- {found.group(1) or ''}{ticks} $ {command} {ticks}"
+
+
+def render_transcript(text: str) -> Markup:
+    """A transcript's Markdown as HTML, its commands as code, verbatim (``*`` and ``__`` in
+    a command are no emphasis, a URL in one no link), a tool's output collapsed."""
+    return Markup(_md(transcript=True).render(COMMAND_LINE.sub(_verbatim, text)))
 
 
 def whole_blocks(text: str) -> int:

@@ -1,4 +1,6 @@
-"""``subagents web``: the app on 127.0.0.1, its address (with the token) printed once."""
+"""``subagents web``: the app on 127.0.0.1 and its address printed once: with the token when
+the server made it (nobody else knows it), without it when the user chose it (they do). The
+browser ``--open`` starts gets a one-time code, never the token (a command line is public)."""
 
 from __future__ import annotations
 
@@ -19,15 +21,14 @@ def serve_web(port: int = DEFAULT_PORT, *, open_browser: bool = False) -> None:
     sock = listen(port)
     actual = sock.getsockname()[1]
     app, stop_streams = create_app(token=token, port=actual, home=paths.state_home())
-    url = f"http://{HOST}:{actual}/?token={token}"
-    where = (
-        f"set {TOKEN_ENV} to choose the token"
-        if generated
-        else f"the token from ${TOKEN_ENV} or web_token in the config"
-    )
-    print(f"subagents web: open {url}  ({where})", file=sys.stderr, flush=True)
+    base = f"http://{HOST}:{actual}/"
+    if generated:
+        line = f"open {base}?token={token}  (set {TOKEN_ENV} to choose the token)"
+    else:
+        line = f"open {base}?token=YOUR-TOKEN  (the token from ${TOKEN_ENV} or web_token in the config)"
+    print(f"subagents web: {line}", file=sys.stderr, flush=True)
     if open_browser:
         import webbrowser
 
-        webbrowser.open(url)
+        webbrowser.open(f"{base}?code={app.one_time_code()}")
     serve(app, sock, on_stop=stop_streams)

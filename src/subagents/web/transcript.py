@@ -12,38 +12,49 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from subagents.web.markdown import render, whole_blocks
+from markupsafe import Markup
+
+from subagents.web.markdown import render_transcript, whole_blocks
 
 # A page shows at most this much of a long transcript (markdown-it renders ~300 KiB a
 # second here); the file keeps the rest, and the page links to all of it as text.
-FIRST_LOOK = 256 * 1024
+FIRST_LOOK = 64 * 1024
+# A live stream's event carries at most this much of it (a client far behind catches up in
+# several events, each rendered and sent before the next is read).
+CHUNK = 32 * 1024
+# Where a long transcript's shown part starts is found by following its code fences from
+# this far before the cut (not from the file's start: a 50 MB file is not read for a page).
+FENCE_LOOKBACK = 1024 * 1024
 
 
 @dataclass
 class Piece:
-    html: str
+    html: Markup
     offset: int  # where the next piece starts (bytes into the file)
     skipped: int = 0  # bytes at the start left out (a transcript longer than FIRST_LOOK)
 
 
-def read_piece(path: Path, offset: int, *, final: bool) -> Piece:
-    """What has been written from ``offset`` on, as HTML (all of it when ``final``: the run
-    has ended and nothing more comes)."""
+def read_piece(path: Path, offset: int, *, final: bool, limit: int | None = None) -> Piece:
+    """What has been written from ``offset`` on (at most ``limit`` bytes of it, cut at a line's
+    end), as HTML (all of it when ``final``: the run has ended and nothing more comes)."""
     try:
         with open(path, "rb") as f:
             f.seek(offset)
-            data = f.read()
+            data = f.read(-1 if limit is None else limit + 1)
     except FileNotFoundError:
-        return Piece("", offset)
+        return Piece(Markup(), offset)
+    if limit is not None and len(data) > limit:
+        final = False  # more follows this piece: it ends at a whole block, like a live one
+        data = data[:limit]
     if not final:
         # A chunk is written whole, ending in a newline; what follows the last one is not yet.
         data = data[: data.rfind(b"\n") + 1]
     text = data.decode("utf-8", "replace")
     used = len(text) if final else whole_blocks(text)
     if not used:
-        return Piece("", offset)
+        return Piece(Markup(), offset)
     done = text[:used]
-    return Piece(render(done), offset + len(done.encode("utf-8")))
+    return Piece(render_transcript(done), offset + len(done.encode("utf-8")))
 
 
 def first_piece(path: Path, *, final: bool) -> Piece:
@@ -52,21 +63,55 @@ def first_piece(path: Path, *, final: bool) -> Piece:
     try:
         size = path.stat().st_size
     except FileNotFoundError:
-        return Piece("", 0)
-    start = 0 if size <= FIRST_LOOK else _block_start(path.read_bytes(), size - FIRST_LOOK)
+        return Piece(Markup(), 0)
+    start = 0 if size <= FIRST_LOOK else block_start(path, size - FIRST_LOOK)
     piece = read_piece(path, start, final=final)
     piece.skipped = start
     return piece
 
 
-def _block_start(data: bytes, cut: int) -> int:
+def block_start(path: Path, cut: int) -> int:
     """The offset of the first line at or after ``cut`` that starts a block (after a blank
-    line, or an item of a list) outside a code fence (fences are followed from the start)."""
-    pos, fenced, after_blank = 0, False, True
+    line, or an item of a list) outside a code fence (fences are followed from
+    :data:`FENCE_LOOKBACK` before ``cut``, at a line's start)."""
+    begin = max(0, cut - FENCE_LOOKBACK)
+    with open(path, "rb") as f:
+        f.seek(begin)
+        data = f.read(cut - begin + FIRST_LOOK)
+    fenced = False
+    if begin:
+        skip = data.find(b"\n") + 1  # from the first whole line
+        data, begin = data[skip:], begin + skip
+        fenced = _inside_fence(data)
+    found = _block_start(data, cut - begin, fenced)
+    if found == len(data):  # none: the guess was wrong
+        found = _block_start(data, cut - begin, not fenced)
+    return begin + found
+
+
+def _is_fence(line: bytes) -> bool:
+    return line.lstrip(b" >\t").startswith((b"```", b"~~~"))
+
+
+def _inside_fence(data: bytes) -> bool:
+    """A guess at whether ``data`` starts inside a code fence, from its first fence line: one
+    with an info string (```python) or after a blank line opens one; else it closes one."""
+    before = b""
+    for line in data.split(b"\n", 4096):
+        if _is_fence(line):
+            if line.strip().strip(b"`~"):
+                return False
+            return bool(before.strip())
+        before = line
+    return False
+
+
+def _block_start(data: bytes, cut: int, fenced: bool) -> int:
+    pos, after_blank = 0, True
     for line in data.split(b"\n"):
         if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
             return pos
-        if line.lstrip(b" >\t").startswith((b"```", b"~~~")):
+        if _is_fence(line):
             fenced = not fenced
         after_blank = not line.strip()
         pos += len(line) + 1

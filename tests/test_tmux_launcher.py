@@ -8,14 +8,17 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake
+from support import pistream as pi
+from support.fake import Fake
 
 from subagents.config import Settings
 from subagents.runs import RunRequest, start
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
 
 
 @pytest.fixture
@@ -133,7 +136,8 @@ def test_a_continued_run_starts_where_its_run_did(fake: Fake, tmux_server: Path)
     job.json), here in tmux, whatever the config says now."""
     import json
 
-    from test_cli_run import cli, fake_env
+    from support.cli import cli
+    from support.fake import fake_env
 
     p = cli(
         ["run", "--json", "--runner", "tmux", "first"],

@@ -11,13 +11,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, git, git_repo, pid_alive
-from test_faults import CLI, cli, fake_env, no_traceback
-from test_faults import small_disk as small_disk  # a fixture: a real small filesystem
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.cli import CLI, cli, no_traceback
+from support.fake import Fake, fake_env
+from support.git import git, git_repo
 
 from subagents import api
+
+pytestmark = pytest.mark.process
 
 # The fake stands in for pi and keeps a session file where pi would (so runs continue).
 SESSION: list[dict[str, Any]] = [{"session": True}]

@@ -1,9 +1,14 @@
 """The web app served for a test: in this process (uvicorn in a thread, on a free port of
-127.0.0.1, over the test's own SUBAGENTS_HOME), and a headless Debian chromium to look at it."""
+127.0.0.1, over the test's own SUBAGENTS_HOME), or as the ``subagents web`` command; and a
+headless Debian chromium to look at it, with :func:`until` to wait on the page."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -43,6 +48,7 @@ def have_chromium() -> bool:
 @dataclass
 class Web:
     port: int
+    app: Any = None  # the app behind its access checks (subagents.web.access.Access)
 
     @property
     def base(self) -> str:
@@ -71,7 +77,7 @@ def web_server(home: Path) -> Iterator[Web]:
         time.sleep(0.02)
     assert server.started, "the web server did not start"
     try:
-        yield Web(port)
+        yield Web(port, app)
     finally:
         stop_streams()
         server.should_exit = True
@@ -97,3 +103,42 @@ def chromium() -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextmanager
+def web_command(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """``subagents web --port 0`` under ``env`` (over os.environ): the process, its base
+    address and the line it printed; stopped (and reaped) at the end."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "subagents.cli", "web", "--port", "0"],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", line)
+        assert found, line
+        yield proc, found.group(0), line
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(15)
+
+
+def until(driver: Any, script: str, timeout: float = 30.0) -> Any:
+    """Waits for a JavaScript expression (run in the page) to be truthy; returns its value.
+    An expression that throws (its element is not there yet) is not true yet."""
+    from support.checks import eventually
+
+    value: list[Any] = [None]
+
+    def check() -> bool:
+        value[0] = driver.execute_script(f"try {{ return {script} }} catch (e) {{ return null }}")
+        return bool(value[0])
+
+    assert eventually(check, timeout), f"never true: {script}"
+    return value[0]

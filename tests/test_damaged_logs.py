@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_faults import cli
-from test_notices_cost import CLAUDE_ID, end_entry, hook
+from support.cli import cli
+from support.sessionlog import CLAUDE_ID, end_entry, hook
 
 from subagents.lifecycle import notices, sessionlog
+
+pytestmark = pytest.mark.process
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 WIDE = {"COLUMNS": "120"}

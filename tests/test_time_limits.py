@@ -9,10 +9,10 @@ import os
 import re
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake
-from test_faults import cli, fake_env
+from support import pistream as pi
+from support.cli import cli, invoke
+from support.fake import Fake, fake_env
 
 from subagents import api
 
@@ -23,6 +23,7 @@ def nothing_made(home: Path) -> bool:
     return not any((home / "jobs").glob("*")) and not any((home / "runs").glob("*"))
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["stall-timeout", "tool-timeout"])
 def test_the_longest_watchdog_limit_accepted_never_crashes_the_supervisor(
     fake: Fake, name: str
@@ -32,6 +33,7 @@ def test_the_longest_watchdog_limit_accepted_never_crashes_the_supervisor(
     assert json.loads(p.stdout)["finalText"] == "fine"
 
 
+@pytest.mark.process
 def test_a_limit_from_meta_json_past_what_epoll_takes_never_crashes_the_supervisor(
     fake: Fake,
 ) -> None:
@@ -64,7 +66,7 @@ def test_the_command_line_refuses_a_watchdog_limit_in_one_line(
     fake: Fake, isolated_state: Path, value: str, problem: str
 ) -> None:
     for option in ("--stall-timeout", "--tool-timeout"):
-        p = cli(["run", f"{option}={value}", "x"], fake_env(fake, pi.answer("never")))
+        p = invoke(["run", f"{option}={value}", "x"], fake_env(fake, pi.answer("never")))
         assert p.returncode == 2, p.stderr
         assert p.stderr.strip() == f"subagents: {option}: {problem}"
     assert nothing_made(isolated_state)
@@ -76,18 +78,18 @@ def test_every_surface_says_the_same_of_a_limit_past_the_cap(
     env = fake_env(fake, pi.answer("never"))
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nsteps:\n  - task: x\n    stall_timeout: 1.0e+12\n")
-    p = cli(["run", "-f", str(plan)], env)
+    p = invoke(["run", "-f", str(plan)], env)
     assert (
         p.returncode == 2 and p.stderr.strip() == f"subagents: {plan}: steps.0.stall_timeout: {CAP}"
     )
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
     (config / "config.toml").write_text("tool_timeout = 1e12\n")
-    p = cli(["run", "x"], env)
+    p = invoke(["run", "x"], env)
     assert p.returncode == 2
     assert p.stderr.strip() == f"subagents: {config / 'config.toml'}: tool_timeout: {CAP}"
     (config / "config.toml").unlink()
-    p = cli(["run", "x"], {**env, "SUBAGENTS_STALL_TIMEOUT": "1e12"})
+    p = invoke(["run", "x"], {**env, "SUBAGENTS_STALL_TIMEOUT": "1e12"})
     assert p.returncode == 2
     assert p.stderr.strip() == f"subagents: environment: SUBAGENTS_STALL_TIMEOUT: {CAP}"
     with pytest.raises(api.BadRequest, match=re.escape(f"steps.0.stall_timeout: {CAP}")):
@@ -98,7 +100,7 @@ def test_every_surface_says_the_same_of_a_limit_past_the_cap(
 def test_true_is_not_a_number_of_seconds(fake: Fake, tmp_path: Path, isolated_state: Path) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nsteps:\n  - task: x\n    stall_timeout: true\n")
-    p = cli(["run", "-f", str(plan)], fake_env(fake, pi.answer("never")))
+    p = invoke(["run", "-f", str(plan)], fake_env(fake, pi.answer("never")))
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip().startswith(f"subagents: {plan}: steps.0.stall_timeout: ")
     with pytest.raises(api.BadRequest, match="tool_timeout"):
@@ -106,8 +108,9 @@ def test_true_is_not_a_number_of_seconds(fake: Fake, tmp_path: Path, isolated_st
     assert nothing_made(isolated_state)
 
 
+@pytest.mark.process
 def test_mcp_arguments_get_the_same_check(fake: Fake, isolated_state: Path) -> None:
-    from test_mcp import connect, run, text_of
+    from support.mcp_client import connect, run, text_of
 
     async def main() -> None:
         async with connect(fake_env(fake, pi.answer("never"))) as client:
@@ -124,6 +127,7 @@ def test_mcp_arguments_get_the_same_check(fake: Fake, isolated_state: Path) -> N
     assert nothing_made(isolated_state)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("command", ["run", "continue", "apply", "ps", "cost", "send"])
 def test_help_shows_an_example(command: str) -> None:
     p = cli([command, "--help"])

@@ -12,13 +12,16 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, pid_alive
-from test_faults import CLI, cli, fake_env
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.cli import CLI, cli
+from support.fake import Fake, fake_env
 
 from subagents.core import procs
 from subagents.runs import RunMonitor
+
+pytestmark = pytest.mark.process
 
 
 def started(run_dir: Path) -> dict[str, object]:

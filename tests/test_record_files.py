@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake
-from test_faults import cli, fake_env, no_traceback
+from support import pistream as pi
+from support.cli import cli, no_traceback
+from support.fake import Fake, fake_env
+
+pytestmark = pytest.mark.process
 
 
 def _refuse(constant: str) -> Any:

@@ -15,9 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Fake, eventually
+from support.checks import eventually
+from support.fake import Fake
 
 from subagents.launchers import RAY_MISSING
+
+pytestmark = pytest.mark.process
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 
@@ -94,7 +97,7 @@ def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_local_executor_is_the_default_and_records_nothing_extra(fake: Fake) -> None:
-    import pistream as pi
+    from support import pistream as pi
 
     result = fake.run(pi.answer("Here."))
     assert result["status"] == "completed"
@@ -104,7 +107,7 @@ def test_the_local_executor_is_the_default_and_records_nothing_extra(fake: Fake)
 def test_a_restarted_driver_follows_its_local_runs(fake: Fake, tmp_path: Path) -> None:
     """The job driver dies mid-run and is started again: it takes up the run its
     predecessor started (its supervisor went on alone) instead of starting it anew."""
-    import pistream as pi
+    from support import pistream as pi
 
     from subagents.core import paths
 

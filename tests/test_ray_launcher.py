@@ -28,8 +28,9 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
-from conftest import eventually, fits, git, git_repo, needs_pi  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from support.checks import eventually, fits, needs_pi  # noqa: E402
+from support.git import git, git_repo  # noqa: E402
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -50,7 +51,7 @@ from subagents.types import (  # noqa: E402
     RayUnit,
 )
 
-pytestmark = needs_pi
+pytestmark = [pytest.mark.ray, pytest.mark.e2e, pytest.mark.xdist_group("ray"), needs_pi]
 LOOPBACK = "127.0.0.1"
 PI_UNITS = 3
 FINAL = "Found: {tool_output}"
@@ -723,3 +724,26 @@ def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path
             assert r["status"] == "aborted", r
     # The children on the dead node went with it (their supervisors saw their host die).
     assert eventually(lambda: not any(marked_processes(m) for m in marks), 60)
+
+
+def test_a_map_on_the_loopback_cluster(rc: RayCluster, work: Path, tmp_path: Path) -> None:
+    """A map's rows run as Ray runs on the pi nodes, by the real pi against the mock."""
+    rc.server.script = Script(final_text=FINAL)
+    data = tmp_path / "rows.txt"
+    data.write_text("alpha\nbeta\ngamma\ndelta\n")
+    out = tmp_path / "results.jsonl"
+    argv = [sys.executable, "-m", "subagents.cli", "map", str(data), "--task", "List files: {line}"]
+    argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
+    argv += ["--cwd", str(work), "--model", "mock/mock-model", "-j", "3", "--out", str(out)]
+    argv += ["--json"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["map"]["completed"] == 4
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["line"] for r in rows) == ["alpha", "beta", "delta", "gamma"]
+    runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
+    for row in rows:
+        assert row["status"] == "completed" and row["answer"].startswith("Found: ")
+        result = json.loads((runs / row["runId"] / "result.json").read_text())
+        assert result["executor"]["kind"] == "ray"
+        assert result["executor"]["node"] in rc.pi_node_ids()

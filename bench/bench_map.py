@@ -1,0 +1,122 @@
+"""Benchmark: a map of 1,000 rows of an instant child at concurrency 16, local executor
+(issue 33, "Numbers").
+
+    .venv/bin/python bench/bench_map.py [--rows 1000] [--concurrency 16]
+
+The child answers at once (bench_jobs.py's shell stand-in for pi, sleeping 0 s), so the ideal
+wall time is ~0 and the overhead per row is the map's wall time over its rows. The
+driver (``subagents map`` in the foreground) is polled for its RSS every 50 ms: its growth
+is the peak minus what it held once the first 5% of the rows were done (imports and
+warm-up excluded). The results file is checked complete (every row once, completed).
+
+Baseline, in the same process and on the same machine: ``subagents run --parallel`` of 8
+such tasks at -j 8, repeated; its wall per run is what one run costs in a job, and the
+map's per-row overhead is given as a ratio to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_jobs import child_script
+from benchenv import like_installed
+
+
+def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dict[str, float]:
+    data = work / "rows.txt"
+    data.write_text("".join(f"row{i}\n" for i in range(rows)))
+    out = work / "results.jsonl"
+    argv = [sys.executable, "-m", "subagents.cli", "map", str(data), "--task", "do {line}"]
+    argv += ["-j", str(concurrency), "--out", str(out), "-q"]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    ps = psutil.Process(proc.pid)
+    early: int | None = None
+    peak = 0
+    while proc.poll() is None:
+        try:
+            rss = ps.memory_info().rss
+        except psutil.Error:
+            break
+        peak = max(peak, rss)
+        if early is None and out.exists():
+            with out.open("rb") as f:
+                if sum(1 for _ in f) >= rows // 20:
+                    early = rss
+        time.sleep(0.05)
+    proc.wait()
+    wall = time.perf_counter() - t0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    complete = sorted(r["line"] for r in lines) == sorted(f"row{i}" for i in range(rows))
+    complete = complete and all(r["status"] == "completed" for r in lines)
+    return {
+        "wall": wall,
+        "per_row_ms": wall / rows * 1000,
+        "rss_early_mib": (early or peak) / 2**20,
+        "rss_peak_mib": peak / 2**20,
+        "growth_mib": (peak - (early or peak)) / 2**20,
+        "complete": float(complete),
+        "exit": float(proc.returncode),
+    }
+
+
+def run_parallel(work: Path, env: dict[str, str], repeat: int) -> float:
+    """Wall per run of `run --parallel` of 8 instant tasks at -j 8 (median of ``repeat``)."""
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "run", "-q", "--parallel", "-j", "8"]
+            + [f"t{i}" for i in range(8)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        walls.append((time.perf_counter() - t0) / 8)
+    return statistics.median(walls)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--baseline-repeat", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-map-") as tmp:
+        work = Path(tmp)
+        like_installed()
+        env = {
+            **os.environ,
+            "SUBAGENTS_HOME": str(work / "home"),
+            "SUBAGENTS_CONFIG_DIR": str(work / "config"),
+            "SUBAGENTS_PI_BIN": str(child_script(work / "pi", 0)),
+        }
+        base = run_parallel(work, env, args.baseline_repeat)
+        figures = run_map(work, env, args.rows, args.concurrency)
+    print(f"rows {args.rows} at -j {args.concurrency}, local executor, instant child")
+    print(f"  map wall                 {figures['wall']:.1f} s (exit {figures['exit']:.0f})")
+    print(f"  overhead per row         {figures['per_row_ms']:.1f} ms (ideal wall ~0)")
+    print(
+        f"  driver RSS               {figures['rss_early_mib']:.1f} MiB after 5% of rows,"
+        f" peak {figures['rss_peak_mib']:.1f} MiB: growth {figures['growth_mib']:.1f} MiB"
+    )
+    print(f"  results file complete    {bool(figures['complete'])}")
+    print(f"  baseline: run --parallel 8 at -j 8, per run  {base * 1000:.1f} ms")
+    print(f"  ratio map row / parallel run  {figures['per_row_ms'] / (base * 1000):.2f}")
+
+
+if __name__ == "__main__":
+    main()

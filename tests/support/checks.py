@@ -1,0 +1,40 @@
+"""Small checks the tests share: a condition that comes true, a live process, a record's
+shape, an installed CLI."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import psutil
+import pytest
+
+
+def eventually(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
+    """Whether ``predicate`` comes true within ``timeout`` (a generous bound, not a timing)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return bool(predicate())
+
+
+def fits(record: Mapping[str, Any], shape: Any) -> None:
+    """``record`` has every key ``shape`` (a TypedDict) requires, and none it does not declare."""
+    required, optional = set(shape.__required_keys__), set(shape.__optional_keys__)
+    keys = set(record)
+    assert not required - keys, f"{shape.__name__} lacks {sorted(required - keys)}"
+    assert not keys - required - optional, f"{shape.__name__}: {sorted(keys - required - optional)}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the real pi CLI is not installed")

@@ -1,0 +1,63 @@
+"""Claude Code's stream-json and requests as tests build and read them: a fake claude's
+steps, the content blocks of its lines, the text of a request's last user message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:
+    """A fake claude: a tool call, then it waits on ``gate``; echoes ``echo`` as claude
+    echoes a message it takes (``--replay-user-messages``), then its result."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    steps: list[dict[str, Any]] = [
+        {"emit": {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}},
+        {"emit": {"type": "assistant", "message": {"id": "a1", "model": "m", "content": [call], "usage": usage}}},
+        {"wait_for": str(gate)},
+    ]  # fmt: skip
+    if echo is not None:
+        message = {"role": "user", "content": echo}
+        steps.append({"emit": {"type": "user", "isReplay": True, "message": message}})
+    result = {"type": "result", "subtype": "success", "result": "ok", "usage": usage}
+    return [*steps, {"emit": result}]
+
+
+def blocks(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The content blocks of type ``kind`` in claude's assistant and user lines."""
+    out: list[dict[str, Any]] = []
+    for e in events:
+        msg = e.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        for b in content if isinstance(content, list) else []:
+            if isinstance(b, dict) and b.get("type") == kind:
+                out.append(b)
+    return out
+
+
+def block_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(block_text(b) for b in content)
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
+    return ""
+
+
+def strings(obj: Any) -> list[str]:
+    if isinstance(obj, str):
+        return [obj]
+    if isinstance(obj, dict):
+        return [s for v in obj.values() for s in strings(v)]
+    if isinstance(obj, list):
+        return [s for v in obj for s in strings(v)]
+    return []
+
+
+def last_user_text(req: dict[str, Any]) -> str:
+    """Every text of the request's last user message: Claude Code merges the hook's context
+    into it, also into the content of a tool result it ends with."""
+    users = [m for m in req.get("messages") or [] if m.get("role") == "user"]
+    return "\n".join(strings(users[-1].get("content")))
