@@ -20,7 +20,6 @@ from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import PlanError, UsageError
 
-needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the pi CLI is not installed")
 TASK = {"task": "loop until told otherwise", "backend": "pi", "model": "mock/mock-model"}
 
 
@@ -29,7 +28,8 @@ def events(run: dict[str, Any]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-@needs_pi
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("pi") is None, reason="the pi CLI is not installed")
 def test_a_cost_budget_on_an_unpriced_model_says_once_it_cannot_be_counted(
     tmp_path: Path,
 ) -> None:
@@ -47,7 +47,8 @@ def test_a_cost_budget_on_an_unpriced_model_says_once_it_cannot_be_counted(
     assert len(notices) == 1, notices
 
 
-@needs_pi
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("pi") is None, reason="the pi CLI is not installed")
 def test_a_job_budget_stops_each_run_within_one_turn_and_the_job_records_it(
     tmp_path: Path,
 ) -> None:
@@ -101,6 +102,7 @@ def test_plan_and_api_budgets_are_as_strict_as_config(value: Any, where: str, na
     assert "\n" not in message and name in message and "must be a number" in message
 
 
+@pytest.mark.process
 def test_a_plan_file_with_a_boolean_budget_is_one_line_and_exit_2(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nmax_turns: true\nsteps:\n  - task: x\n    max_cost: '3'\n")

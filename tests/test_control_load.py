@@ -12,8 +12,11 @@ import sys
 import time
 from typing import Any
 
-from conftest import Fake, eventually
-from test_control import claude_steps, events, start_claude
+import pytest
+from support.checks import eventually
+from support.claude import claude_steps
+from support.fake import Fake
+from test_control import events, start_claude
 
 SENDERS = 100
 EACH = 3
@@ -48,6 +51,8 @@ os.close(w)
 for pid in kids:
     os.waitpid(pid, 0)
 """
+
+pytestmark = pytest.mark.process
 
 
 def test_a_hundred_simultaneous_senders_all_get_an_answer_in_order(fake: Fake) -> None:

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Fake
+from support.fake import Fake
 
 CLI = [sys.executable, "-m", "subagents.cli"]
+
+pytestmark = pytest.mark.process
 
 
 def one_line_naming_cwd(p: subprocess.CompletedProcess[str]) -> str:

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pistream as pi
-from conftest import Fake
+import pytest
+from support import pistream as pi
+from support.fake import Fake
 
 from subagents.lifecycle.notices import describe_end
 from subagents.lifecycle.sessionlog import entry_for_job
@@ -35,6 +36,7 @@ def run_cli(fake: Fake, answer: str, *args: str) -> subprocess.CompletedProcess[
     )
 
 
+@pytest.mark.process
 def test_a_20_kb_answer_is_quoted_by_its_first_line_cut(fake: Fake) -> None:
     done = run_cli(fake, ANSWER, "do it")
     assert done.returncode == 0, done.stderr

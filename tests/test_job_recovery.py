@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake, eventually, pid_alive
-from test_faults import end_entries
+from support import pistream as pi
+from support.checks import eventually, pid_alive
+from support.fake import Fake
+from support.sessionlog import end_entries
 
 from subagents import api
 from subagents.core.clock import epoch
@@ -33,6 +34,8 @@ TERMINAL = ("completed", "failed", "aborted", "timeout")
 # How long after a kill -9 of the command its job may take to end, once its runs are over:
 # the supervisor-start allowance (runs.monitor.START_PATIENCE, 10 s) and a look.
 ENDS_WITHIN = 10.0
+
+pytestmark = pytest.mark.process
 
 
 def read_json(path: Path) -> Any:
@@ -327,7 +330,7 @@ def test_a_run_names_its_job_before_its_worktree_is_made(
 ) -> None:
     """Making a worktree takes long: a driver killed meanwhile leaves a run directory that
     must already say whose it is (else no finisher can account for it)."""
-    from conftest import git_repo
+    from support.git import git_repo
 
     from subagents import worktree
     from subagents.config import Settings

@@ -30,6 +30,8 @@ CALL = (
 )
 NOTIFY = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"\\udc80"}}'
 
+pytestmark = pytest.mark.process
+
 
 class Stdio:
     def __init__(self) -> None:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import eventually
-from test_faults import end_entries
-from test_pi_package import delegating
+from support.checks import eventually
+from support.pi_parent import delegating
+from support.sessionlog import end_entries
 from test_pi_tui import PiTui, pytestmark  # noqa: F401  (needs pi and tmux)
 
 from subagents.demo.mockmodel import Script

@@ -16,14 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pistream as pi
 import pytest
-from conftest import Fake
+from support import pistream as pi
+from support.fake import Fake
 
 from subagents.errors import UsageError
 from subagents.structured import MAX_SCHEMA_BYTES, load_schema
 
 CLI = [sys.executable, "-m", "subagents.cli"]
+
+pytestmark = pytest.mark.process
 
 
 class Listener:

@@ -7,8 +7,12 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "apt-get-waiting"
 LOCKED = "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 42 (apt-get)"
+
+pytestmark = pytest.mark.process
 
 
 def fake_apt(tmp_path: Path, outcomes: list[tuple[int, str]]) -> Path:
