@@ -25,6 +25,9 @@ class MapWatch:
         with contextlib.suppress(OSError, ValueError):
             self.rows = read_input(job_dir)[0]
         log = job_dir / LOG_FILE
+        # Where the tail starts is taken before the log is read whole: an entry appended
+        # between the two is read again by the tail (and passed over as seen), never missed.
+        start = log.stat().st_size if log.exists() else 0
         self.state = replay(job_dir)
         ended = [e for e in self.state.values() if e.get("s") in ENDED]
         completed = sum(e.get("status") == "completed" for e in ended)
@@ -38,7 +41,7 @@ class MapWatch:
         self.progress.running = sum(e.get("s") == "started" for e in self.state.values())
         for entry in ended:
             self.progress.add_cost(entry.get("cost"))
-        self.tail = LineTail(log, log.stat().st_size if log.exists() else 0)
+        self.tail = LineTail(log, start)
 
     def poll(self) -> list[tuple[Row, JsonObject]]:
         """The rows that ended since the last look, each with its last entry."""
