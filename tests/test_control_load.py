@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.claude import claude_steps
+from support.claude import claude_steps, events, start_claude
 from support.fake import Fake
-from test_control import events, start_claude
 
 SENDERS = 100
 EACH = 3

@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from support.checks import eventually
-from support.pi_parent import delegating
+from support.pi_parent import delegating, needs_pi_parent
+from support.pi_tui import PiTui
 from support.sessionlog import end_entries
-from test_pi_tui import PiTui, pytestmark  # noqa: F401  (needs pi and tmux)
 
 from subagents.demo.mockmodel import Script
+
+pytestmark = [
+    pytest.mark.e2e,
+    needs_pi_parent,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+]
 
 # The bound the issue sets.
 ENDS_WITHIN = 10.0

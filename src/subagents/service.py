@@ -161,9 +161,9 @@ def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
     try:
         parent = procs.identity(pid)
     except (ProcessLookupError, ValueError, OverflowError):
-        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+        raise BadRequest(f"--parent-pid {pid}: no such process") from None
     if not procs.is_alive(parent):
-        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+        raise BadRequest(f"--parent-pid {pid}: the process has ended")
     return [parent, procs.identity(os.getpid())] if foreground else [parent]
 
 
