@@ -19,16 +19,15 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.claude import claude_steps
+from support.claude import claude_steps, events, start_claude
 from support.cli import invoke
 from support.fake import Fake
 
 import subagents
-from subagents.config import Settings
 from subagents.core import controlsock
 from subagents.core import events as ev
 from subagents.errors import JobIdError, MessageRefused, UsageError
-from subagents.runs import RunHandle, RunRequest, send, start
+from subagents.runs import send
 from subagents.supervisor.budget import Budget
 from subagents.supervisor.stdin import InputWriter
 
@@ -52,19 +51,6 @@ def one_line(p: subprocess.CompletedProcess[str], *words: str) -> None:
 
 
 # --------------------------------------------------------------------------- a live fake
-
-
-def start_claude(fake: Fake, steps: list[dict[str, Any]], home: Path | None = None) -> RunHandle:
-    env = {**os.environ, "SUBAGENTS_CLAUDE_BIN": str(fake.launcher)}
-    req = RunRequest(task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps))
-    settings = Settings(grace=fake.grace, kill_grace=fake.kill_grace)
-    return start(req, settings, env=env, home=home)
-
-
-def events(handle: RunHandle) -> list[dict[str, Any]]:
-    path = handle.run_dir / "events.jsonl"
-    text = path.read_text() if path.exists() else ""
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 @pytest.mark.process

@@ -10,15 +10,15 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.pi_parent import BROKEN, COLUMNS, EXTENSION, SUBAGENTS, Parent, delegating, mixed_tasks
+from support.pi_parent import BROKEN, COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
 from support.pi_parent import needs_pi_parent as needs_pi
+from support.pi_tui import COLS, PiTui
 
 from subagents.demo.mockmodel import Script
 
@@ -27,46 +27,6 @@ pytestmark = [
     needs_pi,
     pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
 ]
-COLS, ROWS = 120, 40
-
-
-class PiTui:
-    """pi's TUI in a 120x40 tmux window named ``pi``; ``shows`` captures the screen (and the
-    scrollback) into ``screen`` and says whether every text is in it."""
-
-    def __init__(self, tmux: Callable[..., str], parent: Parent) -> None:
-        self.tmux = tmux
-        self.parent = parent
-        self.screen = ""
-        argv = ["pi", "--provider", "mock", "--model", "mock-model"]
-        argv += ["--session-dir", str(parent.sessions), "-e", str(EXTENSION)]
-        tmux(
-            "new-session", "-d", "-s", "pi", "-x", str(COLS), "-y", str(ROWS),
-            "-c", str(parent.work), "--", *argv, env=parent.env,
-        )  # fmt: skip
-        tmux("set-option", "-w", "-t", "pi", "remain-on-exit", "on")
-        assert eventually(lambda: self.shows("mock-model"), 60), self.screen
-
-    def capture(self) -> str:
-        self.screen = self.tmux("capture-pane", "-p", "-t", "pi", "-S", "-200")
-        return self.screen
-
-    def shows(self, *texts: str) -> bool:
-        screen = self.capture()
-        return all(t in screen for t in texts)
-
-    def type(self, text: str) -> None:
-        self.tmux("send-keys", "-t", "pi", "-l", text)
-        time.sleep(0.3)  # the editor takes the text in before Enter
-        self.keys("Enter")
-
-    def keys(self, *keys: str) -> None:
-        self.tmux("send-keys", "-t", "pi", *keys)
-
-    def line(self, *texts: str) -> str:
-        """The (last) screen line holding every text, "" if none does."""
-        found = [ln for ln in self.capture().splitlines() if all(t in ln for t in texts)]
-        return found[-1] if found else ""
 
 
 def session_lines(parent: Parent) -> list[dict[str, Any]]:

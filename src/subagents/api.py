@@ -81,7 +81,7 @@ def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False)
             "apply them anyway with --partial",
             "partial",
         )
-    return apply_changes(worktree, Path(cwd or Path.cwd()))
+    return apply_changes(worktree, Path(cwd or paths.working_dir()))
 
 
 def cost_report(

@@ -495,7 +495,7 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
     user_file = user_config_file(environ)
     if user_file.is_file():
         _merge(merged, _file_layer(user_file, project=False, env=environ))
-    project_file = find_project_config(cwd if cwd is not None else Path.cwd())
+    project_file = find_project_config(cwd if cwd is not None else paths.working_dir())
     if project_file is not None and project_file.resolve() != user_file.resolve():
         _merge(merged, _file_layer(project_file, project=True, env=environ))
     _merge(merged, _env_layer(environ))

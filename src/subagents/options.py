@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin, get_type_hints
 
 from subagents.core.inputs import (
     MAX_TIMEOUT,
+    Budget,
     Seconds,
     budget_problem,
     seconds_problem,
@@ -184,7 +185,7 @@ class RunOptions:
         setting="tool_timeout",
         supervisor="toolTimeout",
     )
-    max_turns: int | None = option(
+    max_turns: Annotated[int | None, Budget] = option(
         "Budget per run: model turns. At the limit a child that takes messages is asked to"
         " wrap up and given 2 more turns; any other is stopped (docs/live-control.md).",
         check=_budget("max_turns"),
@@ -192,14 +193,14 @@ class RunOptions:
         setting="max_turns",
         supervisor="limits",
     )
-    max_tokens: int | None = option(
+    max_tokens: Annotated[int | None, Budget] = option(
         "Budget per run: tokens (all kinds together).",
         check=_budget("max_tokens"),
         limits=_COUNT,
         setting="max_tokens",
         supervisor="limits",
     )
-    max_cost: float | None = option(
+    max_cost: Annotated[float | None, Budget] = option(
         "Budget per run: cost in USD (where the CLI reports costs: pi, claude, opencode).",
         check=_budget("max_cost"),
         limits=_USD,
@@ -281,21 +282,21 @@ class JobOptions:
         setting="concurrency",
     )
     # The job's budget: the most its runs may use together (each run's own is its step's).
-    max_turns: int | None = option(
+    max_turns: Annotated[int | None, Budget] = option(
         "Budget of the whole job: model turns of all its runs.",
         "job",
         check=_budget("max_turns"),
         name="job_max_turns",
         limits=_COUNT,
     )
-    max_tokens: int | None = option(
+    max_tokens: Annotated[int | None, Budget] = option(
         "Budget of the whole job: tokens of all its runs.",
         "job",
         check=_budget("max_tokens"),
         name="job_max_tokens",
         limits=_COUNT,
     )
-    max_cost: float | None = option(
+    max_cost: Annotated[float | None, Budget] = option(
         "Budget of the whole job: cost in USD of all its runs.",
         "job",
         check=_budget("max_cost"),

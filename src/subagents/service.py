@@ -11,7 +11,6 @@ the engine's job control is named here once.
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -104,9 +103,11 @@ def prepare_job(
     override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
     one ends, its runs and its background driver stop (the job ends ``aborted``)."""
     env = os.environ if env is None else env
-    base = Path(cwd).expanduser() if cwd else Path.cwd()
+    base = Path(cwd).expanduser() if cwd else paths.working_dir()
     if not base.is_dir():
-        raise BadRequest(f"working directory does not exist or is not a directory: {base}", "cwd")
+        raise BadRequest(
+            f"cwd: the working directory does not exist or is not a directory: {base}", "cwd"
+        )
     job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
     settings = _job_settings(
         base,
@@ -160,9 +161,9 @@ def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
     try:
         parent = procs.identity(pid)
     except (ProcessLookupError, ValueError, OverflowError):
-        raise BadRequest(f"--parent-pid {pid}: no such process", "parent_pid") from None
+        raise BadRequest(f"--parent-pid {pid}: no such process") from None
     if not procs.is_alive(parent):
-        raise BadRequest(f"--parent-pid {pid}: the process has ended", "parent_pid")
+        raise BadRequest(f"--parent-pid {pid}: the process has ended")
     return [parent, procs.identity(os.getpid())] if foreground else [parent]
 
 
@@ -198,7 +199,7 @@ def prepare_continuation(
 
     env = os.environ if env is None else env
     store = JobStore(paths.state_home(env))
-    settings = _job_settings(Path.cwd(), env)
+    settings = _job_settings(paths.working_dir(), env)
     session = session or sessionlog.default_session_id(env)
     job_plan = continuation_plan(store, run, task, settings, session)
     job_plan.requests[0].watch = [w.copy() for w in watch or []]
@@ -211,10 +212,13 @@ def run_labels(job: PreparedJob) -> list[str]:
 
 
 def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
-    """Run a prepared job in this process to its end. In the main thread, Ctrl-C and
-    SIGTERM (what `subagents stop` may send) abort the job, which still records its end."""
+    """Run a prepared job in this process to its end. In the main thread, Ctrl-C, SIGTERM
+    (what `subagents stop` may send) and SIGHUP (the terminal closing, under a parent such
+    as pi too) abort the job, which still records its end."""
+    from subagents.core.procs import STOP_SIGNALS
+
     runner = job_for(job.store, job.job_id, job.plan)
-    restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if _in_main_thread() else None
+    restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
     try:
         result = runner.run(
             on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
@@ -327,7 +331,7 @@ def _settings(base: Path) -> Settings:
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
-    base = cwd or Path.cwd()
+    base = cwd or paths.working_dir()
     return discover(base, scope or _settings(base).agent_scope)
 
 
@@ -335,7 +339,7 @@ def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> A
     from subagents.agents import get_agent as lookup
     from subagents.errors import AgentError
 
-    base = cwd or Path.cwd()
+    base = cwd or paths.working_dir()
     try:
         return lookup(name, base, scope or _settings(base).agent_scope)
     except AgentError as exc:

@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from subagents.errors import UsageError
 
 if TYPE_CHECKING:
+    from referencing import Registry
+    from referencing._core import Resolver
+
     from subagents.types import JsonObject, JsonValue, StructuredComparison
 
 # The largest schema accepted (a schema is instructions, not data).
@@ -48,6 +53,8 @@ def load_schema(given: str | Mapping[str, object], cwd: Path | None = None) -> J
             raw = json.dumps(dict(given), ensure_ascii=False).encode()
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
+        except RecursionError:
+            raise UsageError(f"{source} is nested too deeply", FIELD) from None
     else:
         text = given.strip()
         if not text:
@@ -58,22 +65,20 @@ def load_schema(given: str | Mapping[str, object], cwd: Path | None = None) -> J
             path = Path(text).expanduser()
             if not path.is_absolute() and cwd is not None:
                 path = cwd / path
-            try:
-                raw = path.read_bytes()
-            except OSError as exc:
-                raise UsageError(
-                    f"output schema {path}: cannot read it: {exc.strerror or exc}", FIELD
-                ) from None
+            raw = _read_schema_file(path)
             source = f"output schema {path}"
     size = len(raw)
     if size > MAX_SCHEMA_BYTES:
-        raise UsageError(f"{source} is {size} bytes, over the limit of 256 KiB", FIELD)
+        # A file is read one byte past the limit, so its size here is "more than".
+        raise UsageError(f"{source} is over the limit of 256 KiB", FIELD)
     try:
         schema: JsonValue = json.loads(raw)
     except UnicodeDecodeError:
         raise UsageError(f"{source} is not UTF-8 text", FIELD) from None
     except ValueError as exc:
         raise UsageError(f"{source} is not JSON: {exc}", FIELD) from None
+    except RecursionError:
+        raise UsageError(f"{source} is nested too deeply", FIELD) from None
     if not isinstance(schema, dict):
         raise UsageError("the output schema must be a JSON object (a JSON Schema)", FIELD)
     from jsonschema import Draft202012Validator
@@ -88,7 +93,135 @@ def load_schema(given: str | Mapping[str, object], cwd: Path | None = None) -> J
             f"{f' at {where}' if where else ''}: {_one_line(exc.message)}",
             FIELD,
         ) from None
+    except RecursionError:
+        raise UsageError("the output schema is nested too deeply", FIELD) from None
+    found = ref_problem(schema)
+    if found is not None:
+        raise UsageError(f"the output schema {found}", FIELD)
     return schema
+
+
+def _read_schema_file(path: Path) -> bytes:
+    """The file's bytes, at most one over the limit: it is opened only if it is a regular
+    file (a FIFO would block the open or the read, ``/dev/zero`` never ends), and never
+    read whole when it is too large."""
+
+    def refuse(why: str) -> UsageError:
+        return UsageError(f"output schema {path}: {why}", FIELD)
+
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as exc:
+        raise refuse(f"cannot read it: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise refuse("not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_SCHEMA_BYTES + 1)
+    except OSError as exc:
+        raise refuse(f"cannot read it: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+# Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"const", "enum", "examples", "default"})
+# Keywords that apply their subschemas to the same value: a cycle through only these (and
+# references) never reaches a smaller part of the value, so it never ends.
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
+
+
+def _closed_registry() -> Registry[Any]:
+    from referencing import Registry
+
+    return Registry()  # no ``retrieve``: a reference outside the schema is unresolvable
+
+
+def ref_problem(schema: JsonObject) -> str | None:
+    """Why the schema's references cannot be used, as the end of a sentence starting "the
+    output schema": one that points outside the schema (a URL, a ``file:`` path: nothing
+    is ever fetched or read), or a cycle of references that never descends into the value
+    (``{"$ref": "#"}``, a → b → a) and so could never finish. None: they are fine."""
+    # jsonschema's bundled meta-schemas (a reference to one resolves without a fetch)
+    from jsonschema_specifications import REGISTRY as SPECIFICATIONS  # type: ignore[import-untyped]
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    registry = SPECIFICATIONS.combine(_closed_registry())
+    root = registry.resolver_with_root(DRAFT202012.create_resource(schema))
+    # Every subschema with the resolver its references are read against (``$id`` moves it).
+    stack: list[tuple[JsonValue, Resolver[Any], str]] = [(schema, root, "")]
+    edges: dict[int, list[tuple[int, str]]] = {}
+    while stack:
+        node, resolver, where = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, resolver, f"{where}/{i}") for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        if isinstance(node.get("$id"), str):
+            resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
+        out = edges.setdefault(id(node), [])
+        for key in ("$ref", "$dynamicRef"):
+            ref = node.get(key)
+            if not isinstance(ref, str):
+                continue
+            try:
+                target = resolver.lookup(ref).contents
+            except Unresolvable:
+                return (
+                    f"refers to {ref!r} (at {where or '/'}), outside itself: a reference must"
+                    " resolve inside the schema (nothing is fetched or read)"
+                )
+            if isinstance(target, dict):
+                out.append((id(target), f"{key} {ref!r} at {where or '/'}"))
+        for key in _IN_PLACE_ONE:
+            if isinstance(node.get(key), dict):
+                out.append((id(node[key]), ""))
+        for key in _IN_PLACE_MANY:
+            subs = node.get(key)
+            if isinstance(subs, list):
+                out.extend((id(sub), "") for sub in subs if isinstance(sub, dict))
+        stack.extend(
+            (value, resolver, f"{where}/{key}")
+            for key, value in node.items()
+            if key not in _DATA_KEYWORDS and isinstance(value, dict | list)
+        )
+    cycle = _cycle(edges)
+    if cycle is None:
+        return None
+    return (
+        f"refers to itself without going into the value ({cycle}), so no answer could"
+        " ever be checked against it"
+    )
+
+
+def _cycle(edges: dict[int, list[tuple[int, str]]]) -> str | None:
+    """The first reference on a cycle of ``edges`` (iterative depth-first search), or None."""
+    done: set[int] = set()
+    for start in edges:
+        if start in done:
+            continue
+        on_path: dict[int, str] = {start: ""}
+        stack = [(start, iter(edges.get(start, ())))]
+        while stack:
+            node, successors = stack[-1]
+            step = next(successors, None)
+            if step is None:
+                stack.pop()
+                on_path.pop(node, None)
+                done.add(node)
+                continue
+            target, via = step
+            if target in on_path:
+                refs = [v for v in (*on_path.values(), via) if v]
+                return refs[-1] if refs else "a cycle of in-place keywords"
+            if target not in done:
+                on_path[target] = via
+                stack.append((target, iter(edges.get(target, ()))))
+    return None
 
 
 def schema_hash(schema: JsonObject) -> str:
@@ -120,7 +253,10 @@ def problem(schema: JsonObject, value: JsonValue) -> str | None:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    # An empty registry (jsonschema adds its bundled meta-schemas) resolves references inside
+    # the schema only: without it jsonschema would fetch any URL a ``$ref`` names.
+    validator = Draft202012Validator(schema, registry=_closed_registry())
+    error = best_match(validator.iter_errors(value))
     if error is None:
         return None
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)

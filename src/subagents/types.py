@@ -633,6 +633,9 @@ class JobResult(TypedDict):
     errorMessage: NotRequired[str]
     # A council's answers side by side, agreement and verdict (jobs/council.py).
     council: NotRequired[CouncilRecord]
+    # The job's own budget, when its runs' sum reached it (scope "job"; ``used``: the sum
+    # by the job's end).
+    limit: NotRequired[LimitRecord]
     # A map's rows counted (the rows themselves: the job's rowlog.jsonl).
     map: NotRequired[MapRecord]
 
@@ -744,6 +747,7 @@ class JobState(TypedDict):
     finalText: NotRequired[str | None]
     errorMessage: NotRequired[str]
     council: NotRequired[CouncilRecord]
+    limit: NotRequired[LimitRecord]
     map: NotRequired[MapRecord]
     # The end entry could not be written when the job ended; whoever looks writes it.
     endEntry: NotRequired[Literal["pending"]]

@@ -3,8 +3,14 @@ steps, the content blocks of its lines, the text of a request's last user messag
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
+
+from subagents.config import Settings
+from subagents.runs import RunHandle, RunRequest, start
+from support.fake import Fake
 
 
 def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:
@@ -61,3 +67,16 @@ def last_user_text(req: dict[str, Any]) -> str:
     into it, also into the content of a tool result it ends with."""
     users = [m for m in req.get("messages") or [] if m.get("role") == "user"]
     return "\n".join(strings(users[-1].get("content")))
+
+
+def start_claude(fake: Fake, steps: list[dict[str, Any]], home: Path | None = None) -> RunHandle:
+    env = {**os.environ, "SUBAGENTS_CLAUDE_BIN": str(fake.launcher)}
+    req = RunRequest(task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps))
+    settings = Settings(grace=fake.grace, kill_grace=fake.kill_grace)
+    return start(req, settings, env=env, home=home)
+
+
+def events(handle: RunHandle) -> list[dict[str, Any]]:
+    path = handle.run_dir / "events.jsonl"
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -133,7 +133,9 @@ def jobs_view(session: str, args: str) -> str | None:
         items = service.list_jobs(20, session=session)
         if not items:
             return "No subagents jobs in this session yet."
-        return "Subagents jobs of this session:\n" + _render(jobs_table(items, wide=True))
+        return "Subagents jobs of this session:\n" + "\n".join(
+            jobs_table(items, wide=True).lines(HOOK_TABLE_WIDTH)
+        )
     if words[0] == "show" and len(words) == 2:
         store = JobStore()
         try:
@@ -298,7 +300,6 @@ def server_problem(claude_id: object) -> str | None:
     """Why the plugin's MCP server would not start or not serve here, or None: the steps
     ``subagents mcp --claude-session`` takes before it serves (the session, the MCP SDK),
     then what every call needs (the config files, a writable state directory)."""
-    from pathlib import Path
 
     from subagents.cli.serve import claude_session_of
     from subagents.config import load_settings
@@ -310,7 +311,7 @@ def server_problem(claude_id: object) -> str | None:
         from subagents.mcp import SubagentsMCP
 
         SubagentsMCP(session=session).close()
-        load_settings(Path.cwd(), os.environ)
+        load_settings(paths.working_dir(), os.environ)
         home = paths.state_home()
         make_private_dir(home)
         if not os.access(home, os.W_OK):

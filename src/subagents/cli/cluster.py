@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from subagents.cli.app import main, print_json
+from subagents.core.paths import working_dir
 
 address_option = click.option(
     "--ray-address",
@@ -20,11 +21,10 @@ def _address(given: str | None) -> str | None:
     launcher_named("ray").check()
     if given:
         return given
-    from pathlib import Path
 
     from subagents.config import load_settings
 
-    return load_settings(Path.cwd()).ray_address
+    return load_settings(working_dir()).ray_address
 
 
 @main.group(name="ray")

@@ -238,6 +238,12 @@ class Display:
                 f"run {r.get('runId')}",
             ]
             label = f"[{i + 1}] " if len(runs) > 1 else ""
-            self.console.print(Text(label + " · ".join(str(b) for b in bits), style="dim"))
+            self._line(Text(label + " · ".join(str(b) for b in bits), style="dim"))
         colour = "green" if result.get("status") == "completed" else "red"
-        self.console.print(Text(outcome.job_line(result), style=colour))
+        self._line(Text(outcome.job_line(result), style=colour))
+
+    def _line(self, line: Text) -> None:
+        """One line, never wrapped onto more: cut to a terminal's width, as activity is."""
+        if self.live_mode:
+            line.truncate(self.console.width, overflow="ellipsis")
+        self.console.print(line)

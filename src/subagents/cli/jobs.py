@@ -13,17 +13,16 @@ import click
 
 from subagents.cli.app import (
     WIDE,
-    ColumnOptions,
     echo_child_text,
     emit_answer,
     fail,
     main,
     print_json,
-    table,
 )
 from subagents.core.childtext import neutralize
 
 if TYPE_CHECKING:
+    from subagents.cli.grid import Grid
     from subagents.types import JobRow
 
 # ---- job commands ------------------------------------------------------------
@@ -58,32 +57,29 @@ def _elapsed(item: JobRow) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
 
-def jobs_table(items: list[JobRow], wide: bool) -> Any:
+def jobs_table(items: list[JobRow], wide: bool) -> Grid:
     """The rows ``ps`` shows: id, who runs it (agents, else backends), status, elapsed,
     tokens, cost and the task; what a running job does now. Narrow, a running job's last
     cell is what it does now instead of its task."""
+    from subagents.cli.grid import Column, Grid
     from subagents.present.figures import money, tokens
 
     running = any(item.get("activity") for item in items)
-    columns: list[tuple[str, ColumnOptions]] = [("JOB", {"min_width": 19})]
+    columns = [Column("JOB", min_width=19)]
     if wide:
-        columns.append(("MODE", {}))
+        columns.append(Column("MODE"))
     columns += [
-        ("AGENTS", {"max_width": 24 if wide else 12}),
-        ("STATUS", {"min_width": 9}),
-        ("ELAPSED", {"min_width": 7}),
+        Column("AGENTS", max_width=24 if wide else 12),
+        Column("STATUS", min_width=9),
+        Column("ELAPSED", min_width=7),
     ]
     if wide:
-        columns.append(("TOKENS", {"justify": "right"}))
-    columns.append(("COST", {"justify": "right"}))
+        columns.append(Column("TOKENS", justify="right"))
+    columns.append(Column("COST", justify="right"))
+    columns += [Column("TASK", ratio=1)]
     if wide and running:
-        columns += [
-            ("TASK", {"ratio": 1}),
-            ("NOW", {"ratio": 1}),
-        ]
-    else:
-        columns.append(("TASK", {"ratio": 1}))
-    _, grid = table(columns)
+        columns.append(Column("NOW", ratio=1))
+    grid = Grid(columns)
     for item in items:
         task = neutralize(str(item.get("task") or ""))
         activity = neutralize(str(item.get("activity") or ""))
@@ -134,10 +130,8 @@ def ps(limit: int, session: str | None, as_json: bool) -> None:
     if not items:
         click.echo("no jobs yet", err=True)
         return
-    from rich.console import Console
-
-    console = Console()
-    console.print(jobs_table(items, console.width >= WIDE))
+    width = shutil.get_terminal_size().columns
+    click.echo("\n".join(jobs_table(items, width >= WIDE).lines(width)))
 
 
 @main.command()

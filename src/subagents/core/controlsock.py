@@ -68,7 +68,9 @@ def listen(run_dir: Path) -> socket.socket:
         finally:
             os.umask(old)
         os.chmod(socket_path(run_dir), 0o600)
-        sock.listen(16)
+        # Many senders at once (a job's runs, a fan-out of `send`) queue here rather than
+        # being turned away; the kernel caps it at net.core.somaxconn.
+        sock.listen(socket.SOMAXCONN)
         sock.setblocking(False)
     except BaseException:
         sock.close()
@@ -86,13 +88,31 @@ def request(run_dir: Path, payload: ControlRequest, timeout: float) -> JsonObjec
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout)
         with _address(run_dir) as address:
-            sock.connect(address)
+            _connect(sock, address, timeout)
         sock.sendall(line)
         reply = _read_line(sock.recv)
     obj = json.loads(reply)
     if not isinstance(obj, dict):
         raise ValueError("the reply is not a JSON object")
     return obj
+
+
+def _connect(sock: socket.socket, address: str, timeout: float) -> None:
+    """Connect, retrying while the listener's backlog is full (a Unix socket says EAGAIN at
+    once rather than waiting): the supervisor is busy, not gone. Bounded by ``timeout``."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    pause = 0.002
+    while True:
+        try:
+            sock.connect(address)
+            return
+        except BlockingIOError:
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def _read_line(recv: Callable[[int], bytes], limit: int = 1 << 16) -> bytes:

@@ -75,6 +75,25 @@ def _no_boolean(value: object) -> object:
     return value
 
 
+class Budget:
+    """A budget field's metadata (``Annotated[int | None, Budget]``) for pydantic, which
+    would read a document's ``true`` as 1 and ``'3'`` as 3: anything but a number is
+    refused as it is, as config refuses it (:func:`budget_problem` then checks the number)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_before_validator_function(_a_number, handler(source))
+
+
+def _a_number(value: object) -> object:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+        shown = str(value).lower() if isinstance(value, bool) else repr(value)
+        raise ValueError(f"must be a number, not {shown}")
+    return value
+
+
 def timeout_problem(value: object) -> str | None:
     """What makes ``value`` unusable as a timeout in seconds, or None."""
     return seconds_problem(value)

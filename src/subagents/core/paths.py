@@ -36,3 +36,19 @@ CANCEL_FILE = "cancel-requested"
 
 def cancel_file(home: Path, job_id: str) -> Path:
     return jobs_dir(home) / job_id / CANCEL_FILE
+
+
+def working_dir() -> Path:
+    """This process's working directory; a ``UsageError`` naming ``cwd`` when it no longer
+    exists (deleted under a shell still in it), where ``Path.cwd()`` would raise a bare
+    "no such file or directory"."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        from subagents.errors import UsageError
+
+        raise UsageError(
+            "cwd: the current directory no longer exists (deleted?): change to one that"
+            " does, or pass --cwd",
+            "cwd",
+        ) from None

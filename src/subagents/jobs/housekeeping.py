@@ -182,13 +182,9 @@ def _empty_trash(store: JobStore, trash: Path, done: Removed, branches: bool = F
 
 def _runs_naming(store: JobStore, job_id: str) -> list[str]:
     """The runs whose ``meta.json`` names this job (for a job whose own record is lost)."""
-    found = []
-    with contextlib.suppress(FileNotFoundError):
-        for entry in os.scandir(paths.runs_dir(store.home)):
-            with contextlib.suppress(OSError, ValueError, AttributeError):
-                if object_of(read_meta(Path(entry.path))).get("jobId") == job_id:
-                    found.append(entry.name)
-    return found
+    from subagents.runs import runs_naming
+
+    return runs_naming(store.home, job_id)
 
 
 def _remove_worktree(

@@ -105,6 +105,7 @@ class Job:
         # Every thread the job starts but its runs' pool: joined at its end.
         self._tasks = Tasks("subagents-job")
         self._stop_signal: int = signal.SIGTERM
+        self._sink_failed = False  # the caller's progress sink raised: it is shown no more
         self._handles: dict[int, RunHandle] = {}
         self._run_ids: list[str | None] = [None] * len(job_plan.requests)
         # Runs not yet started (or passed over): what warm supervisors are kept for.
@@ -249,7 +250,7 @@ class Job:
     def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> RunResult:
         if self.cancelled:  # stopped while this run was starting
             handle.stop(sig=self._stop_signal)
-        sink = (lambda e: on_event(index, e)) if on_event is not None else None
+        sink = self._shown(index, on_event) if on_event is not None else None
         if self.budget:
             sink = self._counting(index, sink)
         result = handle.wait(on_event=sink)
@@ -258,6 +259,21 @@ class Job:
         with self._lock:
             self._handles.pop(index, None)
         return result
+
+    def _shown(self, index: int, on_event: EventSink) -> Callable[[Event], None]:
+        """The caller's progress sink for run ``index``. One that fails (its stderr gone with
+        a closed terminal or a dead parent) is not called again: what it shows may be lost,
+        the job's own record may not."""
+
+        def show(event: Event) -> None:
+            if self._sink_failed:
+                return
+            try:
+                on_event(index, event)
+            except Exception:
+                self._sink_failed = True
+
+        return show
 
     def _counting(
         self, index: int, sink: Callable[[Event], None] | None
@@ -423,7 +439,36 @@ class Job:
         if self.plan.mode == "council":
             return self._council_result(runs, started)
         status = job_status(len(self.plan.requests), runs, self.cancelled)
-        return job_result(self.job_id, self.plan.mode, status, runs, started)
+        result = job_result(self.job_id, self.plan.mode, status, runs, started)
+        return self._with_limit(result)
+
+    def _with_limit(self, result: JobResult) -> JobResult:
+        """``result`` with the job's budget, when its runs' sum reached it: the limit, what
+        they used by the end, and (a job that did not complete) why, as errorMessage."""
+        reached = self.budget.reached
+        if reached is None:
+            return result
+        kind, limit, _ = reached
+        used = round(self.budget.total(kind), 10)
+        stopped = any(
+            isinstance(record := r.get("limit"), dict) and record.get("action") == "abort"
+            for r in result["runs"]
+        )
+        result["limit"] = {
+            "kind": kind,
+            "limit": limit,
+            "used": used,
+            "action": "abort" if stopped else "wrap-up",
+            "scope": "job",
+        }
+        if result["status"] != "completed" and "errorMessage" not in result:
+            from subagents.jobs.budget import describe
+
+            result["errorMessage"] = (
+                f"the job's {kind} limit of {describe(kind, limit)} was reached:"
+                f" {describe(kind, used)} used by its runs"
+            )
+        return result
 
     def _council_result(self, runs: list[JobRun], started: float) -> JobResult:
         from subagents.jobs import council

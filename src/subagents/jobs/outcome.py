@@ -25,10 +25,12 @@ def job_result(
     *,
     started_at: str | None = None,
     error: str | None = None,
+    completed: float | None = None,
 ) -> JobResult:
-    """The job result (job.json's, and what ``--json`` prints), ended now. ``started`` is
-    when the job started (epoch seconds); ``started_at`` its recorded ISO time, if any."""
-    completed = time.time()
+    """The job result (job.json's, and what ``--json`` prints), ended ``completed`` (epoch
+    seconds; default now). ``started`` is when the job started (epoch seconds);
+    ``started_at`` its recorded ISO time, if any."""
+    completed = time.time() if completed is None else completed
     result: JobResult = {
         "jobId": job_id,
         "mode": mode,

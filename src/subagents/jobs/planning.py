@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from subagents.config import Settings, settings_from_record, settings_record
+from subagents.core.paths import working_dir
 from subagents.errors import FieldProblem, Loc, PlanError, UsageError, dotted
 from subagents.jobs.spec import PREVIOUS, JobSpec, Step
 from subagents.launchers import Placement
@@ -91,7 +92,7 @@ def plan(
         settings = replace(settings, executor=spec.executor)
     placement = Placement.of(settings)
     env = os.environ if env is None else env
-    base = (cwd or Path.cwd()).resolve()
+    base = (cwd or working_dir()).resolve()
     n = len(spec.steps)
     if spec.mode in ("parallel", "council") and n > settings.max_parallel_tasks:
         raise PlanError(

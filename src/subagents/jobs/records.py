@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.core.paths import working_dir
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.store import JobStore
 from subagents.lifecycle import sessionlog
@@ -32,7 +33,7 @@ class SessionRecorder:
         # Kept in job.json: whoever finds the job's driver gone writes the end here.
         self.session_log = sessionlog.session_path(home, session)
         self.hooks, self.notify = configured_hooks(
-            Path(plan.requests[0].cwd or ".") if plan.requests else Path.cwd()
+            Path(plan.requests[0].cwd or ".") if plan.requests else working_dir()
         )
         self.pid = os.getpid()
         self.store = JobStore(home)

@@ -396,17 +396,11 @@ class JobStore:
             and time.time() - float(state.get("createdAt") or 0) < 10
         ):
             return state  # its driver may still be starting
-        from subagents.runs import RunMonitor
+        from subagents.jobs.orphans import ended_at, log_start_once, runs_of_dead_driver
 
-        runs: list[JobRun] = []
-        for run_id in self.run_ids(state):
-            monitor = RunMonitor(paths.runs_dir(self.home) / run_id)
-            result = monitor.result()
-            if result is None:
-                if monitor.supervisor_alive():
-                    return state  # a run goes on without its driver: the job ends when it does
-                result = monitor.recover_dead_supervisor()
-            runs.append(result)
+        if (found := runs_of_dead_driver(self.home, job_id, self.run_ids(state))) is None:
+            return state
+        runs: list[JobRun] = found
         mode = state["mode"]
         planned = len(state["plan"].get("requests") or []) or len(runs)
         # The runs decide, as they would have for the driver: a driver that died after its
@@ -422,12 +416,28 @@ class JobStore:
             message = f"{message}; continue it with: subagents map --resume {job_id}"
         started = float(state.get("createdAt") or time.time())
         ended = job_result(
-            job_id, mode, outcome, runs, started, started_at=state.get("startedAt"), error=message
+            job_id,
+            mode,
+            outcome,
+            runs,
+            started,
+            started_at=state.get("startedAt"),
+            error=message,
+            completed=ended_at(runs, started),  # (never when someone happened to look)
         )
         finished = self.finish(job_id, ended)
+        session = finished.get("session")
+        # Killed before it recorded its start: entered in its session all the same (a start
+        # and an end), so history and cost count it.
+        unstarted = not finished.get("sessionLog") and isinstance(session, str) and session
+        if unstarted:
+            log = str(sessionlog.session_path(self.home, str(session)))
+            finished = self.update(job_id, sessionLog=log)
         if finished.get("sessionLog"):
             # The dead driver wrote no end entry (or it is pending): one is written now.
             with contextlib.suppress(OSError, ValueError):
+                if unstarted:
+                    log_start_once(self.dir / job_id, finished, END_MARK)
                 self._log_late_end(finished, self.end_entry(finished, os.getpid()))
         return finished
 

@@ -270,6 +270,22 @@ def summarize(job_result: JobResult | JobState) -> str:
     return _clip(f"{mode} {what}")
 
 
+def start_entry_for_job(state: JobState) -> AgentEvent:
+    """The start entry of a job whose driver died before writing it (no driver's pid)."""
+    requests = state["plan"].get("requests") or []
+    models = [str(r["model"]) for r in requests if isinstance(r, dict) and r.get("model")]
+    return entry(
+        "subagent:start",
+        job_id=state["jobId"],
+        mode=state["mode"],
+        agent_name=", ".join(dict.fromkeys(state.get("agents") or [])),
+        model=", ".join(dict.fromkeys(models)) or None,
+        pid=None,
+        started_at=state.get("startedAt") or state.get("createdAt"),
+        summary=f"{state['mode']} job started: {len(requests)} run(s)",
+    )
+
+
 def entry_for_job(
     job_result: JobResult | JobState,
     *,

@@ -42,8 +42,20 @@ async def _until_signalled(main: Callable[[], Awaitable[None]]) -> None:
 
 def serve_stdio(session: str | None = None) -> None:
     server = SubagentsMCP(session=session)
+
+    async def run_stdio() -> None:
+        # The SDK's run_stdio_async, with requests it cannot parse answered (unreadable.py).
+        from mcp.server.stdio import stdio_server
+
+        from subagents.mcp.unreadable import AnswerUnreadable
+
+        low = server.mcp._lowlevel_server
+        async with stdio_server() as (read_stream, write_stream):
+            reads = AnswerUnreadable(read_stream, write_stream)
+            await low.run(reads, write_stream, low.create_initialization_options())
+
     try:
-        anyio.run(_until_signalled, server.mcp.run_stdio_async)
+        anyio.run(_until_signalled, run_stdio)
     finally:
         server.close()
 

@@ -183,7 +183,9 @@ class JsonlFeed:
                     "type": "answer",
                     "jobId": self.job_id,
                     "status": result.get("status"),
-                    "text": neutralize(said.text),
+                    # As the child said it: the parent model reads it (JSON escapes its
+                    # controls here; whoever shows it neutralizes it, as for any child text).
+                    "text": said.text,
                     "isError": said.is_error,
                 }
             )

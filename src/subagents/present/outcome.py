@@ -27,6 +27,12 @@ MARKS = {"completed": "✓", "failed": "✗", "timeout": "✗", "aborted": "■"
 _NOT_SPACE = re.compile(r"\S")
 # How much of the first non-blank line is read: far more than any summary shows.
 FIRST_LINE_MAX = 1 << 16
+# The most of an answer's first line an end line quotes, and of why a run failed: a line a
+# terminal holds (a 20 kB answer is not one 20 kB line), as the activity lines are cut.
+QUOTE_LIMIT = 80
+WHY_LIMIT = 160
+# The most an end line holds, whatever it lists (a parallel job's failures).
+END_LINE_LIMIT = 400
 
 
 def mark(status: object) -> str:
@@ -60,11 +66,16 @@ def first_line(text: object) -> str:
     return whole[start : start + FIRST_LINE_MAX].splitlines()[0].strip()
 
 
+def cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, an ellipsis ending one that was cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def why(run: JobRun) -> str:
     """Why a run did not complete, in one line."""
     message = first_line(run.get("errorMessage"))
     if message:
-        return message
+        return cut(message, WHY_LIMIT)
     status = run.get("status")
     return "timed out" if status == "timeout" else str(status or "unknown")
 
@@ -76,7 +87,7 @@ def word(run: JobRun) -> str:
 
 
 def quote(text: object) -> str:
-    line = first_line(text)
+    line = cut(first_line(text), QUOTE_LIMIT)
     return f'"{line}"' if line else "(no answer)"
 
 
@@ -86,7 +97,7 @@ def detail(job_result: FinishedJob) -> str:
     mode = str(job_result.get("mode") or "single")
     runs = runs_of(job_result)
     if not runs:
-        return first_line(job_result.get("errorMessage")) or "no run was started"
+        return cut(first_line(job_result.get("errorMessage")), WHY_LIMIT) or "no run was started"
     bad = [r for r in runs if r.get("status") != "completed"]
     if mode == "single" or (len(runs) == 1 and mode != "parallel"):
         run = runs[0]
@@ -185,7 +196,8 @@ def end_line(
     parts += figures(duration_ms, usage)
     if what:
         parts.append(what)
-    return neutralize(" · ".join(parts))  # it quotes a child: no escapes reach a terminal
+    # It quotes a child: no escapes reach a terminal, and no line longer than one holds.
+    return cut(neutralize(" · ".join(parts)), END_LINE_LIMIT)
 
 
 def job_line(job_result: FinishedJob) -> str:

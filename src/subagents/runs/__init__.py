@@ -15,7 +15,7 @@ from subagents.runs.handle import RunHandle
 from subagents.runs.launch import keep_warm, resume, start, start_prepared, stop_run
 from subagents.runs.monitor import RunMonitor
 from subagents.runs.request import RunRequest
-from subagents.runs.rundir import prepare
+from subagents.runs.rundir import prepare, runs_naming
 from subagents.runs.versions import installed_version, parse_version, read_version
 from subagents.supervisor.result import EXIT_CODES
 from subagents.supervisor.spec import RunSpec
@@ -37,6 +37,7 @@ __all__ = [
     "read_version",
     "resolve_binary",
     "resume",
+    "runs_naming",
     "send",
     "start",
     "start_prepared",

@@ -18,6 +18,7 @@ from subagents.core.inputs import (
     text_problem,
     timeout_problem,
 )
+from subagents.core.paths import working_dir
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.acpcheck import acp_record
@@ -195,9 +196,11 @@ def check(
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
     launcher_for(placement).check()
-    cwd = Path(req.cwd).expanduser() if req.cwd else Path.cwd()
+    cwd = Path(req.cwd).expanduser() if req.cwd else working_dir()
     if not cwd.is_dir():
-        raise UsageError(f"working directory does not exist or is not a directory: {cwd}", "cwd")
+        raise UsageError(
+            f"cwd: the working directory does not exist or is not a directory: {cwd}", "cwd"
+        )
     check_watchdog(req)
     check_budget(backend, req)
     if req.isolate is not None:

@@ -45,7 +45,7 @@ class RunMonitor:
         # Read a bounded chunk at a time: a follower that lags far behind holds one chunk
         # (plus the longest line) at a time, not the whole backlog.
         self.tail = LineTail(run_dir / "events.jsonl")
-        self._created = time.monotonic()
+        self._created: float | None = None  # the run record's own time, read once
         # Set by whoever stops the run: a supervisor that then dies without a result
         # (say, killed while it was still starting) leaves an aborted run, not a failed one.
         self.stop_requested = False
@@ -83,9 +83,22 @@ class RunMonitor:
     def supervisor_alive(self) -> bool:
         supervisor = self.supervisor()
         if supervisor is None:
-            # Not recorded yet: give a starting supervisor a moment.
-            return time.monotonic() - self._created < START_PATIENCE
+            # Not recorded yet: give a starting supervisor a moment, counted from when the
+            # run was made (never from when someone looked, or every look grants another).
+            return time.time() - self.created_at() < START_PATIENCE
         return supervisor.alive()
+
+    def created_at(self) -> float:
+        """When the run was made: its record's ``createdAt``, else its directory's time."""
+        if self._created is None:
+            created = spec_of(self.run_dir).createdAt
+            if not created:
+                try:
+                    created = self.run_dir.stat().st_mtime
+                except OSError:
+                    created = 0.0  # no run at all: nothing to wait for
+            self._created = created
+        return self._created
 
     def wait(
         self, on_event: OnEvent | None = None, timeout: float | None = None
@@ -153,6 +166,7 @@ class RunMonitor:
             error_message=message,
             tool_calls=sum(1 for e in events if e.get("type") == "tool_call"),
             executor=supervisor.where(),
+            events=events,
         )
 
 

@@ -80,6 +80,13 @@ def _write_run_dir(
     schema = _schema(req, backend)  # codex's strict form refused before anything is made
     make_private_dir(run_dir)
     reserve_space(run_dir)
+    # Whose run it is, before anything slow (a worktree): a driver killed from here on leaves
+    # a run its job's finisher finds by its meta.json (runs_naming), rewritten whole below.
+    first = RunSpec(
+        runId=run_id, jobId=req.job_id, backend=backend.name, task=req.task, cwd=str(cwd), argv=[]
+    )
+    first.createdAt = time.time()
+    write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **first.to_dict()})
     try:
         resume, worktree = _continuation(req, backend, run_dir)
         if worktree is None and req.isolate == "worktree":
@@ -243,3 +250,27 @@ def _continuation(
         return resume, wt.reopen(record, run_dir.name, run_dir)
     except WorktreeError as exc:
         raise UsageError(f"cannot reopen the worktree of run {req.continue_from}: {exc}") from None
+
+
+def runs_naming(home: Path, job_id: str) -> list[str]:
+    """The runs whose ``meta.json`` names ``job_id``, oldest first: for a job whose driver died
+    between making a run and recording it in ``job.json``. Only runs made since the job are
+    read (ids begin with their time)."""
+    from subagents.core.upgrade import read_meta
+
+    since = job_id.split("-")[0]
+    found = []
+    try:
+        entries = list(os.scandir(paths.runs_dir(home)))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if entry.name.split("-")[0] < since:
+            continue
+        try:
+            meta = read_meta(Path(entry.path))
+        except (OSError, ValueError):
+            continue  # not made far enough to say whose it is
+        if isinstance(meta, dict) and meta.get("jobId") == job_id:
+            found.append(entry.name)
+    return sorted(found)

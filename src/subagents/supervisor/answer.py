@@ -24,9 +24,14 @@ def check(spec: RunSpec, norm: Normalizer) -> tuple[JsonValue, str | None]:
 
     schema = spec.outputSchema
     assert schema is not None
-    if norm.has_structured:
-        return norm.structured, structured.problem(schema, norm.structured)
-    value, problem = structured.check_answer(schema, norm.final_text)
+    try:
+        if norm.has_structured:
+            return norm.structured, structured.problem(schema, norm.structured)
+        value, problem = structured.check_answer(schema, norm.final_text)
+    except RecursionError:
+        return None, "the answer is nested too deeply to check"
+    except Exception as exc:  # our own check must never cost the child's answer
+        return None, f"the check could not complete: {type(exc).__name__}: {exc}"[:500]
     return (value if problem is None else None), problem
 
 

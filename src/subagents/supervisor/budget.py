@@ -100,8 +100,10 @@ class Budget:
 
     def cost_unknown(self, usage: Usage) -> bool:
         """True once: a cost limit is set and the child reported usage without a cost (an
-        unpriced model), so that limit cannot be counted."""
-        if "cost" not in self.limits or usage["cost"] is not None or self._cost_unknown_noted:
+        unpriced model), so that limit cannot be counted. A cost of 0 for tokens used is
+        one too: pi reports 0 for a model its ``models.json`` gives no price."""
+        unpriced = usage["cost"] is None or (usage["cost"] == 0 and usage["totalTokens"] > 0)
+        if "cost" not in self.limits or not unpriced or self._cost_unknown_noted:
             return False
         self._cost_unknown_noted = True
         return True
@@ -114,6 +116,8 @@ class Budget:
         if self.state != "ok":
             return None
         self._forced = True
+        # The job's limit is already past: one turn to answer the wrap-up, no more.
+        self.grace = min(self.grace, 1)
         self.record = {
             "kind": kind,
             "limit": limit,

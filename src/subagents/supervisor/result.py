@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from subagents.types import (
+        Event,
         ExecutorPlace,
         RunPaths,
         RunResult,
@@ -153,25 +154,31 @@ def publish_ended(
     started_at: float | None = None,
     tool_calls: int = 0,
     executor: ExecutorPlace | None = None,
+    events: list[Event] | None = None,
 ) -> RunResult:
     """Write the result of a run that ended without its supervisor saying how (it could not
     start, or died): built, diagnosed and published once like any result. Returns the result
     that is on disk, whoever won the race to publish it: one finisher at a time holds the
     run (:func:`finishing`), so two readers that found the supervisor dead never both
-    commit an isolated run's changes, nor publish a result the other's commit contradicts."""
+    commit an isolated run's changes, nor publish a result the other's commit contradicts.
+    ``events``: what the run recorded before its supervisor died, which the result is
+    rebuilt from as far as it goes (usage, model, last answer, messages, limit, end time)."""
     from subagents.core.files import read_json
     from subagents.core.records import is_run_result
 
     spec = spec or spec_of(run_dir)
+    begun = started_at or spec.createdAt or time.time()
     result = build_result(
         spec,
         run_dir,
         status=status,
-        started_at=started_at or spec.createdAt or time.time(),
+        started_at=begun,
         error_message=error_message,
         tool_calls=tool_calls,
         executor=executor,
     )
+    if events:
+        _rebuild(result, events, begun)
     with finishing(run_dir):
         if not (run_dir / "result.json").exists():
             finish_worktree(result, spec, run_dir)
@@ -186,6 +193,45 @@ def publish_ended(
     except (OSError, ValueError):
         return result
     return on_disk if is_run_result(on_disk) else result
+
+
+def _rebuild(result: RunResult, events: list[Event], started_at: float) -> None:
+    """Fill ``result`` from a dead supervisor's events: its last running totals, the model
+    and answer it last reported, the messages sent and taken, the limit reached, and the
+    end as the time it was last heard of (never the time someone looked)."""
+    from subagents.core.clock import iso
+
+    sent: set[str] = set()
+    delivered: set[str] = set()
+    last_ts = started_at
+    for event in events:
+        last_ts = max(last_ts, float(event.get("ts") or 0.0))
+        if event["type"] == "usage":
+            result["usage"] = ev.priced(ev.usage_of(event))
+        elif event["type"] == "run_started" and result["model"] is None:
+            result["model"] = event.get("model")
+        elif event["type"] == "assistant_text":
+            result["model"] = event.get("model") or result["model"]
+            result["finalText"] = event["text"] or result["finalText"]  # (a tool call's is "")
+            result["stopReason"] = event["stopReason"]
+            result["rawStopReason"] = event["rawStopReason"]
+        elif event["type"] == "user_message":
+            # a message refused when it was sent was never the run's
+            if event["id"] not in sent and event["receipt"] != "refused":
+                sent.add(event["id"])
+            if event["receipt"] == "delivered":
+                delivered.add(event["id"])
+        elif event["type"] == "limit":
+            result["limit"] = {
+                "kind": event["kind"],
+                "limit": event["limit"],
+                "used": event["used"],
+                "action": event["action"],
+                "scope": event["scope"],
+            }
+    result["messages"] = {"sent": len(sent), "delivered": len(delivered & sent)}
+    result["completedAt"] = iso(last_ts)
+    result["durationMs"] = max(0, round((last_ts - started_at) * 1000))
 
 
 def finishing(run_dir: Path) -> AbstractContextManager[None]:
