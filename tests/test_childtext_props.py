@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.checks import examples
 
 from subagents.backends import get_backend
 from subagents.core.childtext import _UNSAFE_CHAR, neutralize, parse_line, scrub
@@ -18,7 +19,7 @@ from subagents.present.progress import ProgressFormatter, transcript_entry
 
 STREAMS = Path(__file__).parent / "fixtures" / "streams"
 BACKENDS = ["pi", "claude", "codex", "gemini", "opencode"]
-FAST = settings(max_examples=200, deadline=None)
+FAST = settings(max_examples=examples(200), deadline=None)
 
 # Text as a child may produce it: any code point, lone surrogates, NULs and escapes included.
 hostile_text = st.lists(

@@ -9,6 +9,7 @@ import shlex
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.checks import examples
 
 from subagents.present.humanize import _command_text, describe
 from subagents.present.progress import ProgressFormatter
@@ -49,7 +50,7 @@ WRAPPED = st.builds(
 )
 
 
-@settings(max_examples=600)
+@settings(max_examples=examples(600))
 @given(st.one_of(SHELLISH, WRAPPED, st.lists(SHELLISH, min_size=1, max_size=4)))
 @example("bash -lc 'npm test'")
 @example("  /bin/sh -c \"echo 'hi there'\"")

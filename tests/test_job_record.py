@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import pistream as pi
+from support.checks import examples
 from support.cli import cli
 from support.fake import Fake
 
@@ -117,7 +118,7 @@ def test_the_lifecycle_summary_reads_only_the_answers_first_line() -> None:
 _OLD_SPLIT = str.splitlines
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\u2028\u2029ab ü"), max_size=40))
 def test_the_first_line_is_what_splitting_every_line_found(text: str) -> None:
     from subagents.present.outcome import first_line as _first_line
@@ -135,7 +136,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(_json)
 def test_json_pieces_are_json_dumps(value: Any) -> None:
     # Strict, as every record is written: Infinity and NaN are no JSON.

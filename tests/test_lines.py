@@ -7,6 +7,7 @@ import itertools
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support.checks import examples
 
 from subagents.backends.pi import PiNormalizer
 from subagents.supervisor.lines import TAIL, Lines
@@ -31,7 +32,7 @@ def _cut(lines: list[bytes], last_newline: bool, cuts: list[int]) -> tuple[bytes
     return stream, [stream[a:b] for a, b in itertools.pairwise(points)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     lines=st.lists(_line, max_size=20),
     last_newline=st.booleans(),

@@ -480,7 +480,8 @@ def test_summarize_parallel_and_chain() -> None:
 def test_summarize_is_bounded_and_handles_no_runs() -> None:
     long = {"mode": "single", "status": "completed", "runs": [_run("scout", final="x" * 1000)]}
     text = sessionlog.summarize(long)
-    assert len(text) <= 200 and text.endswith("…")
+    # The answer's first line quoted and cut (issue 39: the quote closes after the cut).
+    assert len(text) <= 200 and text.endswith('…"') and text.startswith('completed: scout — "x')
     many = {
         "mode": "parallel",
         "status": "failed",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.checks import examples
 
 from subagents.core import indexdb
 from subagents.core.clock import epoch
@@ -153,7 +154,9 @@ lines = st.lists(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(first=lines, more=lines, since=st.integers(0, 10_000), torn=st.booleans())
 def test_the_log_index_finds_what_a_full_read_finds(

@@ -38,3 +38,11 @@ def pid_alive(pid: int) -> bool:
 
 
 needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the real pi CLI is not installed")
+
+
+def examples(n: int) -> int:
+    """A property test's number of examples: ``n``, or at most 25 in the fast tier
+    (``./scripts/test --fast`` sets SUBAGENTS_FAST_TIER): the full run keeps them all."""
+    import os
+
+    return min(n, 25) if os.environ.get("SUBAGENTS_FAST_TIER") else n

@@ -78,15 +78,16 @@ def _write_run_dir(
     live = backend.live_input(version)
     limits = _limits(req, settings, backend)
     schema = _schema(req, backend)  # codex's strict form refused before anything is made
-    make_private_dir(run_dir)
-    reserve_space(run_dir)
-    # Whose run it is, before anything slow (a worktree): a driver killed from here on leaves
-    # a run its job's finisher finds by its meta.json (runs_naming), rewritten whole below.
+    # Whose run it is, as soon as the directory is (before the space is reserved, before
+    # anything slow such as a worktree): a driver killed from here on leaves a run its job's
+    # finisher finds by its meta.json (runs_naming), rewritten whole below.
     first = RunSpec(
         runId=run_id, jobId=req.job_id, backend=backend.name, task=req.task, cwd=str(cwd), argv=[]
     )
     first.createdAt = time.time()
+    make_private_dir(run_dir)
     write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **first.to_dict()})
+    reserve_space(run_dir)
     try:
         resume, worktree = _continuation(req, backend, run_dir)
         if worktree is None and req.isolate == "worktree":
