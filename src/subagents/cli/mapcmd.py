@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
-from subagents.cli.background import gate_options, parent_pid_option, run_in_background
+from subagents.cli.background import parent_pid_option, run_in_background
+from subagents.cli.options import options_named
 
 if TYPE_CHECKING:
     from subagents.api import PreparedJob
@@ -82,7 +83,7 @@ DRY_RUN_SHOWN = 3
     help="Progress on stderr: a line for people (live on a terminal), or JSON records"
     " ({type: row, …} per row, {type: map, done, total, …} after each).",
 )
-@gate_options
+@options_named("verify", "verify_timeout", "verify_attempts", "review")
 @parent_pid_option
 def map_command(
     input_name: str | None,

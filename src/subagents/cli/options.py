@@ -43,7 +43,21 @@ def run_options(fn: F) -> F:
     name: ``--max-turns``, ``--job-max-turns``), in the order they are defined."""
     for name, choices in reversed(ALIASES.items()):
         fn = click.option(f"--{name}", type=click.Choice(choices), hidden=True)(fn)
-    for spec in reversed([s for s in specs() if s.on("cli")]):
+    return _flags(fn, [s for s in specs() if s.on("cli")])
+
+
+def options_named(*fields: str) -> Callable[[F], F]:
+    """The flags of only these options (``subagents map`` takes a run's gate, not every
+    option `run` has), from the same definition as :func:`run_options`."""
+    chosen = [s for s in specs() if s.field in fields and s.on("cli")]
+    missing = set(fields) - {s.field for s in chosen}
+    if missing:
+        raise ValueError(f"no such command-line option: {', '.join(sorted(missing))}")
+    return lambda fn: _flags(fn, chosen)
+
+
+def _flags(fn: F, chosen: list[Spec]) -> F:
+    for spec in reversed(chosen):
         names = [spec.flag, *([spec.meta.short] if spec.meta.short else []), spec.name]
         fn = click.option(*names, **_click_kwargs(spec))(fn)
     return fn
