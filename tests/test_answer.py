@@ -122,3 +122,48 @@ def test_show_lists_the_runs_and_the_continued_chain() -> None:
         "  [1] pi completed r1: Again.",
     ]
     assert "      continues: r0 → r1" in text and text.endswith("\n\nAgain.")
+
+
+def test_a_budget_stop_is_its_own_mark_in_every_face() -> None:
+    limit = {"kind": "turns", "limit": 3, "used": 4, "action": "wrap-up"}
+    stopped = run(1, text="Partly done.", limit=limit)
+    result = job(
+        "single",
+        "completed",
+        [stopped],
+        finalText="Partly done.",
+        durationMs=3100,
+        usage={"totalTokens": 10, "cost": None},
+    )
+    mark = "⏹ turn limit 3 · wrapped up (4 used)"
+    # The parent model reads the answer and that a budget ended it.
+    assert parent_text(result, ["keep going"]).text == f"Partly done.\n\n{mark}"
+    # The status line (MCP results, the end notices, `run`'s last line) carries the mark.
+    from subagents.mcp.results import compact_result
+    from subagents.present import outcome
+
+    assert outcome.status_line(result) == f"✓ completed · pi · 3.1s · 10 tokens · {mark}"
+    assert outcome.job_line(result) == f'✓ job j1 · pi · 3.1s · 10 tokens · {mark} · "Partly done."'
+    assert markdown(result).endswith(f"{mark} · job j1 · run r1")
+    assert compact_result(result)["limit"] == limit
+    # A run stopped by its job's budget says whose budget it was; a parallel run names it.
+    job_limit = {**limit, "action": "abort", "scope": "job"}
+    both = job("parallel", "failed", [run(1, text="A"), run(2, "aborted", limit=job_limit)])
+    assert (
+        "# 2. b: aborted · ⏹ job's turn limit 3 · stopped (4 used)"
+        in parent_text(both, ["a", "b"]).text
+    )
+    assert "⏹ job's turn limit 3 · stopped (4 used) · run r2" in markdown(both)
+
+
+def test_structured_answers_reach_a_program_parsed() -> None:
+    from subagents.mcp.results import compact_result
+
+    value = {"verdict": "ok", "issues": []}
+    one = job(
+        "single", "completed", [run(1, text='{"verdict": "ok", "issues": []}', structured=value)]
+    )
+    view = compact_result(one)
+    assert view["answer"] == value and "structured" not in view["runs"][0]  # type: ignore[index]
+    two = job("parallel", "completed", [run(1, text="{}", structured=value), run(2, text="plain")])
+    assert compact_result(two)["answer"] == [value, "plain"]

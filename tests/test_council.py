@@ -12,6 +12,9 @@ from support import pistream as pi
 from support.fake import Fake
 
 import subagents
+from subagents.mcp.results import compact_result
+from subagents.present import outcome
+from subagents.present.answer import markdown, parent_text
 
 pytestmark = pytest.mark.process
 
@@ -56,7 +59,7 @@ def test_too_few_answers_for_the_quorum_fail_the_council_and_the_judge_never_sta
     assert job["finalText"] is None
 
 
-def test_a_judge_that_fails_keeps_the_members_answers_and_fails_the_council(
+def test_a_judge_that_fails_keeps_the_members_answers_and_says_the_verdict_is_missing(
     fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
@@ -72,9 +75,9 @@ def test_a_judge_that_fails_keeps_the_members_answers_and_fails_the_council(
     assert (tmp_path / "judged").exists()  # enough answered: the judge ran, and failed
     judge = job["runs"][2]
     assert judge["backend"] == "claude" and judge["status"] == "failed"
-    # jobs/council.status: a council with a judge completes only with a verdict; else it
-    # ends as its judge's run did.
-    assert job["status"] == "failed"
+    # jobs/council.status: the members answered (the quorum is met), so the council
+    # completed; its note says the verdict is missing.
+    assert job["status"] == "completed"
     assert job.get("errorMessage", "").startswith("the judge gave no verdict: ")
     council = job["council"]
     assert council["answered"] == 2 and council["judgeRunId"] == judge["runId"]
@@ -83,3 +86,37 @@ def test_a_judge_that_fails_keeps_the_members_answers_and_fails_the_council(
     assert [m["answer"] for m in council["members"]] == ["looks fine", "looks fine"]
     assert [r["finalText"] for r in job["runs"][:2]] == ["looks fine", "looks fine"]
     assert [r["status"] for r in job["runs"][:2]] == ["completed", "completed"]
+
+    # Every face leads with the members' answers and says the verdict is missing.
+    line = outcome.status_line(job)
+    assert line.startswith("✓ completed · council · ") and "no verdict: the judge failed" in line
+    assert "2/2 answered; no verdict: " in outcome.job_line(job)
+    text = markdown(job)
+    assert text.startswith("No verdict: the judge gave no verdict: "), text
+    assert text.index("**[A] pi") < text.index("looks fine") < text.index("```")
+    parent = parent_text(job)
+    assert not parent.is_error and parent.text.startswith("No verdict: "), parent
+    assert "# A. pi" in parent.text and "# B. pi" in parent.text, parent.text
+    view = compact_result(job)
+    assert view["answer"] == ["looks fine", "looks fine"] and "error" not in view, view
+    assert str(view["note"]).startswith("the judge gave no verdict: "), view
+
+
+def test_without_a_judge_the_members_answers_lead(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    spec = {
+        "mode": "council",
+        "steps": [{"task": "review it", "backend": "pi"}, {"task": "review it", "backend": "pi"}],
+    }
+    job = subagents.run(spec, env=fake.env(pi.answer("looks fine")))
+
+    assert job["status"] == "completed" and "errorMessage" not in job
+    view = compact_result(job)
+    assert view["answer"] == ["looks fine", "looks fine"], view  # not null
+    assert '2/2 answered; A "looks fine"; B "looks fine"' in outcome.job_line(job)
+    text = markdown(job)
+    assert text.startswith("**[A] pi"), text
+    assert "no verdict" not in outcome.status_line(job)
+    assert parent_text(job).text.startswith("# A. pi"), parent_text(job).text

@@ -122,8 +122,10 @@ def record(
 
 
 def why(record: CouncilRecord, judged: bool, cancelled: bool) -> str | None:
-    """Why a council did not complete (the job's ``errorMessage``), or None: too few
-    answered for the quorum (so no judge started), or the judge gave no verdict."""
+    """What the job's ``errorMessage`` says of a council, or None: too few answered for the
+    quorum (so no judge started: the council failed), or the judge gave no verdict (the
+    council completed, its members' answers stand, and this note says the verdict is
+    missing)."""
     if cancelled:
         return None  # the stop says why
     answered, quorum = record["answered"], record["quorum"]
@@ -136,13 +138,12 @@ def why(record: CouncilRecord, judged: bool, cancelled: bool) -> str | None:
     return None
 
 
-def status(answered: int, quorum: int, judge: RunStatus | None, cancelled: bool) -> RunStatus:
-    """A council completes when at least ``quorum`` members answered (and its judge gave a
-    verdict, where it has one: ``judge`` is its run's status)."""
+def status(answered: int, quorum: int, cancelled: bool) -> RunStatus:
+    """A council completes when at least ``quorum`` members answered: their answers are
+    its product, with the judge's verdict or without it (a judge that failed is a missing
+    verdict, said by :func:`why`, not a failed council)."""
     if cancelled:
         return "aborted"
     if answered < quorum:
         return "failed"
-    if judge is not None and judge != "completed":
-        return judge
     return "completed"

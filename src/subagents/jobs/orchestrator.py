@@ -478,10 +478,11 @@ class Job:
         members, judge = runs[:n], (runs[n] if judged and len(runs) > n else None)
         schema = self.plan.requests[0].output_schema is not None
         record = council.record(members, self._quorum(), schema, judge)
-        # A judge that never started: too few answered for it to (or the job was stopped).
-        judged_as = judge["status"] if judge is not None else "failed" if judged else None
-        status = council.status(record["answered"], self._quorum(), judged_as, self.cancelled)
-        error = council.why(record, judged, self.cancelled) if status != "completed" else None
+        if judged and judge is None and record["answered"] >= self._quorum():
+            record["judgeError"] = "the judge did not start"  # the job was stopped first
+        status = council.status(record["answered"], self._quorum(), self.cancelled)
+        # Also for a council that completed without its verdict: the note says it is missing.
+        error = council.why(record, judged, self.cancelled)
         result = job_result(self.job_id, "council", status, runs, started, error=error)
         result["council"] = record
         verdict = record.get("verdict")

@@ -17,7 +17,7 @@ from mcp_types import CallToolResult, TextContent
 
 from subagents.core import ids
 from subagents.present import outcome
-from subagents.present.answer import cwd_of, markdown, readable_diagnostics
+from subagents.present.answer import answer_of, cwd_of, markdown, readable_diagnostics
 from subagents.present.figures import rounded_usage
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ RUN_KEYS = (
     "continuedFrom",
     "worktree",
     "limit",
+    "structured",
 )
 
 
@@ -89,7 +90,7 @@ def _compact_run(run: JobRun, answered: bool) -> dict[str, object]:
     out = {
         k: run.get(k)
         for k in RUN_KEYS
-        if run.get(k) is not None and not (answered and k == "finalText")
+        if run.get(k) is not None and not (answered and k in ("finalText", "structured"))
     }
     if run.get("usage") is not None:
         out["usage"] = rounded_usage(run.get("usage"))
@@ -109,10 +110,13 @@ def compact_result(result: Outcome) -> dict[str, object]:
     out: dict[str, object] = {}
     if result.get("status") != "completed":
         out["error"] = outcome.detail(result)
-    if result.get("mode") == "parallel":
-        out["answer"] = [r.get("finalText") for r in runs]
-    else:
-        out["answer"] = result.get("finalText")
+    # Parsed JSON where the runs answered under an output schema, as the tool says.
+    out["answer"] = answer_of(result)
+    if result.get("status") == "completed" and result.get("errorMessage"):
+        out["note"] = result.get("errorMessage")  # a council's missing verdict
+    limit = outcome.limit_of(result)
+    if limit is not None:
+        out["limit"] = limit
     out.update(
         {
             "summary": outcome.status_line(result),

@@ -29,7 +29,7 @@ from subagents.present.figures import money
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import CouncilRecord, JobResult, JobRun, JobState
+    from subagents.types import CouncilMember, CouncilRecord, JobResult, JobRun, JobState
 
     # A finished job: its result, or the state of the job (which holds it once it ended).
     Outcome = JobResult | JobState
@@ -135,6 +135,7 @@ def _md_failure(run: JobRun, cwd: str | None) -> str:
 def _md_run_line(run: JobRun) -> str:
     bits = [f"{outcome.mark(run.get('status'))} {run.get('status')}"]
     bits += outcome.figures(run.get("durationMs"), run.get("usage"))
+    bits += outcome.live_notes(run)
     bits.append(f"run {run.get('runId')}")
     return " · ".join(bits)
 
@@ -177,20 +178,67 @@ def markdown(result: Outcome) -> str:
 
 
 def _md_council(result: Outcome, council: CouncilRecord, line: str) -> str:
-    """The judge's merged answer (or, when it did not complete, the status line and why),
-    then the answers side by side and the verdict, as ``show`` prints them (in a code block:
-    Markdown keeps the columns)."""
+    """The judge's merged answer, or (without a verdict) each member's answer, labelled; or,
+    for a council short of its quorum, the status line and why. Then the answers side by
+    side and the verdict, as ``show`` prints them (in a code block: Markdown keeps the
+    columns), and the status line."""
     completed = result.get("status") == "completed"
-    if completed:
-        lead = str(result.get("finalText") or "").rstrip()
-    else:
+    parts: list[str] = []
+    if not completed:
         why = result.get("errorMessage")  # the status line names the failed runs
-        lead = f"{line}\n\n{why}" if why else line
-    parts = [lead] if lead else []
+        parts.append(f"{line}\n\n{why}" if why else line)
+    elif isinstance(council.get("verdict"), dict):
+        merged = str(result.get("finalText") or "").rstrip()
+        parts += [merged] if merged else []
+    else:
+        if result.get("errorMessage"):  # why there is no verdict
+            parts.append(f"No verdict: {result.get('errorMessage')}")
+        parts += [
+            f"**[{m['label']}] {member_name(m)}**\n\n{member_answer(m)}" for m in council["members"]
+        ]
     parts.append(f"```\n{_council_table(council)}\n```")
     if completed:
         parts.append(line)
     return "\n\n".join(parts)
+
+
+def member_name(member: CouncilMember) -> str:
+    """``pi (mock/mock-model)``: a council member's agent or backend, and its model."""
+    who = str(member.get("agent") or member.get("backend") or "?")
+    return f"{who} ({member['model']})" if member.get("model") else who
+
+
+def member_answer(member: CouncilMember) -> str:
+    """A member's answer as a parent reads it: its text (its structured answer is the same
+    JSON), or why it did not answer."""
+    if member.get("status") != "completed":
+        return f"(no answer: {member.get('status')}: {member.get('errorMessage') or ''})".strip()
+    return str(member.get("answer") or "").rstrip() or "(an empty answer)"
+
+
+def answer_value(run: JobRun) -> object:
+    """What a run answered, for a program: its structured answer (parsed JSON, under
+    ``--output-schema``) when it has one, else its text."""
+    structured = run.get("structured")
+    return structured if structured is not None else run.get("finalText")
+
+
+def answer_of(result: Outcome) -> object:
+    """A job's answer, for a program: a single run's (parsed JSON under an output schema),
+    a chain's last; a list of each run's for a parallel job and for a council without a
+    verdict (its members'), the merged answer of a council's verdict."""
+    runs = outcome.runs_of(result)
+    council = _council_of(result)
+    if council is not None and not isinstance(council.get("verdict"), dict):
+        members = [
+            r for r in runs if r.get("runId") in {m.get("runId") for m in council["members"]}
+        ]
+        return [answer_value(r) for r in members]
+    if result.get("mode") == "parallel":
+        return [answer_value(r) for r in runs]
+    if result.get("mode") in ("single", "chain") and runs and result.get("status") == "completed":
+        return answer_value(runs[-1])
+    return result.get("finalText")
 
 
 # ---- the parent's text (the pi package) -----------------------------------------------
@@ -214,6 +262,7 @@ class _Part:
     status: str
     text: str  # the answer, or what went wrong
     error: str | None
+    notes: tuple[str, ...] = ()  # what live control did: a budget's stop (outcome.live_notes)
 
 
 def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
@@ -231,6 +280,7 @@ def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
                 status=status,
                 text=str((r.get("finalText") if done else _failure(r)) or ""),
                 error=None if done else (r.get("errorMessage") or f"the run ended {status}"),
+                notes=tuple(outcome.live_notes(r)),
             )
         )
     for i in range(len(parts), len(tasks)):
@@ -254,13 +304,16 @@ def _parent_runs(result: Outcome, parts: list[_Part]) -> ParentAnswer:
     is_error = len(bad) == len(parts)
     if len(parts) == 1:
         only = parts[0]
-        return ParentAnswer(only.text or only.error or f"the run ended {only.status}", is_error)
+        text = only.text or only.error or f"the run ended {only.status}"
+        # A budget's stop is said after the answer: the parent knows it may be unfinished.
+        return ParentAnswer("\n\n".join([text, *only.notes]), is_error)
     if not bad and result.get("mode") == "chain":
-        return ParentAnswer(parts[-1].text, is_error)
+        return ParentAnswer("\n\n".join([parts[-1].text, *outcome.notes(result)]), is_error)
     sections = []
     for p in parts:
         title = (
             f"# {p.index + 1}. {p.task or 'task'}{f' ({p.agent})' if p.agent else ''}: {p.status}"
+            + "".join(f" · {n}" for n in p.notes)
         )
         body = "(not run)" if p.status == "not run" else (p.text or p.error or "").strip()
         sections.append(f"{title}\n\n{body}")
@@ -273,15 +326,22 @@ def _parent_runs(result: Outcome, parts: list[_Part]) -> ParentAnswer:
 def _parent_council(
     result: Outcome, council: CouncilRecord | None, parts: list[_Part]
 ) -> ParentAnswer:
-    """The judge's merged answer (or the status and why it fell short), then the answers side
-    by side and the verdict (without a council record: each run's section). An error by the
-    job's status: short of its quorum, or its judge failed, even when some members answered."""
+    """The judge's merged answer; without a verdict each member's answer leads (with why
+    there is none); short of its quorum, the status and why. Then the answers side by side
+    and the verdict (without a council record: each run's section). An error only when the
+    council failed (short of its quorum)."""
     status = result.get("status")
     is_error = status != "completed"
+    why = result.get("errorMessage")
     if is_error:
         answered = sum(1 for p in parts if p.status == "completed")
-        why = result.get("errorMessage") or f"{answered} of {len(parts)} runs completed"
-        lead = [f"council {status}: {why}"]
+        lead = [f"council {status}: {why or f'{answered} of {len(parts)} runs completed'}"]
+    elif council is not None and not isinstance(council.get("verdict"), dict):
+        lead = [f"No verdict: {why}"] if why else []
+        lead += [
+            f"# {m['label']}. {member_name(m)}: {m.get('status')}\n\n{member_answer(m)}"
+            for m in council["members"]
+        ]
     else:
         merged = str(result.get("finalText") or "").strip()
         lead = [merged] if merged else []

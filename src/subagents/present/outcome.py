@@ -98,6 +98,9 @@ def detail(job_result: FinishedJob) -> str:
     runs = runs_of(job_result)
     if not runs:
         return cut(first_line(job_result.get("errorMessage")), WHY_LIMIT) or "no run was started"
+    council = job_result.get("council")
+    if mode == "council" and isinstance(council, Mapping):
+        return _council_detail(job_result, council)
     bad = [r for r in runs if r.get("status") != "completed"]
     if mode == "single" or (len(runs) == 1 and mode != "parallel"):
         run = runs[0]
@@ -117,6 +120,25 @@ def detail(job_result: FinishedJob) -> str:
     return f"{done}; " + "; ".join(f"{word(r)}: {agent_of(r)} — {why(r)}" for r in bad)
 
 
+def _council_detail(job_result: FinishedJob, council: Mapping[str, object]) -> str:
+    """A council: how many members answered, then the judge's merged answer, or why there
+    is no verdict, or (without a judge) each member's answer."""
+    members = council.get("members")
+    members = [m for m in members if isinstance(m, Mapping)] if isinstance(members, list) else []
+    done = f"{council.get('answered', 0)}/{len(members)} answered"
+    if isinstance(council.get("verdict"), Mapping):
+        return f"{done}: {quote(job_result.get('finalText'))}"
+    if council.get("judgeError"):
+        return f"{done}; no verdict: {cut(first_line(council.get('judgeError')), WHY_LIMIT)}"
+    said = [
+        f"{m.get('label')} {quote(m.get('answer'))}"
+        if m.get("status") == "completed"
+        else f"{m.get('label')} {'failed' if m.get('status') == 'timeout' else m.get('status')} — {cut(first_line(m.get('errorMessage')), WHY_LIMIT)}"
+        for m in members
+    ]
+    return "; ".join([done, *said])
+
+
 def figures(duration_ms: object, usage: object) -> list[str]:
     """``["3.4s", "60 tokens", "$0.00004"]``: what is known of them."""
     out = []
@@ -131,32 +153,65 @@ def figures(duration_ms: object, usage: object) -> list[str]:
 
 
 _LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
+LIMIT_MARK = "⏹"  # a budget stop: neither a success's ✓ nor a failure's ✗
+
+
+def limit_text(limit: object) -> str | None:
+    """What a budget did at its limit (a run's or a job's ``limit`` record): ``turn limit
+    3 · wrapped up (4 used)``; None for no record."""
+    if not isinstance(limit, Mapping):
+        return None
+    kind = str(limit.get("kind") or "")
+    name = {"turns": "turn", "tokens": "token", "cost": "cost"}.get(kind, kind)
+    whose = "job's " if limit.get("scope") == "job" else ""
+
+    def amount(value: object) -> str:
+        if kind == "cost" and isinstance(value, int | float):
+            return money(value)
+        return str(int(value)) if isinstance(value, int | float) else "?"
+
+    done = _LIMIT_DONE.get(str(limit.get("action")), str(limit.get("action")))
+    return (
+        f"{whose}{name} limit {amount(limit.get('limit'))} · {done}"
+        f" ({amount(limit.get('used'))} used)"
+    )
+
+
+def limit_of(job_result: Mapping[str, object]) -> object:
+    """The budget that stopped a job: its own (a job's budget), else its first run's."""
+    if job_result.get("limit") is not None:
+        return job_result.get("limit")
+    runs = job_result.get("runs")
+    for run in runs if isinstance(runs, list) else []:
+        if isinstance(run, Mapping) and run.get("limit") is not None:
+            return run.get("limit")
+    return None
+
+
+def notes(job_result: FinishedJob) -> list[str]:
+    """What a job's status line adds to its status: the budget that stopped it
+    (``⏹ turn limit 3 · wrapped up (4 used)``), a council's missing verdict."""
+    out = []
+    limit = limit_text(limit_of(job_result))
+    if limit:
+        out.append(f"{LIMIT_MARK} {limit}")
+    council = job_result.get("council")
+    if isinstance(council, Mapping) and council.get("judgeError"):
+        out.append("no verdict: the judge failed")
+    return out
 
 
 def live_notes(run: Mapping[str, object]) -> list[str]:
-    """What live control did in a run, for its summary line: ``1 message``, ``turn limit
-    3: wrapped up (4 used)``; nothing where it did nothing."""
+    """What live control did in a run, for its summary line: ``1 message``, ``⏹ turn limit
+    3 · wrapped up (4 used)``; nothing where it did nothing."""
     out = []
     messages = run.get("messages")
     sent = messages.get("sent") if isinstance(messages, Mapping) else None
     if isinstance(sent, int) and sent:
         out.append(f"{sent} message{'' if sent == 1 else 's'}")
-    limit = run.get("limit")
-    if isinstance(limit, Mapping):
-        kind = str(limit.get("kind") or "")
-        name = {"turns": "turn", "tokens": "token", "cost": "cost"}.get(kind, kind)
-        whose = "job's " if limit.get("scope") == "job" else ""
-
-        def amount(value: object) -> str:
-            if kind == "cost" and isinstance(value, int | float):
-                return money(value)
-            return str(int(value)) if isinstance(value, int | float) else "?"
-
-        done = _LIMIT_DONE.get(str(limit.get("action")), str(limit.get("action")))
-        out.append(
-            f"{whose}{name} limit {amount(limit.get('limit'))}: {done}"
-            f" ({amount(limit.get('used'))} used)"
-        )
+    limit = limit_text(run.get("limit"))
+    if limit:
+        out.append(f"{LIMIT_MARK} {limit}")
     return out
 
 
@@ -171,6 +226,7 @@ def status_line(job_result: FinishedJob) -> str:
     if who:
         parts.append(who)
     parts += figures(job_result.get("durationMs"), job_result.get("usage"))
+    parts += notes(job_result)
     return " · ".join(parts)
 
 
@@ -182,6 +238,7 @@ def end_line(
     usage: object,
     what: str,
     mode: object = "single",
+    marks: list[str] | None = None,
 ) -> str:
     """``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``; a job that did not
     complete says how it ended after its id (``✗ job <id> failed · …``). Terminal escapes
@@ -194,6 +251,7 @@ def end_line(
     if who:
         parts.append(str(who))
     parts += figures(duration_ms, usage)
+    parts += marks or []
     if what:
         parts.append(what)
     # It quotes a child: no escapes reach a terminal, and no line longer than one holds.
@@ -210,4 +268,5 @@ def job_line(job_result: FinishedJob) -> str:
         job_result.get("usage"),
         detail(job_result),
         job_result.get("mode"),
+        notes(job_result),
     )
