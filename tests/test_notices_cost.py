@@ -48,7 +48,9 @@ def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     context = out["additionalContext"]
     # Worded as the command line ends a job; the cost as people read it.
     assert f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found 3 retries."' in context
-    assert fg not in context and "Details follow" not in context
+    # ...with the whole answer (one line: a JSON string), so the model need not fetch it.
+    assert 'answer: "Found 3 retries.\\nDetails follow"' in context, context
+    assert fg not in context and "foreground answer" not in context
     assert hook(isolated_state).stdout == ""  # told once
 
     later = store.create(plan, agents=["scout"], background=True)
@@ -102,7 +104,7 @@ def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
 
 
 @pytest.mark.process
-def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path) -> None:
+def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_state: Path) -> None:
     store = JobStore(isolated_state)
     session = f"claude-{CLAUDE_ID}"
     plan = {
@@ -116,7 +118,10 @@ def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path)
         {**plan, "session": "claude-someone-else"}, agents=["pi"], background=False
     )
 
-    listed = json.loads(hook(isolated_state, "/subagents:jobs").stdout)["systemMessage"]
+    said = json.loads(hook(isolated_state, "/subagents:jobs").stdout)
+    # Shown to the user as the reason the prompt is blocked: it goes no further.
+    assert said["decision"] == "block" and said["hookSpecificOutput"]["suppressOriginalPrompt"]
+    listed = said["reason"]
     assert listed.startswith("Subagents jobs of this session:\n")
     (row,) = [line for line in listed.splitlines() if job in line]
     assert "completed" in row and "pi" in row and "look around the repo" in row, listed
@@ -124,12 +129,15 @@ def test_the_jobs_command_is_shown_to_the_user_by_the_hook(isolated_state: Path)
     assert other not in listed
 
     shown = json.loads(hook(isolated_state, f"/subagents:jobs show {job[:12]}").stdout)
-    assert shown["systemMessage"].startswith(f"job {job} · single · completed"), shown
-    assert "$0.00004" in shown["systemMessage"] and "Looked." in shown["systemMessage"]
-    cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["systemMessage"]
+    assert shown["reason"].startswith(f"job {job} · single · completed"), shown
+    assert "$0.00004" in shown["reason"] and "Looked." in shown["reason"]
+    cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["reason"]
     assert cost.startswith("Subagents cost of this session: "), cost
-    # stop is the model's to do (through subagent_cancel); other prompts get nothing.
-    for prompt in (f"/subagents:jobs stop {job}", "/subagents:jobsx", "list my /subagents:jobs"):
+    stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}").stdout)["reason"]
+    assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · pi · "), stop
+    wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate").stdout)["reason"]
+    assert wrong == "usage: /subagents:jobs [show JOB | stop JOB | cost]"
+    for prompt in ("/subagents:jobsx", "list my /subagents:jobs"):  # not the command
         assert hook(isolated_state, prompt).stdout == "", prompt
 
 
@@ -152,6 +160,26 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
+@pytest.mark.process
+def test_the_stop_hook_shows_each_foreground_call_s_outcome_once(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    log = sessionlog.session_path(isolated_state, session)
+    plan = {"mode": "single", "session": session}
+    fg = store.create(plan, agents=["scout"], background=False)
+    bg = store.create(plan, agents=["scout"], background=True)
+    ended(store, log, fg, "foreground")
+    ended(store, log, bg, "background")  # its notice says it: not this hook
+    payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "Stop"})
+
+    said = json.loads(sub("claude-code", "stop-hook", stdin=payload).stdout)
+    assert said == {
+        "systemMessage": f"subagents: ✓ completed · scout · 3.4s · 30 tokens · $0.013 · job {fg}"
+    }
+    assert sub("claude-code", "stop-hook", stdin=payload).stdout == ""  # shown once
+    assert json.loads(hook(isolated_state).stdout)  # the notices' own record is untouched
+
+
 def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
     isolated_state: Path,
 ) -> None:
@@ -177,7 +205,8 @@ def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
         ended(store, log, fg, "foreground")
         ended(store, log, bg, "Found it.")
         line = monitor.stdout.readline()  # the foreground job is skipped
-        assert line == f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found it."\n', line
+        end = f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found it."'
+        assert line == f'{end} · answer: "Found it."\n', line
         assert hook(isolated_state).stdout == ""  # told by the monitor: not again by the hook
     finally:
         claude.kill()

@@ -5,9 +5,13 @@ runs, through its launcher ``scripts/subagents-plugin``.
   line for each background job of the session that ends; Claude Code shows the line
   ("Monitor event: …") and hands it to the model, which wakes an idle session.
 - ``prompt-hook`` (``UserPromptSubmit``): the ends nobody told yet go to the model with the
-  prompt (where there is no monitor: ``claude -p``); and the ``/subagents:jobs`` command's
-  list, job or cost is shown to the user at once, as the hook's ``systemMessage`` (a plugin
-  command's own output reaches only the model in Claude Code 2.1.330).
+  prompt (where there is no monitor: ``claude -p``); and the ``/subagents:jobs`` command
+  (list, ``show``, ``cost``, ``stop``) is done by the hook itself and shown to the user as
+  the reason it blocks the prompt: no model turn (a plugin command's own output reaches
+  only the model in Claude Code 2.1.330).
+- ``stop-hook`` (``Stop``): each foreground call's outcome line (status, time, tokens,
+  cost), as a system message at the end of the turn: Claude Code shows an MCP call only as
+  "Called plugin:subagents:subagents", and a tool hook's message only inside that row.
 - ``session-start`` (``SessionStart``): checks that the plugin's MCP server can start here,
   and says what is wrong, once, when it cannot.
 - ``statusline``: a status line of the session's running jobs, for users who set it as their
@@ -118,10 +122,10 @@ def _render(renderable: Any) -> str:
     return buffer.getvalue().rstrip()
 
 
-def jobs_view(session: str, args: str) -> str | None:
-    """What ``/subagents:jobs ARGS`` shows the user: the session's jobs (no arguments),
-    one job (``show JOB``) or the session's cost (``cost``); None for what the model does
-    itself (``stop JOB``) or cannot be read."""
+def jobs_view(session: str, args: str) -> str:
+    """What ``/subagents:jobs ARGS`` does and shows the user: the session's jobs (no
+    arguments), one job (``show JOB``), the session's cost (``cost``), or stops a job
+    (``stop JOB``: its end is then no news to this session) and says how it ended."""
     from subagents import service
     from subagents.cli.jobs import jobs_table
     from subagents.core.childtext import neutralize
@@ -136,12 +140,15 @@ def jobs_view(session: str, args: str) -> str | None:
         return "Subagents jobs of this session:\n" + "\n".join(
             jobs_table(items, wide=True).lines(HOOK_TABLE_WIDTH)
         )
-    if words[0] == "show" and len(words) == 2:
+    if words[0] in ("show", "stop") and len(words) == 2:
         store = JobStore()
         try:
-            state = service.job_state(store, store.resolve(words[1]))
+            job_id = store.resolve(words[1])
+            state = service.job_state(store, job_id)
         except JobIdError as exc:
             return str(exc)
+        if words[0] == "stop":
+            return neutralize(_stop(store, session, state))
         text = service.describe_job(state)
         if state.get("status") not in TERMINAL:
             activity = service.current_activity(store.home, state.get("runIds") or [])
@@ -153,7 +160,28 @@ def jobs_view(session: str, args: str) -> str | None:
 
         total = cost.totals(cost.end_entries(paths.state_home(), session))["total"]
         return f"Subagents cost of this session: {cost.describe(total)}"
-    return None
+    return f"usage: {JOBS_COMMAND} [show JOB | stop JOB | cost]"
+
+
+STOP_GRACE_SECONDS = 5.0  # a run's grace after SIGTERM: the hook's timeout holds two
+
+
+def _stop(store: JobStore, session: str, state: JobState) -> str:
+    """Stop the job of ``state`` and say how it ended (or that it had already)."""
+    from subagents import service
+    from subagents.lifecycle import notices
+    from subagents.present import outcome
+    from subagents.service import TERMINAL
+
+    job_id = state["jobId"]
+    if state.get("status") in TERMINAL:
+        return f"Job {job_id} had already ended: {outcome.job_line(state)}"
+    if state.get("session") == session:  # stopped from this session: its end is no news
+        notices.mark_told(store.home, session, job_id, notices.CLAUDE_READER)
+    ended = service.stop_job(store, job_id, grace=STOP_GRACE_SECONDS)
+    if ended.get("runs") is None:
+        return f"Job {job_id}: {ended.get('status')}"
+    return f"Stopped: {outcome.job_line(ended)}"
 
 
 @main.group("claude-code")
@@ -176,22 +204,69 @@ def run_prompt_hook() -> None:
 
     payload = _hook_input()
     session = _session(payload.get("session_id"), "the hook input")
+    command = _JOBS_PROMPT.match(str(payload.get("prompt") or ""))
     output: dict[str, object] = {}
     try:
-        ended = untold_ends(session, notices.CLAUDE_READER)
-        command = _JOBS_PROMPT.match(str(payload.get("prompt") or ""))
-        view = jobs_view(session, command.group(1) or "") if command else None
+        if command:
+            # Done here, shown to the user, and the prompt goes no further: no model turn.
+            # (The ends not told yet wait for the next prompt or the monitor.)
+            output = {
+                "decision": "block",
+                "reason": jobs_view(session, command.group(1) or ""),
+                "hookSpecificOutput": {
+                    "hookEventName": "UserPromptSubmit",
+                    "suppressOriginalPrompt": True,
+                },
+            }
+        elif ended := untold_ends(session, notices.CLAUDE_READER):
+            output["hookSpecificOutput"] = {
+                "hookEventName": "UserPromptSubmit",
+                "additionalContext": notices.notice_text(ended),
+            }
     except (ValueError, OSError) as exc:
         _hook_fail(str(exc))
-    if ended:
-        output["hookSpecificOutput"] = {
-            "hookEventName": "UserPromptSubmit",
-            "additionalContext": notices.notice_text(ended),
-        }
-    if view:
-        output["systemMessage"] = view
     if output:
         click.echo(json.dumps(output, ensure_ascii=False, allow_nan=False))
+
+
+@claude_code.command("stop-hook")
+def stop_hook() -> None:
+    """Claude Code's Stop hook: the outcome line (status, time, tokens, cost) of each
+    foreground call of the plugin's tools that ended this turn, shown to the user as a
+    system message (Claude Code shows an MCP call only as "Called …")."""
+    payload = _hook_input()
+    session = _session(payload.get("session_id"), "the hook input")
+    try:
+        lines = outcome_lines(session)
+    except (ValueError, OSError) as exc:
+        _hook_fail(str(exc))
+    if lines:
+        message = "\n".join(lines)
+        click.echo(json.dumps({"systemMessage": message}, ensure_ascii=False, allow_nan=False))
+
+
+OUTCOME_READER = "claude-code-outcomes"  # the Stop hook's own record of the ends it showed
+
+
+def outcome_lines(session: str) -> list[str]:
+    """``subagents: ✓ completed · pi · 3.4s · 60 tokens · $0.00004 · job 01m8…`` for each
+    foreground job of the session that ended since the last time (background ones have
+    their notices)."""
+    from subagents.core import paths
+    from subagents.core.childtext import neutralize
+    from subagents.lifecycle import notices
+    from subagents.present import outcome
+    from subagents.service import JobStore
+
+    home = paths.state_home()
+    store = JobStore(home)
+    lines = []
+    for entry in notices.take_new_ends(home, session, OUTCOME_READER):
+        job = _with_result(store, entry)
+        if job is None or job.get("background", True) or job.get("runs") is None:
+            continue
+        lines.append(neutralize(f"subagents: {outcome.status_line(job)} · job {job['jobId']}"))
+    return lines
 
 
 @claude_code.command("monitor")
@@ -222,7 +297,7 @@ def monitor() -> None:
             click.echo(f"subagents claude-code monitor: {exc}", err=True)
             return
         for entry, job in ends:
-            click.echo(notices.describe_end(entry, job))
+            click.echo(notices.describe_end(entry, job, answer=True))
         sys.stdout.flush()
 
     log = sessionlog.session_path(paths.state_home(), session)

@@ -228,6 +228,40 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     return None
 
 
+def usage_so_far(home: Path, run_ids: list[str | None]) -> tuple[int | None, float | None]:
+    """A running job's tokens and cost so far: each ended run's result, each running run's
+    last running total (``usage`` events); None where no run reported one."""
+    from subagents.core.files import read_json
+
+    tokens: int | None = None
+    cost: float | None = None
+    for run_id in (r for r in run_ids if r):
+        run_dir = paths.runs_dir(home) / run_id
+        usage: object = None
+        try:
+            result = read_json(run_dir / "result.json")
+            usage = result.get("usage") if isinstance(result, dict) else None
+        except FileNotFoundError:
+            for line in reversed(
+                read_tail(run_dir / "events.jsonl", ACTIVITY_TAIL_BYTES).split("\n")
+            ):
+                if '"usage"' in line:
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(line)
+                        if isinstance(event, dict) and event.get("type") == "usage":
+                            usage = event
+                            break
+        except (OSError, ValueError):
+            continue
+        if not isinstance(usage, dict):
+            continue
+        if isinstance(usage.get("totalTokens"), int):
+            tokens = (tokens or 0) + usage["totalTokens"]
+        if isinstance(usage.get("cost"), int | float):
+            cost = (cost or 0.0) + float(usage["cost"])
+    return tokens, cost
+
+
 def list_jobs(
     limit: int = 20,
     home: Path | None = None,
@@ -248,6 +282,10 @@ def list_jobs(
             except (OSError, ValueError):
                 pass  # as it is: looking at jobs only reads
             item["activity"] = current_activity(store.home, item.get("runIds") or [])
+            if item.get("totalTokens") is None:  # the runs' figures so far, where known
+                item["totalTokens"], item["cost"] = usage_so_far(
+                    store.home, item.get("runIds") or []
+                )
         else:
             store.settle_end_entry(item["jobId"])
     if damaged is not None:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from subagents.core.childtext import neutralize
 from subagents.core.files import make_private_dir, read_json, write_json_atomic
 from subagents.core.records import is_agent_event
 from subagents.core.tail import LineTail
@@ -136,12 +137,14 @@ def _announced(state: JsonObject) -> list[str]:
     return [j for j in said if isinstance(j, str)] if isinstance(said, list) else []
 
 
-def describe_end(entry: AgentEvent, job: JobState | None = None) -> str:
-    """One line for a person or a model, as the command line ends a job:
-    ``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``. From the job's result when
-    it is at hand, else from the end entry (its summary says what came of it)."""
+def describe_end(entry: AgentEvent, job: JobState | None = None, *, answer: bool = False) -> str:
+    """One line for a person or a model, as the command line ends a job, naming its task:
+    ``✓ job <id> (list the files) · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``. From the
+    job's result when it is at hand, else from the end entry (its summary says what came of
+    it). ``answer``: followed by the job's whole answer (:func:`answer_part`)."""
     if job is not None and job.get("runs") is not None:
-        return outcome.job_line(job)
+        line = outcome.job_line(job, named=True)
+        return f"{line} · {answer_part(job)}" if answer else line
     status = entry.get("status") or str(entry.get("eventType", "")).removeprefix("subagent:")
     summary = str(entry.get("summary") or "").strip()
     # A single job's summary leads with "<status>: <agent> — ", which the line says already.
@@ -157,9 +160,29 @@ def describe_end(entry: AgentEvent, job: JobState | None = None) -> str:
     )
 
 
+NOTICE_ANSWER_LIMIT = 6000  # characters of an answer a notice carries whole (else: where it is)
+
+
+def answer_part(job: JobState) -> str:
+    """``answer: "…"``: the job's answer as its parent reads it (``present/answer.py``), in
+    one line (a JSON string: its line ends kept as ``\\n``), so that a model told of the
+    end needs no call to read it; a longer one is named by where it is."""
+    import json
+
+    from subagents.present.answer import parent_text
+
+    text = parent_text(job).text
+    if len(text) <= NOTICE_ANSWER_LIMIT:
+        return "answer: " + json.dumps(neutralize(text), ensure_ascii=False)
+    return (
+        f"answer: {len(text)} characters, too long for a notice:"
+        f' subagent_result(job_id="{job.get("jobId")}") returns it'
+    )
+
+
 def notice_text(ends: list[tuple[AgentEvent, JobState | None]]) -> str:
     """The notice for a list of job ends (each an end entry and, when at hand, the job's
-    result), or "" for none."""
+    result, with its answer), or "" for none."""
     if not ends:
         return ""
     head = (
@@ -169,17 +192,15 @@ def notice_text(ends: list[tuple[AgentEvent, JobState | None]]) -> str:
     )
     # The newest few: a notice goes into a model's context, which a flood would fill.
     shown = ends[-MAX_LISTED:]
-    lines = [head, *(f"- {describe_end(entry, job)}" for entry, job in shown)]
+    lines = [head, *(f"- {describe_end(entry, job, answer=True)}" for entry, job in shown)]
     if len(ends) > len(shown):
         lines.append(f"- and {len(ends) - len(shown)} earlier (subagents history)")
-    lines.append(f"({FULL_ANSWERS})")
     return "\n".join(lines)
 
 
 MAX_LISTED = 10  # job ends a notice lists (the newest), the rest counted
 
 
-FULL_ANSWERS = "Full answers: the subagent_result tool with the job id."
 CLAUDE_READER = "claude-code"  # the Claude Code plugin's hook and monitor share what they told
 CLAUDE_PREFIX = "claude-"
 CLAUDE_SESSION_ENV = "CLAUDE_CODE_SESSION_ID"  # set by Claude Code for its MCP servers and hooks

@@ -56,7 +56,8 @@ diagnostics: what went wrong, exit status, stderr tail, last tool calls."""
 
 SCHEMA = (
     "The answer must be JSON valid against this JSON Schema (2020-12): the schema itself,"
-    " inline JSON text or a file; each run's result holds the value as `structured`."
+    " inline JSON text or a file; the result's `answer` (and each run's `structured`) is"
+    " that value, parsed."
 )
 COUNCIL = (
     "Ask the same `task` of several members side by side (each backend[:model] or an agent"

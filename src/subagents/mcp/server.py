@@ -358,7 +358,7 @@ class SubagentsMCP:
                 abandon_on_cancel=True,
             )
             if result is not None:
-                return result_to_tool_result(result)
+                return await self._fetched(jid, result_to_tool_result(result))
             if time.monotonic() >= deadline:
                 break
             state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
@@ -374,7 +374,7 @@ class SubagentsMCP:
                 )
         state, activity = await anyio.to_thread.run_sync(self._state_and_activity, jid)
         if state.get("status") in TERMINAL and "runs" in state:
-            return result_to_tool_result(state)
+            return await self._fetched(jid, result_to_tool_result(state))
         text = (
             f"job {jid} is still running ({state.get('status')}"
             + (f": {activity}" if activity else "")
@@ -438,6 +438,13 @@ class SubagentsMCP:
             content=[TextContent(type="text", text=text)],
             structured_content=status_summary(state, None),
         )
+
+    async def _fetched(self, job_id: str, answer: CallToolResult) -> CallToolResult:
+        """``answer``, the end of ``job_id`` the model fetched: a notice of it would be no
+        news to this session (nor wake it)."""
+        if self.announced:
+            await anyio.to_thread.run_sync(self._told, job_id)
+        return answer
 
     def _told(self, job_id: str) -> None:
         with contextlib.suppress(OSError, ValueError):

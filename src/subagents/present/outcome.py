@@ -117,7 +117,21 @@ def detail(job_result: FinishedJob) -> str:
         return f"{done}; {word(bad[0])} at step {step}: {agent_of(bad[0])} — {why(bad[0])}"
     if not bad:
         return done
-    return f"{done}; " + "; ".join(f"{word(r)}: {agent_of(r)} — {why(r)}" for r in bad)
+    named = (f"{word(r)}: [{runs.index(r) + 1}] {agent_of(r)}{_asked(r)} — {why(r)}" for r in bad)
+    return f"{done}; " + "; ".join(named)
+
+
+TASK_WORDS = 40  # characters of a task's first line that name it in one line
+
+
+def task_words(run: Mapping[str, object]) -> str:
+    """The first words of what ``run`` was asked (``list the files``), or ""."""
+    return cut(first_line(run.get("task")), TASK_WORDS)
+
+
+def _asked(run: JobRun) -> str:
+    words = task_words(run)
+    return f' "{words}"' if words else ""
 
 
 def _council_detail(job_result: FinishedJob, council: Mapping[str, object]) -> str:
@@ -239,12 +253,16 @@ def end_line(
     what: str,
     mode: object = "single",
     marks: list[str] | None = None,
+    task: str = "",
 ) -> str:
     """``✓ job <id> · pi · 3.4s · 60 tokens · $0.00004 · "DONE"``; a job that did not
-    complete says how it ended after its id (``✗ job <id> failed · …``). Terminal escapes
-    and control characters in what it quotes are removed."""
+    complete says how it ended after its id (``✗ job <id> failed · …``), and ``task`` (its
+    first words) follows in brackets where given. Terminal escapes and control characters
+    in what it quotes are removed."""
     status = str(status or "unknown")
     head = f"{mark(status)} job {job_id}" + ("" if status == "completed" else f" {status}")
+    if task:
+        head += f" ({task})"
     parts = [head]
     if mode and mode != "single":
         parts.append(str(mode))
@@ -258,8 +276,10 @@ def end_line(
     return cut(neutralize(" · ".join(parts)), END_LINE_LIMIT)
 
 
-def job_line(job_result: FinishedJob) -> str:
-    """:func:`end_line` for a job result (``job.json`` once it ended)."""
+def job_line(job_result: FinishedJob, *, named: bool = False) -> str:
+    """:func:`end_line` for a job result (``job.json`` once it ended); ``named``: with the
+    first words of its (first) task."""
+    runs = runs_of(job_result)
     return end_line(
         job_result.get("jobId"),
         job_result.get("status"),
@@ -269,4 +289,5 @@ def job_line(job_result: FinishedJob) -> str:
         detail(job_result),
         job_result.get("mode"),
         notes(job_result),
+        task_words(runs[0]) if named and runs else "",
     )
