@@ -67,7 +67,7 @@ def test_a_job_line_is_the_end_of_a_job_in_one_line() -> None:
     }
     assert outcome.job_line(failed) == (
         "✗ job J failed · parallel · scout, pi · 3.4s · 60 tokens · $0.00004 · "
-        "1/2 completed; failed: pi — timed out after 60s"
+        "1/2 completed; failed: [2] pi — timed out after 60s"
     )
 
 

@@ -134,7 +134,7 @@ def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_stat
     cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["reason"]
     assert cost.startswith("Subagents cost of this session: "), cost
     stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}").stdout)["reason"]
-    assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · pi · "), stop
+    assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · scout · "), stop
     wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate").stdout)["reason"]
     assert wrong == "usage: /subagents:jobs [show JOB | stop JOB | cost]"
     for prompt in ("/subagents:jobsx", "list my /subagents:jobs"):  # not the command
@@ -160,7 +160,6 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
-@pytest.mark.process
 def test_the_stop_hook_shows_each_foreground_call_s_outcome_once(isolated_state: Path) -> None:
     store = JobStore(isolated_state)
     session = f"claude-{CLAUDE_ID}"
@@ -180,6 +179,7 @@ def test_the_stop_hook_shows_each_foreground_call_s_outcome_once(isolated_state:
     assert json.loads(hook(isolated_state).stdout)  # the notices' own record is untouched
 
 
+@pytest.mark.process
 def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
     isolated_state: Path,
 ) -> None:

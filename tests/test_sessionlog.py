@@ -459,7 +459,7 @@ def test_summarize_parallel_and_chain() -> None:
     }
     assert (
         sessionlog.summarize(par)
-        == "parallel 3/4 completed; failed: reviewer — timed out after 60s"
+        == "parallel 3/4 completed; failed: [3] reviewer — timed out after 60s"
     )
     all_ok = {"mode": "parallel", "status": "completed", "runs": [_run("a"), _run("b"), _run("a")]}
     assert sessionlog.summarize(all_ok) == "parallel 3/3 completed: a, b"
@@ -510,7 +510,7 @@ def test_entry_for_job() -> None:
     assert set(e) == DESIGN_KEYS
     assert e["eventType"] == "subagent:error" and e["status"] == "failed"
     assert e["agentName"] == "a, b" and e["model"] == "m1" and e["jobId"] == "j1"
-    assert e["summary"] == "parallel 1/2 completed; failed: b — x"
+    assert e["summary"] == "parallel 1/2 completed; failed: [2] b — x"
 
 
 # ---- paths and ids ------------------------------------------------------------------
