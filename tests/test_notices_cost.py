@@ -216,6 +216,33 @@ def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
 
 
 @pytest.mark.process
+def test_a_monitor_turned_off_says_what_is_lost(isolated_state: Path) -> None:
+    store = JobStore(isolated_state)
+    session = f"claude-{CLAUDE_ID}"
+    job = store.create({"mode": "single", "session": session}, agents=["scout"], background=True)
+    ended(store, sessionlog.session_path(isolated_state, session), job, "done")
+    claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
+    try:
+        monitor = subprocess.Popen(
+            [SUBAGENTS, "claude-code", "monitor"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
+        )
+        # Up and following the log once it told an end: then Claude Code's "x to stop".
+        assert monitor.stdout is not None
+        assert monitor.stdout.readline().startswith(f"✓ job {job} · scout · ")
+        monitor.terminate()
+        out, _ = monitor.communicate(timeout=30)
+    finally:
+        claude.kill()
+        claude.wait()
+    assert monitor.returncode == 0
+    assert out.startswith("subagents: job-end notices are off for this session: "), out
+    assert "told with the next prompt" in out
+
+
+@pytest.mark.process
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
         proc = sub("notices", "--claude-hook", stdin=stdin)

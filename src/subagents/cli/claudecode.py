@@ -24,9 +24,11 @@ Every end is told once per Claude session, by whichever of them comes first (one
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -301,6 +303,7 @@ def monitor() -> None:
         sys.stdout.flush()
 
     log = sessionlog.session_path(paths.state_home(), session)
+    signal.signal(signal.SIGTERM, _stopped_monitor)
     try:
         # From the log's start: ends nobody told yet are told at once (each at most once).
         for entry in history.follow(log, stop=gone, from_start=True):
@@ -308,6 +311,21 @@ def monitor() -> None:
                 tell()
     except (BrokenPipeError, KeyboardInterrupt):
         return
+
+
+MONITOR_OFF = (
+    "subagents: job-end notices are off for this session: a background job's end no longer"
+    " shows here as it happens nor wakes the session; it is told with the next prompt"
+    " instead, and /subagents:jobs lists the jobs."
+)
+
+
+def _stopped_monitor(signum: int, frame: object) -> None:
+    """The monitor stopped (Claude Code's "x to stop"): say what is lost, then end."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(MONITOR_OFF)
+        sys.stdout.flush()
+    os._exit(0)
 
 
 @claude_code.command("statusline")
