@@ -444,6 +444,19 @@ def test_summarize_single() -> None:
     assert sessionlog.summarize(bad) == "failed: worker — pi exited with code 3"
     slow = {"mode": "single", "status": "timeout", "runs": [_run("worker", "timeout")]}
     assert sessionlog.summarize(slow) == "failed: worker — timed out"
+    limited = {
+        "mode": "single",
+        "status": "completed",
+        "runs": [
+            {
+                **_run("scout", final="Partly."),
+                "limit": {"kind": "turns", "limit": 3, "used": 4, "action": "wrap-up"},
+            }
+        ],
+    }
+    assert sessionlog.summarize(limited) == (
+        'completed: scout — ⏹ turn limit 3 · wrapped up (4 used) · "Partly."'
+    )
 
 
 def test_summarize_parallel_and_chain() -> None:

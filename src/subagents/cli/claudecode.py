@@ -30,6 +30,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
@@ -73,6 +74,17 @@ def _session(claude_id: object, where: str) -> str:
         return notices.claude_session(claude_id)
     except (ValueError, UsageError) as exc:
         _hook_fail(f"{where}: {exc}")
+
+
+def _for_session(where: str, make: Callable[[str], str]) -> str:
+    """``make(session)`` for the Claude Code session of the hook input on stdin (``where``
+    names that input in a failure)."""
+    payload = _hook_input()
+    session = _session(payload.get("session_id"), where)
+    try:
+        return make(session)
+    except (ValueError, OSError) as exc:
+        _hook_fail(str(exc))
 
 
 def _with_result(store: JobStore, entry: AgentEvent) -> JobState | None:
@@ -236,14 +248,8 @@ def stop_hook() -> None:
     """Claude Code's Stop hook: the outcome line (status, time, tokens, cost) of each
     foreground call of the plugin's tools that ended this turn, shown to the user as a
     system message (Claude Code shows an MCP call only as "Called …")."""
-    payload = _hook_input()
-    session = _session(payload.get("session_id"), "the hook input")
-    try:
-        lines = outcome_lines(session)
-    except (ValueError, OSError) as exc:
-        _hook_fail(str(exc))
-    if lines:
-        message = "\n".join(lines)
+    message = _for_session("the hook input", lambda session: "\n".join(outcome_lines(session)))
+    if message:
         click.echo(json.dumps({"systemMessage": message}, ensure_ascii=False, allow_nan=False))
 
 
@@ -332,12 +338,7 @@ def _stopped_monitor(signum: int, frame: object) -> None:
 def statusline() -> None:
     """A Claude Code status line (``statusLine`` in your settings; a plugin cannot set it):
     this session's running subagents jobs and what each does now, or nothing."""
-    payload = _hook_input()
-    session = _session(payload.get("session_id"), "the status line input")
-    try:
-        line = running_line(session)
-    except (ValueError, OSError) as exc:
-        _hook_fail(str(exc))
+    line = _for_session("the status line input", running_line)
     if line:
         click.echo(line)
 

@@ -259,7 +259,8 @@ def summarize(job_result: JobResult | JobState) -> str:
     if not runs:
         why = outcome.first_line(job_result.get("errorMessage"))
         return _clip(f"{status}: {mode} job" + (f" — {why}" if why else ""))
-    what = outcome.detail(job_result)
+    # A budget's stop, a council's missing verdict: said before what came of it.
+    what = " · ".join([*outcome.notes(job_result), outcome.detail(job_result)])
     if mode == "single" or (len(runs) == 1 and mode != "parallel"):
         run = runs[0]
         run_status = str(run.get("status") or status)
