@@ -190,10 +190,16 @@ def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", agents("gemini"))
-def test_gemini_061_cannot_load_its_own_session(tmp_path: Path, name: str) -> None:
-    """Gemini CLI 0.61 advertises loadSession, but its session/load starts the session's
-    record anew before it looks for it: the continuation fails, in the agent's words."""
-    _, second, _ = continued(tmp_path, name)
+def test_gemini_061_loading_its_own_session_is_said_either_way(tmp_path: Path, name: str) -> None:
+    """Gemini CLI 0.61 advertises loadSession, but whether its session/load finds the session
+    is a race inside gemini: its new session config may start the session's record anew
+    (no resumable content) before it lists the records, or after. Either way the run says
+    what happened: the conversation continued, or the agent's own words for why not."""
+    first, second, _ = continued(tmp_path, name)
+    if second["status"] == "completed":
+        assert second["continuedFrom"] == first["runId"]
+        assert second["finalText"] == "first"
+        return
     assert second["status"] == "failed"
     message = second["errorMessage"]
     assert message.startswith(f"the agent could not load session {second_session(second)}")
