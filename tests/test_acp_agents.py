@@ -28,7 +28,12 @@ from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.e2e
 
-BINARIES = {"gemini": "gemini", "qwen": "qwen", "claude": "claude-agent-acp", "opencode": "opencode"}
+BINARIES = {
+    "gemini": "gemini",
+    "qwen": "qwen",
+    "claude": "claude-agent-acp",
+    "opencode": "opencode",
+}
 FINAL = "Listed: {tool_output}."
 STEER = "stop looping and say banana"
 FOLLOW = "and now say cherry"
