@@ -259,23 +259,25 @@ def test_a_council_answers_with_the_judges_merged_answer_and_the_table(tmp_path:
     assert [r["status"] for r in details["runs"]] == ["completed"] * 3  # the judge's run too
 
 
-def test_a_council_whose_judge_failed_is_an_error_though_its_members_answered(
+def test_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdict(
     tmp_path: Path,
 ) -> None:
     members = ["pi:child/mock-model", "pi:child/mock-model"]
     args = {"task": "say hello", "council": members, "judge": "pi:broken/mock-model"}
     with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
         end = tool_end(parent.run("ask the council"))
-    assert end["isError"] is True
+    # The members answered: not an error; the verdict is said to be missing.
+    assert end["isError"] is False
     text = end["result"]["content"][0]["text"]
-    first = text.split("\n\n")[0]
+    sections = text.split("\n\n")
+    assert sections[0] == "No verdict: the judge gave no verdict: 500 mock server error"
+    assert sections[1].startswith("# A. pi (") and sections[2] == CHILD_ANSWER, text
     rows = council_rows(text)
     assert set(rows) == {"A", "B"} and all(CHILD_ANSWER in r for r in rows.values())
-    assert first == "council failed: the judge gave no verdict: 500 mock server error"
     assert "2 answered (quorum 1)" in text and "\nverdict: " not in text
     assert text.endswith("\njudge: no verdict: 500 mock server error")
     _, done = parent.agent_events()
-    assert done["eventType"] == "subagent:error" and done["mode"] == "council"
+    assert done["eventType"] == "subagent:complete" and done["mode"] == "council"
 
 
 def test_a_refused_council_call_is_entered_as_a_council(tmp_path: Path) -> None:
