@@ -102,7 +102,10 @@ class SubagentsMCP:
             version=version(),
             subscriptions=self.notifier.bus,
             log_level="WARNING",
-            extensions=[JobTasks(self.store)],
+            # Not for the Claude Code plugin: Claude Code 2.1.330 declares tasks and would make
+            # every call its own background task, told again by its notification (the plugin
+            # tells ends itself) and without a foreground call's progress or outcome line.
+            extensions=[] if self.announced else [JobTasks(self.store)],
         )
         self._register()
 
