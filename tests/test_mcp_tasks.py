@@ -118,3 +118,21 @@ def test_a_map_is_a_task_whose_result_is_the_maps(tmp_path: Path, child: dict[st
         assert bad.is_error and "the input has no field 'nope'" in text_of(bad)
 
     run(main)
+
+
+def test_the_claude_code_plugin_s_server_answers_a_tasks_client_with_the_tool_s_own_answer(
+    fake: Fake,
+) -> None:
+    # Claude Code declares tasks and would make every call its own background task: the
+    # plugin's server keeps the tool's answers (the plugin tells ends itself).
+    tasks = TasksClient()
+
+    async def main() -> None:
+        env = {**fake_env(fake, pi.answer("The answer.")), "CLAUDE_CODE_SESSION_ID": "s-1"}
+        async with connect(env, args=("--claude-session",), extensions=[tasks]) as client:
+            result = await client.call_tool("subagent", {"task": "do the thing"})
+        job = result.structured_content
+        assert job is not None and job["answer"] == "The answer.", text_of(result)
+        assert tasks.created == []
+
+    run(main)
