@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from support.checks import eventually
 from support.claude_tui import (
+    SCREEN_WAIT,
     TOOL,
     ClaudeTUI,
     claude_requests,
@@ -105,7 +106,13 @@ def test_jobs_stop_stops_a_background_job_without_a_model_turn(
     assert cc.shows("Started."), cc.screen
     (started,) = tool_results(server)
     job_id = json.loads(started.split("\n\n<system-reminder>")[0])["jobId"]
-    assert cc.shows(f"{job_id}: $ sleep 300"), cc.screen  # running its tool
+    store = JobStore()
+
+    def sleeping() -> bool:  # running its tool
+        runs = service.job_state(store, job_id).get("runIds") or []
+        return "sleep 300" in (service.current_activity(store.home, runs) or "")
+
+    assert eventually(sleeping, SCREEN_WAIT), service.job_state(store, job_id)
     turns = len(claude_requests(server))
 
     # The listing, while it runs: its tokens and cost so far, not "-".
@@ -120,7 +127,7 @@ def test_jobs_stop_stops_a_background_job_without_a_model_turn(
     stopped = cc.shows_match(rf"Stopped: ■ job {job_id} aborted · pi · [^\n]*")
     assert stopped, cc.screen
     keep("jobs-stop", cc.screen)
-    state = service.job_state(JobStore(), job_id)
+    state = service.job_state(store, job_id)
     assert state["status"] == "aborted"
     # Neither command was a model turn, and the stop is no news to the model (no notice).
     assert not eventually(lambda: len(claude_requests(server)) > turns, 5)
