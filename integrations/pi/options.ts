@@ -24,7 +24,11 @@ export const StepOptions = {
 	verifyAttempts: Type.Optional(Type.Integer({ minimum: 1, description: "Checks before the run fails, repair turns between them (default 2)." })),
 	review: Type.Optional(Type.String({ description: "A reviewer gate: a separate run (backend[:model] or an agent) reads the task, the answer and the diff and approves or lists issues; issues are a repair turn (docs/gates.md)." })),
 	acpCommand: Type.Optional(Type.String({ description: "With --backend acp: the ACP agent to run, e.g. \"qwen --acp\" (split into words, never run by a shell; docs/backends.md)." })),
-	permissions: Type.Optional(StringEnum(["allow", "deny", "ask"] as const, { description: "An ACP agent's permission requests: allow (the default: inside the working tree; denied outside it) or deny every one ('ask' needs the approvals inbox: not yet)." })),
+	permissions: Type.Optional(StringEnum(["allow", "deny", "ask"] as const, { description: "An ACP agent's permission requests: allow (the default: inside the working tree; denied outside it), deny every one, or ask (the same as --approvals ask)." })),
+	approvals: Type.Optional(StringEnum(["auto", "ask", "deny", "parent"] as const, { description: "The child's requests to act (a command, an edit): auto (the default: its CLI's headless mode decides, nothing waits), ask (each waits in `subagents inbox` for a person), parent (the parent agent decides, through subagent_decide), deny (only what --approve allows). Needs a CLI that asks: claude, codex, ACP agents." })),
+	approve: Type.Optional(Type.String({ description: "Requests that pass without asking, comma-separated rules: a tool's name, or a tool and a pattern of its command or path ('Bash(git status*),Read,Edit(src/*)')." })),
+	approveEditsInTree: Type.Optional(Type.Boolean({ description: "A file edit inside the run's working tree passes without asking." })),
+	approvalTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 2592000.0, description: "Seconds a request waits for a decision before it is denied (default 1800)." })),
 };
 
 /** The job's options. */
@@ -58,6 +62,10 @@ export const FLAGS = {
 	review: "--review",
 	acpCommand: "--acp-command",
 	permissions: "--permissions",
+	approvals: "--approvals",
+	approve: "--approve",
+	approveEditsInTree: "--approve-edits-in-tree",
+	approvalTimeout: "--approval-timeout",
 	concurrency: "--concurrency",
 	jobMaxTurns: "--job-max-turns",
 	jobMaxTokens: "--job-max-tokens",
@@ -87,4 +95,8 @@ export const PLAN_NAMES = {
 	review: "review",
 	acpCommand: "acp_command",
 	permissions: "permissions",
+	approvals: "approvals",
+	approve: "approve",
+	approveEditsInTree: "approve_edits_in_tree",
+	approvalTimeout: "approval_timeout",
 } as const;

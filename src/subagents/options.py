@@ -100,6 +100,14 @@ def _at_least_one(value: object) -> str | None:
     return None if ok else f"must be 1 or more, not {value!r}"
 
 
+def _rules(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be text, not {value!r}"
+    from subagents.core.approve import rules_problem
+
+    return rules_problem(value)
+
+
 def _one_of(*allowed: str) -> Check:
     def check(value: object) -> str | None:
         if value in allowed:
@@ -256,9 +264,36 @@ class RunOptions:
     )
     permissions: Literal["allow", "deny", "ask"] | None = option(
         "An ACP agent's permission requests: allow (the default: inside the working tree;"
-        " denied outside it) or deny every one ('ask' needs the approvals inbox: not yet).",
+        " denied outside it), deny every one, or ask (the same as --approvals ask).",
         check=_one_of("allow", "deny", "ask"),
         supervisor="command",
+    )
+
+    # Approvals (docs/approvals.md): whether the child's requests to act wait for a decision.
+    approvals: Literal["auto", "ask", "deny", "parent"] | None = option(
+        "The child's requests to act (a command, an edit): auto (the default: its CLI's"
+        " headless mode decides, nothing waits), ask (each waits in `subagents inbox` for a"
+        " person), parent (the parent agent decides, through subagent_decide), deny (only"
+        " what --approve allows). Needs a CLI that asks: claude, codex, ACP agents.",
+        check=_one_of("auto", "ask", "deny", "parent"),
+        supervisor="approvals",
+    )
+    approve: str | None = option(
+        "Requests that pass without asking, comma-separated rules: a tool's name, or a tool"
+        " and a pattern of its command or path ('Bash(git status*),Read,Edit(src/*)').",
+        check=_rules,
+        metavar="RULES",
+        supervisor="approvals",
+    )
+    approve_edits_in_tree: bool | None = option(
+        "A file edit inside the run's working tree passes without asking.",
+        supervisor="approvals",
+    )
+    approval_timeout: Annotated[float | None, Seconds] = option(
+        "Seconds a request waits for a decision before it is denied (default 1800).",
+        check=_seconds,
+        limits=_SECONDS,
+        supervisor="approvals",
     )
 
     def check_options(self) -> None:

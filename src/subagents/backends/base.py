@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from subagents.types import (
         AcpRecord,
+        ApprovalPolicy,
         AssistantText,
         CommandRecord,
         JsonObject,
@@ -86,6 +87,7 @@ class CommandRequest:
         own_max_cost: float | None = None,
         output_schema: JsonObject | None = None,
         acp: AcpRecord | None = None,
+        approvals: ApprovalPolicy | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -118,6 +120,9 @@ class CommandRequest:
         # An ACP agent's run (backends/acp.py): its command, permission policy and how long
         # it has to answer initialize.
         self.acp = acp
+        # --approvals other than auto (docs/approvals.md): the child's requests to act are
+        # routed to the run's supervisor (``Backend.asks``) instead of its headless mode.
+        self.approvals = approvals
 
     def record(self) -> CommandRecord:
         """The request but its task, as ``meta.json`` keeps it (to build a continuation's
@@ -139,6 +144,7 @@ class CommandRequest:
             "own_max_cost": self.own_max_cost,
             "output_schema": self.output_schema,
             "acp": self.acp,
+            "approvals": self.approvals,
         }
 
 
@@ -371,6 +377,12 @@ class Backend(ABC):
     # else the task carries it and the supervisor asks for one repair turn.
     own_schema: bool = False
     strict_schema: bool = False
+    # Approvals (docs/approvals.md): the CLI routes its requests to act to us, so they can
+    # wait for a decision (else --approvals other than auto is refused).
+    asks: bool = False
+    # The module of the permission server its child starts (``-m``), where the CLI asks
+    # through one (claude's MCP permission prompt tool).
+    prompt_server: str | None = None
 
     def live_input(self, version: str | None) -> bool:
         """Whether a run takes its task and messages on the child's stdin (``CommandRequest.live``;

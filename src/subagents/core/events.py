@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from typing import Final
 
     from subagents.types import (
+        ApprovalChoice,
+        ApprovalEvent,
         AssistantText,
         ErrorEvent,
         Event,
@@ -79,6 +81,7 @@ EVENT_TYPES: Final = frozenset(
         "run_finished",
         "user_message",
         "limit",
+        "approval",
     }
 )
 
@@ -330,3 +333,28 @@ def limit(
         "action": action,
         "scope": scope,
     }
+
+
+def approval(
+    item: str,
+    tool: str,
+    summary: str,
+    choice: ApprovalChoice | None = None,
+    by: str | None = None,
+    reason: str | None = None,
+) -> ApprovalEvent:
+    """A request to act (no ``choice``), or its decision."""
+    event: ApprovalEvent = {
+        "type": "approval",
+        "item": item,
+        "state": "requested" if choice is None else "decided",
+        "tool": tool,
+        "summary": summary,
+    }
+    if choice is not None:
+        event["choice"] = choice
+    if by is not None:
+        event["by"] = by
+    if reason:
+        event["reason"] = reason
+    return event

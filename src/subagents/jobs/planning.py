@@ -173,6 +173,10 @@ def resolve_step(
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         acp_command=step.acp_command,
         permissions=step.permissions,
+        approvals=step.approvals,
+        approve=step.approve,
+        approve_edits_in_tree=step.approve_edits_in_tree,
+        approval_timeout=step.approval_timeout,
     )
     if agent is not None and (agent.verify or agent.review):  # the step's gate, else its agent's
         step = replace(step, verify=step.verify or agent.verify, review=step.review or agent.review)

@@ -13,7 +13,7 @@ import re
 import time
 from collections import OrderedDict
 
-from subagents.core.childtext import neutralize
+from subagents.core.childtext import neutralize, one_line
 from subagents.present.humanize import (
     ELLIPSIS,
     MEMORY_LIMIT,
@@ -30,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from subagents.types import Event, LimitEvent, ToolCall, ToolResult, UserMessage
+    from subagents.types import ApprovalEvent, Event, LimitEvent, ToolCall, ToolResult, UserMessage
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
@@ -162,6 +162,8 @@ class ProgressFormatter:
             return self._message(event, shorten=shorten)
         if event["type"] == "limit":
             return limit_words(event)
+        if event["type"] == "approval":
+            return approval_words(event)
         return None  # usage (the status line shows tokens) and anything unknown
 
     def _message(self, event: UserMessage, *, shorten: bool) -> str | None:
@@ -235,6 +237,23 @@ def limit_words(event: LimitEvent) -> str:
     return f"⚠ {whose}{name} limit reached ({used} of {limit}): {action}"
 
 
+_CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
+
+
+def approval_words(event: ApprovalEvent) -> str:
+    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
+    summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
+    if event.get("state") != "decided":
+        return f"⏸ waiting for approval (item {event.get('item')}): {summary}"
+    choice = str(event.get("choice") or "")
+    mark = "✗" if choice == "deny" else "✓"
+    text = f"{mark} {_CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
+    reason = event.get("reason")
+    if reason:
+        text += f" ({one_line(str(reason))})"
+    return f"{text}: {summary}"
+
+
 # --------------------------------------------------------------------------- transcript
 
 TRANSCRIPT_ERROR_TEXT: Final = 800
@@ -301,7 +320,7 @@ def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
         return chunk
     if etype == "error":
         return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
-    if etype in ("notice", "limit"):
+    if etype in ("notice", "limit", "approval"):
         return "\n" + _quote(text) + "\n\n"
     if etype == "user_message":
         # A message sent (whole, as the child got it), or what became of it (one line).

@@ -631,6 +631,8 @@ class Supervisor:
         )
         result["messages"] = messages
         result["limit"] = limit
+        if self.live.approvals is not None and self.live.approvals.records:
+            result["approvals"] = self.live.approvals.records
         if self.spec.schemaHash is not None:
             result["structured"] = structured if status == "completed" else None
             result["schemaHash"] = self.spec.schemaHash
