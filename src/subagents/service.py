@@ -62,7 +62,14 @@ if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
     from subagents.runs import RunRequest
-    from subagents.types import JobResult, JobState, ProcessIdentity
+    from subagents.types import (
+        ApprovalChoice,
+        ApprovalDecision,
+        ApprovalItem,
+        JobResult,
+        JobState,
+        ProcessIdentity,
+    )
 
 # A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
 # checked by ``jobs.parse_job``; or one already checked.
@@ -328,6 +335,29 @@ def _settings(base: Path) -> Settings:
         raise BadRequest(str(exc)) from None
 
 
+def inbox(run_id: str | None = None) -> list[ApprovalItem]:
+    """The approval items waiting for a decision (docs/approvals.md), oldest first: every
+    running run's, or one run's (its id or an unambiguous prefix)."""
+    from subagents.runs import pending_items
+
+    home = paths.state_home()
+    if run_id is not None:
+        run_id = resolve_run(home, run_id)
+    return pending_items(home, run_id)
+
+
+def decide(
+    item: str, choice: ApprovalChoice, *, by: str | None = None, reason: str | None = None
+) -> ApprovalDecision:
+    """Decide an approval item (its id or an unambiguous prefix): ``allow``, ``always`` or
+    ``deny``. ``by``: who, as the records name them (default: the user's login). Raises
+    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or an ended
+    run; the loser of two racing deciders is told who won."""
+    from subagents.runs import decide as decide_item
+
+    return decide_item(item, choice, by=by, reason=reason, home=paths.state_home())
+
+
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
@@ -364,12 +394,14 @@ __all__ = [
     "budget_of",
     "chain_of",
     "current_activity",
+    "decide",
     "describe_job",
     "discover_agents",
     "drive",
     "exit_code",
     "follow_events",
     "get_agent",
+    "inbox",
     "job_of",
     "job_state",
     "job_transcript",

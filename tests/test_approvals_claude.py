@@ -1,0 +1,158 @@
+"""Approvals end to end with the real claude CLI (docs/approvals.md): with --approvals ask its
+Bash request waits in the inbox (through our MCP permission server), `subagents inbox`
+shows it, `subagents approve` lets the command run and `subagents deny` gives the child the
+refusal; a timeout denies and records why; the stall watchdog does not fire while a person
+is asked; rules let a request pass unasked. Against the loopback mock model; no network."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.checks import eventually
+from support.cli import cli, no_traceback
+from support.liverun import Live
+
+import subagents
+from subagents.config import Settings
+from subagents.demo import mockmodel as mm
+from subagents.demo.mockmodel import MockModelServer, Script
+from subagents.errors import UsageError
+from subagents.runs import RunRequest, start
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        __import__("shutil").which("claude") is None, reason="the claude CLI is not installed"
+    ),
+]
+
+COMMAND = "touch made.txt && echo made-it"
+
+
+@contextlib.contextmanager
+def claude_run(tmp_path: Path, command: str = COMMAND, **options: Any) -> Iterator[Live]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    with MockModelServer(Script(command=command)) as srv:
+        env = mm.write_claude_config(tmp_path / "claude-config", srv.url, max_retries=0)
+        # The test config allows Bash outright; here claude must ask.
+        (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
+        req = RunRequest(
+            task="make the file",
+            backend="claude",
+            cwd=str(work),
+            env=env,
+            model=mm.CLAUDE_MODEL,
+            **options,
+        )
+        handle = start(req, Settings(default_backend="claude"))
+        try:
+            yield Live(handle, srv)
+        finally:
+            if handle.result() is None:
+                handle.stop()
+
+
+def waiting_item(live: Live) -> dict[str, Any]:
+    assert eventually(lambda: subagents.inbox(), timeout=90), live.events()
+    (item,) = subagents.inbox()
+    return dict(item)
+
+
+def approvals(live: Live) -> list[dict[str, Any]]:
+    return [e for e in live.events() if e["type"] == "approval"]
+
+
+def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(tmp_path: Path) -> None:
+    with claude_run(tmp_path, approvals="ask") as live:
+        item = waiting_item(live)
+        assert item["tool"] == "Bash" and item["summary"] == f"Bash: {COMMAND}"
+        assert item["runId"] == live.handle.run_id and item["backend"] == "claude"
+        assert not (tmp_path / "work" / "made.txt").exists()  # it waits
+
+        shown = cli(["inbox"])
+        no_traceback(shown)
+        assert shown.returncode == 0 and item["id"] in shown.stdout and COMMAND in shown.stdout
+
+        approved = cli(["approve", item["id"][:12]])
+        assert approved.returncode == 0, approved.stderr
+        assert f"allowed: item {item['id']}" in approved.stdout
+        result = live.result()
+        # The same item again: decided already, one line, exit 2.
+        again = cli(["deny", item["id"]])
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert "made-it" in result["finalText"]
+    assert (tmp_path / "work" / "made.txt").exists()
+    (record,) = result["approvals"]
+    assert record["item"] == item["id"] and record["choice"] == "allow"
+    assert record["by"] and record["by"] not in ("timeout", "rule", "policy")
+    assert [e["state"] for e in approvals(live)] == ["requested", "decided"]
+    transcript = Path(result["paths"]["transcript"]).read_text()
+    assert f"waiting for approval (item {item['id']}): Bash: {COMMAND}" in transcript
+    assert f"✓ allowed by {record['by']}: Bash: {COMMAND}" in transcript
+    assert again.returncode == 2 and again.stderr.count("\n") == 1
+    assert f"item {item['id']} was decided already: allowed by" in again.stderr
+    assert subagents.inbox() == []
+
+
+def test_deny_gives_the_child_the_refusal(tmp_path: Path) -> None:
+    with claude_run(tmp_path, approvals="ask") as live:
+        item = waiting_item(live)
+        denied = cli(["deny", item["id"], "--reason", "not in this repo"])
+        assert denied.returncode == 0, denied.stderr
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert not (tmp_path / "work" / "made.txt").exists()
+    # The child got the refusal as its tool's result, and answered with it.
+    assert "not in this repo" in result["finalText"]
+    (record,) = result["approvals"]
+    assert record["choice"] == "deny" and record["reason"] == "not in this repo"
+    # A decision for a run that ended: one line, exit 2, nothing changed.
+    late = cli(["approve", item["id"]])
+    assert late.returncode == 2 and "decided already: denied by" in late.stderr
+
+
+def test_a_timeout_denies_and_records_why_and_the_watchdog_waits(tmp_path: Path) -> None:
+    # The tool call waits 4 s for a person: its 2 s tool timeout would stop the run, and a
+    # 1 s stall watchdog says "stalled" at every silence (claude's start may be one), but
+    # neither counts the wait.
+    options = {"approvals": "ask", "approval_timeout": 4, "tool_timeout": 2, "stall_timeout": 1}
+    with claude_run(tmp_path, **options) as live:
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    (record,) = result["approvals"]
+    assert record["choice"] == "deny" and record["by"] == "timeout"
+    assert record["reason"] == "no decision within 4 s"
+    assert "no decision within 4 s" in result["finalText"]
+    events = live.events()
+    asked, decided = (i for i, e in enumerate(events) if e["type"] == "approval")
+    assert not any(e.get("stalled") for e in events[asked:decided])
+    assert events[decided]["ts"] - events[asked]["ts"] >= 4
+    assert not (tmp_path / "work" / "made.txt").exists()
+
+
+def test_a_rule_lets_a_request_pass_unasked(tmp_path: Path) -> None:
+    with claude_run(tmp_path, approvals="ask", approve="Read,Bash(touch *)") as live:
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert (tmp_path / "work" / "made.txt").exists()
+    (record,) = result["approvals"]
+    assert record["by"] == "rule" and record["reason"] == "Bash(touch *)"
+
+
+def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
+    with claude_run(tmp_path, approvals="deny", approve="Bash(git status*)") as live:
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert not (tmp_path / "work" / "made.txt").exists()
+    (record,) = result["approvals"]
+    assert record["choice"] == "deny" and record["by"] == "policy"
+    meta = json.loads((live.handle.run_dir / "meta.json").read_text())
+    assert meta["approvals"]["rules"] == ["Bash(git status*)"]
+    with pytest.raises(UsageError, match="no approval item"):
+        subagents.decide("01zzzzzzzz", "allow")
