@@ -12,16 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from support.checks import eventually
 from support.cli import cli, no_traceback
 from support.liverun import Live
+from support.mcp_client import connect, run, text_of
 
 import subagents
 from subagents.config import Settings
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import UsageError
+from subagents.jobs import LiveJobs
 from subagents.runs import RunRequest, start
 
 pytestmark = [
@@ -156,3 +159,49 @@ def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
     assert meta["approvals"]["rules"] == ["Bash(git status*)"]
     with pytest.raises(UsageError, match="no approval item"):
         subagents.decide("01zzzzzzzz", "allow")
+
+
+def test_the_parent_decides_through_mcp(tmp_path: Path) -> None:
+    """--approvals parent: a run started through the MCP tool waits for the parent, which
+    finds the item with subagent_inbox and allows it with subagent_decide."""
+    work = tmp_path / "work"
+    work.mkdir()
+
+    async def main(env: dict[str, str]) -> None:
+        async with connect(env) as client:
+            task = {"task": "make the file", "backend": "claude", "model": mm.CLAUDE_MODEL}
+            started = await client.call_tool(
+                "subagent", {**task, "cwd": str(work), "approvals": "parent", "background": True}
+            )
+            assert not started.is_error, text_of(started)
+            job_id = (started.structured_content or {})["jobId"]
+            listed = None
+            for _ in range(300):
+                listed = await client.call_tool("subagent_inbox", {})
+                if (listed.structured_content or {}).get("items"):
+                    break
+                await anyio.sleep(0.2)
+            assert listed is not None
+            (item,) = (listed.structured_content or {})["items"]
+            assert f"{item['id']} (run {item['runId']}, claude, decided by you)" in text_of(listed)
+            # ps and top (the fleet's rows too) mark the run as waiting.
+            ps = cli(["ps"])
+            assert ps.returncode == 0 and job_id in ps.stdout and "waiting" in ps.stdout
+            ((_, rows),) = LiveJobs().jobs()
+            assert [r.status for r in rows] == ["waiting"]
+            decided = await client.call_tool(
+                "subagent_decide", {"item": item["id"], "choice": "allow"}
+            )
+            assert text_of(decided) == f"allowed: item {item['id']}"
+            again = await client.call_tool(
+                "subagent_decide", {"item": item["id"], "choice": "deny"}
+            )
+            assert again.is_error and "was decided already: allowed by parent" in text_of(again)
+            done = await client.call_tool("subagent_result", {"job_id": job_id, "wait_seconds": 60})
+            assert "made-it" in text_of(done), text_of(done)
+
+    with MockModelServer(Script(command=COMMAND)) as srv:
+        env = mm.write_claude_config(tmp_path / "claude-config", srv.url, max_retries=0)
+        (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
+        run(lambda: main(env))
+    assert (work / "made.txt").exists()

@@ -308,6 +308,8 @@ class ApprovalEvent(_Stamped):
     choice: NotRequired[ApprovalChoice]
     by: NotRequired[str]
     reason: NotRequired[str]
+    # A request that waits (not one a rule or the policy decided at once): who decides it.
+    waitsFor: NotRequired[Literal["person", "parent"]]
 
 
 class LimitEvent(_Stamped):
@@ -890,6 +892,8 @@ class JobRow(TypedDict):
     totalTokens: int | None
     cost: float | None
     activity: NotRequired[str | None]
+    # A running job whose newest run waits for a decision (docs/approvals.md).
+    waiting: NotRequired[bool]
 
 
 # ---- supervisor.json ------------------------------------------------------------------------

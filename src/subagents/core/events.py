@@ -11,7 +11,7 @@ import math
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, Literal
 
     from subagents.types import (
         ApprovalChoice,
@@ -342,6 +342,7 @@ def approval(
     choice: ApprovalChoice | None = None,
     by: str | None = None,
     reason: str | None = None,
+    waits_for: Literal["person", "parent"] | None = None,
 ) -> ApprovalEvent:
     """A request to act (no ``choice``), or its decision."""
     event: ApprovalEvent = {
@@ -357,4 +358,6 @@ def approval(
         event["by"] = by
     if reason:
         event["reason"] = reason
+    if waits_for is not None:
+        event["waitsFor"] = waits_for
     return event

@@ -25,6 +25,7 @@ from subagents.jobs.store import TERMINAL, JobStore
 from subagents.present.jobview import RunRow, Snapshot
 
 if TYPE_CHECKING:
+    from subagents.present.progress import ProgressFormatter
     from subagents.types import FleetJob, FleetRun, JobRow, JobState, JsonObject, RunResult, Usage
 
 ACTIVITY_LEN = 200
@@ -161,9 +162,7 @@ class LiveJobs:
             agent_name=agent if isinstance(agent, str) else None,
             backend=str(meta.get("backend") or "-"),
             # The watchdog's stall notice (the same formatter as ps's "stalled for N s").
-            status="stalled"
-            if tail.formatter.stalled_for() is not None
-            else str(job.get("status") or "running"),
+            status=_status(tail.formatter, job),
             elapsed=None if started is None else max(0.0, time.time() - started),
             tools=tail.tools,
             tokens=count(tail.usage.get("totalTokens")),
@@ -266,3 +265,13 @@ class LiveJobs:
 
     def stop(self, job_id: str) -> str:
         return str(stop_job(self.store, job_id).get("status"))
+
+
+def _status(formatter: ProgressFormatter, job: JobRow | JobState) -> str:
+    """A running run's status: waiting for a decision, stalled (the watchdog's notice, the
+    same formatter as ps's "stalled for N s"), else its job's."""
+    if formatter.waiting():
+        return "waiting"
+    if formatter.stalled_for() is not None:
+        return "stalled"
+    return str(job.get("status") or "running")

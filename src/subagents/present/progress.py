@@ -57,6 +57,8 @@ class ProgressFormatter:
         self._cwd: str | None = None
         # When the child went quiet, while the last event is the watchdog's stall notice.
         self._stalled_since: object = None
+        # The approval items the child waits on (requested, not decided yet).
+        self._waiting: set[str] = set()
 
     # public
 
@@ -73,6 +75,10 @@ class ProgressFormatter:
         notice; None when it is not stalled."""
         since = self._stalled_since
         return max(0.0, time.time() - since) if isinstance(since, (int, float)) else None
+
+    def waiting(self) -> bool:
+        """Whether the child waits for a decision on a request to act (docs/approvals.md)."""
+        return bool(self._waiting)
 
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
@@ -163,8 +169,19 @@ class ProgressFormatter:
         if event["type"] == "limit":
             return limit_words(event)
         if event["type"] == "approval":
-            return approval_words(event)
+            return self._approval(event)
         return None  # usage (the status line shows tokens) and anything unknown
+
+    def _approval(self, event: ApprovalEvent) -> str:
+        """A request to act, or its decision: what waits is the activity meanwhile."""
+        text = approval_words(event)
+        item = str(event.get("item"))
+        if event.get("state") == "decided":
+            self._waiting.discard(item)
+        elif event.get("waitsFor"):
+            self._waiting.add(item)
+            self._activity = text
+        return text
 
     def _message(self, event: UserMessage, *, shorten: bool) -> str | None:
         """A message sent to the child, and what became of it."""
@@ -243,8 +260,14 @@ _CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run"
 def approval_words(event: ApprovalEvent) -> str:
     """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
     summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
+    # (``ProgressFormatter._approval`` keeps what waits; the words are these.)
     if event.get("state") != "decided":
-        return f"⏸ waiting for approval (item {event.get('item')}): {summary}"
+        item = event.get("item")
+        if event.get("waitsFor") == "parent":
+            return f"⏸ waiting for your decision (subagent_decide, item {item}): {summary}"
+        if event.get("waitsFor") == "person":
+            return f"⏸ waiting for approval (item {item}): {summary}"
+        return f"asks to act: {summary}"
     choice = str(event.get("choice") or "")
     mark = "✗" if choice == "deny" else "✓"
     text = f"{mark} {_CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
-    from typing import Protocol
+    from typing import Literal, Protocol
 
     from subagents.supervisor.phase import StallWatch
     from subagents.supervisor.spec import RunSpec
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         JsonValue,
     )
 
+    WaitsFor = Literal["person", "parent"]
     # What a request's answer is given to: the choice, and why (a denial's message).
     Answer = Callable[[ApprovalChoice, str | None], None]
 
@@ -89,16 +90,20 @@ class Approvals:
             "decidedAt": None,
         }
         self.records.append(record)
-        self.sup.emit(ev.approval(item_id, tool, summary))
         rule = approve.passes(
             self.policy["rules"], self.policy["editsInTree"], tool, tool_input, spec.cwd
         )
         if rule is None and tool in self.always:
             rule = f"{tool} allowed for the rest of the run"
+        policy = self.policy["policy"]
+        waits = rule is None and policy != "deny"
+        who: WaitsFor | None = None
+        if waits:
+            who = "parent" if policy == "parent" else "person"
+        self.sup.emit(ev.approval(item_id, tool, summary, waits_for=who))
         if rule is not None:
             self._settled(record, answer, _decision(item_id, "allow", "rule", rule))
             return
-        policy = self.policy["policy"]
         if policy == "deny":
             why = "the run's policy denies what its rules do not allow"
             self._settled(record, answer, _decision(item_id, "deny", "policy", why))
