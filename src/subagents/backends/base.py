@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from subagents.types import (
         AcpRecord,
+        ApprovalChoice,
         ApprovalPolicy,
         AssistantText,
         CommandRecord,
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
     # What became of a message: its id, the word and the reason (None for none).
     Receipt = tuple[str, ReceiptWord, str | None]
+    # A child's request to act that waits for a decision (``Fed.asks``): the normalizer's
+    # key for it (its JSON-RPC id), the tool (in claude's names: core/approve.py), its input.
+    Ask = tuple[JsonValue, str, JsonValue]
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -152,8 +156,9 @@ class Fed(list["ev.Event"]):
     """What a normalizer made of one line of the child's (``feed``) or of one thing the
     supervisor asked of it (``begin``, ``steer``, ...): the events to record (the list itself),
     whether the child's turn is over after it (``terminal``: None when it did not say), the
-    lines for the child's stdin (``writes``) and what became of messages (``receipts``:
-    ``(id, "queued" | "delivered" | "refused", reason or None)``).
+    lines for the child's stdin (``writes``), what became of messages (``receipts``:
+    ``(id, "queued" | "delivered" | "refused", reason or None)``) and the child's requests to
+    act that wait for a decision (``asks``: answered by ``Normalizer.answer_ask``).
 
     A list, so a line's events read as they always did; the rest are class defaults until a
     line sets them, and a line's ``terminal`` is its class (``Normalizer._fed``): the common
@@ -163,12 +168,16 @@ class Fed(list["ev.Event"]):
     terminal: bool | None = None
     writes: tuple[bytes, ...] = ()
     receipts: tuple[Receipt, ...] = ()
+    asks: tuple[Ask, ...] = ()
 
     def write(self, line: bytes) -> None:
         self.writes = (*self.writes, line)
 
     def receipt(self, message_id: str, word: ReceiptWord, reason: str | None = None) -> None:
         self.receipts = (*self.receipts, (message_id, word, reason))
+
+    def ask(self, key: JsonValue, tool: str, tool_input: JsonValue) -> None:
+        self.asks = (*self.asks, (key, tool, tool_input))
 
 
 class Requests:
@@ -251,6 +260,8 @@ class Normalizer(ABC):
                 fed.writes = said.writes
             if said.receipts:
                 fed.receipts = said.receipts
+            if said.asks:
+                fed.asks = said.asks
         return fed
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
@@ -295,6 +306,10 @@ class Normalizer(ABC):
         """The lines that start the run: its task (``req.task``), and whatever else the CLI
         takes over its input rather than in argv."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+        """The decision on a request to act the child made (``Fed.asks``), in its protocol."""
+        raise NotImplementedError(f"{type(self).__name__} asks nothing")
 
     def steer(self, message_id: str, text: str) -> Fed:
         """Put ``text`` into the running conversation, as soon as the CLI allows."""

@@ -169,6 +169,8 @@ class Live:
         line ended the child's turn)."""
         if fed.writes or fed.receipts:
             self.take(fed)
+        for key, tool, tool_input in fed.asks:
+            self._ask(key, tool, tool_input)
         if self.budget is not None:
             return self.on_progress(terminal)
         return None
@@ -241,6 +243,15 @@ class Live:
             reply.send(said)
 
         approvals.ask(tool, request.get("input"), answer)
+
+    def _ask(self, key: JsonValue, tool: str, tool_input: JsonValue) -> None:
+        """A request to act the child's normalizer hands over (codex's, an ACP agent's):
+        its answer is written to the child once decided."""
+        norm = self.norm
+        if self.approvals is None:  # (a normalizer asks only under a policy)
+            self.take(norm.answer_ask(key, "deny", "the run asks for no approvals"))
+            return
+        self.approvals.ask(tool, tool_input, lambda c, why: self.take(norm.answer_ask(key, c, why)))
 
     def _refusal(self, mode: str, text: str) -> str | None:
         if not text.strip():

@@ -190,7 +190,7 @@ class Supervisor:
         phase = self.phase
         was_terminal = phase.terminal
         terminal = was_terminal if fed.terminal is None else fed.terminal
-        if self.live.active or fed.writes or fed.receipts:
+        if self.live.active or fed.writes or fed.receipts or fed.asks:
             self.on_action(self.live.after_line(fed, terminal))
         if terminal and not was_terminal:
             self.at_rest()

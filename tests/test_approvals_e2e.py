@@ -1,13 +1,14 @@
-"""Approvals end to end with the real claude CLI (docs/approvals.md): with --approvals ask its
-Bash request waits in the inbox (through our MCP permission server), `subagents inbox`
-shows it, `subagents approve` lets the command run and `subagents deny` gives the child the
-refusal; a timeout denies and records why; the stall watchdog does not fire while a person
+"""Approvals end to end with the real claude and codex CLIs (docs/approvals.md): with
+--approvals ask a command waits in the inbox (claude's through our MCP permission server,
+codex's app-server approval request), `subagents inbox` shows it, `subagents approve` lets
+the command run and `subagents deny` gives the child the refusal; a timeout denies and records why; the stall watchdog does not fire while a person
 is asked; rules let a request pass unasked. Against the loopback mock model; no network."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,33 +28,39 @@ from subagents.errors import UsageError
 from subagents.jobs import LiveJobs
 from subagents.runs import RunRequest, start
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        __import__("shutil").which("claude") is None, reason="the claude CLI is not installed"
-    ),
-]
+pytestmark = pytest.mark.e2e
+
+
+def needs(name: str) -> Any:
+    return pytest.mark.skipif(shutil.which(name) is None, reason=f"the {name} CLI is not installed")
+
+
+BOTH = [pytest.param(n, marks=needs(n)) for n in ("claude", "codex")]
+claude_only = needs("claude")
 
 COMMAND = "touch made.txt && echo made-it"
 
 
+def cli_env(tmp_path: Path, backend: str, url: str) -> tuple[dict[str, str], str]:
+    """The CLI's environment against the mock, and its model."""
+    if backend == "codex":
+        return mm.write_codex_config(tmp_path / "codex-config", url), mm.CODEX_MODEL
+    env = mm.write_claude_config(tmp_path / "claude-config", url, max_retries=0)
+    # The test config allows Bash outright; here claude must ask.
+    (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
+    return env, mm.CLAUDE_MODEL
+
+
 @contextlib.contextmanager
-def claude_run(tmp_path: Path, command: str = COMMAND, **options: Any) -> Iterator[Live]:
+def agent_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Iterator[Live]:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    with MockModelServer(Script(command=command)) as srv:
-        env = mm.write_claude_config(tmp_path / "claude-config", srv.url, max_retries=0)
-        # The test config allows Bash outright; here claude must ask.
-        (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
+    with MockModelServer(Script(command=COMMAND)) as srv:
+        env, model = cli_env(tmp_path, backend, srv.url)
         req = RunRequest(
-            task="make the file",
-            backend="claude",
-            cwd=str(work),
-            env=env,
-            model=mm.CLAUDE_MODEL,
-            **options,
+            task="make the file", backend=backend, cwd=str(work), env=env, model=model, **options
         )
-        handle = start(req, Settings(default_backend="claude"))
+        handle = start(req, Settings(default_backend=backend))
         try:
             yield Live(handle, srv)
         finally:
@@ -71,11 +78,14 @@ def approvals(live: Live) -> list[dict[str, Any]]:
     return [e for e in live.events() if e["type"] == "approval"]
 
 
-def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(tmp_path: Path) -> None:
-    with claude_run(tmp_path, approvals="ask") as live:
+@pytest.mark.parametrize("backend", BOTH)
+def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(
+    tmp_path: Path, backend: str
+) -> None:
+    with agent_run(tmp_path, backend, approvals="ask") as live:
         item = waiting_item(live)
         assert item["tool"] == "Bash" and item["summary"] == f"Bash: {COMMAND}"
-        assert item["runId"] == live.handle.run_id and item["backend"] == "claude"
+        assert item["runId"] == live.handle.run_id and item["backend"] == backend
         assert not (tmp_path / "work" / "made.txt").exists()  # it waits
 
         shown = cli(["inbox"])
@@ -103,16 +113,19 @@ def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(tmp_path: Path)
     assert subagents.inbox() == []
 
 
-def test_deny_gives_the_child_the_refusal(tmp_path: Path) -> None:
-    with claude_run(tmp_path, approvals="ask") as live:
+@pytest.mark.parametrize("backend", BOTH)
+def test_deny_gives_the_child_the_refusal(tmp_path: Path, backend: str) -> None:
+    with agent_run(tmp_path, backend, approvals="ask") as live:
         item = waiting_item(live)
         denied = cli(["deny", item["id"], "--reason", "not in this repo"])
         assert denied.returncode == 0, denied.stderr
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     assert not (tmp_path / "work" / "made.txt").exists()
-    # The child got the refusal as its tool's result, and answered with it.
-    assert "not in this repo" in result["finalText"]
+    # The child got the refusal as its tool's result, and answered with it (codex's
+    # protocol carries no reason: its child is told it was rejected).
+    told = "not in this repo" if backend == "claude" else "rejected by user"
+    assert told in result["finalText"]
     (record,) = result["approvals"]
     assert record["choice"] == "deny" and record["reason"] == "not in this repo"
     # A decision for a run that ended: one line, exit 2, nothing changed.
@@ -120,12 +133,13 @@ def test_deny_gives_the_child_the_refusal(tmp_path: Path) -> None:
     assert late.returncode == 2 and "decided already: denied by" in late.stderr
 
 
+@claude_only
 def test_a_timeout_denies_and_records_why_and_the_watchdog_waits(tmp_path: Path) -> None:
     # The tool call waits 4 s for a person: its 2 s tool timeout would stop the run, and a
     # 1 s stall watchdog says "stalled" at every silence (claude's start may be one), but
     # neither counts the wait.
     options = {"approvals": "ask", "approval_timeout": 4, "tool_timeout": 2, "stall_timeout": 1}
-    with claude_run(tmp_path, **options) as live:
+    with agent_run(tmp_path, **options) as live:
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     (record,) = result["approvals"]
@@ -139,8 +153,9 @@ def test_a_timeout_denies_and_records_why_and_the_watchdog_waits(tmp_path: Path)
     assert not (tmp_path / "work" / "made.txt").exists()
 
 
-def test_a_rule_lets_a_request_pass_unasked(tmp_path: Path) -> None:
-    with claude_run(tmp_path, approvals="ask", approve="Read,Bash(touch *)") as live:
+@pytest.mark.parametrize("backend", BOTH)
+def test_a_rule_lets_a_request_pass_unasked(tmp_path: Path, backend: str) -> None:
+    with agent_run(tmp_path, backend, approvals="ask", approve="Read,Bash(touch *)") as live:
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     assert (tmp_path / "work" / "made.txt").exists()
@@ -148,8 +163,9 @@ def test_a_rule_lets_a_request_pass_unasked(tmp_path: Path) -> None:
     assert record["by"] == "rule" and record["reason"] == "Bash(touch *)"
 
 
+@claude_only
 def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
-    with claude_run(tmp_path, approvals="deny", approve="Bash(git status*)") as live:
+    with agent_run(tmp_path, approvals="deny", approve="Bash(git status*)") as live:
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     assert not (tmp_path / "work" / "made.txt").exists()
@@ -161,6 +177,7 @@ def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
         subagents.decide("01zzzzzzzz", "allow")
 
 
+@claude_only
 def test_the_parent_decides_through_mcp(tmp_path: Path) -> None:
     """--approvals parent: a run started through the MCP tool waits for the parent, which
     finds the item with subagent_inbox and allows it with subagent_decide."""
