@@ -16,6 +16,8 @@ DEFAULT_TIMEOUT = 1800.0
 
 def approval_policy(backend: Backend, req: RunRequest) -> ApprovalPolicy | None:
     policy = req.approvals or "auto"
+    if policy == "auto" and req.permissions == "ask":  # an ACP agent's older word for it
+        policy = "ask"
     if policy == "auto":
         for name, value in (
             ("approve", req.approve),
