@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from subagents.cli.app import echo_child_text, main, print_json
+from subagents.core.approve import decided_words
 
 if TYPE_CHECKING:
     from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
@@ -71,9 +72,8 @@ def _decided(decision: ApprovalDecision, as_json: bool) -> None:
     if as_json:
         print_json(decision)
         return
-    words = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
     reason = decision.get("reason")
-    text = f"{words[decision['choice']]}: item {decision['item']}"
+    text = decided_words(decision["choice"], decision["item"])
     echo_child_text(text + (f" ({reason})" if reason else ""))
 
 

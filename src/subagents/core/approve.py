@@ -25,6 +25,13 @@ EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path")
 # The longest summary an item and its events keep.
 SUMMARY_LIMIT = 500
+# A decision's choice, as every surface words it.
+CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
+
+
+def decided_words(choice: str, item: str) -> str:
+    """``allowed: item 01m8…``: what a decider is told of the decision taken."""
+    return f"{CHOICE_WORDS.get(choice, choice)}: item {item}"
 
 
 def split_rules(text: str) -> list[str]:

@@ -13,6 +13,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from subagents import service
+from subagents.core.approve import decided_words
 from subagents.core.childtext import one_line
 from subagents.errors import UsageError
 
@@ -70,8 +71,7 @@ async def subagent_decide(
         )
     except UsageError as exc:
         raise ToolError(str(exc)) from None
-    word = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
-    text = f"{word[decision['choice']]}: item {decision['item']}"
+    text = decided_words(decision["choice"], decision["item"])
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=dict(decision)
     )

@@ -13,6 +13,7 @@ import re
 import time
 from collections import OrderedDict
 
+from subagents.core.approve import CHOICE_WORDS
 from subagents.core.childtext import neutralize, one_line
 from subagents.present.humanize import (
     ELLIPSIS,
@@ -254,9 +255,6 @@ def limit_words(event: LimitEvent) -> str:
     return f"⚠ {whose}{name} limit reached ({used} of {limit}): {action}"
 
 
-_CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
-
-
 def approval_words(event: ApprovalEvent) -> str:
     """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
     summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
@@ -270,7 +268,7 @@ def approval_words(event: ApprovalEvent) -> str:
         return f"asks to act: {summary}"
     choice = str(event.get("choice") or "")
     mark = "✗" if choice == "deny" else "✓"
-    text = f"{mark} {_CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
+    text = f"{mark} {CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
     reason = event.get("reason")
     if reason:
         text += f" ({one_line(str(reason))})"

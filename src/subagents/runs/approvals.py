@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from subagents.core import controlsock, inbox
+from subagents.core.approve import CHOICE_WORDS
 from subagents.core.clock import iso
 from subagents.core.ids import is_valid_id_prefix
 from subagents.core.paths import runs_dir, state_home
@@ -76,7 +77,7 @@ def _find(home: Path, item_ref: str) -> tuple[Path, ApprovalItem]:
 
 def _taken(decision: ApprovalDecision) -> str:
     why = f" ({decision['reason']})" if decision.get("reason") else ""
-    word = {"allow": "allowed", "always": "allowed always", "deny": "denied"}[decision["choice"]]
+    word = CHOICE_WORDS[decision["choice"]]
     return f"{word} by {decision['by']} at {iso(decision['at'])}{why}"
 
 
