@@ -204,6 +204,14 @@ def test_a_waiting_request_is_answered_once_decided(isolated_state: Path) -> Non
     assert [e.get("by") for e in sup.events if e["state"] == "decided"][-1] == "rule"
 
 
+def test_an_item_keeps_a_large_input_bounded(isolated_state: Path) -> None:
+    sup = _Sup(_run_dir(isolated_state))
+    big = {"file_path": "/tmp/x", "content": "x" * 200_000}
+    Approvals(sup, _policy()).ask("Write", big, lambda c, why: None)
+    (item,) = inbox.pending(sup.run_dir)
+    assert item["input"] == {"file_path": "/tmp/x", "truncated": True}
+
+
 def test_a_request_left_when_the_run_ends_is_denied(isolated_state: Path) -> None:
     sup = _Sup(_run_dir(isolated_state))
     approvals = Approvals(sup, _policy())

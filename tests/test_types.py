@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually, fits
+from support.claude import ASK
 from support.fake import Fake
 
 import subagents
@@ -42,13 +43,6 @@ EVENT_TYPES = {
     "limit": types.LimitEvent,
     "approval": types.ApprovalEvent,
 }
-# What claude's permission server does, from inside the fake: ask the run's supervisor.
-ASK = (
-    "import os; from subagents.backends.claudeprompt import decide;"
-    " from subagents.core.paths import runs_dir, state_home;"
-    " run_dir = runs_dir(state_home()) / os.environ['SUBAGENTS_RUN_ID'];"
-    " print(decide(run_dir, 10, 'Bash', {'command': 'ls'}), file=open('asked', 'w'))"
-)
 
 
 @pytest.mark.process

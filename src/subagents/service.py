@@ -335,19 +335,24 @@ def _settings(base: Path) -> Settings:
         raise BadRequest(str(exc)) from None
 
 
-def inbox(run_id: str | None = None) -> list[ApprovalItem]:
+def inbox(run_id: str | None = None, home: Path | None = None) -> list[ApprovalItem]:
     """The approval items waiting for a decision (docs/approvals.md), oldest first: every
     running run's, or one run's (its id or an unambiguous prefix)."""
     from subagents.runs import pending_items
 
-    home = paths.state_home()
+    home = home or paths.state_home()
     if run_id is not None:
         run_id = resolve_run(home, run_id)
     return pending_items(home, run_id)
 
 
 def decide(
-    item: str, choice: ApprovalChoice, *, by: str | None = None, reason: str | None = None
+    item: str,
+    choice: ApprovalChoice,
+    *,
+    by: str | None = None,
+    reason: str | None = None,
+    home: Path | None = None,
 ) -> ApprovalDecision:
     """Decide an approval item (its id or an unambiguous prefix): ``allow``, ``always`` or
     ``deny``. ``by``: who, as the records name them (default: the user's login). Raises
@@ -355,7 +360,7 @@ def decide(
     run; the loser of two racing deciders is told who won."""
     from subagents.runs import decide as decide_item
 
-    return decide_item(item, choice, by=by, reason=reason, home=paths.state_home())
+    return decide_item(item, choice, by=by, reason=reason, home=home or paths.state_home())
 
 
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:

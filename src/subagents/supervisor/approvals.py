@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 # How often the inbox is looked at while an item waits (a decider's poke is the fast path).
 POLL = 1.0
 RUN_ENDED = "the run ended before a decision"
+# The most of a request's input an item keeps (JSON characters).
+INPUT_LIMIT = 64 * 1024
 
 
 class Waiting:
@@ -119,7 +121,7 @@ class Approvals:
                 "task": spec.task[:2000],
                 "tool": tool,
                 "summary": summary,
-                "input": tool_input,
+                "input": _bounded(tool_input),
                 "policy": policy,
                 "choices": ["allow", "always", "deny"],
                 "requestedAt": now,
@@ -191,6 +193,19 @@ class Approvals:
             by = decision["by"]
             message = f"denied by {by}" + (f": {reason}" if reason else "")
         answer(choice, message)
+
+
+def _bounded(tool_input: JsonValue) -> JsonValue:
+    """The input as the item keeps it: whole up to ``INPUT_LIMIT`` bytes of JSON (a file a
+    child would write may be large), else only its keys' small values."""
+    import json
+
+    if len(json.dumps(tool_input, ensure_ascii=False)) <= INPUT_LIMIT:
+        return tool_input
+    if not isinstance(tool_input, dict):
+        return {"truncated": True}
+    small = {k: v for k, v in tool_input.items() if len(json.dumps(v)) <= 1000}
+    return {**small, "truncated": True}
 
 
 def _decision(item_id: str, choice: ApprovalChoice, by: str, reason: str) -> ApprovalDecision:

@@ -300,6 +300,27 @@ class WebApp:
         )
         return JSONResponse(receipt)
 
+    async def decide(self, request: Request) -> Response:
+        """An approval item decided (docs/approvals.md): ``{"choice": "allow" | "deny",
+        "reason"?}``; the decision, or why it cannot be taken (nothing changed)."""
+        try:
+            body = await request.json()
+        except ValueError:
+            body = None
+        choice = body.get("choice") if isinstance(body, dict) else None
+        reason = body.get("reason") if isinstance(body, dict) else None
+        if choice not in ("allow", "always", "deny") or not isinstance(reason, str | None):
+            raise UsageError('send a JSON object {"choice": "allow" | "always" | "deny"}')
+        decision = await anyio.to_thread.run_sync(
+            lambda: service.decide(
+                request.path_params["item"],
+                "allow" if choice == "allow" else "always" if choice == "always" else "deny",
+                reason=reason or None,
+                home=self.home,
+            )
+        )
+        return JSONResponse(decision)
+
     async def apply(self, request: Request) -> Response:
         def apply() -> list[str]:
             run_id = self._target(request, job=False).run_id
@@ -366,6 +387,7 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[
         Route("/api/runs/{run_id}/apply", web.apply, methods=["POST"]),
         Route("/api/runs/{run_id}/continue", web.carry_on, methods=["POST"]),
         Route("/api/runs/{run_id}/send", web.send, methods=["POST"]),
+        Route("/api/approvals/{item}/decide", web.decide, methods=["POST"]),
         Route("/runs/{run_id}/transcript.md", web.run_file),
         Route("/runs/{run_id}/changes.patch", web.run_file),
         Route("/runs/{run_id}/answer.txt", web.answer_text),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from subagents.types import JobRow
+    from subagents.types import ApprovalItem, JobRow
 
 import time
 from collections.abc import Mapping
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 
 from subagents.lifecycle.history import parse_since
 from subagents.present.jobview import RunRow
-from subagents.service import TERMINAL, LiveJobs
+from subagents.service import TERMINAL, LiveJobs, inbox
 from subagents.web.templates import render, url
 from subagents.worktree import repository_of
 
@@ -80,6 +80,8 @@ class JobView:
     @property
     def why(self) -> str:
         """Why it needs its user (empty: it does not)."""
+        if self.status == "waiting":
+            return "a run waits for a decision (below)"
         if self.status == "stalled":
             return "a run has made no progress for a while"
         if self.status in ("failed", "timeout"):
@@ -94,6 +96,8 @@ class FleetView:
     repos: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     shown_of: int = 0
+    # The approval items waiting for a decision (docs/approvals.md), oldest first.
+    items: list[ApprovalItem] = field(default_factory=list)
 
     @property
     def running(self) -> int:
@@ -116,7 +120,8 @@ class FleetView:
         return [
             v
             for v in self.jobs
-            if v.why and (v.status == "stalled" or float(v.job.get("createdAt") or 0) >= recent)
+            if v.why
+            and (v.status in ("stalled", "waiting") or float(v.job.get("createdAt") or 0) >= recent)
         ]
 
     @property
@@ -139,8 +144,9 @@ def _repo(rows: list[RunRow]) -> str:
 
 def _status(job: JobRow, rows: list[RunRow]) -> str:
     status = str(job.get("status") or "pending")
-    if status not in TERMINAL and any(r.status == "stalled" for r in rows):
-        return "stalled"
+    for now in ("waiting", "stalled"):
+        if status not in TERMINAL and any(r.status == now for r in rows):
+            return now
     return status
 
 
@@ -173,6 +179,7 @@ def gather(live: LiveJobs, f: Filters) -> FleetView:
     out.repos = sorted(repos)
     out.backends = sorted(backends)
     out.shown_of = len(listed)
+    out.items = inbox(home=live.store.home)
     return out
 
 
