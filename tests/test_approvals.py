@@ -251,3 +251,19 @@ def test_a_policy_that_cannot_be_kept_is_refused_in_one_line(
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert message in out.stderr
     assert not runs_dir(isolated_state).exists() or not any(runs_dir(isolated_state).iterdir())
+
+
+def test_an_agents_frontmatter_gives_its_runs_a_policy(tmp_path: Path) -> None:
+    agents = tmp_path / "config" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "careful.md").write_text(
+        "---\nname: careful\ndescription: asks first\nbackend: pi\napprovals: ask\n"
+        "approve: Bash(git status*)\n---\nWork.\n"
+    )
+    (agents / "broken.md").write_text(
+        "---\nname: broken\ndescription: bad rules\nbackend: claude\napprove: Bash(\n---\nWork.\n"
+    )
+    out = invoke(["run", "--agent", "careful", "do it"])
+    assert out.returncode == 2 and "pi has no way to ask before it acts" in out.stderr
+    out = invoke(["run", "--agent", "broken", "do it"])
+    assert out.returncode == 2 and "parenthesis is not closed" in out.stderr

@@ -173,8 +173,9 @@ def resolve_step(
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         acp_command=step.acp_command,
         permissions=step.permissions,
-        approvals=step.approvals,
-        approve=step.approve,
+        # The agent's policy and its rules together, unless the step chose its own policy.
+        approvals=step.approvals or (agent.approvals if agent else None),
+        approve=step.approve or (agent.approve if agent and step.approvals is None else None),
         approve_edits_in_tree=step.approve_edits_in_tree,
         approval_timeout=step.approval_timeout,
     )
