@@ -267,3 +267,13 @@ def test_an_agents_frontmatter_gives_its_runs_a_policy(tmp_path: Path) -> None:
     assert out.returncode == 2 and "pi has no way to ask before it acts" in out.stderr
     out = invoke(["run", "--agent", "broken", "do it"])
     assert out.returncode == 2 and "parenthesis is not closed" in out.stderr
+
+
+def test_an_inbox_that_cannot_be_written_denies_at_once(isolated_state: Path) -> None:
+    sup = _Sup(_run_dir(isolated_state))
+    (sup.run_dir / inbox.INBOX).write_text("not a directory")
+    answers: list[tuple[str, str | None]] = []
+    Approvals(sup, _policy()).ask("Bash", {"command": "make"}, lambda c, w: answers.append((c, w)))
+    ((choice, why),) = answers
+    assert choice == "deny" and why is not None and "the inbox could not be written" in why
+    assert sup.watch.paused_at is None  # nothing waits

@@ -111,23 +111,28 @@ class Approvals:
             self._settled(record, answer, _decision(item_id, "deny", "policy", why))
             return
         timeout = self.policy["timeout"]
-        inbox.write_item(
-            self.sup.run_dir,
-            {
-                "id": item_id,
-                "runId": spec.runId,
-                "jobId": spec.jobId,
-                "backend": spec.backend,
-                "task": spec.task[:2000],
-                "tool": tool,
-                "summary": summary,
-                "input": _bounded(tool_input),
-                "policy": policy,
-                "choices": ["allow", "always", "deny"],
-                "requestedAt": now,
-                "expiresAt": now + timeout,
-            },
-        )
+        try:
+            inbox.write_item(
+                self.sup.run_dir,
+                {
+                    "id": item_id,
+                    "runId": spec.runId,
+                    "jobId": spec.jobId,
+                    "backend": spec.backend,
+                    "task": spec.task[:2000],
+                    "tool": tool,
+                    "summary": summary,
+                    "input": _bounded(tool_input),
+                    "policy": policy,
+                    "choices": ["allow", "always", "deny"],
+                    "requestedAt": now,
+                    "expiresAt": now + timeout,
+                },
+            )
+        except OSError as exc:  # (a full disk): nobody could decide it, so it is denied
+            why = f"the inbox could not be written: {exc.strerror or exc}"
+            self._settled(record, answer, _decision(item_id, "deny", "subagents", why))
+            return
         mono = time.monotonic()
         self.waiting[item_id] = Waiting(record, answer, mono + timeout)
         self.sup.watch.pause(mono)
