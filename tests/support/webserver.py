@@ -65,10 +65,11 @@ class Web:
 
 
 @contextmanager
-def web_server(home: Path) -> Iterator[Web]:
+def web_server(home: Path, **options: Any) -> Iterator[Web]:
+    """The app over ``home`` (``options``: more of ``create_app``'s, e.g. ``waiting``)."""
     sock = listen(0)
     port = sock.getsockname()[1]
-    app, stop_streams = create_app(token=TOKEN, port=port, home=home)
+    app, stop_streams = create_app(token=TOKEN, port=port, home=home, **options)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

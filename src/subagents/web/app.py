@@ -47,6 +47,7 @@ from subagents.service import JobStore, LiveJobs, read_run
 from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
+from subagents.web.needs import WaitingSource, nothing_waiting
 from subagents.web.templates import render, url
 from subagents.web.transcript import CHUNK, FIRST_LOOK, block_start, read_piece
 from subagents.web.watch import StoreWatcher
@@ -113,8 +114,10 @@ def _frame(request: Request, title: str, active: str, name: str) -> dict[str, st
 
 
 class WebApp:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, waiting: WaitingSource = nothing_waiting) -> None:
         self.home = home
+        # What waits on a person (the approvals inbox): the fleet's "Needs you" lists it.
+        self.waiting = waiting
         self.store = JobStore(home)
         # Set as the server stops: open streams end at their next wake.
         self.stopping = threading.Event()
@@ -132,7 +135,7 @@ class WebApp:
     async def fleet_page(self, request: Request) -> Response:
         filters = fleet.Filters.of(request.query_params)
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
-        view = await anyio.to_thread.run_sync(fleet.gather, live, filters)
+        view = await anyio.to_thread.run_sync(fleet.gather, live, filters, self.waiting)
         frame = _frame(request, "Fleet", "/", "fleet")
         return HTMLResponse(fleet.render_page_body(view, filters, **frame))
 
@@ -171,7 +174,7 @@ class WebApp:
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
 
         def draw() -> str:
-            return fleet.render_fleet(fleet.gather(live, filters))
+            return fleet.render_fleet(fleet.gather(live, filters, self.waiting))
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
@@ -350,9 +353,12 @@ class WebApp:
         return PlainTextResponse(str(text), media_type="text/plain; charset=utf-8")
 
 
-def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[], None]]:
-    """The app behind its access checks, and what stops its open streams."""
-    web = WebApp(home)
+def create_app(
+    *, token: str, port: int, home: Path, waiting: WaitingSource = nothing_waiting
+) -> tuple[Access, Callable[[], None]]:
+    """The app behind its access checks, and what stops its open streams (``waiting``: the
+    requests waiting on a person, for "Needs you")."""
+    web = WebApp(home, waiting)
     routes: list[Any] = [
         Route("/", web.fleet_page),
         Route("/job/{job_id}", web.job_page),
