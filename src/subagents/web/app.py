@@ -122,6 +122,7 @@ class WebApp:
         # Set as the server stops: open streams end at their next wake.
         self.stopping = threading.Event()
         self.watcher = StoreWatcher(home, self.stopping)
+        self.streams = 0  # the live streams open now (each ends when its client goes)
 
     def _target(self, request: Request, job: bool = True) -> Target:
         """The job and run a request names (``{job_id}``/``{run_id}`` in its path, ``run``
@@ -165,8 +166,20 @@ class WebApp:
     # ---- live streams --------------------------------------------------------
 
     def _stream(self, events: AsyncIterator[str]) -> StreamingResponse:
+        """A live stream of ``events``. When its client goes, the server cancels it where
+        it waits (Starlette listens for the disconnect beside it), so nothing of it is left
+        drawing or reading: :attr:`streams` counts it until then."""
+
+        async def counted() -> AsyncIterator[str]:
+            self.streams += 1
+            try:
+                async for item in events:
+                    yield item
+            finally:
+                self.streams -= 1
+
         return StreamingResponse(
-            events, media_type="text/event-stream", headers={"x-accel-buffering": "no"}
+            counted(), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
         )
 
     async def fleet_events(self, request: Request) -> Response:
@@ -379,4 +392,5 @@ def create_app(
     ]
     handlers: dict[Any, Callable[[Request, Exception], Response]] = dict.fromkeys(ERRORS, refusal)
     app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.web = web
     return Access(app, token, port), web.stopping.set

@@ -76,7 +76,6 @@ class JobView:
         return task if len(task) <= TASK_LEN else task[: TASK_LEN - 1] + "…"
 
 
-
 @dataclass
 class FleetView:
     jobs: list[JobView] = field(default_factory=list)
