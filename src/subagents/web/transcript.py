@@ -4,16 +4,19 @@ The supervisor appends whole Markdown chunks. A reader renders the whole lines i
 for a code fence still open at their end (a chunk being written), which waits for the
 next read from the start of its block; once the run has ended, everything is rendered.
 Where to go on from is a byte offset into the file, always at a block's start: a page and
-its live stream hand it over.
+its live stream hand it over. When each block was written comes from ``transcript.times``
+(``core.stamps``): a block shows its time in the transcript's gutter.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
 
+from subagents.core import stamps
 from subagents.web.markdown import render_transcript, whole_blocks
 
 # A page shows at most this much of a long transcript (markdown-it renders ~300 KiB a
@@ -54,7 +57,22 @@ def read_piece(path: Path, offset: int, *, final: bool, limit: int | None = None
     if not used:
         return Piece(Markup(), offset)
     done = text[:used]
-    return Piece(render_transcript(done), offset + len(done.encode("utf-8")))
+    size = len(done.encode("utf-8"))
+    times = stamps.between(path.with_name(stamps.NAME), offset, offset + size)
+    return Piece(render_transcript(done, _lines(data[:size], offset, times)), offset + size)
+
+
+def _lines(data: bytes, offset: int, times: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``times`` (byte offsets into the file, ``data`` read from ``offset``) by line of
+    ``data``: the line each offset falls in."""
+    if not times:
+        return []
+    starts = [0]
+    at = data.find(b"\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = data.find(b"\n", at + 1)
+    return [(bisect_right(starts, where - offset) - 1, ts) for where, ts in times]
 
 
 def first_piece(path: Path, *, final: bool) -> Piece:
