@@ -10,13 +10,15 @@ its live stream hand it over. When each block was written comes from ``transcrip
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from markupsafe import Markup
 
 from subagents.core import stamps
+from subagents.web import memo
 from subagents.web.markdown import render_transcript, whole_blocks
 
 # A page shows at most this much of a long transcript (markdown-it renders ~300 KiB a
@@ -39,7 +41,14 @@ class Piece:
 
 def read_piece(path: Path, offset: int, *, final: bool, limit: int | None = None) -> Piece:
     """What has been written from ``offset`` on (at most ``limit`` bytes of it, cut at a line's
-    end), as HTML (all of it when ``final``: the run has ended and nothing more comes)."""
+    end), as HTML (all of it when ``final``: the run has ended and nothing more comes). Made
+    once while the transcript stays as it is (``memo``: every client asks for the same)."""
+    key = ("piece", str(path), offset, final, limit)
+    times = path.with_name(stamps.NAME)
+    return memo.made(key, (path, times), lambda: _read_piece(path, times, offset, final, limit))
+
+
+def _read_piece(path: Path, times: Path, offset: int, final: bool, limit: int | None) -> Piece:
     try:
         with open(path, "rb") as f:
             f.seek(offset)
@@ -58,8 +67,8 @@ def read_piece(path: Path, offset: int, *, final: bool, limit: int | None = None
         return Piece(Markup(), offset)
     done = text[:used]
     size = len(done.encode("utf-8"))
-    times = stamps.between(path.with_name(stamps.NAME), offset, offset + size)
-    return Piece(render_transcript(done, _lines(data[:size], offset, times)), offset + size)
+    when = stamps.between(times, offset, offset + size)
+    return Piece(render_transcript(done, _lines(data[:size], offset, when)), offset + size)
 
 
 def _lines(data: bytes, offset: int, times: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -83,15 +92,17 @@ def first_piece(path: Path, *, final: bool) -> Piece:
     except FileNotFoundError:
         return Piece(Markup(), 0)
     start = 0 if size <= FIRST_LOOK else block_start(path, size - FIRST_LOOK)
-    piece = read_piece(path, start, final=final)
-    piece.skipped = start
-    return piece
+    return replace(read_piece(path, start, final=final), skipped=start)
 
 
 def block_start(path: Path, cut: int) -> int:
     """The offset of the first line at or after ``cut`` that starts a block (after a blank
     line, or an item of a list) outside a code fence (fences are followed from
     :data:`FENCE_LOOKBACK` before ``cut``, at a line's start)."""
+    return memo.made(("cut", str(path), cut), (path,), lambda: _find_block(path, cut))
+
+
+def _find_block(path: Path, cut: int) -> int:
     begin = max(0, cut - FENCE_LOOKBACK)
     with open(path, "rb") as f:
         f.seek(begin)
@@ -105,6 +116,10 @@ def block_start(path: Path, cut: int) -> int:
     if found == len(data):  # none: the guess was wrong
         found = _block_start(data, cut - begin, not fenced)
     return begin + found
+
+
+# A line that opens or closes a code fence (in a list item or a quote too).
+FENCE = re.compile(rb"^[ >\t]*(?:```|~~~)", re.M)
 
 
 def _is_fence(line: bytes) -> bool:
@@ -125,9 +140,16 @@ def _inside_fence(data: bytes) -> bool:
 
 
 def _block_start(data: bytes, cut: int, fenced: bool) -> int:
-    pos, after_blank = 0, True
-    for line in data.split(b"\n"):
-        if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
+    # The fences before the first line at or after cut are counted by a regular expression
+    # (a transcript's lines before it are many: a Python loop over them cost most of a page).
+    first = 0 if cut <= 0 else cut if data[cut - 1 : cut] == b"\n" else data.find(b"\n", cut) + 1
+    if cut > 0 and first == 0:
+        return len(data)  # no line starts after cut
+    fenced ^= len(FENCE.findall(data, 0, first)) % 2 == 1
+    previous = data[data.rfind(b"\n", 0, first - 1) + 1 : first - 1] if first else b""
+    pos, after_blank = first, not previous.strip()
+    for line in data[first:].split(b"\n"):
+        if not fenced and (after_blank or line.startswith(b"- ")):
             return pos
         if _is_fence(line):
             fenced = not fenced
