@@ -1,0 +1,87 @@
+"""What a page makes of a run's files is made once while they stay as they are, and made
+again when they grow or are replaced; a few parts are kept, no more. Where a long
+transcript's shown part starts is the first block after the cut, outside a fence, as a
+line-by-line reading finds it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from subagents.web import memo
+from subagents.web.transcript import _block_start, _is_fence, read_piece
+
+
+def test_a_part_is_made_once_while_its_file_stays_and_again_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcript.md"
+    path.write_text("- $ make\n")
+    made: list[int] = []
+
+    def make() -> int:
+        made.append(1)
+        return len(made)
+
+    assert memo.made(("t", str(path)), (path,), make) == 1
+    assert memo.made(("t", str(path)), (path,), make) == 1  # kept
+    with open(path, "a") as f:
+        f.write("- Command finished\n")
+    assert memo.made(("t", str(path)), (path,), make) == 2  # it grew
+    replacement = tmp_path / "new"
+    replacement.write_text(path.read_text())
+    os.replace(replacement, path)  # the same size, another file
+    assert memo.made(("t", str(path)), (path,), make) == 3
+    for i in range(memo.SIZE + 4):
+        memo.made(("other", i), (), make)
+    assert len(memo._kept) == memo.SIZE
+
+
+def test_a_piece_read_again_after_the_transcript_grew_shows_what_was_added(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcript.md"
+    path.write_text("- $ first\n")
+    assert "first" in read_piece(path, 0, final=False).html
+    with open(path, "a") as f:
+        f.write("- $ second\n")
+    again = read_piece(path, 0, final=False)
+    assert "second" in again.html and again.offset == path.stat().st_size
+
+
+def _reference(data: bytes, cut: int, fenced: bool) -> int:
+    pos, after_blank = 0, True
+    for line in data.split(b"\n"):
+        if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
+            return pos
+        if _is_fence(line):
+            fenced = not fenced
+        after_blank = not line.strip()
+        pos += len(line) + 1
+    return len(data)
+
+
+LINES = [
+    b"- a\n",
+    b"\n",
+    b"text\n",
+    b"  ```\n",
+    b"```py\n",
+    b"> ```\n",
+    b"  code\n",
+    b"~~~\n",
+    b"x",
+]
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(LINES), max_size=20), st.integers(0, 200), st.booleans())
+def test_the_cut_is_where_a_line_by_line_reading_finds_it(
+    lines: list[bytes], cut: int, fenced: bool
+) -> None:
+    data = b"".join(lines)
+    cut = min(cut, len(data))
+    assert _block_start(data, cut, fenced) == _reference(data, cut, fenced)
