@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import CHILD, SUBAGENTS, free_port, generate, seed_jobs
+from bench_store import CHILD, SUBAGENTS, free_port, generate, seed_jobs, timed_get
 from benchenv import like_installed
 
 from subagents.core import stamps
@@ -83,13 +83,7 @@ def inflate(run_dir: Path) -> None:
 
 
 def get(port: int, path: str) -> float:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {TOKEN}"}
-    )
-    t0 = time.perf_counter()
-    with urllib.request.urlopen(req, timeout=120) as resp:
-        resp.read()
-    return time.perf_counter() - t0
+    return timed_get(port, path, TOKEN)
 
 
 def stream_again(port: int, path: str, stop: threading.Event, count: list[int]) -> None:

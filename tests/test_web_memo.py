@@ -53,15 +53,18 @@ def test_a_piece_read_again_after_the_transcript_grew_shows_what_was_added(
 
 
 def _reference(data: bytes, cut: int, fenced: bool) -> int:
-    pos, after_blank = 0, True
-    for line in data.split(b"\n"):
-        if pos >= cut and not fenced and (after_blank or line.startswith(b"- ")):
-            return pos
-        if _is_fence(line):
-            fenced = not fenced
-        after_blank = not line.strip()
-        pos += len(line) + 1
-    return len(data)
+    """Every line's start, whether a fence is open there and whether a blank line is just
+    before it; then the first start at or after ``cut`` that begins a block."""
+    lines = data.split(b"\n")
+    starts = [sum(len(x) + 1 for x in lines[:i]) for i in range(len(lines))]
+    open_at = [fenced ^ (sum(map(_is_fence, lines[:i])) % 2 == 1) for i in range(len(lines))]
+    blank_before = [i == 0 or not lines[i - 1].strip() for i in range(len(lines))]
+    found = [
+        start
+        for i, start in enumerate(starts)
+        if start >= cut and not open_at[i] and (blank_before[i] or lines[i].startswith(b"- "))
+    ]
+    return found[0] if found else len(data)
 
 
 LINES = [

@@ -15,12 +15,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from subagents.present.outcome import live_notes
 
 if TYPE_CHECKING:
-    from subagents.web.fleet import JobView
+    from subagents.present.jobview import RunRow
+    from subagents.types import JobRow
+
+
+class JobView(Protocol):
+    """A job as the fleet shows it (``fleet.JobView``)."""
+
+    job: JobRow
+    rows: list[RunRow]
+    status: str
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def short_task(self) -> str: ...
 
 # A failed job, or one over budget, stays in "needs you" this long (seconds).
 NEEDS_WINDOW = 24 * 3600
