@@ -12,7 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from subagents.web import memo
-from subagents.web.transcript import _block_start, _is_fence, read_piece
+from subagents.web.transcript import (
+    _block_start,
+    _is_fence,
+    first_piece,
+    next_piece,
+    read_piece,
+)
 
 
 def test_a_part_is_made_once_while_its_file_stays_and_again_when_it_changes(
@@ -88,3 +94,19 @@ def test_the_cut_is_where_a_line_by_line_reading_finds_it(
     data = b"".join(lines)
     cut = min(cut, len(data))
     assert _block_start(data, cut, fenced) == _reference(data, cut, fenced)
+
+
+def test_a_block_longer_than_a_streams_piece_goes_whole_and_the_page_is_its_pieces(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "transcript.md"
+    code = "".join(f"line {i} of the child's code\n" for i in range(2000))  # ~60 KiB
+    path.write_text(f"- $ make\n\nHere it is:\n\n```python\n{code}```\n\n- $ make test\n")
+    head = len(b"- $ make\n\nHere it is:\n\n")
+    first = next_piece(path, 0, final=True)
+    assert first.offset == head  # the blocks before it, not the long one
+    rest = next_piece(path, first.offset, final=True)  # the long block, and what follows
+    assert "line 1999 of" in rest.html and "make test" in rest.html
+    assert rest.offset == path.stat().st_size
+    page = first_piece(path, final=True)
+    assert page.html == first.html + rest.html and page.offset == rest.offset

@@ -49,7 +49,7 @@ from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
 from subagents.web.needs import WaitingSource, nothing_waiting
 from subagents.web.templates import render, url
-from subagents.web.transcript import CHUNK, FIRST_LOOK, block_start, read_piece
+from subagents.web.transcript import FIRST_LOOK, block_start, next_piece
 from subagents.web.watch import StoreWatcher
 
 if TYPE_CHECKING:
@@ -222,7 +222,8 @@ class WebApp:
 
         def more() -> tuple[list[str], bool]:
             """The shown run's next events (a piece of its transcript at most
-            :data:`CHUNK` long, its end), and whether the run ended and all was sent."""
+            :data:`~subagents.web.transcript.CHUNK` long, its end), and whether the run ended
+            and all was sent."""
             nonlocal offset, run_end_sent
             assert run_id is not None
             result = jobpage.read_result(self.home, run_id)  # before the transcript's read
@@ -234,7 +235,7 @@ class WebApp:
                 whole = url(f"/runs/{run_id}/transcript.md")
                 out.append(event("transcript", {"html": SKIPPED.format(skip - offset, whole)}))
                 offset = skip
-            piece = read_piece(path, offset, final=result is not None, limit=CHUNK)
+            piece = next_piece(path, offset, final=result is not None)
             if piece.html:
                 offset = piece.offset
                 out.append(event("transcript", {"html": piece.html}, str(offset)))

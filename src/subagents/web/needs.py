@@ -37,6 +37,7 @@ class JobView(Protocol):
     @property
     def short_task(self) -> str: ...
 
+
 # A failed job, or one over budget, stays in "needs you" this long (seconds).
 NEEDS_WINDOW = 24 * 3600
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from markupsafe import Markup
@@ -25,7 +25,8 @@ from subagents.web.markdown import render_transcript, whole_blocks
 # second here); the file keeps the rest, and the page links to all of it as text.
 FIRST_LOOK = 64 * 1024
 # A live stream's event carries at most this much of it (a client far behind catches up in
-# several events, each rendered and sent before the next is read).
+# several events, each rendered and sent before the next is read), but for a block longer
+# than this, which goes whole.
 CHUNK = 32 * 1024
 # Where a long transcript's shown part starts is found by following its code fences from
 # this far before the cut (not from the file's start: a 50 MB file is not read for a page).
@@ -92,7 +93,25 @@ def first_piece(path: Path, *, final: bool) -> Piece:
     except FileNotFoundError:
         return Piece(Markup(), 0)
     start = 0 if size <= FIRST_LOOK else block_start(path, size - FIRST_LOOK)
-    return replace(read_piece(path, start, final=final), skipped=start)
+    # In the pieces a live stream sends from the same start: a page and the streams of its
+    # other clients render each piece once between them (``memo``).
+    parts, at = [], start
+    while at < size:
+        piece = next_piece(path, at, final=final)
+        if not piece.html:
+            break
+        parts.append(piece.html)
+        at = piece.offset
+    return Piece(Markup("").join(parts), at, skipped=start)
+
+
+def next_piece(path: Path, offset: int, *, final: bool) -> Piece:
+    """What a live stream sends next from ``offset``: at most :data:`CHUNK` bytes of whole
+    blocks, or, when one block is longer than that (a long code block), that block whole."""
+    piece = read_piece(path, offset, final=final, limit=CHUNK)
+    if piece.html:
+        return piece
+    return read_piece(path, offset, final=final)
 
 
 def block_start(path: Path, cut: int) -> int:
