@@ -6,6 +6,8 @@ line-by-line reading finds it."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -44,6 +46,32 @@ def test_a_part_is_made_once_while_its_file_stays_and_again_when_it_changes(
     for i in range(memo.SIZE + 4):
         memo.made(("other", i), (), make)
     assert len(memo._kept) == memo.SIZE
+
+
+def test_clients_asking_at_once_wait_for_one_making(tmp_path: Path) -> None:
+    started, release, made = threading.Event(), threading.Event(), []
+
+    def make() -> str:
+        made.append(1)
+        started.set()
+        assert release.wait(30)
+        return "html"
+
+    got: list[str] = []
+    first = threading.Thread(target=lambda: got.append(memo.made(("once", 1), (), make)))
+    first.start()
+    assert started.wait(30)
+    others = [
+        threading.Thread(target=lambda: got.append(memo.made(("once", 1), (), make)))
+        for _ in range(4)
+    ]
+    for t in others:
+        t.start()
+    time.sleep(0.3)  # (they ask while it is being made; asking later, they find it kept)
+    release.set()
+    for t in [first, *others]:
+        t.join(30)
+    assert got == ["html"] * 5 and made == [1]
 
 
 def test_a_piece_read_again_after_the_transcript_grew_shows_what_was_added(

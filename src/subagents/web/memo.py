@@ -20,8 +20,12 @@ T = TypeVar("T")
 # Entries kept: each is at most a page's part of a file (64 KiB of source, its HTML).
 SIZE = 16
 
+# How long a thread waits for another making the same part before it makes it too.
+PATIENCE = 30.0
+
 _lock = threading.Lock()
 _kept: OrderedDict[Hashable, object] = OrderedDict()
+_making: dict[Hashable, threading.Event] = {}  # being made now, set when done
 
 
 def identity(path: Path) -> tuple[int, int, int] | None:
@@ -34,16 +38,28 @@ def identity(path: Path) -> tuple[int, int, int] | None:
 
 
 def made(key: Hashable, files: tuple[Path, ...], make: Callable[[], T]) -> T:
-    """``make()``, or what it gave for ``key`` while ``files`` were as they are now. (Two
-    threads asking at once may both make it: the same value, kept once.)"""
+    """``make()``, or what it gave for ``key`` while ``files`` were as they are now. While
+    one thread makes it, another asking for the same waits for it (five clients opening a
+    run at once render it once), at most :data:`PATIENCE` seconds."""
     full = (key, tuple(identity(f) for f in files))
-    with _lock:
-        if full in _kept:
-            _kept.move_to_end(full)
-            return _kept[full]  # type: ignore[return-value]  # (made by make(): a T)
-    value = make()
-    with _lock:
-        _kept[full] = value
-        while len(_kept) > SIZE:
-            _kept.popitem(last=False)
+    while True:
+        with _lock:
+            if full in _kept:
+                _kept.move_to_end(full)
+                return _kept[full]  # type: ignore[return-value]  # (made by make(): a T)
+            busy = _making.get(full)
+            if busy is None:
+                _making[full] = threading.Event()
+                break
+        if not busy.wait(PATIENCE):
+            return make()  # (its maker is stuck: not kept)
+    try:
+        value = make()
+        with _lock:
+            _kept[full] = value
+            while len(_kept) > SIZE:
+                _kept.popitem(last=False)
+    finally:
+        with _lock:
+            _making.pop(full).set()
     return value
