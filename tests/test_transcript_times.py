@@ -101,7 +101,7 @@ def test_a_runs_transcript_times_are_those_of_its_events_and_show_on_its_page(
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
     steps = [*pi.start()]
     for i in range(3):
-        steps += [*pi.tool_use(f"c{i}", command=f"step {i}"), {"sleep": 0.3}]
+        steps += [*pi.tool_use(f"c{i}", command=f"step {i} — ü"), {"sleep": 0.3}]
         steps += pi.tool_end(f"c{i}")
     job = subagents.start("steps", env=fake.env([*steps, pi.text_end("done"), *pi.end()]))
     done = job.wait(60)

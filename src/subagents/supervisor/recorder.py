@@ -50,8 +50,9 @@ class Recorder:
         self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb", _BUFFER)
         # Unbuffered: each chunk read goes straight to the kernel in one write.
         self.raw_f: IO[bytes] = open_private(run_dir / "raw.jsonl", "wb", buffering=0)
-        # (bytes: each chunk's offset is counted as it is encoded)
-        self.transcript_f: IO[bytes] = open_private(run_dir / "transcript.md", "wb", _BUFFER)
+        self.transcript_f: IO[str] = open_private(
+            run_dir / "transcript.md", "w", _BUFFER, encoding="utf-8"
+        )
         self.times_f: IO[bytes] = open_private(run_dir / stamps.NAME, "wb", _BUFFER)
         # The child's stderr comes through a pipe so the log can be capped (head and tail).
         self.stderr_log = StderrLog(
@@ -88,9 +89,9 @@ class Recorder:
                 if self._now != self._timed:
                     self._timed = self._now
                     self.times_f.write(stamps.record(self._transcript_size, self._now))
-                data = entry.encode()
-                self.transcript_f.write(data)
-                self._transcript_size += len(data)
+                self.transcript_f.write(entry)
+                # Its size in bytes (an ASCII string says so at no cost; others are encoded).
+                self._transcript_size += len(entry) if entry.isascii() else len(entry.encode())
         except OSError as exc:
             self.note_write_error(exc, "events.jsonl")
         self.dirty = True
