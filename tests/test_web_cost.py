@@ -38,11 +38,15 @@ def test_the_cost_counts_agree_over_parallel_stopped_and_failed_jobs(
         {"mode": "parallel", "tasks": [{"task": "first"}, {"task": "never"}], "concurrency": 1},
         env=fake.env(hang),
     )
-    assert eventually(lambda: any(JobStore().load(stopped.job_id)["runIds"]), TIMEOUT)
-    run_dir = Path(JobStore().home) / "runs" / str(JobStore().load(stopped.job_id)["runIds"][0])
-    transcript = run_dir / "transcript.md"
-    assert eventually(lambda: transcript.exists() and "sleep" in transcript.read_text(), TIMEOUT)
-    stopped.stop()
+    try:
+        assert eventually(lambda: any(JobStore().load(stopped.job_id)["runIds"]), TIMEOUT)
+        run_id = str(JobStore().load(stopped.job_id)["runIds"][0])
+        transcript = Path(JobStore().home) / "runs" / run_id / "transcript.md"
+        assert eventually(
+            lambda: transcript.exists() and "sleep" in transcript.read_text(), TIMEOUT
+        )
+    finally:
+        stopped.stop()  # (on a failure too: its child would hang on)
     ended = {j.job_id: j.wait(TIMEOUT) for j in (parallel, failed, stopped)}
     statuses = {k: (v or {}).get("status") for k, v in ended.items()}
     assert statuses == {
