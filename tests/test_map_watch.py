@@ -93,3 +93,18 @@ def test_the_log_replaced_before_the_first_poll_is_read_from_its_start(tmp_path:
     assert watch.poll() == []
     last = watch.progress.record()
     assert (last["done"], last["running"]) == (ROWS, 0)
+
+
+def test_the_runs_in_flight_followed_from_look_to_look_through_the_compaction(
+    tmp_path: Path,
+) -> None:
+    from subagents.jobs.maplog import LogFollower, in_flight, started
+
+    log = make_map(tmp_path / "job")
+    follower = LogFollower(tmp_path / "job")
+    for step in the_map(log):
+        play(log, step)
+        # The follower's look at each point is a whole read's.
+        assert started(follower.poll()) == in_flight(tmp_path / "job"), step
+    log.close()
+    assert follower.state == {n: done(n) for n in range(ROWS)}
