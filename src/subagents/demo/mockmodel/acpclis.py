@@ -11,11 +11,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from subagents.demo.mockmodel.clis import write_claude_config, write_gemini_config
-from subagents.demo.mockmodel.script import GEMINI_MODEL, MODEL_ID
+from subagents.demo.mockmodel.clis import (
+    write_claude_config,
+    write_gemini_config,
+    write_opencode_config,
+)
+from subagents.demo.mockmodel.script import GEMINI_MODEL, MODEL_ID, OPENCODE_MODEL
 
 # The shell tool each agent's model is offered, by preset: what a mock's tool call names.
-SHELL_TOOL = {"gemini": "run_shell_command", "qwen": "run_shell_command", "claude": "Bash"}
+SHELL_TOOL = {
+    "gemini": "run_shell_command",
+    "qwen": "run_shell_command",
+    "claude": "Bash",
+    "opencode": "bash",
+}
 
 
 def write_acp_gemini_config(home: Path, base_url: str) -> dict[str, str]:
@@ -63,8 +72,20 @@ def write_claude_acp_config(home: Path, base_url: str) -> dict[str, str]:
     return env
 
 
+def write_acp_opencode_config(home: Path, base_url: str) -> dict[str, str]:
+    """OpenCode (``opencode acp``) as for ``write_opencode_config``, with the mock's model
+    as its default in ``opencode.json`` (no ``-m`` on an ACP agent's command line)."""
+    env = write_opencode_config(home, base_url)
+    path = Path(env["OPENCODE_CONFIG"])
+    config = json.loads(path.read_text())
+    config["model"] = OPENCODE_MODEL
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return env
+
+
 ACP_WRITERS = {
     "gemini": write_acp_gemini_config,
     "qwen": write_qwen_config,
     "claude": write_claude_acp_config,
+    "opencode": write_acp_opencode_config,
 }
