@@ -2,6 +2,11 @@
 (issue 33, "Numbers").
 
     .venv/bin/python bench/bench_map.py [--rows 1000] [--concurrency 16]
+    .venv/bin/python bench/bench_map.py --executor ray --concurrency 24
+
+``--executor ray``: the map runs on a Ray cluster of three nodes on 127.0.0.1 (each offering
+a third of ``--concurrency`` units of ``subagents-pi``, a shared filesystem), started here
+(its start is not counted); the CPU figures then leave out what the Ray nodes spend.
 
 The child answers at once (bench_jobs.py's shell stand-in for pi, sleeping 0 s), so the ideal
 wall time is ~0 and the overhead per row is the map's wall time over its rows. The
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -42,12 +48,16 @@ from bench_jobs import child_script
 from benchenv import like_installed
 
 
-def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dict[str, float]:
+def run_map(
+    work: Path, env: dict[str, str], rows: int, concurrency: int, ray: str | None = None
+) -> dict[str, float]:
     data = work / "rows.txt"
     data.write_text("".join(f"row{i}\n" for i in range(rows)))
     out = work / "results.jsonl"
     argv = [sys.executable, "-m", "subagents.cli", "map", str(data), "--task", "do {line}"]
     argv += ["-j", str(concurrency), "--out", str(out), "-q"]
+    if ray is not None:
+        argv += ["--executor", "ray", "--ray-address", ray, "--ray-shared-cwd"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     ps = psutil.Process(proc.pid)
@@ -86,6 +96,37 @@ def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dic
     }
 
 
+@contextlib.contextmanager
+def ray_cluster(
+    work: Path, env: dict[str, str], concurrency: int, wanted: bool
+) -> Iterator[str | None]:
+    """A Ray cluster of three nodes on 127.0.0.1 for the map (None: not wanted), its nodes
+    started with the bench's environment (the child, the state directory)."""
+    if not wanted:
+        yield None
+        return
+    import ray
+    from ray.cluster_utils import Cluster
+
+    saved = dict(os.environ)
+    os.environ.update(env)  # the nodes' processes take this environment
+    units = -(-concurrency // 3)
+    node = {"node_ip_address": "127.0.0.1", "num_cpus": 1, "resources": {"subagents-pi": units}}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(**node)
+        os.environ.clear()
+        os.environ.update(saved)
+        yield str(cluster.address)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        cluster.shutdown()
+
+
 def run_parallel(work: Path, env: dict[str, str], repeat: int) -> tuple[float, float]:
     """Wall and tree CPU per run of `run --parallel` of 8 instant tasks at -j 8 (medians
     of ``repeat``)."""
@@ -112,6 +153,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--baseline-repeat", type=int, default=5)
+    ap.add_argument("--executor", choices=("local", "ray"), default="local")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-map-") as tmp:
         work = Path(tmp)
@@ -121,12 +163,18 @@ def main() -> None:
             "SUBAGENTS_HOME": str(work / "home"),
             "SUBAGENTS_CONFIG_DIR": str(work / "config"),
             "SUBAGENTS_PI_BIN": str(child_script(work / "pi", 0)),
+            "SUBAGENTS_RAY_RUNS": str(work / "node-runs"),
+            # Ray on loopback only (else it advertises the machine's other address).
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+            "RAY_USAGE_STATS_ENABLED": "0",
         }
         load = os.getloadavg()[0]
         base, base_cpu = run_parallel(work, env, args.baseline_repeat)
-        figures = run_map(work, env, args.rows, args.concurrency)
+        with ray_cluster(work, env, args.concurrency, args.executor == "ray") as address:
+            figures = run_map(work, env, args.rows, args.concurrency, address)
         load = max(load, os.getloadavg()[0])
-    print(f"rows {args.rows} at -j {args.concurrency}, local executor, instant child")
+    where = "on 3 loopback Ray nodes" if args.executor == "ray" else "local executor"
+    print(f"rows {args.rows} at -j {args.concurrency}, {where}, instant child")
     print(f"  map wall                 {figures['wall']:.1f} s (exit {figures['exit']:.0f})")
     print(f"  overhead per row         {figures['per_row_ms']:.1f} ms (ideal wall ~0)")
     print(
