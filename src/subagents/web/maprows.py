@@ -140,7 +140,8 @@ def _followed(job_dir: Path, job_id: str) -> tuple[list[Row], dict[int, JsonObje
             watch = MapWatch(job_dir, job_id)
         else:
             watch.poll()
-        _FOLLOWED[job_dir] = watch
+        if watch.rows:  # (not yet written, or unreadable: looked at again next time)
+            _FOLLOWED[job_dir] = watch
         while len(_FOLLOWED) > _FOLLOWED_MAX:
             _FOLLOWED.popitem(last=False)
         return watch.rows, dict(watch.state)
