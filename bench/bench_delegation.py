@@ -9,14 +9,23 @@ Whole processes, timed in pairs, alternating which goes first:
   puts it in .tools/node_modules/.bin);
 - **shell**: ``subagents run -q TASK`` with a shell-script pi stand-in that answers at once,
   against that script run by hand.
-Prints, per child, the median of each and the median of the pairs' differences (ours -
-alone): the fixed cost of delegating through us. Goals (issue 38): pi ≤ 50 ms of ours; the
-whole ``subagents run -q`` with the shell child ≤ 100 ms.
+Prints, per child, the median of each, the median of the pairs' differences (ours -
+alone): the fixed cost of delegating through us, and the ratio of the medians (ours / alone).
+Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the shell child
+≤ 100 ms.
+
+Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
+run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
+before the run exists when it was started ahead, at the command's start) -> the run made
+(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event's
+``createTime``) -> the child's first event -> ``result.json`` written -> the command exited.
+Process start times come from procfs in clock ticks (10 ms), so those spans are ± 10 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -46,6 +55,38 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - t0
 
 
+def newest_run(home: Path) -> Path:
+    return max((home / "runs").iterdir(), key=lambda d: d.stat().st_mtime)
+
+
+def spans(argv: list[str], env: dict[str, str], n: int) -> str:
+    """Where one ``subagents run -q`` spends its time, from its run's records (see above)."""
+    names = ("-> supervisor", "-> run made", "-> child", "-> first event", "-> result", "-> exit")
+    got: dict[str, list[float]] = {name: [] for name in names}
+    home = Path(env["SUBAGENTS_HOME"])
+    for _ in range(n):
+        t0 = time.time()
+        subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        t_exit = time.time()
+        run = newest_run(home)
+        events = [json.loads(line) for line in (run / "events.jsonl").open()]
+        started = next(e for e in events if e["type"] == "run_started")
+        first = next(e for e in events if e["type"] != "run_started")
+        marks = [
+            t0,
+            json.loads((run / "supervisor.json").read_text())["createTime"],
+            json.loads((run / "meta.json").read_text())["createdAt"],
+            started["createTime"],
+            first["ts"],
+            (run / "result.json").stat().st_mtime,
+            t_exit,
+        ]
+        for name, a, b in zip(names, marks, marks[1:], strict=False):
+            got[name].append((b - a) * 1000)
+    med = statistics.median
+    return ", ".join(f"{name} {med(values):+.0f}" for name, values in got.items())
+
+
 def pairs(ours: list[str], alone: list[str], env: dict[str, str], n: int) -> str:
     timed(ours, env), timed(alone, env)  # warm both (page cache, bytecode, pi's first start)
     mine, theirs, diffs = [], [], []
@@ -60,7 +101,8 @@ def pairs(ours: list[str], alone: list[str], env: dict[str, str], n: int) -> str
     med = statistics.median
     return (
         f"ours {med(mine) * 1000:.0f} ms, alone {med(theirs) * 1000:.0f} ms, "
-        f"ours - alone {med(diffs) * 1000:+.0f} ms (median of {n} pairs)"
+        f"ours - alone {med(diffs) * 1000:+.0f} ms (median of {n} pairs), "
+        f"ours / alone {med(mine) / med(theirs):.2f}"
     )
 
 
@@ -80,6 +122,7 @@ def main() -> None:
         child.chmod(0o755)
         shell_env = {**env, "SUBAGENTS_PI_BIN": str(child)}
         print("shell child:", pairs([*subagents, "hi"], [str(child), "hi"], shell_env, args.pairs))
+        print("  spans (ms):", spans([*subagents, "hi"], shell_env, args.pairs))
         pi = shutil.which("pi")
         if args.skip_pi:
             pass
