@@ -7,6 +7,7 @@ import ast
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,10 +72,44 @@ def test_supervisor_start_path_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(out.stdout))
     heavy = {"pydantic", "rich", "click", "mcp", "yaml", "psutil", "typing", "dataclasses"}
+    heavy |= {"ctypes", "inotify_simple", "orjson", "sqlite3"}
     assert not heavy & {m.split(".")[0] for m in loaded}
     assert not any(
         m.startswith(("subagents.jobs", "subagents.api", "subagents.cli")) for m in loaded
     )
+
+
+@pytest.mark.process
+def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """``subagents run -q TASK``, the whole command to its answer, imports none of what only
+    other commands, a display or a long stream need (its fixed cost is every delegation's)."""
+    child = tmp_path / "pi"
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "stopReason": "stop",
+    }
+    answer = json.dumps({"type": "message_end", "message": message})
+    child.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    child.chmod(0o755)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "SUBAGENTS_PI_BIN": str(child)},
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
+    loaded = {
+        line.split("|")[2].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    assert "click" in loaded and "subagents" in loaded  # the listing was read
+    heavy = {"pydantic", "rich", "yaml", "psutil", "inotify_simple", "mcp", "textual"}
+    heavy |= {"jsonschema", "starlette", "uvicorn", "jinja2", "markdown_it", "orjson"}
+    assert not heavy & loaded
 
 
 def test_every_exception_class_is_under_one_root() -> None:
