@@ -101,15 +101,29 @@ def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
         env={**os.environ, "SUBAGENTS_PI_BIN": str(child)},
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
-    loaded = {
-        line.split("|")[2].strip().split(".")[0]
+    modules = {
+        line.split("|")[2].strip()
         for line in done.stderr.splitlines()
         if line.startswith("import time:") and line.count("|") == 2
     }
-    assert "click" in loaded and "subagents" in loaded  # the listing was read
+    loaded = {m.split(".")[0] for m in modules}
+    assert "click" in loaded and "subagents.cli.delegate" in modules  # the listing was read
     heavy = {"pydantic", "rich", "yaml", "psutil", "inotify_simple", "mcp", "textual"}
     heavy |= {"jsonschema", "starlette", "uvicorn", "jinja2", "markdown_it", "orjson"}
     assert not heavy & loaded
+    # Only its own command's module (cli/app.COMMAND_MODULES), not the others'.
+    others = {f"subagents.cli.{m}" for m in ("jobs", "serve", "top", "cluster", "claudecode")}
+    assert not others & modules
+
+
+def test_each_command_is_in_the_module_the_command_map_names() -> None:
+    from subagents.cli import main
+    from subagents.cli.app import COMMAND_MODULES
+
+    assert set(main.commands) == set(COMMAND_MODULES)
+    for name, command in main.commands.items():
+        assert command.callback is not None
+        assert command.callback.__module__ == f"subagents.cli.{COMMAND_MODULES[name]}", name
 
 
 def test_every_exception_class_is_under_one_root() -> None:

@@ -35,6 +35,7 @@ def main() -> None:
         from subagents.launchers import start_spare_early
 
         start_spare_early()
-    from subagents.cli.commands import main as commands
+    # The group alone: it imports the module of the command asked for (app.COMMAND_MODULES).
+    from subagents.cli.app import main as commands
 
     commands()
