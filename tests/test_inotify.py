@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -96,3 +98,27 @@ def test_a_waker_wakes_when_the_file_appears(tmp_path: Path) -> None:
         assert waker._watching
     finally:
         waker.close()
+
+
+def test_the_ray_hosts_watcher_wakes_the_run_whose_directory_changed(tmp_path: Path) -> None:
+    from subagents.launchers.ray_host import DirChanges, HostedRun
+
+    async def main() -> None:
+        changes = DirChanges()
+        assert changes.ino is not None
+        a, b = HostedRun("a", tmp_path / "a", "pi"), HostedRun("b", tmp_path / "b", "pi")
+        for run in (a, b):
+            run.dir.mkdir()
+            changes.watch(run)
+        assert a.watched and b.watched and len(changes.runs) == 2
+        (a.dir / "result.json").write_text("{}")
+        await asyncio.wait_for(a.changed.wait(), 30)
+        assert not b.changed.is_set()
+        shutil.rmtree(b.dir)  # its watch ends: the run is no longer looked up by it
+        await asyncio.wait_for(b.changed.wait(), 30)
+        while len(changes.runs) != 1:
+            await asyncio.sleep(0.01)
+        asyncio.get_running_loop().remove_reader(changes.ino.fileno())
+        changes.ino.close()
+
+    asyncio.run(asyncio.wait_for(main(), 60))
