@@ -14,21 +14,10 @@ import psutil
 import pytest
 from support.checks import eventually, pid_alive
 from support.cli import cli
+from support.pistream import shell_pi
 
 from subagents.cli.entry import launches_here
 from subagents.launchers.spares import SPARES
-
-ANSWER = json.dumps(
-    {
-        "type": "message_end",
-        "message": {
-            "role": "assistant",
-            "content": [{"type": "text", "text": "ok"}],
-            "stopReason": "stop",
-            "model": "m",
-        },
-    }
-)
 
 
 @pytest.mark.parametrize(
@@ -64,10 +53,7 @@ def test_other_commands_start_nothing_ahead(args: list[str]) -> None:
 
 
 def shell_child(tmp_path: Path) -> dict[str, str]:
-    child = tmp_path / "pi"
-    child.write_text(f"#!/bin/sh\necho '{ANSWER}'\n")
-    child.chmod(0o755)
-    return {"SUBAGENTS_PI_BIN": str(child)}
+    return shell_pi(tmp_path / "pi")
 
 
 def supervisors_of(home: Path) -> list[psutil.Process]:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.pistream import shell_pi
 
 # Packages that offer names from their __init__ (imported eagerly) ...
 OFFERING_NAMES = [
@@ -83,22 +84,13 @@ def test_supervisor_start_path_imports_nothing_heavy() -> None:
 def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
     """``subagents run -q TASK``, the whole command to its answer, imports none of what only
     other commands, a display or a long stream need (its fixed cost is every delegation's)."""
-    child = tmp_path / "pi"
-    message = {
-        "role": "assistant",
-        "content": [{"type": "text", "text": "ok"}],
-        "stopReason": "stop",
-    }
-    answer = json.dumps({"type": "message_end", "message": message})
-    child.write_text(f"#!/bin/sh\necho '{answer}'\n")
-    child.chmod(0o755)
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "hi"],
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, "SUBAGENTS_PI_BIN": str(child)},
+        env={**os.environ, **shell_pi(tmp_path / "pi")},
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
     modules = {
