@@ -4,8 +4,9 @@ A command that will launch a run here (``subagents run`` in the foreground) has 
 supervisor started first, before the commands' own imports (click, the service, the
 planning): its interpreter's start and imports then go on beside ours, and the run is
 handed to it once planned (launchers/spares.py) instead of waiting for a supervisor to
-start. Any other command, or a run that turns out not to need it, costs nothing here: an
-unused supervisor is killed as we exit, having been handed nothing.
+start. Any other command costs nothing here. A run that turns out not to need it (bad
+input, a launcher named in the config) lets it go: at its job's end, or killed as we exit,
+having been handed nothing.
 """
 
 from __future__ import annotations
