@@ -42,11 +42,13 @@ from subagents.jobs import (
     lifecycle_for,
     list_jobs,
     load_plan,
+    logged_runs,
     member_step,
     parse_job,
     parse_where,
     plan,
     progress_line,
+    read_map_rows,
     read_run,
     remove_jobs,
     render,
@@ -363,6 +365,14 @@ def decide(
     return decide_item(item, choice, by=by, reason=reason, home=home or paths.state_home())
 
 
+def job_runs(store: JobStore, state: JobState) -> list[str]:
+    """Every run of a job: a map's from its row log (its ``runIds`` name none), any other
+    job's its ``runIds``."""
+    if state.get("mode") == "map":
+        return logged_runs(store.dir / state["jobId"])
+    return [r for r in state.get("runIds") or [] if r]
+
+
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
@@ -408,6 +418,7 @@ __all__ = [
     "get_agent",
     "inbox",
     "job_of",
+    "job_runs",
     "job_state",
     "job_transcript",
     "jobs_to_prune",
@@ -421,6 +432,7 @@ __all__ = [
     "prepare_continuation",
     "prepare_job",
     "progress_line",
+    "read_map_rows",
     "read_run",
     "reindex",
     "remove_jobs",
