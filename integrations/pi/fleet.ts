@@ -15,18 +15,34 @@ interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: nu
 
 const TAIL_BYTES = 64 * 1024;
 const TAIL_LINES = 30;
-const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 14], ["BACKENDS", 8], ["STATUS", 9], ["ELAPSED", 7], ["TOKENS", 6], ["COST", 7]];
+// Name, width (0: TASK takes what is left), and the order columns go in when the screen is
+// narrow (the highest first; 0 stays): a job's id, task and status stay.
+const COLUMNS: [string, number, number][] = [["JOB", 10, 0], ["TASK", 0, 0], ["AGENTS", 14, 3], ["BACKENDS", 8, 4], ["STATUS", 9, 0], ["ELAPSED", 7, 1], ["TOKENS", 6, 2], ["COST", 7, 0]];
+const TASK_MIN = 24; // the task's least width before a column goes
 const ACTIONS = { tail: "Show the transcript tail", send: "Send a message", stop: "Stop the job", back: "Back" };
 const MODES = { steer: "steer: into its running turn (after its current tool calls)", "follow-up": "follow-up: when it would otherwise end (it goes on)" };
 
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
 
+/** The columns shown at `width`: all of them when the task keeps TASK_MIN, else without the
+ * least useful (BACKENDS, then AGENTS, TOKENS, ELAPSED) until it does. */
+export function columnsFor(width: number): number[] {
+	const shown = COLUMNS.map((_, i) => i);
+	const room = () => width - shown.reduce((sum, i) => sum + COLUMNS[i][1] + 2, 0);
+	for (const drop of [...COLUMNS.keys()].filter((i) => COLUMNS[i][2]).sort((a, b) => COLUMNS[b][2] - COLUMNS[a][2])) {
+		if (room() >= TASK_MIN) break;
+		shown.splice(shown.indexOf(drop), 1);
+	}
+	return shown;
+}
+
 /** A row's cells, each cut or padded to its column (the flexible TASK takes what is left). */
 function row(cells: string[], width: number): string {
-	const fixed = COLUMNS.reduce((sum, [, w]) => sum + (w ? w + 2 : 0), 0);
-	return cells.map((cell, i) => {
+	const shown = columnsFor(width);
+	const fixed = shown.reduce((sum, i) => sum + (COLUMNS[i][1] ? COLUMNS[i][1] + 2 : 0), 0);
+	return shown.map((i) => {
 		const w = COLUMNS[i][1] || Math.max(10, width - fixed - 2);
-		const cut = truncateToWidth(safe(cell).replace(/\s+/g, " "), w);
+		const cut = truncateToWidth(safe(cells[i]).replace(/\s+/g, " "), w);
 		return cut + " ".repeat(Math.max(0, w - visibleWidth(cut)));
 	}).join("  ").trimEnd();
 }
@@ -130,7 +146,7 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
 	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
-	const action = await ctx.ui.select(`Job ${job.jobId} · ${safe(cells(job)[1])} · ${job.status}`, actions);
+	const action = await ctx.ui.select(`Job ${job.jobId} · ${truncateToWidth(safe(cells(job)[1]), 40)} · ${job.status}`, actions);
 	if (action === ACTIONS.tail) return showTail(ctx, job);
 	if (action === ACTIONS.send) return message(ctx, job);
 	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {
