@@ -10,7 +10,7 @@ import { firstLine, modeOf, type RunView, type SubagentDetails } from "./engine.
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const PREVIEW_LINES = 12; // of an answer, collapsed (one run); a third of it each for several
-const FLEX_MIN = 24; // the least of a line's flexible part (a task) kept before extras go
+const NARROW = 100; // columns below which a row leaves out its tool count
 
 /** Text safe to draw: no terminal sequences, no control characters but newline and tab. */
 export function safe(text: unknown): string {
@@ -63,17 +63,16 @@ export function icon(theme: Theme, run: { status: string; stalled?: boolean; mar
 }
 
 /** One line cut to the width: `head` and `tail` kept, `flex` shortened first. `extras`
- * (least useful last: a model before a task) follow the tail, and go, last first, before
- * `flex` would be cut below FLEX_MIN. */
+ * (least useful last: a model is worth less than a task) follow the tail, and go, last
+ * first, before `flex` is cut at all. */
 export class Line implements Component {
-	constructor(private parts: () => [string, string, string, string[]?]) {}
+	constructor(private parts: (width: number) => [string, string, string, string[]?]) {}
 	invalidate(): void {}
 	render(width: number): string[] {
-		const [head, flex, tail, extras = []] = this.parts();
+		const [head, flex, tail, extras = []] = this.parts(width);
 		const kept = [...extras];
 		const fixed = () => visibleWidth(head) + visibleWidth(tail) + kept.reduce((n, e) => n + visibleWidth(e), 0);
-		const want = Math.min(visibleWidth(flex), FLEX_MIN);
-		while (kept.length && width - fixed() < want) kept.pop();
+		while (kept.length && width - fixed() < visibleWidth(flex)) kept.pop();
 		const room = width - fixed();
 		return [truncateToWidth(head + (room > 0 ? truncateToWidth(flex, room) : "") + tail + kept.join(""), width)];
 	}
@@ -91,8 +90,8 @@ class Clip implements Component {
 
 const text = (s: string) => new Line(() => [s, "", ""]);
 
-function stats(theme: Theme, run: RunView): string {
-	const parts = [plural(run.toolCount, "tool"), `${tokens(run.usage.totalTokens)} tok`];
+function stats(theme: Theme, run: RunView, narrow = false): string {
+	const parts = [...(narrow ? [] : [plural(run.toolCount, "tool")]), `${tokens(run.usage.totalTokens)} tok`];
 	if (run.usage.cost.total) parts.push(money(run.usage.cost.total));
 	parts.push(elapsed(runMs(run)));
 	return theme.fg("dim", ` · ${parts.join(" · ")}`);
@@ -109,7 +108,7 @@ const isCouncilRole = (run: RunView) => Boolean(run.role) && !run.role?.startsWi
  * first line (a council's member: where it ran), agent, status word when it did not complete,
  * a budget's mark, stats; where it ran last, and first to go when the line is narrow. */
 function runTitle(theme: Theme, run: RunView, indent: string, showWhere: boolean): Line {
-	return new Line(() => {
+	return new Line((width) => {
 		const role = run.role ? `${theme.fg("accent", theme.bold(oneLine(run.role)))} ` : "";
 		const head = `${indent}${icon(theme, run)} ${role}`;
 		const agent = run.agent ? `${theme.fg("dim", " · ")}${theme.fg("accent", oneLine(run.agent))}` : "";
@@ -117,7 +116,7 @@ function runTitle(theme: Theme, run: RunView, indent: string, showWhere: boolean
 		const mark = run.mark ? theme.fg("warning", ` · ${oneLine(run.mark.replace(/^⏹\s*/, ""))}`) : "";
 		const council = isCouncilRole(run);
 		const place = !council && showWhere && where(run) ? [theme.fg("dim", ` · ${where(run)}`)] : [];
-		const tail = `${agent}${theme.fg(run.status === "failed" || run.status === "timeout" ? "error" : "muted", word)}${mark}${stats(theme, run)}`;
+		const tail = `${agent}${theme.fg(run.status === "failed" || run.status === "timeout" ? "error" : "muted", word)}${mark}${stats(theme, run, width < NARROW)}`;
 		const label = council ? theme.fg("text", where(run) || oneLine(run.task)) : theme.fg("text", oneLine(run.task) || `task ${run.index + 1}`);
 		return [head, label, tail, place];
 	});
@@ -168,7 +167,8 @@ export function renderCall(args: { task?: string; tasks?: { task: string }[]; ch
 	return new Line(() => [
 		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", count ? `${mode} ×${count}${judged}` : mode)} `,
 		label,
-		extra.length ? theme.fg("dim", ` · ${extra.join(" · ")}`) : "",
+		"",
+		extra.length ? [theme.fg("dim", ` · ${extra.join(" · ")}`)] : [], // the first to go
 	]);
 }
 

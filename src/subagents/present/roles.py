@@ -107,25 +107,12 @@ def plain_why(status: object, error: object) -> str:
 
 
 def verdict_lines(record: CouncilRecord) -> list[str]:
-    """A judge's verdict as words: ``best A (pi · mock-model) · agreement full``, its reasons
-    as a list, then its merged answer; why there is none when the judge fell short; nothing
-    for a council without a judge."""
+    """A judge's verdict as words: ``best A · agreement full`` (the rows name each member by
+    its label), its reasons as a list, then its merged answer; why there is none when the
+    judge fell short; nothing for a council without a judge."""
     verdict = record.get("verdict")
     if isinstance(verdict, Mapping):
-        best = str(verdict.get("best") or "?")
-        who = next(
-            (
-                " · ".join(
-                    str(x) for x in (m.get("agent") or m.get("backend"), m.get("model")) if x
-                )
-                for m in record.get("members") or []
-                if m.get("label") == best
-            ),
-            "",
-        )
-        lines = [
-            f"best {best}{f' ({who})' if who else ''} · agreement {verdict.get('agreement') or '?'}"
-        ]
+        lines = [f"best {verdict.get('best') or '?'} · agreement {verdict.get('agreement') or '?'}"]
         reasons = verdict.get("reasons")
         if isinstance(reasons, Sequence) and not isinstance(reasons, str):
             lines += [f"- {str(r).strip()}" for r in reasons if str(r).strip()]
