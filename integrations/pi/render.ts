@@ -199,7 +199,8 @@ export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolea
 /** The result: a titled section per run, its answer (or diagnostics) as Markdown. */
 export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
 	if (view.background && view.status === "running") {
-		return text(`${theme.fg("accent", "↗")} ${theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}: the widget above the editor follows it; /subagents lists it`)}`);
+		const hint = theme.fg("dim", " (the widget above the editor follows it; /subagents lists it)");
+		return new Line(() => [`${theme.fg("accent", "↗")} `, theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}`), "", [hint]]);
 	}
 	const box = new Container();
 	if (view.mode === "chain" && view.runs.length > 1) box.addChild(chainLine(theme, view));

@@ -220,6 +220,16 @@ class _Part:
     )
 
 
+def _said(run: JobRun, status: str) -> str:
+    """A run's answer, or what went wrong: a stop in plain words (its diagnostics tell the
+    parent nothing those do not), else its diagnostics."""
+    if status == "completed":
+        return str(run.get("finalText") or "")
+    if status == "aborted":
+        return plain_why(status, run.get("errorMessage"))
+    return _failure(run) or ""
+
+
 def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
     """The job's runs, then the steps it never reached (``not run``)."""
     parts: list[_Part] = []
@@ -234,7 +244,7 @@ def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
                 task=task,
                 agent=r.get("agent"),
                 status=status,
-                text=str((r.get("finalText") if done else _failure(r)) or ""),
+                text=_said(r, status),
                 error=None if done else plain_why(status, r.get("errorMessage")),
                 mark=f"{mark} ({limit_used(r)})" if mark else None,
             )

@@ -94,9 +94,11 @@ def plain_why(status: object, error: object) -> str:
     long in the figures' words ("timed out after 10m00s"); any other reason as the engine
     wrote it (its first line)."""
     text = str(error or "").strip().splitlines()[0].strip() if str(error or "").strip() else ""
+    found = _TIMED_OUT.match(text)
+    if found is not None:
+        return f"timed out after {elapsed(float(found.group(1)))}"
     if status == "timeout":
-        found = _TIMED_OUT.match(text)
-        return f"timed out after {elapsed(float(found.group(1)))}" if found else text or "timed out"
+        return text or "timed out"
     if status == "aborted":
         sig = _SIGNAL.search(text)
         if sig is not None:
