@@ -171,3 +171,17 @@ def test_subagents_fits_80_columns_least_useful_columns_first_to_go(
         print(f"\n--- /subagents at 80 columns ---\n{pi.screen}")
         pi.keys("Escape")
         assert set(COLUMNS) >= set(kept)
+
+
+def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:
+    args = {"task": "Watch the logs", "model": "slow/mock-model"}
+    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("delegate it")
+        assert eventually(lambda: pi.shows("Watch the logs", "⎿ $ sleep 300"), 90), pi.screen
+        pi.keys("Escape")
+        # The row says how it ended in the words of the person who stopped it.
+        assert eventually(lambda: bool(pi.line("■ Watch the logs", "aborted")), 60), pi.screen
+        assert eventually(lambda: pi.shows("stopped by you"), 30), pi.screen
+        assert "SIGTERM" not in pi.screen, pi.screen
+        print(f"\n--- Esc at 80 columns ---\n{pi.screen}")

@@ -109,7 +109,7 @@ def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_er
         pi.type("delegate both")
         assert eventually(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
         done = ("✓ Find the entry point · scout", "✗ Summarize the changelog · failer · failed")
-        assert eventually(lambda: pi.shows(*done, "1/2 completed"), 120), pi.screen
+        assert eventually(lambda: pi.shows(*done, "1/2 completed · 1 failed"), 120), pi.screen
         # The answer, rendered (no literal **), and the failure's reason, side by side.
         assert "It is main.py." in pi.screen and "500 mock server error" in pi.screen, pi.screen
         assert "**" not in pi.line("It is main.py")

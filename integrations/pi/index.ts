@@ -187,9 +187,11 @@ export default function (pi: ExtensionAPI) {
 			try {
 				if (params.background) {
 					const exit = await runCli([...args, "--bg", ...tail], { cwd: ctx.cwd });
-					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string } | undefined;
+					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string; steps?: Step[] } | undefined;
 					if (!started?.jobId) refuse(params, cliFailure(exit));
-					Object.assign(view, { jobId: started?.jobId, startedAt: started?.startedAt, background: true, status: "running" });
+					// (its steps as the engine planned them: the model an agent picks, a council's judge)
+					applyRecord(view, { type: "job", jobId: started?.jobId, startedAt: started?.startedAt, steps: started?.steps });
+					Object.assign(view, { background: true, status: "running" });
 					recordStart(view, started?.pid, sessionId);
 					bg.watch(view, ctx.cwd);
 					return {

@@ -229,7 +229,11 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 	else if (view.runs.length > 1) {
 		const u = view.usage;
 		const done = view.runs.filter((r) => r.status === "completed").length;
-		box.addChild(text(theme.fg("dim", `${done}/${view.runs.length} completed · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)));
+		// The runs that did not complete, by how they ended: as the job's end entry says it.
+		const ends = new Map<string, number>();
+		for (const r of view.runs) if (r.status !== "completed") ends.set(r.status, (ends.get(r.status) ?? 0) + 1);
+		const bad = [...ends].map(([status, n]) => ` · ${n} ${status}`).join("");
+		box.addChild(text(theme.fg("dim", `${done}/${view.runs.length} completed${bad} · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)));
 	}
 	return box;
 }

@@ -324,7 +324,7 @@ class PiBackend(Backend):
     supports_thinking = True
     can_continue = True
     needs_version = True
-    tested_versions = ("0.73.1", "0.87.1")
+    tested_versions = ("0.73.1", "0.87.1", "1.6.0")
 
     def live_input(self, version: str | None) -> bool:
         found = version_tuple(version)
