@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.pi_parent import COLUMNS, Parent, delegating
+from support.pi_parent import Parent, delegating
 from support.pi_parent import needs_pi_parent as needs_pi
 from support.pi_tui import PiTui
 
@@ -145,32 +145,40 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
         print(f"\n--- after its end at 80 columns ---\n{pi.screen}")
 
 
-def test_subagents_fits_80_columns_least_useful_columns_first_to_go(
+def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
-    args = {
-        "task": "Keep polling the service for a healthy answer",
-        "model": "slow/mock-model",
-        "background": True,
-    }
-    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
+    task = "Keep polling the service for a healthy answer"
+    args = {"task": task, "model": "slow/mock-model", "background": True}
+    with delegating(tmp_path, args, slow=Script(command="sleep 12; echo healthy")) as (parent, _):
         pi = PiTui(tmux, parent, cols=80)
         pi.type("start it in the background")
-        assert eventually(lambda: bool(pi.line("Keep polling", "$ sleep 300")), 90), pi.screen
+        assert eventually(lambda: bool(pi.line("Keep polling", "$ sleep 12")), 90), pi.screen
         assert eventually(lambda: pi.shows("I ran subagent"), 60)
         pi.type("/subagents")
         assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        # The least useful columns went; what is left is on one line, under its label.
         kept = ("JOB", "TASK", "STATUS", "ELAPSED", "TOKENS", "COST")
         head = pi.line(*kept)
         assert head and "BACKENDS" not in head and "AGENTS" not in head, pi.screen
         row = pi.line("Keep polling the serv", "running")
         assert row, pi.screen  # the task whole enough to tell
-        # Its cells under their labels, the cost too: nothing went to a next line.
         assert row.index("running") == head.index("STATUS")
         assert len(row.rstrip()) > head.index("COST") and len(row) <= 80
         print(f"\n--- /subagents at 80 columns ---\n{pi.screen}")
+        # While it stays open: the elapsed time goes on, and the job's end shows in its row.
+        first = float(re.findall(r"(\d+\.\d)s", row)[0])
+
+        def ticked() -> bool:
+            now = re.findall(r"(\d+\.\d)s", pi.line("Keep polling the serv", "running"))
+            return bool(now) and float(now[0]) >= first + 2
+
+        assert eventually(ticked, 30), pi.screen
+        assert eventually(lambda: bool(pi.line("Keep polling the serv", "completed")), 90)
+        assert pi.shows("Subagent jobs of this session", "esc close"), pi.screen
+        print(f"\n--- /subagents, still open, after the job's end ---\n{pi.screen}")
         pi.keys("Escape")
-        assert set(COLUMNS) >= set(kept)
+        assert eventually(lambda: not pi.shows("esc close"), 30), pi.screen
 
 
 def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:

@@ -446,10 +446,11 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
     widgets = [e.get("widgetLines") for e in ui if e.get("widgetKey") == "subagents"]
     shown = [lines for lines in widgets if lines]
     assert shown and shown[0][0].strip() == "subagents · 1 background job running"
-    assert any("say hello" in line and " tok · " in line for line in shown[-1])
+    assert any("say hello" in line and line.endswith(" tok") for line in shown[-1])
     assert widgets[-1] is None
+    # The footer: how many run, then what the session's background runs used.
     counts = [e.get("statusText") for e in ui if e.get("statusKey") == "subagents"]
-    assert "1 subagent job running" in counts and counts[-1] is None
+    assert "1 subagent job running" in counts and counts[-1] == "bg 15 tok"
     events = [e["eventType"] for e in parent.agent_events()]
     assert events == ["subagent:start", "subagent:complete"]
 

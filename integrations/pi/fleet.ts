@@ -1,13 +1,14 @@
 /**
  * `/subagents`: this session's jobs as a list with labelled columns (`subagents top --json`,
- * the engine's live view); choosing one offers its transcript's tail, a message to it (steer or
- * follow-up) and stopping it.
+ * the engine's live view), kept up to date while open (fleetview.ts); choosing one offers its
+ * transcript's tail, a message to it (steer or follow-up) and stopping it.
  * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { ExtensionCommandContext, Theme } from "@earendil-works/pi-coding-agent";
 import { type Component, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
 import { parseJson, receiptLine, runCli, send } from "./engine.ts";
+import { LiveList, type ListWords } from "./fleetview.ts";
 import { elapsed, money, safe, tokens } from "./render.ts";
 
 interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null }
@@ -131,18 +132,36 @@ async function costs(ctx: ExtensionCommandContext): Promise<void> {
 	ctx.ui.notify([...lines, `session total: ${safe(report.summary)}`].join("\n"), "info");
 }
 
+const WORDS: ListWords<FleetJob> = {
+	title: "Subagent jobs of this session",
+	header: (width) => row(COLUMNS.map(([name]) => name), width),
+	row: (job, width) => row(cells(job), width),
+	hint: "↑↓ choose · enter: transcript, message, stop · esc close · updates while open",
+};
+
+/** The job to act on: in pi's TUI from a list that keeps up with the jobs while it is open;
+ * elsewhere (rpc) from pi's own one-shot select. */
+async function choose(ctx: ExtensionCommandContext, jobs: FleetJob[], load: () => Promise<FleetJob[]>): Promise<FleetJob | undefined> {
+	if (ctx.mode === "tui") {
+		return ctx.ui.custom<FleetJob | undefined>((tui, theme, _kb, done) => new LiveList(tui, theme, jobs, load, WORDS, done));
+	}
+	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
+	const options = jobs.map((job) => WORDS.row(job, width));
+	const chosen = await ctx.ui.select(`${WORDS.title}\n  ${WORDS.header(width)}`, options);
+	return chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
+}
+
 export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: FleetHooks): Promise<void> {
 	const [verb, id] = args.trim().split(/\s+/);
 	if (verb === "cost") return costs(ctx);
 	if (verb === "stop" && id) return stop(ctx, id, hooks);
-	const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
-	const jobs = ((parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? []);
+	const top = async () => {
+		const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
+		return { exit, jobs: (parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? [] };
+	};
+	const { exit, jobs } = await top();
 	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
-	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
-	const options = jobs.map((job) => row(cells(job), width));
-	const header = row(COLUMNS.map(([name]) => name), width);
-	const chosen = await ctx.ui.select(`Subagent jobs of this session\n  ${header}`, options);
-	const job = chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
+	const job = await choose(ctx, jobs, async () => (await top()).jobs);
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
 	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
