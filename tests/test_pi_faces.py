@@ -174,7 +174,7 @@ def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
             return bool(now) and float(now[0]) >= first + 2
 
         assert eventually(ticked, 30), pi.screen
-        assert eventually(lambda: bool(pi.line("Keep polling the serv", "completed")), 90)
+        assert eventually(lambda: bool(pi.line("→ ", "Keep polling the serv", "completed")), 90)
         assert pi.shows("Subagent jobs of this session", "esc close"), pi.screen
         print(f"\n--- /subagents, still open, after the job's end ---\n{pi.screen}")
         pi.keys("Escape")
