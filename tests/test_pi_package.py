@@ -227,6 +227,8 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
     entries = parent.agent_events()
     assert entries[0]["eventType"] == "subagent:start"
     assert [e["mode"] for e in entries] == ["council"] * len(entries)
+    # The members' model as the engine planned them, from the start (not as the call gave them).
+    assert entries[0]["model"] == "child/mock-model"
 
 
 def council_rows(text: str) -> dict[str, str]:
@@ -617,6 +619,8 @@ def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Pat
     with delegating(tmp_path, args, answer="done", child=Script()) as (parent, _):
         end = tool_end(parent.run("delegate it"))
     assert end["isError"] is False, end["result"]
+    # A chain's rows say where each step stands.
+    assert [r["role"] for r in end["result"]["details"]["runs"]] == ["step 1/2", "step 2/2"]
     plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
     first, second = plan["requests"]
     assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)
