@@ -256,6 +256,12 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 export function summaryOf(view: SubagentDetails): string {
 	const { text } = outcome(view);
 	if (view.runs.length < 2) return text;
+	if (view.mode === "council") {
+		// Its members answered (the judge is no member), and what the judge made of them.
+		const members = view.runs.filter((r) => r.role !== "judge");
+		const answered = members.filter((r) => r.status === "completed").length;
+		return [`council ${answered}/${members.length} members answered${view.verdict?.[0] ? `; verdict: ${view.verdict[0]}` : ""}`, text].join("; ");
+	}
 	const done = view.runs.filter((r) => r.status === "completed").length;
 	const bad = view.runs.filter((r) => r.status !== "completed").map((r) => `"${r.task}" ${r.status}: ${r.error ?? ""}`.trim());
 	return [`${view.mode} ${done}/${view.runs.length} completed`, ...bad].join("; ");

@@ -89,6 +89,8 @@ test("the engine names each run and words its end: roles, a budget's mark, plain
 	});
 	assert.equal(view.runs[1].error, "stopped by you");
 	assert.equal(view.durationMs, 14300);
+	// Its entry counts the members, not the judge, and says the verdict.
+	assert.match(summaryOf(view), /^council 1\/2 members answered; verdict: best A · agreement full; merged/);
 });
 
 test("the job result ends each run; steps never reached are not run", () => {
