@@ -47,6 +47,7 @@ from subagents.service import JobStore, LiveJobs, read_run
 from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
+from subagents.web.maprows import RowsQuery
 from subagents.web.templates import render, url
 from subagents.web.transcript import CHUNK, FIRST_LOOK, block_start, read_piece
 from subagents.web.watch import StoreWatcher
@@ -142,7 +143,8 @@ class WebApp:
             state = service.job_state(self.store, where.job_id)
             data = jobpage.gather(LiveJobs(self.home), state, where.run_id)
             frame = _frame(request, f"job {where.job_id}", "", "job")
-            return jobpage.render_body(data, self.home, **frame)
+            rows = RowsQuery.of(request.query_params)
+            return jobpage.render_body(data, self.home, rows, **frame)
 
         return HTMLResponse(await anyio.to_thread.run_sync(page))
 
@@ -195,6 +197,7 @@ class WebApp:
         offset = int(start) if start.isdigit() else 0
         live = LiveJobs(self.home)
         run_end_sent = request.query_params.get("ended") == "1"
+        rows = RowsQuery.of(request.query_params)  # which of a map's rows the page shows
 
         def look() -> tuple[str, bool]:
             """The live part, and whether that is all there is to show (the job ended)."""
@@ -202,7 +205,7 @@ class WebApp:
             data = jobpage.gather(live, state, run_id)
             if run_id is None and data.run_id is not None:
                 return "", True  # the job's first run started: the page reloads to show it
-            return jobpage.render_live(data), data.ended
+            return jobpage.render_live(data, self.home, rows), data.ended
 
         def more() -> tuple[list[str], bool]:
             """The shown run's next events (a piece of its transcript at most
