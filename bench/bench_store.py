@@ -141,6 +141,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def timed_get(port: int, path: str, token: str) -> float:
+    """How long one GET of ``path`` from the web server on ``port`` takes, read whole."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        resp.read()
+    return time.perf_counter() - t0
+
+
 def fleet_first_response(env: dict[str, str]) -> float:
     """The web server started (not timed), then the first GET of the fleet page."""
     port = free_port()
@@ -159,13 +170,7 @@ def fleet_first_response(env: dict[str, str]) -> float:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("bench_store: the web server did not start")
             time.sleep(0.05)
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"}
-        )
-        t0 = time.perf_counter()
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            resp.read()
-        return time.perf_counter() - t0
+        return timed_get(port, "/", token)
     finally:
         proc.terminate()
         proc.wait(10)

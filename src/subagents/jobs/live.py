@@ -144,6 +144,7 @@ class LiveJobs:
                 tokens=count(usage.get("totalTokens")),
                 cost=number(usage.get("cost")),
                 activity=answer.splitlines()[0][:ACTIVITY_LEN] if answer else "",
+                limit=result.get("limit") or None,
             )
         meta = self._meta.get(run_id)
         if meta is None:

@@ -21,7 +21,7 @@ from subagents.core.records import is_run_result
 from subagents.present.figures import money, tokens
 from subagents.present.jobview import RunRow
 from subagents.service import TERMINAL, JobStore, LiveJobs
-from subagents.web import charts
+from subagents.web import charts, memo
 from subagents.web.maprows import RowsQuery
 from subagents.web.markdown import render
 from subagents.web.templates import render as fill
@@ -75,8 +75,14 @@ def run_dir(home: Path, run_id: str) -> Path:
 
 
 def read_result(home: Path, run_id: str) -> RunResult | None:
+    """The run's result.json (None: not yet, or too big to read for a page), read once while
+    the file stays as it is (a stream asks at every change)."""
+    path = run_dir(home, run_id) / "result.json"
+    return memo.made(("result", str(path)), (path,), lambda: _read_result(path))
+
+
+def _read_result(path: Path) -> RunResult | None:
     with contextlib.suppress(OSError, ValueError):
-        path = run_dir(home, run_id) / "result.json"
         if path.stat().st_size > RESULT_READ:
             return None
         data = read_json(path)
@@ -266,8 +272,10 @@ def _diff(result: RunResult, home: Path) -> dict[str, object] | None:
 
 
 def _shown(text: str) -> tuple[Markup, bool]:
-    """Markdown as HTML, cut at :data:`TEXT_SHOWN` characters (True: it was)."""
-    return render(text[:TEXT_SHOWN]), len(text) > TEXT_SHOWN
+    """Markdown as HTML, cut at :data:`TEXT_SHOWN` characters (True: it was); made once for
+    every client of the run."""
+    shown = text[:TEXT_SHOWN]
+    return memo.made(("markdown", shown), (), lambda: render(shown)), len(text) > TEXT_SHOWN
 
 
 def render_run_end(result: RunResult | None, home: Path) -> str:
