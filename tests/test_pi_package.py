@@ -1,7 +1,7 @@
 """The pi package (integrations/pi) end to end: the real pi (1.6, as pinned) as the parent,
 loading the package with ``-e``, scripted by the mock model to call the ``subagent`` tool;
-the tool runs the real ``subagents`` CLI, whose children are real pi runs against the same mock (or a
-second, broken or slow, mock as their own provider).
+the tool runs the real ``subagents`` CLI, whose children are real pi runs against the same
+mock (or a second, broken or slow, mock as their own provider).
 """
 
 from __future__ import annotations
