@@ -275,6 +275,16 @@ def notice(level: NoticeLevel, message: str) -> Notice:
     return {"type": "notice", "level": level, "message": message}
 
 
+# How the supervisor's own notice of a stop it makes ends (a timeout, a signal): the run's
+# status says that stop when it ends, so no face shows it as the child's warning.
+STOPPING = "; stopping the child"
+
+
+def stopping(why: str) -> Notice:
+    """The supervisor's notice that it stops the child, and why."""
+    return notice("error", f"{why}{STOPPING}")
+
+
 def stalled(since: float, seconds: float) -> Notice:
     """The stall watchdog's notice: no event since ``since`` (epoch seconds) and no tool
     call in flight for ``seconds``."""

@@ -299,9 +299,7 @@ class Supervisor:
             self.forced_cleanup = True
             self.terminate_group(None)
         if deadlines.passed(deadlines.timeout, now) and deadlines.kill is None:
-            self.emit(
-                ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child")
-            )
+            self.emit(ev.stopping(f"timed out after {self.spec.timeout:g}s"))
             self.terminate_group("timeout")
         if deadlines.kill is None and deadlines.grace is None:
             self.watchdog(now)
@@ -334,9 +332,7 @@ class Supervisor:
         due = self.watch.due(now)
         if due == "tool_timeout":
             limit = self.spec.toolTimeout
-            self.emit(
-                ev.notice("error", f"a tool call ran longer than {limit:g} s; stopping the child")
-            )
+            self.emit(ev.stopping(f"a tool call ran longer than {limit:g} s"))
             self.terminate_group("tool_timeout")
         elif due == "stalled":
             idle = now - self.watch.active_at
@@ -353,7 +349,7 @@ class Supervisor:
         if self.abort_why is None and (gone := first_gone(self.spec.watch)) is not None:
             self.process_gone(gone, signal_self=False)  # what the stop was for, whoever sent it
         what = self.abort_why or f"supervisor received {self.abort_signal}"
-        self.emit(ev.notice("error", f"{what}; stopping the child"))
+        self.emit(ev.stopping(what))
         if self.child_alive():
             self.terminate_group("aborted")
         else:
