@@ -14,8 +14,10 @@ from typing import Any
 
 import psutil
 import pytest
+from support.checks import eventually
 from support.cli import invoke
 
+import subagents
 from subagents.backends import get_backend
 from subagents.backends.acpnorm import STEER_HELD, AcpNormalizer
 from subagents.backends.base import CommandRequest
@@ -316,6 +318,43 @@ def test_policy_deny_denies_every_permission(tmp_path: Path) -> None:
 
 
 @pytest.mark.process
+@pytest.mark.parametrize("flag", [{"permissions": "ask"}, {"approvals": "ask"}])
+def test_ask_hands_each_permission_request_to_the_inbox(
+    tmp_path: Path, flag: dict[str, str]
+) -> None:
+    """--permissions ask (or --approvals ask): each request waits in the inbox with the
+    options the agent offered; the decision selects the option of its kind ("always" where
+    the agent offers no allow_always: its allow_once), or cancels when none is offered."""
+    work = tmp_path / "work"
+    work.mkdir()
+    inside, outside = work / "a.txt", tmp_path / "b.txt"
+    req = RunRequest(
+        task="say hi",
+        backend="acp",
+        cwd=str(work),
+        acp_command=agent_command("client", str(inside), str(outside)),
+        **flag,  # type: ignore[arg-type]
+    )
+    handle = start(req, Settings(grace=0.25, kill_grace=1.0))
+    decided = []
+    for choice in ("deny", "always"):
+        assert eventually(lambda: subagents.inbox(), timeout=60)
+        (item,) = subagents.inbox()
+        assert item["tool"] == "Edit" and item["backend"] == "acp"
+        kinds = [o["kind"] for o in item["input"]["options"]]
+        assert kinds == ["allow_once", "reject_once"]
+        decided.append((item["input"]["file_path"], subagents.decide(item["id"], choice)))
+    result = handle.wait(timeout=60)
+    assert result is not None and result["status"] == "completed", result
+    got = json.loads(result["finalText"])
+    assert got["permission_inside"] == {"outcome": {"outcome": "selected", "optionId": "no"}}
+    # (the person decides, not the tree: a path outside it may be allowed)
+    assert got["permission_outside"] == {"outcome": {"outcome": "selected", "optionId": "yes"}}
+    assert [path for path, _ in decided] == [str(inside), str(outside)]
+    assert [r["choice"] for r in result["approvals"]] == ["deny", "always"]
+
+
+@pytest.mark.process
 def test_a_users_preset_from_config(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -336,7 +375,10 @@ def test_a_users_preset_from_config(tmp_path: Path) -> None:
         (["--backend", "acp:nope"], "unknown ACP preset 'nope' (known: acp:claude, acp:codex"),
         (["--backend", "acp"], "--backend acp needs --acp-command"),
         (["--backend", "acp", "--acp-command", "'unclosed"], "--acp-command: No closing quotation"),
-        (["--backend", "acp:gemini", "--permissions", "ask"], "'ask' needs the approvals inbox"),
+        (
+            ["--backend", "acp:gemini", "--permissions", "deny", "--approvals", "ask"],
+            "--permissions: --approvals decides the permissions: give one of them",
+        ),
         (["--backend", "pi", "--permissions", "deny"], "--permissions: only for ACP agents"),
     ],
 )

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checks import eventually
 from support.liverun import Live
 
 import subagents
@@ -171,6 +172,26 @@ def test_a_permission_request_under_each_policy(
     word = "allowed" if allowed else "denied"
     assert any(n.startswith(f"permission {word}: edit") for n in notices), notices
     assert target.exists() == allowed
+
+
+@pytest.mark.parametrize("choice", ["allow", "deny"])
+@pytest.mark.parametrize("name", agents("gemini"))
+def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str, choice: str) -> None:
+    """--approvals ask (docs/approvals.md): the agent's permission request waits in the
+    inbox, with the options it offered, until decided."""
+    target = tmp_path / "work" / "new.txt"
+    script = Script(tool_name="write_file", tool_args={"file_path": str(target), "content": "hi\n"})
+    with acp_run(tmp_path, name, script, task="write it", approvals="ask") as live:
+        assert eventually(lambda: subagents.inbox(), timeout=120), live.events()
+        (item,) = subagents.inbox()
+        assert item["tool"] == "Edit" and item["input"]["options"]
+        assert not target.exists()
+        subagents.decide(item["id"], choice)  # type: ignore[arg-type]
+        result = live.result()
+    assert result["status"] == "completed", result["errorMessage"]
+    assert target.exists() == (choice == "allow")
+    (record,) = result["approvals"]
+    assert record["choice"] == choice
 
 
 def continued(tmp_path: Path, name: str) -> tuple[dict[str, Any], dict[str, Any], Live]:

@@ -135,9 +135,10 @@ def test_a_budget_stop_is_its_own_mark_in_every_face() -> None:
         durationMs=3100,
         usage={"totalTokens": 10, "cost": None},
     )
-    mark = "⏹ turn limit 3 · wrapped up (4 used)"
+    mark = "⏹ turn limit 3 · wrapped up (4 turns used)"
     # The parent model reads the answer and that a budget ended it.
-    assert parent_text(result, ["keep going"]).text == f"Partly done.\n\n{mark}"
+    said = parent_text(result, ["keep going"]).text
+    assert said == f"Partly done.\n\n{mark}: the run was ended by its budget"
     # The status line (MCP results, the end notices, `run`'s last line) carries the mark.
     from subagents.mcp.results import compact_result
     from subagents.present import outcome
@@ -150,10 +151,10 @@ def test_a_budget_stop_is_its_own_mark_in_every_face() -> None:
     job_limit = {**limit, "action": "abort", "scope": "job"}
     both = job("parallel", "failed", [run(1, text="A"), run(2, "aborted", limit=job_limit)])
     assert (
-        "# 2. b: aborted · ⏹ job's turn limit 3 · stopped (4 used)"
+        "# 2. b: aborted · ⏹ job's turn limit 3 · stopped (4 turns used)"
         in parent_text(both, ["a", "b"]).text
     )
-    assert "⏹ job's turn limit 3 · stopped (4 used) · run r2" in markdown(both)
+    assert "⏹ job's turn limit 3 · stopped (4 turns used) · run r2" in markdown(both)
 
 
 def test_structured_answers_reach_a_program_parsed() -> None:

@@ -137,13 +137,16 @@ def test_pi087_system_message_and_entries_are_ignored() -> None:
 # --------------------------------------------------------------------------- both real versions
 
 REPO = Path(__file__).resolve().parent.parent
+PI_087 = REPO / ".tools" / "pi087" / "node_modules" / ".bin" / "pi"
 PI_073 = REPO / ".tools" / "pi073" / "node_modules" / ".bin" / "pi"
 
 
 def _pi_bins() -> list[Any]:
-    """The pi 0.87 on PATH (scripts/setup: .tools, run by Node 22) and 0.73.1 (.tools/pi073)."""
+    """The pinned pi 1.6 on PATH (scripts/setup: .tools, run by Node 22), 0.87.1
+    (.tools/pi087, the same Node) and 0.73.1 (.tools/pi073)."""
     out = []
-    for want, binary in (("0.87", shutil.which("pi")), ("0.73", str(PI_073))):
+    bins = (("1.6", shutil.which("pi")), ("0.87", str(PI_087)), ("0.73", str(PI_073)))
+    for want, binary in bins:
         version = ""
         if binary and Path(binary).exists():
             p = subprocess.run(

@@ -176,22 +176,25 @@ def test_a_failing_node_cli_is_reported_by_its_error_line(
 def test_each_version_against_the_tested_ones_and_what_its_runs_can_do(
     world: dict[str, str], tmp_path: Path
 ) -> None:
-    """pi before 0.80.4 takes no messages and its budgets abort; 0.87.1 takes both; a
+    """pi before 0.80.4 takes no messages and its budgets abort; 0.87.1 and 1.6.0 take both; a
     version outside the tested ones says so; the table names what each installed one does."""
     checks = {}
-    for version in ("0.60.0", "0.73.1", "0.87.1", "0.99.0"):
+    for version in ("0.60.0", "0.73.1", "0.87.1", "0.99.0", "1.6.0", "1.7.0"):
         binary = fake_cli(tmp_path / f"pi-{version}", "pi", f"echo {version}")
         checks[version] = check_backend("pi", {**world, "SUBAGENTS_PI_BIN": str(binary)})
     assert {v: c.tested for v, c in checks.items()} == {
         "0.60.0": "older than tested (0.73.1)",
         "0.73.1": "tested",
         "0.87.1": "tested",
-        "0.99.0": "newer than tested (0.87.1)",
+        "0.99.0": "in the tested range",
+        "1.6.0": "tested",
+        "1.7.0": "newer than tested (1.6.0)",
     }
-    old, new = checks["0.73.1"].supports, checks["0.87.1"].supports
-    assert old is not None and new is not None
+    old, new, pinned = (checks[v].supports for v in ("0.73.1", "0.87.1", "1.6.0"))
+    assert old is not None and new is not None and pinned is not None
     assert (old["steer"], old["follow-up"], old["budgets"]) == ("no", "no", "abort-only")
     assert (new["steer"], new["follow-up"], new["budgets"]) == ("yes", "yes", "graceful")
+    assert pinned == new
     gemini = fake_cli(tmp_path / "gem", "gemini", "echo 0.61.0")
     g = check_backend("gemini", {**world, "SUBAGENTS_GEMINI_BIN": str(gemini)})
     assert g.supports is not None and g.supports["follow-up"] == "as a continuation"

@@ -39,6 +39,8 @@ def test_lists_the_tools_and_the_job_resource() -> None:
                 "subagent_status",
                 "subagent_result",
                 "subagent_send",
+                "subagent_inbox",
+                "subagent_decide",
                 "subagent_cancel",
                 "list_agents",
                 "continue",

@@ -1,7 +1,7 @@
-"""The pi package (integrations/pi) end to end: the real pi 0.87 as the parent, loading the
-package with ``-e``, scripted by the mock model to call the ``subagent`` tool; the tool runs
-the real ``subagents`` CLI, whose children are real pi runs against the same mock (or a
-second, broken or slow, mock as their own provider).
+"""The pi package (integrations/pi) end to end: the real pi (1.6, as pinned) as the parent,
+loading the package with ``-e``, scripted by the mock model to call the ``subagent`` tool;
+the tool runs the real ``subagents`` CLI, whose children are real pi runs against the same
+mock (or a second, broken or slow, mock as their own provider).
 """
 
 from __future__ import annotations
@@ -227,6 +227,8 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
     entries = parent.agent_events()
     assert entries[0]["eventType"] == "subagent:start"
     assert [e["mode"] for e in entries] == ["council"] * len(entries)
+    # The members' model as the engine planned them, from the start (not as the call gave them).
+    assert entries[0]["model"] == "child/mock-model"
 
 
 def council_rows(text: str) -> dict[str, str]:
@@ -448,10 +450,11 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
     widgets = [e.get("widgetLines") for e in ui if e.get("widgetKey") == "subagents"]
     shown = [lines for lines in widgets if lines]
     assert shown and shown[0][0].strip() == "subagents · 1 background job running"
-    assert any("say hello" in line and " tok · " in line for line in shown[-1])
+    assert any("say hello" in line and line.endswith(" tok") for line in shown[-1])
     assert widgets[-1] is None
+    # The footer: how many run, then what the session's background runs used.
     counts = [e.get("statusText") for e in ui if e.get("statusKey") == "subagents"]
-    assert "1 subagent job running" in counts and counts[-1] is None
+    assert "1 subagent job running" in counts and counts[-1] == "bg 15 tok"
     events = [e["eventType"] for e in parent.agent_events()]
     assert events == ["subagent:start", "subagent:complete"]
 
@@ -618,6 +621,8 @@ def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Pat
     with delegating(tmp_path, args, answer="done", child=Script()) as (parent, _):
         end = tool_end(parent.run("delegate it"))
     assert end["isError"] is False, end["result"]
+    # A chain's rows say where each step stands.
+    assert [r["role"] for r in end["result"]["details"]["runs"]] == ["step 1/2", "step 2/2"]
     plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
     first, second = plan["requests"]
     assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)

@@ -36,7 +36,7 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
         "mode": "single",
         "runs": 1,
         "startedAt": job["startedAt"],  # the job's own start, said before it runs
-        "steps": [{"task": "x", "agent": None, "backend": "pi", "model": None}],
+        "steps": [{"task": "x", "agent": None, "backend": "pi", "model": None, "role": None}],
     }
     progress, end = recs[1:-1], recs[-1]
     # The last record is the parent's answer, as the pi package shows it (present/answer.py).
@@ -46,6 +46,9 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
         "status": "completed",
         "text": "Done.",
         "isError": False,
+        # The job's duration, the one every face shows; how each run ended, in words.
+        "durationMs": job["durationMs"],
+        "runs": [{"mark": None, "used": None, "why": None}],
     }
     assert {r["type"] for r in progress} == {"progress"}
     assert {r["runId"] for r in progress} == {result["runId"]}

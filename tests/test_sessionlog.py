@@ -455,7 +455,7 @@ def test_summarize_single() -> None:
         ],
     }
     assert sessionlog.summarize(limited) == (
-        'completed: scout — ⏹ turn limit 3 · wrapped up (4 used) · "Partly."'
+        'completed: scout — ⏹ turn limit 3 · wrapped up (4 turns used) · "Partly."'
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually, fits
+from support.claude import ASK
 from support.fake import Fake
 
 import subagents
@@ -40,6 +41,7 @@ EVENT_TYPES = {
     "run_finished": types.RunFinished,
     "user_message": types.UserMessage,
     "limit": types.LimitEvent,
+    "approval": types.ApprovalEvent,
 }
 
 
@@ -62,6 +64,10 @@ def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
     bounded = fake.run([*pi.start(), *pi.tool_use(), {"sleep": 30}], max_turns=1)
     steered = steered_claude(fake)
     assert steered["messages"] == {"sent": 1, "delivered": 1}
+    (approval,) = steered["approvals"]
+    fits(approval, types.ApprovalRecord)
+    assert approval["choice"] == "deny" and approval["by"] == "policy"
+    assert "'behavior': 'deny'" in (fake.dir / "asked").read_text()
     seen = set()
     for result in (completed, failed, bounded, steered):
         fits(result, types.RunResult)
@@ -77,7 +83,8 @@ def test_every_event_kind_and_result_json_fit_their_types(fake: Fake) -> None:
 
 
 def steered_claude(fake: Fake) -> types.RunResult:
-    """A fake claude run sent a steer while its tool runs; it echoes it, as claude does."""
+    """A fake claude run sent a steer while its tool runs; it echoes it, as claude does. It
+    asks to run its tool first (--approvals deny: denied at once)."""
     gate = fake.dir / "gate"
     init = {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}
     call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
@@ -88,12 +95,15 @@ def steered_claude(fake: Fake) -> types.RunResult:
     steps = [
         {"emit": init},
         {"emit": {"type": "assistant", "message": message}},
+        {"run": [sys.executable, "-c", ASK]},
         {"wait_for": str(gate)},
         {"emit": echo},
         {"emit": result},
     ]
     env = {**os.environ, "SUBAGENTS_CLAUDE_BIN": str(fake.launcher)}
-    req = RunRequest(task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps))
+    req = RunRequest(
+        task="do it", backend="claude", cwd=str(fake.dir), env=fake.env(steps), approvals="deny"
+    )
     handle = start(req, Settings(grace=fake.grace, kill_grace=fake.kill_grace), env=env)
     assert eventually(lambda: '"tool_call"' in events_text(handle.run_dir))
     receipt = subagents.send(handle.run_id, "hi")

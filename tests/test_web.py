@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
-from support.claude import claude_steps
+from support.claude import asking_steps, claude_steps
 from support.fake import Fake
 from support.git import git, git_repo
 from support.webserver import Web, have_chromium, until
@@ -109,6 +109,43 @@ def test_stop_from_the_job_page_aborts_the_job(
     until(browser, "document.querySelector('.jobhead').dataset.status === 'aborted'")
     assert service.job_state(JobStore(), job_id)["status"] == "aborted"
     assert eventually(lambda: not pid_alive(int(pidfile.read_text())))
+
+
+def test_deny_from_the_fleet_page_answers_the_waiting_child(
+    browser: Any, web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with --approvals ask waits: the fleet's "needs you" shows its request with
+    Approve and Deny, each after a confirmation (as Stop); the child gets the refusal."""
+    monkeypatch.setenv("SUBAGENTS_CLAUDE_BIN", str(fake.launcher))
+    spec = {
+        "mode": "single",
+        "steps": [{"task": "push it", "backend": "claude", "approvals": "ask"}],
+    }
+    job_id = subagents.start(spec, cwd=fake.dir, env=fake.env(asking_steps())).job_id
+    assert eventually(lambda: subagents.inbox(), timeout=WAIT)
+    (item,) = subagents.inbox()
+    sign_in(browser, web)
+    deny = f"document.querySelector('button[data-action=decide][data-choice=deny][data-item=\"{item['id']}\"]')"
+    until(browser, deny)
+    assert "Bash: git push" in browser.execute_script(f"return {deny}.closest('li').textContent")
+    browser.execute_script(f"{deny}.click()")
+    until(browser, "document.getElementById('decide-dialog').open")
+    browser.find_element("id", "decide-no").click()  # a second thought: nothing happens
+    assert subagents.inbox() != []
+    browser.execute_script(f"{deny}.click()")
+    until(browser, "document.getElementById('decide-dialog').open")
+    browser.find_element("id", "decide-reason").send_keys("not today")
+    browser.find_element("id", "decide-yes").click()
+    until(
+        browser,
+        f"document.getElementById('decide-result').textContent === 'denied: item {item['id']}'",
+    )
+    done = service.wait_job(JobStore(), job_id, WAIT)
+    assert done is not None and done["status"] == "completed"
+    assert "not today" in (fake.dir / "asked").read_text()
+    (record,) = done["runs"][0]["approvals"]  # type: ignore[typeddict-item]
+    assert record["choice"] == "deny" and record["reason"] == "not today"
+    until(browser, f"!document.querySelector('li[data-item=\"{item['id']}\"]')")  # gone
 
 
 def test_send_from_the_job_page_steers_the_running_child(

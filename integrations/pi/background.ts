@@ -1,14 +1,16 @@
 /**
  * This session's background jobs while pi runs: each is followed by a child
  * `subagents wait JOB --json --progress jsonl` (the same records as a foreground call), shown
- * in a widget above the editor and a footer count, and its end delivered as a notice —
- * ends within a second of each other in one notice.
+ * in a widget above the editor (a row per running run) and in the footer (how many run, and
+ * what the session's background runs used: a foreground call's usage reaches pi's own
+ * totals with its tool result, a background job's has no such way in), and its end
+ * delivered as a notice — ends within a second of each other in one notice.
  */
 import type { ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 import type { TUI } from "@earendil-works/pi-tui";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
 import { applyRecord, applyResult, asJob, type JobResult, parseJson, runCli, type SubagentDetails } from "./engine.ts";
-import { renderWidget } from "./render.ts";
+import { money, renderWidget, tokens } from "./render.ts";
 
 const KEY = "subagents";
 const GROUP_MS = 1000;
@@ -27,6 +29,8 @@ export class Background {
 	private tui?: TUI;
 	private tuiMode = false;
 	private shown = false;
+	/** What this session's ended background jobs used (tokens, USD). */
+	private spent = { tokens: 0, cost: 0 };
 
 	constructor(private onEnded: Ended) {}
 
@@ -63,6 +67,7 @@ export class Background {
 
 	/** Ends are gathered for a second, then told in one notice. */
 	ended(view: SubagentDetails, job: JobResult): void {
+		this.spend(view);
 		this.ends.push({ view, job });
 		this.flushing ??= setTimeout(() => {
 			this.flushing = undefined;
@@ -76,12 +81,27 @@ export class Background {
 		for (const [id, view] of this.jobs) if (id.startsWith(jobId)) view.stoppedByUser = true;
 	}
 
+	/** Count a background job's usage in the footer (one that ended while pi was away, too). */
+	spend(view: SubagentDetails): void {
+		this.spent.tokens += view.usage.totalTokens;
+		this.spent.cost += view.usage.cost.total;
+		this.refresh();
+	}
+
+	/** The footer's segment: `2 subagent jobs running · bg 1.2k tok · $0.01`. */
+	private status(jobs: SubagentDetails[]): string | undefined {
+		const used = jobs.reduce((u, j) => ({ tokens: u.tokens + j.usage.totalTokens, cost: u.cost + j.usage.cost.total }), { ...this.spent });
+		const counts = used.tokens ? `bg ${tokens(used.tokens)} tok${used.cost ? ` · ${money(used.cost)}` : ""}` : "";
+		const running = jobs.length ? `${jobs.length} subagent job${jobs.length === 1 ? "" : "s"} running` : "";
+		return [running, counts].filter(Boolean).join(" · ") || undefined;
+	}
+
 	private refresh(): void {
 		const ui = this.ui;
 		if (!ui) return;
 		const jobs = this.running();
 		try {
-			ui.setStatus(KEY, jobs.length ? `${jobs.length} subagent job${jobs.length === 1 ? "" : "s"} running` : undefined);
+			ui.setStatus(KEY, this.status(jobs));
 			if (!jobs.length) {
 				if (this.shown) ui.setWidget(KEY, undefined);
 				this.shown = false;
@@ -115,6 +135,7 @@ export class Background {
 		const ends = this.ends.splice(0);
 		if (ends.length) this.onEnded(ends, false); // told now, or reconciled on the next start
 		this.ui = this.tui = undefined;
+		this.spent = { tokens: 0, cost: 0 }; // the next session counts its own
 		return left;
 	}
 }

@@ -20,13 +20,16 @@ export interface JobResult {
 	jobId: string; mode: string; status: string; runs?: RunResult[]; runIds?: string[]; finalText?: string | null; usage?: EngineUsage;
 	startedAt?: string; completedAt?: string; durationMs?: number; driver?: { pid?: number }; errorMessage?: string;
 }
-export interface Step { task: string; agent?: string | null; backend?: string | null; model?: string | null }
+/** `role`: the run's place in its job (a council's `A`, `B`, `judge`; a chain's `step 2/3`). */
+export interface Step { task: string; agent?: string | null; backend?: string | null; model?: string | null; role?: string | null }
+/** How a face words a run's end (the `answer` record's `runs`, present/roles.py). */
+export interface RunWords { mark?: string | null; used?: string | null; why?: string | null }
 /** A `--progress jsonl` record: `job` first, then `progress` (docs/pi.md). */
 export interface FeedRecord {
 	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
 	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
-	table?: string; isError?: boolean;
+	table?: string; isError?: boolean; runs?: RunWords[]; verdict?: string[];
 }
 
 /** One run as pi shows it: filled in by progress records, then by its result. */
@@ -34,12 +37,18 @@ export interface RunView {
 	index: number; runId?: string; task: string; agent?: string | null; backend?: string | null; model?: string | null;
 	status: string; stalled?: boolean; activity?: string | null; warning?: string | null; lines: string[];
 	toolCount: number; usage: Usage; startedAt?: number; durationMs?: number; transcript?: string;
-	error?: string | null; text?: string;
+	error?: string | null; text?: string; role?: string | null;
+	/** A budget that ended it (`⏹ turn limit 3 · wrapped up`) and what it used. */
+	mark?: string | null; used?: string | null;
 }
 /** The tool's `details`, and the view of a background job. */
 export interface SubagentDetails {
 	jobId?: string; mode: string; status: string; runIds: string[]; usage: Usage; runs: RunView[];
 	startedAt?: string; background?: boolean; stoppedByUser?: boolean;
+	/** The job's duration as the engine measured it: the one every view shows. */
+	durationMs?: number;
+	/** A council judge's verdict in words (best, agreement, reasons, merged answer). */
+	verdict?: string[];
 	/** A council's answers side by side and the verdict (the feed's `council` record). */
 	council?: { table?: string };
 	/** The parent's answer as the engine composed it (the feed's last record, `answer`). */
@@ -170,6 +179,7 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 			run.agent ??= s.agent;
 			run.backend ??= s.backend;
 			run.model ??= s.model;
+			run.role ??= s.role;
 		});
 		return;
 	}
@@ -179,6 +189,14 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	}
 	if (rec.type === "answer") {
 		view.answer = { text: rec.text ?? "", isError: Boolean(rec.isError) };
+		if (typeof rec.durationMs === "number") view.durationMs = rec.durationMs;
+		if (rec.verdict) view.verdict = rec.verdict;
+		(rec.runs ?? []).forEach((words, i) => {
+			const run = runAt(view, i);
+			run.mark = words.mark;
+			run.used = words.used;
+			if (words.why) run.error = words.why;
+		});
 		return;
 	}
 	if (rec.type !== "progress") return;
@@ -209,6 +227,7 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 	view.jobId = job.jobId || view.jobId;
 	view.status = job.status;
 	view.startedAt = job.startedAt ?? view.startedAt;
+	view.durationMs = job.durationMs ?? view.durationMs;
 	(job.runs ?? []).forEach((r, i) => {
 		const run = runAt(view, i);
 		run.runId = r.runId ?? run.runId;
@@ -223,7 +242,8 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 		run.durationMs = r.durationMs;
 		if (r.startedAt) run.startedAt = Date.parse(r.startedAt);
 		run.transcript = r.paths?.transcript ?? run.transcript;
-		run.error = r.status === "completed" ? null : r.errorMessage || `the run ended ${r.status}`;
+		// (the engine's plain words, when its answer record came, say why better than the record)
+		run.error = r.status === "completed" ? null : run.error || r.errorMessage || `the run ended ${r.status}`;
 		run.text = (r.status === "completed" ? r.finalText : r.diagnostics || r.errorMessage) ?? "";
 	});
 	// Steps a chain never reached, or runs a stopped job never started.
@@ -236,6 +256,12 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 export function summaryOf(view: SubagentDetails): string {
 	const { text } = outcome(view);
 	if (view.runs.length < 2) return text;
+	if (view.mode === "council") {
+		// Its members answered (the judge is no member), and what the judge made of them.
+		const members = view.runs.filter((r) => r.role !== "judge");
+		const answered = members.filter((r) => r.status === "completed").length;
+		return [`council ${answered}/${members.length} members answered${view.verdict?.[0] ? `; verdict: ${view.verdict[0]}` : ""}`, text].join("; ");
+	}
 	const done = view.runs.filter((r) => r.status === "completed").length;
 	const bad = view.runs.filter((r) => r.status !== "completed").map((r) => `"${r.task}" ${r.status}: ${r.error ?? ""}`.trim());
 	return [`${view.mode} ${done}/${view.runs.length} completed`, ...bad].join("; ");

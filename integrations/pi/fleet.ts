@@ -1,13 +1,14 @@
 /**
  * `/subagents`: this session's jobs as a list with labelled columns (`subagents top --json`,
- * the engine's live view); choosing one offers its transcript's tail, a message to it (steer or
- * follow-up) and stopping it.
+ * the engine's live view), kept up to date while open (fleetview.ts); choosing one offers its
+ * transcript's tail, a message to it (steer or follow-up) and stopping it.
  * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { ExtensionCommandContext, Theme } from "@earendil-works/pi-coding-agent";
 import { type Component, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
 import { parseJson, receiptLine, runCli, send } from "./engine.ts";
+import { LiveList, type ListWords } from "./fleetview.ts";
 import { elapsed, money, safe, tokens } from "./render.ts";
 
 interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null }
@@ -15,18 +16,34 @@ interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: nu
 
 const TAIL_BYTES = 64 * 1024;
 const TAIL_LINES = 30;
-const COLUMNS: [string, number][] = [["JOB", 10], ["TASK", 0], ["AGENTS", 14], ["BACKENDS", 8], ["STATUS", 9], ["ELAPSED", 7], ["TOKENS", 6], ["COST", 7]];
+// Name, width (0: TASK takes what is left), and the order columns go in when the screen is
+// narrow (the highest first; 0 stays): a job's id, task and status stay.
+const COLUMNS: [string, number, number][] = [["JOB", 10, 0], ["TASK", 0, 0], ["AGENTS", 14, 3], ["BACKENDS", 8, 4], ["STATUS", 9, 0], ["ELAPSED", 7, 1], ["TOKENS", 6, 2], ["COST", 7, 0]];
+const TASK_MIN = 24; // the task's least width before a column goes
 const ACTIONS = { tail: "Show the transcript tail", send: "Send a message", stop: "Stop the job", back: "Back" };
 const MODES = { steer: "steer: into its running turn (after its current tool calls)", "follow-up": "follow-up: when it would otherwise end (it goes on)" };
 
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
 
+/** The columns shown at `width`: all of them when the task keeps TASK_MIN, else without the
+ * least useful (BACKENDS, then AGENTS, TOKENS, ELAPSED) until it does. */
+export function columnsFor(width: number): number[] {
+	const shown = COLUMNS.map((_, i) => i);
+	const room = () => width - shown.reduce((sum, i) => sum + COLUMNS[i][1] + 2, 0);
+	for (const drop of [...COLUMNS.keys()].filter((i) => COLUMNS[i][2]).sort((a, b) => COLUMNS[b][2] - COLUMNS[a][2])) {
+		if (room() >= TASK_MIN) break;
+		shown.splice(shown.indexOf(drop), 1);
+	}
+	return shown;
+}
+
 /** A row's cells, each cut or padded to its column (the flexible TASK takes what is left). */
 function row(cells: string[], width: number): string {
-	const fixed = COLUMNS.reduce((sum, [, w]) => sum + (w ? w + 2 : 0), 0);
-	return cells.map((cell, i) => {
+	const shown = columnsFor(width);
+	const fixed = shown.reduce((sum, i) => sum + (COLUMNS[i][1] ? COLUMNS[i][1] + 2 : 0), 0);
+	return shown.map((i) => {
 		const w = COLUMNS[i][1] || Math.max(10, width - fixed - 2);
-		const cut = truncateToWidth(safe(cell).replace(/\s+/g, " "), w);
+		const cut = truncateToWidth(safe(cells[i]).replace(/\s+/g, " "), w);
 		return cut + " ".repeat(Math.max(0, w - visibleWidth(cut)));
 	}).join("  ").trimEnd();
 }
@@ -115,22 +132,40 @@ async function costs(ctx: ExtensionCommandContext): Promise<void> {
 	ctx.ui.notify([...lines, `session total: ${safe(report.summary)}`].join("\n"), "info");
 }
 
+const WORDS: ListWords<FleetJob> = {
+	title: "Subagent jobs of this session",
+	header: (width) => row(COLUMNS.map(([name]) => name), width),
+	row: (job, width) => row(cells(job), width),
+	hint: "↑↓ choose · enter: transcript, message, stop · esc close · updates while open",
+};
+
+/** The job to act on: in pi's TUI from a list that keeps up with the jobs while it is open;
+ * elsewhere (rpc) from pi's own one-shot select. */
+async function choose(ctx: ExtensionCommandContext, jobs: FleetJob[], load: () => Promise<FleetJob[]>): Promise<FleetJob | undefined> {
+	if (ctx.mode === "tui") {
+		return ctx.ui.custom<FleetJob | undefined>((tui, theme, _kb, done) => new LiveList(tui, theme, jobs, load, WORDS, done));
+	}
+	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
+	const options = jobs.map((job) => WORDS.row(job, width));
+	const chosen = await ctx.ui.select(`${WORDS.title}\n  ${WORDS.header(width)}`, options);
+	return chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
+}
+
 export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: FleetHooks): Promise<void> {
 	const [verb, id] = args.trim().split(/\s+/);
 	if (verb === "cost") return costs(ctx);
 	if (verb === "stop" && id) return stop(ctx, id, hooks);
-	const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
-	const jobs = ((parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? []);
+	const top = async () => {
+		const exit = await runCli(["top", "--json", "-s", ctx.sessionManager.getSessionId(), "-n", "30"], { cwd: ctx.cwd });
+		return { exit, jobs: (parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? [] };
+	};
+	const { exit, jobs } = await top();
 	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
-	const width = Math.max(60, (process.stdout.columns || 120) - 5); // the list's margin and marker
-	const options = jobs.map((job) => row(cells(job), width));
-	const header = row(COLUMNS.map(([name]) => name), width);
-	const chosen = await ctx.ui.select(`Subagent jobs of this session\n  ${header}`, options);
-	const job = chosen === undefined ? undefined : jobs[options.indexOf(chosen)];
+	const job = await choose(ctx, jobs, async () => (await top()).jobs);
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
 	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
-	const action = await ctx.ui.select(`Job ${job.jobId} · ${safe(cells(job)[1])} · ${job.status}`, actions);
+	const action = await ctx.ui.select(`Job ${job.jobId} · ${truncateToWidth(safe(cells(job)[1]), 40)} · ${job.status}`, actions);
 	if (action === ACTIONS.tail) return showTail(ctx, job);
 	if (action === ACTIONS.send) return message(ctx, job);
 	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {

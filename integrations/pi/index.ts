@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
-import { StringEnum, type Usage } from "@earendil-works/pi-ai";
+import type { Usage } from "@earendil-works/pi-ai";
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent";
 import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
@@ -19,8 +19,8 @@ import {
 	parseJson, piUsage, receiptLine, runCli, send, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
-import { FLAGS, JobOptions, PLAN_NAMES, StepOptions } from "./options.ts";
-import { renderCall, renderDone, renderEnded, renderEntry, renderLive, renderSendCall, renderText } from "./render.ts";
+import { FLAGS, JobOptions, PLAN_NAMES, StepOptions, StringEnum } from "./options.ts";
+import { plainText, renderCall, renderDone, renderEnded, renderEntry, renderLive, renderSendCall, renderText } from "./render.ts";
 
 export type { RunView, SubagentDetails } from "./engine.ts";
 
@@ -74,11 +74,11 @@ function requester(): string {
 }
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
 const joined = (xs: (string | null | undefined)[]) => unique(xs).join(", ") || null;
-const summarize = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, SUMMARY_CHARS);
+const summarize = (text: string) => plainText(text).replace(/\s+/g, " ").trim().slice(0, SUMMARY_CHARS);
 
 /** The steps as asked: what the rows show before the engine says more. */
 function stepsOf(params: Params): Step[] {
-	const steps = params.tasks ?? params.chain ?? [{ task: params.task ?? "" }];
+	const steps: { task: string; agent?: string; backend?: string; model?: string }[] = params.tasks ?? params.chain ?? [{ task: params.task ?? "" }];
 	return steps.map((s) => ({ task: s.task, agent: s.agent ?? params.agent ?? null, backend: s.backend ?? params.backend ?? null, model: s.model ?? params.model ?? null }));
 }
 
@@ -134,6 +134,7 @@ export default function (pi: ExtensionAPI) {
 		const parts = ends.map(({ view, job }) => {
 			const text = outcome(view).text;
 			recordEnd(job, view);
+			if (away) bg.spend(view); // (a live end was counted as it came)
 			return `${away ? "Subagent" : "Background subagent"} job ${job.jobId} ended${away ? " while pi was away" : ""} (${job.status}):\n\n${text}`;
 		});
 		const turn = live && ends.some(({ view }) => !view.stoppedByUser);
@@ -186,9 +187,11 @@ export default function (pi: ExtensionAPI) {
 			try {
 				if (params.background) {
 					const exit = await runCli([...args, "--bg", ...tail], { cwd: ctx.cwd });
-					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string } | undefined;
+					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string; steps?: Step[] } | undefined;
 					if (!started?.jobId) refuse(params, cliFailure(exit));
-					Object.assign(view, { jobId: started?.jobId, startedAt: started?.startedAt, background: true, status: "running" });
+					// (its steps as the engine planned them: the model an agent picks, a council's judge)
+					applyRecord(view, { type: "job", jobId: started?.jobId, startedAt: started?.startedAt, steps: started?.steps });
+					Object.assign(view, { background: true, status: "running" });
 					recordStart(view, started?.pid, sessionId);
 					bg.watch(view, ctx.cwd);
 					return {

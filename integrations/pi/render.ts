@@ -10,6 +10,7 @@ import { firstLine, modeOf, type RunView, type SubagentDetails } from "./engine.
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const PREVIEW_LINES = 12; // of an answer, collapsed (one run); a third of it each for several
+const NARROW = 100; // columns below which a row leaves out its tool count
 
 /** Text safe to draw: no terminal sequences, no control characters but newline and tab. */
 export function safe(text: unknown): string {
@@ -49,8 +50,9 @@ export function runMs(run: RunView): number | undefined {
 	return run.startedAt !== undefined && run.status === "running" ? Date.now() - run.startedAt : undefined;
 }
 
-export function icon(theme: Theme, run: { status: string; stalled?: boolean }): string {
+export function icon(theme: Theme, run: { status: string; stalled?: boolean; mark?: string | null }): string {
 	if (run.stalled && run.status === "running") return theme.fg("warning", "⏸");
+	if (run.mark && run.status !== "running") return theme.fg("warning", "⏹"); // a budget ended it
 	switch (run.status) {
 		case "running": return theme.fg("accent", SPINNER[Math.floor(Date.now() / 100) % SPINNER.length]);
 		case "completed": return theme.fg("success", "✓");
@@ -60,14 +62,19 @@ export function icon(theme: Theme, run: { status: string; stalled?: boolean }): 
 	}
 }
 
-/** One line cut to the width: `head` and `tail` kept, `flex` shortened first. */
+/** One line cut to the width: `head` and `tail` kept, `flex` shortened first. `extras`
+ * (least useful last: a model is worth less than a task) follow the tail, and go, last
+ * first, before `flex` is cut at all. */
 export class Line implements Component {
-	constructor(private parts: () => [string, string, string]) {}
+	constructor(private parts: (width: number) => [string, string, string, string[]?]) {}
 	invalidate(): void {}
 	render(width: number): string[] {
-		const [head, flex, tail] = this.parts();
-		const room = width - visibleWidth(head) - visibleWidth(tail);
-		return [truncateToWidth(head + (room > 0 ? truncateToWidth(flex, room) : "") + tail, width)];
+		const [head, flex, tail, extras = []] = this.parts(width);
+		const kept = [...extras];
+		const fixed = () => visibleWidth(head) + visibleWidth(tail) + kept.reduce((n, e) => n + visibleWidth(e), 0);
+		while (kept.length && width - fixed() < visibleWidth(flex)) kept.pop();
+		const room = width - fixed();
+		return [truncateToWidth(head + (room > 0 ? truncateToWidth(flex, room) : "") + tail + kept.join(""), width)];
 	}
 }
 
@@ -76,15 +83,15 @@ class Clip implements Component {
 	constructor(private inner: Component, private max: number, private more: (n: number) => string) {}
 	invalidate(): void { this.inner.invalidate(); }
 	render(width: number): string[] {
-		const lines = this.inner.render(width);
+		const lines = [...this.inner.render(width)]; // (pi 1.6 hands out a cached, readonly array)
 		return lines.length <= this.max ? lines : [...lines.slice(0, this.max), truncateToWidth(this.more(lines.length - this.max), width)];
 	}
 }
 
 const text = (s: string) => new Line(() => [s, "", ""]);
 
-function stats(theme: Theme, run: RunView): string {
-	const parts = [plural(run.toolCount, "tool"), `${tokens(run.usage.totalTokens)} tok`];
+function stats(theme: Theme, run: RunView, narrow = false): string {
+	const parts = [...(narrow ? [] : [plural(run.toolCount, "tool")]), `${tokens(run.usage.totalTokens)} tok`];
 	if (run.usage.cost.total) parts.push(money(run.usage.cost.total));
 	parts.push(elapsed(runMs(run)));
 	return theme.fg("dim", ` · ${parts.join(" · ")}`);
@@ -94,15 +101,24 @@ function where(run: RunView): string {
 	return [run.backend, run.model].filter(Boolean).map(oneLine).join(" · ");
 }
 
-/** A run's title: icon, its task's first line, agent, status word when it did not complete, stats. */
+/** A council's member (`A`, `B`, …) or judge: one task for all, so where it ran names it. */
+const isCouncilRole = (run: RunView) => Boolean(run.role) && !run.role?.startsWith("step ");
+
+/** A run's title: icon, its role (a council's `A`/`judge`, a chain's `step 2/3`), its task's
+ * first line (a council's member: where it ran), agent, status word when it did not complete,
+ * a budget's mark, stats; where it ran last, and first to go when the line is narrow. */
 function runTitle(theme: Theme, run: RunView, indent: string, showWhere: boolean): Line {
-	return new Line(() => {
-		const head = `${indent}${icon(theme, run)} `;
+	return new Line((width) => {
+		const role = run.role ? `${theme.fg("accent", theme.bold(oneLine(run.role)))} ` : "";
+		const head = `${indent}${icon(theme, run)} ${role}`;
 		const agent = run.agent ? `${theme.fg("dim", " · ")}${theme.fg("accent", oneLine(run.agent))}` : "";
 		const word = ["completed", "running", "pending"].includes(run.status) ? "" : ` · ${run.status}`;
-		const place = showWhere && where(run) ? theme.fg("dim", ` · ${where(run)}`) : "";
-		const tail = `${agent}${theme.fg(run.status === "failed" || run.status === "timeout" ? "error" : "muted", word)}${stats(theme, run)}${place}`;
-		return [head, theme.fg("text", oneLine(run.task) || `task ${run.index + 1}`), tail];
+		const mark = run.mark ? theme.fg("warning", ` · ${oneLine(run.mark.replace(/^⏹\s*/, ""))}`) : "";
+		const council = isCouncilRole(run);
+		const place = !council && showWhere && where(run) ? [theme.fg("dim", ` · ${where(run)}`)] : [];
+		const tail = `${agent}${theme.fg(run.status === "failed" || run.status === "timeout" ? "error" : "muted", word)}${mark}${stats(theme, run, width < NARROW)}`;
+		const label = council ? theme.fg("text", where(run) || oneLine(run.task)) : theme.fg("text", oneLine(run.task) || `task ${run.index + 1}`);
+		return [head, label, tail, place];
 	});
 }
 
@@ -125,21 +141,34 @@ function chainLine(theme: Theme, view: SubagentDetails): Line {
 	return new Line(() => ["", view.runs.map((r) => `${icon(theme, r)} ${theme.fg(r.status === "running" ? "accent" : "muted", oneLine(r.agent || r.task).slice(0, 24))}`).join(theme.fg("dim", " → ")), ""]);
 }
 
+/** What a council's counts come to: members answered, and the judge's verdict in a line. */
+function councilLine(theme: Theme, view: SubagentDetails): Line {
+	const members = view.runs.filter((r) => r.role && r.role !== "judge");
+	const answered = members.filter((r) => r.status === "completed").length;
+	const judge = view.runs.find((r) => r.role === "judge");
+	const verdict = view.verdict?.[0] ? ` · verdict: ${oneLine(view.verdict[0])}` : judge && judge.status !== "completed" && judge.status !== "running" ? " · no verdict" : "";
+	const u = view.usage;
+	return new Line(() => ["", theme.fg("dim", `${answered}/${members.length} members answered${verdict}`), theme.fg("dim", ` · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)]);
+}
+
 function differ(view: SubagentDetails): boolean {
 	return new Set(view.runs.map(where)).size > 1;
 }
 
 /** The call line: mode, the task (first line, cut to the width), agent, backend/model. */
-export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; council?: string[]; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
+export function renderCall(args: { task?: string; tasks?: { task: string }[]; chain?: { task: string }[]; council?: string[]; judge?: string; agent?: string; backend?: string; model?: string; background?: boolean; continue?: string }, theme: Theme): Component {
 	const steps = args.tasks ?? args.chain;
 	const mode = args.continue ? "continue" : modeOf(args);
 	const count = steps?.length ?? args.council?.length;
+	// A council's judge is a run of its own: `council ×2 + judge`, so the rows add up.
+	const judged = args.council && args.judge ? " + judge" : "";
 	const label = steps ? steps.map((s) => oneLine(firstLine(s.task))).join(theme.fg("dim", " · ")) : oneLine(firstLine(args.task ?? ""));
 	const extra = [args.agent, [args.backend, args.model].filter(Boolean).join("/"), args.background ? "background" : ""].filter(Boolean).map(oneLine);
 	return new Line(() => [
-		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", count ? `${mode} ×${count}` : mode)} `,
+		`${theme.fg("toolTitle", theme.bold("subagent"))} ${theme.fg("accent", count ? `${mode} ×${count}${judged}` : mode)} `,
 		label,
-		extra.length ? theme.fg("dim", ` · ${extra.join(" · ")}`) : "",
+		"",
+		extra.length ? [theme.fg("dim", ` · ${extra.join(" · ")}`)] : [], // the first to go
 	]);
 }
 
@@ -170,7 +199,8 @@ export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolea
 /** The result: a titled section per run, its answer (or diagnostics) as Markdown. */
 export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
 	if (view.background && view.status === "running") {
-		return text(`${theme.fg("accent", "↗")} ${theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}: the widget above the editor follows it; /subagents lists it`)}`);
+		const hint = theme.fg("dim", " (the widget above the editor follows it; /subagents lists it)");
+		return new Line(() => [`${theme.fg("accent", "↗")} `, theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}`), "", [hint]]);
 	}
 	const box = new Container();
 	if (view.mode === "chain" && view.runs.length > 1) box.addChild(chainLine(theme, view));
@@ -187,17 +217,23 @@ export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolea
 			if (run.text) box.addChild(text(`  ${keyHint("app.tools.expand", "for the post-mortem")}`));
 			continue;
 		}
-		const body = safe(run.text ?? "").trim();
+		// A judge's answer is its verdict's JSON: its words instead.
+		const body = (run.role === "judge" && view.verdict?.length ? safe(view.verdict.join("\n")) : safe(run.text ?? "")).trim();
 		if (body) {
 			const md = new Markdown(body, 2, 0, getMarkdownTheme());
 			box.addChild(expanded ? md : new Clip(md, budget, more));
 		}
 		if (expanded) addDetails(box, theme, run);
 	}
-	if (view.runs.length > 1) {
+	if (view.mode === "council") box.addChild(councilLine(theme, view));
+	else if (view.runs.length > 1) {
 		const u = view.usage;
 		const done = view.runs.filter((r) => r.status === "completed").length;
-		box.addChild(text(theme.fg("dim", `${done}/${view.runs.length} completed · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)));
+		// The runs that did not complete, by how they ended: as the job's end entry says it.
+		const ends = new Map<string, number>();
+		for (const r of view.runs) if (r.status !== "completed") ends.set(r.status, (ends.get(r.status) ?? 0) + 1);
+		const bad = [...ends].map(([status, n]) => ` · ${n} ${status}`).join("");
+		box.addChild(text(theme.fg("dim", `${done}/${view.runs.length} completed${bad} · ${tokens(u.totalTokens)} tok${u.cost.total ? ` · ${money(u.cost.total)}` : ""}`)));
 	}
 	return box;
 }
@@ -213,7 +249,7 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 		const starts = runs.map((r) => r.startedAt).filter((t): t is number => t !== undefined);
 		const ms = live
 			? (view.startedAt ? Date.now() - Date.parse(view.startedAt) : starts.length ? Date.now() - Math.min(...starts) : undefined)
-			: runs.reduce((sum, r) => (view.mode === "parallel" ? Math.max(sum, r.durationMs ?? 0) : sum + (r.durationMs ?? 0)), 0);
+			: view.durationMs; // the engine's, as the entry says it
 		const word = live
 			? theme.fg(running?.stalled ? "warning" : "muted", ` · ${oneLine(running?.activity ?? "starting")}`)
 			: theme.fg(state.status === "completed" ? "success" : state.status === "aborted" ? "muted" : "error", ` · ${state.status}`);
@@ -222,11 +258,34 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 	});
 }
 
-/** The widget above the editor: this session's running background jobs. */
+/** The runs a widget shows of a job: those running, else (starting, between chain steps) its first. */
+function liveRuns(job: SubagentDetails): RunView[] {
+	const running = job.runs.filter((r) => r.status === "running");
+	return running.length ? running : job.runs.slice(0, 1);
+}
+
+/** One running run in the widget: its job's id (enough of it to type), its role or agent, its
+ * task, what it does now, tokens and elapsed time. */
+function widgetRow(theme: Theme, job: SubagentDetails, run: RunView): Line {
+	return new Line(() => {
+		const id = theme.fg("dim", oneLine(job.jobId ?? "").slice(0, 10));
+		const who = oneLine(run.role ?? run.agent ?? "");
+		const state = run.status === "running" || run.status === "pending" ? { status: "running", stalled: run.stalled } : run;
+		const head = `  ${icon(theme, state)} ${id} ${who ? `${theme.fg("accent", who)} ` : ""}`;
+		const activity = theme.fg(run.stalled ? "warning" : "muted", oneLine(run.activity ?? "starting"));
+		const task = truncateToWidth(theme.fg("text", oneLine(run.task)), 32);
+		const ms = runMs(run) ?? (job.startedAt ? Date.now() - Date.parse(job.startedAt) : undefined);
+		return [head, `${task}${theme.fg("dim", " · ")}${activity}`, theme.fg("dim", ` · ${elapsed(ms)}`), [theme.fg("dim", ` · ${tokens(run.usage.totalTokens)} tok`)]];
+	});
+}
+
+/** The widget above the editor: a row per running run of this session's background jobs. */
 export function renderWidget(theme: Theme, jobs: SubagentDetails[]): Component {
 	const box = new Container();
-	box.addChild(text(theme.fg("dim", ` subagents · ${plural(jobs.length, "background job")} running`)));
-	for (const job of jobs) box.addChild(jobLine(theme, job, "  "));
+	const rows = jobs.flatMap((job) => liveRuns(job).map((run) => widgetRow(theme, job, run)));
+	const runs = rows.length > jobs.length ? `, ${plural(rows.length, "run")}` : "";
+	box.addChild(text(theme.fg("dim", ` subagents · ${plural(jobs.length, "background job")} running${runs}`)));
+	for (const row of rows) box.addChild(row);
 	return box;
 }
 
@@ -254,6 +313,9 @@ export function renderText(theme: Theme, body: string, isError: boolean): Compon
 	return new Text(theme.fg(isError ? "error" : "toolOutput", safe(body).trim()), 0, 0);
 }
 
+/** Text without Markdown's markers (`#` headings, `**`, `__`, backticks): an entry is a line, not a document. */
+export const plainText = (s: string) => s.replace(/^#{1,6}\s+/gm, "").replace(/\*\*|__|`/g, "");
+
 /** A lifecycle entry as one dim line. */
 export function renderEntry(theme: Theme, d: Record<string, unknown>): Component {
 	const num = (x: unknown) => (typeof x === "number" ? x : 0);
@@ -264,7 +326,7 @@ export function renderEntry(theme: Theme, d: Record<string, unknown>): Component
 		: [d.status, elapsed(num(d.durationMs)), `${tokens(num(usage.totalTokens))} tok`, usage.cost?.total ? money(usage.cost.total) : "", d.model];
 	return new Line(() => [
 		theme.fg("dim", ` ${oneLine(d.eventType)} ${oneLine(d.jobId ?? "(no job)")} · `),
-		theme.fg("dim", [...facts.filter(Boolean).map(oneLine), start ? "" : oneLine(d.summary)].filter(Boolean).join(" · ")),
+		theme.fg("dim", [...facts.filter(Boolean).map(oneLine), start ? "" : oneLine(plainText(String(d.summary ?? "")))].filter(Boolean).join(" · ")),
 		"",
 	]);
 }

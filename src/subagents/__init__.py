@@ -5,7 +5,7 @@
     job = subagents.start({"mode": "parallel", "tasks": [...]})    # a background job
 
 The public API is small: ``run``, ``start``, ``continue_run``, ``send`` (a message to a
-running child), ``map`` (a task per row of a dataset: docs/map.md), ``JobHandle``, the errors
+running child), ``inbox``/``decide`` (approvals: docs/approvals.md), ``map`` (a task per row of a dataset: docs/map.md), ``JobHandle``, the errors
 (``subagents.errors``: every one under ``SubagentsError``) and the records' types
 (``subagents.types``: ``RunResult`` for result.json, ``JobResult``, ``JobState``, each
 ``Event``, ``AgentEvent``; plain dicts a type checker knows the keys of). The functions are
@@ -30,7 +30,7 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
-    from subagents.api import JobHandle, continue_run, run, send, start
+    from subagents.api import JobHandle, continue_run, decide, inbox, run, send, start
     from subagents.maps import map_rows as map
 
 __all__ = [
@@ -44,13 +44,15 @@ __all__ = [
     "UsageError",
     "WorktreeError",
     "continue_run",
+    "decide",
+    "inbox",
     "map",
     "run",
     "send",
     "start",
 ]
 
-_API = frozenset({"run", "start", "continue_run", "send", "JobHandle"})
+_API = frozenset({"run", "start", "continue_run", "send", "inbox", "decide", "JobHandle"})
 
 
 def __getattr__(name: str) -> object:

@@ -14,6 +14,8 @@ outputSchema: schema.json       # optional; the answer's JSON Schema: a file (be
                                 # file), inline JSON, or a YAML mapping (docs/structured.md)
 verify: pytest -q               # optional; an acceptance gate for each run (docs/gates.md)
 review: claude                  # optional; a reviewer gate: backend[:model] or an agent
+approvals: ask                  # optional; its requests to act wait (docs/approvals.md)
+approve: Bash(git status*)      # optional; the rules that let a request pass unasked
 ---
 The body is the system prompt.
 ```
@@ -50,6 +52,7 @@ from pydantic import (
 )
 
 from subagents.config import home_dir, user_config_dir
+from subagents.core.approve import rules_problem
 from subagents.core.inputs import Seconds, budget_problem, timeout_problem
 from subagents.errors import AgentError
 
@@ -74,6 +77,8 @@ _KNOWN_KEYS = frozenset(
         "outputSchema",
         "verify",
         "review",
+        "approvals",
+        "approve",
     }
 )
 # Project agent dirs, lowest precedence first.
@@ -103,6 +108,14 @@ def _budget(name: str) -> Any:
     return AfterValidator(check)
 
 
+def _rules(value: str | None) -> str | None:
+    """``approve``'s rules, checked the one way every surface checks them (core.approve)."""
+    problem = None if value is None else rules_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
 class AgentDef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -125,6 +138,10 @@ class AgentDef(BaseModel):
     # An acceptance gate for each run of this agent (docs/gates.md): a command, a reviewer.
     verify: str | None = Field(default=None, min_length=1)
     review: str | None = Field(default=None, min_length=1)
+    # Whether its runs' requests to act wait for a decision, and what passes unasked
+    # (docs/approvals.md); a step's own choice comes first.
+    approvals: Literal["auto", "ask", "deny", "parent"] | None = None
+    approve: Annotated[str | None, AfterValidator(_rules)] = None
     system_prompt: str = ""
     source: Source
     path: Path | None = None

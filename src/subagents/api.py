@@ -33,12 +33,17 @@ from subagents.service import (
 # The machinery is the service's (the surfaces' too); these are the public API's own names.
 from subagents.service import JobDocument as JobDocument
 from subagents.service import PreparedJob as PreparedJob
+from subagents.service import decide as decide_item
 from subagents.service import drive as drive
+from subagents.service import inbox as pending
 from subagents.service import prepare_continuation as prepare_continuation
 from subagents.service import prepare_job as prepare_job
 
 if TYPE_CHECKING:
     from subagents.types import (
+        ApprovalChoice,
+        ApprovalDecision,
+        ApprovalItem,
         CostTotals,
         JobResult,
         JobRun,
@@ -145,6 +150,20 @@ def send(target: str, text: str, mode: MessageMode = "steer") -> Receipt:
     return send_message(JobStore(paths.state_home()), target, text, mode)
 
 
+def inbox(run: str | None = None) -> list[ApprovalItem]:
+    """The approval items waiting for a decision (docs/approvals.md), oldest first: of every
+    running run, or of ``run`` (its id or an unambiguous prefix)."""
+    return pending(run)
+
+
+def decide(item: str, choice: ApprovalChoice, *, reason: str | None = None) -> ApprovalDecision:
+    """Decide an approval item: ``"allow"`` (once), ``"always"`` (the same tool passes for
+    the rest of the run) or ``"deny"`` (``reason`` is what the child is told). Raises
+    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or a run that
+    ended; of two deciders racing, the one that lost is told who won."""
+    return decide_item(item, choice, reason=reason)
+
+
 def _spec(task: str | JobDocument | JobSpec, options: RunOptionsDict) -> JobSpec | JobDocument:
     """A task as a job of one step with these options (the unset left out); a job as it is."""
     if isinstance(task, str):
@@ -220,7 +239,9 @@ __all__ = [
     "apply_run",
     "continue_run",
     "cost_report",
+    "decide",
     "drive",
+    "inbox",
     "prepare_continuation",
     "prepare_job",
     "run",

@@ -100,6 +100,14 @@ def _at_least_one(value: object) -> str | None:
     return None if ok else f"must be 1 or more, not {value!r}"
 
 
+def _rules(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be text, not {value!r}"
+    from subagents.core.approve import rules_problem
+
+    return rules_problem(value)
+
+
 def _one_of(*allowed: str) -> Check:
     def check(value: object) -> str | None:
         if value in allowed:
@@ -222,26 +230,31 @@ class RunOptions:
     verify: str | None = option(
         "An acceptance gate: after a run completes, run CMD (split like a shell line, never"
         " run by one) in its working tree; exit 0 passes, else the child gets a repair turn,"
-        " then the run fails (docs/gates.md).",
+        " then the run fails (docs/gates.md). Default: the agent's, else config `verify`.",
         check=_text,
         metavar="CMD",
+        setting="verify",
     )
     verify_timeout: Annotated[float | None, Seconds] = option(
-        "Seconds the gate's command may take (default 600).",
+        "Seconds the gate's command may take (default 600, or config `verify_timeout`).",
         check=_seconds,
         limits=_SECONDS,
+        setting="verify_timeout",
     )
     verify_attempts: int | None = option(
-        "Checks before the run fails, repair turns between them (default 2).",
+        "Checks before the run fails, repair turns between them (default 2, or config"
+        " `verify_attempts`).",
         check=_at_least_one,
         limits=_COUNT,
+        setting="verify_attempts",
     )
     review: str | None = option(
         "A reviewer gate: a separate run (backend[:model] or an agent) reads the task, the"
         " answer and the diff and approves or lists issues; issues are a repair turn"
-        " (docs/gates.md).",
+        " (docs/gates.md). Default: the agent's, else config `review`.",
         check=_text,
         metavar="AGENT|BACKEND[:MODEL]",
+        setting="review",
     )
 
     # An ACP agent's run (docs/backends.md): its command instead of its preset's, and how
@@ -256,9 +269,36 @@ class RunOptions:
     )
     permissions: Literal["allow", "deny", "ask"] | None = option(
         "An ACP agent's permission requests: allow (the default: inside the working tree;"
-        " denied outside it) or deny every one ('ask' needs the approvals inbox: not yet).",
+        " denied outside it), deny every one, or ask (the same as --approvals ask).",
         check=_one_of("allow", "deny", "ask"),
         supervisor="command",
+    )
+
+    # Approvals (docs/approvals.md): whether the child's requests to act wait for a decision.
+    approvals: Literal["auto", "ask", "deny", "parent"] | None = option(
+        "The child's requests to act (a command, an edit): auto (the default: its CLI's"
+        " headless mode decides, nothing waits), ask (each waits in `subagents inbox` for a"
+        " person), parent (the parent agent decides, through subagent_decide), deny (only"
+        " what --approve allows). Needs a CLI that asks: claude, codex, ACP agents.",
+        check=_one_of("auto", "ask", "deny", "parent"),
+        supervisor="approvals",
+    )
+    approve: str | None = option(
+        "Requests that pass without asking, comma-separated rules: a tool's name, or a tool"
+        " and a pattern of its command or path ('Bash(git status*),Read,Edit(src/*)').",
+        check=_rules,
+        metavar="RULES",
+        supervisor="approvals",
+    )
+    approve_edits_in_tree: bool | None = option(
+        "A file edit inside the run's working tree passes without asking.",
+        supervisor="approvals",
+    )
+    approval_timeout: Annotated[float | None, Seconds] = option(
+        "Seconds a request waits for a decision before it is denied (default 1800).",
+        check=_seconds,
+        limits=_SECONDS,
+        supervisor="approvals",
     )
 
     def check_options(self) -> None:

@@ -42,11 +42,13 @@ from subagents.jobs import (
     lifecycle_for,
     list_jobs,
     load_plan,
+    logged_runs,
     member_step,
     parse_job,
     parse_where,
     plan,
     progress_line,
+    read_map_rows,
     read_run,
     remove_jobs,
     render,
@@ -62,7 +64,14 @@ if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
     from subagents.runs import RunRequest
-    from subagents.types import JobResult, JobState, ProcessIdentity
+    from subagents.types import (
+        ApprovalChoice,
+        ApprovalDecision,
+        ApprovalItem,
+        JobResult,
+        JobState,
+        ProcessIdentity,
+    )
 
 # A job as a document says it (``{"mode": ..., "tasks": [...]}``: docs, DESIGN "Jobs"),
 # checked by ``jobs.parse_job``; or one already checked.
@@ -328,6 +337,42 @@ def _settings(base: Path) -> Settings:
         raise BadRequest(str(exc)) from None
 
 
+def inbox(run_id: str | None = None, home: Path | None = None) -> list[ApprovalItem]:
+    """The approval items waiting for a decision (docs/approvals.md), oldest first: every
+    running run's, or one run's (its id or an unambiguous prefix)."""
+    from subagents.runs import pending_items
+
+    home = home or paths.state_home()
+    if run_id is not None:
+        run_id = resolve_run(home, run_id)
+    return pending_items(home, run_id)
+
+
+def decide(
+    item: str,
+    choice: ApprovalChoice,
+    *,
+    by: str | None = None,
+    reason: str | None = None,
+    home: Path | None = None,
+) -> ApprovalDecision:
+    """Decide an approval item (its id or an unambiguous prefix): ``allow``, ``always`` or
+    ``deny``. ``by``: who, as the records name them (default: the user's login). Raises
+    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or an ended
+    run; the loser of two racing deciders is told who won."""
+    from subagents.runs import decide as decide_item
+
+    return decide_item(item, choice, by=by, reason=reason, home=home or paths.state_home())
+
+
+def job_runs(store: JobStore, state: JobState) -> list[str]:
+    """Every run of a job: a map's from its row log (its ``runIds`` name none), any other
+    job's its ``runIds``."""
+    if state.get("mode") == "map":
+        return logged_runs(store.dir / state["jobId"])
+    return [r for r in state.get("runIds") or [] if r]
+
+
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
@@ -364,13 +409,16 @@ __all__ = [
     "budget_of",
     "chain_of",
     "current_activity",
+    "decide",
     "describe_job",
     "discover_agents",
     "drive",
     "exit_code",
     "follow_events",
     "get_agent",
+    "inbox",
     "job_of",
+    "job_runs",
     "job_state",
     "job_transcript",
     "jobs_to_prune",
@@ -384,6 +432,7 @@ __all__ = [
     "prepare_continuation",
     "prepare_job",
     "progress_line",
+    "read_map_rows",
     "read_run",
     "reindex",
     "remove_jobs",

@@ -19,6 +19,14 @@ __all__ = [
     "AcpPermissions",
     "AcpRecord",
     "AgentEvent",
+    "ApprovalChoice",
+    "ApprovalDecision",
+    "ApprovalEvent",
+    "ApprovalItem",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalRequest",
+    "Approvals",
     "AssistantText",
     "BudgetSpec",
     "CommandRecord",
@@ -279,6 +287,31 @@ class UserMessage(_Stamped):
     reason: NotRequired[str]
 
 
+# An approval's policy (docs/approvals.md): ``auto`` (the CLI's own headless mode, nothing
+# asked), ``ask`` (a person decides in the inbox), ``deny`` (nothing the rules do not allow),
+# ``parent`` (the parent agent decides, through ``subagent_decide``).
+Approvals: TypeAlias = Literal["auto", "ask", "deny", "parent"]
+# What a decision chose: allow this once, allow it for the rest of the run, or deny it.
+ApprovalChoice: TypeAlias = Literal["allow", "always", "deny"]
+
+
+class ApprovalEvent(_Stamped):
+    """A child asked to act (``state: requested``, with ``tool`` and ``summary``: what it
+    wants to do, bounded) and what was decided (``state: decided``: ``choice``, ``by``
+    whom — a person's login, ``parent``, ``rule``, ``policy``, ``timeout`` — and why)."""
+
+    type: Literal["approval"]
+    item: str
+    state: Literal["requested", "decided"]
+    tool: str
+    summary: str
+    choice: NotRequired[ApprovalChoice]
+    by: NotRequired[str]
+    reason: NotRequired[str]
+    # A request that waits (not one a rule or the policy decided at once): who decides it.
+    waitsFor: NotRequired[Literal["person", "parent"]]
+
+
 class LimitEvent(_Stamped):
     """A budget reached its limit and acted (``action``: wrap-up, abort or stop)."""
 
@@ -303,6 +336,7 @@ Event: TypeAlias = (
     | RunFinished
     | UserMessage
     | LimitEvent
+    | ApprovalEvent
 )
 
 
@@ -373,6 +407,20 @@ class AcpRecord(TypedDict):
     files: NotRequired[bool]
 
 
+class ApprovalPolicy(TypedDict):
+    """``meta.json``'s ``approvals`` (and ``CommandRecord``'s): a run whose child's requests
+    wait for a decision (None: ``auto``). ``rules``: ``--approve``'s, what passes unasked;
+    ``editsInTree``: a file edit inside the working tree passes; ``timeout``: seconds an
+    item waits before it is denied; ``server``: the argv of the MCP permission server the
+    child starts (claude's ``--permission-prompt-tool``)."""
+
+    policy: Literal["ask", "deny", "parent"]
+    rules: list[str]
+    editsInTree: bool
+    timeout: float
+    server: NotRequired[list[str]]
+
+
 class CommandRecord(TypedDict):
     """``meta.json``'s ``command``: the run's command request (``backends.CommandRequest``)
     but its task, from which the supervisor builds the child's argv again (a continuation,
@@ -394,6 +442,59 @@ class CommandRecord(TypedDict):
     own_max_cost: NotRequired[float | None]
     output_schema: NotRequired[JsonObject | None]
     acp: NotRequired[AcpRecord | None]
+    approvals: NotRequired[ApprovalPolicy | None]
+
+
+class ApprovalItem(TypedDict):
+    """One pending request in a run's inbox (``RUN_DIR/inbox/ITEM.json``)."""
+
+    id: str
+    runId: str
+    jobId: str | None
+    backend: str
+    task: str
+    tool: str
+    summary: str
+    input: JsonValue
+    policy: Literal["ask", "parent"]
+    choices: list[ApprovalChoice]
+    requestedAt: float
+    expiresAt: float
+
+
+class ApprovalDecision(TypedDict):
+    """The decision on an item (``RUN_DIR/inbox/ITEM.decision.json``, written once: the
+    first decider wins)."""
+
+    item: str
+    choice: ApprovalChoice
+    by: str
+    at: float
+    reason: NotRequired[str]
+
+
+class ApprovalRecord(TypedDict):
+    """result.json's ``approvals``: each request the run's child made and its decision."""
+
+    item: str
+    tool: str
+    summary: str
+    requestedAt: float
+    choice: ApprovalChoice | None
+    by: str | None
+    decidedAt: float | None
+    reason: NotRequired[str]
+
+
+class ApprovalRequest(TypedDict):
+    """A child's request for a decision, at the control endpoint (the MCP permission
+    server's), or ``decided``: an item of the run's inbox was decided (a poke)."""
+
+    v: int
+    op: Literal["approval", "decided"]
+    tool: NotRequired[str]
+    input: NotRequired[JsonValue]
+    item: NotRequired[str]
 
 
 # ---- control.sock (core/controlsock.py): one request line, one reply line -----------------
@@ -418,7 +519,7 @@ class LimitRequest(TypedDict):
     used: float
 
 
-ControlRequest: TypeAlias = SendRequest | LimitRequest
+ControlRequest: TypeAlias = SendRequest | LimitRequest | ApprovalRequest
 
 
 class ControlReply(TypedDict):
@@ -429,6 +530,8 @@ class ControlReply(TypedDict):
     id: NotRequired[str]
     mode: NotRequired[MessageMode]
     reason: NotRequired[str]
+    # An approval's answer: the decision taken.
+    choice: NotRequired[ApprovalChoice]
 
 
 # ---- result.json -------------------------------------------------------------------------
@@ -530,6 +633,9 @@ class RunResult(TypedDict):
     # finalText), and the schema's hash (structured.schema_hash).
     structured: NotRequired[JsonValue]
     schemaHash: NotRequired[str]
+    # --approvals (docs/approvals.md; absent from results of runs that asked nothing): each
+    # request and its decision.
+    approvals: NotRequired[list[ApprovalRecord]]
 
 
 @final
@@ -682,6 +788,10 @@ class RunOptionsDict(TypedDict, total=False):
     # An ACP agent's run: its command instead of its preset's, its permission policy.
     acp_command: str | None
     permissions: AcpPermissions | None
+    approvals: Approvals | None
+    approve: str | None
+    approve_edits_in_tree: bool | None
+    approval_timeout: float | None
 
 
 class RunRequestRecord(RunOptionsDict):
@@ -782,6 +892,8 @@ class JobRow(TypedDict):
     totalTokens: int | None
     cost: float | None
     activity: NotRequired[str | None]
+    # A running job whose newest run waits for a decision (docs/approvals.md).
+    waiting: NotRequired[bool]
 
 
 # ---- supervisor.json ------------------------------------------------------------------------

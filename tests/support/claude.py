@@ -30,6 +30,30 @@ def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:
     return [*steps, {"emit": result}]
 
 
+# What claude's permission server does, run by a fake claude: ask the run's supervisor
+# (`claudeprompt.decide`, the server's own call) and write the answer to ./asked.
+ASK = (
+    "import os; from subagents.backends.claudeprompt import decide;"
+    " from subagents.core.paths import runs_dir, state_home;"
+    " run_dir = runs_dir(state_home()) / os.environ['SUBAGENTS_RUN_ID'];"
+    " print(decide(run_dir, 60, 'Bash', {'command': 'git push'}), file=open('asked', 'w'))"
+)
+
+
+def asking_steps() -> list[dict[str, Any]]:
+    """A fake claude that asks to run its tool (ASK), waits for the answer, then ends."""
+    import sys
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git push"}}
+    usage = {"input_tokens": 1, "output_tokens": 1}
+    return [
+        {"emit": {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}},
+        {"emit": {"type": "assistant", "message": {"id": "a1", "model": "m", "content": [call], "usage": usage}}},
+        {"run": [sys.executable, "-c", ASK]},
+        {"emit": {"type": "result", "subtype": "success", "result": "ok", "usage": usage}},
+    ]  # fmt: skip
+
+
 def blocks(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     """The content blocks of type ``kind`` in claude's assistant and user lines."""
     out: list[dict[str, Any]] = []

@@ -12,17 +12,20 @@ COLS, ROWS = 120, 40
 
 
 class PiTui:
-    """pi's TUI in a 120x40 tmux window named ``pi``; ``shows`` captures the screen (and the
-    scrollback) into ``screen`` and says whether every text is in it."""
+    """pi's TUI in a tmux window named ``pi`` (120x40 unless told); ``shows`` captures the
+    screen (and the scrollback) into ``screen`` and says whether every text is in it."""
 
-    def __init__(self, tmux: Callable[..., str], parent: Parent) -> None:
+    def __init__(
+        self, tmux: Callable[..., str], parent: Parent, cols: int = COLS, rows: int = ROWS
+    ) -> None:
         self.tmux = tmux
         self.parent = parent
+        self.cols = cols
         self.screen = ""
         argv = ["pi", "--provider", "mock", "--model", "mock-model"]
         argv += ["--session-dir", str(parent.sessions), "-e", str(EXTENSION)]
         tmux(
-            "new-session", "-d", "-s", "pi", "-x", str(COLS), "-y", str(ROWS),
+            "new-session", "-d", "-s", "pi", "-x", str(cols), "-y", str(rows),
             "-c", str(parent.work), "--", *argv, env=parent.env,
         )  # fmt: skip
         tmux("set-option", "-w", "-t", "pi", "remain-on-exit", "on")

@@ -69,6 +69,30 @@ test("the parent's answer is the engine's last record, not rebuilt", () => {
 	assert.deepEqual(outcome(bare), { text: "subagent job j9 ended failed", isError: true });
 });
 
+test("the engine names each run and words its end: roles, a budget's mark, plain reasons, one duration", () => {
+	const view = newView("council", [{ task: "say hi" }]);
+	const steps = [{ task: "say hi", role: "A" }, { task: "say hi", role: "B" }, { task: "judge the answers", role: "judge" }];
+	applyRecord(view, { type: "job", jobId: "j", mode: "council", steps });
+	assert.deepEqual(view.runs.map((r) => r.role), ["A", "B", "judge"]);
+	applyRecord(view, {
+		type: "answer", jobId: "j", status: "completed", text: "merged", isError: false, durationMs: 14300,
+		runs: [{ mark: "⏹ turn limit 3 · wrapped up", used: "4 turns used" }, { why: "stopped by you" }, {}],
+		verdict: ["best A · agreement full"],
+	});
+	assert.equal(view.runs[0].mark, "⏹ turn limit 3 · wrapped up");
+	assert.equal(view.durationMs, 14300);
+	assert.deepEqual(view.verdict, ["best A · agreement full"]);
+	// The job result after it keeps the plain words and the engine's one duration.
+	applyResult(view, {
+		jobId: "j", mode: "council", status: "completed", durationMs: 14300,
+		runs: [{ status: "completed" }, { status: "aborted", errorMessage: "aborted: the supervisor received SIGTERM" }, { status: "completed" }],
+	});
+	assert.equal(view.runs[1].error, "stopped by you");
+	assert.equal(view.durationMs, 14300);
+	// Its entry counts the members, not the judge, and says the verdict.
+	assert.match(summaryOf(view), /^council 1\/2 members answered; verdict: best A · agreement full; merged/);
+});
+
 test("the job result ends each run; steps never reached are not run", () => {
 	const view = newView("chain", [{ task: "one" }, { task: "two" }]);
 	applyResult(view, {

@@ -56,6 +56,8 @@ class AcpBackend(Backend):
     reads_task_from_stdin = True  # the task is a session/prompt on stdin, any size
     # Cost is counted where the agent reports it (usage_update), once a turn has ended.
     live_cost = False
+    # Its session/request_permission waits for the run's decision under --approvals (acpask.py).
+    asks = True
 
     def __init__(self, preset: str | None = None) -> None:
         self.preset = preset

@@ -7,7 +7,7 @@ link inside the tree that points out of it is outside): any other path is refuse
 error the agent sees, and the run gets a warning. A permission request is answered by the
 run's policy (``--permissions``): ``allow`` (the default) allows an action whose locations
 are all inside the tree and denies one that names a path outside it; ``deny`` denies
-every one. Each decision is recorded as a notice. ``terminal/*`` is not served and not
+every one; ``ask`` (or ``--approvals``) hands it to the run's approvals (acpask.py). Each decision is recorded as a notice. ``terminal/*`` is not served and not
 advertised: an agent then runs commands with its own shell tool, in its own process, which
 is already in the run's process group (stopped with it) and whose output the agent
 reports in its ``tool_call_update``: serving terminals would only add a second way to run a
@@ -26,7 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subagents.types import JsonObject, JsonValue
 
-# The policies a run may name; ``ask`` waits for the approvals inbox (not built yet).
+# The policies answered here; ``ask`` (``--approvals``) waits for the run's decision instead
+# (acpask.py).
 POLICIES = ("allow", "deny")
 DEFAULT_POLICY = "allow"
 # The largest file served to an agent, and the largest it may write through us.
@@ -105,25 +106,26 @@ class Client:
         ``what`` names the action for the run's record."""
         call = params.get("toolCall")
         call = call if isinstance(call, dict) else {}
-        what = _describe(call)
-        outside = [p for p in _locations(call) if not inside(self.root, p)]
+        what = describe(call)
+        outside = [p for p in locations(call) if not inside(self.root, p)]
         if self.policy == "deny":
             allowed, why = False, "policy deny"
         elif outside:
             allowed, why = False, f"outside the working directory: {outside[0]}"
         else:
             allowed, why = True, f"policy {self.policy}"
-        option = _option(params.get("options"), allowed)
-        if option is None:  # no option of the kind wanted: the agent is told no
+        option_id = option(params.get("options"), _ALLOW if allowed else _REJECT)
+        if option_id is None:  # no option of the kind wanted: the agent is told no
             return {"outcome": {"outcome": "cancelled"}}, False, f"{what} ({why}; no option)"
-        return {"outcome": {"outcome": "selected", "optionId": option}}, allowed, f"{what} ({why})"
+        result: JsonObject = {"outcome": {"outcome": "selected", "optionId": option_id}}
+        return result, allowed, f"{what} ({why})"
 
 
 def _positive(value: JsonValue) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _locations(call: JsonObject) -> list[str]:
+def locations(call: JsonObject) -> list[str]:
     listed = call.get("locations")
     paths = [
         str(loc["path"])
@@ -140,7 +142,7 @@ def _locations(call: JsonObject) -> list[str]:
     return paths
 
 
-def _describe(call: JsonObject) -> str:
+def describe(call: JsonObject) -> str:
     kind = call.get("kind")
     title = call.get("title")
     parts = [str(kind) if isinstance(kind, str) else "tool"]
@@ -155,14 +157,15 @@ _ALLOW = ("allow_once", "allow_always")
 _REJECT = ("reject_once", "reject_always")
 
 
-def _option(options: JsonValue, allowed: bool) -> str | None:
+def option(options: JsonValue, kinds: tuple[str, ...]) -> str | None:
+    """The id of the first option offered of these kinds, in their order (None: none)."""
     if not isinstance(options, list):
         return None
     by_kind: dict[str, str] = {}
     for opt in options:
         if isinstance(opt, dict) and isinstance(opt.get("optionId"), str):
             by_kind.setdefault(str(opt.get("kind")), str(opt["optionId"]))
-    for kind in _ALLOW if allowed else _REJECT:
+    for kind in kinds:
         if kind in by_kind:
             return by_kind[kind]
     return None

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 
+from subagents.backends import acpask
 from subagents.backends.acpclient import Client, Refused
 from subagents.backends.base import CommandRequest, Fed, Normalizer, Requests
 from subagents.core import events as ev
@@ -39,7 +40,7 @@ from subagents.errors import ClientRefusal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, NoticeLevel, Usage
+    from subagents.types import ApprovalChoice, JsonObject, JsonValue, NoticeLevel, Usage
 
 PROTOCOL_VERSION = 1
 METHOD_NOT_FOUND = -32601
@@ -131,6 +132,7 @@ class AcpNormalizer(Normalizer):
         self._req: CommandRequest | None = None
         self._sid: str | None = None  # the ACP session (session_id: when loadable)
         self._client: Client | None = None
+        self._asked: dict[JsonValue, JsonValue] | None = None
         # The agent's name, version and capabilities, from its initialize answer.
         self.agent: JsonObject = {}
         self.capabilities: JsonObject = {}
@@ -157,6 +159,9 @@ class AcpNormalizer(Normalizer):
         fed = Fed()
         acp = req.acp
         self._client = Client(req.cwd, acp["permissions"] if acp else None)
+        # --approvals: permission requests wait for the run's decision (by request id: the
+        # options the agent offered).
+        self._asked = {} if req.approvals else None
         self.handshake_timeout = acp["initTimeout"] if acp else None
         files = acp.get("files", True) if acp else True
         self._rpc.send(
@@ -514,6 +519,11 @@ class AcpNormalizer(Normalizer):
             elif method == "fs/write_text_file":
                 client.write_text_file(params)
                 answer["result"] = None
+            elif method == "session/request_permission" and self._asked is not None:
+                tool, tool_input = acpask.request(params)
+                self._asked[obj["id"]] = params.get("options")
+                fed.ask(obj["id"], tool, tool_input)
+                return out  # answered once decided (answer_ask)
             elif method == "session/request_permission":
                 result, allowed, what = client.permission(params)
                 answer["result"] = result
@@ -529,6 +539,13 @@ class AcpNormalizer(Normalizer):
             out.append(ev.notice(level, f"ACP {method}: {exc}"))
         fed.write(_line(answer))
         return out
+
+    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+        fed = Fed()
+        if self._asked is not None and key in self._asked:
+            result = acpask.outcome(self._asked.pop(key), choice)
+            fed.write(_line({"id": key, "result": result}))
+        return fed
 
     def finish(self) -> list[ev.Event]:
         if self.handshaking and not self.failed:

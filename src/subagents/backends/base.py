@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from subagents.types import (
         AcpRecord,
+        ApprovalChoice,
+        ApprovalPolicy,
         AssistantText,
         CommandRecord,
         JsonObject,
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 
     # What became of a message: its id, the word and the reason (None for none).
     Receipt = tuple[str, ReceiptWord, str | None]
+    # A child's request to act that waits for a decision (``Fed.asks``): the normalizer's
+    # key for it (its JSON-RPC id), the tool (in claude's names: core/approve.py), its input.
+    Ask = tuple[JsonValue, str, JsonValue]
 
 
 # The largest task given on a child's command line, in UTF-8 bytes: under Linux's limit on
@@ -86,6 +91,7 @@ class CommandRequest:
         own_max_cost: float | None = None,
         output_schema: JsonObject | None = None,
         acp: AcpRecord | None = None,
+        approvals: ApprovalPolicy | None = None,
     ) -> None:
         self.task = task
         self.cwd = cwd
@@ -118,6 +124,9 @@ class CommandRequest:
         # An ACP agent's run (backends/acp.py): its command, permission policy and how long
         # it has to answer initialize.
         self.acp = acp
+        # --approvals other than auto (docs/approvals.md): the child's requests to act are
+        # routed to the run's supervisor (``Backend.asks``) instead of its headless mode.
+        self.approvals = approvals
 
     def record(self) -> CommandRecord:
         """The request but its task, as ``meta.json`` keeps it (to build a continuation's
@@ -139,6 +148,7 @@ class CommandRequest:
             "own_max_cost": self.own_max_cost,
             "output_schema": self.output_schema,
             "acp": self.acp,
+            "approvals": self.approvals,
         }
 
 
@@ -146,8 +156,9 @@ class Fed(list["ev.Event"]):
     """What a normalizer made of one line of the child's (``feed``) or of one thing the
     supervisor asked of it (``begin``, ``steer``, ...): the events to record (the list itself),
     whether the child's turn is over after it (``terminal``: None when it did not say), the
-    lines for the child's stdin (``writes``) and what became of messages (``receipts``:
-    ``(id, "queued" | "delivered" | "refused", reason or None)``).
+    lines for the child's stdin (``writes``), what became of messages (``receipts``:
+    ``(id, "queued" | "delivered" | "refused", reason or None)``) and the child's requests to
+    act that wait for a decision (``asks``: answered by ``Normalizer.answer_ask``).
 
     A list, so a line's events read as they always did; the rest are class defaults until a
     line sets them, and a line's ``terminal`` is its class (``Normalizer._fed``): the common
@@ -157,12 +168,16 @@ class Fed(list["ev.Event"]):
     terminal: bool | None = None
     writes: tuple[bytes, ...] = ()
     receipts: tuple[Receipt, ...] = ()
+    asks: tuple[Ask, ...] = ()
 
     def write(self, line: bytes) -> None:
         self.writes = (*self.writes, line)
 
     def receipt(self, message_id: str, word: ReceiptWord, reason: str | None = None) -> None:
         self.receipts = (*self.receipts, (message_id, word, reason))
+
+    def ask(self, key: JsonValue, tool: str, tool_input: JsonValue) -> None:
+        self.asks = (*self.asks, (key, tool, tool_input))
 
 
 class Requests:
@@ -245,6 +260,8 @@ class Normalizer(ABC):
                 fed.writes = said.writes
             if said.receipts:
                 fed.receipts = said.receipts
+            if said.asks:
+                fed.asks = said.asks
         return fed
 
     # Lines starting with one of these are mirrored to raw.jsonl but never parsed:
@@ -289,6 +306,10 @@ class Normalizer(ABC):
         """The lines that start the run: its task (``req.task``), and whatever else the CLI
         takes over its input rather than in argv."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
+
+    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+        """The decision on a request to act the child made (``Fed.asks``), in its protocol."""
+        raise NotImplementedError(f"{type(self).__name__} asks nothing")
 
     def steer(self, message_id: str, text: str) -> Fed:
         """Put ``text`` into the running conversation, as soon as the CLI allows."""
@@ -371,6 +392,12 @@ class Backend(ABC):
     # else the task carries it and the supervisor asks for one repair turn.
     own_schema: bool = False
     strict_schema: bool = False
+    # Approvals (docs/approvals.md): the CLI routes its requests to act to us, so they can
+    # wait for a decision (else --approvals other than auto is refused).
+    asks: bool = False
+    # The module of the permission server its child starts (``-m``), where the CLI asks
+    # through one (claude's MCP permission prompt tool).
+    prompt_server: str | None = None
 
     def live_input(self, version: str | None) -> bool:
         """Whether a run takes its task and messages on the child's stdin (``CommandRequest.live``;

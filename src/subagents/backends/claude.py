@@ -26,6 +26,7 @@ import json
 import os
 
 from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer, text_blocks
+from subagents.backends.claudeprompt import PROMPT_TOOL, SERVER
 from subagents.backends.tools import tools_for
 from subagents.core import events as ev
 
@@ -373,11 +374,21 @@ class ClaudeBackend(Backend):
     reads_task_from_stdin = True  # `claude -p` with no prompt argument reads stdin
     tested_versions = ("2.1.330",)
     own_schema = True
+    # Requests to act go to our permission server (claudeprompt.py) under --approvals.
+    asks = True
+    prompt_server = "subagents.backends.claudeprompt"
     # Costs come with each result (a whole turn's work), not as the model answers.
     live_cost = False
 
     def live_input(self, version: str | None) -> bool:
         return True
+
+    def child_env(self, req: CommandRequest) -> dict[str, str]:
+        if req.approvals is None:
+            return {}
+        # claude's bound on an MCP tool call (ms): the permission call waits for a decision,
+        # which the supervisor gives by the item's timeout.
+        return {"MCP_TOOL_TIMEOUT": str(int((req.approvals["timeout"] + 120) * 1000))}
 
     def _is_root(self) -> bool:
         return hasattr(os, "geteuid") and os.geteuid() == 0
@@ -388,10 +399,17 @@ class ClaudeBackend(Backend):
             # The task and later messages on stdin; each echoed as claude takes it.
             argv += ["--input-format", "stream-json", "--replay-user-messages"]
         tools = tools_for("claude", req.tools) if req.tools is not None else None
+        if req.approvals is not None and "server" in req.approvals:
+            # --approvals: claude asks our permission server (its call waits for the
+            # decision) for anything its settings do not already allow.
+            argv += ["--permission-mode", "default", "--permission-prompt-tool", PROMPT_TOOL]
+            server = req.approvals["server"]
+            config = {"mcpServers": {SERVER: {"command": server[0], "args": server[1:]}}}
+            argv.append("--mcp-config=" + json.dumps(config))
         # Headless: nothing may wait for a permission answer. claude refuses
         # bypassPermissions for root, so root gets an explicit allow list instead
         # (in print mode anything not allowed is denied, never asked).
-        if self._is_root():
+        elif self._is_root():
             allowed = tools if tools is not None else list(ROOT_ALLOWED_TOOLS)
             argv += ["--permission-mode", "acceptEdits"]
             if allowed:

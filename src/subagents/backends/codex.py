@@ -18,20 +18,23 @@ The supervisor's side of the protocol (codex 0.169, see tests/fixtures/streams/l
 * ``turn/completed`` ends the turn: ``completed``, ``failed`` (its ``error``) or
   ``interrupted``; an ``error`` notification says whether codex retries;
 * codex may ask the client (a request with an ``id`` and a ``method``): approvals, user
-  input. A headless run answers every such request with a refusal, never leaves it waiting.
+  input. A headless run answers every such request with a refusal, never leaves it waiting;
+  under ``--approvals`` (the thread's policy ``untrusted``) a command's or a patch's approval
+  waits for the run's decision instead (codexask.py, docs/approvals.md).
 """
 
 from __future__ import annotations
 
 import json
 
+from subagents.backends import codexask
 from subagents.backends.base import Backend, CommandRequest, Fed, Normalizer, Requests
 from subagents.core import events as ev
 
 # typing itself is not imported at run time: it slows the supervisor's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from subagents.types import JsonObject, JsonValue, Usage
+    from subagents.types import ApprovalChoice, JsonObject, JsonValue, Usage
 
 # Tool items, by their app-server type, and the name their tool_call events carry.
 TOOL_ITEMS = {
@@ -192,6 +195,11 @@ class CodexNormalizer(Normalizer):
         self._late: list[str] = []
         # Between turns: the last one completed, no next one started.
         self._at_rest = False
+        # --approvals: codex's approval requests wait for a decision (by request id: its
+        # method), and a file change item's changes, which its request names by id.
+        self._asking = False
+        self._asked: dict[JsonValue, str] = {}
+        self._item_changes: dict[str, JsonValue] = {}
         # The thread's token total before this run's first turn (a resumed thread's earlier
         # runs), and whether that turn has started.
         self._baseline = (0, 0, 0, 0)
@@ -207,11 +215,13 @@ class CodexNormalizer(Normalizer):
             fed, "initialize", {"clientInfo": {"name": "subagents", "version": "1"}}, "initialize"
         )
         fed.write(_line({"method": "initialized"}))
+        self._asking = req.approvals is not None
         params: JsonObject = {
             "cwd": req.cwd,
             # Headless: never ask for an approval, no sandbox (as `exec
             # --dangerously-bypass-approvals-and-sandbox`); run it where the agent may act.
-            "approvalPolicy": "never",
+            # Under --approvals codex asks us, and the run's policy decides.
+            "approvalPolicy": codexask.ASKING_POLICY if self._asking else "never",
             "sandbox": "danger-full-access",
         }
         if req.model:
@@ -328,6 +338,14 @@ class CodexNormalizer(Normalizer):
 
     def _server_request(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         method = str(obj.get("method"))
+        if self._asking and method in codexask.ASKS:
+            params = obj.get("params")
+            params = params if isinstance(params, dict) else {}
+            changes = self._item_changes.pop(str(params.get("itemId")), None)
+            tool, tool_input = codexask.request(method, params, changes)
+            self._asked[obj["id"]] = method
+            fed.ask(obj["id"], tool, tool_input)
+            return []
         answer: JsonObject = {"id": obj["id"]}
         if method in REFUSALS:
             answer["result"] = REFUSALS[method]
@@ -335,6 +353,13 @@ class CodexNormalizer(Normalizer):
             answer["error"] = {"code": -32601, "message": f"subagents cannot answer {method}"}
         fed.write(_line(answer))
         return [ev.notice("warn", f"codex asked {method}: refused (the run is headless)")]
+
+    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+        fed = Fed()
+        method = self._asked.pop(key, None)
+        if method is not None:
+            fed.write(_line({"id": key, "result": codexask.answer(method, choice)}))
+        return fed
 
     def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
         rid = obj.get("id")
@@ -395,6 +420,8 @@ class CodexNormalizer(Normalizer):
         if item_id in self._started:
             return []
         self._started.add(item_id)
+        if self._asking and kind == "fileChange":
+            self._item_changes[item_id] = item.get("changes")
         self.tool_calls += 1
         self.stop_reason, self.raw_stop_reason = ev.TOOL_USE, None
         return [ev.tool_call(item_id, TOOL_ITEMS[str(kind)], _tool_args(str(kind), item))]
@@ -474,6 +501,8 @@ class CodexBackend(Backend):
     live_cost = False
     own_schema = True
     strict_schema = True
+    # Its app-server's approval requests wait for the run's decision (codexask.py).
+    asks = True
 
     def live_input(self, version: str | None) -> bool:
         return True

@@ -1,6 +1,7 @@
 """pi: `@mariozechner/pi-coding-agent` up to 0.73, `@earendil-works/pi-coding-agent` since 0.74
-(0.87 needs Node >= 22). Both stream shapes are handled; 0.87 adds `agent_end.willRetry`,
-`agent_settled`, a `role: "system"` message, `rawStopReason` and delta-only `message_update`s.
+(0.87 needs Node >= 22, 1.6 Node >= 22.19; 1.x streams as 0.87 does). Both stream shapes are
+handled; 0.87 adds `agent_end.willRetry`, `agent_settled`, a `role: "system"` message,
+`rawStopReason` and delta-only `message_update`s.
 
 A pi that settles (`agent_settled`, since 0.80.4) runs in rpc mode (`--mode rpc`): the task
 and every later message are JSON commands on its stdin (`prompt`, `steer`, `abort`), the
@@ -324,7 +325,7 @@ class PiBackend(Backend):
     supports_thinking = True
     can_continue = True
     needs_version = True
-    tested_versions = ("0.73.1", "0.87.1")
+    tested_versions = ("0.73.1", "0.87.1", "1.6.0")
 
     def live_input(self, version: str | None) -> bool:
         found = version_tuple(version)

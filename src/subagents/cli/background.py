@@ -20,13 +20,19 @@ parent_pid_option = click.option(
 
 
 def run_in_background(job: Any, *, as_json: bool, hint: bool, follow: str = "logs -f") -> NoReturn:
-    """Start the job's detached driver and say which job it is: ``{jobId, pid}`` with
-    ``--json``, else the id (and, with ``hint``, how to follow it)."""
+    """Start the job's detached driver and say which job it is: ``{jobId, pid, startedAt,
+    steps}`` with ``--json`` (``steps`` as the progress feed's ``job`` record says them: the
+    model an agent picks is known from the start), else the id (and, with ``hint``, how to
+    follow it)."""
     from subagents import service
+    from subagents.present.feed import steps_of
 
     job_id = service.start_background(job)
     if as_json:
-        print_json({"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at})
+        steps = steps_of(job.store.load(job_id)["plan"])
+        print_json(
+            {"jobId": job_id, "pid": job.driver_pid, "startedAt": job.started_at, "steps": steps}
+        )
     else:
         click.echo(job_id)
         if hint:

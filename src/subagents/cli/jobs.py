@@ -88,7 +88,7 @@ def jobs_table(items: list[JobRow], wide: bool) -> Grid:
             cells.append(item.get("mode") or "")
         cells += [
             ",".join(dict.fromkeys(item.get("agents") or [])) or "-",
-            item.get("status") or "",
+            "waiting" if item.get("waiting") else item.get("status") or "",
             _elapsed(item),
         ]
         if wide:

@@ -11,9 +11,11 @@ import math
 TYPE_CHECKING = False  # typing itself is not imported: it slows the supervisor's start
 
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, Literal
 
     from subagents.types import (
+        ApprovalChoice,
+        ApprovalEvent,
         AssistantText,
         ErrorEvent,
         Event,
@@ -79,6 +81,7 @@ EVENT_TYPES: Final = frozenset(
         "run_finished",
         "user_message",
         "limit",
+        "approval",
     }
 )
 
@@ -272,6 +275,16 @@ def notice(level: NoticeLevel, message: str) -> Notice:
     return {"type": "notice", "level": level, "message": message}
 
 
+# How the supervisor's own notice of a stop it makes ends (a timeout, a signal): the run's
+# status says that stop when it ends, so no face shows it as the child's warning.
+STOPPING = "; stopping the child"
+
+
+def stopping(why: str) -> Notice:
+    """The supervisor's notice that it stops the child, and why."""
+    return notice("error", f"{why}{STOPPING}")
+
+
 def stalled(since: float, seconds: float) -> Notice:
     """The stall watchdog's notice: no event since ``since`` (epoch seconds) and no tool
     call in flight for ``seconds``."""
@@ -330,3 +343,31 @@ def limit(
         "action": action,
         "scope": scope,
     }
+
+
+def approval(
+    item: str,
+    tool: str,
+    summary: str,
+    choice: ApprovalChoice | None = None,
+    by: str | None = None,
+    reason: str | None = None,
+    waits_for: Literal["person", "parent"] | None = None,
+) -> ApprovalEvent:
+    """A request to act (no ``choice``), or its decision."""
+    event: ApprovalEvent = {
+        "type": "approval",
+        "item": item,
+        "state": "requested" if choice is None else "decided",
+        "tool": tool,
+        "summary": summary,
+    }
+    if choice is not None:
+        event["choice"] = choice
+    if by is not None:
+        event["by"] = by
+    if reason:
+        event["reason"] = reason
+    if waits_for is not None:
+        event["waitsFor"] = waits_for
+    return event

@@ -22,6 +22,7 @@ from subagents.errors import DamagedRecord, JobIdError, MessageRefused
 from subagents.jobs.store import TERMINAL, JobStore, matching, unknown_id
 
 if TYPE_CHECKING:
+    from subagents.present.progress import ProgressFormatter
     from subagents.types import Event, JobRow, JobState, Receipt, RunStatus
 
 # How a job whose driver is gone is ended: its status and why.
@@ -205,6 +206,12 @@ ACTIVITY_TAIL_BYTES = 64 * 1024
 
 def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
     """What the job's newest run is doing now, from the tail of its events."""
+    fmt = _newest_run(home, run_ids)
+    return fmt.activity() if fmt is not None else None
+
+
+def _newest_run(home: Path, run_ids: list[str | None]) -> ProgressFormatter | None:
+    """The job's newest running run, as a progress formatter fed the tail of its events."""
     from subagents.present.progress import ProgressFormatter
 
     for run_id in reversed([r for r in run_ids if r]):
@@ -224,7 +231,7 @@ def current_activity(home: Path, run_ids: list[str | None]) -> str | None:
                 event = json.loads(line)
                 if is_event(event):
                     fmt.line(event)
-        return fmt.activity()
+        return fmt
     return None
 
 
@@ -281,7 +288,10 @@ def list_jobs(
                 problems.append(str(exc))
             except (OSError, ValueError):
                 pass  # as it is: looking at jobs only reads
-            item["activity"] = current_activity(store.home, item.get("runIds") or [])
+            fmt = _newest_run(store.home, item.get("runIds") or [])
+            item["activity"] = fmt.activity() if fmt is not None else None
+            if fmt is not None and fmt.waiting():
+                item["waiting"] = True
             if item.get("totalTokens") is None:  # the runs' figures so far, where known
                 item["totalTokens"], item["cost"] = usage_so_far(
                     store.home, item.get("runIds") or []

@@ -7,7 +7,8 @@ checks, the same progress lines as the command line.
 
 Tools: ``subagent`` (one task, several in parallel, or a chain; foreground with progress, or
 background), ``subagent_map`` (a task template over a dataset: maptool.py), ``subagent_status``, ``subagent_result``, ``subagent_send`` (a message to a
-running child), ``subagent_cancel``, ``list_agents``.
+running child), ``subagent_inbox`` and ``subagent_decide`` (approvals: inboxtool.py),
+``subagent_cancel``, ``list_agents``.
 Resource template: ``subagent://jobs/{id}`` (the job's state as JSON); when a job started
 through this server ends, subscribers get a resource-updated notification.
 
@@ -45,6 +46,14 @@ from subagents.mcp.args import (
     tool_signature,
 )
 from subagents.mcp.foreground import CANCEL_WAIT_SECONDS, ForegroundJobs
+from subagents.mcp.inboxtool import (
+    DECIDE_DESCRIPTION,
+    DECIDE_TITLE,
+    INBOX_DESCRIPTION,
+    INBOX_TITLE,
+    subagent_decide,
+    subagent_inbox,
+)
 from subagents.mcp.maptool import MAP_DESCRIPTION, MAP_TITLE, subagent_map
 from subagents.mcp.notify import JobNotifier
 from subagents.mcp.progress import HEARTBEAT_SECONDS
@@ -215,6 +224,20 @@ class SubagentsMCP:
                 "the run cannot take (it ended; gemini and opencode take no steer) is an error, and "
                 "nothing is sent."
             ),
+        )
+        mcp.add_tool(
+            subagent_inbox,
+            name="subagent_inbox",
+            title=INBOX_TITLE,
+            description=INBOX_DESCRIPTION,
+            annotations=read_only(INBOX_TITLE),
+        )
+        mcp.add_tool(
+            subagent_decide,
+            name="subagent_decide",
+            title=DECIDE_TITLE,
+            description=DECIDE_DESCRIPTION,
+            annotations=hints(DECIDE_TITLE, reads=False, idempotent=False, open_world=False),
         )
         mcp.add_tool(
             self.subagent_cancel,

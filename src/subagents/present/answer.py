@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from subagents.present import outcome
 from subagents.present.figures import money
+from subagents.present.roles import limit_mark, limit_used, plain_why
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -262,7 +263,19 @@ class _Part:
     status: str
     text: str  # the answer, or what went wrong
     error: str | None
-    notes: tuple[str, ...] = ()  # what live control did: a budget's stop (outcome.live_notes)
+    mark: str | None = (
+        None  # a budget that ended it: ``⏹ turn limit 3 · wrapped up (4 turns used)``
+    )
+
+
+def _said(run: JobRun, status: str) -> str:
+    """A run's answer, or what went wrong: a stop in plain words (its diagnostics tell the
+    parent nothing those do not), else its diagnostics."""
+    if status == "completed":
+        return str(run.get("finalText") or "")
+    if status == "aborted":
+        return plain_why(status, run.get("errorMessage"))
+    return _failure(run) or ""
 
 
 def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
@@ -272,15 +285,16 @@ def _parts(result: Outcome, tasks: Sequence[str]) -> list[_Part]:
         status = str(r.get("status") or "failed")
         done = status == "completed"
         task = tasks[i] if i < len(tasks) and tasks[i] else outcome.first_line(r.get("task"))
+        mark = limit_mark(r)
         parts.append(
             _Part(
                 index=i,
                 task=task,
                 agent=r.get("agent"),
                 status=status,
-                text=str((r.get("finalText") if done else _failure(r)) or ""),
-                error=None if done else (r.get("errorMessage") or f"the run ended {status}"),
-                notes=tuple(outcome.live_notes(r)),
+                text=_said(r, status),
+                error=None if done else plain_why(status, r.get("errorMessage")),
+                mark=f"{mark} ({limit_used(r)})" if mark else None,
             )
         )
     for i in range(len(parts), len(tasks)):
@@ -305,15 +319,14 @@ def _parent_runs(result: Outcome, parts: list[_Part]) -> ParentAnswer:
     if len(parts) == 1:
         only = parts[0]
         text = only.text or only.error or f"the run ended {only.status}"
-        # A budget's stop is said after the answer: the parent knows it may be unfinished.
-        return ParentAnswer("\n\n".join([text, *only.notes]), is_error)
-    if not bad and result.get("mode") == "chain":
-        return ParentAnswer("\n\n".join([parts[-1].text, *outcome.notes(result)]), is_error)
+        return ParentAnswer(_marked(text, only.mark), is_error)
+    if not bad and result.get("mode") == "chain" and not any(p.mark for p in parts):
+        return ParentAnswer(parts[-1].text, is_error)
     sections = []
     for p in parts:
         title = (
             f"# {p.index + 1}. {p.task or 'task'}{f' ({p.agent})' if p.agent else ''}: {p.status}"
-            + "".join(f" · {n}" for n in p.notes)
+            + (f" · {p.mark}" if p.mark else "")
         )
         body = "(not run)" if p.status == "not run" else (p.text or p.error or "").strip()
         sections.append(f"{title}\n\n{body}")
@@ -321,6 +334,12 @@ def _parent_runs(result: Outcome, parts: list[_Part]) -> ParentAnswer:
         named = ", ".join(f'"{p.task or f"task {p.index + 1}"}" ({p.status})' for p in bad)
         sections.insert(0, f"{len(bad)} of {len(parts)} tasks did not complete: {named}.")
     return ParentAnswer("\n\n".join(sections), is_error)
+
+
+def _marked(text: str, mark: str | None) -> str:
+    """The answer, then the budget that ended its run (the parent should know the child was
+    cut short, not only read its last words)."""
+    return f"{text.rstrip()}\n\n{mark}: the run was ended by its budget" if mark else text
 
 
 def _parent_council(

@@ -7,7 +7,9 @@ Records (all carry ``jobId``):
 
 - ``{"type": "job", "jobId", "mode", "runs": n, "startedAt", "steps"}`` once, first;
   ``startedAt`` is the job's (ISO, the engine's clock; null when not yet known), ``steps``
-  one ``{task, agent, backend, model}`` per run as asked (``task``: its first line);
+  one ``{task, agent, backend, model, role}`` per run as asked (``task``: its first line;
+  ``role``: its place in the job, ``A``/``B``/``judge`` in a council, ``step 2/3`` in a
+  chain, else null: present/roles.py);
 - ``{"type": "progress", "jobId", "runId", "index", "label", "text", "status", "activity",
   "toolCount", "usage"}`` for each event that makes a progress line (``status`` is
   ``running`` until the run's own status), with, in the run's first record that knows them
@@ -17,9 +19,13 @@ Records (all carry ``jobId``):
   ``stalled: true`` while the stall watchdog's notice is the last word;
 - ``{"type": "council", "jobId", "table"}`` once, at a council's end: its answers side by side
   and the verdict as ``show`` prints them (``present/council.py``);
-- ``{"type": "answer", "jobId", "status", "text", "isError"}`` last, at every job's end: the
-  parent's answer as a parent model reads it (``present/answer.py``'s ``parent_text``: the
-  pi package's tool result) and whether the call failed.
+- ``{"type": "answer", "jobId", "status", "text", "isError", "durationMs", "runs"}`` last, at
+  every job's end: the parent's answer as a parent model reads it (``present/answer.py``'s
+  ``parent_text``: the pi package's tool result), whether the call failed, the job's
+  duration (the one every face shows), and per run how a face words its end
+  (``{mark, used, why}``: a budget's mark, what it used, why it did not complete in plain
+  words; null where there is nothing to say); a council's adds ``verdict``, the judge's
+  verdict as lines of words.
 
 Every text in a record that came from a child is neutralized (no control characters).
 """
@@ -36,6 +42,7 @@ from typing import IO, TYPE_CHECKING, TypedDict
 
 from subagents.core.childtext import neutralize
 from subagents.present.humanize import head
+from subagents.present.roles import JUDGE, JUDGE_TASK_LABEL, roles
 from subagents.present.runstate import RunState
 
 if TYPE_CHECKING:
@@ -49,6 +56,7 @@ class FeedStep(TypedDict):
     agent: str | None
     backend: str | None
     model: str | None
+    role: str | None
 
 
 TASK_LABEL = 200  # characters of a task's first line in a step
@@ -67,17 +75,19 @@ def first_line(text: str, limit: int = TASK_LABEL) -> str:
 
 
 def steps_of(plan: JobPlanRecord) -> list[FeedStep]:
-    """One step per run of a stored plan (``JobPlan.to_record``)."""
+    """One step per run of a stored plan (``JobPlan.to_record``); a judge's task is what it
+    does, not the prompt it is given."""
     limits = plan.get("limits")
     default = limits.get("default_backend") if isinstance(limits, dict) else None
     return [
         {
-            "task": first_line(str(req.get("task") or "")),
+            "task": JUDGE_TASK_LABEL if role == JUDGE else first_line(str(req.get("task") or "")),
             "agent": req.get("agent"),
             "backend": req.get("backend") or (default if isinstance(default, str) else None),
             "model": req.get("model"),
+            "role": role,
         }
-        for req in plan.get("requests") or []
+        for req, role in zip(plan.get("requests") or [], roles(plan), strict=True)
     ]
 
 
@@ -109,6 +119,29 @@ class StderrWarnings:
         self.offset += cut
         found = _WARNING.findall(neutralize(data[:cut].decode("utf-8", "replace")))
         return found[-1] if found else None
+
+
+def run_words(result: JobResult | JobState) -> dict[str, object]:
+    """What the ``answer`` record adds for a face to draw the end with: the job's duration,
+    each run's budget mark and plain reason, a council's verdict as words."""
+    from subagents.present import outcome
+    from subagents.present.roles import limit_mark, limit_used, plain_why, verdict_lines
+
+    runs = [
+        {
+            "mark": limit_mark(r),
+            "used": limit_used(r),
+            "why": None
+            if r.get("status") == "completed"
+            else neutralize(plain_why(r.get("status"), r.get("errorMessage"))),
+        }
+        for r in outcome.runs_of(result)
+    ]
+    out: dict[str, object] = {"durationMs": result.get("durationMs"), "runs": runs}
+    council = result.get("council")
+    if council is not None:
+        out["verdict"] = [neutralize(line) for line in verdict_lines(council)]
+    return out
 
 
 class JsonlFeed:
@@ -187,6 +220,7 @@ class JsonlFeed:
                     # controls here; whoever shows it neutralizes it, as for any child text).
                     "text": said.text,
                     "isError": said.is_error,
+                    **run_words(result),
                 }
             )
 

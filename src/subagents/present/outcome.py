@@ -166,29 +166,13 @@ def figures(duration_ms: object, usage: object) -> list[str]:
     return out
 
 
-_LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
-LIMIT_MARK = "⏹"  # a budget stop: neither a success's ✓ nor a failure's ✗
+def limit_text(holder: Mapping[str, object]) -> str | None:
+    """``⏹ turn limit 3 · wrapped up (4 turns used)``: what a budget did at its limit, for a
+    run or a job holding a ``limit`` record (present/roles.py words it); None without one."""
+    from subagents.present.roles import limit_mark, limit_used
 
-
-def limit_text(limit: object) -> str | None:
-    """What a budget did at its limit (a run's or a job's ``limit`` record): ``turn limit
-    3 · wrapped up (4 used)``; None for no record."""
-    if not isinstance(limit, Mapping):
-        return None
-    kind = str(limit.get("kind") or "")
-    name = {"turns": "turn", "tokens": "token", "cost": "cost"}.get(kind, kind)
-    whose = "job's " if limit.get("scope") == "job" else ""
-
-    def amount(value: object) -> str:
-        if kind == "cost" and isinstance(value, int | float):
-            return money(value)
-        return str(int(value)) if isinstance(value, int | float) else "?"
-
-    done = _LIMIT_DONE.get(str(limit.get("action")), str(limit.get("action")))
-    return (
-        f"{whose}{name} limit {amount(limit.get('limit'))} · {done}"
-        f" ({amount(limit.get('used'))} used)"
-    )
+    mark = limit_mark(holder)
+    return f"{mark} ({limit_used(holder)})" if mark else None
 
 
 def limit_of(job_result: Mapping[str, object]) -> object:
@@ -204,11 +188,11 @@ def limit_of(job_result: Mapping[str, object]) -> object:
 
 def notes(job_result: FinishedJob) -> list[str]:
     """What a job's status line adds to its status: the budget that stopped it
-    (``⏹ turn limit 3 · wrapped up (4 used)``), a council's missing verdict."""
+    (``⏹ turn limit 3 · wrapped up (4 turns used)``), a council's missing verdict."""
     out = []
-    limit = limit_text(limit_of(job_result))
+    limit = limit_text({"limit": limit_of(job_result)})
     if limit:
-        out.append(f"{LIMIT_MARK} {limit}")
+        out.append(limit)
     council = job_result.get("council")
     if isinstance(council, Mapping) and council.get("judgeError"):
         out.append("no verdict: the judge failed")
@@ -217,15 +201,15 @@ def notes(job_result: FinishedJob) -> list[str]:
 
 def live_notes(run: Mapping[str, object]) -> list[str]:
     """What live control did in a run, for its summary line: ``1 message``, ``⏹ turn limit
-    3 · wrapped up (4 used)``; nothing where it did nothing."""
+    3 · wrapped up (4 turns used)``; nothing where it did nothing."""
     out = []
     messages = run.get("messages")
     sent = messages.get("sent") if isinstance(messages, Mapping) else None
     if isinstance(sent, int) and sent:
         out.append(f"{sent} message{'' if sent == 1 else 's'}")
-    limit = limit_text(run.get("limit"))
+    limit = limit_text(run)
     if limit:
-        out.append(f"{LIMIT_MARK} {limit}")
+        out.append(limit)
     return out
 
 

@@ -13,7 +13,8 @@ import re
 import time
 from collections import OrderedDict
 
-from subagents.core.childtext import neutralize
+from subagents.core.approve import CHOICE_WORDS
+from subagents.core.childtext import neutralize, one_line
 from subagents.present.humanize import (
     ELLIPSIS,
     MEMORY_LIMIT,
@@ -30,7 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
 
-    from subagents.types import Event, LimitEvent, ToolCall, ToolResult, UserMessage
+    from subagents.types import ApprovalEvent, Event, LimitEvent, ToolCall, ToolResult, UserMessage
 
 __all__ = ["ProgressFormatter", "transcript_entry"]
 
@@ -57,6 +58,8 @@ class ProgressFormatter:
         self._cwd: str | None = None
         # When the child went quiet, while the last event is the watchdog's stall notice.
         self._stalled_since: object = None
+        # The approval items the child waits on (requested, not decided yet).
+        self._waiting: set[str] = set()
 
     # public
 
@@ -73,6 +76,10 @@ class ProgressFormatter:
         notice; None when it is not stalled."""
         since = self._stalled_since
         return max(0.0, time.time() - since) if isinstance(since, (int, float)) else None
+
+    def waiting(self) -> bool:
+        """Whether the child waits for a decision on a request to act (docs/approvals.md)."""
+        return bool(self._waiting)
 
     def activity(self) -> str | None:
         """Short "current activity" for a status line (None before anything happened)."""
@@ -162,7 +169,20 @@ class ProgressFormatter:
             return self._message(event, shorten=shorten)
         if event["type"] == "limit":
             return limit_words(event)
+        if event["type"] == "approval":
+            return self._approval(event)
         return None  # usage (the status line shows tokens) and anything unknown
+
+    def _approval(self, event: ApprovalEvent) -> str:
+        """A request to act, or its decision: what waits is the activity meanwhile."""
+        text = approval_words(event)
+        item = str(event.get("item"))
+        if event.get("state") == "decided":
+            self._waiting.discard(item)
+        elif event.get("waitsFor"):
+            self._waiting.add(item)
+            self._activity = text
+        return text
 
     def _message(self, event: UserMessage, *, shorten: bool) -> str | None:
         """A message sent to the child, and what became of it."""
@@ -235,6 +255,26 @@ def limit_words(event: LimitEvent) -> str:
     return f"⚠ {whose}{name} limit reached ({used} of {limit}): {action}"
 
 
+def approval_words(event: ApprovalEvent) -> str:
+    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
+    summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
+    # (``ProgressFormatter._approval`` keeps what waits; the words are these.)
+    if event.get("state") != "decided":
+        item = event.get("item")
+        if event.get("waitsFor") == "parent":
+            return f"⏸ waiting for your decision (subagent_decide, item {item}): {summary}"
+        if event.get("waitsFor") == "person":
+            return f"⏸ waiting for approval (item {item}): {summary}"
+        return f"asks to act: {summary}"
+    choice = str(event.get("choice") or "")
+    mark = "✗" if choice == "deny" else "✓"
+    text = f"{mark} {CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
+    reason = event.get("reason")
+    if reason:
+        text += f" ({one_line(str(reason))})"
+    return f"{text}: {summary}"
+
+
 # --------------------------------------------------------------------------- transcript
 
 TRANSCRIPT_ERROR_TEXT: Final = 800
@@ -301,7 +341,7 @@ def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
         return chunk
     if etype == "error":
         return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
-    if etype in ("notice", "limit"):
+    if etype in ("notice", "limit", "approval"):
         return "\n" + _quote(text) + "\n\n"
     if etype == "user_message":
         # A message sent (whole, as the child got it), or what became of it (one line).

@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 from subagents.core.childtext import neutralize
-from subagents.core.events import empty_usage, number, usage_of
+from subagents.core.events import STOPPING, empty_usage, number, usage_of
 from subagents.present.figures import elapsed
 from subagents.present.humanize import WARN_LEVELS, collapse, head
 from subagents.present.outcome import mark
@@ -55,7 +55,9 @@ class RunState:
         elif event["type"] == "assistant_text" and self.model is None:
             self.model = _text(event.get("model"))  # the CLI's default model, as it says
         elif event["type"] == "notice" and str(event.get("level") or "").lower() in WARN_LEVELS:
-            self.warn(str(event.get("message") or ""))
+            message = str(event.get("message") or "")
+            if not message.endswith(STOPPING):  # the supervisor's own stop: its end says it
+                self.warn(message)
         return self.fmt.line(event)
 
     def warn(self, message: str) -> None:

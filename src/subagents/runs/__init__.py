@@ -9,6 +9,7 @@ May import: launchers, supervisor, backends, present, worktree, config, core.
 """
 
 from subagents.errors import UsageError
+from subagents.runs.approvals import decide, pending_items
 from subagents.runs.checks import check, check_capabilities, resolve_binary
 from subagents.runs.control import check_message, send, tell_limit
 from subagents.runs.handle import RunHandle
@@ -30,9 +31,11 @@ __all__ = [
     "check",
     "check_capabilities",
     "check_message",
+    "decide",
     "installed_version",
     "keep_warm",
     "parse_version",
+    "pending_items",
     "prepare",
     "read_version",
     "resolve_binary",

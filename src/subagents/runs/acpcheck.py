@@ -11,7 +11,8 @@ from subagents.errors import UsageError
 from subagents.runs.request import RunRequest
 from subagents.types import AcpPermissions, AcpRecord
 
-POLICIES: tuple[AcpPermissions, ...] = ("allow", "deny")
+# ``ask``: the same as ``--approvals ask`` (runs/approvalcheck.py), the inbox decides.
+POLICIES: tuple[AcpPermissions, ...] = ("allow", "deny", "ask")
 
 
 def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpRecord | None:
@@ -49,16 +50,13 @@ def acp_record(backend: Backend, req: RunRequest, settings: Settings) -> AcpReco
             "backend",
         )
     policy = req.permissions or "allow"
-    if policy == "ask":
-        raise _refused(
-            "permissions",
-            "'ask' needs the approvals inbox, which is not built yet: use allow or deny",
-        )
     if policy not in POLICIES:
-        raise _refused("permissions", f"unknown policy {policy!r} (use allow or deny)")
+        raise _refused("permissions", f"unknown policy {policy!r} (use allow, deny or ask)")
+    if policy != "allow" and req.approvals not in (None, "auto"):
+        raise _refused("permissions", "--approvals decides the permissions: give one of them")
     return {
         "command": list(backend.command),
-        "permissions": "deny" if policy == "deny" else "allow",
+        "permissions": policy,
         "initTimeout": settings.acp_init_timeout,
         "files": backend.serve_files,
     }

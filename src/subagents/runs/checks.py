@@ -22,8 +22,9 @@ from subagents.core.paths import working_dir
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.acpcheck import acp_record
+from subagents.runs.approvalcheck import approval_policy
 from subagents.runs.request import RunRequest
-from subagents.types import AcpRecord
+from subagents.types import AcpRecord, ApprovalPolicy
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -175,6 +176,7 @@ class Checked:
     cwd: Path
     depth: int
     acp: AcpRecord | None = None
+    approvals: ApprovalPolicy | None = None
 
 
 def check(
@@ -193,6 +195,7 @@ def check(
     name = req.backend or settings.default_backend
     backend = get_backend(name)
     acp = acp_record(backend, req, settings)
+    approvals = approval_policy(backend, req)
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
     launcher_for(placement).check()
@@ -217,4 +220,5 @@ def check(
             raise UsageError(problem, "isolate")
     if placement.ships_cwd:
         check_travels(req, cwd)
-    return Checked(backend, resolve_binary(backend, settings, env), cwd.resolve(), depth, acp)
+    binary = resolve_binary(backend, settings, env)
+    return Checked(backend, binary, cwd.resolve(), depth, acp, approvals)

@@ -23,7 +23,7 @@ from subagents.runs.checks import Checked, check
 from subagents.runs.request import RunRequest
 from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
-from subagents.types import JsonObject, Limits, SchemaMode
+from subagents.types import ApprovalPolicy, JsonObject, Limits, SchemaMode
 
 if TYPE_CHECKING:
     from subagents.types import WorktreeSpec
@@ -124,6 +124,7 @@ def _write_run_dir(
         own_max_cost=limits.get("cost"),
         output_schema=schema.given if schema.mode == "own" else None,
         acp=checked.acp,
+        approvals=_approvals(checked, run_dir),
     )
     stdin_file = None
     if command.task_on_stdin:
@@ -172,9 +173,20 @@ def _write_run_dir(
         schemaHash=schema.hash,
         schemaMode=schema.mode,
         taskSuffix=schema.suffix,
+        approvals=command.approvals,
     )
     write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **spec.to_dict()})
     return spec, run_dir
+
+
+def _approvals(checked: Checked, run_dir: Path) -> ApprovalPolicy | None:
+    """The run's approval policy, with the permission server its child starts (claude's)."""
+    if checked.approvals is None or not checked.backend.prompt_server:
+        return checked.approvals
+    import sys
+
+    server = [sys.executable, "-m", checked.backend.prompt_server, str(run_dir)]
+    return {**checked.approvals, "server": [*server, repr(checked.approvals["timeout"])]}
 
 
 class _Schema(NamedTuple):

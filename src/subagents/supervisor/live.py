@@ -32,12 +32,14 @@ if TYPE_CHECKING:
     from _typeshed import FileDescriptorLike
 
     from subagents.backends import Backend, CommandRequest, Fed, Normalizer
+    from subagents.supervisor.approvals import Approvals
     from subagents.supervisor.budget import Budget
     from subagents.supervisor.control import ControlServer, Reply
-    from subagents.supervisor.phase import Action
+    from subagents.supervisor.phase import Action, StallWatch
     from subagents.supervisor.spec import RunSpec
     from subagents.supervisor.stdin import InputWriter
     from subagents.types import (
+        ApprovalChoice,
         CommandRecord,
         ControlReply,
         Event,
@@ -58,8 +60,10 @@ if TYPE_CHECKING:
         spec: RunSpec
         run_dir: Path
         norm: Normalizer | None
+        watch: StallWatch
 
         def emit(self, event: Event) -> None: ...
+        def flush(self) -> None: ...
         def totals(self) -> tuple[int, Usage]: ...
 
     # At rest: the run goes on (a turn started), or it ends (the child's stdin closed).
@@ -107,6 +111,12 @@ class Live:
         # Something to do after each line the child writes (its input, a budget): the
         # supervisor asks only then.
         self.active = spec.live or self.budget is not None
+        # --approvals: the child's requests to act wait for decisions (approvals.py).
+        self.approvals: Approvals | None = None
+        if spec.approvals:
+            from subagents.supervisor.approvals import Approvals
+
+            self.approvals = Approvals(sup, spec.approvals)
 
     # ---- the child -------------------------------------------------------------------
 
@@ -130,7 +140,8 @@ class Live:
     def listen(self, sel: selectors.BaseSelector) -> None:
         """Open the control endpoint, where the run can take something: a message (its CLI
         takes one kind or another), or its job's budget reached (it has a budget)."""
-        if not (self.spec.live or len(self.refusals) < len(MODES) or self.budget is not None):
+        takes = self.spec.live or len(self.refusals) < len(MODES)
+        if not (takes or self.budget is not None or self.approvals is not None):
             return
         from subagents.supervisor.control import ControlServer
 
@@ -158,6 +169,8 @@ class Live:
         line ended the child's turn)."""
         if fed.writes or fed.receipts:
             self.take(fed)
+        for key, tool, tool_input in fed.asks:
+            self._ask(key, tool, tool_input)
         if self.budget is not None:
             return self.on_progress(terminal)
         return None
@@ -181,6 +194,9 @@ class Live:
         op = request.get("op")
         if op == "limit":
             return self._job_limit(request, reply)
+        if op in ("approval", "decided"):
+            self._approval(request, reply)
+            return None
         mode, text = _mode(request.get("mode")), request.get("text")
         if op != "send" or mode is None or not isinstance(text, str):
             reply.send({"receipt": "refused", "reason": "not a request this supervisor takes"})
@@ -199,6 +215,43 @@ class Live:
             if message.said is None:  # the CLI's own receipt has not come yet
                 reply.wait({"id": mid, "receipt": "queued", "mode": mode})
         return None
+
+    def _approval(self, request: JsonObject, reply: Reply) -> None:
+        """A child's request to act (claude's permission server), answered when decided; or
+        a decider's word that an item was decided."""
+        approvals = self.approvals
+        if approvals is None:
+            reply.send({"receipt": "refused", "reason": "the run asks for no approvals"})
+            return
+        if request.get("op") == "decided":
+            approvals.poll()
+            reply.send({"receipt": "delivered"})
+            return
+        tool = request.get("tool")
+        if not isinstance(tool, str) or not tool:
+            reply.send({"receipt": "refused", "reason": "the request names no tool"})
+            return
+        # Answered by the decision; the fallback only if the endpoint outlived the timeout.
+        reply.wait(
+            {"receipt": "refused", "reason": "no decision"}, approvals.policy["timeout"] + 60
+        )
+
+        def answer(choice: ApprovalChoice, why: str | None) -> None:
+            said: ControlReply = {"receipt": "delivered", "choice": choice}
+            if why:
+                said["reason"] = why
+            reply.send(said)
+
+        approvals.ask(tool, request.get("input"), answer)
+
+    def _ask(self, key: JsonValue, tool: str, tool_input: JsonValue) -> None:
+        """A request to act the child's normalizer hands over (codex's, an ACP agent's):
+        its answer is written to the child once decided."""
+        norm = self.norm
+        if self.approvals is None:  # (a normalizer asks only under a policy)
+            self.take(norm.answer_ask(key, "deny", "the run asks for no approvals"))
+            return
+        self.approvals.ask(tool, tool_input, lambda c, why: self.take(norm.answer_ask(key, c, why)))
 
     def _refusal(self, mode: str, text: str) -> str | None:
         if not text.strip():
@@ -296,9 +349,15 @@ class Live:
         return "limit"  # abort: the run stops for its limit
 
     def next_deadline(self) -> float | None:
-        return self.server.next_deadline() if self.server is not None else None
+        points = [
+            self.server.next_deadline() if self.server is not None else None,
+            self.approvals.next_deadline() if self.approvals is not None else None,
+        ]
+        return min((p for p in points if p is not None), default=None)
 
     def on_deadlines(self, now: float) -> None:
+        if self.approvals is not None:
+            self.approvals.on_deadlines(now)
         if self.server is not None:
             self.server.on_deadlines(now)
 
@@ -409,6 +468,8 @@ class Live:
     def finish(self) -> tuple[MessageCounts, LimitRecord | None]:
         """The run is over: nothing more is taken; what was never delivered says so."""
         self.ending = True
+        if self.approvals is not None:
+            self.approvals.finish()
         if self.server is not None:
             self.server.close("the run has ended")
         self._refuse_held(ENDED)

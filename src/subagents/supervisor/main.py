@@ -190,7 +190,7 @@ class Supervisor:
         phase = self.phase
         was_terminal = phase.terminal
         terminal = was_terminal if fed.terminal is None else fed.terminal
-        if self.live.active or fed.writes or fed.receipts:
+        if self.live.active or fed.writes or fed.receipts or fed.asks:
             self.on_action(self.live.after_line(fed, terminal))
         if terminal and not was_terminal:
             self.at_rest()
@@ -299,9 +299,7 @@ class Supervisor:
             self.forced_cleanup = True
             self.terminate_group(None)
         if deadlines.passed(deadlines.timeout, now) and deadlines.kill is None:
-            self.emit(
-                ev.notice("error", f"timed out after {self.spec.timeout:g}s; stopping the child")
-            )
+            self.emit(ev.stopping(f"timed out after {self.spec.timeout:g}s"))
             self.terminate_group("timeout")
         if deadlines.kill is None and deadlines.grace is None:
             self.watchdog(now)
@@ -334,9 +332,7 @@ class Supervisor:
         due = self.watch.due(now)
         if due == "tool_timeout":
             limit = self.spec.toolTimeout
-            self.emit(
-                ev.notice("error", f"a tool call ran longer than {limit:g} s; stopping the child")
-            )
+            self.emit(ev.stopping(f"a tool call ran longer than {limit:g} s"))
             self.terminate_group("tool_timeout")
         elif due == "stalled":
             idle = now - self.watch.active_at
@@ -353,7 +349,7 @@ class Supervisor:
         if self.abort_why is None and (gone := first_gone(self.spec.watch)) is not None:
             self.process_gone(gone, signal_self=False)  # what the stop was for, whoever sent it
         what = self.abort_why or f"supervisor received {self.abort_signal}"
-        self.emit(ev.notice("error", f"{what}; stopping the child"))
+        self.emit(ev.stopping(what))
         if self.child_alive():
             self.terminate_group("aborted")
         else:
@@ -631,6 +627,8 @@ class Supervisor:
         )
         result["messages"] = messages
         result["limit"] = limit
+        if self.live.approvals is not None and self.live.approvals.records:
+            result["approvals"] = self.live.approvals.records
         if self.spec.schemaHash is not None:
             result["structured"] = structured if status == "completed" else None
             result["schemaHash"] = self.spec.schemaHash

@@ -128,7 +128,8 @@ class Deadlines:
     ``abort``    a live child asked to end its turn (a budget): stopped if it has not by then
     ``handshake`` a live child that must answer a handshake first (ACP's ``initialize``):
                  the run fails and the child is stopped if it has not answered by then
-    and the stall watchdog's (``watch``), which waits only while nothing is being stopped.
+    and the stall watchdog's (``watch``), which waits only while nothing is being stopped,
+    and not while the child waits on a person (an approval: ``StallWatch.pause``).
     """
 
     __slots__ = ("abort", "drain", "grace", "handshake", "kill", "timeout", "watch")
@@ -175,7 +176,14 @@ class StallWatch:
     """A child silent for the stall timeout with no tool call in flight is stalled (a long
     build is not a stall); one tool call running past the tool timeout is over."""
 
-    __slots__ = ("active_at", "noticed", "stall_timeout", "tool_timeout", "tools_open")
+    __slots__ = (
+        "active_at",
+        "noticed",
+        "paused_at",
+        "stall_timeout",
+        "tool_timeout",
+        "tools_open",
+    )
 
     def __init__(self, stall_timeout: float | None, tool_timeout: float | None, now: float) -> None:
         self.stall_timeout = stall_timeout
@@ -183,6 +191,23 @@ class StallWatch:
         self.active_at = now  # when stdout last said anything
         self.noticed = False  # one stall notice until the child speaks again
         self.tools_open: dict[str, float] = {}  # call id -> when it started
+        # Since when the child waits on a person (an approval): no time counts meanwhile.
+        self.paused_at: float | None = None
+
+    def pause(self, now: float) -> None:
+        """The child waits for a decision: neither silence nor a tool's time counts."""
+        if self.paused_at is None:
+            self.paused_at = now
+
+    def resume(self, now: float) -> None:
+        """The decision came: the wait is taken off every clock the watchdog keeps."""
+        if self.paused_at is None:
+            return
+        waited = max(0.0, now - self.paused_at)
+        self.paused_at = None
+        self.active_at += waited
+        for call_id in self.tools_open:
+            self.tools_open[call_id] += waited
 
     def heard(self, now: float) -> None:
         self.active_at = now
@@ -196,6 +221,8 @@ class StallWatch:
 
     def due(self, now: float) -> WatchDue | None:
         """``"tool_timeout"``, ``"stalled"`` (once per silence), or None."""
+        if self.paused_at is not None:
+            return None
         if self.tool_timeout and self.tools_open:
             if now - min(self.tools_open.values()) >= self.tool_timeout:
                 return "tool_timeout"
@@ -209,6 +236,8 @@ class StallWatch:
 
     def next_point(self) -> float | None:
         """When the watchdog next has something to decide."""
+        if self.paused_at is not None:
+            return None
         if self.tool_timeout and self.tools_open:
             return min(self.tools_open.values()) + self.tool_timeout
         if self.stall_timeout and not self.noticed and not self.tools_open:

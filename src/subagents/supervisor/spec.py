@@ -6,6 +6,7 @@ from __future__ import annotations
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from subagents.types import (
+        ApprovalPolicy,
         CommandRecord,
         JsonObject,
         JsonValue,
@@ -61,6 +62,7 @@ class RunSpec:
     schemaHash: str | None
     schemaMode: SchemaMode | None
     taskSuffix: str | None
+    approvals: ApprovalPolicy | None
 
     def __init__(
         self,
@@ -119,6 +121,9 @@ class RunSpec:
         schemaHash: str | None = None,
         schemaMode: SchemaMode | None = None,
         taskSuffix: str | None = None,
+        # --approvals (docs/approvals.md): the child's requests wait in the run's inbox, pass
+        # by a rule, or are denied (None: auto, its CLI's headless mode decides).
+        approvals: ApprovalPolicy | None = None,
     ) -> None:
         given = dict(locals())
         del given["self"]

@@ -167,6 +167,36 @@
     });
   }
 
+  // Approve or deny an item of the approvals inbox, after a confirmation (as Stop).
+  const decide = document.getElementById("decide-dialog");
+  function confirmDecision(button) {
+    const deny = button.dataset.choice === "deny";
+    decide.dataset.item = button.dataset.item;
+    decide.dataset.choice = button.dataset.choice;
+    document.getElementById("decide-what").textContent =
+      `${deny ? "Deny" : "Approve"} item ${button.dataset.item}: ${button.dataset.summary}?`;
+    document.getElementById("decide-why").hidden = !deny;
+    document.getElementById("decide-reason").value = "";
+    decide.returnValue = "";
+    decide.showModal();
+  }
+  if (decide) {
+    decide.addEventListener("close", async () => {
+      if (decide.returnValue !== "yes") return;
+      const out = document.getElementById("decide-result");
+      say(out, "deciding…", "busy");
+      const payload = { choice: decide.dataset.choice };
+      const reason = document.getElementById("decide-reason").value.trim();
+      if (reason) payload.reason = reason;
+      const answer = await post(`/api/approvals/${encodeURIComponent(decide.dataset.item)}/decide`, payload);
+      say(
+        out,
+        answer.ok ? `${answer.body.choice === "deny" ? "denied" : "allowed"}: item ${answer.body.item}` : answer.body.error,
+        answer.ok ? "ok" : "problem",
+      );
+    });
+  }
+
   // Re-run and Continue: a new job, after a confirmation; the page goes to it.
   const again = document.getElementById("again-dialog");
   function ask(button) {
@@ -237,6 +267,8 @@
       window.location.assign("/");
     } else if ((button.dataset.action === "rerun" || button.dataset.action === "continue") && again) {
       ask(button);
+    } else if (button.dataset.action === "decide" && decide) {
+      confirmDecision(button);
     } else if (button.dataset.action === "stop" && dialog) {
       dialog.dataset.job = button.dataset.job;
       dialog.returnValue = "";

@@ -1,0 +1,104 @@
+"""A run's inbox on disk: ``RUN_DIR/inbox/``, one file per item waiting for a decision
+(``ITEM.json``, written atomically by the run's supervisor) and one per decision taken
+(``ITEM.decision.json``).
+
+A decision is claimed, never overwritten: its file is published with a hard link, which
+fails when the name is taken, so of two deciders racing on one item (a person and the
+timeout, two people, the web and the parent) exactly one wins and the other reads the
+winner's decision. Standard library only: the supervisor imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from subagents.core.files import make_private_dir, publish_once, read_json, write_json_atomic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
+
+INBOX = "inbox"
+DECISION = ".decision.json"
+CHOICES: tuple[ApprovalChoice, ...] = ("allow", "always", "deny")
+
+
+def inbox_dir(run_dir: Path) -> Path:
+    return run_dir / INBOX
+
+
+def item_path(run_dir: Path, item_id: str) -> Path:
+    return inbox_dir(run_dir) / f"{item_id}.json"
+
+
+def decision_path(run_dir: Path, item_id: str) -> Path:
+    return inbox_dir(run_dir) / f"{item_id}{DECISION}"
+
+
+def write_item(run_dir: Path, item: ApprovalItem) -> None:
+    make_private_dir(inbox_dir(run_dir))
+    write_json_atomic(item_path(run_dir, item["id"]), item)
+
+
+def read_item(run_dir: Path, item_id: str) -> ApprovalItem | None:
+    """The item, or None when there is none (or it is not readable as one)."""
+    try:
+        value = read_json(item_path(run_dir, item_id))
+    except (OSError, ValueError):
+        return None
+    if isinstance(value, dict) and value.get("id") == item_id:
+        return value  # type: ignore[return-value]  # (written by the supervisor)
+    return None
+
+
+def read_decision(run_dir: Path, item_id: str) -> ApprovalDecision | None:
+    try:
+        value = read_json(decision_path(run_dir, item_id))
+    except (OSError, ValueError):
+        return None
+    if isinstance(value, dict) and value.get("choice") in CHOICES:
+        return value  # type: ignore[return-value]  # (written by claim)
+    return None
+
+
+def claim(
+    run_dir: Path, item_id: str, choice: ApprovalChoice, by: str, reason: str | None = None
+) -> tuple[bool, ApprovalDecision]:
+    """Decide ``item_id``: ``(True, the decision)`` when this call's decision is the one,
+    ``(False, the one taken first)`` when another decider was first."""
+    decision: ApprovalDecision = {"item": item_id, "choice": choice, "by": by, "at": time.time()}
+    if reason:
+        decision["reason"] = reason
+    if publish_once(decision_path(run_dir, item_id), decision):
+        return True, decision
+    # The winner's file is complete once it is there (published by a link).
+    taken = read_decision(run_dir, item_id)
+    return False, taken if taken is not None else decision
+
+
+def item_ids(run_dir: Path) -> list[str]:
+    """The ids of the run's items, decided or not, oldest first (ids sort by time)."""
+    with contextlib.suppress(OSError):
+        names = os.listdir(inbox_dir(run_dir))
+        return sorted(
+            n[: -len(".json")]
+            for n in names
+            if n.endswith(".json") and not n.endswith(DECISION) and not n.startswith(".")
+        )
+    return []
+
+
+def pending(run_dir: Path) -> list[ApprovalItem]:
+    """The run's items not decided yet, oldest first."""
+    found: list[ApprovalItem] = []
+    for item_id in item_ids(run_dir):
+        if decision_path(run_dir, item_id).exists():
+            continue
+        item = read_item(run_dir, item_id)
+        if item is not None:
+            found.append(item)
+    return found

@@ -1,0 +1,218 @@
+"""Approvals, the supervisor's side (docs/approvals.md): a child's request to act is let
+through by a rule, denied by the policy, or written to the run's inbox (``core.inbox``) to
+wait for a decision, which is answered to whoever asked for the child (claude's permission
+server over the control endpoint; a backend's normalizer for codex's and ACP's requests).
+
+A decision is taken by whoever claims it first in the inbox: a person (``subagents
+approve``), the parent, or this module when the item's time is up (denied, the reason
+recorded) or the run ends. The decider pokes the control endpoint (``decided``); the inbox
+is also looked at every ``POLL`` seconds while an item waits, so a poke that never came
+delays a decision, never loses it. While an item waits the stall watchdog's clocks stop.
+Every request and decision is an ``approval`` event (and so a transcript line); result.json
+lists them. Standard library only.
+"""
+
+from __future__ import annotations
+
+import time
+
+from subagents.core import approve, inbox
+from subagents.core import events as ev
+from subagents.core.ids import new_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Literal, Protocol
+
+    from subagents.supervisor.phase import StallWatch
+    from subagents.supervisor.spec import RunSpec
+    from subagents.types import (
+        ApprovalChoice,
+        ApprovalDecision,
+        ApprovalPolicy,
+        ApprovalRecord,
+        Event,
+        JsonValue,
+    )
+
+    WaitsFor = Literal["person", "parent"]
+    # What a request's answer is given to: the choice, and why (a denial's message).
+    Answer = Callable[[ApprovalChoice, str | None], None]
+
+    class Supervisor(Protocol):
+        spec: RunSpec
+        run_dir: Path
+        watch: StallWatch
+
+        def emit(self, event: Event) -> None: ...
+        def flush(self) -> None: ...
+
+
+# How often the inbox is looked at while an item waits (a decider's poke is the fast path).
+POLL = 1.0
+RUN_ENDED = "the run ended before a decision"
+# The most of a request's input an item keeps (JSON characters).
+INPUT_LIMIT = 64 * 1024
+
+
+class Waiting:
+    __slots__ = ("answer", "deadline", "record")
+
+    def __init__(self, record: ApprovalRecord, answer: Answer, deadline: float) -> None:
+        self.record = record
+        self.answer = answer
+        self.deadline = deadline
+
+
+class Approvals:
+    def __init__(self, sup: Supervisor, policy: ApprovalPolicy) -> None:
+        self.sup = sup
+        self.policy = policy
+        self.waiting: dict[str, Waiting] = {}
+        self.records: list[ApprovalRecord] = []
+        self.always: set[str] = set()  # tools allowed for the rest of the run
+        self.next_poll: float | None = None
+
+    def ask(self, tool: str, tool_input: JsonValue, answer: Answer) -> None:
+        """A child asks to use ``tool`` with ``tool_input``: answered now (a rule, the
+        policy) or once decided."""
+        spec = self.sup.spec
+        summary = approve.summary(tool, tool_input)
+        item_id = new_id()
+        now = time.time()
+        record: ApprovalRecord = {
+            "item": item_id,
+            "tool": tool,
+            "summary": summary,
+            "requestedAt": now,
+            "choice": None,
+            "by": None,
+            "decidedAt": None,
+        }
+        self.records.append(record)
+        rule = approve.passes(
+            self.policy["rules"], self.policy["editsInTree"], tool, tool_input, spec.cwd
+        )
+        if rule is None and tool in self.always:
+            rule = f"{tool} allowed for the rest of the run"
+        policy = self.policy["policy"]
+        waits = rule is None and policy != "deny"
+        who: WaitsFor | None = None
+        if waits:
+            who = "parent" if policy == "parent" else "person"
+        self.sup.emit(ev.approval(item_id, tool, summary, waits_for=who))
+        if rule is not None:
+            self._settled(record, answer, _decision(item_id, "allow", "rule", rule))
+            return
+        if policy == "deny":
+            why = "the run's policy denies what its rules do not allow"
+            self._settled(record, answer, _decision(item_id, "deny", "policy", why))
+            return
+        timeout = self.policy["timeout"]
+        try:
+            inbox.write_item(
+                self.sup.run_dir,
+                {
+                    "id": item_id,
+                    "runId": spec.runId,
+                    "jobId": spec.jobId,
+                    "backend": spec.backend,
+                    "task": spec.task[:2000],
+                    "tool": tool,
+                    "summary": summary,
+                    "input": _bounded(tool_input),
+                    "policy": policy,
+                    "choices": ["allow", "always", "deny"],
+                    "requestedAt": now,
+                    "expiresAt": now + timeout,
+                },
+            )
+        except OSError as exc:  # (a full disk): nobody could decide it, so it is denied
+            why = f"the inbox could not be written: {exc.strerror or exc}"
+            self._settled(record, answer, _decision(item_id, "deny", "subagents", why))
+            return
+        mono = time.monotonic()
+        self.waiting[item_id] = Waiting(record, answer, mono + timeout)
+        self.sup.watch.pause(mono)
+        self.next_poll = mono + POLL
+        self.sup.flush()
+
+    def poll(self) -> None:
+        """Settle every waiting item that was decided."""
+        for item_id in list(self.waiting):
+            decision = inbox.read_decision(self.sup.run_dir, item_id)
+            if decision is not None:
+                self._settle(item_id, decision)
+        self.next_poll = time.monotonic() + POLL if self.waiting else None
+
+    def next_deadline(self) -> float | None:
+        if not self.waiting:
+            return None
+        soonest = min(w.deadline for w in self.waiting.values())
+        return soonest if self.next_poll is None else min(soonest, self.next_poll)
+
+    def on_deadlines(self, now: float) -> None:
+        if not self.waiting:
+            return
+        timeout = self.policy["timeout"]
+        for item_id in [i for i, w in self.waiting.items() if now >= w.deadline]:
+            why = f"no decision within {timeout:g} s"
+            _, decision = inbox.claim(self.sup.run_dir, item_id, "deny", "timeout", why)
+            self._settle(item_id, decision)
+        if self.next_poll is not None and now >= self.next_poll:
+            self.poll()
+
+    def finish(self) -> list[ApprovalRecord]:
+        """The run is over: what still waits is denied (unless decided just now)."""
+        for item_id in list(self.waiting):
+            _, decision = inbox.claim(self.sup.run_dir, item_id, "deny", "subagents", RUN_ENDED)
+            self._settle(item_id, decision)
+        return self.records
+
+    def _settle(self, item_id: str, decision: ApprovalDecision) -> None:
+        waiting = self.waiting.pop(item_id)
+        if not self.waiting:
+            self.sup.watch.resume(time.monotonic())
+            self.next_poll = None
+        self._settled(waiting.record, waiting.answer, decision)
+
+    def _settled(self, record: ApprovalRecord, answer: Answer, decision: ApprovalDecision) -> None:
+        choice, reason = decision["choice"], decision.get("reason")
+        record["choice"] = choice
+        record["by"] = decision["by"]
+        record["decidedAt"] = decision["at"]
+        if reason:
+            record["reason"] = reason
+        if choice == "always":
+            self.always.add(record["tool"])
+        self.sup.emit(
+            ev.approval(
+                record["item"], record["tool"], record["summary"], choice, decision["by"], reason
+            )
+        )
+        self.sup.flush()
+        message = None
+        if choice == "deny":
+            by = decision["by"]
+            message = f"denied by {by}" + (f": {reason}" if reason else "")
+        answer(choice, message)
+
+
+def _bounded(tool_input: JsonValue) -> JsonValue:
+    """The input as the item keeps it: whole up to ``INPUT_LIMIT`` bytes of JSON (a file a
+    child would write may be large), else only its keys' small values."""
+    import json
+
+    if len(json.dumps(tool_input, ensure_ascii=False)) <= INPUT_LIMIT:
+        return tool_input
+    if not isinstance(tool_input, dict):
+        return {"truncated": True}
+    small = {k: v for k, v in tool_input.items() if len(json.dumps(v)) <= 1000}
+    return {**small, "truncated": True}
+
+
+def _decision(item_id: str, choice: ApprovalChoice, by: str, reason: str) -> ApprovalDecision:
+    """A decision taken here, at once (a rule, the policy): no one else could take it."""
+    return {"item": item_id, "choice": choice, "by": by, "at": time.time(), "reason": reason}

@@ -1,0 +1,195 @@
+"""What the engine knows, shown where a pi user looks: a council as members and a judge, a
+budget's stop as its own mark, a background job's runs each in the widget and its usage in
+the footer, `/subagents` at 80 columns. The real pi TUI in tmux at 80 and 200 columns, its
+children real pi runs through the real ``subagents`` CLI, every model a mock on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.checks import eventually
+from support.pi_parent import Parent, delegating
+from support.pi_parent import needs_pi_parent as needs_pi
+from support.pi_tui import PiTui
+
+from subagents.demo.mockmodel import Script
+
+pytestmark = [
+    pytest.mark.e2e,
+    needs_pi,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+]
+
+SPINNER = "[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"
+VERDICT = {
+    "best": "B",
+    "agreement": "partial",
+    "reasons": ["B names the file"],
+    "merged": "Hello from the merged answer.",
+}
+
+
+def tool_results(parent: Parent) -> list[dict[str, Any]]:
+    lines = [json.loads(x) for x in parent.session_file().read_text().splitlines() if x]
+    return [
+        e["message"]
+        for e in lines
+        if e["type"] == "message" and e["message"].get("role") == "toolResult"
+    ]
+
+
+def fits(pi: PiTui, *texts: str) -> str:
+    """The one screen line holding every text (so none of them wrapped onto the next)."""
+    return pi.line(*texts)
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_council_is_its_members_a_judge_and_a_verdict_in_words(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    members = ["pi:child/mock-model", "pi:other/mock-model"]
+    args = {"task": "say hello", "council": members, "judge": "pi:judge/mock-model"}
+    child, other = Script(use_tool=False), Script(use_tool=False, final_text="Hello from B.")
+    judge = Script(use_tool=False, final_text=json.dumps(VERDICT))
+    with delegating(tmp_path, args, answer="Judged.", child=child, other=other, judge=judge) as (
+        parent,
+        _,
+    ):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("ask the council")
+        # The call line counts the members and the judge: three rows follow, not two.
+        assert eventually(lambda: pi.shows("subagent council \u00d72 + judge say hello"), 60)
+        assert eventually(lambda: pi.shows("Judged."), 120), pi.screen
+        # A row per member, labelled, named by where it ran; the judge's row is "judge".
+        a = fits(pi, "✓ A pi · child/mock-model")
+        b = fits(pi, "✓ B pi · other/mock-model")
+        judged = fits(pi, "✓ judge pi · judge/mock-model")
+        assert a and b and judged, pi.screen
+        # The verdict in words, not the judge's JSON; and the members' count.
+        assert fits(pi, "best B · agreement partial"), pi.screen
+        assert "- B names the file" in pi.screen or "• B names the file" in pi.screen
+        assert "Hello from the merged answer." in pi.screen
+        assert '"best"' not in pi.screen and '"merged"' not in pi.screen, pi.screen
+        assert fits(pi, "2/2 members answered · verdict: best B · agreement partial · 45 tok")
+        print(f"\n--- council at {cols} columns ---\n{pi.screen}")
+    (result,) = tool_results(parent)
+    assert result["isError"] is False
+    assert result["content"][0]["text"].startswith("Hello from the merged answer.")
+    assert [r["role"] for r in result["details"]["runs"]] == ["A", "B", "judge"]
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_budget_stop_is_its_own_mark_in_the_row_the_result_and_the_entry(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    task = "loop until told otherwise, then list every file you looked at"
+    args = {"task": task, "model": "child/mock-model", "maxTurns": 2}
+    child = Script(loop=True, command="sleep 0.2")
+    with delegating(tmp_path, args, answer="Stopped early.", child=child) as (parent, _):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("delegate it")
+        assert eventually(lambda: pi.shows("Stopped early."), 120), pi.screen
+        # Not a ✓: the mark, the limit and what was done, on the row itself.
+        row = fits(pi, "⏹ loop until told", "turn limit 2 · wrapped up · ")
+        assert row and "✓ loop until" not in pi.screen, pi.screen
+        # The call line: the model is the first to go at 80 columns, the task stays.
+        call = fits(pi, "subagent single loop until told otherwise, then list every")
+        assert call and ("child/mock-model" in call) == (cols == 200), call
+        print(f"\n--- budget stop at {cols} columns ---\n{pi.screen}")
+    (result,) = tool_results(parent)
+    text = result["content"][0]["text"]
+    # The parent model is told the run was cut short, not only its last words.
+    assert "⏹ turn limit 2 · wrapped up (" in text and "turns used" in text, text
+    assert result["details"]["runs"][0]["mark"] == "⏹ turn limit 2 · wrapped up"
+    (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
+    assert "⏹ turn limit 2 · wrapped up" in end["summary"]
+
+
+def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the_footer(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    tasks = [
+        {"task": "Tidy the imports", "model": "slow/mock-model"},
+        {"task": "Sort the tests", "model": "slow/mock-model"},
+    ]
+    args = {"tasks": tasks, "background": True}
+    slow = Script(command="sleep 6; echo tidied")
+    with delegating(tmp_path, args, slow=slow) as (parent, _):
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("start it in the background")
+        head = "subagents · 1 background job running, 2 runs"
+        assert eventually(lambda: pi.shows(head), 60), pi.screen
+        # A row per running run: its spinner, the job's id, its task, what it does, its time.
+        tidy = re.compile(rf"^  {SPINNER} \w{{10}} Tidy the imports · .* · \d+\.\ds")
+        sort = re.compile(rf"^  {SPINNER} \w{{10}} Sort the tests · .* · \d+\.\ds")
+
+        def both() -> bool:
+            lines = pi.capture().splitlines()
+            return any(tidy.match(ln) for ln in lines) and any(sort.match(ln) for ln in lines)
+
+        assert eventually(both, 60), pi.screen
+        assert eventually(lambda: bool(pi.line("Sort the tests", "$ sleep 6")), 60), pi.screen
+        print(f"\n--- background widget at 80 columns ---\n{pi.screen}")
+        # Its end: the widget goes; what it used stays in the footer.
+        ended = re.compile(r"background subagent job \S+ ended")
+        assert eventually(lambda: bool(ended.search(pi.capture())), 120), pi.screen
+        assert eventually(lambda: not pi.shows(head), 30), pi.screen
+        assert eventually(lambda: bool(re.search(r"bg \d+ tok", pi.capture())), 30), pi.screen
+        print(f"\n--- after its end at 80 columns ---\n{pi.screen}")
+
+
+def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    task = "Keep polling the service for a healthy answer"
+    args = {"task": task, "model": "slow/mock-model", "background": True}
+    with delegating(tmp_path, args, slow=Script(command="sleep 12; echo healthy")) as (parent, _):
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("start it in the background")
+        assert eventually(lambda: bool(pi.line("Keep polling", "$ sleep 12")), 90), pi.screen
+        assert eventually(lambda: pi.shows("I ran subagent"), 60)
+        pi.type("/subagents")
+        assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        # The least useful columns went; what is left is on one line, under its label.
+        kept = ("JOB", "TASK", "STATUS", "ELAPSED", "TOKENS", "COST")
+        head = pi.line(*kept)
+        assert head and "BACKENDS" not in head and "AGENTS" not in head, pi.screen
+        row = pi.line("Keep polling the serv", "running")
+        assert row, pi.screen  # the task whole enough to tell
+        assert row.index("running") == head.index("STATUS")
+        assert len(row.rstrip()) > head.index("COST") and len(row) <= 80
+        print(f"\n--- /subagents at 80 columns ---\n{pi.screen}")
+        # While it stays open: the elapsed time goes on, and the job's end shows in its row.
+        first = float(re.findall(r"(\d+\.\d)s", row)[0])
+
+        def ticked() -> bool:
+            now = re.findall(r"(\d+\.\d)s", pi.line("Keep polling the serv", "running"))
+            return bool(now) and float(now[0]) >= first + 2
+
+        assert eventually(ticked, 30), pi.screen
+        assert eventually(lambda: bool(pi.line("→ ", "Keep polling the serv", "completed")), 90)
+        assert pi.shows("Subagent jobs of this session", "esc close"), pi.screen
+        print(f"\n--- /subagents, still open, after the job's end ---\n{pi.screen}")
+        pi.keys("Escape")
+        assert eventually(lambda: not pi.shows("esc close"), 30), pi.screen
+
+
+def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:
+    args = {"task": "Watch the logs", "model": "slow/mock-model"}
+    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("delegate it")
+        assert eventually(lambda: pi.shows("Watch the logs", "⎿ $ sleep 300"), 90), pi.screen
+        pi.keys("Escape")
+        # The row says how it ended in the words of the person who stopped it.
+        assert eventually(lambda: bool(pi.line("■ Watch the logs", "aborted")), 60), pi.screen
+        assert eventually(lambda: pi.shows("stopped by you"), 30), pi.screen
+        assert "SIGTERM" not in pi.screen, pi.screen
+        print(f"\n--- Esc at 80 columns ---\n{pi.screen}")
