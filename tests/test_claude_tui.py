@@ -20,6 +20,7 @@ from support.claude import last_user_text
 from support.claude_tui import (
     SCREEN_WAIT,
     TOOL,
+    TUI_MARKS,
     ClaudeTUI,
     claude_requests,
     tool_results,
@@ -29,13 +30,7 @@ from support.claude_tui import (
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        any(shutil.which(cmd) is None for cmd in ("claude", "pi", "tmux")),
-        reason="needs claude, pi and tmux",
-    ),
-]
+pytestmark = TUI_MARKS
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from support.checks import eventually
 from support.claude_tui import (
     SCREEN_WAIT,
     TOOL,
+    TUI_MARKS,
     ClaudeTUI,
     claude_requests,
     tool_results,
@@ -29,13 +29,7 @@ from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.service import JobStore
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(
-        any(shutil.which(cmd) is None for cmd in ("claude", "pi", "tmux")),
-        reason="needs claude, pi and tmux",
-    ),
-]
+pytestmark = TUI_MARKS
 SCREENS = os.environ.get("SUBAGENTS_TEST_SCREENS")  # a directory to keep the screens in
 
 

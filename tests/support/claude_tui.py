@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -22,6 +25,14 @@ TOOL = "mcp__plugin_subagents_subagents__subagent"
 PI_PRICE = (3.0, 15.0)  # dollars per million tokens: pi reports a cost with float noise
 SCREEN_WAIT = 120.0
 PROMPT_MARK = "\u276f"  # the prompt box's mark
+# A test module's marks: end to end, and skipped without the real CLIs.
+TUI_MARKS = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        any(shutil.which(cmd) is None for cmd in ("claude", "pi", "tmux")),
+        reason="needs claude, pi and tmux",
+    ),
+]
 
 
 class ClaudeTUI:
