@@ -1,6 +1,6 @@
 """Benchmark: what a delegation costs beyond running the child by hand (issue 38).
 
-    .venv/bin/python bench/bench_delegation.py [--pairs 15] [--skip-pi]
+    .venv/bin/python bench/bench_delegation.py [--pairs 15] [--skip-pi] [--against SRC]
 
 Whole processes, timed in pairs, alternating which goes first:
 - **pi**: ``subagents run -q --backend pi --model mock/mock-model TASK`` against the child
@@ -9,15 +9,28 @@ Whole processes, timed in pairs, alternating which goes first:
   puts it in .tools/node_modules/.bin);
 - **shell**: ``subagents run -q TASK`` with a shell-script pi stand-in that answers at once,
   against that script run by hand.
-Prints, per child, the median of each and the median of the pairs' differences (ours -
-alone): the fixed cost of delegating through us. Goals (issue 38): pi ≤ 50 ms of ours; the
-whole ``subagents run -q`` with the shell child ≤ 100 ms.
+Prints, per child, the median of each, the median of the pairs' differences (ours -
+alone): the fixed cost of delegating through us, and the ratio of the medians (ours / alone);
+and the same for CPU time, of every process each side started (this process is a child
+subreaper, so the supervisor that outlives ``subagents run`` is reaped and counted here): the
+figure the machine's load changes least.
+Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the shell child
+≤ 100 ms.
+
+Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
+run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
+before the run exists when it was started ahead, at the command's start) -> the run made
+(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event's
+``createTime``) -> the child's first event -> ``result.json`` written -> the command exited.
+Process start times come from procfs in clock ticks (10 ms), so those spans are ± 10 ms.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,6 +42,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+from bench_peers import become_subreaper, reap_orphans  # noqa: E402
 from benchenv import like_installed  # noqa: E402
 
 from subagents.demo import mockmodel as mm  # noqa: E402
@@ -40,36 +54,95 @@ echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"te
 """
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds to the command's exit, and CPU seconds of every process it started."""
+    c0, t0 = _children_cpu(), time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    reap_orphans(argv)
+    return wall, _children_cpu() - c0
 
 
-def pairs(ours: list[str], alone: list[str], env: dict[str, str], n: int) -> str:
-    timed(ours, env), timed(alone, env)  # warm both (page cache, bytecode, pi's first start)
-    mine, theirs, diffs = [], [], []
+def newest_run(home: Path) -> Path:
+    return max((home / "runs").iterdir(), key=lambda d: d.stat().st_mtime)
+
+
+def spans(argv: list[str], env: dict[str, str], n: int) -> str:
+    """Where one ``subagents run -q`` spends its time, from its run's records (see above)."""
+    names = ("-> supervisor", "-> run made", "-> child", "-> first event", "-> result", "-> exit")
+    got: dict[str, list[float]] = {name: [] for name in names}
+    home = Path(env["SUBAGENTS_HOME"])
+    for _ in range(n):
+        t0 = time.time()
+        subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        t_exit = time.time()
+        reap_orphans(argv)
+        run = newest_run(home)
+        events = [json.loads(line) for line in (run / "events.jsonl").open()]
+        started = next(e for e in events if e["type"] == "run_started")
+        first = next(e for e in events if e["type"] != "run_started")
+        marks = [
+            t0,
+            json.loads((run / "supervisor.json").read_text())["createTime"],
+            json.loads((run / "meta.json").read_text())["createdAt"],
+            started["createTime"],
+            first["ts"],
+            (run / "result.json").stat().st_mtime,
+            t_exit,
+        ]
+        for name, a, b in zip(names, marks, marks[1:], strict=False):
+            got[name].append((b - a) * 1000)
+    med = statistics.median
+    return ", ".join(f"{name} {med(values):+.0f}" for name, values in got.items())
+
+
+def pairs(
+    ours: list[str],
+    alone: list[str],
+    env: dict[str, str],
+    n: int,
+    alone_env: dict[str, str] | None = None,
+) -> str:
+    other = alone_env or env
+    timed(ours, env), timed(alone, other)  # warm both (page cache, bytecode, pi's first start)
+    mine, theirs = [], []
     for i in range(n):
         if i % 2:
-            b, a = timed(alone, env), timed(ours, env)
+            b, a = timed(alone, other), timed(ours, env)
         else:
-            a, b = timed(ours, env), timed(alone, env)
+            a, b = timed(ours, env), timed(alone, other)
         mine.append(a)
         theirs.append(b)
-        diffs.append(a - b)
     med = statistics.median
-    return (
-        f"ours {med(mine) * 1000:.0f} ms, alone {med(theirs) * 1000:.0f} ms, "
-        f"ours - alone {med(diffs) * 1000:+.0f} ms (median of {n} pairs)"
-    )
+    out = []
+    for k, what in enumerate(("wall", "cpu")):
+        m, t = med(x[k] for x in mine), med(x[k] for x in theirs)
+        d = med(x[k] - y[k] for x, y in zip(mine, theirs, strict=True))
+        out.append(
+            f"{what}: ours {m * 1000:.0f} ms, alone {t * 1000:.0f} ms, ours - alone "
+            f"{d * 1000:+.0f} ms, ours / alone {m / t:.2f}"
+        )
+    return f"(median of {n} pairs)\n  " + "\n  ".join(out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=15)
     ap.add_argument("--skip-pi", action="store_true")
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also time another checkout's src (e.g. the branch point's) as 'alone' against "
+        "this one's, with the shell child",
+    )
     args = ap.parse_args()
     like_installed()
+    become_subreaper()
     subagents = [sys.executable, "-m", "subagents.cli", "run", "-q"]
     print(f"load average: {os.getloadavg()[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench-delegation-") as tmp:
@@ -80,6 +153,13 @@ def main() -> None:
         child.chmod(0o755)
         shell_env = {**env, "SUBAGENTS_PI_BIN": str(child)}
         print("shell child:", pairs([*subagents, "hi"], [str(child), "hi"], shell_env, args.pairs))
+        print("  spans (ms):", spans([*subagents, "hi"], shell_env, args.pairs))
+        if args.against:
+            theirs = {**shell_env, "PYTHONPATH": str(Path(args.against).resolve())}
+            print(
+                f"against {args.against} (as 'alone'):",
+                pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, theirs),
+            )
         pi = shutil.which("pi")
         if args.skip_pi:
             pass

@@ -2,6 +2,11 @@
 (issue 33, "Numbers").
 
     .venv/bin/python bench/bench_map.py [--rows 1000] [--concurrency 16]
+    .venv/bin/python bench/bench_map.py --executor ray --concurrency 24
+
+``--executor ray``: the map runs on a Ray cluster of three nodes on 127.0.0.1 (each offering
+a third of ``--concurrency`` units of ``subagents-pi``, a shared filesystem), started here
+(its start is not counted); the CPU figures then leave out what the Ray nodes spend.
 
 The child answers at once (bench_jobs.py's shell stand-in for pi, sleeping 0 s), so the ideal
 wall time is ~0 and the overhead per row is the map's wall time over its rows. The
@@ -12,11 +17,19 @@ warm-up excluded). The results file is checked complete (every row once, complet
 Baseline, in the same process and on the same machine: ``subagents run --parallel`` of 8
 such tasks at -j 8, repeated; its wall per run is what one run costs in a job, and the
 map's per-row overhead is given as a ratio to it.
+
+On a busy machine the wall time measures the others' load as much as ours, so the CPU time
+is given too, which load hardly moves: the whole process tree's (the driver, and the
+supervisors and children it reaps: ``wait4``'s rusage) per row, and the driver's own (from
+its last sample) per row; the same tree CPU per run of the baseline, and their ratio. What a
+row costs beyond the driver's own is its supervisor's (a Python interpreter's start and
+imports, then the run) and its child's.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -24,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -34,30 +48,38 @@ from bench_jobs import child_script
 from benchenv import like_installed
 
 
-def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dict[str, float]:
+def run_map(
+    work: Path, env: dict[str, str], rows: int, concurrency: int, ray: str | None = None
+) -> dict[str, float]:
     data = work / "rows.txt"
     data.write_text("".join(f"row{i}\n" for i in range(rows)))
     out = work / "results.jsonl"
     argv = [sys.executable, "-m", "subagents.cli", "map", str(data), "--task", "do {line}"]
     argv += ["-j", str(concurrency), "--out", str(out), "-q"]
+    if ray is not None:
+        argv += ["--executor", "ray", "--ray-address", ray, "--ray-shared-cwd"]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     ps = psutil.Process(proc.pid)
     early: int | None = None
     peak = 0
-    while proc.poll() is None:
-        try:
+    own = 0.0
+    while True:
+        with contextlib.suppress(psutil.Error):
             rss = ps.memory_info().rss
-        except psutil.Error:
+            cpu = ps.cpu_times()
+            own = cpu.user + cpu.system
+            peak = max(peak, rss)
+            if early is None and out.exists():
+                with out.open("rb") as f:
+                    if sum(1 for _ in f) >= rows // 20:
+                        early = rss
+        done, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if done:
             break
-        peak = max(peak, rss)
-        if early is None and out.exists():
-            with out.open("rb") as f:
-                if sum(1 for _ in f) >= rows // 20:
-                    early = rss
         time.sleep(0.05)
-    proc.wait()
     wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     complete = sorted(r["line"] for r in lines) == sorted(f"row{i}" for i in range(rows))
     complete = complete and all(r["status"] == "completed" for r in lines)
@@ -69,24 +91,61 @@ def run_map(work: Path, env: dict[str, str], rows: int, concurrency: int) -> dic
         "growth_mib": (peak - (early or peak)) / 2**20,
         "complete": float(complete),
         "exit": float(proc.returncode),
+        "cpu_row_ms": (usage.ru_utime + usage.ru_stime) / rows * 1000,
+        "driver_row_ms": own / rows * 1000,
     }
 
 
-def run_parallel(work: Path, env: dict[str, str], repeat: int) -> float:
-    """Wall per run of `run --parallel` of 8 instant tasks at -j 8 (median of ``repeat``)."""
-    walls = []
+@contextlib.contextmanager
+def ray_cluster(
+    work: Path, env: dict[str, str], concurrency: int, wanted: bool
+) -> Iterator[str | None]:
+    """A Ray cluster of three nodes on 127.0.0.1 for the map (None: not wanted), its nodes
+    started with the bench's environment (the child, the state directory)."""
+    if not wanted:
+        yield None
+        return
+    import ray
+    from ray.cluster_utils import Cluster
+
+    saved = dict(os.environ)
+    os.environ.update(env)  # the nodes' processes take this environment
+    units = -(-concurrency // 3)
+    node = {"node_ip_address": "127.0.0.1", "num_cpus": 1, "resources": {"subagents-pi": units}}
+    cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
+    try:
+        for _ in range(2):
+            cluster.add_node(**node)
+        os.environ.clear()
+        os.environ.update(saved)
+        yield str(cluster.address)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        cluster.shutdown()
+
+
+def run_parallel(work: Path, env: dict[str, str], repeat: int) -> tuple[float, float]:
+    """Wall and tree CPU per run of `run --parallel` of 8 instant tasks at -j 8 (medians
+    of ``repeat``)."""
+    walls, cpus = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "subagents.cli", "run", "-q", "--parallel", "-j", "8"]
             + [f"t{i}" for i in range(8)],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            check=True,
         )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        assert proc.returncode == 0, proc.returncode
         walls.append((time.perf_counter() - t0) / 8)
-    return statistics.median(walls)
+        cpus.append((usage.ru_utime + usage.ru_stime) / 8)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -94,6 +153,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--baseline-repeat", type=int, default=5)
+    ap.add_argument("--executor", choices=("local", "ray"), default="local")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-map-") as tmp:
         work = Path(tmp)
@@ -103,10 +163,18 @@ def main() -> None:
             "SUBAGENTS_HOME": str(work / "home"),
             "SUBAGENTS_CONFIG_DIR": str(work / "config"),
             "SUBAGENTS_PI_BIN": str(child_script(work / "pi", 0)),
+            "SUBAGENTS_RAY_RUNS": str(work / "node-runs"),
+            # Ray on loopback only (else it advertises the machine's other address).
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+            "RAY_USAGE_STATS_ENABLED": "0",
         }
-        base = run_parallel(work, env, args.baseline_repeat)
-        figures = run_map(work, env, args.rows, args.concurrency)
-    print(f"rows {args.rows} at -j {args.concurrency}, local executor, instant child")
+        load = os.getloadavg()[0]
+        base, base_cpu = run_parallel(work, env, args.baseline_repeat)
+        with ray_cluster(work, env, args.concurrency, args.executor == "ray") as address:
+            figures = run_map(work, env, args.rows, args.concurrency, address)
+        load = max(load, os.getloadavg()[0])
+    where = "on 3 loopback Ray nodes" if args.executor == "ray" else "local executor"
+    print(f"rows {args.rows} at -j {args.concurrency}, {where}, instant child")
     print(f"  map wall                 {figures['wall']:.1f} s (exit {figures['exit']:.0f})")
     print(f"  overhead per row         {figures['per_row_ms']:.1f} ms (ideal wall ~0)")
     print(
@@ -116,6 +184,12 @@ def main() -> None:
     print(f"  results file complete    {bool(figures['complete'])}")
     print(f"  baseline: run --parallel 8 at -j 8, per run  {base * 1000:.1f} ms")
     print(f"  ratio map row / parallel run  {figures['per_row_ms'] / (base * 1000):.2f}")
+    print(
+        f"  CPU per row               {figures['cpu_row_ms']:.1f} ms (the driver's own"
+        f" {figures['driver_row_ms']:.1f} ms); per parallel run {base_cpu * 1000:.1f} ms:"
+        f" ratio {figures['cpu_row_ms'] / (base_cpu * 1000):.2f}"
+    )
+    print(f"  load average (1 min, highest seen)  {load:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ response (``subagents web`` started, then one GET of ``/``; the server's start e
 The first ``ps`` of a store that has no index yet (it is built from the files) is timed on
 its own: ``ps (cold)``. Figures: seconds, and the ratio to the same command at the
 smallest size.
+
+Then, in this process, the rebuild itself (``JobStore.reindex``) at the largest size with
+the job files parsed by json against orjson (what a rebuild of more than 64 files uses), in
+alternation: wall and CPU seconds, medians of ``--repeat``.
 """
 
 from __future__ import annotations
@@ -137,6 +141,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def timed_get(port: int, path: str, token: str) -> float:
+    """How long one GET of ``path`` from the web server on ``port`` takes, read whole."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        resp.read()
+    return time.perf_counter() - t0
+
+
 def fleet_first_response(env: dict[str, str]) -> float:
     """The web server started (not timed), then the first GET of the fleet page."""
     port = free_port()
@@ -155,13 +170,7 @@ def fleet_first_response(env: dict[str, str]) -> float:
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise SystemExit("bench_store: the web server did not start")
             time.sleep(0.05)
-        req = urllib.request.Request(
-            f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"}
-        )
-        t0 = time.perf_counter()
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            resp.read()
-        return time.perf_counter() - t0
+        return timed_get(port, "/", token)
     finally:
         proc.terminate()
         proc.wait(10)
@@ -189,6 +198,29 @@ def measure(home: Path, repeat: int) -> dict[str, float]:
     return out
 
 
+def rebuild_parsers(home: Path, repeat: int) -> str:
+    """The rebuild in this process: json's parse against orjson's, in alternation."""
+    from unittest import mock
+
+    from subagents.jobs import JobStore
+
+    figures: dict[str, list[tuple[float, float]]] = {"json": [], "orjson": []}
+    for i in range(repeat * 2):
+        name = ("json", "orjson")[i % 2]
+        # _MANY: past how many files orjson parses them; out of reach for json's turn.
+        with mock.patch("subagents.jobs.store._MANY", 10**12 if name == "json" else 64):
+            t0, c0 = time.perf_counter(), time.process_time()
+            JobStore(home).reindex()
+            figures[name].append((time.perf_counter() - t0, time.process_time() - c0))
+    med = statistics.median
+    wall = {k: med(w for w, _ in v) for k, v in figures.items()}
+    cpu = {k: med(c for _, c in v) for k, v in figures.items()}
+    return (
+        f"rebuild: json {wall['json']:.2f}s (cpu {cpu['json']:.2f}s), orjson "
+        f"{wall['orjson']:.2f}s (cpu {cpu['orjson']:.2f}s): cpu x{cpu['orjson'] / cpu['json']:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100,10000,100000")
@@ -207,6 +239,8 @@ def main() -> None:
             generate(home, n, templates)
             print(f"{n} jobs generated in {time.perf_counter() - t0:.1f}s", flush=True)
             results[n] = measure(home, args.repeat)
+            if n == sizes[-1]:
+                print(f"{n:>7}: {rebuild_parsers(home, args.repeat)}", flush=True)
             shutil.rmtree(home)
             row = "  ".join(f"{k} {v:.3f}s" for k, v in results[n].items())
             print(f"{n:>7}: {row}", flush=True)

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/web_screenshots.py docs/
 
 Fills a fresh state directory with jobs of the fake agent (the tests' own: real supervisors,
-a scripted child) in two throwaway git repositories (finished, failed, parallel, isolated
-with a diff, one still running), serves the dashboard over it and saves the fleet, a job,
+a scripted child) in two throwaway git repositories (finished, failed, over its budget,
+parallel, isolated with a diff, one still running), serves the dashboard over it and saves the fleet, a job,
 an isolated run's diff and the cost page as PNG files in the given directory.
 """
 
@@ -57,6 +57,12 @@ def main(out: Path) -> None:
     done.wait(60)
     failed = subagents.start("Run the migrations", cwd=web_repo, env=script([*pi.start(), {"stderr": "error: database is locked\n"}, {"exit": 3}]))  # fmt: skip
     failed.wait(60)
+    turns = [step for i in range(3) for step in (*pi.tool_use(f"t{i}", command=f"rg -n logging src/part{i}"), *pi.tool_end(f"t{i}"))]  # fmt: skip
+    over = subagents.start(
+        {"mode": "single", "steps": [{"task": "Tidy the logging calls", "max_tokens": 20}]},
+        cwd=api_repo, env=script([*pi.start(), *turns, pi.text_end("Tidied two of them."), *pi.end()]),
+    )  # fmt: skip
+    over.wait(60)
     iso = subagents.start(
         {"mode": "single", "steps": [{"task": "Handle an empty list in total()", "isolate": "worktree"}]},
         cwd=api_repo,

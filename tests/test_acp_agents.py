@@ -1,7 +1,9 @@
 """Real ACP agents, end to end through our run path: ``runs.start`` -> supervisor -> the
-agent in ACP mode (``acp:gemini``, ``acp:qwen``, ``acp:claude``: Zed's Claude adapter) ->
-the loopback mock model. A task with a tool call, a model error, a follow-up, a steer, a
-budget, a schema answer, permissions under each policy, a continuation.
+agent in ACP mode (``acp:gemini``, ``acp:qwen``, ``acp:claude`` and ``acp:codex``: Zed's
+adapters, ``acp:opencode``) -> the loopback mock model. A task with a tool call, a model
+error, a follow-up, a steer, a budget, a schema answer, permissions under each policy, a
+continuation (opencode: a tool call, a steer, a continuation; codex: a tool call, a
+follow-up).
 
 Each test is skipped, with its reason, when that agent is not installed
 (``scripts/setup --test`` installs them).
@@ -27,7 +29,14 @@ from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.e2e
 
-BINARIES = {"gemini": "gemini", "qwen": "qwen", "claude": "claude-agent-acp"}
+BINARIES = {
+    "gemini": "gemini",
+    "qwen": "qwen",
+    "claude": "claude-agent-acp",
+    "opencode": "opencode",
+    "codex": "codex-acp",
+}
+NO_USAGE = {"codex"}  # agents that report no token usage over ACP
 FINAL = "Listed: {tool_output}."
 STEER = "stop looping and say banana"
 FOLLOW = "and now say cherry"
@@ -67,7 +76,7 @@ def shell(name: str, **kw: Any) -> Script:
     return Script(tool_name=SHELL_TOOL[name], **kw)
 
 
-@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude"))
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude", "opencode", "codex"))
 def test_a_task_with_a_tool_call(tmp_path: Path, name: str) -> None:
     with acp_run(tmp_path, name, shell(name, final_text=FINAL)) as live:
         result = live.result()
@@ -80,7 +89,8 @@ def test_a_task_with_a_tool_call(tmp_path: Path, name: str) -> None:
     events = live.events()
     assert any(e["type"] == "tool_call" for e in events)
     assert any(e["type"] == "tool_result" and not e["isError"] for e in events)
-    assert result["usage"]["totalTokens"] > 0
+    # codex-acp 0.16 sends no usage (no usage_update, no PromptResponse usage): none counted.
+    assert (result["usage"]["totalTokens"] > 0) == (name not in NO_USAGE)
     assert events[-1]["type"] == "run_finished"
     assert "ACP: " in next(e["message"] for e in events if e["type"] == "notice")
 
@@ -96,7 +106,7 @@ def test_a_model_error_fails_the_run(tmp_path: Path, name: str) -> None:
     assert "mock model is down" in said or "400" in said, result["errorMessage"]
 
 
-@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude"))
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude", "codex"))
 def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name: str) -> None:
     script = shell(name, loop=True, loop_limit=2, command="sleep 0.5")
     with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
@@ -111,7 +121,7 @@ def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name
     assert len(starts) == 1  # one agent process, one session
 
 
-@pytest.mark.parametrize("name", agents("gemini", "qwen"))
+@pytest.mark.parametrize("name", agents("gemini", "qwen", "opencode"))
 def test_a_steer_cancels_the_turn_and_is_answered(tmp_path: Path, name: str) -> None:
     script = shell(name, loop=True, loop_limit=30, command="sleep 1")
     with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
@@ -180,7 +190,7 @@ def continued(tmp_path: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]
     return first, dict(second), live
 
 
-@pytest.mark.parametrize("name", agents("qwen", "claude"))
+@pytest.mark.parametrize("name", agents("qwen", "claude", "opencode"))
 def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
     first, second, live = continued(tmp_path, name)
     assert second["status"] == "completed", second["errorMessage"]
@@ -190,10 +200,16 @@ def test_continue_loads_the_session(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", agents("gemini"))
-def test_gemini_061_cannot_load_its_own_session(tmp_path: Path, name: str) -> None:
-    """Gemini CLI 0.61 advertises loadSession, but its session/load starts the session's
-    record anew before it looks for it: the continuation fails, in the agent's words."""
-    _, second, _ = continued(tmp_path, name)
+def test_gemini_061_loading_its_own_session_is_said_either_way(tmp_path: Path, name: str) -> None:
+    """Gemini CLI 0.61 advertises loadSession, but whether its session/load finds the session
+    is a race inside gemini: its new session config may start the session's record anew
+    (no resumable content) before it lists the records, or after. Either way the run says
+    what happened: the conversation continued, or the agent's own words for why not."""
+    first, second, _ = continued(tmp_path, name)
+    if second["status"] == "completed":
+        assert second["continuedFrom"] == first["runId"]
+        assert second["finalText"] == "first"
+        return
     assert second["status"] == "failed"
     message = second["errorMessage"]
     assert message.startswith(f"the agent could not load session {second_session(second)}")

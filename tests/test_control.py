@@ -224,6 +224,7 @@ def test_a_turn_budget_wraps_up_at_the_limit_and_aborts_after_the_grace() -> Non
     budget = Budget({"turns": 3}, grace=2, graceful=True)
     assert [budget.check(t, usage(0), False) for t in (1, 2)] == [None, None]
     assert budget.check(3, usage(0), False) == "wrap-up"
+    budget.wrap_up_taken(3)  # the child took the message in before its next turn
     assert budget.check(4, usage(0), False) is None  # a grace turn
     assert budget.check(5, usage(0), False) == "abort"
     assert budget.record == {
@@ -258,6 +259,7 @@ def test_a_jobs_budget_speaks_of_the_job() -> None:
     """A chain's later step: 2 turns left of the job's 5 (3 used before it)."""
     budget = Budget({"turns": 2}, grace=1, graceful=True, job={"turns": 3})
     assert budget.check(2, usage(0), False) == "wrap-up"
+    budget.wrap_up_taken(2)
     assert budget.check(3, usage(0), False) == "abort"
     assert budget.record == {
         "kind": "turns",
@@ -269,6 +271,33 @@ def test_a_jobs_budget_speaks_of_the_job() -> None:
     forced = Budget({}, grace=2, graceful=False)
     assert forced.force("cost", 1.0, 1.2, 3, usage(0)) == "abort"
     assert forced.message() == "stopped at its job's cost limit of $1.00: $1.20 used"
+
+
+def test_a_jobs_limit_met_during_a_turn_gives_the_grace_from_when_the_child_took_it_in() -> None:
+    """The job's limit comes while this run's third turn is under way: that turn did not see
+    the wrap-up, so it is not the one turn the run had to answer (CI run of 2026-11-28)."""
+    budget = Budget({}, grace=2, graceful=True)
+    assert budget.force("turns", 4, 4, 2, usage(0)) == "wrap-up"
+    assert budget.check(3, usage(0), False) is None  # under way when it was sent
+    budget.wrap_up_taken(3)
+    assert budget.check(4, usage(0), False) == "abort"  # one turn after taking it in
+    assert budget.message() == (
+        "stopped at its job's turn limit of 4 turns: 4 turns used"
+        " (no answer to the wrap-up within 1 turn)"
+    )
+    answered = Budget({}, grace=2, graceful=True)
+    answered.force("turns", 4, 4, 2, usage(0))
+    answered.check(3, usage(0), False)
+    answered.wrap_up_taken(3)
+    assert answered.check(4, usage(0), True) is None and answered.message() is None
+
+
+def test_a_wrap_up_never_said_taken_in_still_ends_at_the_limit() -> None:
+    """A CLI that never confirms the message: one turn more than the grace, then abort."""
+    budget = Budget({"turns": 3}, grace=1, graceful=True)
+    assert budget.check(3, usage(0), False) == "wrap-up"
+    assert budget.check(4, usage(0), False) is None
+    assert budget.check(5, usage(0), False) == "abort"
 
 
 # --------------------------------------------------------------------------- the child's stdin

@@ -183,3 +183,25 @@ def test_an_agents_frontmatter_gives_its_runs_a_gate(tmp_path: Path, child: dict
     assert p.returncode == 0, p.stderr
     verification = json.loads(p.stdout)["verification"]
     assert verification["command"] == command and verification["passed"] is True
+
+
+def test_the_user_configs_gate_checks_a_run_that_names_none(
+    tmp_path: Path, child: dict[str, str]
+) -> None:
+    import os
+
+    command = checker(tmp_path) + " alpha"
+    config = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text(f"verify = {json.dumps(command)}\nverify_attempts = 3\n")
+    p = cli(["run", "--json", "--cwd", str(tmp_path), "write alpha"], child)
+    assert p.returncode == 0, p.stderr
+    verification = json.loads(p.stdout)["verification"]
+    assert verification["command"] == command and verification["passed"] is True
+    assert [a["exitCode"] for a in verification["attempts"]] == [1, 0]
+    # A step's attempts alone tune the config's gate: one check, no repair turn.
+    (tmp_path / "alpha.ok").unlink()
+    p = cli(["run", "--json", "--cwd", str(tmp_path), "--verify-attempts", "1", "x"], child)
+    assert p.returncode == 1, p.stderr
+    result = json.loads(p.stdout)
+    assert [a["exitCode"] for a in result["verification"]["attempts"]] == [1]

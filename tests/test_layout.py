@@ -7,11 +7,13 @@ import ast
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.pistream import shell_pi
 
 # Packages that offer names from their __init__ (imported eagerly) ...
 OFFERING_NAMES = [
@@ -71,10 +73,49 @@ def test_supervisor_start_path_imports_nothing_heavy() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(json.loads(out.stdout))
     heavy = {"pydantic", "rich", "click", "mcp", "yaml", "psutil", "typing", "dataclasses"}
+    heavy |= {"ctypes", "inotify_simple", "orjson", "sqlite3"}
     assert not heavy & {m.split(".")[0] for m in loaded}
     assert not any(
         m.startswith(("subagents.jobs", "subagents.api", "subagents.cli")) for m in loaded
     )
+
+
+@pytest.mark.process
+def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
+    """``subagents run -q TASK``, the whole command to its answer, imports none of what only
+    other commands, a display or a long stream need (its fixed cost is every delegation's)."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **shell_pi(tmp_path / "pi")},
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
+    modules = {
+        line.split("|")[2].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    loaded = {m.split(".")[0] for m in modules}
+    assert "click" in loaded and "subagents.cli.delegate" in modules  # the listing was read
+    heavy = {"pydantic", "rich", "yaml", "psutil", "inotify_simple", "mcp", "textual"}
+    heavy |= {"jsonschema", "starlette", "uvicorn", "jinja2", "markdown_it", "orjson"}
+    assert not heavy & loaded
+    # Only its own command's module (cli/app.COMMAND_MODULES), not the others'.
+    others = {f"subagents.cli.{m}" for m in ("jobs", "serve", "top", "cluster", "claudecode")}
+    assert not others & modules
+
+
+def test_each_command_is_in_the_module_the_command_map_names() -> None:
+    from subagents.cli import main
+    from subagents.cli.app import COMMAND_MODULES
+
+    assert set(main.commands) == set(COMMAND_MODULES)
+    for name, command in main.commands.items():
+        assert command.callback is not None
+        assert command.callback.__module__ == f"subagents.cli.{COMMAND_MODULES[name]}", name
 
 
 def test_every_exception_class_is_under_one_root() -> None:

@@ -219,6 +219,8 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         assert any(e["type"] == "tool_call" for e in events)
         assert "hello.txt" in (run_dir / "raw.jsonl").read_text()
         assert (run_dir / "transcript.md").read_text()
+        times = (run_dir / "transcript.times").read_bytes()  # relayed too, whole records
+        assert times and len(times) % 28 == 0 and times.startswith(b"000000000000 ")
         assert eventually(lambda rid=r["runId"]: no_unit_left(rid), 60)
     # Progress arrived while the runs ran: each run's start was seen before all had ended.
     for i in range(n):

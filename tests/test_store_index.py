@@ -111,6 +111,32 @@ def test_a_damaged_job_file_is_said_at_every_look_and_never_listed(isolated_stat
     assert store.total == 1
 
 
+def test_a_rebuild_of_many_jobs_reads_them_as_one_at_a_time_does(isolated_state: Path) -> None:
+    """Past _MANY job files a rebuild parses them with orjson: the same rows, the same damaged
+    file said the same way, a number orjson cannot hold exactly read exactly."""
+    store = JobStore()
+    made = [finished(store, task=f"t{i}") for i in range(70)]
+    odd = made[0]
+    state = json.loads(store.path(odd).read_text())
+    state["extra"] = 2**70  # over 64 bits: orjson would make it a float
+    store.path(odd).write_text(json.dumps(state))
+    assert store.load(odd, many=True)["extra"] == 2**70  # type: ignore[typeddict-item]
+    bad = "01zzzzzzzz-zzzzzzzz"
+    (store.dir / bad).mkdir()
+    store.path(bad).write_text('{"jobId": ')
+    rows = {}
+    for many in (False, True):
+        fresh = JobStore()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("subagents.jobs.store._MANY", 10**9 if not many else 2)
+            indexdb.path(isolated_state).unlink(missing_ok=True)
+            rows[many] = (fresh.list(1000), fresh.damaged)
+    assert rows[True] == rows[False]
+    listing, said = rows[True]
+    assert sorted(r["jobId"] for r in listing) == sorted(made)
+    assert len(said) == 1 and "is damaged (not JSON" in said[0]
+
+
 def test_jobs_written_while_ps_reads_are_all_in_the_next_listing(isolated_state: Path) -> None:
     store = JobStore()
     made: list[str] = []
@@ -222,3 +248,31 @@ def test_history_and_cost_read_the_logs_when_the_index_cannot_be_opened(
     indexdb.path(isolated_state).mkdir()  # no database can be made there
     assert [e["jobId"] for e in history.read_since(isolated_state, log, now - 5)] == ["job1"]
     assert [e["jobId"] for e in costs.end_entries(isolated_state, since=now - 5)] == ["job1"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"n": 123456789012345678901234567890}',
+        b'{"x": NaN}',
+        b'\xef\xbb\xbf{"bom": true}',
+        '{"wide": "\\u00e9"}'.encode("utf-16"),
+        b'{"lone": "\\ud800"}',
+        b'{"f": 0.1, "e": 1e400}',
+    ],
+)
+def test_a_fast_read_is_the_same_value_as_json_s(data: bytes, tmp_path: Path) -> None:
+    from subagents.core.files import read_json
+
+    path = tmp_path / "x.json"
+    path.write_bytes(data)
+    try:
+        slow: object = read_json(path)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as caught:
+            read_json(path, fast=True)
+        assert str(caught.value) == str(exc)
+        return
+    fast = read_json(path, fast=True)
+    assert repr(fast) == repr(slow)  # repr: NaN is not equal to itself

@@ -131,12 +131,16 @@ def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
         "a finished task with a long name " * 4, env=fake.env(pi.answer("ok " * 200))
     )
     assert done.wait(WAIT) is not None
+    failed = subagents.start("a failing task", env=fake.env([*pi.start(), {"exit": 3}]))
+    assert failed.wait(WAIT) is not None
     browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", PHONE)
     try:
         open_page(browser, web, "/")
         row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
         until(browser, f"{row} && {row}.querySelector('.activity').textContent.includes('step')")
         assert _too_wide(browser) == []
+        need = f"section.needs li[data-key=need-{failed.job_id}] .need-failed"
+        assert browser.execute_script(f"return document.querySelector('{need}').offsetWidth > 0")
         card = browser.execute_script(f"return {row}.getBoundingClientRect().width")
         assert card <= PHONE["width"]
         # A card says the job's status, task, elapsed and cost.
@@ -151,6 +155,18 @@ def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
             open_page(browser, web, path)
             until(browser, "document.querySelector('main h1')")
             assert _too_wide(browser) == [], path
+            if path == f"/job/{job_id}":
+                # Each part's time is in the transcript's gutter, clear of its text.
+                times = until(browser, "document.querySelectorAll('#transcript time.ts').length")
+                assert times >= 2
+                assert browser.execute_script(
+                    "const t = document.getElementById('transcript');"
+                    "const edge = t.getBoundingClientRect().left"
+                    "  + parseFloat(getComputedStyle(t).paddingLeft);"
+                    "return [...t.querySelectorAll('time.ts')].every((e) => {"
+                    "  const r = e.getBoundingClientRect();"
+                    "  return r.width > 0 && r.left >= 0 && r.right <= edge })"
+                )
     finally:
         browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         service.stop_job(JobStore(), job_id)

@@ -21,11 +21,10 @@ from support.checks import eventually
 from support.cli import cli
 from support.fake import Fake, script_launcher
 from support.git import git_repo
-from support.webserver import TOKEN, Web, web_command
+from support.webserver import TOKEN, Web, cost_rows, cost_tables, web_command
 
 import subagents
 from subagents.jobs import JobStore
-from subagents.present.figures import money
 
 TIMEOUT = 60
 
@@ -135,18 +134,6 @@ def test_a_short_token_is_refused(isolated_state: Path) -> None:
     assert "use at least 16" in p.stderr
 
 
-def _cost_tables(page: str) -> dict[str, list[list[str]]]:
-    tables = {}
-    for by, body in re.findall(
-        r'<table class="cost" data-by="(\w+)">.*?<tbody>(.*?)</tbody>', page, re.S
-    ):
-        rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
-        tables[by] = [
-            [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows
-        ]
-    return tables
-
-
 @pytest.mark.process
 def test_the_cost_page_shows_the_numbers_of_cost_json(
     web: Web, finished: Callable[..., dict[str, Any]], tmp_path: Path
@@ -158,17 +145,12 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     )
     with web.client() as client:
         page = client.get("/cost").text
-    tables = _cost_tables(page)
+    tables = cost_tables(page)
     assert set(tables) == {"day", "backend", "model", "agent", "repo"}
     assert page.count("<svg") == 5
     for by, rows in tables.items():
         report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
-        expected = [
-            [str(r["key"]), str(r["jobs"]), str(r["runs"]), str(r["input"]), str(r["output"]),
-             f"{r['cacheRead']}/{r['cacheWrite']}", str(r["totalTokens"]),
-             money(r["cost"])]
-            for r in [*report["rows"], {**report["total"], "key": "total"}]
-        ]  # fmt: skip
+        expected = cost_rows(report)
         assert rows == expected, by
     repos = json.loads(cli(["cost", "--json", "--by", "repo"]).stdout)
     assert {r["key"] for r in repos["rows"]} == {str(repo), "unknown"}  # tmp_path is no repository

@@ -5,8 +5,8 @@ Linux; ``$SUBAGENTS_CONFIG_DIR`` overrides the directory). The project file is
 ``.subagents/config.toml`` in the working directory or its nearest ancestor that has one.
 
 A project file comes from the repository being worked on, so it may not set what would let a
-repository run code or trust itself: ``bins``, ``hooks``, ``acp`` and ``agent_scope`` are accepted only
-from the user file and the environment.
+repository run code or trust itself: ``bins``, ``hooks``, ``acp``, ``agent_scope`` and ``verify``
+are accepted only from the user file and the environment.
 
 Every problem raises :class:`ConfigError` with one line naming the file (or the environment
 variable) and the field.
@@ -60,7 +60,9 @@ CONFIG_FILE = "config.toml"
 PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
-PROJECT_FORBIDDEN = frozenset({"bins", "hooks", "acp", "agent_scope", "mcp_token", "web_token"})
+PROJECT_FORBIDDEN = frozenset(
+    {"bins", "hooks", "acp", "agent_scope", "mcp_token", "web_token", "verify"}
+)
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
 
@@ -164,6 +166,13 @@ class Settings:
     # presets; and how long an ACP agent has to answer ``initialize``.
     acp: dict[str, AcpPreset] = field(default_factory=dict)
     acp_init_timeout: float = 60.0
+    # Every run's acceptance gate unless its step or agent sets one (docs/gates.md): the
+    # command (user file or environment only: it is run), the reviewer, and their timeout
+    # and checks (unset: the gate's defaults, 600 s and 2).
+    verify: str | None = None
+    review: str | None = None
+    verify_timeout: float | None = None
+    verify_attempts: int | None = None
 
     def __post_init__(self) -> None:
         # A job's record keeps presets as plain objects (settings_record).
@@ -175,6 +184,7 @@ class Settings:
         problem = seconds_problem(self.acp_init_timeout, off=False)
         if problem:
             raise FieldProblem("acp_init_timeout", problem)
+        self._check_gate()
         if not self.default_backend:
             raise FieldProblem("default_backend", "must not be empty")
         _set(self, "default_agent", self.default_agent or None)
@@ -205,6 +215,26 @@ class Settings:
         )
         if problem:
             raise FieldProblem("wrap_up_text", problem)
+
+    def _check_gate(self) -> None:
+        for name in ("verify", "review"):
+            value = getattr(self, name)
+            problem = None if value is None else text_problem(value)
+            if problem or (value is not None and not value.strip()):
+                raise FieldProblem(name, problem or "must not be empty")
+        if self.verify is not None:  # its words as the gate will split them (no shell)
+            import shlex
+
+            try:
+                shlex.split(self.verify)
+            except ValueError as exc:
+                raise FieldProblem("verify", f"cannot split the command: {exc}") from None
+        if self.verify_timeout is not None:
+            problem = seconds_problem(self.verify_timeout, off=False)
+            if problem:
+                raise FieldProblem("verify_timeout", problem)
+        if self.verify_attempts is not None:
+            check_at_least("verify_attempts", self.verify_attempts, 1)
 
 
 # Normalizing a frozen instance in its own __post_init__.

@@ -222,26 +222,31 @@ class RunOptions:
     verify: str | None = option(
         "An acceptance gate: after a run completes, run CMD (split like a shell line, never"
         " run by one) in its working tree; exit 0 passes, else the child gets a repair turn,"
-        " then the run fails (docs/gates.md).",
+        " then the run fails (docs/gates.md). Default: the agent's, else config `verify`.",
         check=_text,
         metavar="CMD",
+        setting="verify",
     )
     verify_timeout: Annotated[float | None, Seconds] = option(
-        "Seconds the gate's command may take (default 600).",
+        "Seconds the gate's command may take (default 600, or config `verify_timeout`).",
         check=_seconds,
         limits=_SECONDS,
+        setting="verify_timeout",
     )
     verify_attempts: int | None = option(
-        "Checks before the run fails, repair turns between them (default 2).",
+        "Checks before the run fails, repair turns between them (default 2, or config"
+        " `verify_attempts`).",
         check=_at_least_one,
         limits=_COUNT,
+        setting="verify_attempts",
     )
     review: str | None = option(
         "A reviewer gate: a separate run (backend[:model] or an agent) reads the task, the"
         " answer and the diff and approves or lists issues; issues are a repair turn"
-        " (docs/gates.md).",
+        " (docs/gates.md). Default: the agent's, else config `review`.",
         check=_text,
         metavar="AGENT|BACKEND[:MODEL]",
+        setting="review",
     )
 
     # An ACP agent's run (docs/backends.md): its command instead of its preset's, and how

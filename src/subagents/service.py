@@ -42,11 +42,13 @@ from subagents.jobs import (
     lifecycle_for,
     list_jobs,
     load_plan,
+    logged_runs,
     member_step,
     parse_job,
     parse_where,
     plan,
     progress_line,
+    read_map_rows,
     read_run,
     remove_jobs,
     render,
@@ -328,6 +330,14 @@ def _settings(base: Path) -> Settings:
         raise BadRequest(str(exc)) from None
 
 
+def job_runs(store: JobStore, state: JobState) -> list[str]:
+    """Every run of a job: a map's from its row log (its ``runIds`` name none), any other
+    job's its ``runIds``."""
+    if state.get("mode") == "map":
+        return logged_runs(store.dir / state["jobId"])
+    return [r for r in state.get("runIds") or [] if r]
+
+
 def discover_agents(scope: str | None = None, cwd: Path | None = None) -> Discovery:
     from subagents.agents import discover
 
@@ -371,6 +381,7 @@ __all__ = [
     "follow_events",
     "get_agent",
     "job_of",
+    "job_runs",
     "job_state",
     "job_transcript",
     "jobs_to_prune",
@@ -384,6 +395,7 @@ __all__ = [
     "prepare_continuation",
     "prepare_job",
     "progress_line",
+    "read_map_rows",
     "read_run",
     "reindex",
     "remove_jobs",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+from pathlib import Path
 from typing import Any
 
 
@@ -93,3 +96,12 @@ def end() -> list[dict[str, Any]]:
 def answer(text: str) -> list[dict[str, Any]]:
     """A whole successful run: one tool call, then the final text."""
     return [*start(), *tool_use(), *tool_end(), text_end(text), *end()]
+
+
+def shell_pi(path: Path, text: str = "ok") -> dict[str, str]:
+    """A pi stand-in at ``path``: a shell script that prints one final answer at once; the
+    environment that makes it the CLI's pi."""
+    line = json.dumps(text_end(text)["emit"])
+    path.write_text(f"#!/bin/sh\necho {shlex.quote(line)}\n")
+    path.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(path)}

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,11 @@ class Web:
 
 
 @contextmanager
-def web_server(home: Path) -> Iterator[Web]:
+def web_server(home: Path, **options: Any) -> Iterator[Web]:
+    """The app over ``home`` (``options``: more of ``create_app``'s, e.g. ``waiting``)."""
     sock = listen(0)
     port = sock.getsockname()[1]
-    app, stop_streams = create_app(token=TOKEN, port=port, home=home)
+    app, stop_streams = create_app(token=TOKEN, port=port, home=home, **options)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -127,6 +129,31 @@ def web_command(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], st
         if proc.poll() is None:
             proc.terminate()
         proc.wait(15)
+
+
+def cost_tables(page: str) -> dict[str, list[list[str]]]:
+    """The cost page's tables by grouping: each row's cells as text."""
+    tables = {}
+    for by, body in re.findall(
+        r'<table class="cost" data-by="(\w+)">.*?<tbody>(.*?)</tbody>', page, re.S
+    ):
+        rows = re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+        tables[by] = [
+            [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)] for r in rows
+        ]
+    return tables
+
+
+def cost_rows(report: dict[str, Any]) -> list[list[str]]:
+    """What the cost page's table shows of ``subagents cost --json --by …``'s report: its
+    rows, then the total."""
+    from subagents.lifecycle.cost import money
+
+    return [
+        [str(r["key"]), str(r["jobs"]), str(r["runs"]), str(r["input"]), str(r["output"]),
+         f"{r['cacheRead']}/{r['cacheWrite']}", str(r["totalTokens"]), money(r["cost"], r["unpriced"])]
+        for r in [*report["rows"], {**report["total"], "key": "total"}]
+    ]  # fmt: skip
 
 
 def until(driver: Any, script: str, timeout: float = 30.0) -> Any:

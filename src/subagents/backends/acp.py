@@ -38,6 +38,8 @@ TESTED: dict[str, tuple[str, ...]] = {
     "gemini": ("0.61.0",),
     "qwen": ("0.24.4",),
     "claude": ("0.23.1",),
+    "codex": ("0.16.0",),
+    "opencode": ("1.18.33",),
 }
 
 

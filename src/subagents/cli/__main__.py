@@ -1,3 +1,3 @@
-from subagents.cli import main
+from subagents.cli.entry import main
 
 main()

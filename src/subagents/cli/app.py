@@ -119,9 +119,40 @@ def answer(text: str, nl: bool = True) -> None:
         click.echo(text, nl=nl, color=True)  # click would strip ANSI from a pipe
 
 
+# The module that defines each command (``commands`` imports them all). A command line
+# imports its own command's module only, not every other command's with what they import.
+COMMAND_MODULES = {
+    **dict.fromkeys(("agents", "doctor"), "catalog"),
+    **dict.fromkeys(("apply", "continue"), "repos"),
+    "claude-code": "claudecode",
+    "cost": "cost",
+    **dict.fromkeys(("demo", "run"), "delegate"),
+    **dict.fromkeys(("history", "watch"), "records"),
+    **dict.fromkeys(("logs", "prune", "ps", "rm", "send", "show", "stop", "wait"), "jobs"),
+    "map": "mapcmd",
+    **dict.fromkeys(("mcp", "web"), "serve"),
+    "notices": "notices",
+    "ray": "cluster",
+    "top": "top",
+}
+
+
 class _Commands(click.Group):
     """Every command's bad input ends as one line and exit 2, wherever it was found;
-    a file fault as one line and exit 1."""
+    a file fault as one line and exit 1. A command's module is imported when the command
+    is asked for (``COMMAND_MODULES``); all of them for the list (``--help``)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            # By name: the command modules import this one (it is no import cycle); through
+            # __import__, which -X importtime sees (importlib.import_module it does not).
+            __import__(f"subagents.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        __import__("subagents.cli.commands")
+        return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
         import errno

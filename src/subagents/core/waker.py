@@ -9,13 +9,18 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from subagents.core import inotify
+
+if TYPE_CHECKING:
+    from subagents.core.inotify import Inotify
 
 POLL_FALLBACK = 0.05  # seconds between looks where there is no inotify
 # Past this many descriptors waiting to be closed, a waker closes its own (see _close_later).
 CLOSE_BACKLOG = 64
 
-_to_close: list[Any] = []
+_to_close: list[Inotify] = []
 _close_cond = threading.Condition()
 _closer: threading.Thread | None = None
 
@@ -29,7 +34,7 @@ def _close_pending() -> None:
         ino.close()
 
 
-def _close_later(ino: Any) -> None:
+def _close_later(ino: Inotify) -> None:
     """Close an inotify descriptor off the caller's path: the kernel waits out an RCU grace
     period on each close (5-20 ms here, at times over 100 ms), which a follower that has just
     seen its result (a job's slot, about to start its next run) should not wait for."""
@@ -58,7 +63,7 @@ class DirWaker:
         follower waiting for a result, not reading the log, sleeps through a chatty run)."""
         self._dir = directory
         self._writes = writes
-        self._ino: Any = None
+        self._ino: Inotify | None = None
         self._watching = False
 
     def _watch(self) -> None:
@@ -66,17 +71,13 @@ class DirWaker:
             return
         try:
             if self._ino is None:
-                from inotify_simple import INotify
-
-                self._ino = INotify()
-            from inotify_simple import flags
-
-            mask = flags.CREATE | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF
+                self._ino = inotify.Inotify()
+            mask = inotify.CREATE | inotify.MOVED_TO | inotify.DELETE_SELF | inotify.MOVE_SELF
             if self._writes:
-                mask |= flags.MODIFY | flags.CLOSE_WRITE
+                mask |= inotify.MODIFY | inotify.CLOSE_WRITE
             self._ino.add_watch(str(self._dir), mask)
             self._watching = True
-        except (ImportError, OSError):
+        except OSError:
             self._watching = False
 
     def arm(self) -> None:
@@ -90,11 +91,9 @@ class DirWaker:
         if not self._watching:
             time.sleep(min(seconds, POLL_FALLBACK))
             return
-        from inotify_simple import flags
-
-        events = self._ino.read(timeout=max(1, int(seconds * 1000)), read_delay=None)
-        for event in events:
-            if event.mask & (flags.IGNORED | flags.DELETE_SELF | flags.MOVE_SELF):
+        assert self._ino is not None  # watching
+        for _wd, mask in self._ino.read(max(1, int(seconds * 1000))):
+            if mask & (inotify.IGNORED | inotify.DELETE_SELF | inotify.MOVE_SELF):
                 self._watching = False  # directory went away; look again next time
 
     def close(self) -> None:

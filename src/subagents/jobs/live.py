@@ -21,6 +21,7 @@ from subagents.core.records import is_event, is_run_result, object_of
 from subagents.core.tail import LineTail
 from subagents.errors import DamagedRecord
 from subagents.jobs.control import stop_job
+from subagents.jobs.maplog import LogFollower, started
 from subagents.jobs.store import TERMINAL, JobStore
 from subagents.present.jobview import RunRow, Snapshot
 
@@ -89,6 +90,8 @@ class LiveJobs:
         self._tails: dict[str, RunTail] = {}
         self._meta: dict[str, JsonObject] = {}
         self._results: dict[str, RunResult] = {}
+        # Each running map's row log, followed from look to look (not read whole each time).
+        self._maps: dict[str, LogFollower] = {}
         # What the last look passed over: a line for each damaged job.json.
         self.damaged: list[str] = []
 
@@ -141,6 +144,7 @@ class LiveJobs:
                 tokens=count(usage.get("totalTokens")),
                 cost=number(usage.get("cost")),
                 activity=answer.splitlines()[0][:ACTIVITY_LEN] if answer else "",
+                limit=result.get("limit") or None,
             )
         meta = self._meta.get(run_id)
         if meta is None:
@@ -249,14 +253,28 @@ class LiveJobs:
             )
         return out
 
-    def rows(self, job: JobRow | JobState) -> list[RunRow]:
+    def rows(self, job: JobRow | JobState, shown: str | None = None) -> list[RunRow]:
         """One row per run of ``job`` (an index row or its ``job.json``); one for a job
-        whose runs have not started."""
+        whose runs have not started. ``shown``: a run of a map's to show besides its rows
+        in flight (checked as the map's by the caller)."""
         run_ids: list[str | None] = list(job.get("runIds") or [])
-        if job.get("mode") == "map" and job.get("status") not in TERMINAL:
-            run_ids = list(self.store.run_ids(job))  # its rows in flight
+        if job.get("mode") == "map":
+            run_ids = list(self._map_in_flight(job))
+            if shown and shown not in run_ids:
+                run_ids.append(shown)
         run_ids = run_ids or [None]
         return [self._run_row(job, run_id, i == 0) for i, run_id in enumerate(run_ids)]
+
+    def _map_in_flight(self, job: JobRow | JobState) -> list[str]:
+        """A running map's rows in flight (its row log, followed); none once it ended."""
+        job_id = job["jobId"]
+        if job.get("status") in TERMINAL:
+            self._maps.pop(job_id, None)
+            return []
+        log = self._maps.get(job_id)
+        if log is None:
+            log = self._maps[job_id] = LogFollower(self.store.dir / job_id)
+        return started(log.poll())
 
     def transcript(self, run_id: str, offset: int) -> tuple[str, int]:
         """The run's transcript from *offset* on, and the offset after it."""

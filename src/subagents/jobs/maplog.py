@@ -20,11 +20,12 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from subagents.core.files import dumps_fast, loads
+from subagents.core.tail import LineTail
 from subagents.jobs.mapinput import Row
 
 if TYPE_CHECKING:
@@ -98,12 +99,46 @@ def as_int(value: object, default: int = 0) -> int:
 
 def in_flight(job_dir: Path) -> list[str]:
     """The run ids of rows started and not yet done: what a stop or a recovery follows."""
+    return started(replay(job_dir))
+
+
+def started(state: Mapping[int, JsonObject]) -> list[str]:
+    """The run ids of the rows whose last entry is their start."""
     out: list[str] = []
-    for entry in replay(job_dir).values():
+    for entry in state.values():
         run_id = entry.get("runId")
         if entry.get("s") == "started" and isinstance(run_id, str):
             out.append(run_id)
     return out
+
+
+class LogFollower:
+    """A map's row log read as it grows: each row's last entry, from look to look (what
+    was appended since the last, not the whole log). A log replaced by its compaction is
+    read again from its start: its lines are each row's last entry, so the state holds."""
+
+    def __init__(self, job_dir: Path) -> None:
+        self.tail = LineTail(job_dir / LOG_FILE)
+        self.state: dict[int, JsonObject] = {}
+
+    def poll(self) -> dict[int, JsonObject]:
+        for line in self.tail.lines():
+            with contextlib.suppress(ValueError):
+                entry = loads(line)
+                if isinstance(entry, dict) and isinstance(entry.get("i"), int):
+                    self.state[as_int(entry["i"])] = entry
+        return self.state
+
+
+def logged_runs(job_dir: Path) -> list[str]:
+    """Every run id the log names (each attempt's), in the order they started: the map's
+    own runs, as a caller naming one of them is checked against."""
+    seen: dict[str, None] = {}
+    for entry in _lines(job_dir / LOG_FILE):
+        run_id = entry.get("runId")
+        if isinstance(run_id, str) and run_id:
+            seen[run_id] = None
+    return list(seen)
 
 
 class RowLog:

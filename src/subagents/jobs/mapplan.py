@@ -92,7 +92,11 @@ def plan_map(
             except FieldProblem as exc:
                 raise PlanError(str(exc), where) from None
             seen[which] = len(requests)
-            requests.append(resolve_step(step, where, settings, base, env, placement, extra_env))
+            req = resolve_step(step, where, settings, base, env, placement, extra_env)
+            verify = (req.gate or {}).get("verify")
+            if isinstance(verify, str):  # its agent's or the config's: a row's template too
+                check_template("verify", verify, first)
+            requests.append(req)
         variants.append(seen[which])
     out = str((base / Path(spec.out).expanduser()).resolve()) if spec.out else None
     extra: JsonObject = {

@@ -65,9 +65,10 @@ class MapProgress:
         with self._lock:
             self.running -= 1
 
-    def row_ended(self, status: str) -> None:
+    def row_ended(self, status: str, *, running: bool = True) -> None:
+        """A row's end (``running``: it was counted as running)."""
         with self._lock:
-            self.running -= 1
+            self.running -= running
             self._finished_here += 1
             if status == "completed":
                 self.completed += 1

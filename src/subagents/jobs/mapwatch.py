@@ -24,10 +24,12 @@ class MapWatch:
         self.rows: list[Row] = []
         with contextlib.suppress(OSError, ValueError):
             self.rows = read_input(job_dir)[0]
-        log = job_dir / LOG_FILE
-        # Where the tail starts is taken before the log is read whole: an entry appended
-        # between the two is read again by the tail (and passed over as seen), never missed.
-        start = log.stat().st_size if log.exists() else 0
+        # The tail takes its place (the log's file and size) before the log is read whole: an
+        # entry appended between the two is read again (and passed over as seen), never
+        # missed; and a log replaced since (compacted at the map's end) is another file,
+        # which the tail reads from its start, not from this file's size.
+        self.tail = LineTail(job_dir / LOG_FILE)
+        self.tail.skip_to_end()
         self.state = replay(job_dir)
         ended = [e for e in self.state.values() if e.get("s") in ENDED]
         completed = sum(e.get("status") == "completed" for e in ended)
@@ -41,7 +43,6 @@ class MapWatch:
         self.progress.running = sum(e.get("s") == "started" for e in self.state.values())
         for entry in ended:
             self.progress.add_cost(entry.get("cost"))
-        self.tail = LineTail(log, start)
 
     def poll(self) -> list[tuple[Row, JsonObject]]:
         """The rows that ended since the last look, each with its last entry."""
@@ -60,7 +61,10 @@ class MapWatch:
                     if before is None or before.get("s") != "started":
                         self.progress.row_started()
                 elif entry.get("s") in ENDED and 0 <= index < len(self.rows):
-                    self.progress.row_ended(str(entry.get("status")))
+                    # A start not seen (written to the log's old file after the last look,
+                    # before it was replaced) was never counted as running.
+                    was_running = before is not None and before.get("s") == "started"
+                    self.progress.row_ended(str(entry.get("status")), running=was_running)
                     self.progress.add_cost(entry.get("cost"))
                     out.append((self.rows[index], entry))
         return out

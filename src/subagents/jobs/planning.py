@@ -114,7 +114,9 @@ def plan(
             steps.append(_judge_step(spec))
     for i, step in enumerate(steps):
         where: Loc = (key, i) if i < n else ("judge",)
-        requests.append(resolve_step(step, where, settings, base, env, placement, extra_env))
+        requests.append(
+            resolve_step(step, where, settings, base, env, placement, extra_env, gated=i < n)
+        )
     concurrency = max(1, min(spec.concurrency or settings.concurrency, n))
     budget = spec.budget()
     if budget.get("max_cost") is not None:
@@ -132,9 +134,13 @@ def resolve_step(
     env: Mapping[str, str],
     placement: Placement,
     extra_env: dict[str, str] | None = None,
+    *,
+    gated: bool = True,
 ) -> RunRequest:
     """One step as a checked run request: its agent resolved, its cwd found, its schema
-    read; a ``PlanError`` located at ``where`` (``("tasks", 0)``) and the field otherwise."""
+    read; a ``PlanError`` located at ``where`` (``("tasks", 0)``) and the field otherwise.
+    ``gated``: a run asked for, checked by its gate; not a gate's reviewer nor a council's
+    judge, which are runs of the job's own making (a reviewer reviewed would never end)."""
     agent = None
     agent_name = step.agent or settings.default_agent
     if agent_name:
@@ -174,10 +180,10 @@ def resolve_step(
         acp_command=step.acp_command,
         permissions=step.permissions,
     )
-    if agent is not None and (agent.verify or agent.review):  # the step's gate, else its agent's
-        step = replace(step, verify=step.verify or agent.verify, review=step.review or agent.review)
-    if step.verify is not None or step.review is not None:
-        req.gate = _gate(step, where, settings, base, env, placement, extra_env)
+    if gated:
+        step = _gate_fields(step, agent, settings, where)
+        if step.verify is not None or step.review is not None:
+            req.gate = _gate(step, where, settings, base, env, placement, extra_env)
     try:
         req.output_schema = _schema(step, agent, settings, base)
     except UsageError as exc:
@@ -188,6 +194,28 @@ def resolve_step(
     except UsageError as exc:
         raise PlanError(str(exc), (*where, *exc.loc) if exc.loc else ()) from None
     return req
+
+
+def _gate_fields(step: Step, agent: AgentDef | None, settings: Settings, where: Loc) -> Step:
+    """The step's gate: each of its fields the step's own, else its agent's, else the
+    settings' (config)."""
+    verify = step.verify or (agent.verify if agent else None) or settings.verify
+    review = step.review or (agent.review if agent else None) or settings.review
+    if verify is None and review is None:
+        if step.verify_timeout is not None or step.verify_attempts is not None:
+            raise PlanError(
+                "a gate's timeout and attempts need its command or its reviewer"
+                " (the step's, its agent's or the config's)",
+                (*where, "verify"),
+            )
+        return step
+    return replace(
+        step,
+        verify=verify,
+        review=review,
+        verify_timeout=_first(step.verify_timeout, settings.verify_timeout),
+        verify_attempts=_first(step.verify_attempts, settings.verify_attempts),
+    )
 
 
 def _gate(
@@ -207,7 +235,9 @@ def _gate(
         from subagents.jobs.review import review_step
 
         who = review_step(step.review, step)
-        reviewer = resolve_step(who, (*where, "review"), settings, base, env, placement, extra_env)
+        reviewer = resolve_step(
+            who, (*where, "review"), settings, base, env, placement, extra_env, gated=False
+        )
     gate = gate_of(
         step.verify,
         step.verify_timeout,

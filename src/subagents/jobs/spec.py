@@ -67,11 +67,8 @@ class Step(RunOptions):
             raise FieldProblem("verify", "the command is empty")
         if self.review is not None and not self.review.strip():
             raise FieldProblem("review", "the reviewer is empty (give backend[:model] or an agent)")
-        gated = self.verify is not None or self.review is not None
-        if not gated and (self.verify_timeout or self.verify_attempts) is not None:
-            raise FieldProblem(
-                "verify", "a gate's timeout and attempts need its command or its reviewer"
-            )
+        # (A timeout or attempts alone may tune its agent's or the config's gate: planning
+        # refuses them when there is none.)
 
     def shape(self) -> dict[str, Any]:
         """The step as a document says it (unset fields left out)."""

@@ -26,6 +26,7 @@ from subagents.launchers.registry import (
     ray_down,
     ray_status,
     reattach,
+    start_spare_early,
     want_spares,
 )
 
@@ -43,6 +44,7 @@ __all__ = [
     "ray_down",
     "ray_status",
     "reattach",
+    "start_spare_early",
     "supervisor_argv",
     "unrecorded",
     "want_spares",

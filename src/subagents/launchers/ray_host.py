@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from subagents.core import procs
+from subagents.core import inotify, procs
 from subagents.core.events import started_event
 from subagents.core.files import dumps, make_private_dir, open_private, read_events
 from subagents.core.records import is_run_result, object_of
@@ -138,22 +138,18 @@ class DirChanges:
     pulls look again every ``POLL``."""
 
     def __init__(self) -> None:
-        self.ino: Any = None
+        self.ino: inotify.Inotify | None = None
         self.runs: dict[int, HostedRun] = {}
         try:
-            from inotify_simple import INotify
-
-            self.ino = INotify()
+            self.ino = inotify.Inotify()
             asyncio.get_running_loop().add_reader(self.ino.fileno(), self._read)
-        except (ImportError, OSError):
+        except OSError:
             self.ino = None
 
     def watch(self, run: HostedRun) -> None:
         if self.ino is None:
             return
-        from inotify_simple import flags
-
-        mask = flags.CREATE | flags.MODIFY | flags.MOVED_TO | flags.CLOSE_WRITE
+        mask = inotify.CREATE | inotify.MODIFY | inotify.MOVED_TO | inotify.CLOSE_WRITE
         try:
             self.runs[self.ino.add_watch(str(run.dir), mask)] = run
         except OSError:
@@ -161,13 +157,13 @@ class DirChanges:
         run.watched = True
 
     def _read(self) -> None:
-        from inotify_simple import flags
-
+        if self.ino is None:
+            return
         with contextlib.suppress(OSError):
-            for event in self.ino.read(timeout=0, read_delay=None):
-                run = self.runs.get(event.wd)
-                if event.mask & flags.IGNORED:  # its directory is gone
-                    self.runs.pop(event.wd, None)
+            for wd, mask in self.ino.read(0):
+                run = self.runs.get(wd)
+                if mask & inotify.IGNORED:  # its directory is gone
+                    self.runs.pop(wd, None)
                 if run is not None:
                     run.changed.set()
 

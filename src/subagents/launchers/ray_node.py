@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from subagents.core import stamps
 from subagents.core.records import list_of
 from subagents.supervisor.handover import LOG_FILE
 from subagents.worktree import PATCH_FILE, STAT_FILE
@@ -30,6 +31,7 @@ PLACEMENT_PREFIX = "subagents-run-"
 # The artifacts relayed to the caller, in the order they are pulled.
 RELAYED = (
     "events.jsonl",
+    stamps.NAME,  # (before the transcript: a chunk relayed finds its time there)
     "transcript.md",
     "raw.jsonl",
     "stderr.log",

@@ -65,6 +65,14 @@ def want_spares(owner: object, count: int, placement: Placement) -> None:
     SPARES.want(owner, count)
 
 
+def start_spare_early() -> None:
+    """Start one supervisor now, ahead of the run a command is about to launch here (see
+    ``SparePool.start_early``): its start goes on beside the command's own."""
+    from subagents.launchers.spares import SPARES
+
+    SPARES.start_early()
+
+
 # `subagents ray status` and `ray down`: Ray's client side is imported only when asked.
 
 

@@ -10,6 +10,9 @@ one that finds a spare (``take``) costs a write to a pipe instead of an interpre
 and imports (~40 ms alone, several times that when a wave of a parallel job starts at
 once on few cores: bench/bench_jobs.py).
 
+A command that is about to launch a run (``subagents run``) starts one spare as it starts
+(``start_early``), so the supervisor's start overlaps the command's own imports and planning.
+
 Start-ups go through a gate: at most one per core imports at a time (the gate opens
 again when a supervisor is ready), so a wave of launches is served in turn instead of all
 being slowed together, and spares warming never crowd out runs starting now.
@@ -22,6 +25,7 @@ process, and ``supervisor.json`` records it the same way.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -32,8 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
+from subagents.core import procs
 from subagents.supervisor import handover
 
 # A spare waits at most handover.SPARE_WAIT seconds, then exits; it is handed a
@@ -139,10 +142,9 @@ def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL) -> Spare:
         start_new_session=True,
         close_fds=True,
     )
-    try:
-        create_time = psutil.Process(popen.pid).create_time()
-    except psutil.Error:
-        create_time = 0.0  # already gone and reaped: the monitor will see it dead
+    # From procfs (psutil's value, without its import on a run's way to its child); 0.0 when
+    # already gone and reaped: the monitor will see it dead.
+    create_time = procs.create_time(popen.pid) or 0.0
     return Spare(popen, create_time, environ, cwd)
 
 
@@ -221,6 +223,31 @@ class SparePool:
                 more = len(self._spares) < self._target()
             if more:
                 spare.ready.wait(READY_WAIT)  # one at a time
+
+    def start_early(self) -> None:
+        """Start one spare now, before any job says what it wants: a command that is about to
+        launch a run (``subagents run``) calls this as it starts, so the supervisor's own start
+        (its interpreter and imports) goes on beside the command's instead of after it. The
+        first job's ``want`` counts it as one of its spares; one never wanted is killed when
+        this process exits (it was handed nothing, so it leaves nothing behind)."""
+        try:
+            spare = gated_start()
+        except OSError:
+            return  # the run's launch starts one as it always could
+        with self._lock:
+            self._spares.append(spare)
+        atexit.register(self._kill_unhanded)
+
+    def _kill_unhanded(self) -> None:
+        """At exit: the spares still waiting (never handed a run) killed and reaped, not
+        left to find out on their own once their imports are done."""
+        with self._lock:
+            waiting, self._spares = self._spares, []
+        for spare in waiting:
+            with contextlib.suppress(OSError):
+                spare.popen.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                spare.popen.wait(RETIRE_WAIT)
 
     def take(self) -> Spare | None:
         """A spare to hand a run to (a ready one first, else the oldest still importing: it

@@ -15,9 +15,11 @@ from pydantic import Field
 from subagents import maps, service
 from subagents.errors import UsageError
 from subagents.mcp.args import SCHEMA
+from subagents.mcp.results import map_result
+from subagents.mcp.tasks import in_background, started
 
 if TYPE_CHECKING:
-    from subagents.types import JobResult
+    pass
 
 MAP_TITLE = "Map a task over a dataset"
 MAP_DESCRIPTION = (
@@ -76,6 +78,7 @@ async def subagent_map(
         bool, Field(description="Return {jobId} at once (default); false waits for the end.")
     ] = True,
 ) -> CallToolResult:
+    background = in_background(background)
     options: dict[str, Any] = {
         "key": key,
         "where": where,
@@ -107,6 +110,7 @@ async def subagent_map(
         raise ToolError(str(exc).removeprefix("arguments: ")) from None
     if background:
         job_id = await anyio.to_thread.run_sync(service.start_background, job)
+        started(job_id)
         text = f"Started map {job_id} in the background. Follow it with subagent_status."
         return CallToolResult(
             content=[TextContent(type="text", text=text)],
@@ -114,19 +118,3 @@ async def subagent_map(
         )
     result = await anyio.to_thread.run_sync(maps.drive, job)
     return map_result(result)
-
-
-def map_result(result: JobResult) -> CallToolResult:
-    """A finished map: its counts, failures by reason, where its results are."""
-    record = result.get("map")
-    text = f"Map {result['jobId']} {result['status']}"
-    if record is not None:
-        text += f": {record['completed']}/{record['total']} rows completed; {record['summary']}."
-        if record.get("out"):
-            text += f" Results: {record.get('out')}."
-    structured = {"jobId": result["jobId"], "status": result["status"], "map": record}
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=result["status"] != "completed",
-    )

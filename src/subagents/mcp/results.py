@@ -227,3 +227,19 @@ def status_summary(state: JobState, activity: str | None) -> dict[str, object]:
         ]
         summary["finalText"] = state.get("finalText")
     return summary
+
+
+def map_result(result: Outcome) -> CallToolResult:
+    """A finished map: its counts, failures by reason, where its results are."""
+    record = result.get("map")
+    text = f"Map {result['jobId']} {result['status']}"
+    if record is not None:
+        text += f": {record['completed']}/{record['total']} rows completed; {record['summary']}."
+        if record.get("out"):
+            text += f" Results: {record.get('out')}."
+    structured = {"jobId": result["jobId"], "status": result["status"], "map": record}
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=result["status"] != "completed",
+    )

@@ -57,6 +57,7 @@ from subagents.mcp.results import (
     session_part,
     status_summary,
 )
+from subagents.mcp.tasks import JobTasks, in_background, started
 from subagents.present import outcome
 from subagents.present.figures import rounded_usage
 from subagents.service import TERMINAL, JobStore
@@ -101,6 +102,7 @@ class SubagentsMCP:
             version=version(),
             subscriptions=self.notifier.bus,
             log_level="WARNING",
+            extensions=[JobTasks(self.store)],
         )
         self._register()
 
@@ -247,7 +249,7 @@ class SubagentsMCP:
         those of subagents/options.py), checked by the server before this is called."""
         mode, spec = build_spec(**args)
         session = self.session_for(ctx)
-        cwd, background = args.get("cwd"), bool(args.get("background"))
+        cwd, background = args.get("cwd"), in_background(bool(args.get("background")))
         try:
             prepared = await anyio.to_thread.run_sync(
                 lambda: service.prepare_job(spec, cwd=cwd, session=session, background=background)
@@ -268,6 +270,7 @@ class SubagentsMCP:
         ] = False,
     ) -> CallToolResult:
         session = self.session_for(ctx)
+        background = in_background(background)
         try:
             prepared = await anyio.to_thread.run_sync(
                 lambda: service.prepare_continuation(
@@ -285,6 +288,7 @@ class SubagentsMCP:
         token = anyio.lowlevel.current_token()
         if background:
             job_id = await anyio.to_thread.run_sync(service.start_background, prepared)
+            started(job_id)  # the call is a task: its handle names this job
             self.notifier.watch_in_background(job_id, token)
             return background_started(job_id, prepared.plan.labels(), self.announced)
         result = await self.foreground.run(ctx, prepared, self.notifier.job_updated)

@@ -3,6 +3,7 @@ Textual app so that gathering them costs no TUI import."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -30,6 +31,8 @@ class RunRow:
     session: str | None = None
     started: float | None = None
     agent_name: str | None = None  # the agent it runs, if any (``agent`` falls back on the backend)
+    # The budget it reached (result.json's ``limit``: kind, limit, used, action, scope), if any.
+    limit: Mapping[str, object] | None = None
 
     @property
     def key(self) -> str:

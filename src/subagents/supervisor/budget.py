@@ -63,7 +63,10 @@ class Budget:
         self.by_cli = False  # the CLI's own bound behind this budget stopped the run
         self.record: LimitRecord | None = None
         self.state: BudgetState = "ok"
+        # The turn count the wrap-up's grace runs from: when it was sent, then when the
+        # child took it in (a turn already under way when it was sent did not see it).
         self._wrap_turn = 0
+        self._wrap_seen = False
         # Tokens and cost as last seen, and at the end of the turn before (to size a turn).
         self._turns = 0
         self._now: dict[str, float] = {}
@@ -79,7 +82,7 @@ class Budget:
             k: v for k in ("tokens", "cost") if (v := used_of(k, turns, usage)) is not None
         }
         if self.state != "ok":
-            if self.state == "wrapping" and not terminal and turns - self._wrap_turn >= self.grace:
+            if self.state == "wrapping" and not terminal and self._grace_over(turns):
                 return self._act("abort", turns, usage)
             return None
         if terminal:
@@ -97,6 +100,19 @@ class Budget:
                 self._reached(kind, limit)
                 return self._act("wrap-up" if self.graceful else "abort", turns, usage)
         return None
+
+    def _grace_over(self, turns: int) -> bool:
+        # Not yet taken in: one more turn (the one under way when it was sent) before the
+        # grace counts, so a CLI that never says so still ends at the limit.
+        grace = self.grace if self._wrap_seen else self.grace + 1
+        return turns - self._wrap_turn >= grace
+
+    def wrap_up_taken(self, turns: int) -> None:
+        """The child took the wrap-up message in after ``turns`` turns: its grace runs from
+        there (a job's limit is met at any moment, often while a turn is under way)."""
+        if self.state == "wrapping" and not self._wrap_seen:
+            self._wrap_seen = True
+            self._wrap_turn = max(self._wrap_turn, turns)
 
     def cost_unknown(self, usage: Usage) -> bool:
         """True once: a cost limit is set and the child reported usage without a cost (an

@@ -224,6 +224,8 @@ class Live:
         message.said = (receipt, reason)
         if receipt == "delivered":
             self.delivered += 1
+            if message.mode == "wrap-up" and self.budget is not None:
+                self.budget.wrap_up_taken(self.sup.totals()[0])
         self.sup.emit(ev.user_message(mid, message.mode, message.text, receipt, reason))
         if message.reply is not None:
             answer: ControlReply = {"id": mid, "mode": message.mode, "receipt": receipt}

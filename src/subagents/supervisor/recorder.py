@@ -1,5 +1,6 @@
 """A run's artifacts as the supervisor writes them: ``raw.jsonl`` (verbatim), ``events.jsonl``
-(numbered canonical events), ``transcript.md`` (the shared progress wording) and the capped
+(numbered canonical events), ``transcript.md`` (the shared progress wording) with
+``transcript.times`` (when each read's part of it was written: ``core.stamps``) and the capped
 ``stderr.log``. Writes are best effort: the first that fails (a full disk) is remembered as
 the run's true cause, and ``result.json`` is still written. Standard library only.
 """
@@ -11,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from subagents.core import stamps
 from subagents.core.files import FILE_MODE, describe_os_error, dumps, open_private
 from subagents.supervisor.stderrlog import StderrLog
 
@@ -34,6 +36,9 @@ class Recorder:
 
         self.seq = 0
         self._ts = b""
+        self._now = 0.0
+        self._timed = -1.0  # the time transcript.times says last (a new one adds a record)
+        self._transcript_size = 0
         self.stamp()
         self.dumps: Callable[[object], bytes] = dumps
         self.write_error: str | None = None
@@ -48,6 +53,7 @@ class Recorder:
         self.transcript_f: IO[str] = open_private(
             run_dir / "transcript.md", "w", _BUFFER, encoding="utf-8"
         )
+        self.times_f: IO[bytes] = open_private(run_dir / stamps.NAME, "wb", _BUFFER)
         # The child's stderr comes through a pipe so the log can be capped (head and tail).
         self.stderr_log = StderrLog(
             os.open(run_dir / "stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
@@ -57,7 +63,8 @@ class Recorder:
         """Stamp the events recorded from now on with the time now (ms): the supervisor
         stamps once per read, so the lines read together share their time of arrival and no
         event pays for reading and rounding the clock."""
-        self._ts = b',"ts":' + repr(round(time.time(), 3)).encode() + b","
+        self._now = round(time.time(), 3)
+        self._ts = b',"ts":' + repr(self._now).encode() + b","
 
     def record(self, event: Event) -> None:
         """Number and stamp one canonical event, write it and its transcript entry.
@@ -79,7 +86,12 @@ class Recorder:
             del body  # written: a big answer is not held twice while it is worded below
             entry = self._transcript_entry(event, self._fmt)
             if entry:
+                if self._now != self._timed:
+                    self._timed = self._now
+                    self.times_f.write(stamps.record(self._transcript_size, self._now))
                 self.transcript_f.write(entry)
+                # Its size in bytes (an ASCII string says so at no cost; others are encoded).
+                self._transcript_size += len(entry) if entry.isascii() else len(entry.encode())
         except OSError as exc:
             self.note_write_error(exc, "events.jsonl")
         self.dirty = True
@@ -98,13 +110,18 @@ class Recorder:
         if not (self.dirty or force):
             return
         self.dirty = False
-        for f, name in ((self.events_f, "events.jsonl"), (self.transcript_f, "transcript.md")):
+        # The times before the transcript: a reader that sees a chunk finds its time.
+        for f, name in (
+            (self.events_f, "events.jsonl"),
+            (self.times_f, stamps.NAME),
+            (self.transcript_f, "transcript.md"),
+        ):
             try:
                 f.flush()
             except OSError as exc:
                 self.note_write_error(exc, name)
 
     def close(self) -> None:
-        for f in (self.events_f, self.raw_f, self.transcript_f):
+        for f in (self.events_f, self.raw_f, self.times_f, self.transcript_f):
             with contextlib.suppress(OSError):
                 f.close()

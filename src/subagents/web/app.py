@@ -47,8 +47,10 @@ from subagents.service import JobStore, LiveJobs, read_run
 from subagents.web import again, costpage, fleet, jobpage
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
+from subagents.web.maprows import RowsQuery
+from subagents.web.needs import WaitingSource, nothing_waiting
 from subagents.web.templates import render, url
-from subagents.web.transcript import CHUNK, FIRST_LOOK, block_start, read_piece
+from subagents.web.transcript import FIRST_LOOK, block_start, next_piece
 from subagents.web.watch import StoreWatcher
 
 if TYPE_CHECKING:
@@ -113,12 +115,15 @@ def _frame(request: Request, title: str, active: str, name: str) -> dict[str, st
 
 
 class WebApp:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, waiting: WaitingSource = nothing_waiting) -> None:
         self.home = home
+        # What waits on a person (the approvals inbox): the fleet's "Needs you" lists it.
+        self.waiting = waiting
         self.store = JobStore(home)
         # Set as the server stops: open streams end at their next wake.
         self.stopping = threading.Event()
         self.watcher = StoreWatcher(home, self.stopping)
+        self.streams = 0  # the live streams open now (each ends when its client goes)
 
     def _target(self, request: Request, job: bool = True) -> Target:
         """The job and run a request names (``{job_id}``/``{run_id}`` in its path, ``run``
@@ -132,7 +137,7 @@ class WebApp:
     async def fleet_page(self, request: Request) -> Response:
         filters = fleet.Filters.of(request.query_params)
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
-        view = await anyio.to_thread.run_sync(fleet.gather, live, filters)
+        view = await anyio.to_thread.run_sync(fleet.gather, live, filters, self.waiting)
         frame = _frame(request, "Fleet", "/", "fleet")
         return HTMLResponse(fleet.render_page_body(view, filters, **frame))
 
@@ -142,7 +147,8 @@ class WebApp:
             state = service.job_state(self.store, where.job_id)
             data = jobpage.gather(LiveJobs(self.home), state, where.run_id)
             frame = _frame(request, f"job {where.job_id}", "", "job")
-            return jobpage.render_body(data, self.home, **frame)
+            rows = RowsQuery.of(request.query_params)
+            return jobpage.render_body(data, self.home, rows, **frame)
 
         return HTMLResponse(await anyio.to_thread.run_sync(page))
 
@@ -162,8 +168,20 @@ class WebApp:
     # ---- live streams --------------------------------------------------------
 
     def _stream(self, events: AsyncIterator[str]) -> StreamingResponse:
+        """A live stream of ``events``. When its client goes, the server cancels it where
+        it waits (Starlette listens for the disconnect beside it), so nothing of it is left
+        drawing or reading: :attr:`streams` counts it until then."""
+
+        async def counted() -> AsyncIterator[str]:
+            self.streams += 1
+            try:
+                async for item in events:
+                    yield item
+            finally:
+                self.streams -= 1
+
         return StreamingResponse(
-            events, media_type="text/event-stream", headers={"x-accel-buffering": "no"}
+            counted(), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
         )
 
     async def fleet_events(self, request: Request) -> Response:
@@ -171,7 +189,7 @@ class WebApp:
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
 
         def draw() -> str:
-            return fleet.render_fleet(fleet.gather(live, filters))
+            return fleet.render_fleet(fleet.gather(live, filters, self.waiting))
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
@@ -195,6 +213,7 @@ class WebApp:
         offset = int(start) if start.isdigit() else 0
         live = LiveJobs(self.home)
         run_end_sent = request.query_params.get("ended") == "1"
+        rows = RowsQuery.of(request.query_params)  # which of a map's rows the page shows
 
         def look() -> tuple[str, bool]:
             """The live part, and whether that is all there is to show (the job ended)."""
@@ -202,11 +221,12 @@ class WebApp:
             data = jobpage.gather(live, state, run_id)
             if run_id is None and data.run_id is not None:
                 return "", True  # the job's first run started: the page reloads to show it
-            return jobpage.render_live(data), data.ended
+            return jobpage.render_live(data, self.home, rows), data.ended
 
         def more() -> tuple[list[str], bool]:
             """The shown run's next events (a piece of its transcript at most
-            :data:`CHUNK` long, its end), and whether the run ended and all was sent."""
+            :data:`~subagents.web.transcript.CHUNK` long, its end), and whether the run ended
+            and all was sent."""
             nonlocal offset, run_end_sent
             assert run_id is not None
             result = jobpage.read_result(self.home, run_id)  # before the transcript's read
@@ -218,7 +238,7 @@ class WebApp:
                 whole = url(f"/runs/{run_id}/transcript.md")
                 out.append(event("transcript", {"html": SKIPPED.format(skip - offset, whole)}))
                 offset = skip
-            piece = read_piece(path, offset, final=result is not None, limit=CHUNK)
+            piece = next_piece(path, offset, final=result is not None)
             if piece.html:
                 offset = piece.offset
                 out.append(event("transcript", {"html": piece.html}, str(offset)))
@@ -350,9 +370,12 @@ class WebApp:
         return PlainTextResponse(str(text), media_type="text/plain; charset=utf-8")
 
 
-def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[], None]]:
-    """The app behind its access checks, and what stops its open streams."""
-    web = WebApp(home)
+def create_app(
+    *, token: str, port: int, home: Path, waiting: WaitingSource = nothing_waiting
+) -> tuple[Access, Callable[[], None]]:
+    """The app behind its access checks, and what stops its open streams (``waiting``: the
+    requests waiting on a person, for "Needs you")."""
+    web = WebApp(home, waiting)
     routes: list[Any] = [
         Route("/", web.fleet_page),
         Route("/job/{job_id}", web.job_page),
@@ -373,4 +396,5 @@ def create_app(*, token: str, port: int, home: Path) -> tuple[Access, Callable[[
     ]
     handlers: dict[Any, Callable[[Request, Exception], Response]] = dict.fromkeys(ERRORS, refusal)
     app = Starlette(routes=routes, exception_handlers=handlers)
+    app.state.web = web
     return Access(app, token, port), web.stopping.set

@@ -9,21 +9,19 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from subagents.types import JobRow
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
 from subagents.lifecycle.history import parse_since
 from subagents.present.jobview import RunRow
 from subagents.service import TERMINAL, LiveJobs
+from subagents.web.needs import Need, WaitingSource, needs, nothing_waiting
 from subagents.web.templates import render, url
 from subagents.worktree import repository_of
 
 STATUSES = ("running", "stalled", "completed", "failed", "aborted", "timeout")
 NO_REPO = "(not in a git repository)"
 TASK_LEN = 120
-# A failed job stays in "needs you" this long (seconds).
-NEEDS_WINDOW = 24 * 3600
 
 
 @dataclass
@@ -77,16 +75,6 @@ class JobView:
         task = self.task
         return task if len(task) <= TASK_LEN else task[: TASK_LEN - 1] + "…"
 
-    @property
-    def why(self) -> str:
-        """Why it needs its user (empty: it does not)."""
-        if self.status == "stalled":
-            return "a run has made no progress for a while"
-        if self.status in ("failed", "timeout"):
-            failed = [r for r in self.rows if r.status in ("failed", "timeout")]
-            return failed[0].activity if failed and failed[0].activity else self.status
-        return ""
-
 
 @dataclass
 class FleetView:
@@ -94,6 +82,7 @@ class FleetView:
     repos: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
     shown_of: int = 0
+    needs: list[Need] = field(default_factory=list)  # what wants a person, at the top
 
     @property
     def running(self) -> int:
@@ -107,17 +96,6 @@ class FleetView:
     def cost(self) -> float | None:
         costs = [r.cost for v in self.jobs for r in v.rows if r.cost is not None]
         return sum(costs) if costs else None
-
-    @property
-    def needs(self) -> list[JobView]:
-        """What needs its user, at the top: a stalled job, one that failed or timed out in
-        the last day."""
-        recent = time.time() - NEEDS_WINDOW
-        return [
-            v
-            for v in self.jobs
-            if v.why and (v.status == "stalled" or float(v.job.get("createdAt") or 0) >= recent)
-        ]
 
     @property
     def groups(self) -> list[tuple[str, list[tuple[str, list[JobView]]]]]:
@@ -156,8 +134,9 @@ def _keep(view: JobView, f: Filters, since: float | None) -> bool:
     return since is None or float(view.job.get("createdAt") or 0) >= since
 
 
-def gather(live: LiveJobs, f: Filters) -> FleetView:
-    """The newest jobs that pass ``f`` (a filter with a problem is left out: the page says it)."""
+def gather(live: LiveJobs, f: Filters, waiting: WaitingSource = nothing_waiting) -> FleetView:
+    """The newest jobs that pass ``f`` (a filter with a problem is left out: the page says
+    it), and what of them needs its user (``waiting``: the requests waiting on a person)."""
     f = f.effective()
     since = parse_since(f.since) if f.since else None
     out = FleetView()
@@ -173,6 +152,7 @@ def gather(live: LiveJobs, f: Filters) -> FleetView:
     out.repos = sorted(repos)
     out.backends = sorted(backends)
     out.shown_of = len(listed)
+    out.needs = needs(out.jobs, waiting())
     return out
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from subagents.core import ids, paths
 from subagents.core.files import read_json
 from subagents.errors import JobIdError, PlanError
-from subagents.service import JobStore, resolve_run
+from subagents.service import JobStore, job_runs, resolve_run
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,8 @@ def target(store: JobStore, job: str | None = None, run: str | None = None) -> T
     if run is None:
         return Target(job_id, None)
     prefix = _clean(run, "run")
-    runs = [r for r in store.load(job_id).get("runIds") or [] if r and r.startswith(prefix)]
+    # (A map's runs are in its row log: one per row and attempt.)
+    runs = [r for r in job_runs(store, store.load(job_id)) if r.startswith(prefix)]
     if len(runs) != 1:
         raise JobIdError(f"no run {run!r} in job {job_id}")
     return Target(job_id, runs[0])

@@ -20,8 +20,9 @@ from subagents.core.files import read_json
 from subagents.core.records import is_run_result
 from subagents.present.figures import money, tokens
 from subagents.present.jobview import RunRow
-from subagents.service import TERMINAL, LiveJobs
-from subagents.web import charts
+from subagents.service import TERMINAL, JobStore, LiveJobs
+from subagents.web import charts, memo
+from subagents.web.maprows import RowsQuery
 from subagents.web.markdown import render
 from subagents.web.templates import render as fill
 from subagents.web.templates import url
@@ -61,7 +62,7 @@ def gather(live: LiveJobs, state: JobState, run: str | None) -> JobData:
     """The job (``job_state``'s answer) with its rows; the run to show: ``run`` (one of the
     job's, checked by :func:`subagents.web.ids.target`), else its newest running run, else
     its first."""
-    rows = live.rows(state)
+    rows = live.rows(state, run)
     ids = [r.run_id for r in rows if r.run_id]
     if run not in ids:
         running = [r.run_id for r in rows if r.run_id and r.status not in TERMINAL]
@@ -74,8 +75,14 @@ def run_dir(home: Path, run_id: str) -> Path:
 
 
 def read_result(home: Path, run_id: str) -> RunResult | None:
+    """The run's result.json (None: not yet, or too big to read for a page), read once while
+    the file stays as it is (a stream asks at every change)."""
+    path = run_dir(home, run_id) / "result.json"
+    return memo.made(("result", str(path)), (path,), lambda: _read_result(path))
+
+
+def _read_result(path: Path) -> RunResult | None:
     with contextlib.suppress(OSError, ValueError):
-        path = run_dir(home, run_id) / "result.json"
         if path.stat().st_size > RESULT_READ:
             return None
         data = read_json(path)
@@ -179,10 +186,12 @@ def models(data: JobData) -> list[object]:
     return [r.get("model") for r in data.state["plan"].get("requests") or []]
 
 
-def render_live(data: JobData) -> str:
+def render_live(data: JobData, home: Path, rows: RowsQuery | None = None) -> str:
     """The part of the page kept live: the job's state and actions, its runs over time, its
-    runs, a council's members, the Send form while the shown run goes on."""
+    runs, a council's members, a map's rows (the page of them ``rows`` asks for), the Send
+    form while the shown run goes on."""
     from subagents.web.council import council_view
+    from subagents.web.maprows import map_rows
 
     council = data.state.get("council")
     totals = _totals(data)
@@ -195,6 +204,7 @@ def render_live(data: JobData) -> str:
         models=models(data),
         timeline=_timeline(data),
         council=council_view(council) if council is not None else None,
+        map_rows=map_rows(JobStore(home), data.state, rows or RowsQuery()),
         label=label,
     )
 
@@ -262,8 +272,10 @@ def _diff(result: RunResult, home: Path) -> dict[str, object] | None:
 
 
 def _shown(text: str) -> tuple[Markup, bool]:
-    """Markdown as HTML, cut at :data:`TEXT_SHOWN` characters (True: it was)."""
-    return render(text[:TEXT_SHOWN]), len(text) > TEXT_SHOWN
+    """Markdown as HTML, cut at :data:`TEXT_SHOWN` characters (True: it was); made once for
+    every client of the run."""
+    shown = text[:TEXT_SHOWN]
+    return memo.made(("markdown", shown), (), lambda: render(shown)), len(text) > TEXT_SHOWN
 
 
 def render_run_end(result: RunResult | None, home: Path) -> str:
@@ -294,8 +306,10 @@ def _model_of(data: JobData) -> object:
     return named[index] if index < len(named) else None
 
 
-def render_body(data: JobData, home: Path, **frame: str) -> str:
-    """The whole job page (``frame``: the base template's title, csrf, active, name)."""
+def render_body(data: JobData, home: Path, rows: RowsQuery | None = None, **frame: str) -> str:
+    """The whole job page (``frame``: the base template's title, csrf, active, name;
+    ``rows``: which of a map's rows it shows)."""
+    rows = rows or RowsQuery()
     row = data.row
     result = read_result(home, data.run_id) if data.run_id and row else None
     piece = (
@@ -304,12 +318,17 @@ def render_body(data: JobData, home: Path, **frame: str) -> str:
         else None
     )
     # The stream sends what a run has at its end, unless this page has it already.
-    stream = url("/events/job/" + data.job_id, run=data.run_id, ended="1" if result else None)
+    stream = url(
+        "/events/job/" + data.job_id,
+        run=data.run_id,
+        ended="1" if result else None,
+        **rows.params(),
+    )
     return fill(
         "job.html",
         data=data,
         row=row,
-        live=Markup(render_live(data)),
+        live=Markup(render_live(data, home, rows)),
         run_end=Markup(render_run_end(result, home)),
         piece=piece,
         stream=stream,

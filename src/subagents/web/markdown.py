@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cache
 from typing import Any
 
@@ -20,6 +21,11 @@ COMMAND_LINE = re.compile(r"^- (✗ )?\$ (.*)$", re.M)
 IMAGE_LINK = Markup('<a href="{}" rel="noopener noreferrer" target="_blank">[{}]</a>')
 # A tool's output in a transcript (a fence inside its list item), collapsed.
 OUTPUT = Markup('<details class="output"><summary>output ({})</summary>{}</details>')
+# When a transcript's block was written (in the page's gutter).
+TIME = Markup('<time class="ts" datetime="{}" title="{}">{}</time>')
+# The transcript's blocks that carry their time: its top-level blocks, and its items (a run's
+# tool calls are one long list).
+TIMED = {"paragraph_open": 0, "heading_open": 0, "blockquote_open": 0, "list_item_open": 1}
 
 
 @cache
@@ -52,7 +58,29 @@ def _md(transcript: bool = False) -> MarkdownIt:
             return str(OUTPUT.format(words, Markup(shown)))
 
         md.add_render_rule("fence", output)
+
+        def timed(self: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+            shown: str = self.renderToken(tokens, idx, options, env)
+            token, times = tokens[idx], env.get("times")
+            if not times or token.level != TIMED[token.type] or not token.map:
+                return shown
+            ts = None
+            while times and times[0][0] <= token.map[0]:  # those written by its first line
+                ts = times.pop(0)[1]
+            return shown if ts is None else shown + str(_time(ts))
+
+        for name in TIMED:
+            md.add_render_rule(name, timed)
     return md
+
+
+def _time(ts: float) -> Markup:
+    when = datetime.fromtimestamp(ts)
+    return TIME.format(
+        when.isoformat(timespec="milliseconds"),
+        when.strftime("%Y-%m-%d %H:%M:%S"),
+        when.strftime("%H:%M:%S"),
+    )
 
 
 def render(text: str) -> Markup:
@@ -66,10 +94,13 @@ def _verbatim(found: re.Match[str]) -> str:
     return f"- {found.group(1) or ''}{ticks} $ {command} {ticks}"
 
 
-def render_transcript(text: str) -> Markup:
+def render_transcript(text: str, times: Sequence[tuple[int, float]] = ()) -> Markup:
     """A transcript's Markdown as HTML, its commands as code, verbatim (``*`` and ``__`` in
-    a command are no emphasis, a URL in one no link), a tool's output collapsed."""
-    return Markup(_md(transcript=True).render(COMMAND_LINE.sub(_verbatim, text)))
+    a command are no emphasis, a URL in one no link), a tool's output collapsed. ``times``:
+    ``(line, epoch s)``, what was written from that line (of ``text``, from 0) on, and when:
+    the first block at or after each line shows its time."""
+    env = {"times": sorted(times)}
+    return Markup(_md(transcript=True).render(COMMAND_LINE.sub(_verbatim, text), env))
 
 
 def whole_blocks(text: str) -> int:

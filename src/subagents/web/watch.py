@@ -1,7 +1,8 @@
 """One look at the store for every live stream: a watcher polls what changes when a job does
 (the job index, each running run's files) and wakes the streams waiting on it. A stream then
 draws its own view, only when something changed; with nothing running and nothing written,
-no stream does any work.
+no stream does any work. The watcher polls only while a stream listens: when the last client
+goes, its task ends too (the next stream starts it again).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 class StoreWatcher:
     """``changes()`` yields each time the store changed (and at once). One poller task a
-    server, started by the first stream, ending when ``stopping`` is set."""
+    server, started by the first stream, ending when ``stopping`` is set or no stream is
+    left (``listeners``)."""
 
     def __init__(self, home: Path, stopping: threading.Event, tick: float = 0.5) -> None:
         self.store = JobStore(home)
@@ -49,6 +51,7 @@ class StoreWatcher:
         self._running = False
         self._index: tuple[object, ...] = ()
         self._active: list[str] = []
+        self.listeners = 0  # the streams in changes() now
 
     def signature(self) -> tuple[object, ...]:
         """What says something changed: the index's files, the running runs' files, and,
@@ -77,7 +80,7 @@ class StoreWatcher:
     async def _poll(self) -> None:
         last: tuple[object, ...] | None = None
         try:
-            while not self.stopping.is_set():
+            while not self.stopping.is_set() and self.listeners:
                 now = await anyio.to_thread.run_sync(self.signature)
                 if now != last:
                     last = now
@@ -93,15 +96,19 @@ class StoreWatcher:
         """Yields True when the store changed (at once the first time), False after
         ``keepalive`` seconds of nothing (a stream says something, so a client gone is
         noticed); ends when the server stops."""
-        self._start()
-        seen, quiet_since = -1, time.monotonic()
-        while not self.stopping.is_set():
-            if self.version != seen:
-                seen, quiet_since = self.version, time.monotonic()
-                yield True
-                continue
-            with anyio.move_on_after(1.0):  # the stop is looked at every second
-                await self._changed.wait()
-            if self.version == seen and time.monotonic() - quiet_since >= keepalive:
-                quiet_since = time.monotonic()
-                yield False
+        self.listeners += 1
+        try:
+            self._start()
+            seen, quiet_since = -1, time.monotonic()
+            while not self.stopping.is_set():
+                if self.version != seen:
+                    seen, quiet_since = self.version, time.monotonic()
+                    yield True
+                    continue
+                with anyio.move_on_after(1.0):  # the stop is looked at every second
+                    await self._changed.wait()
+                if self.version == seen and time.monotonic() - quiet_since >= keepalive:
+                    quiet_since = time.monotonic()
+                    yield False
+        finally:
+            self.listeners -= 1

@@ -1,5 +1,6 @@
 """Pointing ACP agents at the mock: Gemini CLI (``gemini --acp``), Qwen Code (``qwen
---acp``) and Zed's Claude adapter (``claude-agent-acp``), each run as an ``acp:NAME`` preset.
+--acp``), OpenCode (``opencode acp``) and Zed's Claude and Codex adapters
+(``claude-agent-acp``, ``codex-acp``), each run as an ``acp:NAME`` preset.
 
 Each writer returns the env the agent needs. In ACP mode no model is passed on the command
 line: Gemini's is set in its settings (else its model router asks the API first, and retries
@@ -11,11 +12,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from subagents.demo.mockmodel.clis import write_claude_config, write_gemini_config
-from subagents.demo.mockmodel.script import GEMINI_MODEL, MODEL_ID
+from subagents.demo.mockmodel.clis import (
+    write_claude_config,
+    write_codex_config,
+    write_gemini_config,
+    write_opencode_config,
+)
+from subagents.demo.mockmodel.script import GEMINI_MODEL, MODEL_ID, OPENCODE_MODEL
 
 # The shell tool each agent's model is offered, by preset: what a mock's tool call names.
-SHELL_TOOL = {"gemini": "run_shell_command", "qwen": "run_shell_command", "claude": "Bash"}
+SHELL_TOOL = {
+    "gemini": "run_shell_command",
+    "qwen": "run_shell_command",
+    "claude": "Bash",
+    "opencode": "bash",
+    "codex": "exec_command",
+}
 
 
 def write_acp_gemini_config(home: Path, base_url: str) -> dict[str, str]:
@@ -63,8 +75,39 @@ def write_claude_acp_config(home: Path, base_url: str) -> dict[str, str]:
     return env
 
 
+def write_acp_opencode_config(home: Path, base_url: str) -> dict[str, str]:
+    """OpenCode (``opencode acp``) as for ``write_opencode_config``, with the mock's model
+    as its default in ``opencode.json`` (no ``-m`` on an ACP agent's command line)."""
+    env = write_opencode_config(home, base_url)
+    path = Path(env["OPENCODE_CONFIG"])
+    config = json.loads(path.read_text())
+    config["model"] = OPENCODE_MODEL
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return env
+
+
+# A model codex knows: for one it does not, codex-acp says "Model metadata for … not found"
+# as the agent's own words, ahead of its answer (codex exec keeps it out of the answer).
+ACP_CODEX_MODEL = "gpt-5.4"
+
+
+def write_acp_codex_config(home: Path, base_url: str) -> dict[str, str]:
+    """Zed's Codex adapter (``codex-acp``) as for ``write_codex_config``, on
+    :data:`ACP_CODEX_MODEL` (the mock answers any name), with codex's own sandbox off and
+    no approvals asked, as our codex backend runs it: its sandbox needs bubblewrap, which a
+    CI machine may not have (the shell tool then fails in a panic)."""
+    env = write_codex_config(home / "codex", base_url, model=ACP_CODEX_MODEL)
+    path = Path(env["CODEX_HOME"]) / "config.toml"
+    path.write_text(
+        'sandbox_mode = "danger-full-access"\napproval_policy = "never"\n' + path.read_text()
+    )
+    return env
+
+
 ACP_WRITERS = {
     "gemini": write_acp_gemini_config,
     "qwen": write_qwen_config,
     "claude": write_claude_acp_config,
+    "opencode": write_acp_opencode_config,
+    "codex": write_acp_codex_config,
 }
