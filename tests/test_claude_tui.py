@@ -29,6 +29,7 @@ TOOL = "mcp__plugin_subagents_subagents__subagent"
 PI_PRICE = (3.0, 15.0)  # dollars per million tokens: pi reports a cost with float noise
 SCREEN_WAIT = 120.0
 PROMPT_MARK = "\u276f"  # the prompt box's mark
+STATUS_EVERY = 5  # seconds between the status line's ticks
 
 pytestmark = [
     pytest.mark.e2e,
@@ -71,7 +72,9 @@ class ClaudeTUI:
             json.dumps(
                 {
                     **json.loads(settings.read_text()),
-                    "statusLine": {**status_line, "refreshInterval": 1},
+                    # Each tick cancels a status line command still running: the interval
+                    # must outlast the command (a Python process: over 1 s under load).
+                    "statusLine": {**status_line, "refreshInterval": STATUS_EVERY},
                 }
             )
         )
@@ -167,6 +170,19 @@ def claude_tui(
         server.__exit__(None, None, None)
 
 
+def open_gate(fifo: Path) -> None:
+    """Let a ``cat`` of ``fifo`` end: a writer opens it once a reader waits, and closes it."""
+
+    def opened() -> bool:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # (ENXIO: no reader yet)
+            return False
+        return True
+
+    eventually(opened, SCREEN_WAIT)
+
+
 def claude_requests(server: MockModelServer) -> list[dict[str, Any]]:
     """Claude's turns: the requests that offer the plugin's tool (not pi's, nor a title)."""
     return [r for r in server.requests if any(t.get("name") == TOOL for t in r.get("tools") or [])]
@@ -186,7 +202,7 @@ NOISY_COST = re.compile(r"\$\d+\.\d{7,}")  # float noise: 0.00020999999999999998
 
 
 def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_task(
-    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
+    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]], tmp_path: Path
 ) -> None:
     task = {
         "task": "list the files",
@@ -195,8 +211,12 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
         "timeout": 120,
         "background": True,
     }
+    # The job's tool call waits on a pipe (`cat` of a FIFO) until the test has seen the status
+    # line show it: however slow the machine, the job is running when the line ticks.
+    gate = tmp_path / "go"  # (claude, and so pi, works in tmp_path / "work")
+    os.mkfifo(gate)
     script = Script(
-        command="sleep 6; ls",  # the job runs a while: the status line shows it meanwhile
+        command="cat ../go; ls",
         final_text="pi listed: {tool_output}",
         per_api={mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Noted.")},
     )
@@ -220,7 +240,10 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
     turns = len(claude_requests(server))
     # While it runs, the status line (the user's, from `subagents claude-code statusline`)
     # shows it and what it does.
-    assert cc.shows(f"subagents: 1 running · {job_id}: $ sleep 6; ls"), cc.screen
+    try:
+        assert cc.shows(f"subagents: 1 running · {job_id}: $ cat ../go; ls"), cc.screen
+    finally:
+        open_gate(gate)
 
     # The job's end shows on screen, worded as the command line ends a job, cost rounded...
     end = cc.shows_match(
