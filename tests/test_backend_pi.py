@@ -3,6 +3,7 @@ supervisor (the conformance kit), plus the 0.87 traps with hand-written lines.""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -141,24 +142,33 @@ PI_087 = REPO / ".tools" / "pi087" / "node_modules" / ".bin" / "pi"
 PI_073 = REPO / ".tools" / "pi073" / "node_modules" / ".bin" / "pi"
 
 
-def _pi_bins() -> list[Any]:
-    """The pinned pi 1.6 on PATH (scripts/setup: .tools, run by Node 22), 0.87.1
-    (.tools/pi087, the same Node) and 0.73.1 (.tools/pi073)."""
-    out = []
-    bins = (("1.6", shutil.which("pi")), ("0.87", str(PI_087)), ("0.73", str(PI_073)))
-    for want, binary in bins:
-        version = ""
-        if binary and Path(binary).exists():
-            p = subprocess.run(
-                [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
-            )
-            version = (p.stdout or p.stderr).strip()  # 0.73 prints it on stderr
-        ok = version.startswith(want + ".")
-        reason = f"pi {want} not installed (./scripts/setup --test); found {version or 'none'}"
-        out.append(
-            pytest.param(binary, id=f"pi{want}", marks=pytest.mark.skipif(not ok, reason=reason))
+# The versions by id; each test asks for its binary (checked once a process, when first
+# needed: not at collection, which every xdist worker does, and each check starts Node).
+PI_VERSIONS = [pytest.param(want, id=f"pi{want}") for want in ("1.6", "0.87", "0.73")]
+_PI_BINARIES = {"0.87": PI_087, "0.73": PI_073}
+
+
+@functools.cache
+def _pi_found(want: str) -> tuple[str | None, str]:
+    """The pi ``want`` names (1.6: the pinned one on PATH, from scripts/setup's .tools, run by
+    Node 22; 0.87.1: .tools/pi087, the same Node; 0.73.1: .tools/pi073) and the version it
+    reports ("" when it is not there)."""
+    binary = shutil.which("pi") if want == "1.6" else str(_PI_BINARIES[want])
+    version = ""
+    if binary and Path(binary).exists():
+        p = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
         )
-    return out
+        version = (p.stdout or p.stderr).strip()  # 0.73 prints it on stderr
+    return binary, version
+
+
+def pi_binary(want: str) -> str:
+    """The pi of version ``want``, or the test is skipped saying what was found."""
+    binary, version = _pi_found(want)
+    if binary is None or not version.startswith(want + "."):
+        pytest.skip(f"pi {want} not installed (./scripts/setup --test); found {version or 'none'}")
+    return binary
 
 
 def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str, Any]:
@@ -177,8 +187,9 @@ def _run(tmp_path: Path, binary: str, script: Script, **config: Any) -> dict[str
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("binary", _pi_bins())
-def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
+@pytest.mark.parametrize("want", PI_VERSIONS)
+def test_real_pi_runs_to_completion(tmp_path: Path, want: str) -> None:
+    binary = pi_binary(want)
     result = _run(tmp_path, binary, Script(final_text="Listed: {tool_output}."))
     assert result["status"] == "completed", result.get("diagnostics")
     assert result["finalText"] == "Listed: a.txt."
@@ -188,8 +199,9 @@ def test_real_pi_runs_to_completion(tmp_path: Path, binary: str) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("binary", _pi_bins())
-def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary: str) -> None:
+@pytest.mark.parametrize("want", PI_VERSIONS)
+def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, want: str) -> None:
+    binary = pi_binary(want)
     retry = {"enabled": True, "maxRetries": 1, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
     result = _run(tmp_path, binary, Script(error_status=500, error_times=-1), retry=retry)
     assert result["status"] == "failed"
@@ -198,8 +210,9 @@ def test_real_pi_error_after_retry_fails_with_the_message(tmp_path: Path, binary
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("binary", _pi_bins())
-def test_real_pi_recovers_after_one_error(tmp_path: Path, binary: str) -> None:
+@pytest.mark.parametrize("want", PI_VERSIONS)
+def test_real_pi_recovers_after_one_error(tmp_path: Path, want: str) -> None:
+    binary = pi_binary(want)
     retry = {"enabled": True, "maxRetries": 2, "baseDelayMs": 50, "provider": {"maxRetries": 0}}
     script = Script(error_status=500, error_times=1, use_tool=False, final_text="DONE")
     result = _run(tmp_path, binary, script, retry=retry)

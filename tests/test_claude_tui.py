@@ -41,12 +41,29 @@ def claude_tui(
     yield from tui_session(tmux, tmp_path)
 
 
+def open_gate(fifo: Path) -> None:
+    """Let a ``cat`` of ``fifo`` end: a writer opens it once a reader waits, and closes it."""
+
+    def opened() -> bool:
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # (ENXIO: no reader yet)
+            return False
+        return True
+
+    eventually(opened, SCREEN_WAIT)
+
+
 NOISY_COST = re.compile(r"\$\d+\.\d{7,}")  # float noise: 0.00020999999999999998
 
 
 def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_task(
-    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
+    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]], tmp_path: Path
 ) -> None:
+    # The job's tool call waits on a pipe (`cat` of a FIFO) until the test has seen the status
+    # line show it: however slow the machine, the job is running when the line ticks.
+    gate = tmp_path / "go"  # (claude, and so pi, works in tmp_path / "work")
+    os.mkfifo(gate)
     task = {
         "task": "list the files",
         "backend": "pi",
@@ -55,7 +72,7 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
         "background": True,
     }
     script = Script(
-        command="sleep 6; ls",  # the job runs a while: the status line shows it meanwhile
+        command="cat ../go; ls",
         final_text="pi listed: {tool_output}",
         per_api={mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Noted.")},
     )
@@ -79,7 +96,10 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
     turns = len(claude_requests(server))
     # While it runs, the status line (the user's, from `subagents claude-code statusline`)
     # shows it and what it does.
-    assert cc.shows(f"subagents: 1 running · {job_id}: $ sleep 6; ls"), cc.screen
+    try:
+        assert cc.shows(f"subagents: 1 running · {job_id}: $ cat ../go; ls"), cc.screen
+    finally:
+        open_gate(gate)
 
     # The job's end shows on screen, worded as the command line ends a job, cost rounded...
     end = cc.shows_match(

@@ -185,6 +185,29 @@ def test_the_command_line_names_the_flag_in_one_line(
     assert not (isolated_state / "jobs").exists() or not any((isolated_state / "jobs").iterdir())
 
 
+@pytest.mark.parametrize(
+    ("args", "loc", "flag"),
+    [
+        (["--max-turns", "0", "a task"], ["steps", 0, "max_turns"], "--max-turns"),
+        (["--chain", "--max-turns", "0", "a", "b"], ["steps", 0, "max_turns"], "--max-turns"),
+        (["--parallel", "--job-max-turns", "0", "a", "b"], ["max_turns"], "--job-max-turns"),
+        (["--backend", "acp:nope", "a task"], ["steps", 0, "backend"], "--backend"),
+    ],
+)
+def test_with_json_a_refusal_is_also_data_its_place_and_flag(
+    args: list[str], loc: list[Any], flag: str | None, isolated_state: Path
+) -> None:
+    """What the pi tool names in its own words (``maxTurns``, ``jobMaxTurns``): stdout holds
+    the refusal's place, problem and flag; stderr the one line; no job is made."""
+    result = CliRunner().invoke(main, ["run", "--json", *args])
+    assert result.exit_code == 2, result.output
+    refused = json.loads(result.stdout)["refused"]
+    assert refused["loc"] == loc and refused["flag"] == flag, refused
+    line = result.stderr.strip()
+    assert "\n" not in line and line.endswith(refused["problem"]), result.stderr
+    assert not (isolated_state / "jobs").exists() or not any((isolated_state / "jobs").iterdir())
+
+
 # ---- --launcher, and its two older names ---------------------------------------------------
 
 

@@ -314,6 +314,26 @@ def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) ->
     assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
 
 
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ({"task": "say hello", "acpCommand": "x"}, "acpCommand: only for ACP agents"),
+        (
+            {"chain": [{"task": "a"}, {"task": "b", "acpCommand": "x"}]},
+            "chain.1.acpCommand: only for ACP agents",
+        ),
+    ],
+)
+def test_a_refused_option_is_named_as_the_tool_call_wrote_it(
+    tmp_path: Path, args: dict[str, Any], named: str
+) -> None:
+    """Not the command line's ``--acp-command``, which the tool's caller never wrote."""
+    with delegating(tmp_path, args) as (parent, _):
+        end = tool_end(parent.run("delegate it"))
+    assert end["isError"] is True
+    assert end["result"]["content"][0]["text"].startswith(named), end["result"]
+
+
 def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_session_resumes(
     tmp_path: Path,
 ) -> None:

@@ -31,6 +31,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually, fits, needs_pi  # noqa: E402
 from support.git import git, git_repo  # noqa: E402
+from support.raycluster import loopback_cluster, restarted_driver  # noqa: E402
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -52,7 +53,6 @@ from subagents.types import (  # noqa: E402
 )
 
 pytestmark = [pytest.mark.ray, pytest.mark.e2e, pytest.mark.xdist_group("ray"), needs_pi]
-LOOPBACK = "127.0.0.1"
 PI_UNITS = 3
 FINAL = "Found: {tool_output}"
 
@@ -87,36 +87,13 @@ def rc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     node_runs = tmp_path_factory.mktemp("ray-node-runs")
     server = MockModelServer(Script(final_text=FINAL)).__enter__()
     pi_env = write_pi_config(tmp_path_factory.mktemp("pi-agent"), server.url)
-    # The nodes' processes inherit this environment, taken back once they are started:
-    # their runs go under the test's tmp, their pi talks to the mock (offline otherwise).
-    node_env = {**pi_env, "SUBAGENTS_RAY_RUNS": str(node_runs)}
-    saved = {k: os.environ.get(k) for k in node_env}
-    os.environ.update(node_env)
+    # The nodes' processes inherit this environment: their runs go under the test's tmp,
+    # their pi talks to the mock (offline otherwise).
+    env = {**pi_env, "SUBAGENTS_RAY_RUNS": str(node_runs)}
     try:
-        common = {"node_ip_address": LOOPBACK, "num_cpus": 1}
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={**common, "include_dashboard": False},
-        )
-        pi_nodes = [
-            cluster.add_node(**common, resources={"subagents-pi": PI_UNITS}) for _ in range(2)
-        ]
+        with loopback_cluster(env, node_resources={"subagents-pi": PI_UNITS}) as (cluster, added):
+            yield RayCluster(cluster, added, node_runs, server, pi_env)
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
-    try:
-        nodes = ray.nodes()
-        assert len(nodes) == 3
-        # Nothing of Ray's is reachable beyond the loopback interface.
-        assert {n["NodeManagerAddress"] for n in nodes} == {LOOPBACK}
-        yield RayCluster(cluster, pi_nodes, node_runs, server, pi_env)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
         server.close()
 
 
@@ -407,25 +384,14 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     asked = len(rc.server.requests)
     job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, delay=4.0)
     job_dir = isolated_state / "jobs" / job_id
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with restarted_driver(job_dir, work.parent / "driver.stderr") as driver:
         w = subprocess.run(
             [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", "180", job_id],
             capture_output=True,
             text=True,
             timeout=240,
         )
-        assert driver.wait(timeout=60) == 0
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
+        assert driver.proc.wait(timeout=60) == 0, f"{w.stdout}{w.stderr}\n{driver.says()}"
     assert w.returncode == 0, w.stdout + w.stderr
     job = json.loads(w.stdout)
     assert [r["runId"] for r in job["runs"]] == [run_id]

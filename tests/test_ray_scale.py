@@ -37,6 +37,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually  # noqa: E402
+from support.raycluster import loopback_cluster, restarted_driver  # noqa: E402
 
 from subagents import api, service  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -90,24 +91,10 @@ class Scale:
 @pytest.fixture(scope="module")
 def sc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scale]:
     node_runs = tmp_path_factory.mktemp("ray-scale-node-runs")
-    saved = os.environ.get("SUBAGENTS_RAY_RUNS")
-    os.environ["SUBAGENTS_RAY_RUNS"] = str(node_runs)  # the nodes' processes inherit it
-    try:
-        node = {"node_ip_address": LOOPBACK, "num_cpus": 1, "resources": {"subagents-pi": UNITS}}
-        cluster = Cluster(initialize_head=True, head_node_args={**node, "include_dashboard": False})
-        nodes = [cluster.head_node] + [cluster.add_node(**node) for _ in range(2)]
-    finally:
-        if saved is None:
-            os.environ.pop("SUBAGENTS_RAY_RUNS", None)
-        else:
-            os.environ["SUBAGENTS_RAY_RUNS"] = saved
-    ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
-    try:
-        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {LOOPBACK}
-        yield Scale(cluster, nodes, node_runs)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
+    units = {"subagents-pi": UNITS}
+    env = {"SUBAGENTS_RAY_RUNS": str(node_runs)}
+    with loopback_cluster(env, head_resources=units, node_resources=units) as (cluster, added):
+        yield Scale(cluster, [cluster.head_node, *added], node_runs)
 
 
 @pytest.fixture(autouse=True)
@@ -272,14 +259,7 @@ def test_a_restarted_driver_takes_its_runs_up(
     first = recorded()
     driver = json.loads((job_dir / "job.json").read_text())["driver"]["pid"]
     os.kill(driver, signal.SIGKILL)
-    again = subprocess.Popen(
-        [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
+    with restarted_driver(job_dir, tmp_path / "driver.stderr") as again:
         wait = ["wait", "--json", "--timeout", "240", job.job_id]
         w = subprocess.run(
             [sys.executable, "-m", "subagents.cli", *wait],
@@ -287,11 +267,7 @@ def test_a_restarted_driver_takes_its_runs_up(
             text=True,
             timeout=300,
         )
-        assert again.wait(timeout=60) == 0
-    finally:
-        if again.poll() is None:
-            again.kill()
-            again.wait()
+        assert again.proc.wait(timeout=60) == 0, f"{w.stdout[-2000:]}{w.stderr}\n{again.says()}"
     assert w.returncode == 0, w.stdout[-2000:] + w.stderr
     state = json.loads(w.stdout)
     assert [r["status"] for r in state["runs"]] == ["completed"] * runs

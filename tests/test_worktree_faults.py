@@ -415,3 +415,35 @@ def test_a_full_disk_while_making_the_worktree_leaks_no_branch_and_says_why(
     assert "no space left on device" in (p.stdout + p.stderr).lower(), (p.stdout, p.stderr)
     assert "subagents/" not in git(big, "branch", "--list")
     assert git(big, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+# ---- a finisher killed half-way: the next one takes over ---------------------------------
+
+
+@pytest.mark.parametrize("changes", [True, False], ids=["changed", "unchanged"])
+def test_a_finisher_killed_after_tidying_the_worktree_leaves_the_next_one_its_record(
+    repo: Path, tmp_path: Path, changes: bool
+) -> None:
+    """The supervisor commits the run's changes, removes the worktree, and is killed before it
+    publishes: the reader that finishes the run after it gets the same record (commit, patch,
+    counts), not "no longer exists" (chaos: a supervisor SIGKILLed while it finished)."""
+    from subagents.worktree import create as make_worktree
+    from subagents.worktree import finalize
+
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    record = make_worktree(repo, "r1", run_dir)
+    if changes:
+        (Path(record["path"]) / "made.txt").write_text("made\n")
+    first = finalize(record, run_dir, message="m")
+    assert not Path(record["path"]).exists()
+    patch = (run_dir / "changes.patch").read_bytes()
+    again = finalize(record, run_dir, message="m")
+    assert again == first
+    assert (run_dir / "changes.patch").read_bytes() == patch
+    if changes:
+        assert first["filesChanged"] == 1 and first["kept"]
+        assert git(repo, "show", f"{record['branch']}:made.txt") == "made\n"
+    else:
+        assert first["commit"] == record["base"] and not first["kept"]
+        assert git(repo, "branch", "--list", record["branch"]) == ""

@@ -137,6 +137,27 @@ export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> 
 }
 
 /** What the CLI said when it refused or died before a job result. */
+/** Where the tool's caller put each mode's steps (a single task's options are the call's own). */
+const STEPS_PARAM: Record<string, string> = { parallel: "tasks", chain: "chain", council: "council" };
+
+/**
+ * A refusal of the call as its caller wrote it (`maxTurns: …`, `chain.1.acpCommand: …`), from
+ * the record `run --json` prints with it (`{"refused": {loc, problem, flag}}`); `names` maps the
+ * tool's parameters to the CLI's flags (options.ts's FLAGS). Undefined when there is none.
+ */
+export function refusalOf(stdout: string, mode: string, names: Record<string, string>): string | undefined {
+	const refused = (parseJson(stdout) as { refused?: { loc?: unknown; problem?: unknown; flag?: unknown } } | undefined)?.refused;
+	if (!refused || !Array.isArray(refused.loc) || typeof refused.problem !== "string") return undefined;
+	const loc = refused.loc.map(String);
+	const param = Object.keys(names).find((k) => names[k] === refused.flag);
+	const name = param ?? loc[loc.length - 1]?.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
+	let where: string[] = loc;
+	if (loc.length === 1) where = [name ?? ""];
+	else if (loc.length === 3 && (loc[0] === "steps" || loc[0] === "tasks")) where = mode in STEPS_PARAM ? [STEPS_PARAM[mode], loc[1], name ?? ""] : [name ?? ""];
+	const at = where.filter(Boolean).join(".");
+	return at ? `${at}: ${refused.problem}` : refused.problem;
+}
+
 export function cliFailure(exit: CliExit): string {
 	if (exit.code === 2 && exit.stderrTail.length) return exit.stderrTail.join("\n");
 	const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;

@@ -16,7 +16,7 @@ import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
 	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, modeOf, newView, outcome,
-	parseJson, piUsage, receiptLine, runCli, send, type Step, type SubagentDetails, summaryOf,
+	parseJson, piUsage, receiptLine, refusalOf, runCli, send, type Step, type SubagentDetails, summaryOf,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
 import { FLAGS, JobOptions, PLAN_NAMES, StepOptions, StringEnum } from "./options.ts";
@@ -188,7 +188,7 @@ export default function (pi: ExtensionAPI) {
 				if (params.background) {
 					const exit = await runCli([...args, "--bg", ...tail], { cwd: ctx.cwd });
 					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string; steps?: Step[] } | undefined;
-					if (!started?.jobId) refuse(params, cliFailure(exit));
+					if (!started?.jobId) refuse(params, refusalOf(exit.stdout, mode, FLAGS) ?? cliFailure(exit));
 					// (its steps as the engine planned them: the model an agent picks, a council's judge)
 					applyRecord(view, { type: "job", jobId: started?.jobId, startedAt: started?.startedAt, steps: started?.steps });
 					Object.assign(view, { background: true, status: "running" });
@@ -221,7 +221,7 @@ export default function (pi: ExtensionAPI) {
 					throw new Error(`subagent job ${view.jobId ?? ""} aborted`);
 				}
 				if (!job) {
-					if (!view.jobId) refuse(params, cliFailure(exit));
+					if (!view.jobId) refuse(params, refusalOf(exit.stdout, mode, FLAGS) ?? cliFailure(exit));
 					throw new Error(cliFailure(exit));
 				}
 				const { text, isError } = outcome(view);

@@ -38,6 +38,8 @@ BRANCH_PREFIX = "subagents/"
 WORKTREE_DIR = "worktree"
 PATCH_FILE = "changes.patch"
 STAT_FILE = "changes.stat"
+# The changes as recorded, written before the worktree is tidied (see finalize).
+RECORD_FILE = "changes.json"
 LOCK_FILE = "subagents-worktree.lock"
 # Who commits a run's changes when the repository names nobody.
 FALLBACK_IDENTITY = ("-c", "user.name=subagents", "-c", "user.email=subagents@localhost")
@@ -315,7 +317,39 @@ def finalize(
     insertions, deletions, kept`` (``kept``: the branch remains). What a commit cannot hold
     (changes inside a submodule, a repository the child made inside its copy) is listed in
     ``uncommitted``, and the worktree directory is kept so that nothing is lost. Commits the
-    child made itself end up on the branch even where it left ``HEAD`` (detached)."""
+    child made itself end up on the branch even where it left ``HEAD`` (detached).
+
+    The record is written to the run's directory before the worktree is tidied away, so a
+    finisher killed after that point leaves the next one (a reader that found it dead, under
+    the run's lock) the record to finish with, rather than a worktree that no longer exists."""
+    done = _recorded(record, run_dir)
+    if done is None:
+        done = _record_changes(record, run_dir, message)
+        # (no room for it: the record still goes into result.json; only a finisher killed
+        # in the next moments loses it)
+        with contextlib.suppress(OSError):
+            from subagents.core.files import write_json_atomic
+
+            write_json_atomic(run_dir / RECORD_FILE, done)
+    _tidy(record, run_dir.name, done, keep=keep)
+    return done
+
+
+def _recorded(record: WorktreeSpec, run_dir: Path) -> WorktreeRecord | None:
+    """The record an earlier finisher of this run wrote before it tidied (None: none did)."""
+    import json
+
+    try:
+        raw = json.loads((run_dir / RECORD_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(raw, dict) and isinstance(raw.get("commit"), str)
+    done: WorktreeRecord | None = raw if ok and raw.get("branch") == record["branch"] else None
+    return done
+
+
+def _record_changes(record: WorktreeSpec, run_dir: Path, message: str) -> WorktreeRecord:
+    """The run's changes committed on its branch, its patch and diffstat written."""
     root, path, branch, base = (
         Path(record["repo"]),
         Path(record["path"]),
@@ -344,13 +378,6 @@ def finalize(
     m = _SHORTSTAT.search(out(["diff", "--shortstat", base, commit], path))
     files, ins, dels = (int(g or 0) for g in m.groups()) if m else (0, 0, 0)
     changed = commit != base
-    kept = changed or bool(uncommitted)
-    with repo_lock(root):
-        if not (keep and changed) and not uncommitted:
-            git(["worktree", "remove", "--force", str(path)], root)
-        if not kept:
-            git(["branch", "-D", "--quiet", branch], root)
-        release(record, run_dir.name)
     done: WorktreeRecord = {
         "path": str(path),
         "branch": branch,
@@ -359,7 +386,7 @@ def finalize(
         "filesChanged": files,
         "insertions": ins,
         "deletions": dels,
-        "kept": kept,
+        "kept": changed or bool(uncommitted),
         "repo": str(root),
         "subdir": record["subdir"],
         "patch": str(run_dir / PATCH_FILE) if changed else None,
@@ -367,6 +394,21 @@ def finalize(
     if uncommitted:
         done["uncommitted"] = uncommitted
     return done
+
+
+def _tidy(record: WorktreeSpec, run_id: str, done: WorktreeRecord, *, keep: bool) -> None:
+    """The worktree removed (unless kept, or holding what a commit cannot), the branch
+    deleted when it holds nothing, the claim let go: whatever of that is still to do."""
+    root, path, branch = Path(record["repo"]), record["path"], record["branch"]
+    changed = done.get("commit") != record["base"]
+    with repo_lock(root):
+        if not (keep and changed) and not done.get("uncommitted"):
+            if Path(path).is_dir():
+                git(["worktree", "remove", "--force", path], root)
+            git(["worktree", "prune"], root, check=False)
+        if not done.get("kept"):
+            git(["branch", "-D", "--quiet", branch], root, check=False)
+        release(record, run_id)
 
 
 def _beyond_a_commit(path: Path) -> list[str]:

@@ -25,6 +25,7 @@ TOOL = "mcp__plugin_subagents_subagents__subagent"
 PI_PRICE = (3.0, 15.0)  # dollars per million tokens: pi reports a cost with float noise
 SCREEN_WAIT = 120.0
 PROMPT_MARK = "\u276f"  # the prompt box's mark
+STATUS_EVERY = 5  # seconds between the status line's ticks
 # A test module's marks: end to end, and skipped without the real CLIs.
 TUI_MARKS = [
     pytest.mark.e2e,
@@ -67,7 +68,9 @@ class ClaudeTUI:
             json.dumps(
                 {
                     **json.loads(settings.read_text()),
-                    "statusLine": {**status_line, "refreshInterval": 1},
+                    # Each tick cancels a status line command still running: the interval
+                    # must outlast the command (a Python process: over 1 s under load).
+                    "statusLine": {**status_line, "refreshInterval": STATUS_EVERY},
                 }
             )
         )

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-	applyRecord, applyResult, asJob, cliFailure, firstLine, modeOf, newView, outcome, parseJson, piUsage, receiptLine, summaryOf,
+	applyRecord, applyResult, asJob, cliFailure, firstLine, modeOf, newView, outcome, parseJson, piUsage, receiptLine, refusalOf,
+	summaryOf,
 } from "../engine.ts";
 
 test("the engine's usage as pi's, cost a number or none", () => {
@@ -109,4 +110,19 @@ test("the job result ends each run; steps never reached are not run", () => {
 test("a receipt in words", () => {
 	assert.equal(receiptLine({ runId: "r", id: "m1", mode: "steer", receipt: "queued" }), "queued: steer m1 to run r");
 	assert.equal(receiptLine({ runId: "r", id: "m1", mode: "steer", receipt: "refused", reason: "ended" }), "refused: steer m1 to run r (ended)");
+});
+
+test("a refusal names the place as the tool's caller wrote it, not as the command line did", () => {
+	const flags = { maxTurns: "--max-turns", acpCommand: "--acp-command", jobMaxCost: "--job-max-cost", quorum: "--quorum" };
+	const refused = (loc: (string | number)[], flag: string | null) => JSON.stringify({ refused: { loc, problem: "the problem", flag } });
+	assert.equal(refusalOf(refused(["steps", 0, "acp_command"], "--acp-command"), "single", flags), "acpCommand: the problem");
+	assert.equal(refusalOf(refused(["steps", 1, "max_turns"], "--max-turns"), "chain", flags), "chain.1.maxTurns: the problem");
+	assert.equal(refusalOf(refused(["tasks", 2, "max_turns"], "--max-turns"), "parallel", flags), "tasks.2.maxTurns: the problem");
+	// A job option: its own parameter (the job's max_cost is jobMaxCost, not a step's maxCost).
+	assert.equal(refusalOf(refused(["max_cost"], "--job-max-cost"), "parallel", flags), "jobMaxCost: the problem");
+	// No flag (the task, the backend): the engine's name, in the tool's spelling.
+	assert.equal(refusalOf(refused(["steps", 0, "output_schema"], null), "single", flags), "outputSchema: the problem");
+	assert.equal(refusalOf(refused([], null), "single", flags), "the problem");
+	assert.equal(refusalOf("not json", "single", flags), undefined);
+	assert.equal(refusalOf(JSON.stringify({ status: "failed" }), "single", flags), undefined);
 });

@@ -15,6 +15,7 @@ from subagents.cli.options import run_options
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from subagents.errors import UsageError
     from subagents.present.feed import JsonlFeed
     from subagents.service import JobStore, PreparedJob
     from subagents.types import JobMode
@@ -134,7 +135,8 @@ def run(
             # The checks every job spec gets; click has checked the options' types.
             spec = job_of(mode or "single", steps, concurrency, "arguments", **job)
     except PlanError as exc:
-        fail(str(exc) if plan_file is not None else on_the_command_line(exc, len(tasks) or 1))
+        where = str(exc) if plan_file is not None else on_the_command_line(exc, len(tasks) or 1)
+        refuse(exc, where, as_json)
     from subagents import api, service
 
     try:
@@ -143,7 +145,8 @@ def run(
             spec, cwd=cwd, session=session, watch=watch, **given.settings
         )
     except api.BadRequest as exc:
-        fail(str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps)))
+        where = str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps))
+        refuse(exc, where, as_json)
     if prepared.plan.mode == "map":  # a plan file's map: its rows' progress, not its runs'
         from subagents.cli.mapcmd import run_map
 
@@ -174,6 +177,20 @@ def _council_steps(
 
 
 USAGE = "subagents run [OPTIONS] TASK... (TASK '-' reads the task from stdin; or --plan FILE)"
+
+
+def refuse(exc: UsageError, line: str, as_json: bool) -> NoReturn:
+    """Refuse the job in one line (``line``: the place as the command line says it). With
+    ``--json``, stdout also gets the refusal as data, ``{"refused": {"loc", "problem",
+    "flag"}}`` (``flag``: the option's flag, or null): a program that made the command line
+    from its own names (the pi tool: ``maxTurns``, ``tasks.1.maxCost``) names the place its
+    own way."""
+    from subagents.cli.options import flag_for
+
+    if as_json:
+        record = {"loc": list(exc.loc), "problem": exc.problem, "flag": flag_for(exc.loc)}
+        print_json({"refused": record})
+    fail(line)
 
 
 def run_in_foreground(

@@ -15,7 +15,7 @@ from subagents.options import Spec, job_specs, specs, step_specs
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from subagents.errors import UsageError
+    from subagents.errors import Loc, UsageError
 
 F = TypeVar("F", bound="Callable[..., Any]")
 
@@ -99,16 +99,26 @@ def chosen(values: dict[str, Any]) -> Chosen:
     )
 
 
+def flag_for(loc: Loc) -> str | None:
+    """The flag that sets what ``loc`` names: a job option (``("max_turns",)``:
+    ``--job-max-turns``) or a step's (``("steps", 0, "max_turns")``: ``--max-turns``)."""
+    if len(loc) == 1:
+        spec = next((s for s in job_specs() if s.field == loc[0]), None)
+    elif len(loc) == 3 and loc[0] in ("steps", "tasks"):
+        spec = next((s for s in step_specs() if s.field == loc[2]), None)
+    else:
+        spec = None
+    return None if spec is None else spec.flag
+
+
 def on_the_command_line(exc: UsageError, steps: int) -> str:
     """A problem with the job the flags and TASKs made, where the user typed it: a job
     option's flag (``--job-max-cost: …``); with one task, a step option's
     (``--max-turns: …``), or no place at all for the task, backend or agent, whose
     problems name them; else the job's own place (``steps.1.timeout: …``)."""
     loc, problem = exc.loc, exc.problem
-    if len(loc) == 1:
-        spec = next((s for s in job_specs() if s.field == loc[0]), None)
-        if spec is not None:
-            return f"{spec.flag}: {problem}"
+    if len(loc) == 1 and (flag := flag_for(loc)) is not None:
+        return f"{flag}: {problem}"
     if steps == 1 and len(loc) == 3 and loc[:2] in (("steps", 0), ("tasks", 0)):
         name = str(loc[2])
         spec = next((s for s in step_specs() if s.field == name), None)

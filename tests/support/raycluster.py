@@ -1,0 +1,109 @@
+"""The ray launcher's tests' shared setup: a real Ray cluster of three nodes on this machine,
+on the loopback interface only, and a job's driver started again after it was killed.
+
+Nothing of Ray's may be reachable beyond 127.0.0.1: every node is started with
+``node_ip_address="127.0.0.1"``, and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by the test
+module before Ray is imported) makes Ray pick the loopback address for the driver too.
+Usage stats and the dashboard are off."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from support.checks import eventually
+
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def loopback_cluster(
+    env: Mapping[str, str],
+    *,
+    node_resources: dict[str, float],
+    head_resources: dict[str, float] | None = None,
+    nodes: int = 2,
+) -> Iterator[tuple[Any, list[Any]]]:
+    """A head and ``nodes`` more nodes (one CPU each) on 127.0.0.1, this process connected
+    to it (namespace ``subagents``); yields the ``Cluster`` and the nodes added to the head.
+
+    ``env``: what the nodes' processes inherit (their runs' directory, their pi's
+    configuration, as on a real cluster), set while they start and taken back then."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        common: dict[str, Any] = {"node_ip_address": LOOPBACK, "num_cpus": 1}
+        head = {**common, "include_dashboard": False}
+        if head_resources:
+            head["resources"] = head_resources
+        cluster = Cluster(initialize_head=True, head_node_args=head)
+        added = [cluster.add_node(**common, resources=node_resources) for _ in range(nodes)]
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    try:
+        ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
+        found = ray.nodes()
+        assert len(found) == nodes + 1, found
+        assert {n["NodeManagerAddress"] for n in found} == {LOOPBACK}
+        yield cluster, added
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+class Restarted:
+    """A job's driver started again (``python -m subagents.jobs.driver JOB_DIR``), its stderr
+    kept for the failure message."""
+
+    def __init__(self, job_dir: Path, stderr: Path) -> None:
+        self.job_dir = job_dir
+        self.stderr_path = stderr
+        with stderr.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "subagents.jobs.driver", str(job_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def says(self) -> str:
+        text = self.stderr_path.read_text(errors="replace")[-3000:]
+        return f"the restarted driver (exit {self.proc.poll()}) said: {text or '(nothing)'}"
+
+    def recorded(self) -> bool:
+        state = json.loads((self.job_dir / "job.json").read_text())
+        return bool((state.get("driver") or {}).get("pid") == self.proc.pid)
+
+
+@contextlib.contextmanager
+def restarted_driver(job_dir: Path, stderr: Path) -> Iterator[Restarted]:
+    """The job's driver started again, yielded once the job records it as its driver.
+
+    Until then a reader finds the job's driver dead and ends the job as soon as its running
+    runs end, as it should; the restart is only a restart once the new driver is the job's.
+    Killed on the way out if still running."""
+    driver = Restarted(job_dir, stderr)
+    try:
+        assert eventually(lambda: driver.recorded() or driver.proc.poll() is not None, 120), (
+            driver.says()
+        )
+        assert driver.proc.poll() is None, driver.says()
+        yield driver
+    finally:
+        if driver.proc.poll() is None:
+            driver.proc.kill()
+            driver.proc.wait()
