@@ -645,7 +645,9 @@ def test_real_pi_rpc_steer_reaches_the_looping_model(tmp_path: Path) -> None:
             rc = child.close()
         served = srv.served
     objs = child.objs()[: end + 1]
-    assert {"id": "s1", "type": "response", "command": "steer", "success": True} in objs
+    # (pi 1.6 adds the steer's disposition to its response: the keys before it are the same)
+    steered = {"id": "s1", "type": "response", "command": "steer", "success": True}
+    assert any(steered.items() <= o.items() for o in objs), objs
     users = [
         o["message"]["content"][0]["text"]
         for o in objs
