@@ -213,14 +213,16 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
             job = JobStore(home).load(job_id)  # job.json keeps the answer in runs only
             assert job["status"] == "completed" and job["finalText"] == PI_ANSWER, job
 
-            # The next prompt carries the notice: job id, status, cost, answer's first line.
+            # The next prompt carries the notice: job id, task, status, cost, the answer.
             claude.ask("Any news?")
             (req,) = request_for(srv.requests, "Any news?")
             told = last_user_text(req)
             assert "UserPromptSubmit hook additional context" in told, told
             notice = next(line for line in told.splitlines() if f"job {job_id}" in line)
-            assert f"✓ job {job_id} · pi · " in notice and " tokens · $" in notice, notice
-            assert notice.endswith(f'"{PI_ANSWER}"'), notice
+            # (its task's first words after the id, then the whole answer for the model)
+            assert f"✓ job {job_id} (" in notice and ") · pi · " in notice, notice
+            assert " tokens · $" in notice, notice
+            assert notice.endswith(f"answer: {json.dumps(PI_ANSWER)}"), notice
 
             # Once: the prompt after that adds no second notice (the first one stays in the
             # conversation's history).

@@ -92,9 +92,10 @@ def test_needs_lists_waiting_then_over_budget_then_stalled_then_failed() -> None
     asks = found[0]
     assert [w.item for w in asks.waiting] == ["i1", "i2"]  # oldest first
     assert asks.why == "edit ../outside.txt (+1 more)" and asks.label == "waiting on you"
-    assert found[1].why == "job's token limit 1000: stopped (1200 used)"
+    # (the budget's mark and words as every face says them: present/roles.py)
+    assert found[1].why == "⏹ job's token limit 1000 · stopped (1200 tokens used)"
     assert found[1].label == "over budget"
-    assert found[2].why.startswith("token limit 1000: wrapped up")
+    assert found[2].why.startswith("⏹ token limit 1000 · wrapped up")
     assert found[5].why == "make: error 2"
 
 
@@ -147,4 +148,4 @@ def test_a_job_over_its_budget_and_one_waiting_are_at_the_top_of_the_fleet(
     assert entries == [(calm.job_id, "waiting"), (over.job_id, "budget")]
     words = unescape(section.group(0))
     assert "run `make deploy`" in words
-    assert "token limit 20: " in words and f"({run['limit']['used']} used)" in words
+    assert "⏹ token limit 20 · " in words and f"({run['limit']['used']} tokens used)" in words
