@@ -194,7 +194,8 @@ def task_of(state: JobState) -> dict[str, Any]:
     if status not in service.TERMINAL or "runs" not in state:
         return {**task, "status": "working", "statusMessage": _working(state)}
     if status == "aborted":
-        return {**task, "status": "cancelled", "statusMessage": state.get("errorMessage")}
+        why = state.get("errorMessage")  # (statusMessage is a string or absent, never null)
+        return {**task, "status": "cancelled", **({"statusMessage": why} if why else {})}
     result = _call_result(state)
     return {
         **task,
