@@ -25,7 +25,7 @@ from subagents.jobs.housekeeping import jobs_to_prune, remove_jobs
 from subagents.jobs.live import LiveJobs
 from subagents.jobs.mapinput import Row, parse_where, render
 from subagents.jobs.mapjob import MapJob, RowSink, job_for
-from subagents.jobs.maplog import logged_runs, write_input
+from subagents.jobs.maplog import logged_runs, map_input_rows, write_input
 from subagents.jobs.mapplan import plan_map, read_map_rows, read_rows
 from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line, row_record
 from subagents.jobs.mapresults import write_all as write_results
@@ -82,6 +82,7 @@ __all__ = [
     "list_jobs",
     "load_plan",
     "logged_runs",
+    "map_input_rows",
     "member_step",
     "message_target",
     "parse_job",
