@@ -18,6 +18,17 @@ Baseline, in the same process and on the same machine: ``subagents run --paralle
 such tasks at -j 8, repeated; its wall per run is what one run costs in a job, and the
 map's per-row overhead is given as a ratio to it.
 
+``--against SRC`` maps with another checkout's src too (e.g. the branch point's:
+``git worktree add /tmp/base BASE``, then ``--against /tmp/base/src``), ``--rounds`` times
+each, in turn with this checkout's, each on a cluster of its own (its nodes import that
+src), and gives the ratios of the wall and the driver's CPU per row.
+
+With ``--executor ray`` the Ray cluster's CPU per row is given too, by kind of process: the
+hosts (the actors on the nodes), the supervisors (a host's keepers, supervisors and their
+children, as it reaps them), the GCS, other workers, the rest. Wall per row times the two
+cores is near the driver's CPU plus the cluster's: the machine is the bottleneck, its
+processes the nodes'.
+
 On a busy machine the wall time measures the others' load as much as ours, so the CPU time
 is given too, which load hardly moves: the whole process tree's (the driver, and the
 supervisors and children it reaps: ``wait4``'s rusage) per row, and the driver's own (from
