@@ -181,8 +181,9 @@ def test_a_record_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:
 def test_a_record_waits_for_the_disk_as_far_as_its_durability_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: Any, waits: list[str]
 ) -> None:
-    """ "this": the file and its rename on disk; "whole": the file's bytes, not the rename;
-    "none": neither (core.files.Durability). Every level replaces the file whole."""
+    """A write at "this" waits for the file and its rename to reach the disk, at "whole"
+    for the file's bytes only, at "none" for neither (core.files.Durability); every level
+    replaces the file whole."""
     seen: list[str] = []
     real = os.fsync
 
