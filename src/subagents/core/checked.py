@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from subagents.core import paths
-from subagents.core.files import read_json, write_json_atomic
+from subagents.core.files import make_private_dir, read_json, write_json_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from subagents.types import JsonObject
 
-FILE = "checked-files.json"
+FILE = Path("cache") / "checked-files.json"  # beside the CLIs' versions (runs/versions.py)
 FILES_KEPT = 16
 
 
@@ -58,6 +58,6 @@ class CheckedFile:
         kept = dict(list(kept.items())[-(FILES_KEPT - 1) :])
         kept[self.name] = {"stamp": self.stamp, "value": value}
         with contextlib.suppress(OSError):
-            self.store.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dir(self.store.parent)
             # A cache: a power loss that loses it costs one more check.
             write_json_atomic(self.store, kept, durable="none")
