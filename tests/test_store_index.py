@@ -128,7 +128,7 @@ def test_a_rebuild_of_many_jobs_reads_them_as_one_at_a_time_does(isolated_state:
     for many in (False, True):
         fresh = JobStore()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("subagents.jobs.store._MANY", 10**9 if not many else 2)
+            mp.setattr("subagents.jobs.jobindex._MANY", 10**9 if not many else 2)
             indexdb.path(isolated_state).unlink(missing_ok=True)
             rows[many] = (fresh.list(1000), fresh.damaged)
     assert rows[True] == rows[False]
@@ -246,7 +246,7 @@ def test_history_and_cost_read_the_logs_when_the_index_cannot_be_opened(
     now = time.time()
     log.write_text(json.dumps(_entry(1, now, "complete")) + "\n")
     indexdb.path(isolated_state).mkdir()  # no database can be made there
-    assert [e["jobId"] for e in history.read_since(isolated_state, log, now - 5)] == ["job1"]
+    assert [e["jobId"] for e in history.newest(isolated_state, log, since=now - 5)] == ["job1"]
     assert [e["jobId"] for e in costs.end_entries(isolated_state, since=now - 5)] == ["job1"]
 
 

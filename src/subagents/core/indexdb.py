@@ -15,7 +15,7 @@ from subagents.core.files import make_private_dir
 
 FILE = "index.sqlite"
 # Bumped whenever a table changes: an index of another version is dropped and made again.
-VERSION = 4
+VERSION = 5
 
 
 def path(home: Path) -> Path:
