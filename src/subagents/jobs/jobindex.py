@@ -6,7 +6,6 @@ does not hold as finished.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
@@ -92,18 +91,10 @@ class JobIndex:
         job files are read instead. A damaged job file is passed over and said in
         ``damaged``."""
         self.damaged = []
-        for attempt in range(2):
-            try:
-                return self._list_indexed(limit, session)
-            except sqlite3.OperationalError:
-                break
-            except sqlite3.DatabaseError:
-                if attempt == 0:
-                    with contextlib.suppress(OSError):
-                        indexdb.discard(self.home)  # malformed: made again from the files
-            except (sqlite3.Error, OSError):
-                break
-        return self._list_from_files(limit, session)
+        try:
+            return indexdb.retried(self.home, lambda: self._list_indexed(limit, session))
+        except (sqlite3.Error, OSError):
+            return self._list_from_files(limit, session)
 
     def rebuild(self) -> int:
         """Make the index again from the job files (``doctor --reindex``); how many jobs it

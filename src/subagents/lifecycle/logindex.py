@@ -57,21 +57,14 @@ def since(
     used (the caller reads the logs instead), raised before the first entry is given."""
     files = [str(p) for p in logs]
     kinds = sorted(events) if events is not None else None
-    db = indexdb.connect(home, _SCHEMA)
-    try:
-        with indexdb.transaction(db):
-            for path in files:
-                _catch_up(db, path)
-        marks = ",".join("?" * len(files))
-        which = f"and event in ({','.join('?' * len(kinds))})" if kinds is not None else ""
-        found = db.execute(
-            f"select path, offset, length from log_lines where path in ({marks}) "
-            f"and {column} >= ? {which} order by path, offset",
-            (*files, when, *(kinds or ())),
-        ).fetchall()
-    finally:
-        db.close()
-    return _read(found)
+    marks = ",".join("?" * len(files))
+    which = f"and event in ({','.join('?' * len(kinds))})" if kinds is not None else ""
+    query = (
+        f"select path, offset, length from log_lines where path in ({marks}) "
+        f"and {column} >= ? {which} order by path, offset"
+    )
+    args = (*files, when, *(kinds or ()))
+    return _read(indexdb.retried(home, lambda: _found(home, files, query, args)))
 
 
 def newest(
@@ -99,18 +92,26 @@ def newest(
             kinds = sorted(values)
             where.append(f"{column} in ({','.join('?' * len(kinds))})")
             args.extend(kinds)
+    query = (
+        f"select path, offset, length from log_lines where {' and '.join(where)} "
+        "order by offset desc limit ?"
+    )
+    args.append(-1 if limit is None else limit)  # (-1: no limit)
+    return _read(indexdb.retried(home, lambda: _found(home, [path], query, args)))
+
+
+def _found(
+    home: Path, logs: list[str], query: str, args: Iterable[object]
+) -> list[tuple[str, int, int]]:
+    """Where the entries ``query`` selects are, once the index is up to ``logs``."""
     db = indexdb.connect(home, _SCHEMA)
     try:
         with indexdb.transaction(db):
-            _catch_up(db, path)
-        found = db.execute(
-            f"select path, offset, length from log_lines where {' and '.join(where)} "
-            "order by offset desc limit ?",
-            (*args, -1 if limit is None else limit),  # (-1: no limit)
-        ).fetchall()
+            for path in logs:
+                _catch_up(db, path)
+        return db.execute(query, tuple(args)).fetchall()
     finally:
         db.close()
-    return _read(found)
 
 
 def backwards(log: Path) -> Iterator[JsonObject]:
