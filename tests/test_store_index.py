@@ -28,7 +28,8 @@ from subagents.lifecycle.sessionlog import entries
 PLAN = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}], "session": "default"}
 
 
-def finished(store: JobStore, task: str = "t") -> str:
+def finished(store: JobStore, task: str = "t", **result: Any) -> str:
+    """A finished job's id (``result``: what its result holds instead)."""
     job_id = store.create({**PLAN, "requests": [{"task": task}]}, agents=["pi"], background=False)  # type: ignore[typeddict-item]
     store.finish(
         job_id,
@@ -42,6 +43,7 @@ def finished(store: JobStore, task: str = "t") -> str:
             "usage": None,
             "runs": [],
             "finalText": None,
+            **result,
         },
     )
     return job_id
@@ -346,22 +348,8 @@ def test_history_s_index_deleted_or_damaged_is_made_again(isolated_state: Path) 
 
 def test_numbers_past_64_bits_are_indexed_whole_and_nothing_raises(isolated_state: Path) -> None:
     store = JobStore()
-    job_id = store.create(PLAN, agents=["pi"], background=False)  # type: ignore[arg-type]
     usage = {"input": 2**64, "output": 1, "cacheRead": 0, "cacheWrite": 0}
-    store.finish(
-        job_id,
-        {  # type: ignore[typeddict-item]
-            "jobId": job_id,
-            "mode": "single",
-            "status": "completed",
-            "startedAt": None,
-            "completedAt": None,
-            "durationMs": -(2**70),
-            "usage": {**usage, "totalTokens": 2**70 + 1, "cost": 10**30},
-            "runs": [],
-            "finalText": None,
-        },
-    )
+    finished(store, durationMs=-(2**70), usage={**usage, "totalTokens": 2**70 + 1, "cost": 10**30})
     (row,) = store.list()
     assert (row["totalTokens"], row["durationMs"], row["cost"]) == (2**70 + 1, -(2**70), 10**30)
     indexdb.path(isolated_state).unlink()
