@@ -59,9 +59,10 @@ def since(
     kinds = sorted(events) if events is not None else None
     marks = ",".join("?" * len(files))
     which = f"and event in ({','.join('?' * len(kinds))})" if kinds is not None else ""
+    # (by the time's index: left to itself, SQLite walks every line of the logs in order)
     query = (
-        f"select path, offset, length from log_lines where path in ({marks}) "
-        f"and {column} >= ? {which} order by path, offset"
+        f"select path, offset, length from log_lines indexed by log_lines_{column} "
+        f"where path in ({marks}) and {column} >= ? {which} order by path, offset"
     )
     args = (*files, when, *(kinds or ()))
     return _read(indexdb.retried(home, lambda: _found(home, files, query, args)))
@@ -92,8 +93,11 @@ def newest(
             kinds = sorted(values)
             where.append(f"{column} in ({','.join('?' * len(kinds))})")
             args.extend(kinds)
+    # With a time, its window is found by the time's index (O(window)), not by walking every
+    # line of the log back from its end until the window's first.
+    lines = "log_lines indexed by log_lines_at" if since is not None else "log_lines"
     query = (
-        f"select path, offset, length from log_lines where {' and '.join(where)} "
+        f"select path, offset, length from {lines} where {' and '.join(where)} "
         "order by offset desc limit ?"
     )
     args.append(-1 if limit is None else limit)  # (-1: no limit)
