@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from support.fake import Fake
 from support.spawns import SpawnGuard
 
@@ -45,6 +46,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A property test's input generation is timed by hypothesis's too_slow health check, which
+    # fails a test on a loaded machine: the suite never depends on timing.
+    settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("suite")
     config.pluginmanager.register(SpawnGuard(), "subagents-spawn-guard")
     # Each test's wall and CPU time (its processes' included), when asked: support/cputimes.py.
     # Not in xdist's controller: its workers run the tests.

@@ -128,7 +128,9 @@ class CpuTimes:
         wall0, cpu0 = self.start.pop(nodeid)
         with self.lock:
             reaped, self.reaped = self.reaped, []
-        item_group = self.groups.get(nodeid)
+        # xdist's loadgroup may have suffixed the id with "@group" after this plugin saw it.
+        base, _, group = nodeid.rpartition("@")
+        item_group = self.groups.get(nodeid) or (group if base and "]" not in group else None)
         self.file.write(
             json.dumps(
                 {
