@@ -137,7 +137,7 @@ def test_bad_decisions_are_one_line_and_change_nothing(isolated_state: Path) -> 
     _item(run_dir, "01m8cccccc-cccccccc")
     _item(run_dir, "01m8cccccc-dddddddd")
     for args, message in [
-        (["approve", "01m8zz"], "no approval item 01m8zz"),
+        (["approve", "01m8zz"], "no inbox item 01m8zz"),
         (["approve", "not/an/id"], "not an item id"),
         (["deny", "01m8cccccc"], "is ambiguous"),
     ]:
@@ -192,14 +192,14 @@ def test_a_waiting_request_is_answered_once_decided(isolated_state: Path) -> Non
     sup = _Sup(_run_dir(isolated_state))
     approvals = Approvals(sup, _policy())
     answers: list[tuple[str, str | None]] = []
-    approvals.ask("Bash", {"command": "make"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make"}, lambda c, why, _a: answers.append((c, why)))
     (item,) = inbox.pending(sup.run_dir)
     assert answers == [] and sup.watch.paused_at is not None
     subagents.decide(item["id"], "always")
     approvals.poll()
     assert answers == [("always", None)] and sup.watch.paused_at is None
     # "always": the same tool passes for the rest of the run, unasked.
-    approvals.ask("Bash", {"command": "make install"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make install"}, lambda c, why, _a: answers.append((c, why)))
     assert answers[-1] == ("allow", None) and inbox.pending(sup.run_dir) == []
     assert [e.get("by") for e in sup.events if e["state"] == "decided"][-1] == "rule"
 
@@ -207,7 +207,7 @@ def test_a_waiting_request_is_answered_once_decided(isolated_state: Path) -> Non
 def test_an_item_keeps_a_large_input_bounded(isolated_state: Path) -> None:
     sup = _Sup(_run_dir(isolated_state))
     big = {"file_path": "/tmp/x", "content": "x" * 200_000}
-    Approvals(sup, _policy()).ask("Write", big, lambda c, why: None)
+    Approvals(sup, _policy()).ask("Write", big, lambda c, why, _a: None)
     (item,) = inbox.pending(sup.run_dir)
     assert item["input"] == {"file_path": "/tmp/x", "truncated": True}
 
@@ -216,7 +216,7 @@ def test_a_request_left_when_the_run_ends_is_denied(isolated_state: Path) -> Non
     sup = _Sup(_run_dir(isolated_state))
     approvals = Approvals(sup, _policy())
     answers: list[tuple[str, str | None]] = []
-    approvals.ask("Bash", {"command": "make"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make"}, lambda c, why, _a: answers.append((c, why)))
     records = approvals.finish()
     assert answers == [("deny", "denied by subagents: the run ended before a decision")]
     assert records[0]["choice"] == "deny" and records[0]["by"] == "subagents"
@@ -273,7 +273,9 @@ def test_an_inbox_that_cannot_be_written_denies_at_once(isolated_state: Path) ->
     sup = _Sup(_run_dir(isolated_state))
     (sup.run_dir / inbox.INBOX).write_text("not a directory")
     answers: list[tuple[str, str | None]] = []
-    Approvals(sup, _policy()).ask("Bash", {"command": "make"}, lambda c, w: answers.append((c, w)))
+    Approvals(sup, _policy()).ask(
+        "Bash", {"command": "make"}, lambda c, w, _a: answers.append((c, w))
+    )
     ((choice, why),) = answers
     assert choice == "deny" and why is not None and "the inbox could not be written" in why
     assert sup.watch.paused_at is None  # nothing waits

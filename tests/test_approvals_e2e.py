@@ -173,7 +173,7 @@ def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
     assert record["choice"] == "deny" and record["by"] == "policy"
     meta = json.loads((live.handle.run_dir / "meta.json").read_text())
     assert meta["approvals"]["rules"] == ["Bash(git status*)"]
-    with pytest.raises(UsageError, match="no approval item"):
+    with pytest.raises(UsageError, match="no inbox item"):
         subagents.decide("01zzzzzzzz", "allow")
 
 
@@ -222,3 +222,101 @@ def test_the_parent_decides_through_mcp(tmp_path: Path) -> None:
         (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
         run(lambda: main(env))
     assert (work / "made.txt").exists()
+
+
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which colour should the button be?",
+            "header": "Colour",
+            "multiSelect": False,
+            "options": [
+                {"label": "Red", "description": "warm"},
+                {"label": "Blue", "description": "cool"},
+            ],
+        }
+    ]
+}
+
+
+@contextlib.contextmanager
+def asking_run(tmp_path: Path, **options: Any) -> Iterator[Live]:
+    """A claude child that asks the user a question (its AskUserQuestion tool) and answers
+    with the tool's result."""
+    work = tmp_path / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    script = Script(
+        tool_name="AskUserQuestion", tool_args=QUESTION, final_text="Got: {tool_output}"
+    )
+    with MockModelServer(script) as srv:
+        env, model = cli_env(tmp_path, "claude", srv.url)
+        req = RunRequest(
+            task="pick a colour", backend="claude", cwd=str(work), env=env, model=model, **options
+        )
+        handle = start(req, Settings(default_backend="claude"))
+        try:
+            yield Live(handle, srv)
+        finally:
+            if handle.result() is None:
+                handle.stop()
+
+
+@claude_only
+def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
+    tmp_path: Path,
+) -> None:
+    with asking_run(tmp_path, approvals="ask") as live:
+        item = waiting_item(live)
+        assert item["kind"] == "question" and item["choices"] == ["answer", "deny"]
+        assert item["summary"] == "Which colour should the button be? (Red | Blue)"
+        (asked,) = item["questions"]
+        assert [o["label"] for o in asked["options"]] == ["Red", "Blue"]
+
+        shown = cli(["inbox"])
+        assert shown.returncode == 0, shown.stderr
+        assert "Which colour should the button be?" in shown.stdout
+        assert "1. Red — warm" in shown.stdout and "2. Blue — cool" in shown.stdout
+        # A question is answered, not approved; an option that is not there: one line, exit 2.
+        for argv, says in (
+            (["approve", item["id"]], "is a question: answer it"),
+            (["answer", item["id"], "--choice", "3"], "no option '3': choose 1 to 2"),
+            (["answer", item["id"]], "give the answer as TEXT or as --choice N"),
+            (["answer", item["id"], "Red", "Blue"], "give one answer for each"),
+        ):
+            refused = cli(argv)
+            no_traceback(refused)
+            assert refused.returncode == 2 and refused.stderr.count("\n") == 1, argv
+            assert says in refused.stderr, (argv, refused.stderr)
+        assert [i["id"] for i in subagents.inbox()] == [item["id"]]  # nothing changed
+
+        answered = cli(["answer", item["id"], "--choice", "2"])
+        assert answered.returncode == 0, answered.stderr
+        assert f"answered: item {item['id']}" in answered.stdout
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    # claude handed the model the answer as the user's: its tool result says it.
+    assert '"Which colour should the button be?"="Blue"' in result["finalText"]
+    (record,) = result["approvals"]
+    assert record["kind"] == "question" and record["choice"] == "answer"
+    assert record["answers"] == ["Blue"]
+    transcript = Path(result["paths"]["transcript"]).read_text()
+    assert f"waiting for an answer (item {item['id']}): Which colour" in transcript
+    assert "✓ answered by" in transcript and "→ Blue" in transcript
+
+
+@claude_only
+def test_a_question_denied_or_under_the_deny_policy_is_not_answered(tmp_path: Path) -> None:
+    with asking_run(tmp_path / "ask", approvals="ask") as live:
+        item = waiting_item(live)
+        denied = cli(["deny", item["id"], "--reason", "decide it yourself"])
+        assert denied.returncode == 0, denied.stderr
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert "decide it yourself" in result["finalText"]
+    assert result["approvals"][0]["choice"] == "deny"
+    # Under deny no one is asked: the child is told at once, and no rule passes a question.
+    with asking_run(tmp_path / "deny", approvals="deny", approve="AskUserQuestion") as live:
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    (record,) = result["approvals"]
+    assert record["by"] == "policy" and "answers no questions" in result["finalText"]

@@ -26,7 +26,12 @@ PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path")
 # The longest summary an item and its events keep.
 SUMMARY_LIMIT = 500
 # A decision's choice, as every surface words it.
-CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
+CHOICE_WORDS = {
+    "allow": "allowed",
+    "always": "allowed for the rest of the run",
+    "deny": "denied",
+    "answer": "answered",
+}
 
 
 def decided_words(choice: str, item: str) -> str:

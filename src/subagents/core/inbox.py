@@ -20,11 +20,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
+    from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem, ItemKind
 
 INBOX = "inbox"
 DECISION = ".decision.json"
-CHOICES: tuple[ApprovalChoice, ...] = ("allow", "always", "deny")
+CHOICES: tuple[ApprovalChoice, ...] = ("allow", "always", "deny", "answer")
 
 
 def inbox_dir(run_dir: Path) -> Path:
@@ -66,18 +66,31 @@ def read_decision(run_dir: Path, item_id: str) -> ApprovalDecision | None:
 
 
 def claim(
-    run_dir: Path, item_id: str, choice: ApprovalChoice, by: str, reason: str | None = None
+    run_dir: Path,
+    item_id: str,
+    choice: ApprovalChoice,
+    by: str,
+    reason: str | None = None,
+    answers: list[str] | None = None,
 ) -> tuple[bool, ApprovalDecision]:
-    """Decide ``item_id``: ``(True, the decision)`` when this call's decision is the one,
-    ``(False, the one taken first)`` when another decider was first."""
+    """Decide ``item_id`` (a question: ``answer`` with its ``answers``): ``(True, the
+    decision)`` when this call's decision is the one, ``(False, the one taken first)`` when
+    another decider was first."""
     decision: ApprovalDecision = {"item": item_id, "choice": choice, "by": by, "at": time.time()}
     if reason:
         decision["reason"] = reason
+    if answers is not None:
+        decision["answers"] = answers
     if publish_once(decision_path(run_dir, item_id), decision):
         return True, decision
     # The winner's file is complete once it is there (published by a link).
     taken = read_decision(run_dir, item_id)
     return False, taken if taken is not None else decision
+
+
+def kind_of(item: ApprovalItem) -> ItemKind:
+    """What an item is (one written before questions existed is an approval)."""
+    return "question" if item.get("kind") == "question" else "approval"
 
 
 def item_ids(run_dir: Path) -> list[str]:
