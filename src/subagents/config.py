@@ -5,8 +5,11 @@ Linux; ``$SUBAGENTS_CONFIG_DIR`` overrides the directory). The project file is
 ``.subagents/config.toml`` in the working directory or its nearest ancestor that has one.
 
 A project file comes from the repository being worked on, so it may not set what would let a
-repository run code or trust itself: ``bins``, ``hooks``, ``acp``, ``agent_scope`` and ``verify``
-are accepted only from the user file and the environment.
+repository run code or trust itself: ``bins``, ``hooks``, ``acp``, ``agent_scope``, ``verify``
+and ``parent_may_approve`` are accepted only from the user file and the environment. Nor may
+it loosen the approval policy (docs/approvals.md): its ``approvals`` must be at least as
+strict as the user file's (``auto`` < ``parent`` < ``ask`` < ``deny``), and its ``approve``
+rules are taken only where the user file's policy is ``auto`` (anything is stricter then).
 
 Every problem raises :class:`ConfigError` with one line naming the file (or the environment
 variable) and the field.
@@ -61,8 +64,19 @@ PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
 PROJECT_FORBIDDEN = frozenset(
-    {"bins", "hooks", "acp", "agent_scope", "mcp_token", "web_token", "verify"}
+    {
+        "bins",
+        "hooks",
+        "acp",
+        "agent_scope",
+        "mcp_token",
+        "web_token",
+        "verify",
+        "parent_may_approve",
+    }
 )
+# The approval policies, loosest first: a project file may only move right of the user's.
+STRICTNESS = ("auto", "parent", "ask", "deny")
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
 
@@ -173,6 +187,14 @@ class Settings:
     review: str | None = None
     verify_timeout: float | None = None
     verify_attempts: int | None = None
+    # Every run's approval policy unless its step or agent sets one (docs/approvals.md),
+    # the rules that pass unasked, and how long an item waits; and, under ``parent``, the
+    # rules bounding what the parent may allow (unset: anything; user file or environment
+    # only). See the module docstring for what a project file may set.
+    approvals: Literal["auto", "ask", "deny", "parent"] | None = None
+    approve: str | None = None
+    approval_timeout: float | None = None
+    parent_may_approve: str | None = None
 
     def __post_init__(self) -> None:
         # A job's record keeps presets as plain objects (settings_record).
@@ -185,6 +207,7 @@ class Settings:
         if problem:
             raise FieldProblem("acp_init_timeout", problem)
         self._check_gate()
+        self._check_approvals()
         if not self.default_backend:
             raise FieldProblem("default_backend", "must not be empty")
         _set(self, "default_agent", self.default_agent or None)
@@ -235,6 +258,21 @@ class Settings:
                 raise FieldProblem("verify_timeout", problem)
         if self.verify_attempts is not None:
             check_at_least("verify_attempts", self.verify_attempts, 1)
+
+    def _check_approvals(self) -> None:
+        from subagents.core.approve import rules_problem
+
+        if self.approvals is not None:
+            check_choice("approvals", self.approvals, STRICTNESS)
+        for name in ("approve", "parent_may_approve"):
+            value = getattr(self, name)
+            problem = None if value is None else text_problem(value) or rules_problem(value)
+            if problem:
+                raise FieldProblem(name, problem)
+        if self.approval_timeout is not None:
+            problem = seconds_problem(self.approval_timeout, off=False)
+            if problem:
+                raise FieldProblem("approval_timeout", problem)
 
 
 # Normalizing a frozen instance in its own __post_init__.
@@ -527,12 +565,34 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         _merge(merged, _file_layer(user_file, project=False, env=environ))
     project_file = find_project_config(cwd if cwd is not None else paths.working_dir())
     if project_file is not None and project_file.resolve() != user_file.resolve():
-        _merge(merged, _file_layer(project_file, project=True, env=environ))
+        project = _file_layer(project_file, project=True, env=environ)
+        _no_looser(project, merged.get("approvals") or "auto", project_file, user_file)
+        _merge(merged, project)
     _merge(merged, _env_layer(environ))
+    if merged.get("approve") is not None and merged.get("approvals") in (None, "auto"):
+        raise ConfigError(
+            "settings: approve: rules narrow approvals ask, parent or deny:"
+            " set approvals too (the policy is auto)"
+        )
     try:
         return Settings(**merged)
     except FieldProblem as exc:  # pragma: no cover - each layer was checked alone
         raise ConfigError(f"settings: {exc}") from None
+
+
+def _no_looser(project: Mapping[str, Any], users: str, path: Path, user_file: Path) -> None:
+    """ConfigError when a project file's approval settings would loosen the user's."""
+    policy = project.get("approvals")
+    if policy is not None and STRICTNESS.index(policy) < STRICTNESS.index(users):
+        raise ConfigError(
+            f"{path}: approvals: {policy!r} is looser than {users!r} from {user_file}; a"
+            f" project may only make it stricter ({' < '.join(STRICTNESS)})"
+        )
+    if project.get("approve") is not None and users != "auto":
+        raise ConfigError(
+            f"{path}: approve: a project's rules would let through what {user_file}'s policy"
+            f" ({users!r}) asks about; set the rules there"
+        )
 
 
 # What a job's record (job.json: ``plan.limits``) leaves out of its settings: secrets, and

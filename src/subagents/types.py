@@ -421,13 +421,16 @@ class ApprovalPolicy(TypedDict):
     wait for a decision (None: ``auto``). ``rules``: ``--approve``'s, what passes unasked;
     ``editsInTree``: a file edit inside the working tree passes; ``timeout``: seconds an
     item waits before it is denied; ``server``: the argv of the MCP permission server the
-    child starts (claude's ``--permission-prompt-tool``)."""
+    child starts (claude's ``--permission-prompt-tool``); ``parentMay``: under ``parent``,
+    the rules bounding what the parent may allow (the user's ``parent_may_approve``;
+    absent: anything), a request outside them waiting for a person."""
 
     policy: Literal["ask", "deny", "parent"]
     rules: list[str]
     editsInTree: bool
     timeout: float
     server: NotRequired[list[str]]
+    parentMay: NotRequired[list[str]]
 
 
 class CommandRecord(TypedDict):
@@ -490,6 +493,10 @@ class ApprovalItem(TypedDict):
     expiresAt: float
     kind: NotRequired[ItemKind]
     questions: NotRequired[list[Question]]
+    # Under ``parent`` with a bound (``ApprovalPolicy.parentMay``): its rules, and the
+    # run's working tree they are matched in; an item outside them waits for a person.
+    parentMay: NotRequired[list[str]]
+    cwd: NotRequired[str]
 
 
 class ApprovalDecision(TypedDict):

@@ -50,6 +50,8 @@ async def subagent_inbox(
     lines: list[str] = []
     for i in items:
         who = "you" if i["policy"] == "parent" else "a person or you"
+        if "parentMay" in i and i["policy"] != "parent":
+            who = "a person (outside what you may allow)"
         asked = i.get("questions") if i.get("kind") == "question" else None
         what = "asks the user" if asked else one_line(i["summary"])
         lines.append(f"- {i['id']} (run {i['runId']}, {i['backend']}, decided by {who}): {what}")

@@ -15,7 +15,7 @@ import getpass
 import os
 from pathlib import Path
 
-from subagents.core import controlsock, inbox, questions
+from subagents.core import approve, controlsock, inbox, questions
 from subagents.core.approve import CHOICE_WORDS
 from subagents.core.clock import iso
 from subagents.core.ids import is_valid_id_prefix
@@ -23,6 +23,9 @@ from subagents.core.paths import runs_dir, state_home
 from subagents.errors import UsageError
 from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
 
+# Who the records name when the parent agent decides (the MCP tool): bounded by the user's
+# parent_may_approve.
+PARENT = "parent"
 # How long the supervisor has to take the word that an item was decided (it polls anyway).
 TELL_WITHIN = 5.0
 
@@ -102,6 +105,27 @@ def _fits(item: ApprovalItem, choice: ApprovalChoice, answers: list[str] | None)
         raise UsageError("answers go only with the choice 'answer'", "answers")
 
 
+def _bound(item: ApprovalItem, choice: ApprovalChoice) -> None:
+    """UsageError when the parent may not take this decision: under the user's
+    ``parent_may_approve``, it allows only what those rules cover, once (``always`` would
+    let what they do not cover pass later); it may always deny, and answer a question."""
+    bound = item.get("parentMay")
+    if bound is None or choice not in ("allow", "always") or inbox.kind_of(item) == "question":
+        return
+    item_id, rules = item["id"], ",".join(bound)
+    if choice == "always":
+        raise UsageError(
+            f"item {item_id}: the parent may allow once only (parent_may_approve: {rules})",
+            "choice",
+        )
+    if approve.passes(bound, False, item["tool"], item["input"], item.get("cwd") or "/") is None:
+        raise UsageError(
+            f"item {item_id}: {item['summary']} is outside what the parent may allow"
+            f" (parent_may_approve: {rules}); it waits for a person",
+            "item",
+        )
+
+
 def decide(
     item_ref: str,
     choice: ApprovalChoice,
@@ -122,6 +146,8 @@ def decide(
     run_dir, item = _find(home, item_ref)
     item_id = item["id"]
     _fits(item, choice, answers)
+    if by == PARENT:
+        _bound(item, choice)
     earlier = inbox.read_decision(run_dir, item_id)
     if earlier is not None:
         raise UsageError(f"item {item_id} was decided already: {_taken(earlier)}", "item")

@@ -112,11 +112,15 @@ class Approvals:
             )
             if rule is None and tool in self.always:
                 rule = f"{tool} allowed for the rest of the run"
+            if rule is not None and not self._parent_may(tool, tool_input):
+                rule = None  # (a parent's own rules pass nothing outside the user's bound)
         policy = self.policy["policy"]
         waits = rule is None and policy != "deny"
         who: WaitsFor | None = None
         if waits:
-            who = "parent" if policy == "parent" else "person"
+            who = (
+                "parent" if policy == "parent" and self._parent_may(tool, tool_input) else "person"
+            )
         self.sup.emit(ev.approval(item_id, tool, summary, waits_for=who, kind=kind))
         if rule is not None:
             self._settled(record, answer, _decision(item_id, "allow", "rule", rule))
@@ -125,7 +129,7 @@ class Approvals:
             why = NO_ANSWERS if asked is not None else NOT_ALLOWED
             self._settled(record, answer, _decision(item_id, "deny", "policy", why))
             return
-        unwritten = self._write(item_id, tool, tool_input, summary, asked, now)
+        unwritten = self._write(item_id, tool, tool_input, summary, asked, now, who == "parent")
         if unwritten is not None:  # (a full disk): nobody could decide it, so it is denied
             why = f"the inbox could not be written: {unwritten}"
             self._settled(record, answer, _decision(item_id, "deny", "subagents", why))
@@ -144,10 +148,11 @@ class Approvals:
         summary: str,
         asked: list[Question] | None,
         now: float,
+        parent: bool,
     ) -> str | None:
-        """The item written to the run's inbox; else why it could not be."""
-        spec, policy = self.sup.spec, self.policy["policy"]
-        assert policy != "deny"
+        """The item written to the run's inbox (``parent``: for the parent to decide, else
+        a person); else why it could not be."""
+        spec = self.sup.spec
         item: ApprovalItem = {
             "id": item_id,
             "runId": spec.runId,
@@ -157,7 +162,7 @@ class Approvals:
             "tool": tool,
             "summary": summary,
             "input": _bounded(tool_input),
-            "policy": policy,
+            "policy": "parent" if parent else "ask",
             "choices": ["allow", "always", "deny"] if asked is None else ["answer", "deny"],
             "requestedAt": now,
             "expiresAt": now + self.policy["timeout"],
@@ -165,11 +170,22 @@ class Approvals:
         }
         if asked is not None:
             item["questions"] = asked
+        if "parentMay" in self.policy:
+            item["parentMay"] = self.policy["parentMay"]
+            item["cwd"] = spec.cwd
         try:
             inbox.write_item(self.sup.run_dir, item)
         except OSError as exc:
             return str(exc.strerror or exc)
         return None
+
+    def _parent_may(self, tool: str, tool_input: JsonValue) -> bool:
+        """Whether the parent may decide this request: a question always; a request to act
+        when no bound is set (``parentMay``) or one of its rules covers it."""
+        bound = self.policy.get("parentMay") if self.policy["policy"] == "parent" else None
+        if bound is None or questions.questions_of(tool, tool_input) is not None:
+            return True
+        return approve.passes(bound, False, tool, tool_input, self.sup.spec.cwd) is not None
 
     def poll(self) -> None:
         """Settle every waiting item that was decided."""
