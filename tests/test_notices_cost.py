@@ -136,7 +136,7 @@ def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_stat
     stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}").stdout)["reason"]
     assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · scout · "), stop
     wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate").stdout)["reason"]
-    assert wrong == "usage: /subagents:jobs [show JOB | stop JOB | cost]"
+    assert wrong.startswith("usage: /subagents:jobs [show JOB | stop JOB | cost | inbox")
     for prompt in ("/subagents:jobsx", "list my /subagents:jobs"):  # not the command
         assert hook(isolated_state, prompt).stdout == "", prompt
 
