@@ -239,21 +239,27 @@ QUESTION = {
 }
 
 
+# codex's question tool asks the same, with an id a question (its answers are keyed so).
+CODEX_QUESTION = {"questions": [{**QUESTION["questions"][0], "id": "colour"}]}
+
+
 @contextlib.contextmanager
-def asking_run(tmp_path: Path, **options: Any) -> Iterator[Live]:
-    """A claude child that asks the user a question (its AskUserQuestion tool) and answers
-    with the tool's result."""
+def asking_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Iterator[Live]:
+    """A child that asks the user a question (claude's AskUserQuestion, codex's
+    request_user_input) and answers with the tool's result."""
     work = tmp_path / "work"
     work.mkdir(parents=True, exist_ok=True)
-    script = Script(
-        tool_name="AskUserQuestion", tool_args=QUESTION, final_text="Got: {tool_output}"
-    )
+    if backend == "codex":
+        script = Script(tool_name="request_user_input", tool_args=CODEX_QUESTION)
+    else:
+        script = Script(tool_name="AskUserQuestion", tool_args=QUESTION)
+    script.final_text = "Got: {tool_output}"
     with MockModelServer(script) as srv:
-        env, model = cli_env(tmp_path, "claude", srv.url)
+        env, model = cli_env(tmp_path, backend, srv.url)
         req = RunRequest(
-            task="pick a colour", backend="claude", cwd=str(work), env=env, model=model, **options
+            task="pick a colour", backend=backend, cwd=str(work), env=env, model=model, **options
         )
-        handle = start(req, Settings(default_backend="claude"))
+        handle = start(req, Settings(default_backend=backend))
         try:
             yield Live(handle, srv)
         finally:
@@ -261,11 +267,11 @@ def asking_run(tmp_path: Path, **options: Any) -> Iterator[Live]:
                 handle.stop()
 
 
-@claude_only
+@pytest.mark.parametrize("backend", BOTH)
 def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
-    tmp_path: Path,
+    tmp_path: Path, backend: str
 ) -> None:
-    with asking_run(tmp_path, approvals="ask") as live:
+    with asking_run(tmp_path, backend, approvals="ask") as live:
         item = waiting_item(live)
         assert item["kind"] == "question" and item["choices"] == ["answer", "deny"]
         assert item["summary"] == "Which colour should the button be? (Red | Blue)"
@@ -294,8 +300,11 @@ def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
         assert f"answered: item {item['id']}" in answered.stdout
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
-    # claude handed the model the answer as the user's: its tool result says it.
-    assert '"Which colour should the button be?"="Blue"' in result["finalText"]
+    # The CLI handed the model the answer as the user's: its tool result says it.
+    if backend == "claude":
+        assert '"Which colour should the button be?"="Blue"' in result["finalText"]
+    else:
+        assert '"colour":{"answers":["Blue"]}' in result["finalText"]
     (record,) = result["approvals"]
     assert record["kind"] == "question" and record["choice"] == "answer"
     assert record["answers"] == ["Blue"]

@@ -273,3 +273,19 @@ def test_a_question_is_answered_not_approved_and_an_approval_is_not_answered(
     with pytest.raises(UsageError, match="answers go only with the choice 'answer'"):
         subagents.decide(request["id"], "allow", answers=["yes"])
     assert len(inbox.pending(sup.run_dir)) == 2
+
+
+def test_codexs_question_is_asked_and_answered_in_its_own_words() -> None:
+    from subagents.backends import codexask
+
+    params = {"questions": [{"id": "c", "header": "H", "question": "Which?", "options": None}]}
+    tool, asked = codexask.request(codexask.QUESTION, params, None)
+    assert tool == "AskUserQuestion"
+    assert questions.questions_of(tool, asked) == [
+        {"question": "Which?", "header": "H", "options": [], "multiSelect": False}
+    ]
+    ids = codexask.question_ids(params)
+    assert codexask.answer(codexask.QUESTION, "answer", ids, ["this"]) == {
+        "answers": {"c": {"answers": ["this"]}}
+    }
+    assert codexask.answer(codexask.QUESTION, "deny", ids) == {"answers": {}}

@@ -254,7 +254,9 @@ class Live:
             self.take(norm.answer_ask(key, "deny", "the run asks for no approvals"))
             return
         self.approvals.ask(
-            tool, tool_input, lambda c, why, _answers: self.take(norm.answer_ask(key, c, why))
+            tool,
+            tool_input,
+            lambda c, why, answers: self.take(norm.answer_ask(key, c, why, answers)),
         )
 
     def _refusal(self, mode: str, text: str) -> str | None:
