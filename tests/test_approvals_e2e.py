@@ -2,7 +2,8 @@
 --approvals ask a command waits in the inbox (claude's through our MCP permission server,
 codex's app-server approval request), `subagents inbox` shows it, `subagents approve` lets
 the command run and `subagents deny` gives the child the refusal; a timeout denies and records why; the stall watchdog does not fire while a person
-is asked; rules let a request pass unasked. Against the loopback mock model; no network."""
+is asked; rules let a request pass unasked; a child's question is answered; the parent is
+bounded by the user's rules. Against the loopback mock model; no network."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from support.mcp_client import connect, run, text_of
 
 import subagents
 from subagents.config import Settings
+from subagents.core import inbox
+from subagents.core.paths import runs_dir
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import UsageError
@@ -329,3 +332,55 @@ def test_a_question_denied_or_under_the_deny_policy_is_not_answered(tmp_path: Pa
     assert result["status"] == "completed", result.get("diagnostics")
     (record,) = result["approvals"]
     assert record["by"] == "policy" and "answers no questions" in result["finalText"]
+
+
+def test_the_parent_through_mcp_is_bounded_by_the_users_rules(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """Two items of a parent's run (written as its supervisor writes them): the one outside
+    the user's parent_may_approve waits for a person, and subagent_decide refuses to allow
+    it; the one inside it the parent allows."""
+    run_dir = runs_dir(isolated_state) / "01m8aaaaaa-aaaaaaaa"
+    run_dir.mkdir(parents=True)
+    for item_id, command, policy in (
+        ("01m8bbbbbb-bbbbbbbb", "git push", "parent"),
+        ("01m8cccccc-cccccccc", "rm -rf build", "ask"),
+    ):
+        inbox.write_item(
+            run_dir,
+            {
+                "id": item_id,
+                "runId": run_dir.name,
+                "jobId": None,
+                "backend": "claude",
+                "task": "t",
+                "tool": "Bash",
+                "summary": f"Bash: {command}",
+                "input": {"command": command},
+                "policy": policy,  # type: ignore[typeddict-item]
+                "choices": ["allow", "always", "deny"],
+                "requestedAt": 0.0,
+                "expiresAt": 1e12,
+                "parentMay": ["Bash(git *)"],
+                "cwd": str(tmp_path),
+            },
+        )
+
+    async def main() -> None:
+        async with connect({}) as client:
+            listed = text_of(await client.call_tool("subagent_inbox", {}))
+            assert "01m8bbbbbb-bbbbbbbb (run 01m8aaaaaa-aaaaaaaa, claude, decided by you)" in listed
+            assert "decided by a person (outside what you may allow)): Bash: rm" in listed
+            refused = await client.call_tool(
+                "subagent_decide", {"item": "01m8cccccc-cccccccc", "choice": "allow"}
+            )
+            assert refused.is_error and "outside what the parent may allow" in text_of(refused)
+            allowed = await client.call_tool(
+                "subagent_decide", {"item": "01m8bbbbbb-bbbbbbbb", "choice": "allow"}
+            )
+            assert text_of(allowed) == "allowed: item 01m8bbbbbb-bbbbbbbb", text_of(allowed)
+
+    run(main)
+    assert inbox.read_decision(run_dir, "01m8cccccc-cccccccc") is None
+    decided = inbox.read_decision(run_dir, "01m8bbbbbb-bbbbbbbb")
+    assert decided is not None and decided["by"] == "parent"

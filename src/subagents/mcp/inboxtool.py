@@ -16,6 +16,7 @@ from subagents import service
 from subagents.core.approve import decided_words
 from subagents.core.childtext import one_line
 from subagents.errors import UsageError
+from subagents.runs import PARENT_DECIDER as PARENT  # (bounded by the user's rules)
 
 INBOX_TITLE = "Approvals waiting"
 INBOX_DESCRIPTION = (
@@ -34,8 +35,6 @@ DECIDE_DESCRIPTION = (
     " unanswered. An unknown or already decided item, a choice that does not fit it, or a"
     " run that ended, is an error and nothing changes."
 )
-# Who the records name as the decider here.
-PARENT = "parent"
 
 
 async def subagent_inbox(

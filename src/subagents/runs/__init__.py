@@ -9,6 +9,7 @@ May import: launchers, supervisor, backends, present, worktree, config, core.
 """
 
 from subagents.errors import UsageError
+from subagents.runs.approvals import PARENT as PARENT_DECIDER
 from subagents.runs.approvals import decide, pending_items
 from subagents.runs.checks import check, check_capabilities, resolve_binary
 from subagents.runs.control import check_message, send, tell_limit
@@ -23,6 +24,7 @@ from subagents.supervisor.spec import RunSpec
 
 __all__ = [
     "EXIT_CODES",
+    "PARENT_DECIDER",
     "RunHandle",
     "RunMonitor",
     "RunRequest",
