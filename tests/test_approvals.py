@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.approvals import FakeSupervisor, write_item
 from support.cli import invoke
 
 import subagents
@@ -18,7 +19,6 @@ from subagents.core.paths import runs_dir
 from subagents.errors import UsageError
 from subagents.supervisor.approvals import Approvals
 from subagents.supervisor.phase import StallWatch
-from subagents.supervisor.spec import RunSpec
 from subagents.types import ApprovalPolicy
 
 # ---- rules ---------------------------------------------------------------------------------
@@ -78,25 +78,7 @@ def test_a_summary_is_one_line_without_control_sequences() -> None:
 # ---- the inbox -----------------------------------------------------------------------------
 
 
-def _item(run_dir: Path, item_id: str, **extra: Any) -> None:
-    inbox.write_item(
-        run_dir,
-        {
-            "id": item_id,
-            "runId": run_dir.name,
-            "jobId": None,
-            "backend": "claude",
-            "task": "t",
-            "tool": "Bash",
-            "summary": "Bash: ls",
-            "input": {"command": "ls"},
-            "policy": "ask",
-            "choices": ["allow", "always", "deny"],
-            "requestedAt": 1.0,
-            "expiresAt": 2.0,
-            **extra,
-        },
-    )
+_item = write_item
 
 
 def _run_dir(home: Path, run_id: str = "01m8aaaaaa-aaaaaaaa") -> Path:
@@ -168,20 +150,7 @@ def test_inbox_lists_what_waits_and_json_says_it_whole(isolated_state: Path) -> 
 # ---- the supervisor's side -----------------------------------------------------------------
 
 
-class _Sup:
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.spec = RunSpec(
-            runId=run_dir.name, backend="claude", task="t", cwd=str(run_dir), argv=[]
-        )
-        self.watch = StallWatch(5.0, 5.0, 0.0)
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, event: Any) -> None:
-        self.events.append(event)
-
-    def flush(self) -> None:
-        pass
+_Sup = FakeSupervisor
 
 
 def _policy(**kw: Any) -> ApprovalPolicy:

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from support.approvals import write_item
 from support.checks import eventually
 from support.cli import cli, no_traceback
 from support.liverun import Live
@@ -55,14 +56,19 @@ def cli_env(tmp_path: Path, backend: str, url: str) -> tuple[dict[str, str], str
 
 
 @contextlib.contextmanager
-def agent_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Iterator[Live]:
+def agent_run(
+    tmp_path: Path,
+    backend: str = "claude",
+    script: Script | None = None,
+    task: str = "make the file",
+    **options: Any,
+) -> Iterator[Live]:
+    """A child against the mock (by default one that runs COMMAND), started as a run."""
     work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    with MockModelServer(Script(command=COMMAND)) as srv:
+    work.mkdir(parents=True, exist_ok=True)
+    with MockModelServer(script or Script(command=COMMAND)) as srv:
         env, model = cli_env(tmp_path, backend, srv.url)
-        req = RunRequest(
-            task="make the file", backend=backend, cwd=str(work), env=env, model=model, **options
-        )
+        req = RunRequest(task=task, backend=backend, cwd=str(work), env=env, model=model, **options)
         handle = start(req, Settings(default_backend=backend))
         try:
             yield Live(handle, srv)
@@ -246,28 +252,15 @@ QUESTION = {
 CODEX_QUESTION = {"questions": [{**QUESTION["questions"][0], "id": "colour"}]}
 
 
-@contextlib.contextmanager
-def asking_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Iterator[Live]:
+def asking_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Any:
     """A child that asks the user a question (claude's AskUserQuestion, codex's
     request_user_input) and answers with the tool's result."""
-    work = tmp_path / "work"
-    work.mkdir(parents=True, exist_ok=True)
     if backend == "codex":
         script = Script(tool_name="request_user_input", tool_args=CODEX_QUESTION)
     else:
         script = Script(tool_name="AskUserQuestion", tool_args=QUESTION)
     script.final_text = "Got: {tool_output}"
-    with MockModelServer(script) as srv:
-        env, model = cli_env(tmp_path, backend, srv.url)
-        req = RunRequest(
-            task="pick a colour", backend=backend, cwd=str(work), env=env, model=model, **options
-        )
-        handle = start(req, Settings(default_backend=backend))
-        try:
-            yield Live(handle, srv)
-        finally:
-            if handle.result() is None:
-                handle.stop()
+    return agent_run(tmp_path, backend, script, "pick a colour", **options)
 
 
 @pytest.mark.parametrize("backend", BOTH)
@@ -346,24 +339,15 @@ def test_the_parent_through_mcp_is_bounded_by_the_users_rules(
         ("01m8bbbbbb-bbbbbbbb", "git push", "parent"),
         ("01m8cccccc-cccccccc", "rm -rf build", "ask"),
     ):
-        inbox.write_item(
+        write_item(
             run_dir,
-            {
-                "id": item_id,
-                "runId": run_dir.name,
-                "jobId": None,
-                "backend": "claude",
-                "task": "t",
-                "tool": "Bash",
-                "summary": f"Bash: {command}",
-                "input": {"command": command},
-                "policy": policy,  # type: ignore[typeddict-item]
-                "choices": ["allow", "always", "deny"],
-                "requestedAt": 0.0,
-                "expiresAt": 1e12,
-                "parentMay": ["Bash(git *)"],
-                "cwd": str(tmp_path),
-            },
+            item_id,
+            summary=f"Bash: {command}",
+            input={"command": command},
+            policy=policy,
+            expiresAt=1e12,
+            parentMay=["Bash(git *)"],
+            cwd=str(tmp_path),
         )
 
     async def main() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.approvals import FakeSupervisor
 
 import subagents
 from subagents.config import Settings, load_settings
@@ -22,8 +23,6 @@ from subagents.jobs.spec import JobSpec, Step
 from subagents.runs import RunRequest
 from subagents.service import decide
 from subagents.supervisor.approvals import Approvals
-from subagents.supervisor.phase import StallWatch
-from subagents.supervisor.spec import RunSpec
 from subagents.types import ApprovalPolicy, Question
 
 # ---- the config's default ------------------------------------------------------------------
@@ -146,20 +145,7 @@ def test_the_step_comes_before_the_agent_and_the_agent_before_the_config(
 # ---- the parent's bound --------------------------------------------------------------------
 
 
-class _Sup:
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.spec = RunSpec(
-            runId=run_dir.name, backend="claude", task="t", cwd=str(run_dir), argv=[]
-        )
-        self.watch = StallWatch(5.0, 5.0, 0.0)
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, event: Any) -> None:
-        self.events.append(event)
-
-    def flush(self) -> None:
-        pass
+_Sup = FakeSupervisor
 
 
 def _sup(home: Path) -> _Sup:

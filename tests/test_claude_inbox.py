@@ -8,18 +8,16 @@ driven here."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from support.sessionlog import CLAUDE_ID, SUBAGENTS, hook
+from support.approvals import write_item
+from support.sessionlog import CLAUDE_ID, claude_monitor, hook
 
 from subagents.core import inbox
 from subagents.core.paths import runs_dir
 from subagents.jobs import JobStore
-from subagents.types import ApprovalItem
 
 pytestmark = pytest.mark.process
 
@@ -30,22 +28,8 @@ def waiting(home: Path, job_id: str | None, item_id: str, **extra: object) -> Pa
     """A running run of ``job_id`` with one item waiting in its inbox."""
     run_dir = runs_dir(home) / f"01m8aaaaaa-{item_id[-8:]}"
     run_dir.mkdir(parents=True)
-    item: ApprovalItem = {
-        "id": item_id,
-        "runId": run_dir.name,
-        "jobId": job_id,
-        "backend": "claude",
-        "task": "tidy the repo",
-        "tool": "Bash",
-        "summary": "Bash: git push --force",
-        "input": {"command": "git push --force"},
-        "policy": "ask",
-        "choices": ["allow", "always", "deny"],
-        "requestedAt": time.time(),
-        "expiresAt": time.time() + 600,
-        **extra,  # type: ignore[typeddict-item]
-    }
-    inbox.write_item(run_dir, item)
+    request = {"summary": "Bash: git push --force", "input": {"command": "git push --force"}}
+    write_item(run_dir, item_id, jobId=job_id, **{**request, **extra})
     return run_dir
 
 
@@ -117,12 +101,7 @@ def test_the_monitor_says_when_a_run_of_the_session_starts_waiting(
         {"mode": "single", "session": "claude-else"}, agents=["claude"], background=True
     )
     claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
-    monitor = subprocess.Popen(
-        [SUBAGENTS, "claude-code", "monitor"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
-    )
+    monitor = claude_monitor(claude.pid)
     try:
         assert monitor.stdout is not None
         waiting(isolated_state, other, "01m8cccccc-cccccccc")  # another session's: not said
