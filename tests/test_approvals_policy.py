@@ -275,3 +275,32 @@ def test_codexs_question_is_asked_and_answered_in_its_own_words() -> None:
         "answers": {"c": {"answers": ["this"]}}
     }
     assert codexask.answer(codexask.QUESTION, "deny", ids) == {"answers": {}}
+
+
+def test_a_question_for_the_parent_says_how_to_answer_it() -> None:
+    from subagents.core import events as ev
+    from subagents.present.progress import approval_words
+
+    asked = ev.approval(
+        "01m8x", "AskUserQuestion", "Which? (A | B)", waits_for="parent", kind="question"
+    )
+    assert approval_words(asked) == (
+        "⏸ waiting for your answer (subagent_decide, choice answer, item 01m8x): Which? (A | B)"
+    )
+    answered = ev.approval(
+        "01m8x", "AskUserQuestion", "Which? (A | B)", "answer", "ann", kind="question"
+    )
+    answered["answers"] = ["B"]
+    assert approval_words(answered) == "✓ answered by ann: Which? (A | B) → B"
+    unanswered = ev.approval(
+        "01m8x",
+        "AskUserQuestion",
+        "Which?",
+        "deny",
+        "timeout",
+        "no decision within 4 s",
+        kind="question",
+    )
+    assert (
+        approval_words(unanswered) == "✗ not answered by timeout (no decision within 4 s): Which?"
+    )

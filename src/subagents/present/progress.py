@@ -264,6 +264,9 @@ def approval_words(event: ApprovalEvent) -> str:
     # (``ProgressFormatter._approval`` keeps what waits; the words are these.)
     if event.get("state") != "decided":
         item = event.get("item")
+        if event.get("waitsFor") == "parent" and question:
+            how = f"subagent_decide, choice answer, item {item}"
+            return f"⏸ waiting for your answer ({how}): {summary}"
         if event.get("waitsFor") == "parent":
             return f"⏸ waiting for your decision (subagent_decide, item {item}): {summary}"
         if event.get("waitsFor") == "person":
