@@ -30,10 +30,10 @@ DECIDE_DESCRIPTION = (
     "Decide an item of the approvals inbox (its id from subagent_inbox, or a progress line"
     " 'waiting for your decision' or 'your answer'): 'allow' lets the child's request go"
     " ahead once, 'always' lets the same tool pass for the rest of that run, 'deny' refuses"
-    " it (`reason` is what the child is told). A question (kind 'question'): 'answer' with `answers`, one per"
-    " question in order (an option's label or words of your own), or 'deny' to leave it"
-    " unanswered. An unknown or already decided item, a choice that does not fit it, or a"
-    " run that ended, is an error and nothing changes."
+    " it (`reason` is what the child is told). A question (kind 'question'): 'answer' with"
+    " `answers`, one per question in order (an option's label or words of your own), or"
+    " 'deny' to leave it unanswered. An unknown or already decided item, a choice that does"
+    " not fit it, or a run that ended, is an error and nothing changes."
 )
 
 
