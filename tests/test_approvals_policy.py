@@ -304,3 +304,21 @@ def test_a_question_for_the_parent_says_how_to_answer_it() -> None:
     assert (
         approval_words(unanswered) == "✗ not answered by timeout (no decision within 4 s): Which?"
     )
+
+
+def test_only_runs_with_an_open_inbox_are_looked_at(isolated_state: Path) -> None:
+    sup = _sup(isolated_state)
+    approvals = Approvals(sup, {**_parent(), "policy": "ask"})
+    approvals.ask("Bash", {"command": "make"}, lambda *_: None)
+    marker = isolated_state / inbox.OPEN / sup.run_dir.name
+    assert marker.exists() and inbox.open_runs(runs_dir(isolated_state)) == [sup.run_dir]
+    approvals.finish()  # the run ends: its name goes
+    assert not marker.exists() and subagents.inbox() == []
+    # A supervisor that died leaves its name: passed over (and removed) once the run has a
+    # result (written by whoever recovered the run).
+    other = runs_dir(isolated_state) / "01m8zzzzzz-zzzzzzzz"
+    other.mkdir()
+    Approvals(_Sup(other), {**_parent(), "policy": "ask"}).ask("Read", {}, lambda *_: None)
+    assert len(subagents.inbox()) == 1
+    (other / "result.json").write_text("{}")
+    assert subagents.inbox() == [] and not (isolated_state / inbox.OPEN / other.name).exists()

@@ -39,13 +39,7 @@ def person() -> str:
 
 def _open_runs(home: Path) -> list[Path]:
     """The run directories with an inbox whose run has not ended."""
-    found: list[Path] = []
-    with contextlib.suppress(OSError), os.scandir(runs_dir(home)) as entries:
-        for entry in entries:
-            run_dir = Path(entry.path)
-            if (run_dir / inbox.INBOX).is_dir() and not (run_dir / "result.json").exists():
-                found.append(run_dir)
-    return sorted(found)
+    return inbox.open_runs(runs_dir(home))
 
 
 def pending_items(home: Path | None = None, run_id: str | None = None) -> list[ApprovalItem]:

@@ -217,6 +217,7 @@ class Approvals:
         for item_id in list(self.waiting):
             _, decision = inbox.claim(self.sup.run_dir, item_id, "deny", "subagents", RUN_ENDED)
             self._settle(item_id, decision)
+        inbox.close(self.sup.run_dir)
         return self.records
 
     def _settle(self, item_id: str, decision: ApprovalDecision) -> None:
