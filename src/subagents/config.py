@@ -20,6 +20,7 @@ The supervisor does not import this module; it may use pydantic.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
@@ -75,8 +76,6 @@ PROJECT_FORBIDDEN = frozenset(
         "parent_may_approve",
     }
 )
-# The approval policies, loosest first: a project file may only move right of the user's.
-STRICTNESS = ("auto", "parent", "ask", "deny")
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
 
@@ -187,10 +186,8 @@ class Settings:
     review: str | None = None
     verify_timeout: float | None = None
     verify_attempts: int | None = None
-    # Every run's approval policy unless its step or agent sets one (docs/approvals.md),
-    # the rules that pass unasked, and how long an item waits; and, under ``parent``, the
-    # rules bounding what the parent may allow (unset: anything; user file or environment
-    # only). See the module docstring for what a project file may set.
+    # Every run's approval policy unless its step or agent sets one, and, under ``parent``,
+    # what the parent may allow (docs/approvals.md; a project file: the module docstring).
     approvals: Literal["auto", "ask", "deny", "parent"] | None = None
     approve: str | None = None
     approval_timeout: float | None = None
@@ -260,13 +257,15 @@ class Settings:
             check_at_least("verify_attempts", self.verify_attempts, 1)
 
     def _check_approvals(self) -> None:
-        from subagents.core.approve import rules_problem
-
         if self.approvals is not None:
-            check_choice("approvals", self.approvals, STRICTNESS)
+            check_choice("approvals", self.approvals, ("auto", "parent", "ask", "deny"))
         for name in ("approve", "parent_may_approve"):
             value = getattr(self, name)
-            problem = None if value is None else text_problem(value) or rules_problem(value)
+            if value is None:
+                continue
+            from subagents.core.approve import rules_problem  # (only where rules are set)
+
+            problem = text_problem(value) or rules_problem(value)
             if problem:
                 raise FieldProblem(name, problem)
         if self.approval_timeout is not None:
@@ -374,23 +373,26 @@ def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]
     return _one_line(f"{where}: {_label(loc, field_names)}: {message}{more}")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
+
+
+def _read_toml(path: Path, data: bytes) -> dict[str, Any]:
     import tomllib  # only when a config file exists
 
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.decode())
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         if "end of document" in message:  # name the line there too
-            with contextlib.suppress(OSError):
-                lines = path.read_bytes().count(b"\n") + 1
-                message = message.replace("end of document", f"end of document, line {lines}")
+            lines = data.count(b"\n") + 1
+            message = message.replace("end of document", f"end of document, line {lines}")
         raise ConfigError(_one_line(f"{path}: invalid TOML: {message}")) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(_one_line(f"{path}: not valid UTF-8: {exc}")) from None
-    except OSError as exc:
-        raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
 
 
 @cache
@@ -418,8 +420,6 @@ def _check(
         if typed:
             checked = Settings(**layer)
         else:
-            import json
-
             from pydantic import ValidationError
 
             try:
@@ -434,7 +434,15 @@ def _check(
 
 
 def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> dict[str, Any]:
-    layer = _read_toml(path)
+    from subagents.core.checked import CheckedFile
+
+    data = _read_bytes(path)
+    # Checked before, these very bytes by this code: pydantic is not needed.
+    kept = CheckedFile(path, data, "project" if project else "user", __file__, env)
+    with contextlib.suppress(FieldProblem, KeyError, TypeError, AttributeError):
+        if (value := kept.get()) is not None:
+            return _restored(value)
+    layer = _read_toml(path, data)
     if project:
         forbidden = sorted(PROJECT_FORBIDDEN & layer.keys())
         if forbidden:
@@ -443,7 +451,21 @@ def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> 
                 f"repository); set it in {user_config_file(env)} or the environment"
             )
     # TOML has types: "4" or true is not a concurrency there (the environment has only strings).
-    return _check(layer, str(path))
+    checked = _check(layer, str(path))
+    plain = _plain(checked)
+    if _restored(json.loads(json.dumps(plain))) == checked:  # else JSON would change it
+        kept.keep(plain)
+    return checked
+
+
+def _restored(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked layer as ``_plain`` wrote it, with its hooks and ACP presets again."""
+    restored = dict(layer)
+    if "hooks" in restored:
+        restored["hooks"] = [Hook(**h) for h in restored["hooks"]]
+    if "acp" in restored:
+        restored["acp"] = {k: AcpPreset(**p) for k, p in restored["acp"].items()}
+    return restored
 
 
 def _check_environment(env: Mapping[str, str]) -> None:
@@ -551,6 +573,15 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
             base[key] = value
 
 
+def _no_looser(project: Mapping[str, Any], users: str, path: Path, user_file: Path) -> None:
+    if "approvals" in project or "approve" in project:
+        from subagents.core.approve import project_loosens
+
+        found = project_loosens(project.get("approvals"), project.get("approve"), users)
+        if found is not None:
+            raise ConfigError(f"{path}: {found[0]}: {found[1]} (the user's: {user_file})")
+
+
 def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Effective settings for work in *cwd*, merged lowest first:
     defaults < user file < project file < ``SUBAGENTS_*`` environment.
@@ -580,21 +611,6 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         raise ConfigError(f"settings: {exc}") from None
 
 
-def _no_looser(project: Mapping[str, Any], users: str, path: Path, user_file: Path) -> None:
-    """ConfigError when a project file's approval settings would loosen the user's."""
-    policy = project.get("approvals")
-    if policy is not None and STRICTNESS.index(policy) < STRICTNESS.index(users):
-        raise ConfigError(
-            f"{path}: approvals: {policy!r} is looser than {users!r} from {user_file}; a"
-            f" project may only make it stricter ({' < '.join(STRICTNESS)})"
-        )
-    if project.get("approve") is not None and users != "auto":
-        raise ConfigError(
-            f"{path}: approve: a project's rules would let through what {user_file}'s policy"
-            f" ({users!r}) asks about; set the rules there"
-        )
-
-
 # What a job's record (job.json: ``plan.limits``) leaves out of its settings: secrets, and
 # commands (hooks are read again from the config where they fire).
 _NOT_RECORDED = frozenset({"mcp_token", "web_token", "hooks"})
@@ -614,8 +630,12 @@ def settings_record(settings: Settings) -> JsonObject:
 def _plain(value: object) -> Any:
     if isinstance(value, AcpPreset):
         return {"command": list(value.command), "env": dict(value.env)}
+    if isinstance(value, Hook):
+        return {"on": list(value.on), "command": list(value.command), "timeout": value.timeout}
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
     return value
 
 

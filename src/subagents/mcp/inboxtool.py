@@ -16,7 +16,7 @@ from subagents import service
 from subagents.core.approve import decided_words
 from subagents.core.childtext import one_line
 from subagents.errors import UsageError
-from subagents.runs import PARENT_DECIDER as PARENT  # (bounded by the user's rules)
+from subagents.runs import PARENT_DECIDER  # (bounded by the user's rules)
 
 INBOX_TITLE = "Approvals waiting"
 INBOX_DESCRIPTION = (
@@ -85,7 +85,7 @@ async def subagent_decide(
 ) -> CallToolResult:
     try:
         decision = await anyio.to_thread.run_sync(
-            lambda: service.decide(item, choice, by=PARENT, reason=reason, answers=answers)
+            lambda: service.decide(item, choice, by=PARENT_DECIDER, reason=reason, answers=answers)
         )
     except UsageError as exc:
         raise ToolError(str(exc)) from None

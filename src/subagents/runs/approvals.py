@@ -25,7 +25,7 @@ from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
 
 # Who the records name when the parent agent decides (the MCP tool): bounded by the user's
 # parent_may_approve.
-PARENT = "parent"
+PARENT_DECIDER = "parent"
 # How long the supervisor has to take the word that an item was decided (it polls anyway).
 TELL_WITHIN = 5.0
 
@@ -140,7 +140,7 @@ def decide(
     run_dir, item = _find(home, item_ref)
     item_id = item["id"]
     _fits(item, choice, answers)
-    if by == PARENT:
+    if by == PARENT_DECIDER:
         _bound(item, choice)
     earlier = inbox.read_decision(run_dir, item_id)
     if earlier is not None:
