@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -45,9 +46,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=50)
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="bench-inbox-"))
+    try:
+        measure(home, args.runs, args.rounds)
+    finally:
+        shutil.rmtree(home)
+
+
+def measure(home: Path, count: int, rounds: int) -> None:
     runs = runs_dir(home)
     runs.mkdir(parents=True)
-    for i in range(args.runs):
+    for i in range(count):
         ended = runs / f"01m8{i:06d}-aaaaaaaa"
         ended.mkdir()
         (ended / "result.json").write_text("{}")
@@ -57,10 +65,10 @@ def main() -> None:
     inbox.write_item(running, item)  # type: ignore[arg-type]
     assert every_run(runs) == inbox.open_runs(runs) == [running]
     every_run(runs), inbox.open_runs(runs)  # warm-up
-    before = per_look(every_run, runs, args.rounds)
-    now = per_look(inbox.open_runs, runs, args.rounds)
+    before = per_look(every_run, runs, rounds)
+    now = per_look(inbox.open_runs, runs, rounds)
     load = os.getloadavg()[0]
-    print(f"{args.runs} runs kept, load {load:.1f}")
+    print(f"{count} runs kept, load {load:.1f}")
     print(f"every run:  {before * 1000:8.3f} ms CPU a look")
     print(f"open names: {now * 1000:8.3f} ms CPU a look")
     print(f"ratio: {before / now:.0f}x")
