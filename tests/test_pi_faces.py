@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.pi_parent import Parent, delegating
+from support.pi_parent import BROKEN, Parent, delegating
 from support.pi_parent import needs_pi_parent as needs_pi
 from support.pi_tui import PiTui
 
@@ -193,3 +193,72 @@ def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[.
         assert eventually(lambda: pi.shows("stopped by you"), 30), pi.screen
         assert "SIGTERM" not in pi.screen, pi.screen
         print(f"\n--- Esc at 80 columns ---\n{pi.screen}")
+
+
+MAP_ROWS = "name,provider\nalpha,slow\nbeta,slow\ngamma,broken\ndelta,slow\n"
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_map_is_one_progress_row_with_its_failures_grouped(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    args = {
+        "task": "Say the word {name}",
+        "model": "{provider}/mock-model",
+        "concurrency": 2,
+        "jobMaxCost": 5,
+        "map": {"input": "words.csv", "key": "name"},
+    }
+    slow = Script(command="sleep 3; echo said")
+    with delegating(tmp_path, args, answer="Mapped.", slow=slow, broken=BROKEN) as (parent, _):
+        (parent.work / "words.csv").write_text(MAP_ROWS)
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("map it")
+        assert eventually(lambda: pi.shows("subagent map Say the word {name}"), 60), pi.screen
+        # While it runs: one row of counts, never a row per dataset row.
+        live = re.compile(
+            rf"{SPINNER} map rows [0-4]/4 · [12] running · [01] failed · ETA \S+ · \$"
+        )
+        assert eventually(lambda: bool(live.search(pi.capture())), 90), pi.screen
+        print(f"\n--- a map running at {cols} columns ---\n{pi.screen}")
+        assert eventually(lambda: pi.shows("Mapped."), 120), pi.screen
+        # Its end: the counts, the failure under it grouped by why, where the answers are.
+        row = fits(pi, "◐ map rows 4/4 · 3 completed · 1 failed")
+        assert row and len(row.rstrip()) <= cols, pi.screen
+        assert fits(pi, "⎿ 1 row: "), pi.screen
+        assert fits(pi, "each row's answer: subagents show --rows"), pi.screen
+        assert "Say the word alpha" not in pi.screen, pi.screen
+        print(f"\n--- a map's end at {cols} columns ---\n{pi.screen}")
+    (result,) = tool_results(parent)
+    assert result["isError"] is False
+    assert "3/4 rows completed (1 row: " in result["content"][0]["text"]
+    details = result["details"]
+    assert details["mode"] == "map" and details["runs"] == []
+    assert details["map"]["failures"][0]["rows"] == 1 and details["map"]["maxCost"] == 5
+    (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
+    assert end["mode"] == "map" and "3/4 rows completed" in end["summary"]
+
+
+def test_a_background_map_is_one_row_in_the_widget(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    args = {
+        "task": "Say the word {name}",
+        "model": "{provider}/mock-model",
+        "concurrency": 1,
+        "background": True,
+        "map": {"input": "words.csv"},
+    }
+    slow = Script(command="sleep 3; echo said")
+    with delegating(tmp_path, args, slow=slow, broken=BROKEN) as (parent, _):
+        (parent.work / "words.csv").write_text(MAP_ROWS)
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("map it in the background")
+        row = re.compile(rf"^  {SPINNER} \w{{10}} map rows [0-3]/4 · 1 running · [01] failed")
+        assert eventually(lambda: any(row.match(ln) for ln in pi.capture().splitlines()), 90)
+        print(f"\n--- a background map in the widget at 80 columns ---\n{pi.screen}")
+        ended = re.compile(r"background subagent job \S+ ended")
+        assert eventually(lambda: bool(ended.search(pi.capture())), 180), pi.screen
+        assert eventually(lambda: bool(pi.line("map rows 4/4 · 3 completed · 1 failed")), 30)
+        assert fits(pi, "1 row: "), pi.screen
+        print(f"\n--- its end notice at 80 columns ---\n{pi.screen}")

@@ -126,3 +126,25 @@ test("a refusal names the place as the tool's caller wrote it, not as the comman
 	assert.equal(refusalOf("not json", "single", flags), undefined);
 	assert.equal(refusalOf(JSON.stringify({ status: "failed" }), "single", flags), undefined);
 });
+
+test("a map is counted from its records, never a run per row", () => {
+	const view = newView(modeOf({ map: { input: "rows.csv" } }), []);
+	assert.equal(view.mode, "map");
+	applyRecord(view, { type: "map", jobId: "j1", total: 4, done: 0, completed: 0, failed: 0, running: 2, etaSeconds: null, cost: null, maxCost: 5, failures: [] });
+	assert.equal(view.jobId, "j1");
+	assert.equal(view.status, "running");
+	assert.ok(view.startedAt);
+	applyRecord(view, { type: "row", index: 2, status: "failed" });
+	applyRecord(view, { type: "map", jobId: "j1", total: 4, done: 3, completed: 2, failed: 1, running: 1, etaSeconds: 4.5, cost: 0.02, maxCost: 5, failures: [{ reason: "timeout", rows: 1 }] });
+	assert.deepEqual([view.map?.done, view.map?.running, view.map?.etaSeconds, view.map?.maxCost], [3, 1, 4.5, 5]);
+	assert.deepEqual(view.map?.failures, [{ reason: "timeout", rows: 1 }]);
+	assert.equal(view.usage.cost.total, 0.02);
+	assert.equal(view.runs.length, 0);
+	const map = { total: 4, completed: 3, failed: 1, failures: [{ reason: "timeout", rows: 1 }], out: "r.csv" };
+	applyRecord(view, { type: "answer", status: "failed", text: "map j1: 3/4 rows completed (1 row: timeout)", isError: false, durationMs: 900, map });
+	assert.deepEqual([view.map?.done, view.map?.running, view.map?.out, view.durationMs], [4, 0, "r.csv", 900]);
+	assert.deepEqual(outcome(view), { text: "map j1: 3/4 rows completed (1 row: timeout)", isError: false });
+	applyResult(view, { jobId: "j1", mode: "map", status: "failed", runs: [{ runId: "r1" }, { runId: "r2" }], usage: { totalTokens: 90, cost: 0.03 }, map });
+	assert.equal(view.runs.length, 0);
+	assert.deepEqual([view.status, view.usage.totalTokens, view.map?.completed], ["failed", 90, 3]);
+});

@@ -246,7 +246,11 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
             follower.join(timeout=10)  # the last events before the result
     if result is None:
         fail(f"job {jid} is still running after {timeout:g}s", 124)
-    if follower is not None and result.get("mode") != "map":
+    if follower is not None and result.get("mode") == "map":
+        from subagents.present.answer import map_answer
+
+        sys.stderr.write(json.dumps(map_answer(result), ensure_ascii=False) + "\n")
+    elif follower is not None:
         feed.ended(result)
     if as_json:
         print_json(result)

@@ -368,6 +368,44 @@ def _parent_council(
     return ParentAnswer("\n\n".join([*lead, rest]), is_error)
 
 
+# ---- a map ----------------------------------------------------------------------------
+
+
+def map_summary(result: Outcome) -> str:
+    """A finished map in one line: how many rows completed, why the others did not."""
+    record = result.get("map")
+    if record is None:
+        why = result.get("errorMessage")
+        return f"map {result['jobId']}: {result['status']}" + (f": {why}" if why else "")
+    words = f"map {result['jobId']}: {record['completed']}/{record['total']} rows completed"
+    if record["completed"] != record["total"]:
+        words += f" ({record['summary']})"
+    if record.get("out"):
+        words += f"; results in {record.get('out')}"
+    return words
+
+
+def map_answer(result: Outcome) -> dict[str, object]:
+    """A map's ``answer`` record (``--progress jsonl``, last): its summary as the parent
+    reads it, an error only when no row completed, its duration, and its rows counted."""
+    record = result.get("map")
+    return {
+        "type": "answer",
+        "jobId": result["jobId"],
+        "status": result.get("status"),
+        "text": map_summary(result)
+        + (
+            ""
+            if record and record.get("out")
+            else f"; each row's answer: `subagents show --rows {result['jobId']}`"
+        ),
+        "isError": result.get("status") != "completed"
+        and (record is None or record["completed"] == 0),
+        "durationMs": result.get("durationMs"),
+        "map": record,
+    }
+
+
 # ---- show -----------------------------------------------------------------------------
 
 
