@@ -160,3 +160,12 @@ def test_a_stopped_run_reaches_the_parent_and_the_feed_in_plain_words() -> None:
         {"mark": None, "used": None, "why": "stopped by you"},
     ]
     assert "verdict" not in answer
+
+
+def test_a_chain_template_says_its_placeholder_and_matches_the_engines() -> None:
+    from subagents.jobs import PREVIOUS
+    from subagents.present import roles
+
+    assert roles.PREVIOUS == PREVIOUS
+    assert roles.template_words("fix: {previous}", 2) == "fix: ⟨step 2's answer⟩"
+    assert roles.template_words("first {previous}", 0) == "first {previous}"

@@ -27,7 +27,7 @@ export interface Step { task: string; agent?: string | null; backend?: string | 
 export interface RunWords { mark?: string | null; used?: string | null; why?: string | null }
 /** A `--progress jsonl` record: `job` first, then `progress` (docs/pi.md). */
 export interface FeedRecord {
-	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
+	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null; task?: string;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
 	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
 	table?: string; isError?: boolean; runs?: RunWords[]; verdict?: string[];
@@ -209,7 +209,8 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 		if (view.status === "pending") view.status = "running";
 		(rec.steps ?? []).forEach((s, i) => {
 			const run = runAt(view, i);
-			run.task ||= firstLine(s.task);
+			// (the engine's words for it: a chain step's `{previous}` said as a template's)
+			if (s.task) run.task = firstLine(s.task);
 			run.agent ??= s.agent;
 			run.backend ??= s.backend;
 			run.model ??= s.model;
@@ -245,6 +246,7 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	view.status = "running";
 	const run = runAt(view, rec.index ?? 0);
 	if (rec.runId) run.runId = rec.runId;
+	if (rec.task) run.task = firstLine(rec.task); // a chain step's, its `{previous}` filled
 	run.status = rec.status ?? "running";
 	run.stalled = Boolean(rec.stalled);
 	run.activity = rec.activity;

@@ -148,3 +148,13 @@ test("a map is counted from its records, never a run per row", () => {
 	assert.equal(view.runs.length, 0);
 	assert.deepEqual([view.status, view.usage.totalTokens, view.map?.completed], ["failed", 90, 3]);
 });
+
+test("a chain step shows its template as the engine words it, then its task filled", () => {
+	const view = newView("chain", [{ task: "find the TODOs" }, { task: "fix: {previous}" }]);
+	applyRecord(view, { type: "job", jobId: "j", mode: "chain", steps: [{ task: "find the TODOs", role: "step 1/2" }, { task: "fix: ⟨step 1's answer⟩", role: "step 2/2" }] });
+	assert.deepEqual(view.runs.map((r) => [r.role, r.task]), [["step 1/2", "find the TODOs"], ["step 2/2", "fix: ⟨step 1's answer⟩"]]);
+	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "Started pi", task: "fix: TODO in main.py" });
+	assert.equal(view.runs[1].task, "fix: TODO in main.py");
+	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "$ ls" });
+	assert.equal(view.runs[1].task, "fix: TODO in main.py");
+});

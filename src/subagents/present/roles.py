@@ -37,6 +37,17 @@ _TIMED_OUT = re.compile(r"^timed out after (\d+(?:\.\d+)?)s$")
 _SIGNAL = re.compile(r"\b(?:the )?supervisor received (SIG[A-Z]+)\b")
 
 
+# A chain step's placeholder for the answer before it (jobs.spec.PREVIOUS: present is below
+# jobs, a test holds the two the same).
+PREVIOUS = "{previous}"
+
+
+def template_words(task: str, index: int) -> str:
+    """A chain step's task before it starts, its template said as one: ``{previous}`` is
+    ``⟨step 1's answer⟩`` (``index``: the step's, from 0)."""
+    return task.replace(PREVIOUS, f"⟨step {index}'s answer⟩") if index else task
+
+
 def member_label(i: int) -> str:
     """A council member's label: A, B, ... Z, then A2, B2, ... (as the judge reads them)."""
     return chr(ord("A") + i % 26) + (str(i // 26 + 1) if i >= 26 else "")
