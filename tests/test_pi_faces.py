@@ -262,3 +262,51 @@ def test_a_background_map_is_one_row_in_the_widget(
         assert eventually(lambda: bool(pi.line("map rows 4/4 · 3 completed · 1 failed")), 30)
         assert fits(pi, "1 row: "), pi.screen
         print(f"\n--- its end notice at 80 columns ---\n{pi.screen}")
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_jobs_transcript_is_live_in_subagents_with_its_budget_steer_and_stop(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    task = "Keep checking the build until told otherwise"
+    args = {"task": task, "model": "slow/mock-model", "background": True, "maxTurns": 40}
+    looping = Script(loop=True, command="sleep 1; echo checked", loop_limit=40)
+    with delegating(tmp_path, args, slow=looping) as (parent, _):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("start it in the background")
+        assert eventually(lambda: bool(pi.line("Keep checking", "$ sleep 1")), 90), pi.screen
+        assert eventually(lambda: pi.shows("I ran subagent"), 60)
+        pi.type("/subagents")
+        assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Show the transcript (live"), 30), pi.screen
+        pi.keys("Enter")
+        # The transcript, the job's status and its run's budget as it goes.
+        budget = re.compile(r"job \S+ · running · turns \d+/40")
+        assert eventually(lambda: bool(budget.search(pi.capture())), 60), pi.screen
+        assert pi.shows("s steer · f follow-up · x stop · esc back"), pi.screen
+        # New lines come while it stays open: the commands' count grows, the turns too.
+        seen = pi.capture().count("$ sleep 1; echo checked")
+        turns = int(re.findall(r"turns (\d+)/40", pi.screen)[-1])
+        assert eventually(lambda: pi.capture().count("$ sleep 1; echo checked") > seen, 60)
+        assert eventually(lambda: int(re.findall(r"turns (\d+)/40", pi.capture())[-1]) > turns)
+        assert all(len(ln) <= cols for ln in pi.screen.splitlines()), pi.screen
+        print(f"\n--- the live transcript at {cols} columns ---\n{pi.screen}")
+        # Steer from the viewer: the message goes in, the view opens again, the job ends.
+        pi.keys("s")
+        assert eventually(lambda: pi.shows("steer Message for job"), 30), pi.screen
+        pi.type("stop here and answer")
+        assert eventually(lambda: bool(budget.search(pi.capture())) or pi.shows("completed"), 30)
+        done = re.compile(r"job \S+ · completed")
+        assert eventually(lambda: bool(done.search(pi.capture())), 90), pi.screen
+
+        # The view opened again holds the transcript up to the child's answer to the steer.
+        def answered_in_the_view() -> bool:
+            screen = pi.capture()
+            view = screen[screen.rindex(done.findall(screen)[-1]) :]
+            return 'You said: "stop here and answer"' in view and "Finished: completed" in view
+
+        assert eventually(answered_in_the_view, 30), pi.screen
+        print(f"\n--- after a steer, still open, at {cols} columns ---\n{pi.screen}")
+        pi.keys("Escape")
+        assert eventually(lambda: not pi.shows("esc back"), 30), pi.screen

@@ -101,7 +101,7 @@ export function asJob(obj: unknown, mode: string): JobResult | undefined {
 }
 
 export interface CliExit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderrTail: string[] }
-interface CliOptions { cwd?: string; input?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void }
+interface CliOptions { cwd?: string; input?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void; onStdout?: (text: string) => void }
 
 /** Run the CLI with an argv (never a shell); `input`, if any, on its stdin (text past an
  * argument's size limit). JSON records on stderr go to onRecord; other lines are kept as a tail. */
@@ -121,7 +121,7 @@ export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> 
 			if (rec && typeof rec.type === "string") opts.onRecord?.(rec);
 			else if (line.trim()) { tail.push(line); if (tail.length > 40) tail.shift(); }
 		};
-		child.stdout?.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
+		child.stdout?.setEncoding("utf8").on("data", (d: string) => { if (opts.onStdout) opts.onStdout(d); else stdout += d; });
 		child.stderr?.setEncoding("utf8").on("data", (d: string) => {
 			const lines = (pending + d).split("\n");
 			pending = lines.pop() ?? "";

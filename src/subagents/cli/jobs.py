@@ -194,6 +194,8 @@ def logs(job_id: str, follow: bool) -> None:
     try:
         for chunk in service.job_transcript(store, _resolve(store, job_id), follow=follow):
             echo_child_text(chunk, nl=False)
+            if follow:  # a reader through a pipe (the pi package's viewer) sees it as it comes
+                sys.stdout.flush()
     except KeyboardInterrupt:
         sys.exit(130)
 
