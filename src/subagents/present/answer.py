@@ -422,7 +422,10 @@ def describe(state: JobState, continues: Callable[[str], list[str]]) -> str:
         )
     if state.get("errorMessage"):
         label = "note" if state.get("status") == "completed" else "error"
-        lines.append(f"{label}: {state['errorMessage']}")
+        said = state["errorMessage"]
+        # A stop in plain words (the signal stays in `show --json`); any other error whole.
+        said = plain_why("aborted", said) if state.get("status") == "aborted" else said
+        lines.append(f"{label}: {said}")
     runs = state.get("runs")
     record = state.get("map")
     if record is not None:  # the rows: `show --rows`
@@ -441,7 +444,7 @@ def describe(state: JobState, continues: Callable[[str], list[str]]) -> str:
             what = (
                 (r.get("finalText") or "").strip().splitlines()[:1]
                 if _completed(r)
-                else [r.get("errorMessage") or ""]
+                else [outcome.why(r) if r.get("errorMessage") else ""]
             )
             lines.append(
                 f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}"
