@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -310,3 +312,73 @@ def test_a_jobs_transcript_is_live_in_subagents_with_its_budget_steer_and_stop(
         print(f"\n--- after a steer, still open, at {cols} columns ---\n{pi.screen}")
         pi.keys("Escape")
         assert eventually(lambda: not pi.shows("esc back"), 30), pi.screen
+
+
+ACP_AGENT = Path(__file__).parent / "support" / "acpagent.py"
+
+
+def choose(pi: PiTui, option: str) -> None:
+    """Move pi's select to ``option`` (a line of its own on the screen) and take it."""
+    lines = pi.capture().splitlines()
+    listed = [i for i, ln in enumerate(lines) if ln.strip().lstrip("→ ").strip() == option]
+    marked = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("→ ")]
+    assert listed and marked, pi.screen
+    steps = listed[-1] - marked[-1]
+    for _ in range(abs(steps)):
+        pi.keys("Down" if steps > 0 else "Up")
+    pi.keys("Enter")
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_run_waiting_on_a_person_is_a_notice_and_decided_from_subagents(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    """pi cannot ask before it acts, but a pi parent may delegate to a child that can (here a
+    scripted ACP agent that asks to edit two files): each request is a notice where the
+    person looks, and `/subagents` decides it."""
+    inside, outside = tmp_path / "project" / "a.txt", tmp_path / "b.txt"
+    agent = shlex.join([sys.executable, str(ACP_AGENT), "client", str(inside), str(outside)])
+    args = {
+        "task": "edit the two files",
+        "backend": "acp",
+        "acpCommand": agent,
+        "approvals": "ask",
+        "background": True,
+    }
+    with delegating(tmp_path, args) as (parent, _):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("start it")
+        waits = re.compile(r"subagent job \S+ waits for your decision: Edit")
+        assert eventually(lambda: bool(waits.search(pi.capture())), 90), pi.screen
+        print(f"\n--- the notice at {cols} columns ---\n{pi.screen}")
+        pi.type("/subagents inbox")
+        assert eventually(lambda: pi.shows("Inbox: 1 request wait"), 30), pi.screen
+        pi.keys("Enter")  # its one item
+        assert eventually(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
+        print(f"\n--- an item's choices at {cols} columns ---\n{pi.screen}")
+        choose(pi, "Deny (with a reason the child reads)")
+        assert eventually(lambda: pi.shows("Why (the child reads it)"), 30), pi.screen
+        pi.type("not that file")
+        assert eventually(lambda: pi.shows("Denied: Edit"), 30), pi.screen
+        # The second request: `/subagents` offers the inbox first while something waits.
+        assert eventually(lambda: pi.capture().count("waits for your decision") >= 2, 60)
+        pi.type("/subagents")
+        assert eventually(lambda: pi.shows("Inbox: 1 request waits for you"), 30), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("b.txt"), 30), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
+        choose(pi, "Approve")
+        assert eventually(lambda: pi.shows("Approved: Edit"), 30), pi.screen
+        ended = re.compile(r"background subagent job \S+ ended")
+        assert eventually(lambda: bool(ended.search(pi.capture())), 90), pi.screen
+        print(f"\n--- decided, and its end, at {cols} columns ---\n{pi.screen}")
+    (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
+    assert end["status"] == "completed"
+    (run_id,) = end["runIds"]
+    result = json.loads((Path(end["runDir"]) / "result.json").read_text())
+    assert result["runId"] == run_id
+    assert [r["choice"] for r in result["approvals"]] == ["deny", "allow"]
+    got = json.loads(result["finalText"])
+    assert got["permission_inside"]["outcome"]["optionId"] == "no"
+    assert got["permission_outside"]["outcome"]["optionId"] == "yes"

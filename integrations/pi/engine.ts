@@ -33,6 +33,8 @@ export interface FeedRecord {
 	table?: string; isError?: boolean; runs?: RunWords[]; verdict?: string[];
 	/** A map's progress (its `map` records) and, in its `answer`, its rows counted. */
 	total?: number; done?: number; completed?: number; failed?: number; running?: number; etaSeconds?: number | null;
+	/** A child's request to act (a command, an edit): waiting on someone, or decided. */
+	approval?: { item?: string; state?: string; summary?: string; waitsFor?: string | null };
 	cost?: number | null; maxCost?: number | null; failures?: MapFailure[]; out?: string | null; map?: { total?: number; completed?: number; failed?: number; failures?: MapFailure[]; out?: string | null };
 }
 /** A map's rows that did not complete, by why (the engine groups them). */
@@ -276,6 +278,13 @@ function applyMap(view: SubagentDetails, rec: Partial<FeedRecord>): void {
 	};
 	if (view.status === "pending") view.status = "running";
 	if (typeof rec.cost === "number") view.usage = { ...view.usage, cost: { ...view.usage.cost, total: rec.cost } };
+}
+
+/** The notice for a record of a run that now waits on a person (an inbox item), if it is one. */
+export function waitingNotice(view: SubagentDetails, rec: FeedRecord): string | undefined {
+	const asked = rec.approval;
+	if (rec.type !== "progress" || asked?.state !== "requested" || asked.waitsFor !== "person") return undefined;
+	return `⏸ subagent job ${view.jobId ?? ""} waits for your decision: ${asked.summary ?? "a request"} (item ${asked.item ?? "?"}; /subagents inbox: approve or deny)`;
 }
 
 /** A run's model as it was given (`provider/id` where given so); else as the CLI named it. */

@@ -3,13 +3,16 @@
  * the engine's live view), kept up to date while open (fleetview.ts); choosing one offers its
  * transcript live (viewer.ts: steer, follow-up, stop, the budget as it goes), a message to it
  * and stopping it.
- * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
+ * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one;
+ * `/subagents inbox`: what this session's runs ask a person to decide (inbox.ts), also offered
+ * first by `/subagents` when something waits.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
 import { truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
 import { parseJson, receiptLine, runCli, type SendMode, send } from "./engine.ts";
 import { LiveList, type ListWords } from "./fleetview.ts";
+import { decide, waiting } from "./inbox.ts";
 import { elapsed, money, safe, tokens } from "./render.ts";
 import { TranscriptView, type ViewerAction } from "./viewer.ts";
 
@@ -162,6 +165,15 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 		return { exit, jobs: (parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? [] };
 	};
 	const { exit, jobs } = await top();
+	// What waits for a person comes first: `/subagents inbox`, or offered when something waits.
+	const asked = jobs.length ? await waiting(ctx.cwd, new Set(jobs.map((j) => j.jobId))) : [];
+	if (verb === "inbox") return asked.length ? decide(ctx, asked) : ctx.ui.notify("nothing of this session waits for a decision", "info");
+	if (asked.length) {
+		const inbox = `Inbox: ${asked.length} request${asked.length === 1 ? "" : "s"} wait${asked.length === 1 ? "s" : ""} for you`;
+		const first = await ctx.ui.select("Subagents", [inbox, "Jobs of this session"]);
+		if (first === inbox) return decide(ctx, asked);
+		if (first === undefined) return;
+	}
 	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
 	const job = await choose(ctx, jobs, async () => (await top()).jobs);
 	if (!job) return;

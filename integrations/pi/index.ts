@@ -16,11 +16,11 @@ import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
 	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, modeOf, newView, outcome,
-	parseJson, piUsage, receiptLine, refusalOf, runCli, send, type Step, type SubagentDetails, summaryOf,
+	parseJson, piUsage, receiptLine, refusalOf, runCli, send, type Step, type SubagentDetails, summaryOf, waitingNotice,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
 import { FLAGS, JobOptions, MAP_FLAGS, MAP_TAKES, MapOptions, PLAN_NAMES, StepOptions, StringEnum } from "./options.ts";
-import { mapLine, plainText, renderCall, renderDone, renderEnded, renderEntry, renderLive, renderMap, renderSendCall, renderText } from "./render.ts";
+import { mapLine, plainText, renderCall, safe, renderDone, renderEnded, renderEntry, renderLive, renderMap, renderSendCall, renderText } from "./render.ts";
 
 export type { RunView, SubagentDetails } from "./engine.ts";
 
@@ -234,6 +234,8 @@ export default function (pi: ExtensionAPI) {
 				const onRecord = (r: FeedRecord) => {
 					const fresh = (r.type === "job" || r.type === "map") && !view.jobId;
 					applyRecord(view, r);
+					const waits = waitingNotice(view, r);
+					if (waits) safely("notify", () => ctx.ui.notify(safe(waits), "warning"));
 					if (fresh) recordStart(view, cliPid, sessionId);
 					if (r.type === "map") onUpdate?.({ content: [{ type: "text", text: mapLine(view) }], details: structuredClone(view) });
 					if (r.type !== "progress") return;
@@ -312,7 +314,7 @@ export default function (pi: ExtensionAPI) {
 	pi.registerEntryRenderer<Record<string, unknown>>(ENTRY, (entry, _options, theme) => renderEntry(theme, entry.data ?? {}));
 
 	pi.registerCommand("subagents", {
-		description: "This session's subagent jobs: pick one to see its transcript or stop it; `/subagents cost`: totals by backend",
+		description: "This session's subagent jobs: pick one to follow its transcript, steer or stop it; `/subagents inbox`: requests waiting for your decision; `/subagents cost`: totals by backend",
 		handler: (args, ctx) => fleet(args, ctx, { stopping: (jobId) => bg.stoppedByUser(jobId) }),
 	});
 

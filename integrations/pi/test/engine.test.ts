@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
 	applyRecord, applyResult, asJob, cliFailure, firstLine, modeOf, newView, outcome, parseJson, piUsage, receiptLine, refusalOf,
-	summaryOf,
+	summaryOf, waitingNotice,
 } from "../engine.ts";
 
 test("the engine's usage as pi's, cost a number or none", () => {
@@ -157,4 +157,13 @@ test("a chain step shows its template as the engine words it, then its task fill
 	assert.equal(view.runs[1].task, "fix: TODO in main.py");
 	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "$ ls" });
 	assert.equal(view.runs[1].task, "fix: TODO in main.py");
+});
+
+test("a run that waits on a person is a notice; one waiting on the parent, or decided, is not", () => {
+	const view = newView("single", [{ task: "edit" }], "j1");
+	const asked = (state: string, waitsFor: string | null) => ({ type: "progress", index: 0, text: "⏸", approval: { item: "i1", state, summary: "Edit a.txt", waitsFor } });
+	assert.equal(waitingNotice(view, asked("requested", "person")), "⏸ subagent job j1 waits for your decision: Edit a.txt (item i1; /subagents inbox: approve or deny)");
+	assert.equal(waitingNotice(view, asked("requested", "parent")), undefined);
+	assert.equal(waitingNotice(view, asked("decided", "person")), undefined);
+	assert.equal(waitingNotice(view, { type: "progress", index: 0, text: "$ ls" }), undefined);
 });

@@ -18,7 +18,9 @@ Records (all carry ``jobId``):
   seconds), ``transcript`` (its path), ``task`` (a chain step's, its ``{previous}`` filled:
   its first line), ``warning`` (the child's latest warning, from its
   events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
-  ``stalled: true`` while the stall watchdog's notice is the last word;
+  ``stalled: true`` while the stall watchdog's notice is the last word; for a child's request
+  to act, ``approval: {item, state, summary, waitsFor}`` (``state`` requested or decided;
+  ``waitsFor`` person or parent when it waits: docs/approvals.md);
 - ``{"type": "council", "jobId", "table"}`` once, at a council's end: its answers side by side
   and the verdict as ``show`` prints them (``present/council.py``);
 - ``{"type": "answer", "jobId", "status", "text", "isError", "durationMs", "runs"}`` last, at
@@ -286,6 +288,13 @@ class JsonlFeed:
                 self._said[index] = now
             if filled:
                 record["task"] = filled
+            if event.get("type") == "approval":  # a request that waits on someone, or decided
+                record["approval"] = {
+                    "item": event.get("item"),
+                    "state": event.get("state"),
+                    "summary": neutralize(str(event.get("summary") or "")),
+                    "waitsFor": event.get("waitsFor"),
+                }
             if run.stalled:
                 record["stalled"] = True
             self._emit(record)
