@@ -114,8 +114,9 @@ def test_a_budget_stop_is_its_own_mark_in_the_row_the_result_and_the_entry(
     assert "⏹ turn limit 2 · wrapped up" in end["summary"]
 
 
+@pytest.mark.parametrize("cols", [80, 200])
 def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the_footer(
-    tmp_path: Path, tmux: Callable[..., str]
+    tmp_path: Path, tmux: Callable[..., str], cols: int
 ) -> None:
     tasks = [
         {"task": "Tidy the imports", "model": "slow/mock-model"},
@@ -124,7 +125,7 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
     args = {"tasks": tasks, "background": True}
     slow = Script(command="sleep 6; echo tidied")
     with delegating(tmp_path, args, slow=slow) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("start it in the background")
         head = "subagents · 1 background job running, 2 runs"
         assert eventually(lambda: pi.shows(head), 60), pi.screen
@@ -138,36 +139,38 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
 
         assert eventually(both, 60), pi.screen
         assert eventually(lambda: bool(pi.line("Sort the tests", "$ sleep 6")), 60), pi.screen
-        print(f"\n--- background widget at 80 columns ---\n{pi.screen}")
+        print(f"\n--- background widget at {cols} columns ---\n{pi.screen}")
         # Its end: the widget goes; what it used stays in the footer.
         ended = re.compile(r"background subagent job \S+ ended")
         assert eventually(lambda: bool(ended.search(pi.capture())), 120), pi.screen
         assert eventually(lambda: not pi.shows(head), 30), pi.screen
         assert eventually(lambda: bool(re.search(r"bg \d+ tok", pi.capture())), 30), pi.screen
-        print(f"\n--- after its end at 80 columns ---\n{pi.screen}")
+        print(f"\n--- after its end at {cols} columns ---\n{pi.screen}")
 
 
-def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
-    tmp_path: Path, tmux: Callable[..., str]
+@pytest.mark.parametrize("cols", [80, 200])
+def test_subagents_fits_the_width_and_keeps_up_with_the_job_while_open(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
 ) -> None:
     task = "Keep polling the service for a healthy answer"
     args = {"task": task, "model": "slow/mock-model", "background": True}
     with delegating(tmp_path, args, slow=Script(command="sleep 12; echo healthy")) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("start it in the background")
         assert eventually(lambda: bool(pi.line("Keep polling", "$ sleep 12")), 90), pi.screen
         assert eventually(lambda: pi.shows("I ran subagent"), 60)
         pi.type("/subagents")
         assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
-        # The least useful columns went; what is left is on one line, under its label.
+        # At 80 the least useful columns went; what is left is on one line, under its label.
         kept = ("JOB", "TASK", "STATUS", "ELAPSED", "TOKENS", "COST")
         head = pi.line(*kept)
-        assert head and "BACKENDS" not in head and "AGENTS" not in head, pi.screen
+        assert head and ("BACKENDS" in head and "AGENTS" in head) == (cols == 200), pi.screen
         row = pi.line("Keep polling the serv", "running")
         assert row, pi.screen  # the task whole enough to tell
+        assert (task in row) == (cols == 200), row
         assert row.index("running") == head.index("STATUS")
-        assert len(row.rstrip()) > head.index("COST") and len(row) <= 80
-        print(f"\n--- /subagents at 80 columns ---\n{pi.screen}")
+        assert len(row.rstrip()) > head.index("COST") and len(row) <= cols
+        print(f"\n--- /subagents at {cols} columns ---\n{pi.screen}")
         # While it stays open: the elapsed time goes on, and the job's end shows in its row.
         first = float(re.findall(r"(\d+\.\d)s", row)[0])
 
@@ -183,10 +186,13 @@ def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
         assert eventually(lambda: not pi.shows("esc close"), 30), pi.screen
 
 
-def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:
+@pytest.mark.parametrize("cols", [80, 200])
+def test_esc_stops_a_run_said_as_stopped_by_you(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
     args = {"task": "Watch the logs", "model": "slow/mock-model"}
     with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("delegate it")
         assert eventually(lambda: pi.shows("Watch the logs", "⎿ $ sleep 300"), 90), pi.screen
         pi.keys("Escape")
@@ -194,7 +200,7 @@ def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[.
         assert eventually(lambda: bool(pi.line("■ Watch the logs", "aborted")), 60), pi.screen
         assert eventually(lambda: pi.shows("stopped by you"), 30), pi.screen
         assert "SIGTERM" not in pi.screen, pi.screen
-        print(f"\n--- Esc at 80 columns ---\n{pi.screen}")
+        print(f"\n--- Esc at {cols} columns ---\n{pi.screen}")
 
 
 MAP_ROWS = "name,provider\nalpha,slow\nbeta,slow\ngamma,broken\ndelta,slow\n"
