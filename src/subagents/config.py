@@ -17,6 +17,7 @@ The supervisor does not import this module; it may use pydantic.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
@@ -336,23 +337,26 @@ def _describe(error: ValidationError, where: str, field_names: Mapping[str, str]
     return _one_line(f"{where}: {_label(loc, field_names)}: {message}{more}")
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
+
+
+def _read_toml(path: Path, data: bytes) -> dict[str, Any]:
     import tomllib  # only when a config file exists
 
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(data.decode())
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         if "end of document" in message:  # name the line there too
-            with contextlib.suppress(OSError):
-                lines = path.read_bytes().count(b"\n") + 1
-                message = message.replace("end of document", f"end of document, line {lines}")
+            lines = data.count(b"\n") + 1
+            message = message.replace("end of document", f"end of document, line {lines}")
         raise ConfigError(_one_line(f"{path}: invalid TOML: {message}")) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(_one_line(f"{path}: not valid UTF-8: {exc}")) from None
-    except OSError as exc:
-        raise ConfigError(_one_line(f"{path}: cannot read: {exc.strerror or exc}")) from None
 
 
 @cache
@@ -380,8 +384,6 @@ def _check(
         if typed:
             checked = Settings(**layer)
         else:
-            import json
-
             from pydantic import ValidationError
 
             try:
@@ -396,7 +398,15 @@ def _check(
 
 
 def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> dict[str, Any]:
-    layer = _read_toml(path)
+    from subagents.core.checked import CheckedFile
+
+    data = _read_bytes(path)
+    # Checked before, these very bytes by this code: pydantic is not needed.
+    kept = CheckedFile(path, data, "project" if project else "user", __file__, env)
+    with contextlib.suppress(FieldProblem, KeyError, TypeError, AttributeError):
+        if (value := kept.get()) is not None:
+            return _restored(value)
+    layer = _read_toml(path, data)
     if project:
         forbidden = sorted(PROJECT_FORBIDDEN & layer.keys())
         if forbidden:
@@ -405,7 +415,21 @@ def _file_layer(path: Path, *, project: bool, env: Mapping[str, str] | None) -> 
                 f"repository); set it in {user_config_file(env)} or the environment"
             )
     # TOML has types: "4" or true is not a concurrency there (the environment has only strings).
-    return _check(layer, str(path))
+    checked = _check(layer, str(path))
+    plain = _plain(checked)
+    if _restored(json.loads(json.dumps(plain))) == checked:  # else JSON would change it
+        kept.keep(plain)
+    return checked
+
+
+def _restored(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """A checked layer as ``_plain`` wrote it, with its hooks and ACP presets again."""
+    restored = dict(layer)
+    if "hooks" in restored:
+        restored["hooks"] = [Hook(**h) for h in restored["hooks"]]
+    if "acp" in restored:
+        restored["acp"] = {k: AcpPreset(**p) for k, p in restored["acp"].items()}
+    return restored
 
 
 def _check_environment(env: Mapping[str, str]) -> None:
@@ -554,8 +578,12 @@ def settings_record(settings: Settings) -> JsonObject:
 def _plain(value: object) -> Any:
     if isinstance(value, AcpPreset):
         return {"command": list(value.command), "env": dict(value.env)}
+    if isinstance(value, Hook):
+        return {"on": list(value.on), "command": list(value.command), "timeout": value.timeout}
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
     return value
 
 

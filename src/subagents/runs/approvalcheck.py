@@ -4,11 +4,14 @@ for a backend whose CLI has no way to ask."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from subagents.backends import Backend
-from subagents.core.approve import split_rules
 from subagents.errors import UsageError
 from subagents.runs.request import RunRequest
-from subagents.types import ApprovalPolicy
+
+if TYPE_CHECKING:
+    from subagents.types import ApprovalPolicy
 
 # How long an item waits for a decision before it is denied, by default (seconds).
 DEFAULT_TIMEOUT = 1800.0
@@ -33,6 +36,8 @@ def approval_policy(backend: Backend, req: RunRequest) -> ApprovalPolicy | None:
             " (docs/approvals.md lists the backends that ask)",
             "approvals",
         )
+    from subagents.core.approve import split_rules  # with --approvals only
+
     return {
         "policy": policy,
         "rules": split_rules(req.approve or ""),
