@@ -47,6 +47,11 @@ def tool_results(parent: Parent) -> list[dict[str, Any]]:
     ]
 
 
+def bg_ended(pi: PiTui) -> bool:
+    """A background job's end notice is on the screen."""
+    return bool(re.search(r"background subagent job \S+ ended", pi.capture()))
+
+
 def fits(pi: PiTui, *texts: str) -> str:
     """The one screen line holding every text (so none of them wrapped onto the next)."""
     return pi.line(*texts)
@@ -141,8 +146,7 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
         assert eventually(lambda: bool(pi.line("Sort the tests", "$ sleep 6")), 60), pi.screen
         print(f"\n--- background widget at {cols} columns ---\n{pi.screen}")
         # Its end: the widget goes; what it used stays in the footer.
-        ended = re.compile(r"background subagent job \S+ ended")
-        assert eventually(lambda: bool(ended.search(pi.capture())), 120), pi.screen
+        assert eventually(lambda: bg_ended(pi), 120), pi.screen
         assert eventually(lambda: not pi.shows(head), 30), pi.screen
         assert eventually(lambda: bool(re.search(r"bg \d+ tok", pi.capture())), 30), pi.screen
         print(f"\n--- after its end at {cols} columns ---\n{pi.screen}")
@@ -265,8 +269,7 @@ def test_a_background_map_is_one_row_in_the_widget(
         row = re.compile(rf"^  {SPINNER} \w{{10}} map rows [0-3]/4 · 1 running · [01] failed")
         assert eventually(lambda: any(row.match(ln) for ln in pi.capture().splitlines()), 90)
         print(f"\n--- a background map in the widget at 80 columns ---\n{pi.screen}")
-        ended = re.compile(r"background subagent job \S+ ended")
-        assert eventually(lambda: bool(ended.search(pi.capture())), 180), pi.screen
+        assert eventually(lambda: bg_ended(pi), 180), pi.screen
         assert eventually(lambda: bool(pi.line("map rows 4/4 · 3 completed · 1 failed")), 30)
         assert fits(pi, "1 row: "), pi.screen
         print(f"\n--- its end notice at 80 columns ---\n{pi.screen}")
@@ -376,8 +379,7 @@ def test_a_run_waiting_on_a_person_is_a_notice_and_decided_from_subagents(
         assert eventually(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
         choose(pi, "Approve")
         assert eventually(lambda: pi.shows("Approved: Edit"), 30), pi.screen
-        ended = re.compile(r"background subagent job \S+ ended")
-        assert eventually(lambda: bool(ended.search(pi.capture())), 90), pi.screen
+        assert eventually(lambda: bg_ended(pi), 90), pi.screen
         print(f"\n--- decided, and its end, at {cols} columns ---\n{pi.screen}")
     (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
     assert end["status"] == "completed"

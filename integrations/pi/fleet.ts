@@ -25,7 +25,8 @@ const TAIL_LINES = 30;
 // narrow (the highest first; 0 stays): a job's id, task and status stay.
 const COLUMNS: [string, number, number][] = [["JOB", 10, 0], ["TASK", 0, 0], ["AGENTS", 14, 3], ["BACKENDS", 8, 4], ["STATUS", 9, 0], ["ELAPSED", 7, 1], ["TOKENS", 6, 2], ["COST", 7, 0]];
 const TASK_MIN = 24; // the task's least width before a column goes
-const ACTIONS = { tail: "Show the transcript (live: steer, stop)", send: "Send a message", stop: "Stop the job", back: "Back" };
+const ACTIONS = { tail: "Show the transcript tail", send: "Send a message", stop: "Stop the job", back: "Back" };
+const LIVE_TAIL = "Show the transcript (live: steer, stop)"; // in pi's TUI (viewer.ts)
 const MODES = { steer: "steer: into its running turn (after its current tool calls)", "follow-up": "follow-up: when it would otherwise end (it goes on)" };
 
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
@@ -178,9 +179,10 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 	const job = await choose(ctx, jobs, async () => (await top()).jobs);
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
-	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
+	const tail = ctx.mode === "tui" ? LIVE_TAIL : ACTIONS.tail;
+	const actions = [tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
 	const action = await ctx.ui.select(`Job ${job.jobId} · ${truncateToWidth(safe(cells(job)[1]), 40)} · ${job.status}`, actions);
-	if (action === ACTIONS.tail) return showTranscript(ctx, job, hooks, async () => (await top()).jobs);
+	if (action === tail) return showTranscript(ctx, job, hooks, async () => (await top()).jobs);
 	if (action === ACTIONS.send) return message(ctx, job);
 	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {
 		return stop(ctx, job.jobId, hooks);
