@@ -11,7 +11,7 @@ import { parseJson, runCli } from "./engine.ts";
 import { safe } from "./render.ts";
 
 /** An item as `subagents inbox --json` gives it (types.ApprovalItem). */
-export interface InboxItem { id: string; runId: string; jobId?: string | null; tool?: string; summary?: string; task?: string; choices?: string[] }
+export interface InboxItem { id: string; runId: string; jobId?: string | null; kind?: string; tool?: string; summary?: string; task?: string; choices?: string[] }
 
 const CHOICES = { allow: "Approve", always: "Approve, and the same tool for the rest of the run", deny: "Deny (with a reason the child reads)", back: "Back" };
 
@@ -33,6 +33,10 @@ export async function decide(ctx: ExtensionCommandContext, items: InboxItem[]): 
 	const picked = await ctx.ui.select(`Inbox: ${items.length} request${items.length === 1 ? "" : "s"} wait for you`, lines);
 	const item = picked === undefined ? undefined : items[lines.indexOf(picked)];
 	if (!item) return;
+	if (item.kind === "question") {
+		// (not answered from pi yet: the engine's command does it)
+		return ctx.ui.notify(`A question, not a request to act: answer it with \`subagents answer ${item.id} TEXT\``, "info");
+	}
 	const offered = (item.choices?.length ? item.choices : ["allow", "deny"]).filter((c): c is keyof typeof CHOICES => c in CHOICES);
 	const how = await ctx.ui.select(`${safe(item.summary ?? item.tool ?? "")} (item ${item.id})`, [...offered.map((c) => CHOICES[c]), CHOICES.back]);
 	const choice = offered.find((c) => CHOICES[c] === how);
