@@ -1107,6 +1107,9 @@ class FleetRun(TypedDict):
     tokens: int
     cost: float | None
     activity: str
+    # Its budget in words (``turns 2/5 · tokens 1.2k/10k`` while it runs; the mark once a
+    # budget ended it), None without one.
+    budget: str | None
     transcript: str | None
 
 
