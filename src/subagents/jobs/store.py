@@ -444,8 +444,7 @@ class JobStore:
     # ---- index -----------------------------------------------------------
 
     def index(self) -> sqlite3.Connection:
-        """The index, open (the caller closes it)."""
-        return self._db()
+        return self._db()  # (the index, open: the caller closes it)
 
     def _db(self) -> sqlite3.Connection:
         return indexdb.connect(self.home, _SCHEMA)
@@ -524,8 +523,7 @@ class JobStore:
         return [_job_row(row) for row in rows]
 
     def reindex(self) -> int:
-        """Make the index again from the job files (``doctor --reindex``); how many jobs it
-        holds."""
+        """Make the index again from the job files (``doctor --reindex``): how many it holds."""
         db = self._db()
         try:
             with indexdb.transaction(db):
@@ -541,24 +539,22 @@ class JobStore:
         unfinished are read again (they change); the job directories are listed only when
         one may have been made or removed since the last look (the directory's mtime moved,
         or was too recent then to be trusted): a look at a settled store of 100,000 jobs
-        reads no job file and lists no directory."""
+        reads no job file, lists no directory and writes nothing (watchers see no change)."""
         try:
             seen = os.stat(self.dir).st_mtime_ns
         except FileNotFoundError:
-            db.execute("delete from jobs")
+            db.execute("delete from jobs where 1")  # (not a truncation: none, no write)
             return
         looked = db.execute("select value from store_state where key = 'dirMtime'").fetchone()
         read: set[str] = set()
         if looked is None or looked[0] != seen:
             read = self._look_at_every_job(db)
             trusted = "" not in read and time.time_ns() - seen > _RACY_S * 1e9
-            db.execute(
-                "insert or replace into store_state values ('dirMtime', ?)",
-                (seen if trusted else None,),
-            )
-        for (job_id,) in db.execute(f"select job_id from jobs where {_UNFINISHED}").fetchall():
-            if job_id not in read:
-                self._reindex_one(db, job_id)
+            mark = ("dirMtime", seen if trusted else None)
+            db.execute("insert or replace into store_state values (?, ?)", mark)
+        for row in db.execute(f"select * from jobs where {_UNFINISHED}").fetchall():
+            if row[0] not in read:
+                self._reindex_one(db, row[0], was=row)
 
     def _look_at_every_job(self, db: sqlite3.Connection) -> set[str]:
         """Index the job directories the index lacks, forget those gone; the ids it read,
@@ -576,11 +572,15 @@ class JobStore:
                 read.add("")
         return read
 
-    def _reindex_one(self, db: sqlite3.Connection, job_id: str, *, many: bool = False) -> bool:
-        """The job's row made again from its file (gone when the job is); False when its file
-        could not be read now."""
+    def _reindex_one(
+        self, db: sqlite3.Connection, job_id: str, *, many: bool = False, was: Any = None
+    ) -> bool:
+        """The job's row made again from its file (gone when the job is; not written when it
+        is as it ``was``: a watcher sees no change); False when its file cannot be read now."""
         try:
-            self._index_upsert(self.load(job_id, many=many), db)
+            state = self.load(job_id, many=many)
+            if was is None or tuple(was) != _index_row(state):
+                self._index_upsert(state, db)
         except DamagedRecord as exc:
             # Kept as damaged (not listed, but read again and said at every look, until
             # mended or removed).

@@ -24,7 +24,7 @@ NO_REPO = "(not in a git repository)"
 TASK_LEN = 120
 
 
-@dataclass
+@dataclass(frozen=True)
 class Filters:
     status: str = ""
     repo: str = ""
