@@ -282,6 +282,8 @@ TRANSCRIPT_OUTPUT_TEXT: Final = 800
 
 
 def _fence_for(text: str) -> str:
+    if "`" not in text:  # (most outputs: nothing to count)
+        return "```"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
