@@ -1,6 +1,6 @@
 """Fixed cost: where the time goes from `subagents run` starting to the child running.
 
-    .venv/bin/python bench/bench_startup.py [--runs 15]
+    .venv/bin/python bench/bench_startup.py [--runs 15] [--against SRC]
 
 The child is a script that writes the time it started (``date +%s.%N``) and prints a
 one-line answer. Prints medians, in ms, of:
@@ -17,6 +17,9 @@ and what is left of the whole: the CLI's imports (listed: the heaviest top-level
 `subagents run`, from python -X importtime), click's parsing, and what the steps cost the
 first time in a process (config and agent files found and read, pydantic's first
 validations), which the warm in-process figures leave out.
+With ``--against SRC`` (another checkout's ``src``, e.g. the branch point's), the whole
+process is also timed with that code, in alternation with this one, and the ratio of the
+medians given: the figure a loaded machine moves least.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def spawn_to_exit(argv: list[str], env: dict[str, str]) -> float:
 
 
 def whole(work: Path, env: dict[str, str], stamp: Path) -> float:
+    """``subagents run -q t`` spawned -> its child started, ms."""
     t0 = time.time()
     subprocess.run(
         [sys.executable, "-m", "subagents.cli", "run", "-q", "t"],
@@ -114,6 +118,7 @@ def heaviest_imports(env: dict[str, str], top: int = 8) -> list[tuple[int, str]]
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--against", metavar="SRC", help="another checkout's src, in alternation")
     args = ap.parse_args()
     like_installed()
     with tempfile.TemporaryDirectory(prefix="subagents-startup-") as tmp:
@@ -126,11 +131,15 @@ def main() -> None:
             "SUBAGENTS_CONFIG_DIR": str(work / "config"),
             "SUBAGENTS_PI_BIN": str(child),
         }
-        total, interp = [], []
+        theirs_env = {**env, "PYTHONPATH": str(Path(args.against or ".").resolve())}
+        total, interp, theirs = [], [], []
         for _ in range(args.runs):
             total.append(whole(work, env, stamp))
             interp.append(spawn_to_exit([sys.executable, "-c", "pass"], env))
+            if args.against:
+                theirs.append(whole(work, theirs_env, stamp))
         imports = heaviest_imports(env)
+        their_imports = heaviest_imports(theirs_env) if args.against else []
         steps = in_process(work, env, stamp, args.runs)
     med = statistics.median
     print(f"`subagents run -q t` -> child started, whole process: {med(total):7.1f} ms")
@@ -142,6 +151,11 @@ def main() -> None:
     print("heaviest imports of `subagents run` (ms, with what they import):")
     for us, name in imports:
         print(f"  {us / 1000:7.1f}  {name}")
+    if args.against:
+        ratio = med(total) / med(theirs)
+        print(f"against {args.against}, in turn: {med(theirs):7.1f} ms; this / that {ratio:.2f}")
+        for us, name in their_imports:
+            print(f"  {us / 1000:7.1f}  {name}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from subagents import config
 from subagents.config import (
     Settings,
     find_project_config,
@@ -23,7 +24,11 @@ def dirs(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
     user.mkdir()
     project = tmp_path / "proj"
     (project / ".subagents").mkdir(parents=True)
-    env = {"HOME": str(home), "SUBAGENTS_CONFIG_DIR": str(user)}
+    env = {
+        "HOME": str(home),
+        "SUBAGENTS_CONFIG_DIR": str(user),
+        "SUBAGENTS_HOME": str(tmp_path / "state"),  # where checked files are kept
+    }
     return user, project, env
 
 
@@ -370,3 +375,46 @@ def test_a_jobs_record_of_its_settings_holds_no_secret_and_reads_back() -> None:
     back = settings_from_record({**record, "from_a_newer_version": 1})
     assert (back.runner, back.timeout, back.bins) == ("tmux", 60, {"pi": "/opt/pi"})
     assert back.mcp_token is None and back.hooks == []
+
+
+def test_a_config_file_checked_once_is_read_again_without_its_check(
+    dirs: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pydantic checks a config file's types once per content: the same bytes read again
+    make the same settings from the kept check; changed bytes are checked again."""
+    user, project, env = dirs
+    body = (
+        'default_backend = "claude"\ntimeout = 10\ngrace = 1\n'
+        '[bins]\npi = "/opt/pi"\n'
+        '[[hooks]]\non = ["complete"]\ncommand = ["notify-send", "done"]\n'
+        '[acp.mine]\ncommand = ["my-agent", "--acp"]\n'
+    )
+    write(user / "config.toml", body)
+    first = load_settings(project, env)
+    checked: list[str] = []
+    real = config._check
+
+    def counted(layer: object, where: str, *args: object, **kwargs: object) -> object:
+        checked.append(where)
+        return real(layer, where, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(config, "_check", counted)
+    again = load_settings(project, env)
+    assert again == first and checked == ["environment"]
+    assert isinstance(again.timeout, float) and again.hooks[0].command == ["notify-send", "done"]
+    assert again.acp["mine"].command == ["my-agent", "--acp"] and again.bins == {"pi": "/opt/pi"}
+    write(user / "config.toml", body.replace("timeout = 10", "timeout = -1"))
+    with pytest.raises(ConfigError, match="timeout"):
+        load_settings(project, env)
+
+
+def test_a_kept_check_is_the_files_own_kind(dirs: tuple[Path, Path, dict[str, str]]) -> None:
+    """Bytes checked as the user's file are checked again as a project's: a project file
+    may not set what the user's may."""
+    user, project, env = dirs
+    body = '[bins]\npi = "/opt/pi"\n'
+    write(user / "config.toml", body)
+    assert load_settings(project, env).bins == {"pi": "/opt/pi"}
+    write(project / ".subagents" / "config.toml", body)
+    with pytest.raises(ConfigError, match="bins: not allowed in a project config"):
+        load_settings(project, env)

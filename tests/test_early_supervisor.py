@@ -12,8 +12,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from support import pistream as pi
 from support.checks import eventually, pid_alive
 from support.cli import cli
+from support.fake import Fake, fake_env
 from support.pistream import shell_pi
 
 from subagents.cli.entry import launches_here
@@ -28,6 +30,7 @@ from subagents.launchers.spares import SPARES
         ["run", "--parallel", "a", "b"],
         ["run", "--", "--bg"],  # a TASK, not the option
         ["run", "--launcher=process", "hi"],  # not the option: its value is in the same word
+        ["continue", "01m8j5", "and a test"],
     ],
 )
 def test_a_foreground_run_here_starts_its_supervisor_first(args: list[str]) -> None:
@@ -46,6 +49,7 @@ def test_a_foreground_run_here_starts_its_supervisor_first(args: list[str]) -> N
         ["run", "--launcher", "tmux", "hi"],
         ["run", "--executor=ray", "hi"],
         ["run", "--runner", "tmux", "hi"],
+        ["continue", "--bg", "01m8j5", "and a test"],
     ],
 )
 def test_other_commands_start_nothing_ahead(args: list[str]) -> None:
@@ -83,6 +87,26 @@ def test_subagents_run_hands_its_run_to_the_supervisor_it_started_first(
     # Started before the job was even planned: the one the command started as it started
     # (a spare the job asked for would start after the job record is written).
     assert supervisor["createTime"] <= job["createdAt"]
+    assert eventually(lambda: not supervisors_of(isolated_state))
+
+
+@pytest.mark.process
+def test_subagents_continue_hands_its_run_to_the_supervisor_it_started_first(
+    fake: Fake, isolated_state: Path
+) -> None:
+    # The fake keeps a session file where pi would: the run can be continued.
+    first = cli(["run", "--json", "hi"], env=fake_env(fake, [{"session": True}, *pi.answer("1")]))
+    assert first.returncode == 0, first.stderr
+    done = cli(
+        ["continue", "-q", json.loads(first.stdout)["runId"], "and then"],
+        env=fake_env(fake, [{"session": True}, *pi.answer("2")]),
+    )
+    assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
+    newest = max((isolated_state / "jobs").iterdir(), key=lambda d: d.name)
+    job = json.loads((newest / "job.json").read_text())
+    (run_id,) = job["runIds"]
+    supervisor = json.loads((isolated_state / "runs" / run_id / "supervisor.json").read_text())
+    assert supervisor["createTime"] <= job["createdAt"]  # started before the job was planned
     assert eventually(lambda: not supervisors_of(isolated_state))
 
 

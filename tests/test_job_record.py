@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,28 @@ def test_a_record_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(UnicodeEncodeError):
         write_json_atomic(path, {"bad": "\ud800" + "x" * 10})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("durable", "waits"), [("this", ["file", "dir"]), ("whole", ["file"]), ("none", [])]
+)
+def test_a_record_waits_for_the_disk_as_far_as_its_durability_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, durable: Any, waits: list[str]
+) -> None:
+    """A write at "this" waits for the file and its rename to reach the disk, at "whole"
+    for the file's bytes only, at "none" for neither (core.files.Durability); every level
+    replaces the file whole."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        seen.append("dir" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    path = tmp_path / "job.json"
+    write_json_atomic(path, {"n": 1}, durable=durable)
+    write_json_atomic(path, {"n": 2}, durable=durable)
+    assert seen == waits * 2
+    assert json.loads(path.read_text()) == {"n": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # no temp file left

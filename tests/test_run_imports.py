@@ -51,7 +51,10 @@ def imported(fake: Fake, args: list[str], cwd: Path, **settings: str) -> set[str
 def test_a_plain_run_skips_agent_files_config_parsing_and_rich(fake: Fake, tmp_path: Path) -> None:
     # Settings from the environment are read without pydantic too (text to a scalar).
     loaded = imported(fake, ["x"], tmp_path, SUBAGENTS_MAX_PARALLEL_TASKS="20")
-    assert {"subagents.api", "subagents.core.inputs"} <= loaded  # the list is the run's own imports
+    assert {
+        "subagents.jobs.orchestrator",
+        "subagents.core.inputs",
+    } <= loaded  # the run's own imports
     assert not SKIPPED & loaded, SKIPPED & loaded
 
 

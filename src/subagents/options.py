@@ -282,6 +282,7 @@ class RunOptions:
         " what --approve allows). Needs a CLI that asks: claude, codex, ACP agents.",
         check=_one_of("auto", "ask", "deny", "parent"),
         supervisor="approvals",
+        setting="approvals",
     )
     approve: str | None = option(
         "Requests that pass without asking, comma-separated rules: a tool's name, or a tool"
@@ -289,6 +290,7 @@ class RunOptions:
         check=_rules,
         metavar="RULES",
         supervisor="approvals",
+        setting="approve",
     )
     approve_edits_in_tree: bool | None = option(
         "A file edit inside the run's working tree passes without asking.",
@@ -299,6 +301,7 @@ class RunOptions:
         check=_seconds,
         limits=_SECONDS,
         supervisor="approvals",
+        setting="approval_timeout",
     )
 
     def check_options(self) -> None:

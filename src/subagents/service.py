@@ -16,53 +16,51 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from subagents import jobs
 from subagents.core import paths
 from subagents.errors import BadRequest, FieldProblem
-from subagents.jobs import (
-    STOPPED_ORPHAN,
-    TERMINAL,
-    EventSink,
-    Job,
-    JobPlan,
-    JobSpec,
-    JobStore,
-    LiveJobs,
-    MapProgress,
-    MapWatch,
-    Row,
-    budget_of,
-    chain_of,
-    current_activity,
-    exit_code,
-    follow_events,
-    job_for,
-    job_of,
-    job_state,
-    jobs_to_prune,
-    lifecycle_for,
-    list_jobs,
-    load_plan,
-    logged_runs,
-    member_step,
-    parse_job,
-    parse_where,
-    plan,
-    progress_line,
-    read_map_rows,
-    read_run,
-    remove_jobs,
-    render,
-    resolve_run,
-    row_record,
-    send_message,
-    stop_job,
-    wait_job,
-    with_options,
-)
 
 if TYPE_CHECKING:
     from subagents.agents import AgentDef, Discovery
     from subagents.config import Settings
+    from subagents.jobs import (
+        STOPPED_ORPHAN,
+        TERMINAL,
+        EventSink,
+        Job,
+        JobPlan,
+        JobSpec,
+        JobStore,
+        LiveJobs,
+        MapProgress,
+        MapWatch,
+        Row,
+        budget_of,
+        chain_of,
+        current_activity,
+        exit_code,
+        follow_events,
+        job_of,
+        job_state,
+        jobs_to_prune,
+        lifecycle_for,
+        list_jobs,
+        load_plan,
+        member_step,
+        parse_job,
+        parse_where,
+        progress_line,
+        read_map_rows,
+        read_run,
+        remove_jobs,
+        render,
+        resolve_run,
+        row_record,
+        send_message,
+        stop_job,
+        wait_job,
+        with_options,
+    )
     from subagents.runs import RunRequest
     from subagents.types import (
         ApprovalChoice,
@@ -117,7 +115,7 @@ def prepare_job(
         raise BadRequest(
             f"cwd: the working directory does not exist or is not a directory: {base}", "cwd"
         )
-    job_spec = spec if isinstance(spec, JobSpec) else parse_job(spec)
+    job_spec = spec if isinstance(spec, jobs.JobSpec) else jobs.parse_job(spec)
     settings = _job_settings(
         base,
         env,
@@ -133,28 +131,28 @@ def prepare_job(
     sessionlog.session_path(paths.state_home(env), session)
     before = None
     if job_spec.mode == "map":
-        from subagents.jobs import plan_map, read_rows, write_input
-
-        rows = read_rows(job_spec, base, stdin_text)
-        job_plan, variants = plan_map(
+        rows = jobs.read_rows(job_spec, base, stdin_text)
+        job_plan, variants = jobs.plan_map(
             job_spec, rows, settings, session=session, cwd=base, env=env, extra_env=extra_env
         )
         if dry_run is not None:
             dry_run.extend(
                 (row, job_plan.requests[v]) for row, v in zip(rows, variants, strict=True)
             )
-            return PreparedJob(JobStore(paths.state_home(env)), "", job_plan)
+            return PreparedJob(jobs.JobStore(paths.state_home(env)), "", job_plan)
 
         def before(job_dir: Path) -> None:
-            write_input(job_dir, rows, variants)
+            jobs.write_input(job_dir, rows, variants)
 
     else:
-        job_plan = plan(job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env)
+        job_plan = jobs.plan(
+            job_spec, settings, session=session, cwd=base, env=env, extra_env=extra_env
+        )
     for req in job_plan.requests:
         if tools is not None:
             req.tools = tools
         req.watch = [w.copy() for w in watch or []]
-    store = JobStore(paths.state_home(env))
+    store = jobs.JobStore(paths.state_home(env))
     job_id = store.create(
         job_plan.to_record(), agents=job_plan.labels(), background=background, before=before
     )
@@ -203,14 +201,13 @@ def prepare_continuation(
 ) -> PreparedJob:
     """Check and record a job of one run that continues ``run``'s conversation with ``task``
     (``watch``: as for :func:`prepare_job`)."""
-    from subagents.jobs import continuation_plan
     from subagents.lifecycle import sessionlog
 
     env = os.environ if env is None else env
-    store = JobStore(paths.state_home(env))
+    store = jobs.JobStore(paths.state_home(env))
     settings = _job_settings(paths.working_dir(), env)
     session = session or sessionlog.default_session_id(env)
-    job_plan = continuation_plan(store, run, task, settings, session)
+    job_plan = jobs.continuation_plan(store, run, task, settings, session)
     job_plan.requests[0].watch = [w.copy() for w in watch or []]
     job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
     return PreparedJob(store, job_id, job_plan)
@@ -226,11 +223,12 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     as pi too) abort the job, which still records its end."""
     from subagents.core.procs import STOP_SIGNALS
 
-    runner = job_for(job.store, job.job_id, job.plan)
+    runner = jobs.job_for(job.store, job.job_id, job.plan)
     restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
     try:
         result = runner.run(
-            on_event=on_event, lifecycle=lifecycle_for(job.store.home, job.plan, background=False)
+            on_event=on_event,
+            lifecycle=jobs.lifecycle_for(job.store.home, job.plan, background=False),
         )
     finally:
         if restore is not None:
@@ -261,10 +259,8 @@ def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
 
 
 def start_background(job: PreparedJob) -> str:
-    from subagents.jobs import start_background as launch
-
     mark_started(job, background=True)
-    job.driver_pid = launch(job.store, job.job_id)
+    job.driver_pid = jobs.start_background(job.store, job.job_id)
     return job.job_id
 
 
@@ -272,7 +268,7 @@ def describe_job(state: JobState) -> str:
     """``show``'s text of a job (``present.answer.describe``), with each continued run's chain."""
     from subagents.present.answer import describe
 
-    return describe(state, lambda run_id: chain_of(paths.state_home(), run_id))
+    return describe(state, lambda run_id: jobs.chain_of(paths.state_home(), run_id))
 
 
 def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Iterator[str]:
@@ -286,7 +282,7 @@ def job_transcript(store: JobStore, job_id: str, *, follow: bool = False) -> Ite
     try:
         while True:
             state = store.load(job_id)
-            finished = state.get("status") in TERMINAL
+            finished = state.get("status") in jobs.TERMINAL
             for run_id in [r for r in state.get("runIds") or [] if r]:
                 tail = tails.get(run_id)
                 if tail is None:
@@ -319,8 +315,8 @@ def reindex() -> tuple[int, int]:
 
     home = paths.state_home()
     indexdb.discard(home)
-    jobs = JobStore(home).reindex()
-    return jobs, logindex.reindex(home, costs.session_files(home))
+    job_count = jobs.JobStore(home).reindex()
+    return job_count, logindex.reindex(home, costs.session_files(home))
 
 
 # ---- agents ---------------------------------------------------------------------
@@ -344,7 +340,7 @@ def inbox(run_id: str | None = None, home: Path | None = None) -> list[ApprovalI
 
     home = home or paths.state_home()
     if run_id is not None:
-        run_id = resolve_run(home, run_id)
+        run_id = jobs.resolve_run(home, run_id)
     return pending_items(home, run_id)
 
 
@@ -354,22 +350,25 @@ def decide(
     *,
     by: str | None = None,
     reason: str | None = None,
+    answers: list[str] | None = None,
     home: Path | None = None,
 ) -> ApprovalDecision:
-    """Decide an approval item (its id or an unambiguous prefix): ``allow``, ``always`` or
-    ``deny``. ``by``: who, as the records name them (default: the user's login). Raises
-    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or an ended
-    run; the loser of two racing deciders is told who won."""
+    """Decide an inbox item (its id or an unambiguous prefix): a request to act ``allow``,
+    ``always`` or ``deny``; a question ``answer`` (with ``answers``) or ``deny``. ``by``:
+    who, as the records name them (default: the user's login). Raises ``UsageError`` (one
+    line, nothing changed) for an unknown or decided item, a choice that does not fit it, or
+    an ended run; the loser of two racing deciders is told who won."""
     from subagents.runs import decide as decide_item
 
-    return decide_item(item, choice, by=by, reason=reason, home=home or paths.state_home())
+    home = home or paths.state_home()
+    return decide_item(item, choice, by=by, reason=reason, answers=answers, home=home)
 
 
 def job_runs(store: JobStore, state: JobState) -> list[str]:
     """Every run of a job: a map's from its row log (its ``runIds`` name none), any other
     job's its ``runIds``."""
     if state.get("mode") == "map":
-        return logged_runs(store.dir / state["jobId"])
+        return jobs.logged_runs(store.dir / state["jobId"])
     return [r for r in state.get("runIds") or [] if r]
 
 
@@ -389,6 +388,17 @@ def get_agent(name: str, scope: str | None = None, cwd: Path | None = None) -> A
         return lookup(name, base, scope or _settings(base).agent_scope)
     except AgentError as exc:
         raise BadRequest(str(exc)) from None
+
+
+def __getattr__(name: str) -> object:
+    # The job engine's names the surfaces use (they never import jobs): the ones __all__
+    # offers that this module does not define, each from jobs on first use, which imports
+    # only its own module (core/lazy.py).
+    if name in __all__:
+        value = getattr(jobs, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

@@ -128,7 +128,7 @@ COMMAND_MODULES = {
     "cost": "cost",
     **dict.fromkeys(("demo", "run"), "delegate"),
     **dict.fromkeys(("history", "watch"), "records"),
-    **dict.fromkeys(("approve", "deny", "inbox"), "inbox"),
+    **dict.fromkeys(("answer", "approve", "deny", "inbox"), "inbox"),
     **dict.fromkeys(("logs", "prune", "ps", "rm", "send", "show", "stop", "wait"), "jobs"),
     "map": "mapcmd",
     **dict.fromkeys(("mcp", "web"), "serve"),

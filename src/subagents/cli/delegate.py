@@ -137,14 +137,15 @@ def run(
     except PlanError as exc:
         where = str(exc) if plan_file is not None else on_the_command_line(exc, len(tasks) or 1)
         refuse(exc, where, as_json)
-    from subagents import api, service
+    from subagents import service
+    from subagents.errors import BadRequest
 
     try:
         watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
         prepared = service.prepare_job(
             spec, cwd=cwd, session=session, watch=watch, **given.settings
         )
-    except api.BadRequest as exc:
+    except BadRequest as exc:
         where = str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps))
         refuse(exc, where, as_json)
     if prepared.plan.mode == "map":  # a plan file's map: its rows' progress, not its runs'

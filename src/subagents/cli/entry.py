@@ -1,6 +1,7 @@
 """The program: ``subagents ARGS`` (and ``python -m subagents.cli ARGS``).
 
-A command that will launch a run here (``subagents run`` in the foreground) has a
+A command that will launch a run here (``subagents run`` or ``continue`` in the
+foreground) has a
 supervisor started first, before the commands' own imports (click, the service, the
 planning): its interpreter's start and imports then go on beside ours, and the run is
 handed to it once planned (launchers/spares.py) instead of waiting for a supervisor to
@@ -13,15 +14,18 @@ from __future__ import annotations
 
 import sys
 
-# Options after which `run` launches nothing here, or maybe not through the process
-# launcher: no supervisor is started ahead for them.
+# The commands that launch a run here, in the foreground unless told otherwise (a
+# continued run goes where its earlier run went: elsewhere, its early supervisor is only
+# let go); the options after which they launch nothing here, or maybe not through the
+# process launcher: no supervisor is started ahead for them.
+_LAUNCHING = ("run", "continue")
 _NOT_HERE = ("--bg", "--help", "-h", "--launcher", "--executor", "--runner")
 
 
 def launches_here(args: list[str]) -> bool:
-    """Whether these arguments are a foreground ``run`` that launches its run through the
-    process launcher (the default) as far as the command line says."""
-    if not args or args[0] != "run":
+    """Whether these arguments are a foreground ``run`` or ``continue`` that launches its
+    run through the process launcher (the default) as far as the command line says."""
+    if not args or args[0] not in _LAUNCHING:
         return False
     for arg in args[1:]:
         if arg == "--":

@@ -12,7 +12,7 @@ from pathlib import Path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, Literal
 
     from subagents.types import Event, JsonValue
 
@@ -174,14 +174,15 @@ def _dump_json(obj: object, f: Any) -> None:
     f.write(b"\n")
 
 
-def _write_temp(path: Path, obj: object) -> Path:
+def _write_temp(path: Path, obj: object, sync: bool = True) -> Path:
     # Unique per writer: two threads of one process may race to publish the same file.
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with open_private(tmp, "wb") as f:
             _dump_json(obj, f)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)  # a failed write (a full disk) leaves no temp file behind
@@ -189,13 +190,13 @@ def _write_temp(path: Path, obj: object) -> Path:
     return tmp
 
 
-def _write_temp_or_reserve(path: Path, obj: object, use_reserve: bool) -> Path:
-    """``obj`` as JSON in a temp file next to ``path``."""
+def _write_temp_or_reserve(path: Path, obj: object, use_reserve: bool, sync: bool = True) -> Path:
+    """``obj`` as JSON in a temp file next to ``path`` (``sync``: on disk before it returns)."""
     try:
-        return _write_temp(path, obj)
+        return _write_temp(path, obj, sync)
     except OSError as exc:
         if use_reserve and disk_full(exc) and release_space(path.parent):
-            return _write_temp(path, obj)
+            return _write_temp(path, obj, sync)
         raise
 
 
@@ -208,12 +209,31 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
-def write_json_atomic(path: Path, obj: object, *, last: bool = False) -> None:
-    """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename.
-    ``last``: the directory's final record, which may use its reserved space."""
-    tmp = _write_temp_or_reserve(path, obj, last)
+# What a record's write promises after a power loss. Before one, whatever the level, a
+# reader or a killed writer finds the old or the new whole file: the rename is atomic.
+#   "this":  this version (the file fsynced, renamed, the directory fsynced).
+#   "whole": a whole version, this one or the one it replaced (the file fsynced, not the
+#            rename): an update the record's readers recover from losing, e.g. a job's
+#            'running' (a job whose driver died before writing it is recovered the same way).
+#   "none":  nothing: a record that means nothing once its processes are gone (the
+#            supervisor's pid), or a first version its durable one soon replaces (a run's
+#            first meta.json: lost with a power loss, so was the run). A reader takes a
+#            torn one for none.
+# Each fsync is a wait on the disk (1-4 ms on a shared VM's disk) in a delegation's start.
+if TYPE_CHECKING:
+    Durability = Literal["this", "whole", "none"]
+
+
+def write_json_atomic(
+    path: Path, obj: object, *, last: bool = False, durable: Durability = "this"
+) -> None:
+    """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename, the
+    directory fsynced, as ``durable`` says (see ``Durability``). ``last``: the directory's
+    final record, which may use its reserved space."""
+    tmp = _write_temp_or_reserve(path, obj, last, sync=durable != "none")
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if durable == "this":
+        _fsync_dir(path.parent)
     if last:
         release_space(path.parent)
 

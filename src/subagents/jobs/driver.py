@@ -45,10 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     for sig in STOP_SIGNALS:
         signal.signal(sig, lambda signum, _frame: asked.append(signum))
     store = JobStore(job_dir.parent.parent)
-    from subagents.jobs.mapjob import job_for
     from subagents.jobs.orchestrator import exit_code
     from subagents.jobs.planning import JobPlan
     from subagents.jobs.records import lifecycle_for
+    from subagents.jobs.runner import job_for
 
     state = store.load(job_dir.name)
     plan = JobPlan.from_record(state["plan"])

@@ -220,13 +220,6 @@ class MapJob(Job):
         return self._with_limit(result)
 
 
-def job_for(store: JobStore, job_id: str, job_plan: JobPlan) -> Job:
-    """What runs a job: a map's rows, or the job's runs."""
-    if job_plan.mode == "map":
-        return MapJob(store, job_id, job_plan)
-    return Job(store, job_id, job_plan)
-
-
 def _spent(entry: Mapping[str, object]) -> dict[LimitKind, float]:
     usage = entry.get("usage")
     used: dict[LimitKind, float] = {}

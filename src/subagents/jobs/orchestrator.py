@@ -247,8 +247,10 @@ class Job:
             self._run_ids[index] = run_id
             # Under the lock: runs starting side by side write their lists in the order
             # they made them, so an older list never lands last.
+            # A power loss may lose the list (never the file): a job whose driver died
+            # finds its runs by their durable meta.json (runs_naming).
             with contextlib.suppress(OSError):  # job.json lags on a full disk
-                self.store.update(self.job_id, runIds=list(self._run_ids))
+                self.store.update(self.job_id, runIds=list(self._run_ids), durable="whole")
 
     def _follow(self, index: int, handle: RunHandle, on_event: EventSink | None) -> RunResult:
         if self.cancelled:  # stopped while this run was starting

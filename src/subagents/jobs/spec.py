@@ -32,10 +32,11 @@ from subagents.core.inputs import (
 )
 from subagents.errors import FieldProblem, PlanError
 from subagents.options import JobOptions, RunOptions
-from subagents.types import BudgetSpec, JobMode
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter, ValidationError
+
+    from subagents.types import BudgetSpec, JobMode
 
 PREVIOUS = "{previous}"
 MAP_FIELDS = ("input", "input_format", "key", "where", "limit", "retries", "out")
@@ -219,6 +220,10 @@ def parse_job(data: object, source: str = "job") -> JobSpec:
 @cache
 def _adapter() -> TypeAdapter[JobSpec]:
     from pydantic import TypeAdapter
+
+    # The annotations' names only type checkers import above (a delegation never builds
+    # this), here for pydantic to resolve: it reads this frame's names too.
+    from subagents.types import BudgetSpec, JobMode  # noqa: F401
 
     return TypeAdapter(JobSpec)
 

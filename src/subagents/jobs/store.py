@@ -32,6 +32,7 @@ from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
+    from subagents.core.files import Durability
     from subagents.types import (
         AgentEvent,
         JobPlanRecord,
@@ -219,10 +220,16 @@ class JobStore:
         return with_final_text(data)
 
     def update(
-        self, job_id: str, *, driverPid: int | None = None, **fields: Unpack[JobUpdate]
+        self,
+        job_id: str,
+        *,
+        driverPid: int | None = None,
+        durable: Durability = "this",
+        **fields: Unpack[JobUpdate],
     ) -> JobState:
         """Change the job's state (``driverPid``: the job's driver, recorded as its
-        identity); a finished job's status stays."""
+        identity); a finished job's status stays. ``durable``: what a power loss keeps of
+        the change (``core.files.Durability``)."""
         with self._lock:
             state = self.load(job_id)
             if state["status"] in TERMINAL:
@@ -231,7 +238,7 @@ class JobStore:
             if driverPid is not None:
                 with contextlib.suppress(Exception):
                     updated["driver"] = procs.identity(driverPid)
-            self._write(job_id, updated)
+            self._write(job_id, updated, durable=durable)
             return updated
 
     def finish(
@@ -249,8 +256,10 @@ class JobStore:
             self._write(job_id, finished, last=True)
             return finished
 
-    def _write(self, job_id: str, state: JobState, *, last: bool = False) -> None:
-        write_json_atomic(self.path(job_id), on_disk(state), last=last)
+    def _write(
+        self, job_id: str, state: JobState, *, last: bool = False, durable: Durability = "this"
+    ) -> None:
+        write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
             self._index_upsert(state)

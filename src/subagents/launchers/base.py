@@ -152,7 +152,9 @@ def supervisor_argv(run_dir: Path) -> list[str]:
 
 
 def write_record(run_dir: Path, launched: Launched) -> None:
-    write_json_atomic(run_dir / SUPERVISOR_FILE, launched.record())
+    # Not kept through a power loss: the processes it names are gone with it, and a run
+    # whose supervisor.json is missing or torn is one whose supervisor died starting.
+    write_json_atomic(run_dir / SUPERVISOR_FILE, launched.record(), durable="none")
 
 
 def read_record(run_dir: Path) -> JsonObject | None:

@@ -256,22 +256,33 @@ def limit_words(event: LimitEvent) -> str:
 
 
 def approval_words(event: ApprovalEvent) -> str:
-    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
+    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``; a
+    question's ``⏸ waiting for an answer (item 01…): Which colour? (Red | Blue)`` /
+    ``✓ answered by ann: Which colour? (Red | Blue) → Blue``."""
     summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
+    question = event.get("kind") == "question"
     # (``ProgressFormatter._approval`` keeps what waits; the words are these.)
     if event.get("state") != "decided":
         item = event.get("item")
+        if event.get("waitsFor") == "parent" and question:
+            how = f"subagent_decide, choice answer, item {item}"
+            return f"⏸ waiting for your answer ({how}): {summary}"
         if event.get("waitsFor") == "parent":
             return f"⏸ waiting for your decision (subagent_decide, item {item}): {summary}"
         if event.get("waitsFor") == "person":
-            return f"⏸ waiting for approval (item {item}): {summary}"
-        return f"asks to act: {summary}"
+            wanted = "an answer" if question else "approval"
+            return f"⏸ waiting for {wanted} (item {item}): {summary}"
+        return f"asks the user: {summary}" if question else f"asks to act: {summary}"
     choice = str(event.get("choice") or "")
     mark = "✗" if choice == "deny" else "✓"
-    text = f"{mark} {CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
+    word = "not answered" if question and choice == "deny" else CHOICE_WORDS.get(choice, choice)
+    text = f"{mark} {word} by {one_line(str(event.get('by')))}"
     reason = event.get("reason")
     if reason:
         text += f" ({one_line(str(reason))})"
+    answers = event.get("answers")
+    if answers:
+        return f"{text}: {summary} → {one_line(' · '.join(str(a) for a in answers))}"
     return f"{text}: {summary}"
 
 

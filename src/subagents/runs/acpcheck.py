@@ -4,12 +4,15 @@ preset, or a built-in one) and the permission policy, as the run's ``AcpRecord``
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
 from subagents.backends import AcpBackend, Backend, preset_names
 from subagents.config import Settings
 from subagents.errors import UsageError
 from subagents.runs.request import RunRequest
-from subagents.types import AcpPermissions, AcpRecord
+
+if TYPE_CHECKING:
+    from subagents.types import AcpPermissions, AcpRecord
 
 # ``ask``: the same as ``--approvals ask`` (runs/approvalcheck.py), the inbox decides.
 POLICIES: tuple[AcpPermissions, ...] = ("allow", "deny", "ask")

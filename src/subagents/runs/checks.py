@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from subagents.backends import ARGV_TASK_LIMIT, MAX_TASK_BYTES, Backend, get_backend
 from subagents.config import Settings
@@ -24,7 +25,9 @@ from subagents.launchers import Placement, launcher_for
 from subagents.runs.acpcheck import acp_record
 from subagents.runs.approvalcheck import approval_policy
 from subagents.runs.request import RunRequest
-from subagents.types import AcpRecord, ApprovalPolicy
+
+if TYPE_CHECKING:
+    from subagents.types import AcpRecord, ApprovalPolicy
 
 
 def current_depth(env: Mapping[str, str]) -> int:
@@ -195,7 +198,7 @@ def check(
     name = req.backend or settings.default_backend
     backend = get_backend(name)
     acp = acp_record(backend, req, settings)
-    approvals = approval_policy(backend, req)
+    approvals = approval_policy(backend, req, settings)
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
     launcher_for(placement).check()

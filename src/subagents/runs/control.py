@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from subagents.core import controlsock
 from subagents.core.files import read_json
@@ -16,7 +17,9 @@ from subagents.core.inputs import message_problem
 from subagents.core.records import object_of
 from subagents.core.upgrade import read_meta, read_result
 from subagents.errors import MessageRefused, UsageError
-from subagents.types import ControlRequest, JsonObject, LimitKind, MessageMode, Receipt
+
+if TYPE_CHECKING:
+    from subagents.types import ControlRequest, JsonObject, LimitKind, MessageMode, Receipt
 
 MODES = ("steer", "follow-up")
 # How long a supervisor that is starting may take to open its endpoint, and to answer.

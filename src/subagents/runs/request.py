@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from subagents.options import RunOptions, field_default
 
 if TYPE_CHECKING:
-    from subagents.types import RunRequestRecord
-
-from subagents.types import JsonObject, ProcessIdentity
+    from subagents.types import JsonObject, ProcessIdentity, RunRequestRecord
 
 
 @dataclass

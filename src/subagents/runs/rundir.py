@@ -23,10 +23,9 @@ from subagents.runs.checks import Checked, check
 from subagents.runs.request import RunRequest
 from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
-from subagents.types import ApprovalPolicy, JsonObject, Limits, SchemaMode
 
 if TYPE_CHECKING:
-    from subagents.types import WorktreeSpec
+    from subagents.types import ApprovalPolicy, JsonObject, Limits, SchemaMode, WorktreeSpec
 
 
 def _seconds(value: float | None, default: float | None) -> float | None:
@@ -86,7 +85,9 @@ def _write_run_dir(
     )
     first.createdAt = time.time()
     make_private_dir(run_dir)
-    write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **first.to_dict()})
+    # For a killed driver: a power loss that loses it stopped the run before it started.
+    record = {"version": META_VERSION, **first.to_dict()}
+    write_json_atomic(run_dir / "meta.json", record, durable="none")
     reserve_space(run_dir)
     try:
         resume, worktree = _continuation(req, backend, run_dir)

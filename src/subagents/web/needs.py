@@ -58,13 +58,15 @@ KINDS: dict[Kind, str] = {
 @dataclass(frozen=True)
 class Waiting:
     """One request of a run waiting on a person: the inbox's ``item`` id (what a decision
-    names), its run and job, what the child wants in words, and since when (epoch s)."""
+    names), its run and job, what the child wants in words, and since when (epoch s);
+    ``question``: the child asks the user a question (answered, not approved)."""
 
     item: str
     job_id: str
     run_id: str
     what: str
     since: float
+    question: bool = False
 
 
 # The pending requests, whenever the fleet is drawn (called in a worker thread).
@@ -140,7 +142,14 @@ def inbox_waiting(home: Path) -> WaitingSource:
         from subagents.service import inbox
 
         return [
-            Waiting(i["id"], i["jobId"], i["runId"], i["summary"], i["requestedAt"])
+            Waiting(
+                i["id"],
+                i["jobId"],
+                i["runId"],
+                i["summary"],
+                i["requestedAt"],
+                i.get("kind") == "question",
+            )
             for i in inbox(home=home)
             if i["jobId"]
         ]
