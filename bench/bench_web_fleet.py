@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import SUBAGENTS, free_port, generate, seed_jobs, timed_get
+from bench_store import SUBAGENTS, generate, seed_jobs, timed_get, web_server
 from benchenv import like_installed
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -54,6 +54,13 @@ def share_of_a_core(pid: int, seconds: float) -> float:
     before, t0 = cpu_seconds(pid), time.monotonic()
     time.sleep(seconds)
     return (cpu_seconds(pid) - before) / (time.monotonic() - t0)
+
+
+def measured(pid: int, seconds: float, clients: list[Client]) -> tuple[float, int]:
+    """The server's share of a core over ``seconds``, and the fleet events sent meanwhile."""
+    before = sum(c.events for c in clients)
+    share = share_of_a_core(pid, seconds)
+    return share, sum(c.events for c in clients) - before
 
 
 class Client(threading.Thread):
@@ -96,23 +103,8 @@ def main() -> None:
         # The store's index made once, as any first `ps` does (bench_store.py times that).
         subprocess.run([*SUBAGENTS, "ps"], env=env, check=True, capture_output=True)
         print(f"{args.jobs} jobs; {args.streams} fleet streams; {args.seconds:.0f} s each")
-        port = free_port()
-        server = subprocess.Popen(
-            [*SUBAGENTS, "web", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        job = ""
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                with contextlib.suppress(OSError):
-                    timed_get(port, "/", TOKEN)  # (the templates compiled, as in any server)
-                    break
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("bench_web_fleet: the web server did not start")
-                time.sleep(0.1)
+        with web_server(env) as (server, port):
+            timed_get(port, "/", TOKEN)  # (the templates compiled, as in any server)
             alone = share_of_a_core(server.pid, args.seconds)
             clients = [Client(port) for _ in range(args.streams)]
             for c in clients:
@@ -120,9 +112,7 @@ def main() -> None:
             for c in clients:
                 if not c.first.wait(120):
                     raise SystemExit("bench_web_fleet: a stream sent nothing in 120 s")
-            before = sum(c.events for c in clients)
-            idle = share_of_a_core(server.pid, args.seconds)
-            idle_events = sum(c.events for c in clients) - before
+            idle, idle_events = measured(server.pid, args.seconds, clients)
             started = subprocess.run(
                 [*SUBAGENTS, "run", "--bg", "sleep on it"],
                 env={**env, "SUBAGENTS_PI_BIN": str(sleeper)},
@@ -131,15 +121,11 @@ def main() -> None:
                 text=True,
             )
             job = started.stdout.strip().split()[-1]
-            time.sleep(3)  # (the job shown, its child asleep)
-            before = sum(c.events for c in clients)
-            running = share_of_a_core(server.pid, args.seconds)
-            running_events = sum(c.events for c in clients) - before
-        finally:
-            if job:
+            try:
+                time.sleep(3)  # (the job shown, its child asleep)
+                running, running_events = measured(server.pid, args.seconds, clients)
+            finally:
                 subprocess.run([*SUBAGENTS, "stop", job], env=env, capture_output=True)
-            server.terminate()
-            server.wait(30)
     n = args.streams
     print(f"the server alone:            {alone:6.2%} of a core")
     print(f"{n} streams, nothing running: {idle:6.2%} of a core, {idle_events} fleet events")
