@@ -182,7 +182,7 @@ lines = st.lists(
 @settings(
     max_examples=examples(60),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(first=lines, more=lines, since=st.integers(0, 10_000), torn=st.booleans())
 def test_the_log_index_finds_what_a_full_read_finds(
