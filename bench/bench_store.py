@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,13 +166,14 @@ def timed_get(port: int, path: str, token: str) -> float:
     return time.perf_counter() - t0
 
 
-def fleet_first_response(env: dict[str, str]) -> float:
-    """The web server started (not timed), then the first GET of the fleet page."""
+@contextlib.contextmanager
+def web_server(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``subagents web`` under ``env`` on a free port, once it takes connections (its start
+    not timed): the process and its port; stopped at the end."""
     port = free_port()
-    token = "bench-token-0123456789abcdef"
     proc = subprocess.Popen(
         [*SUBAGENTS, "web", "--port", str(port)],
-        env={**env, "SUBAGENTS_WEB_TOKEN": token},
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -181,12 +183,19 @@ def fleet_first_response(env: dict[str, str]) -> float:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("bench_store: the web server did not start")
+                raise SystemExit("bench: the web server did not start")
             time.sleep(0.05)
-        return timed_get(port, "/", token)
+        yield proc, port
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(30)
+
+
+def fleet_first_response(env: dict[str, str]) -> float:
+    """The web server started (not timed), then the first GET of the fleet page."""
+    token = "bench-token-0123456789abcdef"
+    with web_server({**env, "SUBAGENTS_WEB_TOKEN": token}) as (_, port):
+        return timed_get(port, "/", token)
 
 
 COMMANDS: dict[str, list[str]] = {

@@ -4,6 +4,7 @@ which budget; everything an item says is text on the page."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 from support import pistream as pi
+from support.cli import cli
 from support.fake import Fake
 from support.webserver import TOKEN, web_server
 
@@ -152,6 +154,37 @@ def test_a_job_over_its_budget_and_one_waiting_are_at_the_top_of_the_fleet(
     words = unescape(section.group(0))
     assert "run `make deploy`" in words
     assert "⏹ token limit 20 · " in words and f"({run['limit']['used']} tokens used)" in words
+
+
+@pytest.mark.process
+def test_a_map_resumed_with_its_budget_spent_starts_nothing_and_is_over_budget(
+    tmp_path: Path, child: dict[str, str], isolated_state: Path
+) -> None:
+    data = tmp_path / "items.txt"
+    data.write_text("".join(f"w{i}\n" for i in range(4)))
+    first = cli(["map", str(data), "--task", "do {line}", "-j", "1", "--max-cost", "0.02", "--json"], child)  # fmt: skip
+    job_id = json.loads(first.stdout)["jobId"]
+    started = len(Path(child["MAP_LOG"]).read_text().split())
+    # Resumed, the rows done before have spent the budget: no row starts.
+    again = cli(["map", "--resume", job_id, "--json"], child)
+    assert again.returncode == 1, again.stderr
+    assert len(Path(child["MAP_LOG"]).read_text().split()) == started
+    limit = json.loads(again.stdout)["limit"]
+    assert limit == {
+        "kind": "cost",
+        "limit": 0.02,
+        "used": 0.02,
+        "action": "refuse",
+        "scope": "job",
+    }
+    with web_server(isolated_state) as web, web.client() as client:
+        page = client.get("/").text
+    section = re.search(r'<section class="needs".*?</section>', page, re.S)
+    assert section, page
+    entries = re.findall(r'<li data-key="need-([^"]+)" data-need="(\w+)">', section.group(0))
+    assert entries == [(job_id, "budget")]
+    words = unescape(section.group(0))
+    assert "⏹ job's cost limit $0.02 · the rest not started ($0.02 used)" in words
 
 
 def test_a_question_is_answered_from_the_page_not_approved(isolated_state: Path) -> None:

@@ -178,7 +178,7 @@ ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
 # What a budget bounds: model turns, tokens (totalTokens), cost (USD).
 LimitKind: TypeAlias = Literal["turns", "tokens", "cost"]
 # What a budget did at its limit (see LimitRecord), and whose budget it was.
-LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop"]
+LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop", "refuse"]
 LimitScope: TypeAlias = Literal["run", "job"]
 
 
@@ -372,8 +372,8 @@ class LimitRecord(TypedDict):
     end of the run; for a job's budget, the job's total when it was reached), and what was
     done: ``wrap-up`` (the child was asked to finish and did, within the grace turns),
     ``abort`` (it was stopped: the run failed), ``stop`` (reached at an answer: the run
-    ended there, its queued follow-ups not delivered). ``scope``: the run's own budget or
-    its job's."""
+    ended there, its queued follow-ups not delivered), ``refuse`` (its job's was spent: the
+    run never started). ``scope``: the run's own budget or its job's."""
 
     kind: LimitKind
     limit: float
@@ -695,6 +695,7 @@ class RunNotStarted(TypedDict):
     finalText: str
     usage: Usage
     toolCalls: int
+    limit: NotRequired[LimitRecord]  # refused: its job's budget was spent (action "refuse")
 
 
 # One entry of a job's ``runs``: a run's result.json, or the record of one never started.

@@ -156,11 +156,11 @@ class JobIndex:
         unfinished are read again (they change); the job directories are listed only when
         one may have been made or removed since the last look (the directory's mtime moved,
         or was too recent then to be trusted): a look at a settled store of 100,000 jobs
-        reads no job file and lists no directory."""
+        reads no job file, lists no directory and writes nothing (watchers see no change)."""
         try:
             seen = os.stat(self.dir).st_mtime_ns
         except FileNotFoundError:
-            db.execute("delete from jobs")
+            db.execute("delete from jobs where 1")  # (not a truncation: none, no write)
             return
         looked = db.execute("select value from store_state where key = 'dirMtime'").fetchone()
         read: set[str] = set()
@@ -171,8 +171,9 @@ class JobIndex:
                 "insert or replace into store_state values ('dirMtime', ?)",
                 (seen if trusted else None,),
             )
-        unfinished = db.execute(f"select job_id from jobs where {_UNFINISHED}").fetchall()
-        self._reindex(db, [job_id for (job_id,) in unfinished if job_id not in read])
+        unfinished = db.execute(f"select * from jobs where {_UNFINISHED}").fetchall()
+        was = {row[0]: tuple(row) for row in unfinished if row[0] not in read}
+        self._reindex(db, list(was), was=was)
 
     def _look_at_every_job(self, db: sqlite3.Connection) -> set[str]:
         """Index the job directories the index lacks, forget those gone; the ids it read,
@@ -186,9 +187,15 @@ class JobIndex:
             read.add("")
         return read
 
-    def _reindex(self, db: sqlite3.Connection, job_ids: Iterable[str]) -> bool:
+    def _reindex(
+        self,
+        db: sqlite3.Connection,
+        job_ids: Iterable[str],
+        was: Mapping[str, tuple[Any, ...]] | None = None,
+    ) -> bool:
         """The jobs' rows made again from their files, a batch at a time (gone when the job
-        is); False when a file could not be read now."""
+        is; not written when a row is as it ``was``: a watcher sees no change); False when a
+        file could not be read now."""
         job_ids = list(job_ids)
         many = len(job_ids) >= _MANY
         rows: list[tuple[Any, ...]] = []
@@ -200,7 +207,7 @@ class JobIndex:
                 every = False
             elif isinstance(found, str):
                 gone.append((found,))
-            else:
+            elif was is None or was.get(job_id) != found:
                 rows.append(found)
             if len(rows) >= _BATCH or n == len(job_ids):
                 db.executemany(_INSERT, rows)

@@ -217,7 +217,7 @@ class MapJob(Job):
         result = job_result(self.job_id, "map", status, [], started, error=error)
         result["usage"] = _usage(state.values())
         result["map"] = record
-        return result
+        return self._with_limit(result)
 
 
 def _spent(entry: Mapping[str, object]) -> dict[LimitKind, float]:

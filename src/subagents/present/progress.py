@@ -288,16 +288,33 @@ def approval_words(event: ApprovalEvent) -> str:
 
 # --------------------------------------------------------------------------- transcript
 
-TRANSCRIPT_ERROR_TEXT: Final = 800
+# A tool's output under its line in the transcript, at most (a failure's and a success's).
+TRANSCRIPT_OUTPUT_TEXT: Final = 800
 
 
 def _fence_for(text: str) -> str:
+    if "`" not in text:  # (most outputs: nothing to count)
+        return "```"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
 
 def _quote(text: str) -> str:
     return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
+
+
+def _output(text: str) -> str:
+    """A tool's output as a code fence in its line's list item (the web shows it collapsed),
+    its first :data:`TRANSCRIPT_OUTPUT_TEXT` characters; nothing for none."""
+    output = text.strip()
+    if not output:
+        return ""
+    if len(output) > TRANSCRIPT_OUTPUT_TEXT:
+        more = len(output) - TRANSCRIPT_OUTPUT_TEXT
+        output = f"{output[:TRANSCRIPT_OUTPUT_TEXT]}\n{ELLIPSIS} [{more} more characters]"
+    fence = _fence_for(output)
+    body = "\n".join("  " + line for line in output.splitlines())
+    return f"\n  {fence}\n{body}\n  {fence}\n\n"
 
 
 def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
@@ -307,12 +324,12 @@ def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
     commands) and updates ``formatter``'s state the same way. A child's control
     characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
-    # Most of a long run: a tool call or its result, one line each, worded directly (what
-    # `_text` dispatches to). Printable text holds no control character, escape or lone
-    # surrogate (each is unprintable), so there is nothing to neutralise.
+    # Most of a long run: a tool call, or a result without output, one line each, worded
+    # directly (what `_text` dispatches to). Printable text holds no control character,
+    # escape or lone surrogate (each is unprintable), so there is nothing to neutralise.
     if event["type"] == "tool_call":
         text = formatter._tool_call(event, shorten=False)
-    elif event["type"] == "tool_result" and not event.get("isError"):
+    elif event["type"] == "tool_result" and not event.get("isError") and not event.get("text"):
         text = formatter._tool_result(event, shorten=False)
     else:
         text = None
@@ -336,20 +353,8 @@ def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
     if etype == "tool_call":
         return f"- {text}\n"
     if etype == "tool_result":
-        if not event.get("isError"):
-            return f"- {text}\n"
-        chunk = f"- ✗ {text}\n"
-        output = str(event.get("text") or "").strip()
-        if output:
-            if len(output) > TRANSCRIPT_ERROR_TEXT:
-                output = (
-                    output[:TRANSCRIPT_ERROR_TEXT]
-                    + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
-                )
-            fence = _fence_for(output)
-            body = "\n".join("  " + line for line in output.splitlines())
-            chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"
-        return chunk
+        mark = "✗ " if event.get("isError") else ""
+        return f"- {mark}{text}\n" + _output(str(event.get("text") or ""))
     if etype == "error":
         return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
     if etype in ("notice", "limit", "approval"):

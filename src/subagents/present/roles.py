@@ -25,7 +25,12 @@ JUDGE_TASK_LABEL = "judge the answers: best, agreement, merged"
 BUDGET_MARK = "⏹"
 
 _LIMIT_NAMES = {"turns": "turn", "tokens": "token", "cost": "cost"}
-_LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
+_LIMIT_DONE = {
+    "wrap-up": "wrapped up",
+    "abort": "stopped",
+    "stop": "ended at its answer",
+    "refuse": "the rest not started",
+}
 # How a stop arrives, by signal: a person's (Esc in pi, Ctrl+C, `subagents stop`), or a
 # terminal that closed.
 _SIGNAL_WORDS = {

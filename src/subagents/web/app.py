@@ -44,7 +44,7 @@ from subagents.errors import (
     WorktreeError,
 )
 from subagents.service import JobStore, LiveJobs, read_run
-from subagents.web import again, costpage, fleet, jobpage
+from subagents.web import again, costpage, fleet, jobpage, memo
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
 from subagents.web.maprows import RowsQuery
@@ -196,7 +196,13 @@ class WebApp:
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
 
         def draw() -> str:
-            return fleet.render_fleet(fleet.gather(live, filters, self.waiting))
+            # One drawing a change for all the streams of these filters, not one each (the
+            # watcher in the key: its count is this server's).
+            return memo.latest(
+                ("fleet", self.watcher, filters),
+                self.watcher.version,
+                lambda: fleet.render_fleet(fleet.gather(live, filters, self.waiting)),
+            )
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"

@@ -1,7 +1,8 @@
 """The fleet's "Needs you": what wants a person, most pressing first, one entry a job.
 
 - **waiting**: a run of it waits on a person's decision (an item of the approvals inbox);
-- **over budget**: a run of it reached its budget (its own or its job's) in the last day;
+- **over budget**: a run of it reached its budget (its own or its job's) in the last day,
+  or its job's budget was spent before a run of it started;
 - **stalled**: a run of it has made no progress for a while;
 - **failed**: it failed or timed out in the last day.
 
@@ -32,6 +33,7 @@ class JobView(Protocol):
     job: JobRow
     rows: list[RunRow]
     status: str
+    limit: Mapping[str, object] | None  # a budget that kept a run of it from starting
 
     @property
     def job_id(self) -> str: ...
@@ -90,9 +92,9 @@ class Need:
 
 def _over_budget(view: JobView) -> str:
     """Which budget a run of the job reached, in words (empty: none did)."""
-    for row in view.rows:
-        if row.limit:
-            return "; ".join(live_notes({"limit": row.limit}))
+    for limit in [*(row.limit for row in view.rows), view.limit]:
+        if limit:
+            return "; ".join(live_notes({"limit": limit}))
     return ""
 
 
