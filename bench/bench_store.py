@@ -5,14 +5,16 @@
 For each size it makes a store of that many finished jobs (``$SUBAGENTS_HOME`` in a temp
 dir), generated from two real jobs (a single and a parallel one, run once through the normal
 run path with a shell-script child): each job's ``job.json`` and its start and end entries in
-the session log, one job every 86.4 s back from now (1,000 a day, so ``--since 1d`` selects
+the session log (stamped when it started and when it completed), one job every 86.4 s back
+from now (1,000 a day, so ``--since 1d`` selects
 about the same 1,000 jobs at every size: a query over them should cost what they cost, not
 what the store holds). A tenth of the jobs are in a second session.
 
 Then, whole processes, median of ``--repeat``, in alternation with ``python -c pass`` (the
 interpreter's start, the baseline measured beside each command on the same machine):
-``ps``, ``ps --json``, ``history`` (all of the default session: O(stored) by what it
-shows), ``history --since 1d``, ``cost --since 1d``, and the web fleet page's first
+``ps``, ``ps --json``, ``top --json`` (the newest 50 jobs with their runs), ``history``
+(the newest 50 end entries of the default session), ``history --since 1d -n 0`` (all of
+the day's, ~900), ``cost --since 1d``, and the web fleet page's first
 response (``subagents web`` started, then one GET of ``/``; the server's start excluded).
 The first ``ps`` of a store that has no index yet (it is built from the files) is timed on
 its own: ``ps (cold)``. Figures: seconds, and the ratio to the same command at the
@@ -38,6 +40,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +52,8 @@ SUBAGENTS = [sys.executable, "-m", "subagents.cli"]
 DAY = 86_400.0
 SPACING = DAY / 1000  # 1,000 jobs a day
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+START = "subagent:start"
+_AT = {True: "startedAt", False: "completedAt"}
 
 CHILD = """#!/bin/sh
 case "$1" in --version) echo 0.73.1; exit 0;; esac
@@ -102,7 +107,16 @@ def generate(
         "other": (home / "sessions" / "other.jsonl").open("w"),
     }
     now = time.time()
-    texts = [(json.dumps(state), [json.dumps(e) for e in ents], state) for state, ents in templates]
+    # Each entry at its job's time: a start entry when the job started, an end entry when it
+    # completed (both rewritten below with the job's own times).
+    texts = [
+        (
+            json.dumps(state),
+            [json.dumps({**e, "timestamp": state[_AT[e["eventType"] == START]]}) for e in ents],
+            state,
+        )
+        for state, ents in templates
+    ]
     for i in range(n):
         when = now - (n - i) * SPACING
         text, entry_texts, state = texts[i % len(texts)]
@@ -124,7 +138,7 @@ def generate(
             line = entry
             for old, new in subs.items():
                 line = line.replace(old, new)
-            logs[session].write(line.replace(str(templates[0][1][0]["timestamp"]), started) + "\n")
+            logs[session].write(line + "\n")
     for f in logs.values():
         f.close()
 
@@ -152,13 +166,14 @@ def timed_get(port: int, path: str, token: str) -> float:
     return time.perf_counter() - t0
 
 
-def fleet_first_response(env: dict[str, str]) -> float:
-    """The web server started (not timed), then the first GET of the fleet page."""
+@contextlib.contextmanager
+def web_server(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``subagents web`` under ``env`` on a free port, once it takes connections (its start
+    not timed): the process and its port; stopped at the end."""
     port = free_port()
-    token = "bench-token-0123456789abcdef"
     proc = subprocess.Popen(
         [*SUBAGENTS, "web", "--port", str(port)],
-        env={**env, "SUBAGENTS_WEB_TOKEN": token},
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -168,19 +183,27 @@ def fleet_first_response(env: dict[str, str]) -> float:
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break
             if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("bench_store: the web server did not start")
+                raise SystemExit("bench: the web server did not start")
             time.sleep(0.05)
-        return timed_get(port, "/", token)
+        yield proc, port
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.wait(30)
+
+
+def fleet_first_response(env: dict[str, str]) -> float:
+    """The web server started (not timed), then the first GET of the fleet page."""
+    token = "bench-token-0123456789abcdef"
+    with web_server({**env, "SUBAGENTS_WEB_TOKEN": token}) as (_, port):
+        return timed_get(port, "/", token)
 
 
 COMMANDS: dict[str, list[str]] = {
     "ps": ["ps"],
     "ps --json": ["ps", "--json"],
+    "top --json": ["top", "--json"],
     "history": ["history"],
-    "history --since 1d": ["history", "--since", "1d"],
+    "history --since 1d -n 0": ["history", "--since", "1d", "-n", "0"],
     "cost --since 1d": ["cost", "--since", "1d"],
 }
 
@@ -208,7 +231,7 @@ def rebuild_parsers(home: Path, repeat: int) -> str:
     for i in range(repeat * 2):
         name = ("json", "orjson")[i % 2]
         # _MANY: past how many files orjson parses them; out of reach for json's turn.
-        with mock.patch("subagents.jobs.store._MANY", 10**12 if name == "json" else 64):
+        with mock.patch("subagents.jobs.jobindex._MANY", 10**12 if name == "json" else 64):
             t0, c0 = time.perf_counter(), time.process_time()
             JobStore(home).reindex()
             figures[name].append((time.perf_counter() - t0, time.process_time() - c0))

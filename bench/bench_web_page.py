@@ -22,7 +22,6 @@ on its own: it renders the transcript's last part; later views of the unchanged 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import statistics
@@ -36,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import CHILD, SUBAGENTS, free_port, generate, seed_jobs, timed_get
+from bench_store import CHILD, SUBAGENTS, generate, seed_jobs, timed_get, web_server
 from benchenv import like_installed
 
 from subagents.core import stamps
@@ -124,46 +123,30 @@ def main() -> None:
         subprocess.run([*SUBAGENTS, "ps"], env=env, check=True, capture_output=True)
         size = (big_run / "transcript.md").stat().st_size
         print(f"{args.jobs} jobs + 2; the big transcript {size / 2**20:.0f} MiB", flush=True)
-        port = free_port()
-        server = subprocess.Popen(
-            [*SUBAGENTS, "web", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
         stop = threading.Event()
         streamed = [0]
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                with contextlib.suppress(OSError):
-                    get(port, "/static/app.css")
-                    break
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("bench_web_page: the web server did not start")
-                time.sleep(0.1)
-            run_id = big_run.name
-            streams = [
-                threading.Thread(
-                    target=stream_again,
-                    args=(port, f"/events/job/{big}?run={run_id}", stop, streamed),
-                    daemon=True,
-                )
-                for _ in range(args.streams)
-            ]
-            for t in streams:
-                t.start()
-            get(port, f"/job/{small}")  # (the templates compiled once, as in any server)
-            figures: dict[str, list[float]] = {"big page, first": [get(port, f"/job/{big}")]}
-            figures.update({"big job page": [], "small job page": []})
-            for _ in range(args.repeat):
-                figures["big job page"].append(get(port, f"/job/{big}"))
-                figures["small job page"].append(get(port, f"/job/{small}"))
-            figures["fleet page"] = [get(port, "/") for _ in range(3)]
-        finally:
-            stop.set()
-            server.terminate()
-            server.wait(30)
+        with web_server(env) as (_, port):
+            try:
+                run_id = big_run.name
+                streams = [
+                    threading.Thread(
+                        target=stream_again,
+                        args=(port, f"/events/job/{big}?run={run_id}", stop, streamed),
+                        daemon=True,
+                    )
+                    for _ in range(args.streams)
+                ]
+                for t in streams:
+                    t.start()
+                get(port, f"/job/{small}")  # (the templates compiled once, as in any server)
+                figures: dict[str, list[float]] = {"big page, first": [get(port, f"/job/{big}")]}
+                figures.update({"big job page": [], "small job page": []})
+                for _ in range(args.repeat):
+                    figures["big job page"].append(get(port, f"/job/{big}"))
+                    figures["small job page"].append(get(port, f"/job/{small}"))
+                figures["fleet page"] = [get(port, "/") for _ in range(3)]
+            finally:
+                stop.set()
     for name, values in figures.items():
         print(f"{name:<16} median {statistics.median(values):.3f}s  worst {max(values):.3f}s")
     small_page = statistics.median(figures["small job page"])

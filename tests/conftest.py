@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from support.fake import Fake
 from support.spawns import SpawnGuard
 
@@ -30,8 +31,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.process)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Under ``--dist loadgroup`` (scripts/test), a grouped test must carry its group in its
+    id, or xdist spreads the group over the workers (pytest-xdist#1386: what pytest 9.2 does
+    to xdist 3.8), each starting its own Ray cluster or chromium: fail such a test at once."""
+    if not getattr(item.config.option, "loadgroup", False):
+        return
+    if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]:
+        pytest.fail(
+            "its xdist_group is not applied (pytest-xdist#1386): install pyproject.toml's pins",
+            pytrace=False,
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # A property test's input generation is timed by hypothesis's too_slow health check, which
+    # fails a test on a loaded machine: the suite never depends on timing.
+    settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
+    settings.load_profile("suite")
     config.pluginmanager.register(SpawnGuard(), "subagents-spawn-guard")
+    # Each test's wall and CPU time (its processes' included), when asked: support/cputimes.py.
+    # Not in xdist's controller: its workers run the tests.
+    out = os.environ.get("SUBAGENTS_TEST_CPU")
+    if out and (os.environ.get("PYTEST_XDIST_WORKER") or not config.getoption("numprocesses", 0)):
+        from support.cputimes import CpuTimes
+
+        config.pluginmanager.register(CpuTimes(Path(out)), "subagents-cputimes")
 
 
 @pytest.fixture(autouse=True)

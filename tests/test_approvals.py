@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.approvals import FakeSupervisor, write_item
 from support.cli import invoke
 
 import subagents
@@ -18,7 +19,6 @@ from subagents.core.paths import runs_dir
 from subagents.errors import UsageError
 from subagents.supervisor.approvals import Approvals
 from subagents.supervisor.phase import StallWatch
-from subagents.supervisor.spec import RunSpec
 from subagents.types import ApprovalPolicy
 
 # ---- rules ---------------------------------------------------------------------------------
@@ -78,25 +78,7 @@ def test_a_summary_is_one_line_without_control_sequences() -> None:
 # ---- the inbox -----------------------------------------------------------------------------
 
 
-def _item(run_dir: Path, item_id: str, **extra: Any) -> None:
-    inbox.write_item(
-        run_dir,
-        {
-            "id": item_id,
-            "runId": run_dir.name,
-            "jobId": None,
-            "backend": "claude",
-            "task": "t",
-            "tool": "Bash",
-            "summary": "Bash: ls",
-            "input": {"command": "ls"},
-            "policy": "ask",
-            "choices": ["allow", "always", "deny"],
-            "requestedAt": 1.0,
-            "expiresAt": 2.0,
-            **extra,
-        },
-    )
+_item = write_item
 
 
 def _run_dir(home: Path, run_id: str = "01m8aaaaaa-aaaaaaaa") -> Path:
@@ -137,7 +119,7 @@ def test_bad_decisions_are_one_line_and_change_nothing(isolated_state: Path) -> 
     _item(run_dir, "01m8cccccc-cccccccc")
     _item(run_dir, "01m8cccccc-dddddddd")
     for args, message in [
-        (["approve", "01m8zz"], "no approval item 01m8zz"),
+        (["approve", "01m8zz"], "no inbox item 01m8zz"),
         (["approve", "not/an/id"], "not an item id"),
         (["deny", "01m8cccccc"], "is ambiguous"),
     ]:
@@ -168,20 +150,7 @@ def test_inbox_lists_what_waits_and_json_says_it_whole(isolated_state: Path) -> 
 # ---- the supervisor's side -----------------------------------------------------------------
 
 
-class _Sup:
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
-        self.spec = RunSpec(
-            runId=run_dir.name, backend="claude", task="t", cwd=str(run_dir), argv=[]
-        )
-        self.watch = StallWatch(5.0, 5.0, 0.0)
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, event: Any) -> None:
-        self.events.append(event)
-
-    def flush(self) -> None:
-        pass
+_Sup = FakeSupervisor
 
 
 def _policy(**kw: Any) -> ApprovalPolicy:
@@ -192,14 +161,14 @@ def test_a_waiting_request_is_answered_once_decided(isolated_state: Path) -> Non
     sup = _Sup(_run_dir(isolated_state))
     approvals = Approvals(sup, _policy())
     answers: list[tuple[str, str | None]] = []
-    approvals.ask("Bash", {"command": "make"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make"}, lambda c, why, _a: answers.append((c, why)))
     (item,) = inbox.pending(sup.run_dir)
     assert answers == [] and sup.watch.paused_at is not None
     subagents.decide(item["id"], "always")
     approvals.poll()
     assert answers == [("always", None)] and sup.watch.paused_at is None
     # "always": the same tool passes for the rest of the run, unasked.
-    approvals.ask("Bash", {"command": "make install"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make install"}, lambda c, why, _a: answers.append((c, why)))
     assert answers[-1] == ("allow", None) and inbox.pending(sup.run_dir) == []
     assert [e.get("by") for e in sup.events if e["state"] == "decided"][-1] == "rule"
 
@@ -207,7 +176,7 @@ def test_a_waiting_request_is_answered_once_decided(isolated_state: Path) -> Non
 def test_an_item_keeps_a_large_input_bounded(isolated_state: Path) -> None:
     sup = _Sup(_run_dir(isolated_state))
     big = {"file_path": "/tmp/x", "content": "x" * 200_000}
-    Approvals(sup, _policy()).ask("Write", big, lambda c, why: None)
+    Approvals(sup, _policy()).ask("Write", big, lambda c, why, _a: None)
     (item,) = inbox.pending(sup.run_dir)
     assert item["input"] == {"file_path": "/tmp/x", "truncated": True}
 
@@ -216,7 +185,7 @@ def test_a_request_left_when_the_run_ends_is_denied(isolated_state: Path) -> Non
     sup = _Sup(_run_dir(isolated_state))
     approvals = Approvals(sup, _policy())
     answers: list[tuple[str, str | None]] = []
-    approvals.ask("Bash", {"command": "make"}, lambda c, why: answers.append((c, why)))
+    approvals.ask("Bash", {"command": "make"}, lambda c, why, _a: answers.append((c, why)))
     records = approvals.finish()
     assert answers == [("deny", "denied by subagents: the run ended before a decision")]
     assert records[0]["choice"] == "deny" and records[0]["by"] == "subagents"
@@ -273,7 +242,9 @@ def test_an_inbox_that_cannot_be_written_denies_at_once(isolated_state: Path) ->
     sup = _Sup(_run_dir(isolated_state))
     (sup.run_dir / inbox.INBOX).write_text("not a directory")
     answers: list[tuple[str, str | None]] = []
-    Approvals(sup, _policy()).ask("Bash", {"command": "make"}, lambda c, w: answers.append((c, w)))
+    Approvals(sup, _policy()).ask(
+        "Bash", {"command": "make"}, lambda c, w, _a: answers.append((c, w))
+    )
     ((choice, why),) = answers
     assert choice == "deny" and why is not None and "the inbox could not be written" in why
     assert sup.watch.paused_at is None  # nothing waits

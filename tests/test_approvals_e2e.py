@@ -2,7 +2,8 @@
 --approvals ask a command waits in the inbox (claude's through our MCP permission server,
 codex's app-server approval request), `subagents inbox` shows it, `subagents approve` lets
 the command run and `subagents deny` gives the child the refusal; a timeout denies and records why; the stall watchdog does not fire while a person
-is asked; rules let a request pass unasked. Against the loopback mock model; no network."""
+is asked; rules let a request pass unasked; a child's question is answered; the parent is
+bounded by the user's rules. Against the loopback mock model; no network."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from support.approvals import write_item
 from support.checks import eventually
 from support.cli import cli, no_traceback
 from support.liverun import Live
@@ -22,6 +24,8 @@ from support.mcp_client import connect, run, text_of
 
 import subagents
 from subagents.config import Settings
+from subagents.core import inbox
+from subagents.core.paths import runs_dir
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.errors import UsageError
@@ -52,14 +56,19 @@ def cli_env(tmp_path: Path, backend: str, url: str) -> tuple[dict[str, str], str
 
 
 @contextlib.contextmanager
-def agent_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Iterator[Live]:
+def agent_run(
+    tmp_path: Path,
+    backend: str = "claude",
+    script: Script | None = None,
+    task: str = "make the file",
+    **options: Any,
+) -> Iterator[Live]:
+    """A child against the mock (by default one that runs COMMAND), started as a run."""
     work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    with MockModelServer(Script(command=COMMAND)) as srv:
+    work.mkdir(parents=True, exist_ok=True)
+    with MockModelServer(script or Script(command=COMMAND)) as srv:
         env, model = cli_env(tmp_path, backend, srv.url)
-        req = RunRequest(
-            task="make the file", backend=backend, cwd=str(work), env=env, model=model, **options
-        )
+        req = RunRequest(task=task, backend=backend, cwd=str(work), env=env, model=model, **options)
         handle = start(req, Settings(default_backend=backend))
         try:
             yield Live(handle, srv)
@@ -173,7 +182,7 @@ def test_deny_policy_refuses_what_no_rule_allows(tmp_path: Path) -> None:
     assert record["choice"] == "deny" and record["by"] == "policy"
     meta = json.loads((live.handle.run_dir / "meta.json").read_text())
     assert meta["approvals"]["rules"] == ["Bash(git status*)"]
-    with pytest.raises(UsageError, match="no approval item"):
+    with pytest.raises(UsageError, match="no inbox item"):
         subagents.decide("01zzzzzzzz", "allow")
 
 
@@ -222,3 +231,140 @@ def test_the_parent_decides_through_mcp(tmp_path: Path) -> None:
         (tmp_path / "claude-config" / ".claude" / "settings.json").write_text("{}")
         run(lambda: main(env))
     assert (work / "made.txt").exists()
+
+
+QUESTION = {
+    "questions": [
+        {
+            "question": "Which colour should the button be?",
+            "header": "Colour",
+            "multiSelect": False,
+            "options": [
+                {"label": "Red", "description": "warm"},
+                {"label": "Blue", "description": "cool"},
+            ],
+        }
+    ]
+}
+
+
+# codex's question tool asks the same, with an id a question (its answers are keyed so).
+CODEX_QUESTION = {"questions": [{**QUESTION["questions"][0], "id": "colour"}]}
+
+
+def asking_run(tmp_path: Path, backend: str = "claude", **options: Any) -> Any:
+    """A child that asks the user a question (claude's AskUserQuestion, codex's
+    request_user_input) and answers with the tool's result."""
+    if backend == "codex":
+        script = Script(tool_name="request_user_input", tool_args=CODEX_QUESTION)
+    else:
+        script = Script(tool_name="AskUserQuestion", tool_args=QUESTION)
+    script.final_text = "Got: {tool_output}"
+    return agent_run(tmp_path, backend, script, "pick a colour", **options)
+
+
+@pytest.mark.parametrize("backend", BOTH)
+def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
+    tmp_path: Path, backend: str
+) -> None:
+    with asking_run(tmp_path, backend, approvals="ask") as live:
+        item = waiting_item(live)
+        assert item["kind"] == "question" and item["choices"] == ["answer", "deny"]
+        assert item["summary"] == "Which colour should the button be? (Red | Blue)"
+        (asked,) = item["questions"]
+        assert [o["label"] for o in asked["options"]] == ["Red", "Blue"]
+
+        shown = cli(["inbox"])
+        assert shown.returncode == 0, shown.stderr
+        assert "Which colour should the button be?" in shown.stdout
+        assert "1. Red — warm" in shown.stdout and "2. Blue — cool" in shown.stdout
+        # A question is answered, not approved; an option that is not there: one line, exit 2.
+        for argv, says in (
+            (["approve", item["id"]], "is a question: answer it"),
+            (["answer", item["id"], "--choice", "3"], "no option '3': choose 1 to 2"),
+            (["answer", item["id"]], "give the answer as TEXT or as --choice N"),
+            (["answer", item["id"], "Red", "Blue"], "give one answer for each"),
+        ):
+            refused = cli(argv)
+            no_traceback(refused)
+            assert refused.returncode == 2 and refused.stderr.count("\n") == 1, argv
+            assert says in refused.stderr, (argv, refused.stderr)
+        assert [i["id"] for i in subagents.inbox()] == [item["id"]]  # nothing changed
+
+        answered = cli(["answer", item["id"], "--choice", "2"])
+        assert answered.returncode == 0, answered.stderr
+        assert f"answered: item {item['id']}" in answered.stdout
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    # The CLI handed the model the answer as the user's: its tool result says it.
+    if backend == "claude":
+        assert '"Which colour should the button be?"="Blue"' in result["finalText"]
+    else:
+        assert '"colour":{"answers":["Blue"]}' in result["finalText"]
+    (record,) = result["approvals"]
+    assert record["kind"] == "question" and record["choice"] == "answer"
+    assert record["answers"] == ["Blue"]
+    transcript = Path(result["paths"]["transcript"]).read_text()
+    assert f"waiting for an answer (item {item['id']}): Which colour" in transcript
+    assert "✓ answered by" in transcript and "→ Blue" in transcript
+
+
+@claude_only
+def test_a_question_denied_or_under_the_deny_policy_is_not_answered(tmp_path: Path) -> None:
+    with asking_run(tmp_path / "ask", approvals="ask") as live:
+        item = waiting_item(live)
+        denied = cli(["deny", item["id"], "--reason", "decide it yourself"])
+        assert denied.returncode == 0, denied.stderr
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    assert "decide it yourself" in result["finalText"]
+    assert result["approvals"][0]["choice"] == "deny"
+    # Under deny no one is asked: the child is told at once, and no rule passes a question.
+    with asking_run(tmp_path / "deny", approvals="deny", approve="AskUserQuestion") as live:
+        result = live.result()
+    assert result["status"] == "completed", result.get("diagnostics")
+    (record,) = result["approvals"]
+    assert record["by"] == "policy" and "answers no questions" in result["finalText"]
+
+
+def test_the_parent_through_mcp_is_bounded_by_the_users_rules(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    """Two items of a parent's run (written as its supervisor writes them): the one outside
+    the user's parent_may_approve waits for a person, and subagent_decide refuses to allow
+    it; the one inside it the parent allows."""
+    run_dir = runs_dir(isolated_state) / "01m8aaaaaa-aaaaaaaa"
+    run_dir.mkdir(parents=True)
+    for item_id, command, policy in (
+        ("01m8bbbbbb-bbbbbbbb", "git push", "parent"),
+        ("01m8cccccc-cccccccc", "rm -rf build", "ask"),
+    ):
+        write_item(
+            run_dir,
+            item_id,
+            summary=f"Bash: {command}",
+            input={"command": command},
+            policy=policy,
+            expiresAt=1e12,
+            parentMay=["Bash(git *)"],
+            cwd=str(tmp_path),
+        )
+
+    async def main() -> None:
+        async with connect({}) as client:
+            listed = text_of(await client.call_tool("subagent_inbox", {}))
+            assert "01m8bbbbbb-bbbbbbbb (run 01m8aaaaaa-aaaaaaaa, claude, decided by you)" in listed
+            assert "decided by a person (outside what you may allow)): Bash: rm" in listed
+            refused = await client.call_tool(
+                "subagent_decide", {"item": "01m8cccccc-cccccccc", "choice": "allow"}
+            )
+            assert refused.is_error and "outside what the parent may allow" in text_of(refused)
+            allowed = await client.call_tool(
+                "subagent_decide", {"item": "01m8bbbbbb-bbbbbbbb", "choice": "allow"}
+            )
+            assert text_of(allowed) == "allowed: item 01m8bbbbbb-bbbbbbbb", text_of(allowed)
+
+    run(main)
+    assert inbox.read_decision(run_dir, "01m8cccccc-cccccccc") is None
+    decided = inbox.read_decision(run_dir, "01m8bbbbbb-bbbbbbbb")
+    assert decided is not None and decided["by"] == "parent"

@@ -57,6 +57,21 @@ def test_history_shows_damaged_entries_without_a_traceback(isolated_state: Path)
     assert "the last one" in shown and shown.count("01m84t0m9p-8m6spb63") == 8
 
 
+def test_history_lists_the_newest_first_up_to_its_limit(isolated_state: Path) -> None:
+    write_log(isolated_state, [entry(summary=f"job {i}") for i in range(60)])
+
+    def summaries(*args: str) -> list[str]:
+        p = cli(["history", "--json", *args])
+        assert p.returncode == 0, p.stderr
+        return [json.loads(line)["summary"] for line in p.stdout.splitlines()]
+
+    assert summaries() == [f"job {i}" for i in range(59, 9, -1)]  # 50 by default
+    assert summaries("-n", "2") == ["job 59", "job 58"]
+    assert len(summaries("--limit", "0")) == 60
+    bad = cli(["history", "-n", "-1"])
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
 def test_a_log_holding_nan_or_infinity_reads_as_null_and_every_output_stays_json(
     isolated_state: Path,
 ) -> None:
@@ -74,8 +89,8 @@ def test_a_log_holding_nan_or_infinity_reads_as_null_and_every_output_stays_json
             for line in p.stdout.splitlines():
                 json.loads(line, parse_constant=_refuse)
     shown = [json.loads(line) for line in cli(["history", "--json"]).stdout.splitlines()]
-    assert [e["summary"] for e in shown] == ["whole", "damaged"]
-    assert shown[1]["durationMs"] is None and shown[1]["usage"]["cost"] is None
+    assert [e["summary"] for e in shown] == ["damaged", "whole"]  # newest first
+    assert shown[0]["durationMs"] is None and shown[0]["usage"]["cost"] is None
 
 
 def _refuse(constant: str) -> Any:

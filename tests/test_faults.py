@@ -261,7 +261,15 @@ def test_ctrl_c_is_reported_as_sigint(fake: Fake) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
-    assert "received SIGINT" in err and "received SIGTERM" not in err
+    # The end line says a person's stop in their words; the signal that came (SIGINT, not
+    # SIGTERM) stays in the record and its post-mortem.
+    (end,) = [ln for ln in err.splitlines() if ln.startswith("■ job ")]
+    assert end.endswith("· stopped by you") and "SIG" not in end, err
+    assert "Error: aborted: the supervisor received SIGINT" in err
+    (run_dir,) = (Path(os.environ["SUBAGENTS_HOME"]) / "runs").iterdir()
+    result = json.loads((run_dir / "result.json").read_text())
+    assert "received SIGINT" in result["errorMessage"]
+    assert "received SIGTERM" not in result["errorMessage"]
 
 
 # ---- the smaller faults -----------------------------------------------------------------

@@ -67,7 +67,7 @@ def test_a_job_line_is_the_end_of_a_job_in_one_line() -> None:
     }
     assert outcome.job_line(failed) == (
         "✗ job J failed · parallel · scout, pi · 3.4s · 60 tokens · $0.00004 · "
-        "1/2 completed; failed: [2] pi — timed out after 60s"
+        "1/2 completed; failed: [2] pi — timed out after 1m00s"  # (the figures' words)
     )
 
 
@@ -95,3 +95,18 @@ def test_runs_line_tells_every_run_in_order_within_its_limit() -> None:
         len(line) <= 80 and line.startswith("[1] ✓ 3.1s · [2] $ sleep") and "[4] $ xxx" in line
     ), line
     assert "[3] waiting" in line and "[5] waiting" in line, line
+
+
+def test_a_stop_is_said_in_plain_words_on_every_line_the_signal_kept_in_the_record() -> None:
+    run = {"backend": "pi", "status": "aborted"}
+    job = {"jobId": "J", "mode": "single", "status": "aborted", "durationMs": 900}
+    for signal, words in (
+        ("SIGTERM", "stopped by you"),
+        ("SIGHUP", "stopped: its terminal closed"),
+    ):
+        message = f"aborted: the supervisor received {signal}"
+        stopped = {**job, "runs": [{**run, "errorMessage": message}]}
+        assert outcome.job_line(stopped).endswith(f"· {words}")  # type: ignore[arg-type]
+        # A job stopped before any run started says it alike.
+        assert outcome.detail({**job, "runs": [], "errorMessage": message}) == words  # type: ignore[arg-type]
+        assert stopped["runs"][0]["errorMessage"] == message

@@ -108,7 +108,8 @@ RUN_PATH = _words(
     subagents.runs.checks subagents.runs.monitor subagents.runs.handle subagents.runs.versions
     subagents.runs.rundir subagents.runs.launch subagents.runs.control
     subagents.jobs subagents.jobs.spec subagents.jobs.planning subagents.jobs.outcome
-    subagents.jobs.store subagents.jobs.budget subagents.jobs.tasks subagents.jobs.orchestrator
+    subagents.jobs.store subagents.jobs.jobindex subagents.jobs.budget subagents.jobs.tasks
+    subagents.jobs.orchestrator
     subagents.jobs.runner subagents.jobs.records
     subagents.lifecycle subagents.lifecycle.sessionlog subagents.lifecycle.hooks
     subagents.present subagents.present.figures subagents.present.outcome

@@ -129,12 +129,23 @@ def test_a_failed_row_is_retried_with_its_reason_and_failures_are_grouped(
     assert "previous attempt at this task failed" in rows["FAIL two"]["answer"]
     assert "exit" in rows["FAIL two"]["answer"] or "3" in rows["FAIL two"]["answer"]
     # Without retries the row fails, and the failure is grouped by its reason.
-    p = cli(["map", str(data), "--task", "do {line}", "--json"], child)
+    p = cli(["map", str(data), "--task", "do {line}", "--json", "--progress", "jsonl"], child)
     assert p.returncode == 1
-    record = json.loads(p.stdout)["map"]
+    result = json.loads(p.stdout)
+    record = result["map"]
     assert (record["completed"], record["failed"]) == (2, 1)
     assert record["failures"][0]["rows"] == 1
     assert record["summary"].startswith("1 row: ")
+    # The feed: the map counted before any row ends, its failures grouped as they come, and
+    # last the answer a parent reads (an error only when no row completed).
+    records = [json.loads(line) for line in p.stderr.splitlines()]
+    first, last = records[0], records[-1]
+    assert (first["type"], first["done"], first["total"], first["failures"]) == ("map", 0, 3, [])
+    counted = [r for r in records if r["type"] == "map"][-1]
+    assert counted["done"] == 3 and counted["failures"] == record["failures"]
+    assert last["type"] == "answer" and last["isError"] is False and last["map"] == record
+    assert last["text"].startswith(f"map {result['jobId']}: 2/3 rows completed (1 row: ")
+    assert last["text"].endswith(f"each row's answer: `subagents show --rows {result['jobId']}`")
 
 
 def test_the_maps_budget_stops_new_rows(tmp_path: Path, child: dict[str, str]) -> None:
@@ -375,6 +386,7 @@ def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, 
     assert f"map {job_id}: 4/4 rows completed" in waited.stdout
     records = [json.loads(line) for line in waited.stderr.splitlines()]
     rows = [r for r in records if r["type"] == "row"]
+    assert records[-1]["type"] == "answer" and records[-1]["map"]["completed"] == 4
     # Every row's end, once: the last of them may come from the log compacted at the end.
     assert sorted(r["key"] for r in rows) == ["1", "2", "3", "4"]
     assert all(r["status"] == "completed" for r in rows)

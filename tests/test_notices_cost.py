@@ -4,7 +4,6 @@ and ``subagents cost`` (totals from the session logs), through the real command 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,15 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.fake import Fake
-from support.sessionlog import CLAUDE_ID, SUBAGENTS, end_entry, hook, job_result, sub
+from support.sessionlog import (
+    CLAUDE_ID,
+    SUBAGENTS,
+    claude_monitor,
+    end_entry,
+    hook,
+    job_result,
+    sub,
+)
 
 from subagents.jobs import JobStore
 from subagents.lifecycle import cost as costs
@@ -136,7 +143,7 @@ def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_stat
     stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}").stdout)["reason"]
     assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · scout · "), stop
     wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate").stdout)["reason"]
-    assert wrong == "usage: /subagents:jobs [show JOB | stop JOB | cost]"
+    assert wrong.startswith("usage: /subagents:jobs [show JOB | stop JOB | cost | inbox")
     for prompt in ("/subagents:jobsx", "list my /subagents:jobs"):  # not the command
         assert hook(isolated_state, prompt).stdout == "", prompt
 
@@ -190,12 +197,7 @@ def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
     early = store.create(plan, agents=["scout"], background=True)
     ended(store, log, early, "before the monitor started")
     claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
-    monitor = subprocess.Popen(
-        [SUBAGENTS, "claude-code", "monitor"],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
-    )
+    monitor = claude_monitor(claude.pid)
     try:
         assert monitor.stdout is not None
         first = monitor.stdout.readline()  # an end not told yet is told at start
@@ -223,12 +225,7 @@ def test_a_monitor_turned_off_says_what_is_lost(isolated_state: Path) -> None:
     ended(store, sessionlog.session_path(isolated_state, session), job, "done")
     claude = subprocess.Popen(["sleep", "300"])  # stands in for Claude Code ($CLAUDE_PID)
     try:
-        monitor = subprocess.Popen(
-            [SUBAGENTS, "claude-code", "monitor"],
-            stdout=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude.pid)},
-        )
+        monitor = claude_monitor(claude.pid)
         # Up and following the log once it told an end: then Claude Code's "x to stop".
         assert monitor.stdout is not None
         assert monitor.stdout.readline().startswith(f"✓ job {job} · scout · ")

@@ -6,6 +6,7 @@ surface names the place its own way."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from subagents.config import Settings
 from subagents.errors import FieldProblem, PlanError
 from subagents.jobs import MAP_FIELDS, JobSpec, Step, job_of
 from subagents.mcp.args import StepArg, SubagentArgs, in_the_tool
-from subagents.options import FACES, RunOptions, job_specs, specs, step_specs
+from subagents.options import FACES, MAP_TAKES, RunOptions, job_specs, map_specs, specs, step_specs
 from subagents.runs import RunRequest
 from subagents.supervisor.spec import FIELDS, RunSpec
 
@@ -65,6 +66,25 @@ def test_every_face_offers_every_option_the_definition_does_not_keep_from_it() -
     for spec in step_specs():
         assert (spec.name in StepArg.model_fields) == spec.on("mcp"), spec.name
         assert (spec.field in types.RunOptionsDict.__annotations__) == spec.on("api")
+
+
+def test_a_maps_options_are_offered_alike_by_the_command_the_mcp_tool_and_pi() -> None:
+    from subagents.mcp.maptool import subagent_map
+
+    command = main.commands["map"]
+    flags = {o: p for p in command.params for o in p.opts}
+    tool = inspect.signature(subagent_map).parameters
+    schema = json.loads((REPO / "integrations" / "pi" / "options.schema.json").read_text())
+    for spec in map_specs():
+        assert spec.flag in flags and spec.name in tool and spec.name in MAP_FIELDS, spec.name
+        assert spec.json in schema["$defs"]["MapOptions"]["properties"], spec.json
+        if spec.name != "where":  # (the command's takes FIELD=VALUE, once per field)
+            assert flags[spec.flag].help == spec.meta.help, spec.name
+    # What a map takes of the run's and the job's options: each a flag of `map`, and each
+    # the pi tool's name for an option it has.
+    assert all(flag in flags for flag in MAP_TAKES.values())
+    names = {s.json: s.name for s in specs()}
+    assert {names[n] for n in schema["x-map-takes"]} == set(MAP_TAKES)
 
 
 def test_step_and_request_embed_the_run_options_and_the_spec_the_job_options() -> None:

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.pi_parent import Parent, delegating
+from support.pi_parent import BROKEN, Parent, delegating
 from support.pi_parent import needs_pi_parent as needs_pi
 from support.pi_tui import PiTui
 
@@ -43,6 +45,11 @@ def tool_results(parent: Parent) -> list[dict[str, Any]]:
         for e in lines
         if e["type"] == "message" and e["message"].get("role") == "toolResult"
     ]
+
+
+def bg_ended(pi: PiTui) -> bool:
+    """A background job's end notice is on the screen."""
+    return bool(re.search(r"background subagent job \S+ ended", pi.capture()))
 
 
 def fits(pi: PiTui, *texts: str) -> str:
@@ -112,8 +119,9 @@ def test_a_budget_stop_is_its_own_mark_in_the_row_the_result_and_the_entry(
     assert "⏹ turn limit 2 · wrapped up" in end["summary"]
 
 
+@pytest.mark.parametrize("cols", [80, 200])
 def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the_footer(
-    tmp_path: Path, tmux: Callable[..., str]
+    tmp_path: Path, tmux: Callable[..., str], cols: int
 ) -> None:
     tasks = [
         {"task": "Tidy the imports", "model": "slow/mock-model"},
@@ -122,7 +130,7 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
     args = {"tasks": tasks, "background": True}
     slow = Script(command="sleep 6; echo tidied")
     with delegating(tmp_path, args, slow=slow) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("start it in the background")
         head = "subagents · 1 background job running, 2 runs"
         assert eventually(lambda: pi.shows(head), 60), pi.screen
@@ -136,36 +144,37 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
 
         assert eventually(both, 60), pi.screen
         assert eventually(lambda: bool(pi.line("Sort the tests", "$ sleep 6")), 60), pi.screen
-        print(f"\n--- background widget at 80 columns ---\n{pi.screen}")
+        print(f"\n--- background widget at {cols} columns ---\n{pi.screen}")
         # Its end: the widget goes; what it used stays in the footer.
-        ended = re.compile(r"background subagent job \S+ ended")
-        assert eventually(lambda: bool(ended.search(pi.capture())), 120), pi.screen
+        assert eventually(lambda: bg_ended(pi), 120), pi.screen
         assert eventually(lambda: not pi.shows(head), 30), pi.screen
         assert eventually(lambda: bool(re.search(r"bg \d+ tok", pi.capture())), 30), pi.screen
-        print(f"\n--- after its end at 80 columns ---\n{pi.screen}")
+        print(f"\n--- after its end at {cols} columns ---\n{pi.screen}")
 
 
-def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
-    tmp_path: Path, tmux: Callable[..., str]
+@pytest.mark.parametrize("cols", [80, 200])
+def test_subagents_fits_the_width_and_keeps_up_with_the_job_while_open(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
 ) -> None:
     task = "Keep polling the service for a healthy answer"
     args = {"task": task, "model": "slow/mock-model", "background": True}
     with delegating(tmp_path, args, slow=Script(command="sleep 12; echo healthy")) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("start it in the background")
         assert eventually(lambda: bool(pi.line("Keep polling", "$ sleep 12")), 90), pi.screen
         assert eventually(lambda: pi.shows("I ran subagent"), 60)
         pi.type("/subagents")
         assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
-        # The least useful columns went; what is left is on one line, under its label.
+        # At 80 the least useful columns went; what is left is on one line, under its label.
         kept = ("JOB", "TASK", "STATUS", "ELAPSED", "TOKENS", "COST")
         head = pi.line(*kept)
-        assert head and "BACKENDS" not in head and "AGENTS" not in head, pi.screen
+        assert head and ("BACKENDS" in head and "AGENTS" in head) == (cols == 200), pi.screen
         row = pi.line("Keep polling the serv", "running")
         assert row, pi.screen  # the task whole enough to tell
+        assert (task in row) == (cols == 200), row
         assert row.index("running") == head.index("STATUS")
-        assert len(row.rstrip()) > head.index("COST") and len(row) <= 80
-        print(f"\n--- /subagents at 80 columns ---\n{pi.screen}")
+        assert len(row.rstrip()) > head.index("COST") and len(row) <= cols
+        print(f"\n--- /subagents at {cols} columns ---\n{pi.screen}")
         # While it stays open: the elapsed time goes on, and the job's end shows in its row.
         first = float(re.findall(r"(\d+\.\d)s", row)[0])
 
@@ -181,10 +190,13 @@ def test_subagents_fits_80_columns_and_keeps_up_with_the_job_while_open(
         assert eventually(lambda: not pi.shows("esc close"), 30), pi.screen
 
 
-def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:
+@pytest.mark.parametrize("cols", [80, 200])
+def test_esc_stops_a_run_said_as_stopped_by_you(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
     args = {"task": "Watch the logs", "model": "slow/mock-model"}
     with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
-        pi = PiTui(tmux, parent, cols=80)
+        pi = PiTui(tmux, parent, cols=cols)
         pi.type("delegate it")
         assert eventually(lambda: pi.shows("Watch the logs", "⎿ $ sleep 300"), 90), pi.screen
         pi.keys("Escape")
@@ -192,4 +204,189 @@ def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[.
         assert eventually(lambda: bool(pi.line("■ Watch the logs", "aborted")), 60), pi.screen
         assert eventually(lambda: pi.shows("stopped by you"), 30), pi.screen
         assert "SIGTERM" not in pi.screen, pi.screen
-        print(f"\n--- Esc at 80 columns ---\n{pi.screen}")
+        print(f"\n--- Esc at {cols} columns ---\n{pi.screen}")
+
+
+MAP_ROWS = "name,provider\nalpha,slow\nbeta,slow\ngamma,broken\ndelta,slow\n"
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_map_is_one_progress_row_with_its_failures_grouped(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    args = {
+        "task": "Say the word {name}",
+        "model": "{provider}/mock-model",
+        "concurrency": 2,
+        "jobMaxCost": 5,
+        "map": {"input": "words.csv", "key": "name"},
+    }
+    slow = Script(command="sleep 3; echo said")
+    with delegating(tmp_path, args, answer="Mapped.", slow=slow, broken=BROKEN) as (parent, _):
+        (parent.work / "words.csv").write_text(MAP_ROWS)
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("map it")
+        assert eventually(lambda: pi.shows("subagent map Say the word {name}"), 60), pi.screen
+        # While it runs: one row of counts, never a row per dataset row.
+        live = re.compile(
+            rf"{SPINNER} map rows [0-4]/4 · [12] running · [01] failed · ETA \S+ · \$"
+        )
+        assert eventually(lambda: bool(live.search(pi.capture())), 90), pi.screen
+        print(f"\n--- a map running at {cols} columns ---\n{pi.screen}")
+        assert eventually(lambda: pi.shows("Mapped."), 120), pi.screen
+        # Its end: the counts, the failure under it grouped by why, where the answers are.
+        row = fits(pi, "◐ map rows 4/4 · 3 completed · 1 failed")
+        assert row and len(row.rstrip()) <= cols, pi.screen
+        assert fits(pi, "⎿ 1 row: "), pi.screen
+        assert fits(pi, "each row's answer: subagents show --rows"), pi.screen
+        assert "Say the word alpha" not in pi.screen, pi.screen
+        print(f"\n--- a map's end at {cols} columns ---\n{pi.screen}")
+    (result,) = tool_results(parent)
+    assert result["isError"] is False
+    assert "3/4 rows completed (1 row: " in result["content"][0]["text"]
+    details = result["details"]
+    assert details["mode"] == "map" and details["runs"] == []
+    assert details["map"]["failures"][0]["rows"] == 1 and details["map"]["maxCost"] == 5
+    (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
+    assert end["mode"] == "map" and "3/4 rows completed" in end["summary"]
+
+
+def test_a_background_map_is_one_row_in_the_widget(
+    tmp_path: Path, tmux: Callable[..., str]
+) -> None:
+    args = {
+        "task": "Say the word {name}",
+        "model": "{provider}/mock-model",
+        "concurrency": 1,
+        "background": True,
+        "map": {"input": "words.csv"},
+    }
+    slow = Script(command="sleep 3; echo said")
+    with delegating(tmp_path, args, slow=slow, broken=BROKEN) as (parent, _):
+        (parent.work / "words.csv").write_text(MAP_ROWS)
+        pi = PiTui(tmux, parent, cols=80)
+        pi.type("map it in the background")
+        row = re.compile(rf"^  {SPINNER} \w{{10}} map rows [0-3]/4 · 1 running · [01] failed")
+        assert eventually(lambda: any(row.match(ln) for ln in pi.capture().splitlines()), 90)
+        print(f"\n--- a background map in the widget at 80 columns ---\n{pi.screen}")
+        assert eventually(lambda: bg_ended(pi), 180), pi.screen
+        assert eventually(lambda: bool(pi.line("map rows 4/4 · 3 completed · 1 failed")), 30)
+        assert fits(pi, "1 row: "), pi.screen
+        print(f"\n--- its end notice at 80 columns ---\n{pi.screen}")
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_jobs_transcript_is_live_in_subagents_with_its_budget_steer_and_stop(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    task = "Keep checking the build until told otherwise"
+    args = {"task": task, "model": "slow/mock-model", "background": True, "maxTurns": 40}
+    looping = Script(loop=True, command="sleep 1; echo checked", loop_limit=40)
+    with delegating(tmp_path, args, slow=looping) as (parent, _):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("start it in the background")
+        assert eventually(lambda: bool(pi.line("Keep checking", "$ sleep 1")), 90), pi.screen
+        assert eventually(lambda: pi.shows("I ran subagent"), 60)
+        pi.type("/subagents")
+        assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Show the transcript (live"), 30), pi.screen
+        pi.keys("Enter")
+        # The transcript, the job's status and its run's budget as it goes.
+        budget = re.compile(r"job \S+ · running · turns \d+/40")
+        assert eventually(lambda: bool(budget.search(pi.capture())), 60), pi.screen
+        assert pi.shows("s steer · f follow-up · x stop · esc back"), pi.screen
+        # New lines come while it stays open: the commands' count grows, the turns too.
+        seen = pi.capture().count("$ sleep 1; echo checked")
+        turns = int(re.findall(r"turns (\d+)/40", pi.screen)[-1])
+        assert eventually(lambda: pi.capture().count("$ sleep 1; echo checked") > seen, 60)
+        assert eventually(lambda: int(re.findall(r"turns (\d+)/40", pi.capture())[-1]) > turns)
+        assert all(len(ln) <= cols for ln in pi.screen.splitlines()), pi.screen
+        print(f"\n--- the live transcript at {cols} columns ---\n{pi.screen}")
+        # Steer from the viewer: the message goes in, the view opens again, the job ends.
+        pi.keys("s")
+        assert eventually(lambda: pi.shows("steer Message for job"), 30), pi.screen
+        pi.type("stop here and answer")
+        assert eventually(lambda: bool(budget.search(pi.capture())) or pi.shows("completed"), 30)
+        done = re.compile(r"job \S+ · completed")
+        assert eventually(lambda: bool(done.search(pi.capture())), 90), pi.screen
+
+        # The view opened again holds the transcript up to the child's answer to the steer.
+        def answered_in_the_view() -> bool:
+            screen = pi.capture()
+            view = screen[screen.rindex(done.findall(screen)[-1]) :]
+            return 'You said: "stop here and answer"' in view and "Finished: completed" in view
+
+        assert eventually(answered_in_the_view, 30), pi.screen
+        print(f"\n--- after a steer, still open, at {cols} columns ---\n{pi.screen}")
+        pi.keys("Escape")
+        assert eventually(lambda: not pi.shows("esc back"), 30), pi.screen
+
+
+ACP_AGENT = Path(__file__).parent / "support" / "acpagent.py"
+
+
+def choose(pi: PiTui, option: str) -> None:
+    """Move pi's select to ``option`` (a line of its own on the screen) and take it."""
+    lines = pi.capture().splitlines()
+    listed = [i for i, ln in enumerate(lines) if ln.strip().lstrip("→ ").strip() == option]
+    marked = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("→ ")]
+    assert listed and marked, pi.screen
+    steps = listed[-1] - marked[-1]
+    for _ in range(abs(steps)):
+        pi.keys("Down" if steps > 0 else "Up")
+    pi.keys("Enter")
+
+
+@pytest.mark.parametrize("cols", [80, 200])
+def test_a_run_waiting_on_a_person_is_a_notice_and_decided_from_subagents(
+    tmp_path: Path, tmux: Callable[..., str], cols: int
+) -> None:
+    """pi cannot ask before it acts, but a pi parent may delegate to a child that can (here a
+    scripted ACP agent that asks to edit two files): each request is a notice where the
+    person looks, and `/subagents` decides it."""
+    inside, outside = tmp_path / "project" / "a.txt", tmp_path / "b.txt"
+    agent = shlex.join([sys.executable, str(ACP_AGENT), "client", str(inside), str(outside)])
+    args = {
+        "task": "edit the two files",
+        "backend": "acp",
+        "acpCommand": agent,
+        "approvals": "ask",
+        "background": True,
+    }
+    with delegating(tmp_path, args) as (parent, _):
+        pi = PiTui(tmux, parent, cols=cols)
+        pi.type("start it")
+        waits = re.compile(r"subagent job \S+ waits for your decision: Edit")
+        assert eventually(lambda: bool(waits.search(pi.capture())), 90), pi.screen
+        print(f"\n--- the notice at {cols} columns ---\n{pi.screen}")
+        pi.type("/subagents inbox")
+        assert eventually(lambda: pi.shows("Inbox: 1 request wait"), 30), pi.screen
+        pi.keys("Enter")  # its one item
+        assert eventually(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
+        print(f"\n--- an item's choices at {cols} columns ---\n{pi.screen}")
+        choose(pi, "Deny (with a reason the child reads)")
+        assert eventually(lambda: pi.shows("Why (the child reads it)"), 30), pi.screen
+        pi.type("not that file")
+        assert eventually(lambda: pi.shows("Denied: Edit"), 30), pi.screen
+        # The second request: `/subagents` offers the inbox first while something waits.
+        assert eventually(lambda: pi.capture().count("waits for your decision") >= 2, 60)
+        pi.type("/subagents")
+        assert eventually(lambda: pi.shows("Inbox: 1 request waits for you"), 30), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("b.txt"), 30), pi.screen
+        pi.keys("Enter")
+        assert eventually(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
+        choose(pi, "Approve")
+        assert eventually(lambda: pi.shows("Approved: Edit"), 30), pi.screen
+        assert eventually(lambda: bg_ended(pi), 90), pi.screen
+        print(f"\n--- decided, and its end, at {cols} columns ---\n{pi.screen}")
+    (end,) = [e for e in parent.agent_events() if e["eventType"] != "subagent:start"]
+    assert end["status"] == "completed"
+    (run_id,) = end["runIds"]
+    result = json.loads((Path(end["runDir"]) / "result.json").read_text())
+    assert result["runId"] == run_id
+    assert [r["choice"] for r in result["approvals"]] == ["deny", "allow"]
+    got = json.loads(result["finalText"])
+    assert got["permission_inside"]["outcome"]["optionId"] == "no"
+    assert got["permission_outside"]["outcome"]["optionId"] == "yes"

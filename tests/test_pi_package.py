@@ -642,7 +642,10 @@ def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Pat
         end = tool_end(parent.run("delegate it"))
     assert end["isError"] is False, end["result"]
     # A chain's rows say where each step stands.
-    assert [r["role"] for r in end["result"]["details"]["runs"]] == ["step 1/2", "step 2/2"]
+    first_run, second_run = end["result"]["details"]["runs"]
+    assert [first_run["role"], second_run["role"]] == ["step 1/2", "step 2/2"]
+    # The second step's row names its task with the first's answer in it, not `{previous}`.
+    assert second_run["task"] == f"then {first_run['text'].strip().splitlines()[0]}"
     plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
     first, second = plan["requests"]
     assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)

@@ -175,7 +175,7 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
         assert row.index("running") == head.index("STATUS")
         pi.keys("Enter")
         assert eventually(
-            lambda: pi.shows("Show the transcript tail", "Send a message", "Stop the job"), 30
+            lambda: pi.shows("Show the transcript (live", "Send a message", "Stop the job"), 30
         )
         pi.keys("Down")
         pi.keys("Down")

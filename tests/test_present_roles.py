@@ -160,3 +160,22 @@ def test_a_stopped_run_reaches_the_parent_and_the_feed_in_plain_words() -> None:
         {"mark": None, "used": None, "why": "stopped by you"},
     ]
     assert "verdict" not in answer
+
+
+def test_a_chain_template_says_its_placeholder_and_matches_the_engines() -> None:
+    from subagents.jobs import PREVIOUS
+    from subagents.present import roles
+
+    assert roles.PREVIOUS == PREVIOUS
+    assert roles.template_words("fix: {previous}", 2) == "fix: ⟨step 2's answer⟩"
+    assert roles.template_words("first {previous}", 0) == "first {previous}"
+
+
+def test_a_running_runs_budget_says_each_limit_and_what_it_used() -> None:
+    from subagents.present.roles import budget_progress
+
+    usage = {"totalTokens": 1234, "cost": 0.0123}
+    limits = {"turns": 5, "tokens": 10_000, "cost": 0.5}
+    assert budget_progress(limits, 2, usage) == "turns 2/5 · tokens 1.2k/10.0k · $0.012/$0.50"
+    assert budget_progress({"turns": 3}, None, None) == "turns 0/3"
+    assert budget_progress({}, 2, usage) is None and budget_progress(None, 2, usage) is None

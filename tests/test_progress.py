@@ -381,8 +381,18 @@ def test_transcript_entries() -> None:
     )
     assert (
         transcript_entry(ev.tool_result("1", "read", False, "x"), f)
-        == f"- Finished reading {long_path}\n"
+        == f"- Finished reading {long_path}\n\n  ```\n  x\n  ```\n\n"
     )
+    assert transcript_entry(ev.tool_result("1", "read", False, " \n"), f) == (
+        f"- Finished reading {long_path}\n"  # no output: the line alone
+    )
+    # A success's output as a failure's: under its line, bounded, its own fences kept apart.
+    result = ev.tool_result("2", "bash", False, "ok ```\n" + "y" * 3000)
+    long = transcript_entry(result, f)
+    assert long is not None and long.startswith("- bash finished\n\n  ````\n  ok ```\n  yyy")
+    more = len(str(result["text"])) - 800
+    assert long.endswith(f"y\n  … [{more} more characters]\n  ````\n\n"), long[-80:]
+    assert len(long) < 900
     failed = transcript_entry(ev.tool_result("9", "bash", True, "boom ```` here"), f)
     assert failed is not None and failed.startswith("- ✗ bash failed\n")
     assert "`````" in failed and "boom ```` here" in failed

@@ -126,6 +126,27 @@ def test_jsonl_progress_names_each_run_of_a_parallel_job(fake: Fake) -> None:
     assert by_index == {i: run["runId"] for i, run in enumerate(result["runs"])}
 
 
+def test_a_chain_steps_task_is_its_template_until_it_starts_then_filled(fake: Fake) -> None:
+    tasks = ["find the TODOs", "pick the most important:\n{previous}", "fix: {previous}"]
+    p = cli(
+        ["run", "--json", "--progress", "jsonl", "--chain", *tasks],
+        fake_env(fake, pi.answer("TODO in main.py")),
+    )
+    assert p.returncode == 0, p.stderr
+    recs = records(p.stderr)
+    steps = recs[0]["steps"]
+    # Before a step starts: its place, and its template said as one (never a raw {previous}).
+    assert [(s["role"], s["task"]) for s in steps] == [
+        ("step 1/3", "find the TODOs"),
+        ("step 2/3", "pick the most important:"),
+        ("step 3/3", "fix: ⟨step 2's answer⟩"),
+    ]
+    # Once it starts: its task as it was given, the answer before it filled in (once).
+    filled = {r["index"]: r["task"] for r in recs if r["type"] == "progress" and "task" in r}
+    assert filled == {1: "pick the most important:", 2: "fix: TODO in main.py"}
+    assert all("{previous}" not in json.dumps(r) for r in recs)
+
+
 def test_job_stops_when_its_parent_process_dies(fake: Fake, tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     env = {**os.environ, **fake_env(fake, [{"pidfile": str(pidfile)}, *pi.start(), {"sleep": 60}])}

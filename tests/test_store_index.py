@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,13 +22,14 @@ from subagents.core import indexdb
 from subagents.core.clock import epoch
 from subagents.jobs import JobStore
 from subagents.lifecycle import cost as costs
-from subagents.lifecycle import history, logindex
+from subagents.lifecycle import history, logindex, sessionlog
 from subagents.lifecycle.sessionlog import entries
 
 PLAN = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}], "session": "default"}
 
 
-def finished(store: JobStore, task: str = "t") -> str:
+def finished(store: JobStore, task: str = "t", **result: Any) -> str:
+    """A finished job's id (``result``: what its result holds instead)."""
     job_id = store.create({**PLAN, "requests": [{"task": task}]}, agents=["pi"], background=False)  # type: ignore[typeddict-item]
     store.finish(
         job_id,
@@ -40,6 +43,7 @@ def finished(store: JobStore, task: str = "t") -> str:
             "usage": None,
             "runs": [],
             "finalText": None,
+            **result,
         },
     )
     return job_id
@@ -128,7 +132,7 @@ def test_a_rebuild_of_many_jobs_reads_them_as_one_at_a_time_does(isolated_state:
     for many in (False, True):
         fresh = JobStore()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr("subagents.jobs.store._MANY", 10**9 if not many else 2)
+            mp.setattr("subagents.jobs.jobindex._MANY", 10**9 if not many else 2)
             indexdb.path(isolated_state).unlink(missing_ok=True)
             rows[many] = (fresh.list(1000), fresh.damaged)
     assert rows[True] == rows[False]
@@ -182,7 +186,7 @@ lines = st.lists(
 @settings(
     max_examples=examples(60),
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(first=lines, more=lines, since=st.integers(0, 10_000), torn=st.booleans())
 def test_the_log_index_finds_what_a_full_read_finds(
@@ -208,6 +212,19 @@ def test_the_log_index_finds_what_a_full_read_finds(
         window = base + since
         want = [e for e in entries(log) if list(history.selected([e], since=window))]
         assert list(logindex.since(home, [log], window, "at")) == want
+        # history: the newest first, filtered as a full read backwards is, up to its limit
+        for limit, status, kinds in (
+            (None, None, None),
+            (2, None, ["complete"]),
+            (3, "completed", None),
+        ):
+            backwards = history.selected(
+                reversed(list(entries(log))), status=status, since=window, event_types=kinds
+            )
+            got = history.newest(
+                home, log, limit=limit, status=status, since=window, event_types=kinds
+            )
+            assert list(got) == list(backwards)[:limit]
         ended = [
             e
             for e in costs.end_entries(home)
@@ -246,8 +263,102 @@ def test_history_and_cost_read_the_logs_when_the_index_cannot_be_opened(
     now = time.time()
     log.write_text(json.dumps(_entry(1, now, "complete")) + "\n")
     indexdb.path(isolated_state).mkdir()  # no database can be made there
-    assert [e["jobId"] for e in history.read_since(isolated_state, log, now - 5)] == ["job1"]
+    assert [e["jobId"] for e in history.newest(isolated_state, log, since=now - 5)] == ["job1"]
     assert [e["jobId"] for e in costs.end_entries(isolated_state, since=now - 5)] == ["job1"]
+
+
+def _write_log(home: Path, items: list[dict[str, object]]) -> Path:
+    log = sessionlog.session_path(home, "default")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("".join(json.dumps(e) + "\n" for e in items))
+    return log
+
+
+def test_history_reads_from_the_log_only_the_entries_it_shows(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = float(int(time.time()) - 1000)  # (the entries' times are whole seconds)
+    log = _write_log(
+        isolated_state,
+        [_entry(i, base + i, kind) for i in range(300) for kind in ("start", "complete")],
+    )
+
+    def shown(**filters: Any) -> list[str]:
+        return [e["jobId"] for e in history.newest(isolated_state, log, **filters)]
+
+    ends = ["complete", "error", "aborted"]
+    assert shown(limit=3, event_types=ends) == ["job299", "job298", "job297"]
+    parsed: list[bytes] = []
+    real = logindex.parse_line
+    monkeypatch.setattr(logindex, "parse_line", lambda line: parsed.append(line) or real(line))
+    # The index is up to date: only the entries shown are read (and parsed) from the log.
+    assert shown(limit=5, event_types=ends) == [f"job{i}" for i in range(299, 294, -1)]
+    assert len(parsed) == 5
+    parsed.clear()
+    window = shown(since=base + 290, status="completed")
+    assert window == [f"job{i}" for i in range(299, 289, -1)] and len(parsed) == 10
+    parsed.clear()
+    assert shown(limit=2, agent="pi", event_types=["start"]) == ["job299", "job298"]
+    assert len(parsed) == 2
+
+
+def test_entries_written_while_history_reads_are_all_in_the_next_listing(
+    isolated_state: Path,
+) -> None:
+    log = sessionlog.session_path(isolated_state, "default")
+    done = threading.Event()
+
+    def writer() -> None:
+        for i in range(60):
+            sessionlog.append(log, _entry(i, time.time(), "complete"))  # type: ignore[arg-type]
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    while not done.is_set():
+        list(history.newest(isolated_state, log, limit=5))
+    thread.join()
+    listed = [e["jobId"] for e in history.newest(isolated_state, log)]
+    assert listed == [f"job{i}" for i in range(59, -1, -1)]
+
+
+def test_history_s_index_deleted_or_damaged_is_made_again(isolated_state: Path) -> None:
+    log = _write_log(isolated_state, [_entry(i, time.time(), "complete") for i in range(5)])
+    want = [f"job{i}" for i in range(4, -1, -1)]
+    index = indexdb.path(isolated_state)
+
+    def shown() -> list[str]:
+        return [e["jobId"] for e in history.newest(isolated_state, log, limit=10)]
+
+    def indexed() -> int:
+        with sqlite3.connect(index) as db:
+            return int(db.execute("select count(*) from log_lines").fetchone()[0])
+
+    assert shown() == want
+    for damage in (b"", b"not a database at all" * 100, b"SQLite format 3\x00" + b"\xff" * 4000):
+        index.write_bytes(damage)
+        assert shown() == want, damage[:20]
+        assert indexed() == 5, damage[:20]  # made again, not passed by
+    index.unlink()
+    assert shown() == want and indexed() == 5
+    index.unlink()
+    index.mkdir()  # no index can be made: the log is read backwards
+    assert shown() == want
+
+
+def test_numbers_past_64_bits_are_indexed_whole_and_nothing_raises(isolated_state: Path) -> None:
+    store = JobStore()
+    usage = {"input": 2**64, "output": 1, "cacheRead": 0, "cacheWrite": 0}
+    finished(store, durationMs=-(2**70), usage={**usage, "totalTokens": 2**70 + 1, "cost": 10**30})
+    (row,) = store.list()
+    assert (row["totalTokens"], row["durationMs"], row["cost"]) == (2**70 + 1, -(2**70), 10**30)
+    indexdb.path(isolated_state).unlink()
+    assert store.reindex() == 1 and store.list() == [row]
+    # In the session log too: a time past any float is no time (not an error).
+    log = _write_log(isolated_state, [{**_entry(1, 1000, "complete"), "timestamp": 10**400}])
+    assert [e["jobId"] for e in history.newest(isolated_state, log)] == ["job1"]
+    assert list(history.newest(isolated_state, log, since=0)) == []
+    assert [e["jobId"] for e in costs.end_entries(isolated_state, since=0)] == ["job1"]
 
 
 @pytest.mark.parametrize(

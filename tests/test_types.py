@@ -95,7 +95,7 @@ def steered_claude(fake: Fake) -> types.RunResult:
     steps = [
         {"emit": init},
         {"emit": {"type": "assistant", "message": message}},
-        {"run": [sys.executable, "-c", ASK]},
+        {"run": [sys.executable, "-c", ASK, "Bash", json.dumps({"command": "git push"})]},
         {"wait_for": str(gate)},
         {"emit": echo},
         {"emit": result},

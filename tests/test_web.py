@@ -148,6 +148,42 @@ def test_deny_from_the_fleet_page_answers_the_waiting_child(
     until(browser, f"!document.querySelector('li[data-item=\"{item['id']}\"]')")  # gone
 
 
+def test_a_childs_question_is_answered_from_the_fleet_page(
+    browser: Any, web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child's question (claude's AskUserQuestion) shows "Answer…"; the words typed in
+    its dialog go back to the child as the user's answer."""
+    monkeypatch.setenv("SUBAGENTS_CLAUDE_BIN", str(fake.launcher))
+    question = {"question": "Which colour?", "header": "Colour", "multiSelect": False}
+    options = [{"label": "Red", "description": ""}, {"label": "Blue", "description": ""}]
+    asked = {"questions": [{**question, "options": options}]}
+    spec = {
+        "mode": "single",
+        "steps": [{"task": "pick one", "backend": "claude", "approvals": "ask"}],
+    }
+    steps = asking_steps("AskUserQuestion", asked)
+    subagents.start(spec, cwd=fake.dir, env=fake.env(steps))
+    assert eventually(lambda: subagents.inbox(), timeout=WAIT)
+    (item,) = subagents.inbox()
+    sign_in(browser, web)
+    answer = f"document.querySelector('button[data-choice=answer][data-item=\"{item['id']}\"]')"
+    until(browser, answer)
+    assert not browser.execute_script(
+        f"return {answer}.closest('li').querySelector('button[data-choice=allow]')"
+    )
+    browser.execute_script(f"{answer}.click()")
+    until(browser, "document.getElementById('decide-dialog').open")
+    browser.find_element("id", "decide-reason").send_keys("Blue")
+    browser.find_element("id", "decide-yes").click()
+    until(
+        browser,
+        f"document.getElementById('decide-result').textContent === 'answered: item {item['id']}'",
+    )
+    assert eventually(lambda: (fake.dir / "asked").exists(), timeout=WAIT)
+    said = (fake.dir / "asked").read_text()
+    assert "'answers': {'Which colour?': 'Blue'}" in said and "'behavior': 'allow'" in said
+
+
 def test_send_from_the_job_page_steers_the_running_child(
     browser: Any, web: Web, fake: Fake, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.fake import Fake
-from support.webserver import Web, have_chromium, until
+from support.webserver import PHONE, Web, have_chromium, too_wide, until
 
 import subagents
 from subagents import service
@@ -27,7 +27,6 @@ pytestmark = [
 ]
 
 WAIT = 30.0
-PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
 
 
 @pytest.fixture
@@ -107,22 +106,6 @@ def test_stop_clicked_at_human_speed_while_a_run_streams_opens_the_dialog_every_
     until(browser, "document.querySelector('.jobhead').dataset.status === 'aborted'")
 
 
-def _too_wide(driver: Any) -> list[str]:
-    """Elements (shown) reaching past the right edge of the viewport, and page scroll."""
-    found: list[str] = driver.execute_script(
-        """
-        const out = [], w = document.documentElement.clientWidth;
-        if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth);
-        for (const e of document.querySelectorAll('body *')) {
-          const r = e.getBoundingClientRect();
-          if (r.width && r.right > w + 1 && !e.closest('.scroll, pre')) out.push(e.tagName + '.' + e.className + ' ' + r.right);
-        }
-        return out.slice(0, 10);
-        """
-    )
-    return found
-
-
 def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
     browser: Any, web: Web, streaming: Callable[[], str], fake: Fake
 ) -> None:
@@ -138,7 +121,7 @@ def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
         open_page(browser, web, "/")
         row = f"document.querySelector('tbody[data-job=\"{job_id}\"]')"
         until(browser, f"{row} && {row}.querySelector('.activity').textContent.includes('step')")
-        assert _too_wide(browser) == []
+        assert too_wide(browser) == []
         need = f"section.needs li[data-key=need-{failed.job_id}] .need-failed"
         assert browser.execute_script(f"return document.querySelector('{need}').offsetWidth > 0")
         card = browser.execute_script(f"return {row}.getBoundingClientRect().width")
@@ -154,7 +137,7 @@ def test_at_390_px_a_job_is_a_card_and_nothing_is_wider_than_the_screen(
         for path in (f"/job/{job_id}", f"/job/{done.job_id}", "/cost"):
             open_page(browser, web, path)
             until(browser, "document.querySelector('main h1')")
-            assert _too_wide(browser) == [], path
+            assert too_wide(browser) == [], path
             if path == f"/job/{job_id}":
                 # Each part's time is in the transcript's gutter, clear of its text.
                 times = until(browser, "document.querySelectorAll('#transcript time.ts').length")

@@ -4,6 +4,7 @@ which budget; everything an item says is text on the page."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -11,12 +12,16 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from support import pistream as pi
+from support.cli import cli
 from support.fake import Fake
-from support.webserver import web_server
+from support.webserver import TOKEN, web_server
 
 import subagents
+from subagents.core import inbox
+from subagents.core.paths import runs_dir
 from subagents.present.jobview import RunRow
 from subagents.types import JobRow
 from subagents.web import Waiting
@@ -149,3 +154,85 @@ def test_a_job_over_its_budget_and_one_waiting_are_at_the_top_of_the_fleet(
     words = unescape(section.group(0))
     assert "run `make deploy`" in words
     assert "⏹ token limit 20 · " in words and f"({run['limit']['used']} tokens used)" in words
+
+
+@pytest.mark.process
+def test_a_map_resumed_with_its_budget_spent_starts_nothing_and_is_over_budget(
+    tmp_path: Path, child: dict[str, str], isolated_state: Path
+) -> None:
+    data = tmp_path / "items.txt"
+    data.write_text("".join(f"w{i}\n" for i in range(4)))
+    first = cli(["map", str(data), "--task", "do {line}", "-j", "1", "--max-cost", "0.02", "--json"], child)  # fmt: skip
+    job_id = json.loads(first.stdout)["jobId"]
+    started = len(Path(child["MAP_LOG"]).read_text().split())
+    # Resumed, the rows done before have spent the budget: no row starts.
+    again = cli(["map", "--resume", job_id, "--json"], child)
+    assert again.returncode == 1, again.stderr
+    assert len(Path(child["MAP_LOG"]).read_text().split()) == started
+    limit = json.loads(again.stdout)["limit"]
+    assert limit == {
+        "kind": "cost",
+        "limit": 0.02,
+        "used": 0.02,
+        "action": "refuse",
+        "scope": "job",
+    }
+    with web_server(isolated_state) as web, web.client() as client:
+        page = client.get("/").text
+    section = re.search(r'<section class="needs".*?</section>', page, re.S)
+    assert section, page
+    entries = re.findall(r'<li data-key="need-([^"]+)" data-need="(\w+)">', section.group(0))
+    assert entries == [(job_id, "budget")]
+    words = unescape(section.group(0))
+    assert "⏹ job's cost limit $0.02 · the rest not started ($0.02 used)" in words
+
+
+def test_a_question_is_answered_from_the_page_not_approved(isolated_state: Path) -> None:
+    """A child's question shows "Answer…" (no Approve); the answer, posted as the page
+    does, is the decision; an approval's choice for it is refused, nothing changed."""
+    run_dir = runs_dir(isolated_state) / "01m8aaaaaa-aaaaaaaa"
+    run_dir.mkdir(parents=True)
+    now = time.time()
+    question = {"question": "Which?", "header": "", "options": [], "multiSelect": False}
+    inbox.write_item(
+        run_dir,
+        {
+            "id": "01m8bbbbbb-bbbbbbbb",
+            "runId": run_dir.name,
+            "jobId": "01m8cccccc-cccccccc",
+            "backend": "claude",
+            "task": "t",
+            "tool": "AskUserQuestion",
+            "summary": "Which?",
+            "input": {"questions": [question]},
+            "policy": "ask",
+            "choices": ["answer", "deny"],
+            "requestedAt": now,
+            "expiresAt": now + 60,
+            "kind": "question",
+            "questions": [question],  # type: ignore[list-item]
+        },
+    )
+    asks = view("01m8cccccc-cccccccc", "running")
+    fleet = FleetView(jobs=[asks], shown_of=1)
+    fleet.needs = needs(
+        fleet.jobs,
+        [Waiting("01m8bbbbbb-bbbbbbbb", asks.job_id, run_dir.name, "Which?", now, True)],
+    )
+    html = render_fleet(fleet)
+    assert 'data-choice="answer"' in html and "Answer…" in html and "Approve…" not in html
+    with web_server(isolated_state) as web, httpx2.Client(base_url=web.base, timeout=30) as client:
+        client.get(f"/?token={TOKEN}")
+        csrf = re.search(r'name="csrf-token" content="([0-9a-f]+)"', client.get("/").text)
+        assert csrf
+        headers = {"Origin": web.base, "X-CSRF-Token": csrf.group(1)}
+        url = "/api/approvals/01m8bbbbbb-bbbbbbbb/decide"
+        refused = client.post(url, headers=headers, json={"choice": "allow"})
+        assert refused.status_code == 400 and "is a question" in refused.json()["error"]
+        bad = client.post(url, headers=headers, json={"choice": "answer", "answers": [1]})
+        assert bad.status_code == 400
+        assert inbox.read_decision(run_dir, "01m8bbbbbb-bbbbbbbb") is None
+        done = client.post(url, headers=headers, json={"choice": "answer", "answers": ["the left"]})
+        assert done.status_code == 200, done.text
+    decision = inbox.read_decision(run_dir, "01m8bbbbbb-bbbbbbbb")
+    assert decision is not None and decision["answers"] == ["the left"]

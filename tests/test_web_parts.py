@@ -451,3 +451,28 @@ def test_a_transcripts_commands_are_verbatim_and_tool_output_collapsed() -> None
     assert "error: &lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
     assert "<strong>child</strong>" in html  # the child's own Markdown is still Markdown
     assert html.count("<details") == 1  # its own code block is not a tool's output
+
+
+def test_a_successful_tools_output_is_in_the_transcript_collapsed_as_a_failures() -> None:
+    from subagents.core import events as ev
+    from subagents.present.progress import ProgressFormatter, transcript_entry
+    from subagents.web.markdown import render_transcript
+
+    f = ProgressFormatter()
+    events = [
+        ev.tool_call("1", "bash", {"command": "pytest -q"}),
+        ev.tool_result("1", "bash", False, "12 passed\n<b>in 0.4s</b>\n"),
+        ev.tool_call("2", "bash", {"command": "make"}),
+        ev.tool_result("2", "bash", True, "error: x"),
+        ev.tool_call("3", "bash", {"command": "true"}),
+        ev.tool_result("3", "bash", False, ""),
+    ]
+    text = "".join(transcript_entry(e, f) or "" for e in events)
+    html = str(render_transcript(text))
+    outputs = re.findall(r'<details class="output"><summary>output \((\d+) lines?\)', html)
+    assert outputs == ["2", "1"]  # the success's and the failure's; none for no output
+    assert "12 passed" in html and "&lt;b&gt;in 0.4s&lt;/b&gt;" in html
+    assert html.count("<li>") == 6  # each call and each result its own item
+    # A transcript written before successes had their output (a line alone) reads as it did.
+    old = render_transcript("- $ pytest -q\n- Command finished\n- $ make\n- Command finished\n")
+    assert str(old).count("<li>") == 4 and "<details" not in str(old)

@@ -9,8 +9,8 @@
 import type { ExtensionUIContext } from "@earendil-works/pi-coding-agent";
 import type { TUI } from "@earendil-works/pi-tui";
 import { stripTerminalSequences } from "@earendil-works/pi-tui";
-import { applyRecord, applyResult, asJob, type JobResult, parseJson, runCli, type SubagentDetails } from "./engine.ts";
-import { money, renderWidget, tokens } from "./render.ts";
+import { applyRecord, applyResult, asJob, type JobResult, parseJson, runCli, type SubagentDetails, waitingNotice } from "./engine.ts";
+import { money, renderWidget, safe, tokens } from "./render.ts";
 
 const KEY = "subagents";
 const GROUP_MS = 1000;
@@ -54,7 +54,12 @@ export class Background {
 		this.stops.set(jobId, () => stop.abort());
 		this.jobs.set(jobId, view);
 		this.refresh();
-		const onRecord = (r: Parameters<typeof applyRecord>[1]) => { applyRecord(view, r); this.refresh(); };
+		const onRecord = (r: Parameters<typeof applyRecord>[1]) => {
+			applyRecord(view, r);
+			const waits = waitingNotice(view, r); // a person is asked: say so wherever they are
+			if (waits) try { this.ui?.notify(safe(waits), "warning"); } catch { /* a stale context */ }
+			this.refresh();
+		};
 		const done = () => { this.stops.delete(jobId); this.jobs.delete(jobId); this.refresh(); };
 		runCli(["wait", jobId, "--json", "--progress", "jsonl"], { cwd, signal: stop.signal, onRecord }).then((exit) => {
 			done();

@@ -19,6 +19,7 @@ export interface RunResult {
 export interface JobResult {
 	jobId: string; mode: string; status: string; runs?: RunResult[]; runIds?: string[]; finalText?: string | null; usage?: EngineUsage;
 	startedAt?: string; completedAt?: string; durationMs?: number; driver?: { pid?: number }; errorMessage?: string;
+	map?: { total: number; completed: number; failed: number; failures: MapFailure[]; out?: string | null };
 }
 /** `role`: the run's place in its job (a council's `A`, `B`, `judge`; a chain's `step 2/3`). */
 export interface Step { task: string; agent?: string | null; backend?: string | null; model?: string | null; role?: string | null }
@@ -26,10 +27,22 @@ export interface Step { task: string; agent?: string | null; backend?: string | 
 export interface RunWords { mark?: string | null; used?: string | null; why?: string | null }
 /** A `--progress jsonl` record: `job` first, then `progress` (docs/pi.md). */
 export interface FeedRecord {
-	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null;
+	type: string; jobId?: string; mode?: string; startedAt?: string | number | null; steps?: Step[]; index?: number; runId?: string | null; task?: string;
 	text?: string; status?: string; activity?: string | null; toolCount?: number; usage?: EngineUsage; backend?: string | null;
 	model?: string | null; stalled?: boolean; warning?: string | null; transcript?: string | null; durationMs?: number | null;
 	table?: string; isError?: boolean; runs?: RunWords[]; verdict?: string[];
+	/** A map's progress (its `map` records) and, in its `answer`, its rows counted. */
+	total?: number; done?: number; completed?: number; failed?: number; running?: number; etaSeconds?: number | null;
+	/** A child's request to act (a command, an edit): waiting on someone, or decided. */
+	approval?: { item?: string; state?: string; summary?: string; waitsFor?: string | null };
+	cost?: number | null; maxCost?: number | null; failures?: MapFailure[]; out?: string | null; map?: { total?: number; completed?: number; failed?: number; failures?: MapFailure[]; out?: string | null };
+}
+/** A map's rows that did not complete, by why (the engine groups them). */
+export interface MapFailure { reason: string; rows: number }
+/** A map as pi shows it: one progress row (the engine's `map` records, then its end). */
+export interface MapView {
+	total: number; done: number; completed: number; failed: number; running: number; etaSeconds?: number | null;
+	cost?: number | null; maxCost?: number | null; failures: MapFailure[]; out?: string | null;
 }
 
 /** One run as pi shows it: filled in by progress records, then by its result. */
@@ -51,6 +64,8 @@ export interface SubagentDetails {
 	verdict?: string[];
 	/** A council's answers side by side and the verdict (the feed's `council` record). */
 	council?: { table?: string };
+	/** A map's progress: its rows counted, the failures grouped by why. */
+	map?: MapView;
 	/** The parent's answer as the engine composed it (the feed's last record, `answer`). */
 	answer?: { text: string; isError: boolean };
 }
@@ -69,8 +84,8 @@ export function parseJson(text: string): unknown {
 }
 
 /** A call's mode as its arguments ask it (the engine's job record says it too, once it runs). */
-export const modeOf = (args: { tasks?: unknown; chain?: unknown; council?: unknown }) =>
-	args.chain ? "chain" : args.tasks ? "parallel" : args.council ? "council" : "single";
+export const modeOf = (args: { tasks?: unknown; chain?: unknown; council?: unknown; map?: unknown }) =>
+	args.map ? "map" : args.chain ? "chain" : args.tasks ? "parallel" : args.council ? "council" : "single";
 
 export const firstLine = (text: string) => text.split("\n").find((l) => l.trim())?.trim() ?? "";
 
@@ -88,7 +103,7 @@ export function asJob(obj: unknown, mode: string): JobResult | undefined {
 }
 
 export interface CliExit { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderrTail: string[] }
-interface CliOptions { cwd?: string; input?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void }
+interface CliOptions { cwd?: string; input?: string; onRecord?: (r: FeedRecord) => void; signal?: AbortSignal; onAbort?: () => void; onSpawn?: (pid: number | undefined) => void; onStdout?: (text: string) => void }
 
 /** Run the CLI with an argv (never a shell); `input`, if any, on its stdin (text past an
  * argument's size limit). JSON records on stderr go to onRecord; other lines are kept as a tail. */
@@ -108,7 +123,7 @@ export function runCli(args: string[], opts: CliOptions = {}): Promise<CliExit> 
 			if (rec && typeof rec.type === "string") opts.onRecord?.(rec);
 			else if (line.trim()) { tail.push(line); if (tail.length > 40) tail.shift(); }
 		};
-		child.stdout?.setEncoding("utf8").on("data", (d: string) => { stdout += d; });
+		child.stdout?.setEncoding("utf8").on("data", (d: string) => { if (opts.onStdout) opts.onStdout(d); else stdout += d; });
 		child.stderr?.setEncoding("utf8").on("data", (d: string) => {
 			const lines = (pending + d).split("\n");
 			pending = lines.pop() ?? "";
@@ -196,7 +211,8 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 		if (view.status === "pending") view.status = "running";
 		(rec.steps ?? []).forEach((s, i) => {
 			const run = runAt(view, i);
-			run.task ||= firstLine(s.task);
+			// (the engine's words for it: a chain step's `{previous}` said as a template's)
+			if (s.task) run.task = firstLine(s.task);
 			run.agent ??= s.agent;
 			run.backend ??= s.backend;
 			run.model ??= s.model;
@@ -208,8 +224,16 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 		view.council = { ...view.council, table: rec.table };
 		return;
 	}
+	if (rec.type === "map") {
+		view.jobId = rec.jobId ?? view.jobId;
+		view.startedAt ??= new Date().toISOString(); // (a map's records carry no start: its first is at once)
+		applyMap(view, rec);
+		return;
+	}
 	if (rec.type === "answer") {
 		view.answer = { text: rec.text ?? "", isError: Boolean(rec.isError) };
+		if (rec.map) applyMap(view, { ...rec.map, done: (rec.map.completed ?? 0) + (rec.map.failed ?? 0), running: 0, etaSeconds: null });
+		if (rec.status) view.status = rec.status;
 		if (typeof rec.durationMs === "number") view.durationMs = rec.durationMs;
 		if (rec.verdict) view.verdict = rec.verdict;
 		(rec.runs ?? []).forEach((words, i) => {
@@ -224,6 +248,7 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	view.status = "running";
 	const run = runAt(view, rec.index ?? 0);
 	if (rec.runId) run.runId = rec.runId;
+	if (rec.task) run.task = firstLine(rec.task); // a chain step's, its `{previous}` filled
 	run.status = rec.status ?? "running";
 	run.stalled = Boolean(rec.stalled);
 	run.activity = rec.activity;
@@ -240,6 +265,28 @@ export function applyRecord(view: SubagentDetails, rec: FeedRecord): void {
 	sumUsage(view);
 }
 
+/** A map's counts from a `map` record (or its end's), what it does not say kept. */
+function applyMap(view: SubagentDetails, rec: Partial<FeedRecord>): void {
+	const before = view.map ?? { total: 0, done: 0, completed: 0, failed: 0, running: 0, failures: [] };
+	const num = (x: unknown, or: number) => (typeof x === "number" ? x : or);
+	view.map = {
+		total: num(rec.total, before.total), done: num(rec.done, before.done), completed: num(rec.completed, before.completed),
+		failed: num(rec.failed, before.failed), running: num(rec.running, before.running),
+		etaSeconds: rec.etaSeconds !== undefined ? rec.etaSeconds : before.etaSeconds,
+		cost: rec.cost !== undefined ? rec.cost : before.cost, maxCost: rec.maxCost !== undefined ? rec.maxCost : before.maxCost,
+		failures: rec.failures ?? before.failures, out: rec.out ?? before.out,
+	};
+	if (view.status === "pending") view.status = "running";
+	if (typeof rec.cost === "number") view.usage = { ...view.usage, cost: { ...view.usage.cost, total: rec.cost } };
+}
+
+/** The notice for a record of a run that now waits on a person (an inbox item), if it is one. */
+export function waitingNotice(view: SubagentDetails, rec: FeedRecord): string | undefined {
+	const asked = rec.approval;
+	if (rec.type !== "progress" || asked?.state !== "requested" || asked.waitsFor !== "person") return undefined;
+	return `⏸ subagent job ${view.jobId ?? ""} waits for your decision: ${asked.summary ?? "a request"} (item ${asked.item ?? "?"}; /subagents inbox: approve or deny)`;
+}
+
 /** A run's model as it was given (`provider/id` where given so); else as the CLI named it. */
 export const fullModel = (r: RunResult) => r.requestedModel || r.model || null;
 
@@ -249,6 +296,13 @@ export function applyResult(view: SubagentDetails, job: JobResult): void {
 	view.status = job.status;
 	view.startedAt = job.startedAt ?? view.startedAt;
 	view.durationMs = job.durationMs ?? view.durationMs;
+	if (job.mode === "map") {
+		// A map's rows are counted, not drawn one by one (a map may have thousands).
+		view.mode = "map";
+		view.usage = piUsage(job.usage);
+		if (job.map) applyMap(view, { ...job.map, done: job.map.completed + job.map.failed, running: 0, etaSeconds: null });
+		return;
+	}
 	(job.runs ?? []).forEach((r, i) => {
 		const run = runAt(view, i);
 		run.runId = r.runId ?? run.runId;

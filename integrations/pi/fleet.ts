@@ -1,17 +1,22 @@
 /**
  * `/subagents`: this session's jobs as a list with labelled columns (`subagents top --json`,
  * the engine's live view), kept up to date while open (fleetview.ts); choosing one offers its
- * transcript's tail, a message to it (steer or follow-up) and stopping it.
- * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one.
+ * transcript live (viewer.ts: steer, follow-up, stop, the budget as it goes), a message to it
+ * and stopping it.
+ * `/subagents cost`: the session's totals by backend; `/subagents stop JOB` stops one;
+ * `/subagents inbox`: what this session's runs ask a person to decide (inbox.ts), also offered
+ * first by `/subagents` when something waits.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
-import type { ExtensionCommandContext, Theme } from "@earendil-works/pi-coding-agent";
-import { type Component, truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
-import { parseJson, receiptLine, runCli, send } from "./engine.ts";
+import type { ExtensionCommandContext } from "@earendil-works/pi-coding-agent";
+import { truncateToWidth, visibleWidth } from "@earendil-works/pi-tui";
+import { parseJson, receiptLine, runCli, type SendMode, send } from "./engine.ts";
 import { LiveList, type ListWords } from "./fleetview.ts";
+import { decide, waiting } from "./inbox.ts";
 import { elapsed, money, safe, tokens } from "./render.ts";
+import { TranscriptView, type ViewerAction } from "./viewer.ts";
 
-interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null }
+interface FleetRun { runId?: string | null; task?: string; agent?: string | null; backend?: string; status?: string; tokens?: number; cost?: number | null; transcript?: string | null; budget?: string | null }
 interface FleetJob { jobId: string; mode?: string; status?: string; elapsed?: number | null; tokens?: number; cost?: number | null; runs: FleetRun[] }
 
 const TAIL_BYTES = 64 * 1024;
@@ -21,6 +26,7 @@ const TAIL_LINES = 30;
 const COLUMNS: [string, number, number][] = [["JOB", 10, 0], ["TASK", 0, 0], ["AGENTS", 14, 3], ["BACKENDS", 8, 4], ["STATUS", 9, 0], ["ELAPSED", 7, 1], ["TOKENS", 6, 2], ["COST", 7, 0]];
 const TASK_MIN = 24; // the task's least width before a column goes
 const ACTIONS = { tail: "Show the transcript tail", send: "Send a message", stop: "Stop the job", back: "Back" };
+const LIVE_TAIL = "Show the transcript (live: steer, stop)"; // in pi's TUI (viewer.ts)
 const MODES = { steer: "steer: into its running turn (after its current tool calls)", "follow-up": "follow-up: when it would otherwise end (it goes on)" };
 
 const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => Boolean(x)))];
@@ -79,28 +85,28 @@ function tail(path: string): string[] {
 	}
 }
 
-/** A screen of text over the editor; any key closes it. */
-class TailView implements Component {
-	constructor(private title: string, private lines: string[], private theme: Theme, private done: () => void) {}
-	handleInput(): void { this.done(); }
-	invalidate(): void {}
-	render(width: number): string[] {
-		const rule = this.theme.fg("border", "─".repeat(width));
-		const body = this.lines.map((l) => truncateToWidth(` ${l}`, width));
-		return [rule, truncateToWidth(this.theme.fg("accent", this.theme.bold(` ${safe(this.title)}`)), width), ...body, this.theme.fg("dim", " any key closes"), rule];
-	}
-}
-
 export interface FleetHooks { stopping(jobId: string): void }
 
-async function showTail(ctx: ExtensionCommandContext, job: FleetJob): Promise<void> {
-	const lines = job.runs.flatMap((r, i) => [
-		...(job.runs.length > 1 ? [`── ${i + 1}. ${r.task ?? ""}`] : []),
-		...(r.transcript ? tail(r.transcript) : ["(not started)"]),
-	]);
-	const title = `job ${job.jobId} · transcript tail`;
-	if (ctx.mode !== "tui") return ctx.ui.notify([title, ...lines].join("\n"), "info");
-	await ctx.ui.custom<void>((_tui, theme, _kb, done) => new TailView(title, lines, theme, () => done()));
+/** The job's transcript: in pi's TUI live (viewer.ts), with steer, follow-up and stop, and
+ * open again after each; elsewhere (rpc) its tail once, as a notice. */
+async function showTranscript(ctx: ExtensionCommandContext, job: FleetJob, hooks: FleetHooks, load: () => Promise<FleetJob[]>): Promise<void> {
+	if (ctx.mode !== "tui") {
+		const lines = job.runs.flatMap((r, i) => [
+			...(job.runs.length > 1 ? [`── ${i + 1}. ${r.task ?? ""}`] : []),
+			...(r.transcript ? tail(r.transcript) : ["(not started)"]),
+		]);
+		return ctx.ui.notify([`job ${job.jobId} · transcript tail`, ...lines].join("\n"), "info");
+	}
+	const again = async () => (await load()).find((j) => j.jobId === job.jobId);
+	for (let current = job; ;) {
+		const shown = current;
+		const action = await ctx.ui.custom<ViewerAction>((tui, theme, _kb, done) => new TranscriptView(tui, theme, shown, again, done, ctx.cwd));
+		if (!action) return;
+		if (action === "stop") {
+			if (await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) await stop(ctx, job.jobId, hooks);
+		} else await message(ctx, current, action);
+		current = (await again()) ?? current;
+	}
 }
 
 async function stop(ctx: ExtensionCommandContext, jobId: string, hooks: FleetHooks): Promise<void> {
@@ -111,10 +117,10 @@ async function stop(ctx: ExtensionCommandContext, jobId: string, hooks: FleetHoo
 }
 
 /** A message to a running job (its one running run): the text, then how; the receipt or the refusal as a notice. */
-async function message(ctx: ExtensionCommandContext, job: FleetJob): Promise<void> {
-	const text = await ctx.ui.input(`Message for job ${job.jobId}`, "e.g. only fix the tokenizer, then report");
+async function message(ctx: ExtensionCommandContext, job: FleetJob, given?: SendMode): Promise<void> {
+	const text = await ctx.ui.input(`${given ? `${given} ` : ""}Message for job ${job.jobId}`, "e.g. only fix the tokenizer, then report");
 	if (!text?.trim()) return;
-	const how = await ctx.ui.select("Deliver it as", Object.values(MODES));
+	const how = given ? MODES[given] : await ctx.ui.select("Deliver it as", Object.values(MODES));
 	const mode = how === MODES["follow-up"] ? "follow-up" : how === MODES.steer ? "steer" : undefined;
 	if (!mode) return;
 	try {
@@ -160,13 +166,23 @@ export async function fleet(args: string, ctx: ExtensionCommandContext, hooks: F
 		return { exit, jobs: (parseJson(exit.stdout) as { jobs?: FleetJob[] } | undefined)?.jobs ?? [] };
 	};
 	const { exit, jobs } = await top();
+	// What waits for a person comes first: `/subagents inbox`, or offered when something waits.
+	const asked = jobs.length ? await waiting(ctx.cwd, new Set(jobs.map((j) => j.jobId))) : [];
+	if (verb === "inbox") return asked.length ? decide(ctx, asked) : ctx.ui.notify("nothing of this session waits for a decision", "info");
+	if (asked.length) {
+		const inbox = `Inbox: ${asked.length} request${asked.length === 1 ? "" : "s"} wait${asked.length === 1 ? "s" : ""} for you`;
+		const first = await ctx.ui.select("Subagents", [inbox, "Jobs of this session"]);
+		if (first === inbox) return decide(ctx, asked);
+		if (first === undefined) return;
+	}
 	if (!jobs.length) return ctx.ui.notify(exit.code === 0 ? "no subagent jobs in this session" : `subagents top: ${safe(exit.stderrTail.join("\n"))}`, "info");
 	const job = await choose(ctx, jobs, async () => (await top()).jobs);
 	if (!job) return;
 	const running = job.status === "running" || job.status === "pending";
-	const actions = [ACTIONS.tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
+	const tail = ctx.mode === "tui" ? LIVE_TAIL : ACTIONS.tail;
+	const actions = [tail, ...(running ? [ACTIONS.send, ACTIONS.stop] : []), ACTIONS.back];
 	const action = await ctx.ui.select(`Job ${job.jobId} · ${truncateToWidth(safe(cells(job)[1]), 40)} · ${job.status}`, actions);
-	if (action === ACTIONS.tail) return showTail(ctx, job);
+	if (action === tail) return showTranscript(ctx, job, hooks, async () => (await top()).jobs);
 	if (action === ACTIONS.send) return message(ctx, job);
 	if (action === ACTIONS.stop && await ctx.ui.confirm("Stop this subagent job?", `${job.jobId}: ${safe(cells(job)[1])}\nIts runs are stopped; it ends as aborted.`)) {
 		return stop(ctx, job.jobId, hooks);

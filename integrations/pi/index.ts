@@ -16,11 +16,11 @@ import { type Static, Type } from "typebox";
 import { Background } from "./background.ts";
 import {
 	applyRecord, applyResult, asJob, cliFailure, type FeedRecord, firstLine, type JobResult, modeOf, newView, outcome,
-	parseJson, piUsage, receiptLine, refusalOf, runCli, send, type Step, type SubagentDetails, summaryOf,
+	parseJson, piUsage, receiptLine, refusalOf, runCli, send, type Step, type SubagentDetails, summaryOf, waitingNotice,
 } from "./engine.ts";
 import { fleet } from "./fleet.ts";
-import { FLAGS, JobOptions, PLAN_NAMES, StepOptions, StringEnum } from "./options.ts";
-import { plainText, renderCall, renderDone, renderEnded, renderEntry, renderLive, renderSendCall, renderText } from "./render.ts";
+import { FLAGS, JobOptions, MAP_FLAGS, MAP_TAKES, MapOptions, PLAN_NAMES, StepOptions, StringEnum } from "./options.ts";
+import { mapLine, plainText, renderCall, safe, renderDone, renderEnded, renderEntry, renderLive, renderMap, renderSendCall, renderText } from "./render.ts";
 
 export type { RunView, SubagentDetails } from "./engine.ts";
 
@@ -43,6 +43,10 @@ const Params = Type.Object({
 	background: Type.Optional(Type.Boolean({ description: "Return at once with the job id; the result arrives later as a message" })),
 	continue: Type.Optional(Type.String({ description: "A finished run's id (runIds in a result): its child resumes its own conversation with `task` as the follow-up" })),
 	council: Type.Optional(Type.Array(Type.String(), { description: "Ask the one `task` of several members side by side: backend[:model] or agent names, e.g. [\"pi\", \"claude\", \"codex\"]" })),
+	map: Type.Optional(Type.Object({
+		input: Type.String({ description: "The dataset: a .csv (its header names the fields), .jsonl or lines file (field 'line'); a relative path is from pi's working directory" }),
+		...MapOptions,
+	}, { description: "Run `task` as a template once per row of a dataset ({field} is the row's), `concurrency` rows at once; jobMaxCost/jobMaxTokens bound the whole map. Shown as one progress row; each row's answer: `subagents show --rows JOB` or `out`." })),
 	...StepOptions,
 	...JobOptions,
 });
@@ -76,8 +80,21 @@ const unique = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x):
 const joined = (xs: (string | null | undefined)[]) => unique(xs).join(", ") || null;
 const summarize = (text: string) => plainText(text).replace(/\s+/g, " ").trim().slice(0, SUMMARY_CHARS);
 
+/** A map's own options as `subagents map` flags (`where`: a flag per field). */
+function mapArgs(map: NonNullable<Params["map"]>): string[] {
+	const args: string[] = [];
+	for (const [key, flag] of Object.entries(MAP_FLAGS)) {
+		const value = map[key as keyof typeof MAP_FLAGS];
+		if (value === undefined) continue;
+		if (key === "where") for (const [field, want] of Object.entries(value as Record<string, unknown>)) args.push(flag, `${field}=${String(want)}`);
+		else args.push(flag, String(value));
+	}
+	return args;
+}
+
 /** The steps as asked: what the rows show before the engine says more. */
 function stepsOf(params: Params): Step[] {
+	if (params.map) return []; // a map's rows are counted, not listed
 	const steps: { task: string; agent?: string; backend?: string; model?: string }[] = params.tasks ?? params.chain ?? [{ task: params.task ?? "" }];
 	return steps.map((s) => ({ task: s.task, agent: s.agent ?? params.agent ?? null, backend: s.backend ?? params.backend ?? null, model: s.model ?? params.model ?? null }));
 }
@@ -148,7 +165,7 @@ export default function (pi: ExtensionAPI) {
 	pi.registerTool({
 		name: "subagent",
 		label: "Subagent",
-		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer); with task, council asks several members the same task side by side (judge, quorum). background: true returns at once with a job id and delivers the result later as a message (subagent_send steers it meanwhile). maxTurns, maxTokens, maxCost bound each run: at the limit it is asked to wrap up, then stopped.",
+		description: "Delegate work to child coding agents run by the `subagents` engine. Give exactly one of: task (one agent), tasks (in parallel), chain (in order; {previous} = the previous answer); with task, map runs it as a template once per row of a dataset, and council asks several members the same task side by side (judge, quorum). background: true returns at once with a job id and delivers the result later as a message (subagent_send steers it meanwhile). maxTurns, maxTokens, maxCost bound each run: at the limit it is asked to wrap up, then stopped.",
 		parameters: Params,
 		async execute(toolCallId, params: Params, signal, onUpdate, ctx: ExtensionContext) {
 			const given = [params.task, params.tasks, params.chain].filter((x) => x !== undefined).length;
@@ -163,15 +180,25 @@ export default function (pi: ExtensionAPI) {
 				if (params.task === undefined || extra.length) refuse(params, `continue takes a task (the follow-up) and background only, not ${extra.join(", ") || "tasks"}`);
 			}
 
+			if (params.map !== undefined) {
+				// A map's rows are one-shot runs of one template: it takes some of the options (MAP_TAKES).
+				const extra = (["tasks", "chain", "continue", "council", ...OPTIONS] as const).filter((k) => params[k] !== undefined && !(k in MAP_TAKES));
+				if (params.task === undefined || extra.length) refuse(params, `map takes a task (the template) and ${Object.keys(MAP_TAKES).join(", ")}, not ${extra.join(", ") || "tasks"}`);
+			}
+
 			const args = params.continue !== undefined
 				? ["continue", "--json", "--session", sessionId]
-				: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
+				: params.map !== undefined
+					? ["map", "--json", "--session", sessionId, ...(params.cwd ? ["--cwd", params.cwd] : []), ...mapArgs(params.map)]
+					: ["run", "--json", "--session", sessionId, "--cwd", params.cwd ?? ctx.cwd];
 			// Every option the call gives, as the CLI's flag (the engine checks them: a bad one is refused in one line).
-			for (const key of OPTIONS) if (params[key] !== undefined) args.push(FLAGS[key], flagValue(params[key]));
+			for (const key of OPTIONS) if (params[key] !== undefined) args.push((params.map ? MAP_TAKES[key] : undefined) ?? FLAGS[key], flagValue(params[key]));
 			if (params.council) args.push("--council", params.council.join(","));
 			let planDir: string | undefined;
 			const tail: string[] = [];
-			if (params.continue !== undefined) {
+			if (params.map !== undefined) {
+				tail.push("--task", params.task ?? "", "--", params.map.input);
+			} else if (params.continue !== undefined) {
 				tail.push("--", params.continue, params.task ?? "");
 			} else if (steps) {
 				// Per-step options need a plan file (0600, removed after the CLI read it).
@@ -190,7 +217,8 @@ export default function (pi: ExtensionAPI) {
 					const started = parseJson(exit.stdout) as { jobId?: string; pid?: number; startedAt?: string; steps?: Step[] } | undefined;
 					if (!started?.jobId) refuse(params, refusalOf(exit.stdout, mode, FLAGS) ?? cliFailure(exit));
 					// (its steps as the engine planned them: the model an agent picks, a council's judge)
-					applyRecord(view, { type: "job", jobId: started?.jobId, startedAt: started?.startedAt, steps: started?.steps });
+					// (a map's one step is its template: its rows are counted, not listed)
+					applyRecord(view, { type: "job", jobId: started?.jobId, startedAt: started?.startedAt, steps: mode === "map" ? undefined : started?.steps });
 					Object.assign(view, { background: true, status: "running" });
 					recordStart(view, started?.pid, sessionId);
 					bg.watch(view, ctx.cwd);
@@ -204,9 +232,12 @@ export default function (pi: ExtensionAPI) {
 				const fg = [...args, "--progress", "jsonl", "--parent-pid", String(process.pid), ...tail];
 				let cliPid: number | undefined;
 				const onRecord = (r: FeedRecord) => {
-					const fresh = r.type === "job" && !view.jobId;
+					const fresh = (r.type === "job" || r.type === "map") && !view.jobId;
 					applyRecord(view, r);
+					const waits = waitingNotice(view, r);
+					if (waits) safely("notify", () => ctx.ui.notify(safe(waits), "warning"));
 					if (fresh) recordStart(view, cliPid, sessionId);
+					if (r.type === "map") onUpdate?.({ content: [{ type: "text", text: mapLine(view) }], details: structuredClone(view) });
 					if (r.type !== "progress") return;
 					const text = view.runs.length > 1 ? view.runs.filter((p) => p.lines.length).map((p) => `${p.index + 1}. ${firstLine(p.task).slice(0, 60)}: ${p.lines[p.lines.length - 1]}`).join("\n") : (r.text ?? "");
 					onUpdate?.({ content: [{ type: "text", text }], details: structuredClone(view) });
@@ -249,6 +280,7 @@ export default function (pi: ExtensionAPI) {
 				tickers.delete(state.ticker);
 				state.ticker = undefined;
 			}
+			if (view?.mode === "map") return isPartial ? renderMap(view, theme, true) : renderDone(view, theme, expanded);
 			if (!view?.runs?.length) return renderText(theme, result.content[0]?.type === "text" ? result.content[0].text : "", context.isError);
 			return isPartial ? renderLive(view, theme, expanded) : renderDone(view, theme, expanded);
 		},
@@ -282,7 +314,7 @@ export default function (pi: ExtensionAPI) {
 	pi.registerEntryRenderer<Record<string, unknown>>(ENTRY, (entry, _options, theme) => renderEntry(theme, entry.data ?? {}));
 
 	pi.registerCommand("subagents", {
-		description: "This session's subagent jobs: pick one to see its transcript or stop it; `/subagents cost`: totals by backend",
+		description: "This session's subagent jobs: pick one to follow its transcript, steer or stop it; `/subagents inbox`: requests waiting for your decision; `/subagents cost`: totals by backend",
 		handler: (args, ctx) => fleet(args, ctx, { stopping: (jobId) => bg.stoppedByUser(jobId) }),
 	});
 

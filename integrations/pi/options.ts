@@ -78,6 +78,41 @@ export const FLAGS = {
 	quorum: "--quorum",
 } as const;
 
+/** A map's own options (`subagents map`, docs/map.md). */
+export const MapOptions = {
+	key: Type.Optional(Type.String({ description: "The field naming a row (default: its number)." })),
+	where: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "Run only rows whose fields have these values." })),
+	limit: Type.Optional(Type.Integer({ minimum: 1, description: "Run only the first N rows (after where)." })),
+	retries: Type.Optional(Type.Integer({ minimum: 0, description: "Run a failed row again, up to N times (default 0)." })),
+	out: Type.Optional(Type.String({ description: "Results file, appended as rows finish: .csv, else JSON lines." })),
+};
+
+/** Each map option's flag (`subagents map`; `where` is a flag `FIELD=VALUE` per field). */
+export const MAP_FLAGS = {
+	key: "--key",
+	where: "--where",
+	limit: "--limit",
+	retries: "--retries",
+	out: "--out",
+} as const;
+
+/** The step's and job's options a map takes, each with its flag on `subagents map`. */
+export const MAP_TAKES: Record<string, string> = {
+	agent: "--agent",
+	backend: "--backend",
+	model: "--model",
+	timeout: "--timeout",
+	isolate: "--isolate",
+	outputSchema: "--output-schema",
+	verify: "--verify",
+	verifyTimeout: "--verify-timeout",
+	verifyAttempts: "--verify-attempts",
+	review: "--review",
+	concurrency: "--concurrency",
+	jobMaxTokens: "--max-tokens",
+	jobMaxCost: "--max-cost",
+};
+
 /** A step option's name in a plan file. */
 export const PLAN_NAMES = {
 	agent: "agent",

@@ -196,11 +196,62 @@ export function renderLive(view: SubagentDetails, theme: Theme, expanded: boolea
 	return box;
 }
 
+// ---- a map: one progress row ------------------------------------------------------
+
+const MAP_FAILURES_SHOWN = 3; // reasons under the row, collapsed
+
+/** A map's counts in words: `rows 3/10 · 2 running · 1 failed · ETA 12.0s · $0.03 / $1.00`
+ * while it runs; `rows 10/10 · 9 completed · 1 failed · $0.05` once over. */
+export function mapLine(view: SubagentDetails): string {
+	const m = view.map;
+	if (!m) return "";
+	const live = view.status === "running" || view.status === "pending";
+	const parts = [`rows ${m.done}/${m.total}`];
+	if (live) parts.push(`${m.running} running`);
+	else parts.push(`${m.completed} completed`);
+	if (m.failed || live) parts.push(`${m.failed} failed`);
+	if (live) parts.push(`ETA ${typeof m.etaSeconds === "number" ? elapsed(m.etaSeconds * 1000) : "-"}`);
+	if (typeof m.cost === "number" || typeof m.maxCost === "number") parts.push(`${money(m.cost ?? 0)}${typeof m.maxCost === "number" ? ` / ${money(m.maxCost)}` : ""}`);
+	return parts.join(" · ");
+}
+
+/** A map's failures, grouped by why: `3 rows: timeout`. */
+export const mapFailures = (view: SubagentDetails) => (view.map?.failures ?? []).map((f) => `${plural(f.rows, "row")}: ${oneLine(f.reason)}`);
+
+/** The map's icon: running, all done, some failed, none done. */
+function mapIcon(theme: Theme, view: SubagentDetails): string {
+	const m = view.map;
+	if (view.status === "running" || view.status === "pending") return icon(theme, { status: "running" });
+	if (view.status === "aborted") return icon(theme, view);
+	if (m?.failed && m.completed) return theme.fg("warning", "◐");
+	return icon(theme, view);
+}
+
+/** A map as one row: its icon, the counts (ETA and $ against the budget while it runs), its
+ * time; under it the failures grouped by why (`live`: the first few, as the row is redrawn). */
+export function renderMap(view: SubagentDetails, theme: Theme, live: boolean, indent = ""): Component {
+	const box = new Container();
+	const ms = view.durationMs ?? (view.startedAt ? Date.now() - Date.parse(view.startedAt) : undefined);
+	box.addChild(new Line(() => [`${indent}${mapIcon(theme, view)} ${theme.fg("accent", "map")} `, theme.fg("text", mapLine(view)), theme.fg("dim", ` · ${elapsed(ms)}`)]));
+	const failures = mapFailures(view);
+	const shown = live ? failures.slice(0, MAP_FAILURES_SHOWN) : failures;
+	for (const f of shown) box.addChild(new Line(() => [`${indent}  ${theme.fg("dim", "⎿ ")}`, theme.fg("error", f), ""]));
+	if (failures.length > shown.length) box.addChild(text(`${indent}  ${theme.fg("muted", `… ${plural(failures.length - shown.length, "more reason")}`)}`));
+	return box;
+}
+
 /** The result: a titled section per run, its answer (or diagnostics) as Markdown. */
 export function renderDone(view: SubagentDetails, theme: Theme, expanded: boolean): Component {
 	if (view.background && view.status === "running") {
 		const hint = theme.fg("dim", " (the widget above the editor follows it; /subagents lists it)");
 		return new Line(() => [`${theme.fg("accent", "↗")} `, theme.fg("muted", `started in the background as job ${oneLine(view.jobId)}`), "", [hint]]);
+	}
+	if (view.map) {
+		const box = new Container();
+		box.addChild(renderMap(view, theme, !expanded));
+		const where = view.map.out ? `results: ${oneLine(view.map.out)}` : `each row's answer: subagents show --rows ${oneLine(view.jobId)}`;
+		box.addChild(text(`  ${theme.fg("dim", where)}`));
+		return box;
 	}
 	const box = new Container();
 	if (view.mode === "chain" && view.runs.length > 1) box.addChild(chainLine(theme, view));
@@ -245,16 +296,18 @@ export function jobLine(theme: Theme, view: SubagentDetails, prefix = ""): Line 
 		const running = runs.find((r) => r.status === "running") ?? [...runs].reverse().find((r) => r.activity);
 		const live = view.status === "running" || view.status === "pending";
 		const state = live ? { status: "running", stalled: runs.some((r) => r.stalled) && runs.every((r) => r.status !== "running" || r.stalled) } : { status: view.status };
-		const label = runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
+		const label = view.map ? `map ${mapLine(view)}` : runs.length > 1 ? `${view.mode} ×${runs.length}: ${runs.map((r) => oneLine(r.task)).join(" · ")}` : oneLine(runs[0]?.task ?? "");
 		const starts = runs.map((r) => r.startedAt).filter((t): t is number => t !== undefined);
 		const ms = live
 			? (view.startedAt ? Date.now() - Date.parse(view.startedAt) : starts.length ? Date.now() - Math.min(...starts) : undefined)
 			: view.durationMs; // the engine's, as the entry says it
-		const word = live
+		const word = view.map // (its counts say how it goes)
+			? ""
+			: live
 			? theme.fg(running?.stalled ? "warning" : "muted", ` · ${oneLine(running?.activity ?? "starting")}`)
 			: theme.fg(state.status === "completed" ? "success" : state.status === "aborted" ? "muted" : "error", ` · ${state.status}`);
 		const cost = view.usage.cost.total ? ` · ${money(view.usage.cost.total)}` : "";
-		return [`${prefix}${icon(theme, state)} `, theme.fg("text", label), `${word}${theme.fg("dim", ` · ${tokens(view.usage.totalTokens)} tok${cost} · ${elapsed(ms)}`)}`];
+		return [`${prefix}${view.map ? mapIcon(theme, view) : icon(theme, state)} `, theme.fg("text", label), `${word}${theme.fg("dim", ` · ${tokens(view.usage.totalTokens)} tok${cost} · ${elapsed(ms)}`)}`];
 	});
 }
 
@@ -279,10 +332,20 @@ function widgetRow(theme: Theme, job: SubagentDetails, run: RunView): Line {
 	});
 }
 
+/** A background map in the widget: one row, its job's id and its counts. */
+function mapWidgetRow(theme: Theme, job: SubagentDetails): Line {
+	return new Line(() => {
+		const head = `  ${icon(theme, { status: "running" })} ${theme.fg("dim", oneLine(job.jobId ?? "").slice(0, 10))} ${theme.fg("accent", "map")} `;
+		const failures = mapFailures(job);
+		const ms = job.startedAt ? Date.now() - Date.parse(job.startedAt) : undefined;
+		return [head, theme.fg("text", mapLine(job)), theme.fg("dim", ` · ${elapsed(ms)}`), failures.length ? [theme.fg("error", ` · ${failures[0]}`)] : []];
+	});
+}
+
 /** The widget above the editor: a row per running run of this session's background jobs. */
 export function renderWidget(theme: Theme, jobs: SubagentDetails[]): Component {
 	const box = new Container();
-	const rows = jobs.flatMap((job) => liveRuns(job).map((run) => widgetRow(theme, job, run)));
+	const rows = jobs.flatMap((job) => (job.map ? [mapWidgetRow(theme, job)] : liveRuns(job).map((run) => widgetRow(theme, job, run))));
 	const runs = rows.length > jobs.length ? `, ${plural(rows.length, "run")}` : "";
 	box.addChild(text(theme.fg("dim", ` subagents · ${plural(jobs.length, "background job")} running${runs}`)));
 	for (const row of rows) box.addChild(row);
@@ -296,6 +359,7 @@ export function renderEnded(theme: Theme, views: SubagentDetails[], expanded: bo
 	box.addChild(text(theme.fg("customMessageLabel", theme.bold(title))));
 	for (const view of views) {
 		box.addChild(jobLine(theme, view));
+		if (view.map) for (const f of mapFailures(view)) box.addChild(text(`  ${theme.fg("error", f)}`));
 		const multi = view.runs.length > 1;
 		const pad = multi ? 4 : 2;
 		for (const run of view.runs) {

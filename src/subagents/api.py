@@ -156,12 +156,21 @@ def inbox(run: str | None = None) -> list[ApprovalItem]:
     return pending(run)
 
 
-def decide(item: str, choice: ApprovalChoice, *, reason: str | None = None) -> ApprovalDecision:
-    """Decide an approval item: ``"allow"`` (once), ``"always"`` (the same tool passes for
-    the rest of the run) or ``"deny"`` (``reason`` is what the child is told). Raises
-    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or a run that
-    ended; of two deciders racing, the one that lost is told who won."""
-    return decide_item(item, choice, reason=reason)
+def decide(
+    item: str,
+    choice: ApprovalChoice,
+    *,
+    reason: str | None = None,
+    answers: list[str] | None = None,
+) -> ApprovalDecision:
+    """Decide an inbox item. A request to act: ``"allow"`` (once), ``"always"`` (the same
+    tool passes for the rest of the run) or ``"deny"`` (``reason`` is what the child is
+    told). A question (``item["kind"] == "question"``): ``"answer"`` with ``answers``, one
+    per question in order (an option's label, or words of your own), or ``"deny"`` (not
+    answered). Raises ``UsageError`` (one line, nothing changed) for an unknown or decided
+    item, a choice that does not fit it, or a run that ended; of two deciders racing, the
+    one that lost is told who won."""
+    return decide_item(item, choice, reason=reason, answers=answers)
 
 
 def _spec(task: str | JobDocument | JobSpec, options: RunOptionsDict) -> JobSpec | JobDocument:

@@ -5,8 +5,11 @@ Linux; ``$SUBAGENTS_CONFIG_DIR`` overrides the directory). The project file is
 ``.subagents/config.toml`` in the working directory or its nearest ancestor that has one.
 
 A project file comes from the repository being worked on, so it may not set what would let a
-repository run code or trust itself: ``bins``, ``hooks``, ``acp``, ``agent_scope`` and ``verify``
-are accepted only from the user file and the environment.
+repository run code or trust itself: ``bins``, ``hooks``, ``acp``, ``agent_scope``, ``verify``
+and ``parent_may_approve`` are accepted only from the user file and the environment. Nor may
+it loosen the approval policy (docs/approvals.md): its ``approvals`` must be at least as
+strict as the user file's (``auto`` < ``parent`` < ``ask`` < ``deny``), and its ``approve``
+rules are taken only where the user file's policy is ``auto`` (anything is stricter then).
 
 Every problem raises :class:`ConfigError` with one line naming the file (or the environment
 variable) and the field.
@@ -62,7 +65,16 @@ PROJECT_DIR = ".subagents"
 
 # Settings a project file may not set (see the module docstring).
 PROJECT_FORBIDDEN = frozenset(
-    {"bins", "hooks", "acp", "agent_scope", "mcp_token", "web_token", "verify"}
+    {
+        "bins",
+        "hooks",
+        "acp",
+        "agent_scope",
+        "mcp_token",
+        "web_token",
+        "verify",
+        "parent_may_approve",
+    }
 )
 # The longest grace and kill grace, seconds.
 MAX_GRACE = 3600.0
@@ -174,6 +186,12 @@ class Settings:
     review: str | None = None
     verify_timeout: float | None = None
     verify_attempts: int | None = None
+    # Every run's approval policy unless its step or agent sets one, and, under ``parent``,
+    # what the parent may allow (docs/approvals.md; a project file: the module docstring).
+    approvals: Literal["auto", "ask", "deny", "parent"] | None = None
+    approve: str | None = None
+    approval_timeout: float | None = None
+    parent_may_approve: str | None = None
 
     def __post_init__(self) -> None:
         # A job's record keeps presets as plain objects (settings_record).
@@ -186,6 +204,7 @@ class Settings:
         if problem:
             raise FieldProblem("acp_init_timeout", problem)
         self._check_gate()
+        self._check_approvals()
         if not self.default_backend:
             raise FieldProblem("default_backend", "must not be empty")
         _set(self, "default_agent", self.default_agent or None)
@@ -236,6 +255,23 @@ class Settings:
                 raise FieldProblem("verify_timeout", problem)
         if self.verify_attempts is not None:
             check_at_least("verify_attempts", self.verify_attempts, 1)
+
+    def _check_approvals(self) -> None:
+        if self.approvals is not None:
+            check_choice("approvals", self.approvals, ("auto", "parent", "ask", "deny"))
+        for name in ("approve", "parent_may_approve"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            from subagents.core.approve import rules_problem  # (only where rules are set)
+
+            problem = text_problem(value) or rules_problem(value)
+            if problem:
+                raise FieldProblem(name, problem)
+        if self.approval_timeout is not None:
+            problem = seconds_problem(self.approval_timeout, off=False)
+            if problem:
+                raise FieldProblem("approval_timeout", problem)
 
 
 # Normalizing a frozen instance in its own __post_init__.
@@ -537,6 +573,15 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
             base[key] = value
 
 
+def _no_looser(project: Mapping[str, Any], users: str, path: Path, user_file: Path) -> None:
+    if "approvals" in project or "approve" in project:
+        from subagents.core.approve import project_loosens
+
+        found = project_loosens(project.get("approvals"), project.get("approve"), users)
+        if found is not None:
+            raise ConfigError(f"{path}: {found[0]}: {found[1]} (the user's: {user_file})")
+
+
 def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
     """Effective settings for work in *cwd*, merged lowest first:
     defaults < user file < project file < ``SUBAGENTS_*`` environment.
@@ -551,8 +596,15 @@ def load_settings(cwd: Path | None = None, env: Mapping[str, str] | None = None)
         _merge(merged, _file_layer(user_file, project=False, env=environ))
     project_file = find_project_config(cwd if cwd is not None else paths.working_dir())
     if project_file is not None and project_file.resolve() != user_file.resolve():
-        _merge(merged, _file_layer(project_file, project=True, env=environ))
+        project = _file_layer(project_file, project=True, env=environ)
+        _no_looser(project, merged.get("approvals") or "auto", project_file, user_file)
+        _merge(merged, project)
     _merge(merged, _env_layer(environ))
+    if merged.get("approve") is not None and merged.get("approvals") in (None, "auto"):
+        raise ConfigError(
+            "settings: approve: rules narrow approvals ask, parent or deny:"
+            " set approvals too (the policy is auto)"
+        )
     try:
         return Settings(**merged)
     except FieldProblem as exc:  # pragma: no cover - each layer was checked alone

@@ -37,7 +37,9 @@ from subagents.errors import FieldProblem
 
 # Where an option applies: to each step (and so each run), to the job as a whole, or to the
 # settings the job is planned under (an override of config.toml for this job).
-Scope = Literal["step", "job", "settings"]
+# A map's own options (``MapOptions``) are "map": a map's rows take only some of the others
+# (``MAP_TAKES``).
+Scope = Literal["step", "job", "settings", "map"]
 # The faces an option can be offered on: the command line, the MCP tool, the Python API's
 # run/start, the pi tool, and documents (plan files, API dicts).
 Face = Literal["cli", "mcp", "api", "pi", "plan"]
@@ -98,6 +100,18 @@ def _budget(kind: str) -> Check:
 def _at_least_one(value: object) -> str | None:
     ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
     return None if ok else f"must be 1 or more, not {value!r}"
+
+
+def _at_least_zero(value: object) -> str | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return None if ok else f"must be 0 or more, not {value!r}"
+
+
+def _fields(value: object) -> str | None:
+    ok = isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+    return None if ok else f"must be an object of field names to text values, not {value!r}"
 
 
 def _rules(value: object) -> str | None:
@@ -282,6 +296,7 @@ class RunOptions:
         " what --approve allows). Needs a CLI that asks: claude, codex, ACP agents.",
         check=_one_of("auto", "ask", "deny", "parent"),
         supervisor="approvals",
+        setting="approvals",
     )
     approve: str | None = option(
         "Requests that pass without asking, comma-separated rules: a tool's name, or a tool"
@@ -289,6 +304,7 @@ class RunOptions:
         check=_rules,
         metavar="RULES",
         supervisor="approvals",
+        setting="approve",
     )
     approve_edits_in_tree: bool | None = option(
         "A file edit inside the run's working tree passes without asking.",
@@ -299,6 +315,7 @@ class RunOptions:
         check=_seconds,
         limits=_SECONDS,
         supervisor="approvals",
+        setting="approval_timeout",
     )
 
     def check_options(self) -> None:
@@ -424,6 +441,65 @@ class SettingsOptions:
     )
 
 
+@dataclass(init=False, repr=False, eq=False)
+class MapOptions:
+    """A map's own options (``subagents map``, the MCP tool ``subagent_map``, the pi tool's
+    ``map``; docs/map.md): which rows run and where their results go."""
+
+    _: KW_ONLY
+
+    key: str | None = option(
+        "The field naming a row (default: its number).", "map", check=_text, metavar="FIELD"
+    )
+    where: dict[str, str] | None = option(
+        "Run only rows whose fields have these values.", "map", check=_fields
+    )
+    limit: int | None = option(
+        "Run only the first N rows (after where).", "map", check=_at_least_one, limits=_COUNT
+    )
+    retries: int | None = option(
+        "Run a failed row again, up to N times (default 0).",
+        "map",
+        check=_at_least_zero,
+        limits=(("minimum", 0),),
+    )
+    out: str | None = option(
+        "Results file, appended as rows finish: .csv, else JSON lines.",
+        "map",
+        check=_text,
+        metavar="FILE",
+    )
+
+
+# The options of a run or a job that a map takes, each with its flag on `subagents map`
+# (a map's budget is the whole map's: the job's max_cost is the map's --max-cost). A map's
+# rows are one-shot runs of one template: no per-run budget, no live control, no approvals.
+MAP_TAKES: dict[str, str] = {
+    "agent": "--agent",
+    "backend": "--backend",
+    "model": "--model",
+    "timeout": "--timeout",
+    "isolate": "--isolate",
+    "output_schema": "--output-schema",
+    "verify": "--verify",
+    "verify_timeout": "--verify-timeout",
+    "verify_attempts": "--verify-attempts",
+    "review": "--review",
+    "concurrency": "--concurrency",
+    "job_max_cost": "--max-cost",
+    "job_max_tokens": "--max-tokens",
+}
+
+
+def map_specs() -> tuple[Spec, ...]:
+    return specs(MapOptions)
+
+
+def map_help(name: str) -> str:
+    """A map option's help, as every face says it."""
+    return next(s.meta.help for s in map_specs() if s.name == name)
+
+
 def check_fields(obj: object, cls: type) -> None:
     """Run the check of each of ``cls``'s options that ``obj`` has set."""
     for f in fields(cls):
@@ -510,8 +586,10 @@ def field_default(f: Field[Any]) -> Any:
 
 __all__ = [
     "FACES",
+    "MAP_TAKES",
     "Face",
     "JobOptions",
+    "MapOptions",
     "Option",
     "RunOptions",
     "Scope",
@@ -520,6 +598,8 @@ __all__ = [
     "check_fields",
     "field_default",
     "job_specs",
+    "map_help",
+    "map_specs",
     "option",
     "specs",
     "step_specs",

@@ -351,15 +351,18 @@ def decide(
     *,
     by: str | None = None,
     reason: str | None = None,
+    answers: list[str] | None = None,
     home: Path | None = None,
 ) -> ApprovalDecision:
-    """Decide an approval item (its id or an unambiguous prefix): ``allow``, ``always`` or
-    ``deny``. ``by``: who, as the records name them (default: the user's login). Raises
-    ``UsageError`` (one line, nothing changed) for an unknown or decided item, or an ended
-    run; the loser of two racing deciders is told who won."""
+    """Decide an inbox item (its id or an unambiguous prefix): a request to act ``allow``,
+    ``always`` or ``deny``; a question ``answer`` (with ``answers``) or ``deny``. ``by``:
+    who, as the records name them (default: the user's login). Raises ``UsageError`` (one
+    line, nothing changed) for an unknown or decided item, a choice that does not fit it, or
+    an ended run; the loser of two racing deciders is told who won."""
     from subagents.runs import decide as decide_item
 
-    return decide_item(item, choice, by=by, reason=reason, home=home or paths.state_home())
+    home = home or paths.state_home()
+    return decide_item(item, choice, by=by, reason=reason, answers=answers, home=home)
 
 
 def job_runs(store: JobStore, state: JobState) -> list[str]:

@@ -49,6 +49,7 @@ __all__ = [
     "HostRun",
     "HostStartReply",
     "HostStatus",
+    "ItemKind",
     "JobMode",
     "JobPlanRecord",
     "JobResult",
@@ -78,6 +79,8 @@ __all__ = [
     "OnStall",
     "PlacementRecord",
     "ProcessIdentity",
+    "Question",
+    "QuestionOption",
     "RayClusterStatus",
     "RayDown",
     "RayHostStatus",
@@ -175,7 +178,7 @@ ReceiptWord: TypeAlias = Literal["queued", "delivered", "refused"]
 # What a budget bounds: model turns, tokens (totalTokens), cost (USD).
 LimitKind: TypeAlias = Literal["turns", "tokens", "cost"]
 # What a budget did at its limit (see LimitRecord), and whose budget it was.
-LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop"]
+LimitAction: TypeAlias = Literal["wrap-up", "abort", "stop", "refuse"]
 LimitScope: TypeAlias = Literal["run", "job"]
 
 
@@ -291,8 +294,11 @@ class UserMessage(_Stamped):
 # asked), ``ask`` (a person decides in the inbox), ``deny`` (nothing the rules do not allow),
 # ``parent`` (the parent agent decides, through ``subagent_decide``).
 Approvals: TypeAlias = Literal["auto", "ask", "deny", "parent"]
-# What a decision chose: allow this once, allow it for the rest of the run, or deny it.
-ApprovalChoice: TypeAlias = Literal["allow", "always", "deny"]
+# What a decision chose: allow this once, allow it for the rest of the run, or deny it; a
+# question's: its answers, or deny (not answered).
+ApprovalChoice: TypeAlias = Literal["allow", "always", "deny", "answer"]
+# What an inbox item is: a request to act, or the child's question to the user.
+ItemKind: TypeAlias = Literal["approval", "question"]
 
 
 class ApprovalEvent(_Stamped):
@@ -310,6 +316,9 @@ class ApprovalEvent(_Stamped):
     reason: NotRequired[str]
     # A request that waits (not one a rule or the policy decided at once): who decides it.
     waitsFor: NotRequired[Literal["person", "parent"]]
+    # A question for the user (not a request to act), and its answers once answered.
+    kind: NotRequired[ItemKind]
+    answers: NotRequired[list[str]]
 
 
 class LimitEvent(_Stamped):
@@ -363,8 +372,8 @@ class LimitRecord(TypedDict):
     end of the run; for a job's budget, the job's total when it was reached), and what was
     done: ``wrap-up`` (the child was asked to finish and did, within the grace turns),
     ``abort`` (it was stopped: the run failed), ``stop`` (reached at an answer: the run
-    ended there, its queued follow-ups not delivered). ``scope``: the run's own budget or
-    its job's."""
+    ended there, its queued follow-ups not delivered), ``refuse`` (its job's was spent: the
+    run never started). ``scope``: the run's own budget or its job's."""
 
     kind: LimitKind
     limit: float
@@ -412,13 +421,16 @@ class ApprovalPolicy(TypedDict):
     wait for a decision (None: ``auto``). ``rules``: ``--approve``'s, what passes unasked;
     ``editsInTree``: a file edit inside the working tree passes; ``timeout``: seconds an
     item waits before it is denied; ``server``: the argv of the MCP permission server the
-    child starts (claude's ``--permission-prompt-tool``)."""
+    child starts (claude's ``--permission-prompt-tool``); ``parentMay``: under ``parent``,
+    the rules bounding what the parent may allow (the user's ``parent_may_approve``;
+    absent: anything), a request outside them waiting for a person."""
 
     policy: Literal["ask", "deny", "parent"]
     rules: list[str]
     editsInTree: bool
     timeout: float
     server: NotRequired[list[str]]
+    parentMay: NotRequired[list[str]]
 
 
 class CommandRecord(TypedDict):
@@ -445,8 +457,27 @@ class CommandRecord(TypedDict):
     approvals: NotRequired[ApprovalPolicy | None]
 
 
+class QuestionOption(TypedDict):
+    """One option a question offers: its label (what an answer says) and what it means."""
+
+    label: str
+    description: str
+
+
+class Question(TypedDict):
+    """One question a child asks the user (claude's ``AskUserQuestion``): a free-text
+    answer is taken too; ``multiSelect``: the answer may name several options."""
+
+    question: str
+    header: str
+    options: list[QuestionOption]
+    multiSelect: bool
+
+
 class ApprovalItem(TypedDict):
-    """One pending request in a run's inbox (``RUN_DIR/inbox/ITEM.json``)."""
+    """One pending request in a run's inbox (``RUN_DIR/inbox/ITEM.json``): a request to act
+    or (``kind: question``, with ``questions``) a question for the user. An item written
+    before questions existed has no ``kind``: it is an approval."""
 
     id: str
     runId: str
@@ -460,6 +491,12 @@ class ApprovalItem(TypedDict):
     choices: list[ApprovalChoice]
     requestedAt: float
     expiresAt: float
+    kind: NotRequired[ItemKind]
+    questions: NotRequired[list[Question]]
+    # Under ``parent`` with a bound (``ApprovalPolicy.parentMay``): its rules, and the
+    # run's working tree they are matched in; an item outside them waits for a person.
+    parentMay: NotRequired[list[str]]
+    cwd: NotRequired[str]
 
 
 class ApprovalDecision(TypedDict):
@@ -471,6 +508,8 @@ class ApprovalDecision(TypedDict):
     by: str
     at: float
     reason: NotRequired[str]
+    # A question's answers, one per question in order (``choice: answer``).
+    answers: NotRequired[list[str]]
 
 
 class ApprovalRecord(TypedDict):
@@ -484,6 +523,8 @@ class ApprovalRecord(TypedDict):
     by: str | None
     decidedAt: float | None
     reason: NotRequired[str]
+    kind: NotRequired[ItemKind]
+    answers: NotRequired[list[str]]
 
 
 class ApprovalRequest(TypedDict):
@@ -530,8 +571,9 @@ class ControlReply(TypedDict):
     id: NotRequired[str]
     mode: NotRequired[MessageMode]
     reason: NotRequired[str]
-    # An approval's answer: the decision taken.
+    # An approval's answer: the decision taken (a question's: its answers too).
     choice: NotRequired[ApprovalChoice]
+    answers: NotRequired[list[str]]
 
 
 # ---- result.json -------------------------------------------------------------------------
@@ -653,6 +695,7 @@ class RunNotStarted(TypedDict):
     finalText: str
     usage: Usage
     toolCalls: int
+    limit: NotRequired[LimitRecord]  # refused: its job's budget was spent (action "refuse")
 
 
 # One entry of a job's ``runs``: a run's result.json, or the record of one never started.
@@ -1065,6 +1108,9 @@ class FleetRun(TypedDict):
     tokens: int
     cost: float | None
     activity: str
+    # Its budget in words (``turns 2/5 · tokens 1.2k/10k`` while it runs; the mark once a
+    # budget ended it), None without one.
+    budget: str | None
     transcript: str | None
 
 

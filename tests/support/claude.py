@@ -33,23 +33,27 @@ def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:
 # What claude's permission server does, run by a fake claude: ask the run's supervisor
 # (`claudeprompt.decide`, the server's own call) and write the answer to ./asked.
 ASK = (
-    "import os; from subagents.backends.claudeprompt import decide;"
+    "import json, os, sys; from subagents.backends.claudeprompt import decide;"
     " from subagents.core.paths import runs_dir, state_home;"
     " run_dir = runs_dir(state_home()) / os.environ['SUBAGENTS_RUN_ID'];"
-    " print(decide(run_dir, 60, 'Bash', {'command': 'git push'}), file=open('asked', 'w'))"
+    " print(decide(run_dir, 60, sys.argv[1], json.loads(sys.argv[2])), file=open('asked', 'w'))"
 )
 
 
-def asking_steps() -> list[dict[str, Any]]:
-    """A fake claude that asks to run its tool (ASK), waits for the answer, then ends."""
+def asking_steps(
+    tool: str = "Bash", tool_input: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A fake claude that asks to run its tool (ASK; ``Bash`` with ``git push`` unless
+    told), waits for the answer, then ends."""
     import sys
 
-    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git push"}}
+    tool_input = tool_input or {"command": "git push"}
+    call = {"type": "tool_use", "id": "t1", "name": tool, "input": tool_input}
     usage = {"input_tokens": 1, "output_tokens": 1}
     return [
         {"emit": {"type": "system", "subtype": "init", "session_id": "s1", "model": "m"}},
         {"emit": {"type": "assistant", "message": {"id": "a1", "model": "m", "content": [call], "usage": usage}}},
-        {"run": [sys.executable, "-c", ASK]},
+        {"run": [sys.executable, "-c", ASK, tool, json.dumps(tool_input)]},
         {"emit": {"type": "result", "subtype": "success", "result": "ok", "usage": usage}},
     ]  # fmt: skip
 

@@ -62,3 +62,14 @@ def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str
 def hook(home: Path, prompt: str = "hi") -> subprocess.CompletedProcess[str]:
     payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
     return sub("notices", "--claude-hook", stdin=json.dumps(payload))
+
+
+def claude_monitor(claude_pid: int) -> subprocess.Popen[str]:
+    """The plugin's monitor for the test session, as Claude Code (``claude_pid``) starts it:
+    its lines on ``stdout``."""
+    return subprocess.Popen(
+        [SUBAGENTS, "claude-code", "monitor"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "CLAUDE_CODE_SESSION_ID": CLAUDE_ID, "CLAUDE_PID": str(claude_pid)},
+    )

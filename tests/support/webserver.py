@@ -1,6 +1,8 @@
 """The web app served for a test: in this process (uvicorn in a thread, on a free port of
 127.0.0.1, over the test's own SUBAGENTS_HOME), or as the ``subagents web`` command; and a
-headless Debian chromium to look at it, with :func:`until` to wait on the page."""
+headless Debian chromium to look at it, with :func:`until` to wait on the page,
+:func:`too_wide` for what would not fit a phone, and :func:`screenshot` for the docs'
+pictures of a page a test checked."""
 
 from __future__ import annotations
 
@@ -40,6 +42,13 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--window-size=1280,900",
 )
+
+
+# The two screens the pages are made for (docs/web.md's screenshots are of both).
+DESKTOP = {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+# A directory here makes the browser tests save their screenshots into it (docs/web/).
+SHOTS_ENV = "SUBAGENTS_SCREENSHOTS"
 
 
 def have_chromium() -> bool:
@@ -169,3 +178,34 @@ def until(driver: Any, script: str, timeout: float = 30.0) -> Any:
 
     assert eventually(check, timeout), f"never true: {script}"
     return value[0]
+
+
+def too_wide(driver: Any) -> list[str]:
+    """Elements (shown) reaching past the right edge of the viewport, and page scroll; what
+    scrolls in its own box (``.scroll``, ``pre``) may."""
+    found: list[str] = driver.execute_script(
+        """
+        const out = [], w = document.documentElement.clientWidth;
+        if (document.documentElement.scrollWidth > w) out.push('page ' + document.documentElement.scrollWidth);
+        for (const e of document.querySelectorAll('body *')) {
+          const r = e.getBoundingClientRect();
+          if (r.width && r.right > w + 1 && !e.closest('.scroll, pre')) out.push(e.tagName + '.' + e.className + ' ' + r.right);
+        }
+        return out.slice(0, 10);
+        """
+    )
+    return found
+
+
+def screenshot(driver: Any, name: str) -> Path | None:
+    """What the browser shows, saved as ``NAME.png`` in the directory ``$SUBAGENTS_SCREENSHOTS``
+    names (nothing without it): called once a test has checked the page, so a picture in the
+    docs is always of a page a test looked at."""
+    where = os.environ.get(SHOTS_ENV)
+    if not where:
+        return None
+    path = Path(where) / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    driver.execute_script("window.scrollTo(0, 0)")
+    assert driver.save_screenshot(str(path)), path
+    return path

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
 	applyRecord, applyResult, asJob, cliFailure, firstLine, modeOf, newView, outcome, parseJson, piUsage, receiptLine, refusalOf,
-	summaryOf,
+	summaryOf, waitingNotice,
 } from "../engine.ts";
 
 test("the engine's usage as pi's, cost a number or none", () => {
@@ -125,4 +125,45 @@ test("a refusal names the place as the tool's caller wrote it, not as the comman
 	assert.equal(refusalOf(refused([], null), "single", flags), "the problem");
 	assert.equal(refusalOf("not json", "single", flags), undefined);
 	assert.equal(refusalOf(JSON.stringify({ status: "failed" }), "single", flags), undefined);
+});
+
+test("a map is counted from its records, never a run per row", () => {
+	const view = newView(modeOf({ map: { input: "rows.csv" } }), []);
+	assert.equal(view.mode, "map");
+	applyRecord(view, { type: "map", jobId: "j1", total: 4, done: 0, completed: 0, failed: 0, running: 2, etaSeconds: null, cost: null, maxCost: 5, failures: [] });
+	assert.equal(view.jobId, "j1");
+	assert.equal(view.status, "running");
+	assert.ok(view.startedAt);
+	applyRecord(view, { type: "row", index: 2, status: "failed" });
+	applyRecord(view, { type: "map", jobId: "j1", total: 4, done: 3, completed: 2, failed: 1, running: 1, etaSeconds: 4.5, cost: 0.02, maxCost: 5, failures: [{ reason: "timeout", rows: 1 }] });
+	assert.deepEqual([view.map?.done, view.map?.running, view.map?.etaSeconds, view.map?.maxCost], [3, 1, 4.5, 5]);
+	assert.deepEqual(view.map?.failures, [{ reason: "timeout", rows: 1 }]);
+	assert.equal(view.usage.cost.total, 0.02);
+	assert.equal(view.runs.length, 0);
+	const map = { total: 4, completed: 3, failed: 1, failures: [{ reason: "timeout", rows: 1 }], out: "r.csv" };
+	applyRecord(view, { type: "answer", status: "failed", text: "map j1: 3/4 rows completed (1 row: timeout)", isError: false, durationMs: 900, map });
+	assert.deepEqual([view.map?.done, view.map?.running, view.map?.out, view.durationMs], [4, 0, "r.csv", 900]);
+	assert.deepEqual(outcome(view), { text: "map j1: 3/4 rows completed (1 row: timeout)", isError: false });
+	applyResult(view, { jobId: "j1", mode: "map", status: "failed", runs: [{ runId: "r1" }, { runId: "r2" }], usage: { totalTokens: 90, cost: 0.03 }, map });
+	assert.equal(view.runs.length, 0);
+	assert.deepEqual([view.status, view.usage.totalTokens, view.map?.completed], ["failed", 90, 3]);
+});
+
+test("a chain step shows its template as the engine words it, then its task filled", () => {
+	const view = newView("chain", [{ task: "find the TODOs" }, { task: "fix: {previous}" }]);
+	applyRecord(view, { type: "job", jobId: "j", mode: "chain", steps: [{ task: "find the TODOs", role: "step 1/2" }, { task: "fix: ⟨step 1's answer⟩", role: "step 2/2" }] });
+	assert.deepEqual(view.runs.map((r) => [r.role, r.task]), [["step 1/2", "find the TODOs"], ["step 2/2", "fix: ⟨step 1's answer⟩"]]);
+	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "Started pi", task: "fix: TODO in main.py" });
+	assert.equal(view.runs[1].task, "fix: TODO in main.py");
+	applyRecord(view, { type: "progress", index: 1, runId: "r2", text: "$ ls" });
+	assert.equal(view.runs[1].task, "fix: TODO in main.py");
+});
+
+test("a run that waits on a person is a notice; one waiting on the parent, or decided, is not", () => {
+	const view = newView("single", [{ task: "edit" }], "j1");
+	const asked = (state: string, waitsFor: string | null) => ({ type: "progress", index: 0, text: "⏸", approval: { item: "i1", state, summary: "Edit a.txt", waitsFor } });
+	assert.equal(waitingNotice(view, asked("requested", "person")), "⏸ subagent job j1 waits for your decision: Edit a.txt (item i1; /subagents inbox: approve or deny)");
+	assert.equal(waitingNotice(view, asked("requested", "parent")), undefined);
+	assert.equal(waitingNotice(view, asked("decided", "person")), undefined);
+	assert.equal(waitingNotice(view, { type: "progress", index: 0, text: "$ ls" }), undefined);
 });

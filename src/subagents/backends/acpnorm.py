@@ -540,7 +540,13 @@ class AcpNormalizer(Normalizer):
         fed.write(_line(answer))
         return out
 
-    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+    def answer_ask(
+        self,
+        key: JsonValue,
+        choice: ApprovalChoice,
+        why: str | None,
+        answers: list[str] | None = None,
+    ) -> Fed:
         fed = Fed()
         if self._asked is not None and key in self._asked:
             result = acpask.outcome(self._asked.pop(key), choice)

@@ -307,8 +307,15 @@ class Normalizer(ABC):
         takes over its input rather than in argv."""
         raise NotImplementedError(f"{type(self).__name__} takes no input")
 
-    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
-        """The decision on a request to act the child made (``Fed.asks``), in its protocol."""
+    def answer_ask(
+        self,
+        key: JsonValue,
+        choice: ApprovalChoice,
+        why: str | None,
+        answers: list[str] | None = None,
+    ) -> Fed:
+        """The decision on a request to act the child made (``Fed.asks``), in its protocol
+        (on a question: ``answers``, one per question)."""
         raise NotImplementedError(f"{type(self).__name__} asks nothing")
 
     def steer(self, message_id: str, text: str) -> Fed:

@@ -7,6 +7,9 @@ waits there; the supervisor lets it through by a rule, or writes it to the run's
 answers once it is decided (or denied at its timeout). The answer is what claude's
 permission prompt tool returns: ``{"behavior": "allow", "updatedInput": …}`` or
 ``{"behavior": "deny", "message": …}``. A supervisor that cannot be reached is a denial.
+claude's own question tool (``AskUserQuestion``) asks here too: its questions wait in the
+inbox as a question, and the answers go back in ``updatedInput`` (``answers``, keyed by
+each question's text), which claude hands the model as the user's.
 
 Run as ``python -m subagents.backends.claudeprompt RUN_DIR TIMEOUT``. Standard library only
 (it starts with every tool call claude may ask about); JSON-RPC lines on stdin and stdout,
@@ -20,7 +23,7 @@ import sys
 import threading
 from pathlib import Path
 
-from subagents.core import controlsock
+from subagents.core import controlsock, questions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,6 +64,14 @@ def decide(run_dir: Path, timeout: float, tool: str, tool_input: JsonValue) -> J
         return {"behavior": "deny", "message": f"the run's supervisor did not answer: {exc}"}
     if reply.get("choice") in ("allow", "always"):
         return {"behavior": "allow", "updatedInput": tool_input}
+    answers, asked = reply.get("answers"), questions.questions_of(tool, tool_input)
+    if reply.get("choice") == "answer" and isinstance(answers, list) and asked is not None:
+        # (claude's AskUserQuestion reads the user's answers from its input)
+        given = [str(a) for a in answers]
+        return {
+            "behavior": "allow",
+            "updatedInput": questions.claude_input(tool_input, asked, given),
+        }
     reason = reply.get("reason")
     return {"behavior": "deny", "message": str(reason) if reason else "denied"}
 

@@ -199,6 +199,7 @@ class CodexNormalizer(Normalizer):
         # method), and a file change item's changes, which its request names by id.
         self._asking = False
         self._asked: dict[JsonValue, str] = {}
+        self._question_ids: dict[JsonValue, list[str]] = {}
         self._item_changes: dict[str, JsonValue] = {}
         # The thread's token total before this run's first turn (a resumed thread's earlier
         # runs), and whether that turn has started.
@@ -344,6 +345,8 @@ class CodexNormalizer(Normalizer):
             changes = self._item_changes.pop(str(params.get("itemId")), None)
             tool, tool_input = codexask.request(method, params, changes)
             self._asked[obj["id"]] = method
+            if method == codexask.QUESTION:
+                self._question_ids[obj["id"]] = codexask.question_ids(params)
             fed.ask(obj["id"], tool, tool_input)
             return []
         answer: JsonObject = {"id": obj["id"]}
@@ -354,11 +357,19 @@ class CodexNormalizer(Normalizer):
         fed.write(_line(answer))
         return [ev.notice("warn", f"codex asked {method}: refused (the run is headless)")]
 
-    def answer_ask(self, key: JsonValue, choice: ApprovalChoice, why: str | None) -> Fed:
+    def answer_ask(
+        self,
+        key: JsonValue,
+        choice: ApprovalChoice,
+        why: str | None,
+        answers: list[str] | None = None,
+    ) -> Fed:
         fed = Fed()
         method = self._asked.pop(key, None)
         if method is not None:
-            fed.write(_line({"id": key, "result": codexask.answer(method, choice)}))
+            ids = self._question_ids.pop(key, [])
+            result = codexask.answer(method, choice, ids, answers)
+            fed.write(_line({"id": key, "result": result}))
         return fed
 
     def _response(self, obj: JsonObject, fed: Fed) -> list[ev.Event]:
@@ -509,7 +520,9 @@ class CodexBackend(Backend):
 
     def build_argv(self, binary: str, req: CommandRequest) -> list[str]:
         # Everything else (cwd, model, instructions, the task) goes over the protocol.
-        return [binary, "app-server", *req.extra_args]
+        # Under --approvals its question tool is offered too (codexask.py).
+        asking = codexask.QUESTION_FEATURE if req.approvals is not None else []
+        return [binary, "app-server", *asking, *req.extra_args]
 
     def normalizer(self) -> Normalizer:
         return CodexNormalizer()

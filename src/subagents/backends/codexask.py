@@ -1,7 +1,10 @@
 """Codex's approval requests under ``--approvals`` (docs/approvals.md): what codex's
 app-server asks its client (run a command, apply a patch), as a request to act in the words
 the rules and the inbox read (``Bash`` with its command, ``Edit`` with the patch's files and
-size), and a decision as codex's answer. Standard library only."""
+size), and a decision as codex's answer. Its question tool (``request_user_input``, asked as
+``item/tool/requestUserInput``; off by default outside codex's Plan mode, so turned on for a
+run that asks) is a question in claude's words (``AskUserQuestion``), its answers codex's
+``{answers: {QUESTION_ID: {answers: [TEXT]}}}``. Standard library only."""
 
 from __future__ import annotations
 
@@ -13,7 +16,10 @@ COMMAND_V2 = "item/commandExecution/requestApproval"
 PATCH_V2 = "item/fileChange/requestApproval"
 COMMAND_V1 = "execCommandApproval"
 PATCH_V1 = "applyPatchApproval"
-ASKS = (COMMAND_V2, PATCH_V2, COMMAND_V1, PATCH_V1)
+QUESTION = "item/tool/requestUserInput"
+ASKS = (COMMAND_V2, PATCH_V2, COMMAND_V1, PATCH_V1, QUESTION)
+# The feature that offers codex's question tool in its default mode, as app-server options.
+QUESTION_FEATURE = ["-c", "features.default_mode_request_user_input=true"]
 # The thread's approval policy when a run asks: codex asks before any command it does not
 # know to be safe (reads) and before any patch.
 ASKING_POLICY = "untrusted"
@@ -25,6 +31,8 @@ _V1 = {"allow": "approved", "always": "approved_for_session", "deny": "denied"}
 def request(method: str, params: JsonObject, changes: JsonValue) -> tuple[str, JsonObject]:
     """The tool and input of codex's request ``method`` (``changes``: the file change
     item's, which a v2 patch request names only by its item id)."""
+    if method == QUESTION:
+        return "AskUserQuestion", {"questions": _questions(params)}
     reason = params.get("reason")
     extra: JsonObject = {"reason": reason} if isinstance(reason, str) and reason else {}
     if method in (COMMAND_V2, COMMAND_V1):
@@ -53,7 +61,43 @@ def request(method: str, params: JsonObject, changes: JsonValue) -> tuple[str, J
     return "Edit", {"file_path": first, "files": files, "size": size, **extra}
 
 
-def answer(method: str, choice: ApprovalChoice) -> JsonObject:
-    """codex's answer to ``method`` for ``choice``."""
+def _questions(params: JsonObject) -> list[JsonValue]:
+    """codex's questions in claude's shape (``question``, ``header``, ``options``)."""
+    asked = params.get("questions")
+    out: list[JsonValue] = []
+    for q in asked if isinstance(asked, list) else []:
+        if isinstance(q, dict):
+            options = q.get("options")
+            out.append(
+                {
+                    "question": q.get("question"),
+                    "header": q.get("header") or "",
+                    "options": options if isinstance(options, list) else [],
+                    "multiSelect": False,
+                }
+            )
+    return out
+
+
+def question_ids(params: JsonObject) -> list[str]:
+    """The ids of a question request's questions, in order (its answers are keyed so)."""
+    asked = params.get("questions")
+    return [
+        str(q.get("id")) for q in (asked if isinstance(asked, list) else []) if isinstance(q, dict)
+    ]
+
+
+def answer(
+    method: str,
+    choice: ApprovalChoice,
+    ids: list[str] | None = None,
+    answers: list[str] | None = None,
+) -> JsonObject:
+    """codex's answer to ``method`` for ``choice`` (a question's: its ``answers`` keyed by
+    the questions' ``ids``; none when it was not answered)."""
+    if method == QUESTION:
+        given = answers if choice == "answer" and answers is not None else []
+        keyed: JsonObject = {i: {"answers": [a]} for i, a in zip(ids or [], given, strict=False)}
+        return {"answers": keyed}
     words = _V1 if method in (COMMAND_V1, PATCH_V1) else _V2
-    return {"decision": words[choice]}
+    return {"decision": words[choice if choice != "answer" else "deny"]}

@@ -80,23 +80,9 @@ def print_json(obj: Any) -> None:
     out.flush()
 
 
-def map_summary(result: JobResult | JobState) -> str:
-    """A finished map in one line: how many rows completed, why the others did not."""
-    record = result.get("map")
-    if record is None:
-        why = result.get("errorMessage")
-        return f"map {result['jobId']}: {result['status']}" + (f": {why}" if why else "")
-    words = f"map {result['jobId']}: {record['completed']}/{record['total']} rows completed"
-    if record["completed"] != record["total"]:
-        words += f" ({record['summary']})"
-    if record.get("out"):
-        words += f"; results in {record.get('out')}"
-    return words
-
-
 def emit_answer(result: JobResult | JobState) -> None:
     """stdout: the answer(s); stderr: a council's table, and what went wrong."""
-    from subagents.present.answer import terminal
+    from subagents.present.answer import map_summary, terminal
 
     if result.get("mode") == "map":  # its rows' answers: --out, `show --rows`
         answer(map_summary(result))
@@ -128,7 +114,7 @@ COMMAND_MODULES = {
     "cost": "cost",
     **dict.fromkeys(("demo", "run"), "delegate"),
     **dict.fromkeys(("history", "watch"), "records"),
-    **dict.fromkeys(("approve", "deny", "inbox"), "inbox"),
+    **dict.fromkeys(("answer", "approve", "deny", "inbox"), "inbox"),
     **dict.fromkeys(("logs", "prune", "ps", "rm", "send", "show", "stop", "wait"), "jobs"),
     "map": "mapcmd",
     **dict.fromkeys(("mcp", "web"), "serve"),

@@ -2,11 +2,14 @@
 runs, through its launcher ``scripts/subagents-plugin``.
 
 - ``monitor``: the plugin's monitor, armed by Claude Code at session start. It prints one
-  line for each background job of the session that ends; Claude Code shows the line
-  ("Monitor event: …") and hands it to the model, which wakes an idle session.
+  line for each background job of the session that ends, and one for each request or
+  question of the session's runs that starts waiting on a decision (the approvals inbox);
+  Claude Code shows the line ("Monitor event: …") and hands it to the model, which wakes an
+  idle session.
 - ``prompt-hook`` (``UserPromptSubmit``): the ends nobody told yet go to the model with the
   prompt (where there is no monitor: ``claude -p``); and the ``/subagents:jobs`` command
-  (list, ``show``, ``cost``, ``stop``) is done by the hook itself and shown to the user as
+  (list, ``show``, ``cost``, ``stop``, and the inbox's ``inbox``, ``approve``, ``deny``,
+  ``answer``: cli/claudeinbox.py) is done by the hook itself and shown to the user as
   the reason it blocks the prompt: no model turn (a plugin command's own output reaches
   only the model in Claude Code 2.1.330).
 - ``stop-hook`` (``Stop``): each foreground call's outcome line (status, time, tokens,
@@ -30,6 +33,8 @@ import os
 import re
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -46,6 +51,10 @@ JOBS_COMMAND = "/subagents:jobs"
 _JOBS_PROMPT = re.compile(rf"^\s*{re.escape(JOBS_COMMAND)}(?:\s+(.*))?$", re.DOTALL)
 HOOK_TABLE_WIDTH = 110  # columns of a table shown in Claude Code's transcript
 RESULT_WAIT_SECONDS = 2.0  # an end entry is logged just before the job's result (ms before)
+# /subagents:jobs words for the approvals inbox (cli/claudeinbox.py).
+INBOX_VERBS = ("inbox", "approve", "deny", "answer")
+# How often the monitor looks at the inbox for the session's items (docs/approvals.md).
+INBOX_EVERY = 1.0
 
 
 def _hook_fail(message: str) -> NoReturn:
@@ -147,6 +156,10 @@ def jobs_view(session: str, args: str) -> str:
     from subagents.service import TERMINAL, JobStore
 
     words = args.split()
+    if words and words[0] in INBOX_VERBS:
+        from subagents.cli.claudeinbox import inbox_view
+
+        return inbox_view(session, words)
     if not words:
         items = service.list_jobs(20, session=session)
         if not items:
@@ -174,7 +187,7 @@ def jobs_view(session: str, args: str) -> str:
 
         total = cost.totals(cost.end_entries(paths.state_home(), session))["total"]
         return f"Subagents cost of this session: {cost.describe(total)}"
-    return f"usage: {JOBS_COMMAND} [show JOB | stop JOB | cost]"
+    return f"usage: {JOBS_COMMAND} [show JOB | stop JOB | cost | inbox | approve ITEM | deny ITEM]"
 
 
 STOP_GRACE_SECONDS = 5.0  # a run's grace after SIGTERM: the hook's timeout holds two
@@ -304,12 +317,14 @@ def monitor() -> None:
         except (OSError, ValueError) as exc:  # a monitor that ends is news: say it, go on
             click.echo(f"subagents claude-code monitor: {exc}", err=True)
             return
-        for entry, job in ends:
-            click.echo(notices.describe_end(entry, job, answer=True))
-        sys.stdout.flush()
+        with _SAYING:
+            for entry, job in ends:
+                click.echo(notices.describe_end(entry, job, answer=True))
+            sys.stdout.flush()
 
     log = sessionlog.session_path(paths.state_home(), session)
     signal.signal(signal.SIGTERM, _stopped_monitor)
+    threading.Thread(target=_watch_inbox, args=(session, gone), daemon=True).start()
     try:
         # From the log's start: ends nobody told yet are told at once (each at most once).
         for entry in history.follow(log, stop=gone, from_start=True):
@@ -317,6 +332,30 @@ def monitor() -> None:
                 tell()
     except (BrokenPipeError, KeyboardInterrupt):
         return
+
+
+# One line at a time on the monitor's stdout (its ends and the inbox's watch).
+_SAYING = threading.Lock()
+
+
+def _watch_inbox(session: str, gone: Callable[[], bool]) -> None:
+    """The monitor's second half: a line for each item of the session that starts waiting
+    on a decision (each once while this monitor lives), which wakes an idle session."""
+    from subagents.cli.claudeinbox import session_items, waiting_notice
+
+    told: set[str] = set()
+    while not gone():
+        try:
+            items = [i for i in session_items(session) if i["id"] not in told]
+        except (OSError, ValueError):
+            items = []  # (looked at again in a second)
+        if items:
+            with _SAYING:
+                for item in items:
+                    click.echo(waiting_notice(item))
+                sys.stdout.flush()
+            told.update(i["id"] for i in items)
+        time.sleep(INBOX_EVERY)
 
 
 MONITOR_OFF = (

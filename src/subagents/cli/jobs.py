@@ -194,6 +194,8 @@ def logs(job_id: str, follow: bool) -> None:
     try:
         for chunk in service.job_transcript(store, _resolve(store, job_id), follow=follow):
             echo_child_text(chunk, nl=False)
+            if follow:  # a reader through a pipe (the pi package's viewer) sees it as it comes
+                sys.stdout.flush()
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -246,7 +248,11 @@ def wait(job_id: str, timeout: float | None, as_json: bool, progress: str | None
             follower.join(timeout=10)  # the last events before the result
     if result is None:
         fail(f"job {jid} is still running after {timeout:g}s", 124)
-    if follower is not None and result.get("mode") != "map":
+    if follower is not None and result.get("mode") == "map":
+        from subagents.present.answer import map_answer
+
+        sys.stderr.write(json.dumps(map_answer(result), ensure_ascii=False) + "\n")
+    elif follower is not None:
         feed.ended(result)
     if as_json:
         print_json(result)

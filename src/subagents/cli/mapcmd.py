@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -13,12 +14,13 @@ import click
 from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
 from subagents.cli.background import parent_pid_option, run_in_background
 from subagents.cli.options import options_named
+from subagents.options import map_help
 
 if TYPE_CHECKING:
     from subagents.api import PreparedJob
     from subagents.runs import RunRequest
     from subagents.service import MapProgress, Row
-    from subagents.types import Executor, JsonObject
+    from subagents.types import Executor, JobResult, JsonObject
 
 DRY_RUN_SHOWN = 3
 
@@ -26,12 +28,12 @@ DRY_RUN_SHOWN = 3
 @main.command(name="map")
 @click.argument("input_name", metavar="INPUT", required=False)
 @click.option("--task", "-t", metavar="TEMPLATE", help="The task; {field} is the row's field.")
-@click.option("--key", metavar="FIELD", help="The field that names a row (default: its number).")
+@click.option("--key", metavar="FIELD", help=map_help("key"))
 @click.option(
     "--where", metavar="FIELD=VALUE", multiple=True, help="Run only rows with this value."
 )
-@click.option("--limit", type=int, help="Run only the first N rows (after --where).")
-@click.option("--retries", type=int, help="Run a failed row again, up to N times (default 0).")
+@click.option("--limit", type=int, help=map_help("limit"))
+@click.option("--retries", type=int, help=map_help("retries"))
 @click.option(
     "--input-format",
     type=click.Choice(["csv", "jsonl", "lines"]),
@@ -41,7 +43,7 @@ DRY_RUN_SHOWN = 3
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Results file, appended as rows finish: .csv, else JSON lines.",
+    help=map_help("out"),
 )
 @click.option(
     "--dry-run", is_flag=True, help="Print the first rows' tasks and the count; run nothing."
@@ -227,7 +229,7 @@ def run_map(job: PreparedJob, *, bg: bool, as_json: bool, quiet: bool, progress:
         result = maps.drive(job)
     else:
         result = maps.drive(job, on_row=reporter.row, on_start=reporter.start)
-        reporter.finish()
+        reporter.finish(result)
     if as_json:
         print_json(result)
     else:
@@ -266,18 +268,30 @@ class Reporter:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._last = 0.0
+        self._running = 0  # rows running as the last JSON record said
 
     def start(self, progress: MapProgress) -> None:
         self.progress = progress
-        if not self.jsonl:
-            threading.Thread(target=self._tick, daemon=True, name="subagents-map-progress").start()
+        if self.jsonl:  # the rows counted before any ends (a face shows 0/N at once)
+            self._write(progress.record())
+        threading.Thread(target=self._tick, daemon=True, name="subagents-map-progress").start()
 
     def _tick(self) -> None:
         import time
 
-        while not self._stop.wait(1.0 if self.live else 5.0):
-            if self.live or time.monotonic() - self._last >= 5.0:
+        while not self._stop.wait(1.0 if self.live or self.jsonl else 5.0):
+            if self.jsonl:
+                self._changed()
+            elif self.live or time.monotonic() - self._last >= 5.0:
                 self._show()
+
+    def _changed(self) -> None:
+        """JSON records: the map's progress again when rows started or stopped since the last
+        record (a row's end writes its own)."""
+        assert self.progress is not None
+        record = self.progress.record()
+        if record["running"] != self._running:
+            self._write(record)
 
     def _show(self, final: bool = False) -> None:
         import time
@@ -303,13 +317,21 @@ class Reporter:
         from subagents.service import row_record
 
         assert self.progress is not None
-        record = row_record(row.index, row.key, entry)
+        self._write(row_record(row.index, row.key, entry), self.progress.record())
+
+    def _write(self, *records: Mapping[str, object]) -> None:
         with self._lock:
-            sys.stderr.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
-            sys.stderr.write(json.dumps(self.progress.record(), allow_nan=False) + "\n")
+            for record in records:
+                if record.get("type") == "map":
+                    self._running = int(record["running"])  # type: ignore[call-overload]
+                sys.stderr.write(json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n")
             sys.stderr.flush()
 
-    def finish(self) -> None:
+    def finish(self, result: JobResult) -> None:
         self._stop.set()
         if not self.jsonl:
             self._show(final=True)
+        else:
+            from subagents.present.answer import map_answer
+
+            self._write(map_answer(result))

@@ -38,6 +38,14 @@ def _session_file(session: str | None) -> Path:
 @click.option("--agent", help="Only jobs that ran this agent.")
 @click.option("--since", help="Only entries since: 45s, 30m, 2h, 1d, 2w or an ISO date/time.")
 @click.option("--all", "all_events", is_flag=True, help="Start entries too, not only ends.")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="How many entries, newest first (0: all).",
+)
 @click.option("--json", "as_json", is_flag=True, help="JSON lines, as stored.")
 def history(
     session: str | None,
@@ -45,23 +53,30 @@ def history(
     agent: str | None,
     since: str | None,
     all_events: bool,
+    limit: int,
     as_json: bool,
 ) -> None:
-    """What ran in a session: when, for whom, at what cost, and how it ended."""
+    """What ran in a session, newest first: when, for whom, at what cost, and how it ended."""
     from subagents.lifecycle import history
 
     try:
         since_ts = history.parse_since(since) if since else None
     except ValueError as exc:
         fail(str(exc))
-    # One entry at a time, from reading to printing: a long log is never all in memory,
-    # and one damaged or huge entry costs no more than its line.
     from subagents.core import paths
 
-    # (with --since, only the entries of the window are read, through the index)
-    entries = history.read_since(paths.state_home(), _session_file(session), since_ts)
+    # One entry at a time, from reading to printing: through the index, only the entries
+    # shown are read from the log, and one damaged or huge entry costs no more than its line.
     ends = None if all_events else ["subagent:complete", "subagent:error", "subagent:aborted"]
-    chosen = history.selected(entries, status=status, agent=agent, since=since_ts, event_types=ends)
+    chosen = history.newest(
+        paths.state_home(),
+        _session_file(session),
+        limit=limit or None,
+        status=status,
+        agent=agent,
+        since=since_ts,
+        event_types=ends,
+    )
     if as_json:
         for e in chosen:
             echo_child_text(json.dumps(e, ensure_ascii=False, allow_nan=False))

@@ -26,7 +26,33 @@ PATH_KEYS = ("file_path", "path", "notebook_path", "filePath", "absolute_path")
 # The longest summary an item and its events keep.
 SUMMARY_LIMIT = 500
 # A decision's choice, as every surface words it.
-CHOICE_WORDS = {"allow": "allowed", "always": "allowed for the rest of the run", "deny": "denied"}
+CHOICE_WORDS = {
+    "allow": "allowed",
+    "always": "allowed for the rest of the run",
+    "deny": "denied",
+    "answer": "answered",
+}
+
+
+# The approval policies, loosest first: a project's config may only move right of the user's.
+STRICTNESS = ("auto", "parent", "ask", "deny")
+
+
+def project_loosens(policy: object, rules: object, users: str) -> tuple[str, str] | None:
+    """What a project config's ``approvals``/``approve`` would loosen of the user's policy
+    ``users``: ``(the setting, why)``; None when nothing."""
+    if policy in STRICTNESS and STRICTNESS.index(str(policy)) < STRICTNESS.index(users):
+        order = " < ".join(STRICTNESS)
+        return (
+            "approvals",
+            f"{policy!r} is looser than {users!r}; a project may only make it stricter ({order})",
+        )
+    if rules is not None and users != "auto":
+        return (
+            "approve",
+            f"a project's rules would let through what the {users!r} policy asks about",
+        )
+    return None
 
 
 def decided_words(choice: str, item: str) -> str:

@@ -24,7 +24,10 @@ def epoch(value: Any) -> float | None:
     """Epoch seconds from a record's time: a number as it is, an ISO-8601 string (``Z`` or
     an offset; without one, local time) parsed; None for anything else."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer past any float: no time
+            return None
     if isinstance(value, str) and value:
         try:
             return datetime.fromisoformat(value).timestamp()

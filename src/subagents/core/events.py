@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         AssistantText,
         ErrorEvent,
         Event,
+        ItemKind,
         JsonValue,
         LimitAction,
         LimitEvent,
@@ -353,8 +354,9 @@ def approval(
     by: str | None = None,
     reason: str | None = None,
     waits_for: Literal["person", "parent"] | None = None,
+    kind: ItemKind = "approval",
 ) -> ApprovalEvent:
-    """A request to act (no ``choice``), or its decision."""
+    """A request to act (no ``choice``), or its decision; ``kind``: a question's."""
     event: ApprovalEvent = {
         "type": "approval",
         "item": item,
@@ -370,4 +372,6 @@ def approval(
         event["reason"] = reason
     if waits_for is not None:
         event["waitsFor"] = waits_for
+    if kind != "approval":
+        event["kind"] = kind
     return event

@@ -259,7 +259,7 @@ def publish_once(path: Path, obj: object) -> bool:
     return True
 
 
-def read_json(path: Path, *, fast: bool = False) -> JsonValue:
+def read_json(path: str | Path, *, fast: bool = False) -> JsonValue:
     """A JSON file's value: what the file says, to be checked by its reader (see
     :mod:`subagents.core.records`) before it is taken for a record. ``fast``: parsed by
     orjson (:func:`loads`: the same value, json's error), for a reader of many files (the job

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from subagents.core.files import make_private_dir
 
+T = TypeVar("T")
+
 FILE = "index.sqlite"
 # Bumped whenever a table changes: an index of another version is dropped and made again.
-VERSION = 4
+VERSION = 5
 
 
 def path(home: Path) -> Path:
@@ -33,6 +36,19 @@ def connect(home: Path, schema: str) -> sqlite3.Connection:
             raise  # locked, or cannot be opened: not a damaged file
         discard(home)
         return _connect(home, schema)
+
+
+def retried(home: Path, work: Callable[[], T]) -> T:
+    """``work()`` on the index, run again once after a damaged index (malformed: found so
+    only once read) is thrown away, to be made anew from the files. sqlite3.Error or OSError
+    when it cannot be used all the same (its caller reads the files)."""
+    try:
+        return work()
+    except sqlite3.OperationalError:
+        raise  # locked, or cannot be written: not a damaged file
+    except sqlite3.DatabaseError:
+        discard(home)
+        return work()
 
 
 def discard(home: Path) -> None:

@@ -16,13 +16,22 @@ from typing import TYPE_CHECKING
 from subagents.runs import RunRequest
 
 if TYPE_CHECKING:
-    from subagents.types import BudgetSpec, Event, LimitKind
+    from subagents.types import BudgetSpec, Event, LimitKind, LimitRecord
 
 
 def describe(kind: str, value: float) -> str:
     if kind == "cost":
         return f"${value:.2f}" if value >= 0.01 else f"${value:.4g}"
     return f"{int(value)} {kind}"
+
+
+def refused(spent: LimitRecord) -> str:
+    """Why a run was not started, for the job's budget ``spent``."""
+    kind, limit, used = spent["kind"], spent["limit"], spent["used"]
+    return (
+        f"not started: the job's {kind} limit of {describe(kind, limit)} is spent"
+        f" ({describe(kind, used)} used)"
+    )
 
 
 class JobBudget:
@@ -48,15 +57,12 @@ class JobBudget:
         with self._lock:
             return sum(used.get(kind, 0.0) for used in self._used.values())
 
-    def spent(self) -> str | None:
-        """Why no further run starts (a limit with nothing left), or None."""
+    def spent(self) -> LimitRecord | None:
+        """The limit with nothing left, for which no further run starts, or None."""
         for kind, limit in self.limits.items():
             used = self.total(kind)
             if used >= limit:
-                return (
-                    f"not started: the job's {kind} limit of {describe(kind, limit)} is spent"
-                    f" ({describe(kind, used)} used)"
-                )
+                return {"kind": kind, "limit": limit, "used": used, "action": "refuse", "scope": "job"}  # fmt: skip
         return None
 
     def for_run(self, req: RunRequest) -> RunRequest:

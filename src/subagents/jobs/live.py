@@ -25,6 +25,8 @@ from subagents.jobs.control import stop_job
 from subagents.jobs.maplog import LogFollower, started
 from subagents.jobs.store import TERMINAL, JobStore
 from subagents.present.jobview import RunRow, Snapshot
+from subagents.present.outcome import limit_text
+from subagents.present.roles import budget_progress
 
 if TYPE_CHECKING:
     from subagents.present.progress import ProgressFormatter
@@ -150,6 +152,7 @@ class LiveJobs:
                 cost=number(usage.get("cost")),
                 activity=answer.splitlines()[0][:ACTIVITY_LEN] if answer else "",
                 limit=result.get("limit") or None,
+                budget=limit_text(result),
             )
         meta = self._meta.get(run_id)
         if meta is None:
@@ -176,6 +179,7 @@ class LiveJobs:
             tokens=count(tail.usage.get("totalTokens")),
             cost=number(tail.usage.get("cost")),
             activity=tail.formatter.activity() or "starting",
+            budget=budget_progress(meta.get("limits"), tail.usage.get("turns"), tail.usage),
         )
 
     def jobs(self) -> list[tuple[JobRow, list[RunRow]]]:
@@ -236,6 +240,7 @@ class LiveJobs:
                     "tokens": row.tokens,
                     "cost": row.cost,
                     "activity": row.activity,
+                    "budget": row.budget,
                     "transcript": str(self.run_dir(row.run_id) / "transcript.md")
                     if row.run_id
                     else None,

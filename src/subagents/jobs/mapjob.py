@@ -191,7 +191,7 @@ class MapJob(Job):
         self.log.append(entry)
         with self._lock:
             self.state[index] = entry
-        self.progress.row_ended(str(entry.get("status")))
+        self.progress.row_ended(entry)
         self.progress.add_cost(entry.get("cost"))
         row = self.rows[index]
         if self._out is not None:
@@ -217,7 +217,7 @@ class MapJob(Job):
         result = job_result(self.job_id, "map", status, [], started, error=error)
         result["usage"] = _usage(state.values())
         result["map"] = record
-        return result
+        return self._with_limit(result)
 
 
 def _spent(entry: Mapping[str, object]) -> dict[LimitKind, float]:

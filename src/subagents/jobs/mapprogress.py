@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
-from typing import TypedDict
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, TypedDict
+
+from subagents.jobs.mapresults import group_failures
+
+if TYPE_CHECKING:
+    from subagents.types import MapFailureGroup
 
 
 class MapProgressRecord(TypedDict):
@@ -28,6 +33,8 @@ class MapProgressRecord(TypedDict):
     etaSeconds: float | None
     cost: float | None
     maxCost: float | None
+    # The rows that did not complete so far, grouped by why, most first.
+    failures: list[MapFailureGroup]
 
 
 class MapProgress:
@@ -48,6 +55,7 @@ class MapProgress:
         self.cost: float | None = None
         self.max_cost = max_cost
         self._finished_here = 0
+        self._reasons: dict[str, int] = {}
         self._started = time.monotonic()
         self._lock = threading.Lock()
 
@@ -65,15 +73,21 @@ class MapProgress:
         with self._lock:
             self.running -= 1
 
-    def row_ended(self, status: str, *, running: bool = True) -> None:
-        """A row's end (``running``: it was counted as running)."""
+    def row_ended(self, entry: Mapping[str, object], *, running: bool = True) -> None:
+        """A row's end, from its log entry (``running``: it was counted as running)."""
         with self._lock:
             self.running -= running
             self._finished_here += 1
-            if status == "completed":
+            if entry.get("status") == "completed":
                 self.completed += 1
             else:
                 self.failed += 1
+                group_failures([entry], self._reasons)
+
+    def failed_before(self, entries: Iterable[Mapping[str, object]]) -> None:
+        """Rows that had ended before this look (a watch of a running map): their reasons."""
+        with self._lock:
+            group_failures(entries, self._reasons)
 
     def record(self) -> MapProgressRecord:
         with self._lock:
@@ -96,6 +110,10 @@ class MapProgress:
                 "etaSeconds": None if eta is None else round(eta, 1),
                 "cost": None if self.cost is None else round(self.cost, 6),
                 "maxCost": self.max_cost,
+                "failures": [
+                    {"reason": why, "rows": n}
+                    for why, n in sorted(self._reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+                ],
             }
 
 

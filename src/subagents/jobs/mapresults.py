@@ -155,13 +155,19 @@ class ResultsFile:
 
 def failure_groups(entries: Iterable[Mapping[str, object]]) -> list[tuple[str, int]]:
     """Rows that did not complete, grouped by why (most first): ``[("timeout", 37), …]``."""
-    counts: dict[str, int] = {}
+    counts = group_failures(entries, {})
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def group_failures(
+    entries: Iterable[Mapping[str, object]], counts: dict[str, int]
+) -> dict[str, int]:
+    """``counts`` (rows by reason) with the ended rows of ``entries`` that did not complete."""
     for entry in entries:
-        status = entry.get("status")
-        if entry.get("s") not in ("done", "skipped") or status == "completed":
+        if entry.get("s") not in ("done", "skipped") or entry.get("status") == "completed":
             continue
         counts[reason_of(entry)] = counts.get(reason_of(entry), 0) + 1
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return counts
 
 
 def reason_of(entry: Mapping[str, object]) -> str:

@@ -40,6 +40,7 @@ class MapWatch:
             failed=len(ended) - completed,
             max_cost=max_cost,
         )
+        self.progress.failed_before(ended)
         self.progress.running = sum(e.get("s") == "started" for e in self.state.values())
         for entry in ended:
             self.progress.add_cost(entry.get("cost"))
@@ -64,7 +65,7 @@ class MapWatch:
                     # A start not seen (written to the log's old file after the last look,
                     # before it was replaced) was never counted as running.
                     was_running = before is not None and before.get("s") == "started"
-                    self.progress.row_ended(str(entry.get("status")), running=was_running)
+                    self.progress.row_ended(entry, running=was_running)
                     self.progress.add_cost(entry.get("cost"))
                     out.append((self.rows[index], entry))
         return out

@@ -24,7 +24,7 @@ from subagents.core import events as ev
 from subagents.core import paths
 from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
-from subagents.jobs.budget import JobBudget
+from subagents.jobs.budget import JobBudget, refused
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         JobRun,
         JobState,
         LimitKind,
+        LimitRecord,
         RunNotStarted,
         RunResult,
         RunStatus,
@@ -115,6 +116,7 @@ class Job:
         self._started: float | None = None
         # What the job's runs may use together (a job spec's max_turns …).
         self.budget = JobBudget(job_plan.budget, len(job_plan.requests))
+        self.refused: LimitRecord | None = None  # the budget, when it kept a run from starting
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
             state = store.load(job_id)
@@ -213,7 +215,8 @@ class Job:
         """Start a new run as run ``index`` of the job (under what its budget has left)."""
         spent = self.budget.spent() if self.budget else None
         if spent is not None:
-            return {**not_started(req, spent), "status": "failed"}
+            self.refused = self.refused or spent
+            return {**not_started(req, refused(spent)), "status": "failed", "limit": spent}
         req = replace(self.budget.for_run(req) if self.budget else req, job_id=self.job_id)
         placement = self.plan.placement
         try:
@@ -446,9 +449,12 @@ class Job:
         return self._with_limit(result)
 
     def _with_limit(self, result: JobResult) -> JobResult:
-        """``result`` with the job's budget, when its runs' sum reached it: the limit, what
-        they used by the end, and (a job that did not complete) why, as errorMessage."""
-        reached = self.budget.reached
+        """``result`` with the job's budget, when its runs' sum reached it or it kept a run
+        from starting (a map resumed with it spent): the limit, what they used by the end,
+        and (a job that did not complete) why, as errorMessage."""
+        reached = self.budget.reached or (
+            None if self.refused is None else (self.refused["kind"], self.refused["limit"], 0)
+        )
         if reached is None:
             return result
         kind, limit, _ = reached
@@ -461,7 +467,7 @@ class Job:
             "kind": kind,
             "limit": limit,
             "used": used,
-            "action": "abort" if stopped else "wrap-up",
+            "action": "abort" if stopped else "refuse" if self.refused else "wrap-up",
             "scope": "job",
         }
         if result["status"] != "completed" and "errorMessage" not in result:

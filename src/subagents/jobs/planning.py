@@ -179,12 +179,10 @@ def resolve_step(
         max_cost=_first(step.max_cost, agent.max_cost if agent else None),
         acp_command=step.acp_command,
         permissions=step.permissions,
-        # The agent's policy and its rules together, unless the step chose its own policy.
-        approvals=step.approvals or (agent.approvals if agent else None),
-        approve=step.approve or (agent.approve if agent and step.approvals is None else None),
         approve_edits_in_tree=step.approve_edits_in_tree,
-        approval_timeout=step.approval_timeout,
+        approval_timeout=_first(step.approval_timeout, settings.approval_timeout),
     )
+    _approvals(req, step, agent, settings)
     if gated:
         step = _gate_fields(step, agent, settings, where)
         if step.verify is not None or step.review is not None:
@@ -199,6 +197,23 @@ def resolve_step(
     except UsageError as exc:
         raise PlanError(str(exc), (*where, *exc.loc) if exc.loc else ()) from None
     return req
+
+
+def _approvals(req: RunRequest, step: Step, agent: AgentDef | None, settings: Settings) -> None:
+    """The run's approval policy and its rules: the step's, else its agent's, else the
+    config's (docs/approvals.md); rules go with the policy they came with, unless the step
+    gives its own. The config's timeout counts only where a policy asks. (What the parent
+    may allow is the user's alone: the settings', never a step's: runs/approvalcheck.py.)"""
+    if step.approvals is not None:
+        req.approvals, req.approve = step.approvals, step.approve
+    elif agent is not None and agent.approvals is not None:
+        req.approvals, req.approve = agent.approvals, step.approve or agent.approve
+    else:
+        agents = agent.approve if agent is not None else None
+        req.approvals = settings.approvals
+        req.approve = step.approve or agents or settings.approve
+    if req.approvals in (None, "auto") and step.approval_timeout is None:
+        req.approval_timeout = None
 
 
 def _gate_fields(step: Step, agent: AgentDef | None, settings: Settings, where: Loc) -> Step:

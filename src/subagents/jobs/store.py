@@ -1,6 +1,5 @@
-"""The job store: ``$SUBAGENTS_HOME/jobs/<job-id>/job.json`` per job, plus a SQLite index
-that makes ``ps`` fast. The files are the truth: the index is rebuilt from them when
-missing, and re-read for any job it does not hold as finished.
+"""The job store: ``$SUBAGENTS_HOME/jobs/<job-id>/job.json`` per job, the truth, and its
+index (``jobs.jobindex``), written beside each job file and rebuilt from them.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Unpack
+from typing import TYPE_CHECKING, Literal, Unpack
 
-from subagents.core import ids, indexdb, paths, procs
+from subagents.core import ids, paths, procs
 from subagents.core.files import (
     locked,
     make_private_dir,
@@ -28,6 +27,7 @@ from subagents.core.files import (
 from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
 from subagents.core.upgrade import read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
+from subagents.jobs.jobindex import JobIndex
 from subagents.jobs.outcome import final_text, job_result, job_status
 from subagents.lifecycle import sessionlog
 
@@ -57,34 +57,6 @@ RESULT_KEYS = frozenset(
 )
 # A job ends with one of a run's statuses, each of them final.
 TERMINAL = frozenset(RUN_STATUSES)
-_UNFINISHED = f"status not in ({', '.join(repr(s) for s in sorted(TERMINAL))})"
-# The jobs directory's mtime is trusted to say "no job was made or removed since the index
-# last looked" only once it is this old: a change within the same clock tick as that look
-# could leave it unchanged (git's "racy" rule).
-_RACY_S = 2.0
-_MANY = 64  # job files read at once (a rebuild) past which orjson's parse pays its import
-_DAMAGED = "damaged"  # the index's status for a job whose file is damaged (see _reindex_one)
-_SCHEMA = f"""
-create table if not exists jobs (
-    job_id text primary key,
-    mode text,
-    agents text,
-    status text,
-    created real,
-    started_at text,
-    completed_at text,
-    duration_ms integer,
-    run_ids text,
-    session text,
-    task text,
-    tokens integer,
-    cost real
-);
-create index if not exists jobs_by_session on jobs (session, job_id);
-create index if not exists jobs_unfinished on jobs (job_id) where {_UNFINISHED};
-create table if not exists store_state (key text primary key, value)
-"""
-TASK_MAX = 200  # characters of the first task the index keeps (for ``ps``)
 
 
 def unknown_id(prefix: str) -> JobIdError:
@@ -153,10 +125,10 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
-        # What the last list() passed over: a line for each damaged job.json; and how many
-        # jobs there are in all (of the session asked for).
-        self.damaged: builtins.list[str] = []
-        self.total = 0
+        # (load looked up at each call: a test counts the reads by patching it)
+        self._index = JobIndex(
+            self.home, self.dir, lambda job_id, many: self.load(job_id, many=many)
+        )
 
     # ---- files -----------------------------------------------------------
 
@@ -208,15 +180,16 @@ class JobStore:
         ``core.upgrade``), with a finished job's ``finalText`` (the file keeps it only in
         ``runs``: see :func:`on_disk`). DamagedRecord (a ValueError) when the file is not a
         job's; OSError when it cannot be read. ``many``: one of many (orjson: a fifth less CPU)."""
-        path = self.path(job_id)
+        # (a string: a rebuild reads 100,000 of them, and pathlib's joins cost a tenth of it)
+        path = os.path.join(self.dir, job_id, JOB_FILE)
         try:
             data = read_json(path, fast=many)
         except ValueError as exc:  # truncated, or not JSON (UnicodeDecodeError too)
-            raise damaged(path, job_id, f"not JSON: {exc}") from None
+            raise damaged(Path(path), job_id, f"not JSON: {exc}") from None
         if isinstance(data, dict):
             upgrade_job(data)
         if not is_job_state(data):
-            raise damaged(path, job_id, _not_a_job(data))
+            raise damaged(Path(path), job_id, _not_a_job(data))
         return with_final_text(data)
 
     def update(
@@ -262,7 +235,7 @@ class JobStore:
         write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
-            self._index_upsert(state)
+            self._index.put(state)
 
     # ---- the lifecycle end entry -------------------------------------------
 
@@ -452,208 +425,27 @@ class JobStore:
 
     # ---- index -----------------------------------------------------------
 
+    @property
+    def damaged(self) -> builtins.list[str]:
+        """A line for each damaged job file the last :meth:`list` passed over."""
+        return self._index.damaged
+
+    @property
+    def total(self) -> int:
+        """How many jobs there were in all at the last :meth:`list` (of its session)."""
+        return self._index.total
+
     def index(self) -> sqlite3.Connection:
         """The index, open (the caller closes it)."""
-        return self._db()
+        return self._index.connect()
 
-    def _db(self) -> sqlite3.Connection:
-        return indexdb.connect(self.home, _SCHEMA)
-
-    def _index_upsert(self, state: JobState, db: sqlite3.Connection | None = None) -> None:
-        row = _index_row(state)
-        own = db is None
-        conn = db or self._db()
-        try:
-            marks = ",".join("?" * len(row))
-            conn.execute(f"insert or replace into jobs values ({marks})", row)
-        finally:
-            if own:
-                conn.close()
-
-    def list(self, limit: int = 20, session: str | None = None) -> list[JobRow]:
-        """The newest jobs (of one lifecycle *session*, if given), from the index, brought up
-        to the files first (see :meth:`_catch_up`). A damaged index is made again; one that
-        cannot be read or written (a full disk, a directory in its place) is passed by: the
-        job files are read instead. A damaged job file is passed over and said in
-        ``damaged``."""
-        self.damaged = []
-        for attempt in range(2):
-            try:
-                return self._list_indexed(limit, session)
-            except sqlite3.OperationalError:
-                break
-            except sqlite3.DatabaseError:
-                if attempt == 0:
-                    with contextlib.suppress(OSError):
-                        indexdb.discard(self.home)  # malformed: made again from the files
-            except (sqlite3.Error, OSError):
-                break
-        return self._list_from_files(limit, session)
-
-    def _list_from_files(self, limit: int, session: str | None) -> builtins.list[JobRow]:
-        try:
-            names = sorted(
-                (e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."),
-                reverse=True,
-            )
-        except FileNotFoundError:
-            names = []
-        self.total = len(names)
-        out: builtins.list[JobRow] = []
-        for job_id in names:
-            if len(out) >= limit:
-                break
-            try:
-                state = self.load(job_id)
-            except DamagedRecord as exc:
-                self.damaged.append(str(exc))
-                continue
-            except (OSError, ValueError):
-                continue
-            if session is not None and state.get("session") != session:
-                continue
-            out.append(_job_row((job_id, *_index_row(state)[1:])))
-        return out
-
-    def _list_indexed(self, limit: int, session: str | None) -> builtins.list[JobRow]:
-        db = self._db()
-        try:
-            with indexdb.transaction(db):
-                self._catch_up(db)
-            where = f"where status is not '{_DAMAGED}'"
-            args: tuple[str, ...] = ()
-            if session is not None:
-                where, args = "where session = ?", (session,)
-            self.total = db.execute(f"select count(*) from jobs {where}", args).fetchone()[0]
-            rows = db.execute(
-                f"select * from jobs {where} order by job_id desc limit ?", (*args, limit)
-            ).fetchall()
-        finally:
-            db.close()
-        return [_job_row(row) for row in rows]
+    def list(self, limit: int = 20, session: str | None = None) -> builtins.list[JobRow]:
+        """The newest jobs (of one lifecycle *session*, if given), from the index
+        (:class:`JobIndex`): those a damaged job file is passed over for are in
+        :attr:`damaged`."""
+        return self._index.newest(limit, session)
 
     def reindex(self) -> int:
         """Make the index again from the job files (``doctor --reindex``); how many jobs it
         holds."""
-        db = self._db()
-        try:
-            with indexdb.transaction(db):
-                db.execute("delete from jobs")
-                db.execute("delete from store_state")
-                self._catch_up(db)
-            return int(db.execute("select count(*) from jobs").fetchone()[0])
-        finally:
-            db.close()
-
-    def _catch_up(self, db: sqlite3.Connection) -> None:
-        """Bring the index up to the files, in a transaction of the caller's. Jobs it holds as
-        unfinished are read again (they change); the job directories are listed only when
-        one may have been made or removed since the last look (the directory's mtime moved,
-        or was too recent then to be trusted): a look at a settled store of 100,000 jobs
-        reads no job file and lists no directory."""
-        try:
-            seen = os.stat(self.dir).st_mtime_ns
-        except FileNotFoundError:
-            db.execute("delete from jobs")
-            return
-        looked = db.execute("select value from store_state where key = 'dirMtime'").fetchone()
-        read: set[str] = set()
-        if looked is None or looked[0] != seen:
-            read = self._look_at_every_job(db)
-            trusted = "" not in read and time.time_ns() - seen > _RACY_S * 1e9
-            db.execute(
-                "insert or replace into store_state values ('dirMtime', ?)",
-                (seen if trusted else None,),
-            )
-        for (job_id,) in db.execute(f"select job_id from jobs where {_UNFINISHED}").fetchall():
-            if job_id not in read:
-                self._reindex_one(db, job_id)
-
-    def _look_at_every_job(self, db: sqlite3.Connection) -> set[str]:
-        """Index the job directories the index lacks, forget those gone; the ids it read,
-        with "" among them when one could not be read yet (a job being made): the next look
-        lists them again."""
-        known = {r[0] for r in db.execute("select job_id from jobs")}
-        try:
-            on_disk = {e.name for e in os.scandir(self.dir) if e.is_dir() and e.name[:1] != "."}
-        except FileNotFoundError:
-            on_disk = set()
-        db.executemany("delete from jobs where job_id = ?", [(j,) for j in known - on_disk])
-        read = on_disk - known
-        for job_id in read.copy():
-            if not self._reindex_one(db, job_id, many=len(read) >= _MANY):
-                read.add("")
-        return read
-
-    def _reindex_one(self, db: sqlite3.Connection, job_id: str, *, many: bool = False) -> bool:
-        """The job's row made again from its file (gone when the job is); False when its file
-        could not be read now."""
-        try:
-            self._index_upsert(self.load(job_id, many=many), db)
-        except DamagedRecord as exc:
-            # Kept as damaged (not listed, but read again and said at every look, until
-            # mended or removed).
-            self.damaged.append(str(exc))
-            db.execute(
-                "insert or replace into jobs (job_id, status) values (?, ?)", (job_id, _DAMAGED)
-            )
-        except FileNotFoundError:
-            if not (self.dir / job_id).is_dir():
-                db.execute("delete from jobs where job_id = ?", (job_id,))
-                return True
-            return False
-        except (OSError, ValueError):
-            return False
-        return True
-
-
-def _task(state: JobState) -> str:
-    """The job's first task in one line (at most ``TASK_MAX`` characters), and how many more."""
-    plan = state.get("plan")
-    requests = (plan.get("requests") if isinstance(plan, dict) else None) or []
-    if not requests:
-        return ""
-    # (a task may be 10 MiB: only its head is looked at)
-    task = " ".join(str(requests[0].get("task") or "")[: TASK_MAX * 2].split())[:TASK_MAX]
-    return task + (f" (+{len(requests) - 1} more)" if len(requests) > 1 else "")
-
-
-def _index_row(state: JobState) -> tuple[Any, ...]:
-    """A job's row in the index (its columns, in order: see _SCHEMA)."""
-    usage = state.get("usage")
-    return (
-        state["jobId"],
-        state.get("mode"),
-        json.dumps(state.get("agents") or [], allow_nan=False),
-        state.get("status"),
-        state.get("createdAt"),
-        state.get("startedAt"),
-        state.get("completedAt"),
-        state.get("durationMs"),
-        json.dumps(state.get("runIds") or [], allow_nan=False),
-        state.get("session"),
-        _task(state),
-        usage.get("totalTokens") if usage else None,
-        usage.get("cost") if usage else None,
-    )
-
-
-def _job_row(row: tuple[Any, ...]) -> JobRow:
-    """A row of the index as ``ps`` lists the job."""
-    (job_id, mode, agents, status, created, started, completed, took, run_ids, session) = row[:10]
-    task, tokens, cost = row[10:]
-    return {
-        "jobId": job_id,
-        "mode": mode,
-        "agents": json.loads(agents or "[]"),
-        "status": status,
-        "createdAt": created,
-        "startedAt": started,
-        "completedAt": completed,
-        "durationMs": took,
-        "runIds": json.loads(run_ids or "[]"),
-        "session": session,
-        "task": task or "",
-        "totalTokens": tokens,
-        "cost": cost,
-    }
+        return self._index.rebuild()

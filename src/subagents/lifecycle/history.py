@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 from subagents.core.clock import epoch
 from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
-from subagents.lifecycle.sessionlog import EVENT_TYPES, entries, normalize_event_type, parse_line
+from subagents.lifecycle.sessionlog import EVENT_TYPES, normalize_event_type, parse_line
 
 try:  # not on Windows; there appends stay single writes, without the lock
     import fcntl
@@ -116,18 +117,62 @@ def _as_set(value: str | Iterable[str] | None) -> set[str] | None:
     return {value} if isinstance(value, str) else set(value)
 
 
-def read_since(home: Path, path: Path, since: float | None) -> Iterator[JsonObject]:
-    """The entries of one session log, one at a time; with ``since`` (epoch s) only those
-    whose ``timestamp`` is at or after it, found through the index without reading the rest
-    (the whole log is read where the index cannot be used)."""
-    if since is not None:
-        from subagents.lifecycle import logindex
+def newest(
+    home: Path,
+    log: Path,
+    *,
+    limit: int | None = None,
+    status: str | Iterable[str] | None = None,
+    agent: str | Iterable[str] | None = None,
+    since: float | None = None,
+    event_types: str | Iterable[str] | None = None,
+) -> Iterator[JsonObject]:
+    """The entries of one session log that pass the filters (see :func:`selected`), newest
+    first, at most ``limit`` (None: all), one at a time. Found through the index, which
+    reads from the log only the entries shown (and, with ``agent``, those passed over on
+    the way); the whole log is read where the index cannot be used."""
+    from subagents.lifecycle import logindex
 
-        try:
-            return logindex.since(home, [path], since, "at")
-        except (sqlite3.Error, OSError):
-            pass
-    return entries(path)
+    statuses, types = _statuses(status), _event_types(event_types)
+    try:
+        # (every filter but the agent's is the index's: without one, it stops at the limit)
+        found = logindex.newest(
+            home,
+            log,
+            limit=limit if agent is None else None,
+            since=since,
+            events=types,
+            statuses=statuses,
+        )
+    except (sqlite3.Error, OSError):
+        found = logindex.backwards(log)
+    chosen = selected(found, status=statuses, agent=agent, since=since, event_types=types)
+    return chosen if limit is None else itertools.islice(chosen, limit)
+
+
+def _statuses(status: str | Iterable[str] | None) -> set[str] | None:
+    """The statuses an entry may have to pass (``timeout`` is recorded as ``failed``)."""
+    statuses = _as_set(status)
+    if statuses is not None and "timeout" in statuses:
+        statuses.add("failed")
+    return statuses
+
+
+def _event_types(event_types: str | Iterable[str] | None) -> set[str] | None:
+    """Event types in full (``subagent:complete``), from full or short forms."""
+    wanted = _as_set(event_types)
+    if wanted is None:
+        return None
+    types: set[str] = set()
+    for name in wanted:
+        full = normalize_event_type(name)
+        if full is None:
+            raise ValueError(
+                f"unknown event type {name!r}: expected one of "
+                f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
+            )
+        types.add(full)
+    return types
 
 
 def selected(
@@ -146,22 +191,7 @@ def selected(
     seconds (see :func:`parse_since`), entries at or after it; ``event_types``: full or short
     forms (``complete``); ``job_id``: the job id or a prefix of it.
     """
-    statuses = _as_set(status)
-    if statuses is not None and "timeout" in statuses:
-        statuses.add("failed")
-    agents = _as_set(agent)
-    types: set[str] | None = None
-    wanted = _as_set(event_types)
-    if wanted is not None:
-        types = set()
-        for name in wanted:
-            full = normalize_event_type(name)
-            if full is None:
-                raise ValueError(
-                    f"unknown event type {name!r}: expected one of "
-                    f"{', '.join(EVENT_TYPES)} (or start, complete, error, aborted)"
-                )
-            types.add(full)
+    statuses, types, agents = _statuses(status), _event_types(event_types), _as_set(agent)
     for item in entries:
         # (a damaged entry's status may be anything, an object too: only text is one)
         if statuses is not None and _text(item.get("status")) not in statuses:

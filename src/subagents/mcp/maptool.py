@@ -17,6 +17,7 @@ from subagents.errors import UsageError
 from subagents.mcp.args import SCHEMA
 from subagents.mcp.results import map_result
 from subagents.mcp.tasks import in_background, started
+from subagents.options import map_help
 
 if TYPE_CHECKING:
     pass
@@ -39,17 +40,11 @@ async def subagent_map(
     task: Annotated[
         str | None, Field(description="The task template: {field} is the row's.")
     ] = None,
-    key: Annotated[
-        str | None, Field(description="The field naming a row (default: its number).")
-    ] = None,
-    where: Annotated[
-        dict[str, str] | None, Field(description="Run only rows whose fields have these values.")
-    ] = None,
-    limit: Annotated[int | None, Field(ge=1, description="Run only the first N rows.")] = None,
-    retries: Annotated[
-        int | None, Field(ge=0, description="Run a failed row again, up to N times.")
-    ] = None,
-    out: Annotated[str | None, Field(description="Results file: .csv, else JSON lines.")] = None,
+    key: Annotated[str | None, Field(description=map_help("key"))] = None,
+    where: Annotated[dict[str, str] | None, Field(description=map_help("where"))] = None,
+    limit: Annotated[int | None, Field(ge=1, description=map_help("limit"))] = None,
+    retries: Annotated[int | None, Field(ge=0, description=map_help("retries"))] = None,
+    out: Annotated[str | None, Field(description=map_help("out"))] = None,
     agent: Annotated[str | None, Field(description="Agent for every row.")] = None,
     backend: Annotated[str | None, Field(description="Agent CLI for every row.")] = None,
     model: Annotated[str | None, Field(description="Model for every row.")] = None,

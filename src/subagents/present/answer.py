@@ -368,6 +368,44 @@ def _parent_council(
     return ParentAnswer("\n\n".join([*lead, rest]), is_error)
 
 
+# ---- a map ----------------------------------------------------------------------------
+
+
+def map_summary(result: Outcome) -> str:
+    """A finished map in one line: how many rows completed, why the others did not."""
+    record = result.get("map")
+    if record is None:
+        why = result.get("errorMessage")
+        return f"map {result['jobId']}: {result['status']}" + (f": {why}" if why else "")
+    words = f"map {result['jobId']}: {record['completed']}/{record['total']} rows completed"
+    if record["completed"] != record["total"]:
+        words += f" ({record['summary']})"
+    if record.get("out"):
+        words += f"; results in {record.get('out')}"
+    return words
+
+
+def map_answer(result: Outcome) -> dict[str, object]:
+    """A map's ``answer`` record (``--progress jsonl``, last): its summary as the parent
+    reads it, an error only when no row completed, its duration, and its rows counted."""
+    record = result.get("map")
+    return {
+        "type": "answer",
+        "jobId": result["jobId"],
+        "status": result.get("status"),
+        "text": map_summary(result)
+        + (
+            ""
+            if record and record.get("out")
+            else f"; each row's answer: `subagents show --rows {result['jobId']}`"
+        ),
+        "isError": result.get("status") != "completed"
+        and (record is None or record["completed"] == 0),
+        "durationMs": result.get("durationMs"),
+        "map": record,
+    }
+
+
 # ---- show -----------------------------------------------------------------------------
 
 
@@ -384,7 +422,10 @@ def describe(state: JobState, continues: Callable[[str], list[str]]) -> str:
         )
     if state.get("errorMessage"):
         label = "note" if state.get("status") == "completed" else "error"
-        lines.append(f"{label}: {state['errorMessage']}")
+        said = state["errorMessage"]
+        # A stop in plain words (the signal stays in `show --json`); any other error whole.
+        said = plain_why("aborted", said) if state.get("status") == "aborted" else said
+        lines.append(f"{label}: {said}")
     runs = state.get("runs")
     record = state.get("map")
     if record is not None:  # the rows: `show --rows`
@@ -403,7 +444,7 @@ def describe(state: JobState, continues: Callable[[str], list[str]]) -> str:
             what = (
                 (r.get("finalText") or "").strip().splitlines()[:1]
                 if _completed(r)
-                else [r.get("errorMessage") or ""]
+                else [outcome.why(r) if r.get("errorMessage") else ""]
             )
             lines.append(
                 f"  [{i + 1}] {r.get('agent') or r.get('backend')} {r.get('status')} {r.get('runId') or ''}: {(what or [''])[0][:120]}"

@@ -9,14 +9,18 @@ Records (all carry ``jobId``):
   ``startedAt`` is the job's (ISO, the engine's clock; null when not yet known), ``steps``
   one ``{task, agent, backend, model, role}`` per run as asked (``task``: its first line;
   ``role``: its place in the job, ``A``/``B``/``judge`` in a council, ``step 2/3`` in a
-  chain, else null: present/roles.py);
+  chain, else null: present/roles.py; a chain step's ``{previous}`` said as
+  ``⟨step 1's answer⟩``);
 - ``{"type": "progress", "jobId", "runId", "index", "label", "text", "status", "activity",
   "toolCount", "usage"}`` for each event that makes a progress line (``status`` is
   ``running`` until the run's own status), with, in the run's first record that knows them
   and again when they change: ``backend``, ``model``, ``startedAt`` (the run's start, epoch
-  seconds), ``transcript`` (its path), ``warning`` (the child's latest warning, from its
+  seconds), ``transcript`` (its path), ``task`` (a chain step's, its ``{previous}`` filled:
+  its first line), ``warning`` (the child's latest warning, from its
   events or a ``Warning:`` line on its stderr), ``durationMs`` (once it has finished); and
-  ``stalled: true`` while the stall watchdog's notice is the last word;
+  ``stalled: true`` while the stall watchdog's notice is the last word; for a child's request
+  to act, ``approval: {item, state, summary, waitsFor}`` (``state`` requested or decided;
+  ``waitsFor`` person or parent when it waits: docs/approvals.md);
 - ``{"type": "council", "jobId", "table"}`` once, at a council's end: its answers side by side
   and the verdict as ``show`` prints them (``present/council.py``);
 - ``{"type": "answer", "jobId", "status", "text", "isError", "durationMs", "runs"}`` last, at
@@ -36,13 +40,13 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, TypedDict
 
 from subagents.core.childtext import neutralize
 from subagents.present.humanize import head
-from subagents.present.roles import JUDGE, JUDGE_TASK_LABEL, roles
+from subagents.present.roles import JUDGE, JUDGE_TASK_LABEL, roles, template_words
 from subagents.present.runstate import RunState
 
 if TYPE_CHECKING:
@@ -79,15 +83,23 @@ def steps_of(plan: JobPlanRecord) -> list[FeedStep]:
     does, not the prompt it is given."""
     limits = plan.get("limits")
     default = limits.get("default_backend") if isinstance(limits, dict) else None
+    chain = plan.get("mode") == "chain"
+
+    def task(req: Mapping[str, object], role: str | None, i: int) -> str:
+        text = str(req.get("task") or "")
+        if role == JUDGE:
+            return JUDGE_TASK_LABEL
+        return first_line(template_words(text, i) if chain else text)
+
     return [
         {
-            "task": JUDGE_TASK_LABEL if role == JUDGE else first_line(str(req.get("task") or "")),
+            "task": task(req, role, i),
             "agent": req.get("agent"),
             "backend": req.get("backend") or (default if isinstance(default, str) else None),
             "model": req.get("model"),
             "role": role,
         }
-        for req, role in zip(plan.get("requests") or [], roles(plan), strict=True)
+        for i, (req, role) in enumerate(zip(plan.get("requests") or [], roles(plan), strict=True))
     ]
 
 
@@ -231,6 +243,7 @@ class JsonlFeed:
             line = run.update(event)
             if line is None:
                 return
+            filled = None
             if index not in self._ids:
                 rid = self._run_id(index)
                 if rid:
@@ -238,6 +251,8 @@ class JsonlFeed:
                     if self.runs_dir is not None:
                         self._stderr[index] = StderrWarnings(self.runs_dir / rid / "stderr.log")
                         self._transcripts[index] = str(self.runs_dir / rid / "transcript.md")
+                        if self.mode == "chain" and index:  # its {previous} is filled now
+                            filled = _task_of(self.runs_dir / rid)
             warnings = self._stderr.get(index)
             if warnings is not None:
                 said = warnings.latest(last=event.get("type") == "run_finished")
@@ -271,6 +286,25 @@ class JsonlFeed:
                     if value is not None and value != before:
                         record[key] = value
                 self._said[index] = now
+            if filled:
+                record["task"] = filled
+            if event.get("type") == "approval":  # a request that waits on someone, or decided
+                record["approval"] = {
+                    "item": event.get("item"),
+                    "state": event.get("state"),
+                    "summary": neutralize(str(event.get("summary") or "")),
+                    "waitsFor": event.get("waitsFor"),
+                }
             if run.stalled:
                 record["stalled"] = True
             self._emit(record)
+
+
+def _task_of(run_dir: Path) -> str | None:
+    """A run's task as it was given (its first line, neutralized: it holds a child's answer)."""
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    task = meta.get("task") if isinstance(meta, dict) else None
+    return first_line(task) if isinstance(task, str) else None

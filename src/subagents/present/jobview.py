@@ -33,6 +33,9 @@ class RunRow:
     agent_name: str | None = None  # the agent it runs, if any (``agent`` falls back on the backend)
     # The budget it reached (result.json's ``limit``: kind, limit, used, action, scope), if any.
     limit: Mapping[str, object] | None = None
+    # Its budget in words: while it runs, each limit and what it used so far
+    # (``turns 2/5 · tokens 1.2k/10k``); once a budget ended it, the mark and what it used.
+    budget: str | None = None
 
     @property
     def key(self) -> str:

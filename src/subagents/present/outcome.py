@@ -71,12 +71,15 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def why(run: JobRun) -> str:
-    """Why a run did not complete, in one line."""
+def why(run: Mapping[str, object]) -> str:
+    """Why a run did not complete, in one line and in words for people ("stopped by you",
+    "timed out after 10m00s": present/roles.py; the signal stays in its ``errorMessage``)."""
+    from subagents.present.roles import plain_why
+
     message = first_line(run.get("errorMessage"))
-    if message:
-        return cut(message, WHY_LIMIT)
     status = run.get("status")
+    if message:
+        return cut(plain_why(status, message), WHY_LIMIT)
     return "timed out" if status == "timeout" else str(status or "unknown")
 
 
@@ -97,7 +100,7 @@ def detail(job_result: FinishedJob) -> str:
     mode = str(job_result.get("mode") or "single")
     runs = runs_of(job_result)
     if not runs:
-        return cut(first_line(job_result.get("errorMessage")), WHY_LIMIT) or "no run was started"
+        return why(job_result) if job_result.get("errorMessage") else "no run was started"
     council = job_result.get("council")
     if mode == "council" and isinstance(council, Mapping):
         return _council_detail(job_result, council)
@@ -143,11 +146,11 @@ def _council_detail(job_result: FinishedJob, council: Mapping[str, object]) -> s
     if isinstance(council.get("verdict"), Mapping):
         return f"{done}: {quote(job_result.get('finalText'))}"
     if council.get("judgeError"):
-        return f"{done}; no verdict: {cut(first_line(council.get('judgeError')), WHY_LIMIT)}"
+        return f"{done}; no verdict: {why({'status': 'failed', 'errorMessage': council.get('judgeError')})}"
     said = [
         f"{m.get('label')} {quote(m.get('answer'))}"
         if m.get("status") == "completed"
-        else f"{m.get('label')} {'failed' if m.get('status') == 'timeout' else m.get('status')} — {cut(first_line(m.get('errorMessage')), WHY_LIMIT)}"
+        else f"{m.get('label')} {'failed' if m.get('status') == 'timeout' else m.get('status')} — {why(m)}"
         for m in members
     ]
     return "; ".join([done, *said])

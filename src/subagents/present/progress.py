@@ -256,37 +256,65 @@ def limit_words(event: LimitEvent) -> str:
 
 
 def approval_words(event: ApprovalEvent) -> str:
-    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``."""
+    """``⏸ waiting for approval (item 01…): Bash: git push`` / ``✓ allowed by ann: …``; a
+    question's ``⏸ waiting for an answer (item 01…): Which colour? (Red | Blue)`` /
+    ``✓ answered by ann: Which colour? (Red | Blue) → Blue``."""
     summary = one_line(str(event.get("summary") or event.get("tool") or "a request"))
+    question = event.get("kind") == "question"
     # (``ProgressFormatter._approval`` keeps what waits; the words are these.)
     if event.get("state") != "decided":
         item = event.get("item")
+        if event.get("waitsFor") == "parent" and question:
+            how = f"subagent_decide, choice answer, item {item}"
+            return f"⏸ waiting for your answer ({how}): {summary}"
         if event.get("waitsFor") == "parent":
             return f"⏸ waiting for your decision (subagent_decide, item {item}): {summary}"
         if event.get("waitsFor") == "person":
-            return f"⏸ waiting for approval (item {item}): {summary}"
-        return f"asks to act: {summary}"
+            wanted = "an answer" if question else "approval"
+            return f"⏸ waiting for {wanted} (item {item}): {summary}"
+        return f"asks the user: {summary}" if question else f"asks to act: {summary}"
     choice = str(event.get("choice") or "")
     mark = "✗" if choice == "deny" else "✓"
-    text = f"{mark} {CHOICE_WORDS.get(choice, choice)} by {one_line(str(event.get('by')))}"
+    word = "not answered" if question and choice == "deny" else CHOICE_WORDS.get(choice, choice)
+    text = f"{mark} {word} by {one_line(str(event.get('by')))}"
     reason = event.get("reason")
     if reason:
         text += f" ({one_line(str(reason))})"
+    answers = event.get("answers")
+    if answers:
+        return f"{text}: {summary} → {one_line(' · '.join(str(a) for a in answers))}"
     return f"{text}: {summary}"
 
 
 # --------------------------------------------------------------------------- transcript
 
-TRANSCRIPT_ERROR_TEXT: Final = 800
+# A tool's output under its line in the transcript, at most (a failure's and a success's).
+TRANSCRIPT_OUTPUT_TEXT: Final = 800
 
 
 def _fence_for(text: str) -> str:
+    if "`" not in text:  # (most outputs: nothing to count)
+        return "```"
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
 
 
 def _quote(text: str) -> str:
     return "\n".join("> " + line if line.strip() else ">" for line in text.splitlines())
+
+
+def _output(text: str) -> str:
+    """A tool's output as a code fence in its line's list item (the web shows it collapsed),
+    its first :data:`TRANSCRIPT_OUTPUT_TEXT` characters; nothing for none."""
+    output = text.strip()
+    if not output:
+        return ""
+    if len(output) > TRANSCRIPT_OUTPUT_TEXT:
+        more = len(output) - TRANSCRIPT_OUTPUT_TEXT
+        output = f"{output[:TRANSCRIPT_OUTPUT_TEXT]}\n{ELLIPSIS} [{more} more characters]"
+    fence = _fence_for(output)
+    body = "\n".join("  " + line for line in output.splitlines())
+    return f"\n  {fence}\n{body}\n  {fence}\n\n"
 
 
 def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
@@ -296,12 +324,12 @@ def transcript_entry(event: Event, formatter: ProgressFormatter) -> str | None:
     commands) and updates ``formatter``'s state the same way. A child's control
     characters and escape sequences never reach it (``cat transcript.md`` is safe).
     """
-    # Most of a long run: a tool call or its result, one line each, worded directly (what
-    # `_text` dispatches to). Printable text holds no control character, escape or lone
-    # surrogate (each is unprintable), so there is nothing to neutralise.
+    # Most of a long run: a tool call, or a result without output, one line each, worded
+    # directly (what `_text` dispatches to). Printable text holds no control character,
+    # escape or lone surrogate (each is unprintable), so there is nothing to neutralise.
     if event["type"] == "tool_call":
         text = formatter._tool_call(event, shorten=False)
-    elif event["type"] == "tool_result" and not event.get("isError"):
+    elif event["type"] == "tool_result" and not event.get("isError") and not event.get("text"):
         text = formatter._tool_result(event, shorten=False)
     else:
         text = None
@@ -325,20 +353,8 @@ def _transcript_chunk(event: Event, formatter: ProgressFormatter) -> str | None:
     if etype == "tool_call":
         return f"- {text}\n"
     if etype == "tool_result":
-        if not event.get("isError"):
-            return f"- {text}\n"
-        chunk = f"- ✗ {text}\n"
-        output = str(event.get("text") or "").strip()
-        if output:
-            if len(output) > TRANSCRIPT_ERROR_TEXT:
-                output = (
-                    output[:TRANSCRIPT_ERROR_TEXT]
-                    + f"\n{ELLIPSIS} [{len(output) - TRANSCRIPT_ERROR_TEXT} more characters]"
-                )
-            fence = _fence_for(output)
-            body = "\n".join("  " + line for line in output.splitlines())
-            chunk += f"\n  {fence}\n{body}\n  {fence}\n\n"
-        return chunk
+        mark = "✗ " if event.get("isError") else ""
+        return f"- {mark}{text}\n" + _output(str(event.get("text") or ""))
     if etype == "error":
         return "\n" + _quote("**" + text.replace("Error:", "Error:**", 1)) + "\n\n"
     if etype in ("notice", "limit", "approval"):

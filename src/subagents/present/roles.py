@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from subagents.present.figures import elapsed, money
+from subagents.present.figures import elapsed, money, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,7 +25,12 @@ JUDGE_TASK_LABEL = "judge the answers: best, agreement, merged"
 BUDGET_MARK = "⏹"
 
 _LIMIT_NAMES = {"turns": "turn", "tokens": "token", "cost": "cost"}
-_LIMIT_DONE = {"wrap-up": "wrapped up", "abort": "stopped", "stop": "ended at its answer"}
+_LIMIT_DONE = {
+    "wrap-up": "wrapped up",
+    "abort": "stopped",
+    "stop": "ended at its answer",
+    "refuse": "the rest not started",
+}
 # How a stop arrives, by signal: a person's (Esc in pi, Ctrl+C, `subagents stop`), or a
 # terminal that closed.
 _SIGNAL_WORDS = {
@@ -35,6 +40,17 @@ _SIGNAL_WORDS = {
 }
 _TIMED_OUT = re.compile(r"^timed out after (\d+(?:\.\d+)?)s$")
 _SIGNAL = re.compile(r"\b(?:the )?supervisor received (SIG[A-Z]+)\b")
+
+
+# A chain step's placeholder for the answer before it (jobs.spec.PREVIOUS: present is below
+# jobs, a test holds the two the same).
+PREVIOUS = "{previous}"
+
+
+def template_words(task: str, index: int) -> str:
+    """A chain step's task before it starts, its template said as one: ``{previous}`` is
+    ``⟨step 1's answer⟩`` (``index``: the step's, from 0)."""
+    return task.replace(PREVIOUS, f"⟨step {index}'s answer⟩") if index else task
 
 
 def member_label(i: int) -> str:
@@ -86,6 +102,34 @@ def limit_used(run: Mapping[str, object]) -> str | None:
     kind = str(limit.get("kind") or "")
     used = _amount(kind, limit.get("used"))
     return f"{used} used" if kind == "cost" else f"{used} {kind or 'units'} used"
+
+
+def budget_progress(
+    limits: object, turns: object, usage: Mapping[str, object] | None
+) -> str | None:
+    """A running run's budget as it goes: ``turns 2/5 · tokens 1.2k/10k · $0.01/$0.50``
+    (each limit it has, what it used so far); None for a run without one."""
+    if not isinstance(limits, Mapping) or not limits:
+        return None
+    usage = usage or {}
+    parts = []
+    for kind, used in (
+        ("turns", turns),
+        ("tokens", usage.get("totalTokens")),
+        ("cost", usage.get("cost")),
+    ):
+        limit = limits.get(kind)
+        if limit is None:
+            continue
+        spent = used if isinstance(used, int | float) and not isinstance(used, bool) else 0
+        if kind == "cost":
+            parts.append(f"{money(spent)}/{_amount(kind, limit)}")
+        elif kind == "tokens":
+            total = limit if isinstance(limit, int | float) else 0
+            parts.append(f"tokens {tokens(int(spent))}/{tokens(int(total))}")
+        else:
+            parts.append(f"turns {int(spent)}/{_amount(kind, limit)}")
+    return " · ".join(parts) or None
 
 
 def plain_why(status: object, error: object) -> str:

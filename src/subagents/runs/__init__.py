@@ -17,7 +17,7 @@ from subagents.supervisor.spec import RunSpec
 
 TYPE_CHECKING = False  # not typing's: nothing more is imported until a name is asked for
 if TYPE_CHECKING:
-    from subagents.runs.approvals import decide, pending_items
+    from subagents.runs.approvals import PARENT_DECIDER, decide, pending_items
     from subagents.runs.checks import check, check_capabilities, resolve_binary
     from subagents.runs.control import check_message, send, tell_limit
     from subagents.runs.handle import RunHandle
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 # Where each name lives: its module is imported when the name is first used.
 _WHERE = {
+    "PARENT_DECIDER": "approvals",
     "decide": "approvals",
     "pending_items": "approvals",
     "check": "checks",
@@ -55,6 +56,7 @@ __getattr__ = names_from(__name__, _WHERE)
 
 __all__ = [
     "EXIT_CODES",
+    "PARENT_DECIDER",
     "RunHandle",
     "RunMonitor",
     "RunRequest",

@@ -11,13 +11,19 @@ from subagents.errors import UsageError
 from subagents.runs.request import RunRequest
 
 if TYPE_CHECKING:
+    from subagents.config import Settings
     from subagents.types import ApprovalPolicy
 
 # How long an item waits for a decision before it is denied, by default (seconds).
 DEFAULT_TIMEOUT = 1800.0
 
 
-def approval_policy(backend: Backend, req: RunRequest) -> ApprovalPolicy | None:
+def approval_policy(
+    backend: Backend, req: RunRequest, settings: Settings | None = None
+) -> ApprovalPolicy | None:
+    """The run's policy; under ``parent``, with what the user lets the parent allow
+    (``parent_may_approve``: the settings', never the request's, so a parent cannot widen
+    its own bound)."""
     policy = req.approvals or "auto"
     if policy == "auto" and req.permissions == "ask":  # an ACP agent's older word for it
         policy = "ask"
@@ -38,9 +44,13 @@ def approval_policy(backend: Backend, req: RunRequest) -> ApprovalPolicy | None:
         )
     from subagents.core.approve import split_rules  # with --approvals only
 
-    return {
+    checked: ApprovalPolicy = {
         "policy": policy,
         "rules": split_rules(req.approve or ""),
         "editsInTree": bool(req.approve_edits_in_tree),
         "timeout": req.approval_timeout or DEFAULT_TIMEOUT,
     }
+    bound = settings.parent_may_approve if settings is not None else None
+    if policy == "parent" and bound is not None:
+        checked["parentMay"] = split_rules(bound)
+    return checked

@@ -15,7 +15,7 @@ import getpass
 import os
 from pathlib import Path
 
-from subagents.core import controlsock, inbox
+from subagents.core import approve, controlsock, inbox, questions
 from subagents.core.approve import CHOICE_WORDS
 from subagents.core.clock import iso
 from subagents.core.ids import is_valid_id_prefix
@@ -23,6 +23,9 @@ from subagents.core.paths import runs_dir, state_home
 from subagents.errors import UsageError
 from subagents.types import ApprovalChoice, ApprovalDecision, ApprovalItem
 
+# Who the records name when the parent agent decides (the MCP tool): bounded by the user's
+# parent_may_approve.
+PARENT_DECIDER = "parent"
 # How long the supervisor has to take the word that an item was decided (it polls anyway).
 TELL_WITHIN = 5.0
 
@@ -36,13 +39,7 @@ def person() -> str:
 
 def _open_runs(home: Path) -> list[Path]:
     """The run directories with an inbox whose run has not ended."""
-    found: list[Path] = []
-    with contextlib.suppress(OSError), os.scandir(runs_dir(home)) as entries:
-        for entry in entries:
-            run_dir = Path(entry.path)
-            if (run_dir / inbox.INBOX).is_dir() and not (run_dir / "result.json").exists():
-                found.append(run_dir)
-    return sorted(found)
+    return inbox.open_runs(runs_dir(home))
 
 
 def pending_items(home: Path | None = None, run_id: str | None = None) -> list[ApprovalItem]:
@@ -65,7 +62,7 @@ def _find(home: Path, item_ref: str) -> tuple[Path, ApprovalItem]:
             run_dir = Path(entry.path)
             matches += [(run_dir, i) for i in inbox.item_ids(run_dir) if i.startswith(item_ref)]
     if not matches:
-        raise UsageError(f"no approval item {item_ref} (`subagents inbox` lists them)", "item")
+        raise UsageError(f"no inbox item {item_ref} (`subagents inbox` lists them)", "item")
     if len(matches) > 1 and not any(i == item_ref for _, i in matches):
         raise UsageError(f"item {item_ref} is ambiguous: give more of its id", "item")
     run_dir, item_id = next(((r, i) for r, i in matches if i == item_ref), matches[0])
@@ -81,28 +78,76 @@ def _taken(decision: ApprovalDecision) -> str:
     return f"{word} by {decision['by']} at {iso(decision['at'])}{why}"
 
 
+def _fits(item: ApprovalItem, choice: ApprovalChoice, answers: list[str] | None) -> None:
+    """UsageError unless ``choice`` (and ``answers``) decide ``item``: a question is
+    answered or denied, a request to act allowed or denied."""
+    item_id = item["id"]
+    if inbox.kind_of(item) == "question":
+        if choice in ("allow", "always"):
+            raise UsageError(
+                f"item {item_id} is a question: answer it (`subagents answer {item_id} TEXT`)"
+                " or deny it",
+                "choice",
+            )
+        if choice == "answer":
+            problem = questions.answers_problem(item.get("questions") or [], answers or [])
+            if problem is not None:
+                raise UsageError(f"item {item_id}: {problem}", "answers")
+    elif choice == "answer":
+        raise UsageError(f"item {item_id} is not a question: approve or deny it", "choice")
+    if answers is not None and choice != "answer":
+        raise UsageError("answers go only with the choice 'answer'", "answers")
+
+
+def _bound(item: ApprovalItem, choice: ApprovalChoice) -> None:
+    """UsageError when the parent may not take this decision: under the user's
+    ``parent_may_approve``, it allows only what those rules cover, once (``always`` would
+    let what they do not cover pass later); it may always deny, and answer a question."""
+    bound = item.get("parentMay")
+    if bound is None or choice not in ("allow", "always") or inbox.kind_of(item) == "question":
+        return
+    item_id, rules = item["id"], ",".join(bound)
+    if choice == "always":
+        raise UsageError(
+            f"item {item_id}: the parent may allow once only (parent_may_approve: {rules})",
+            "choice",
+        )
+    if approve.passes(bound, False, item["tool"], item["input"], item.get("cwd") or "/") is None:
+        raise UsageError(
+            f"item {item_id}: {item['summary']} is outside what the parent may allow"
+            f" (parent_may_approve: {rules}); it waits for a person",
+            "item",
+        )
+
+
 def decide(
     item_ref: str,
     choice: ApprovalChoice,
     *,
     by: str | None = None,
     reason: str | None = None,
+    answers: list[str] | None = None,
     home: Path | None = None,
 ) -> ApprovalDecision:
-    """Decide an item (``allow`` once, ``always``: the same tool for the rest of the run,
-    or ``deny`` with a ``reason`` the child is told). UsageError, nothing changed, when it
-    cannot be decided."""
+    """Decide an item: a request to act ``allow`` (once), ``always`` (the same tool for the
+    rest of the run) or ``deny`` (``reason`` is what the child is told); a question
+    ``answer`` (``answers``: one per question, in order, each an option's label or words of
+    one's own) or ``deny`` (not answered). UsageError, nothing changed, when it cannot be
+    decided."""
     if choice not in inbox.CHOICES:
-        raise UsageError(f"choice: must be allow, always or deny, not {choice!r}", "choice")
+        raise UsageError(f"choice: must be allow, always, deny or answer, not {choice!r}", "choice")
     home = home or state_home()
     run_dir, item = _find(home, item_ref)
     item_id = item["id"]
+    _fits(item, choice, answers)
+    if by == PARENT_DECIDER:
+        _bound(item, choice)
     earlier = inbox.read_decision(run_dir, item_id)
     if earlier is not None:
         raise UsageError(f"item {item_id} was decided already: {_taken(earlier)}", "item")
     if (run_dir / "result.json").exists():
         raise UsageError(f"item {item_id}: run {run_dir.name} has ended", "item")
-    won, decision = inbox.claim(run_dir, item_id, choice, by or person(), reason)
+    won, decision = inbox.claim(run_dir, item_id, choice, by or person(), reason, answers)
     if not won:
         raise UsageError(f"item {item_id} was decided already: {_taken(decision)}", "item")
     with contextlib.suppress(OSError, ValueError):

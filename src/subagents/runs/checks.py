@@ -198,7 +198,7 @@ def check(
     name = req.backend or settings.default_backend
     backend = get_backend(name)
     acp = acp_record(backend, req, settings)
-    approvals = approval_policy(backend, req)
+    approvals = approval_policy(backend, req, settings)
     check_capabilities(backend, req)
     check_task_size(backend, req.task)
     launcher_for(placement).check()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from subagents.core import approve, inbox
+from subagents.core import approve, inbox, questions
 from subagents.core import events as ev
 from subagents.core.ids import new_id
 
@@ -31,15 +31,19 @@ if TYPE_CHECKING:
     from subagents.types import (
         ApprovalChoice,
         ApprovalDecision,
+        ApprovalItem,
         ApprovalPolicy,
         ApprovalRecord,
         Event,
+        ItemKind,
         JsonValue,
+        Question,
     )
 
     WaitsFor = Literal["person", "parent"]
-    # What a request's answer is given to: the choice, and why (a denial's message).
-    Answer = Callable[[ApprovalChoice, str | None], None]
+    # What a request's answer is given to: the choice, why (a denial's message), and a
+    # question's answers.
+    Answer = Callable[[ApprovalChoice, str | None, list[str] | None], None]
 
     class Supervisor(Protocol):
         spec: RunSpec
@@ -53,6 +57,8 @@ if TYPE_CHECKING:
 # How often the inbox is looked at while an item waits (a decider's poke is the fast path).
 POLL = 1.0
 RUN_ENDED = "the run ended before a decision"
+NOT_ALLOWED = "the run's policy denies what its rules do not allow"
+NO_ANSWERS = "the run's policy answers no questions: decide yourself and say so"
 # The most of a request's input an item keeps (JSON characters).
 INPUT_LIMIT = 64 * 1024
 
@@ -76,10 +82,15 @@ class Approvals:
         self.next_poll: float | None = None
 
     def ask(self, tool: str, tool_input: JsonValue, answer: Answer) -> None:
-        """A child asks to use ``tool`` with ``tool_input``: answered now (a rule, the
-        policy) or once decided."""
+        """A child asks to use ``tool`` with ``tool_input`` (or, with an asking tool, asks
+        the user its questions): answered now (a rule, the policy) or once decided."""
         spec = self.sup.spec
-        summary = approve.summary(tool, tool_input)
+        asked = questions.questions_of(tool, tool_input)
+        kind: ItemKind = "approval" if asked is None else "question"
+        if asked is None:
+            summary = approve.summary(tool, tool_input)
+        else:
+            summary = questions.summary(asked, approve.SUMMARY_LIMIT)
         item_id = new_id()
         now = time.time()
         record: ApprovalRecord = {
@@ -91,53 +102,90 @@ class Approvals:
             "by": None,
             "decidedAt": None,
         }
+        if asked is not None:
+            record["kind"] = kind
         self.records.append(record)
-        rule = approve.passes(
-            self.policy["rules"], self.policy["editsInTree"], tool, tool_input, spec.cwd
-        )
-        if rule is None and tool in self.always:
-            rule = f"{tool} allowed for the rest of the run"
+        rule = None
+        if asked is None:  # (rules say what may act; a question is never passed unanswered)
+            rule = approve.passes(
+                self.policy["rules"], self.policy["editsInTree"], tool, tool_input, spec.cwd
+            )
+            if rule is None and tool in self.always:
+                rule = f"{tool} allowed for the rest of the run"
+            if rule is not None and not self._parent_may(tool, tool_input):
+                rule = None  # (a parent's own rules pass nothing outside the user's bound)
         policy = self.policy["policy"]
         waits = rule is None and policy != "deny"
         who: WaitsFor | None = None
         if waits:
-            who = "parent" if policy == "parent" else "person"
-        self.sup.emit(ev.approval(item_id, tool, summary, waits_for=who))
+            who = (
+                "parent" if policy == "parent" and self._parent_may(tool, tool_input) else "person"
+            )
+        self.sup.emit(ev.approval(item_id, tool, summary, waits_for=who, kind=kind))
         if rule is not None:
             self._settled(record, answer, _decision(item_id, "allow", "rule", rule))
             return
         if policy == "deny":
-            why = "the run's policy denies what its rules do not allow"
+            why = NO_ANSWERS if asked is not None else NOT_ALLOWED
             self._settled(record, answer, _decision(item_id, "deny", "policy", why))
             return
-        timeout = self.policy["timeout"]
-        try:
-            inbox.write_item(
-                self.sup.run_dir,
-                {
-                    "id": item_id,
-                    "runId": spec.runId,
-                    "jobId": spec.jobId,
-                    "backend": spec.backend,
-                    "task": spec.task[:2000],
-                    "tool": tool,
-                    "summary": summary,
-                    "input": _bounded(tool_input),
-                    "policy": policy,
-                    "choices": ["allow", "always", "deny"],
-                    "requestedAt": now,
-                    "expiresAt": now + timeout,
-                },
-            )
-        except OSError as exc:  # (a full disk): nobody could decide it, so it is denied
-            why = f"the inbox could not be written: {exc.strerror or exc}"
+        unwritten = self._write(item_id, tool, tool_input, summary, asked, now, who == "parent")
+        if unwritten is not None:  # (a full disk): nobody could decide it, so it is denied
+            why = f"the inbox could not be written: {unwritten}"
             self._settled(record, answer, _decision(item_id, "deny", "subagents", why))
             return
         mono = time.monotonic()
-        self.waiting[item_id] = Waiting(record, answer, mono + timeout)
+        self.waiting[item_id] = Waiting(record, answer, mono + self.policy["timeout"])
         self.sup.watch.pause(mono)
         self.next_poll = mono + POLL
         self.sup.flush()
+
+    def _write(
+        self,
+        item_id: str,
+        tool: str,
+        tool_input: JsonValue,
+        summary: str,
+        asked: list[Question] | None,
+        now: float,
+        parent: bool,
+    ) -> str | None:
+        """The item written to the run's inbox (``parent``: for the parent to decide, else
+        a person); else why it could not be."""
+        spec = self.sup.spec
+        item: ApprovalItem = {
+            "id": item_id,
+            "runId": spec.runId,
+            "jobId": spec.jobId,
+            "backend": spec.backend,
+            "task": spec.task[:2000],
+            "tool": tool,
+            "summary": summary,
+            "input": _bounded(tool_input),
+            "policy": "parent" if parent else "ask",
+            "choices": ["allow", "always", "deny"] if asked is None else ["answer", "deny"],
+            "requestedAt": now,
+            "expiresAt": now + self.policy["timeout"],
+            "kind": "approval" if asked is None else "question",
+        }
+        if asked is not None:
+            item["questions"] = asked
+        if "parentMay" in self.policy:
+            item["parentMay"] = self.policy["parentMay"]
+            item["cwd"] = spec.cwd
+        try:
+            inbox.write_item(self.sup.run_dir, item)
+        except OSError as exc:
+            return str(exc.strerror or exc)
+        return None
+
+    def _parent_may(self, tool: str, tool_input: JsonValue) -> bool:
+        """Whether the parent may decide this request: a question always; a request to act
+        when no bound is set (``parentMay``) or one of its rules covers it."""
+        bound = self.policy.get("parentMay") if self.policy["policy"] == "parent" else None
+        if bound is None or questions.questions_of(tool, tool_input) is not None:
+            return True
+        return approve.passes(bound, False, tool, tool_input, self.sup.spec.cwd) is not None
 
     def poll(self) -> None:
         """Settle every waiting item that was decided."""
@@ -169,6 +217,7 @@ class Approvals:
         for item_id in list(self.waiting):
             _, decision = inbox.claim(self.sup.run_dir, item_id, "deny", "subagents", RUN_ENDED)
             self._settle(item_id, decision)
+        inbox.close(self.sup.run_dir)
         return self.records
 
     def _settle(self, item_id: str, decision: ApprovalDecision) -> None:
@@ -180,24 +229,31 @@ class Approvals:
 
     def _settled(self, record: ApprovalRecord, answer: Answer, decision: ApprovalDecision) -> None:
         choice, reason = decision["choice"], decision.get("reason")
+        answers = decision.get("answers") if choice == "answer" else None
         record["choice"] = choice
         record["by"] = decision["by"]
         record["decidedAt"] = decision["at"]
         if reason:
             record["reason"] = reason
+        if answers is not None:
+            record["answers"] = answers
         if choice == "always":
             self.always.add(record["tool"])
-        self.sup.emit(
-            ev.approval(
-                record["item"], record["tool"], record["summary"], choice, decision["by"], reason
-            )
+        event = ev.approval(
+            record["item"], record["tool"], record["summary"], choice, decision["by"], reason
         )
+        if "kind" in record:
+            event["kind"] = record["kind"]
+        if answers is not None:
+            event["answers"] = answers
+        self.sup.emit(event)
         self.sup.flush()
         message = None
         if choice == "deny":
             by = decision["by"]
-            message = f"denied by {by}" + (f": {reason}" if reason else "")
-        answer(choice, message)
+            what = "not answered" if "kind" in record else "denied"
+            message = f"{what} by {by}" + (f": {reason}" if reason else "")
+        answer(choice, message, answers)
 
 
 def _bounded(tool_input: JsonValue) -> JsonValue:

@@ -236,10 +236,12 @@ class Live:
             {"receipt": "refused", "reason": "no decision"}, approvals.policy["timeout"] + 60
         )
 
-        def answer(choice: ApprovalChoice, why: str | None) -> None:
+        def answer(choice: ApprovalChoice, why: str | None, answers: list[str] | None) -> None:
             said: ControlReply = {"receipt": "delivered", "choice": choice}
             if why:
                 said["reason"] = why
+            if answers is not None:
+                said["answers"] = answers
             reply.send(said)
 
         approvals.ask(tool, request.get("input"), answer)
@@ -251,7 +253,11 @@ class Live:
         if self.approvals is None:  # (a normalizer asks only under a policy)
             self.take(norm.answer_ask(key, "deny", "the run asks for no approvals"))
             return
-        self.approvals.ask(tool, tool_input, lambda c, why: self.take(norm.answer_ask(key, c, why)))
+        self.approvals.ask(
+            tool,
+            tool_input,
+            lambda c, why, answers: self.take(norm.answer_ask(key, c, why, answers)),
+        )
 
     def _refusal(self, mode: str, text: str) -> str | None:
         if not text.strip():

@@ -44,7 +44,7 @@ from subagents.errors import (
     WorktreeError,
 )
 from subagents.service import JobStore, LiveJobs, read_run
-from subagents.web import again, costpage, fleet, jobpage
+from subagents.web import again, costpage, fleet, jobpage, memo
 from subagents.web.access import CSRF_SCOPE_KEY, Access
 from subagents.web.ids import Target, target
 from subagents.web.maprows import RowsQuery
@@ -54,7 +54,7 @@ from subagents.web.transcript import FIRST_LOOK, block_start, next_piece
 from subagents.web.watch import StoreWatcher
 
 if TYPE_CHECKING:
-    from subagents.types import CostTotals
+    from subagents.types import ApprovalChoice, CostTotals
 
 STATIC = Path(__file__).parent / "static"
 FLEET_LIMIT = 200
@@ -69,6 +69,13 @@ ERRORS: dict[type[Exception], int] = {
     DamagedRecord: 422,
     UsageError: 400,
     SubagentsError: 409,
+}
+# The choices an inbox item may be decided with, as a request names them.
+CHOICES: Mapping[object, ApprovalChoice] = {
+    "allow": "allow",
+    "always": "always",
+    "deny": "deny",
+    "answer": "answer",
 }
 SKIPPED = Markup(
     '<p class="muted">{} bytes of the transcript are not shown here: '
@@ -189,7 +196,13 @@ class WebApp:
         live = LiveJobs(self.home, limit=FLEET_LIMIT)
 
         def draw() -> str:
-            return fleet.render_fleet(fleet.gather(live, filters, self.waiting))
+            # One drawing a change for all the streams of these filters, not one each (the
+            # watcher in the key: its count is this server's).
+            return memo.latest(
+                ("fleet", self.watcher, filters),
+                self.watcher.version,
+                lambda: fleet.render_fleet(fleet.gather(live, filters, self.waiting)),
+            )
 
         async def events() -> AsyncIterator[str]:
             yield "retry: 2000\n\n"
@@ -321,21 +334,31 @@ class WebApp:
         return JSONResponse(receipt)
 
     async def decide(self, request: Request) -> Response:
-        """An approval item decided (docs/approvals.md): ``{"choice": "allow" | "deny",
-        "reason"?}``; the decision, or why it cannot be taken (nothing changed)."""
+        """An inbox item decided (docs/approvals.md): ``{"choice": "allow" | "always" |
+        "deny" | "answer", "reason"?, "answers"?}``; the decision, or why it cannot be taken
+        (nothing changed)."""
         try:
             body = await request.json()
         except ValueError:
             body = None
-        choice = body.get("choice") if isinstance(body, dict) else None
-        reason = body.get("reason") if isinstance(body, dict) else None
-        if choice not in ("allow", "always", "deny") or not isinstance(reason, str | None):
-            raise UsageError('send a JSON object {"choice": "allow" | "always" | "deny"}')
+        body = body if isinstance(body, dict) else {}
+        choice, reason, answers = body.get("choice"), body.get("reason"), body.get("answers")
+        texts = isinstance(answers, list) and all(isinstance(a, str) for a in answers)
+        if (
+            choice not in CHOICES
+            or not isinstance(reason, str | None)
+            or not (answers is None or texts)
+        ):
+            raise UsageError(
+                'send a JSON object {"choice": "allow" | "always" | "deny" | "answer",'
+                ' "reason"?: text, "answers"?: [text, …]}'
+            )
         decision = await anyio.to_thread.run_sync(
             lambda: service.decide(
                 request.path_params["item"],
-                "allow" if choice == "allow" else "always" if choice == "always" else "deny",
+                CHOICES[choice],
                 reason=reason or None,
+                answers=answers,
                 home=self.home,
             )
         )

@@ -22,7 +22,13 @@ VALUE = 180
 
 
 def _cut(text: str, limit: int) -> str:
+    """A path's end (where it differs from its neighbours') in ``limit`` characters."""
     return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _head(text: str, limit: int) -> str:
+    """A run's label from its start (its task's first words) in ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -121,7 +127,7 @@ def gantt(spans: Sequence[Span], *, now: float | None = None) -> Markup:
         span=f"+{total:.1f} s",
     )
     for i, span in enumerate(spans):
-        mark = Mark(_cut(span.label, 30), "", y=i * ROW + 2, status=span.status, link=span.link)
+        mark = Mark(_head(span.label, 32), "", y=i * ROW + 2, status=span.status, link=span.link)
         mark.title = f"{span.label}: {span.status}"
         if span.start is None:
             mark.started = False

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field, fields
 
 from subagents.lifecycle.history import parse_since
 from subagents.present.jobview import RunRow
+from subagents.present.outcome import limit_of
 from subagents.service import TERMINAL, LiveJobs
+from subagents.web import memo
 from subagents.web.needs import Need, WaitingSource, needs, nothing_waiting
 from subagents.web.templates import render, url
 from subagents.worktree import repository_of
@@ -24,7 +26,7 @@ NO_REPO = "(not in a git repository)"
 TASK_LEN = 120
 
 
-@dataclass
+@dataclass(frozen=True)
 class Filters:
     status: str = ""
     repo: str = ""
@@ -60,6 +62,9 @@ class JobView:
     rows: list[RunRow]
     repo: str
     status: str  # the job's, or "waiting" or "stalled" while a run of it is
+    # A failed job's own budget (its job.json's ``limit``) where no run of it records one:
+    # its runs' sum reached it, or it kept a run (a map's every row) from starting.
+    limit: Mapping[str, object] | None = None
 
     @property
     def job_id(self) -> str:
@@ -135,6 +140,26 @@ def _keep(view: JobView, f: Filters, since: float | None) -> bool:
     return since is None or float(view.job.get("createdAt") or 0) >= since
 
 
+# Each failed job's budget as its job.json said it (keyed by the file as it was: a finished
+# job's record stays as it is), so a drawing of the fleet reads no record again.
+_budgets: dict[tuple[str, object], Mapping[str, object] | None] = {}
+BUDGETS_KEPT = 1024
+
+
+def _job_budget(live: LiveJobs, job_id: str) -> Mapping[str, object] | None:
+    """The budget a failed job's record says it reached or found spent (None: none)."""
+    key = (job_id, memo.identity(live.store.path(job_id)))
+    if key not in _budgets:
+        try:
+            found = limit_of(live.store.load(job_id))
+        except (OSError, ValueError):
+            found = None
+        if len(_budgets) >= BUDGETS_KEPT:
+            _budgets.clear()
+        _budgets[key] = found if isinstance(found, Mapping) else None
+    return _budgets[key]
+
+
 def gather(live: LiveJobs, f: Filters, waiting: WaitingSource = nothing_waiting) -> FleetView:
     """The newest jobs that pass ``f`` (a filter with a problem is left out: the page says
     it), and what of them needs its user (``waiting``: the requests waiting on a person)."""
@@ -146,6 +171,8 @@ def gather(live: LiveJobs, f: Filters, waiting: WaitingSource = nothing_waiting)
     listed = live.jobs()
     for job, rows in listed:
         view = JobView(job, rows, _repo(rows), _status(job, rows))
+        if view.status == "failed" and not any(r.limit for r in rows):
+            view.limit = _job_budget(live, view.job_id)
         repos.add(view.repo)
         backends.update(r.backend for r in rows if r.backend != "-")
         if _keep(view, f, since):

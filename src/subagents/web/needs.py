@@ -1,7 +1,8 @@
 """The fleet's "Needs you": what wants a person, most pressing first, one entry a job.
 
 - **waiting**: a run of it waits on a person's decision (an item of the approvals inbox);
-- **over budget**: a run of it reached its budget (its own or its job's) in the last day;
+- **over budget**: a run of it reached its budget (its own or its job's) in the last day,
+  or its job's budget was spent before a run of it started;
 - **stalled**: a run of it has made no progress for a while;
 - **failed**: it failed or timed out in the last day.
 
@@ -32,6 +33,7 @@ class JobView(Protocol):
     job: JobRow
     rows: list[RunRow]
     status: str
+    limit: Mapping[str, object] | None  # a budget that kept a run of it from starting
 
     @property
     def job_id(self) -> str: ...
@@ -56,13 +58,15 @@ KINDS: dict[Kind, str] = {
 @dataclass(frozen=True)
 class Waiting:
     """One request of a run waiting on a person: the inbox's ``item`` id (what a decision
-    names), its run and job, what the child wants in words, and since when (epoch s)."""
+    names), its run and job, what the child wants in words, and since when (epoch s);
+    ``question``: the child asks the user a question (answered, not approved)."""
 
     item: str
     job_id: str
     run_id: str
     what: str
     since: float
+    question: bool = False
 
 
 # The pending requests, whenever the fleet is drawn (called in a worker thread).
@@ -88,9 +92,9 @@ class Need:
 
 def _over_budget(view: JobView) -> str:
     """Which budget a run of the job reached, in words (empty: none did)."""
-    for row in view.rows:
-        if row.limit:
-            return "; ".join(live_notes({"limit": row.limit}))
+    for limit in [*(row.limit for row in view.rows), view.limit]:
+        if limit:
+            return "; ".join(live_notes({"limit": limit}))
     return ""
 
 
@@ -138,7 +142,14 @@ def inbox_waiting(home: Path) -> WaitingSource:
         from subagents.service import inbox
 
         return [
-            Waiting(i["id"], i["jobId"], i["runId"], i["summary"], i["requestedAt"])
+            Waiting(
+                i["id"],
+                i["jobId"],
+                i["runId"],
+                i["summary"],
+                i["requestedAt"],
+                i.get("kind") == "question",
+            )
             for i in inbox(home=home)
             if i["jobId"]
         ]

@@ -35,6 +35,14 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+def _log_stat(path: Path) -> tuple[int, int] | None:
+    """The index's write-ahead log as a change sees it: only one holding something. Every
+    reader's open makes an empty log and its close removes it; counted, each stream's own
+    look at the index would wake every stream again, for ever."""
+    st = _stat(path)
+    return st if st is not None and st[1] else None
+
+
 class StoreWatcher:
     """``changes()`` yields each time the store changed (and at once). One poller task a
     server, started by the first stream, ending when ``stopping`` is set or no stream is
@@ -58,8 +66,11 @@ class StoreWatcher:
         while a job runs, the second (its elapsed time is shown)."""
         # The index and its write-ahead log (a job recorded, changed or ended), the jobs
         # directory (a job made or removed).
-        watched = (self.home / INDEX_FILE, self.home / f"{INDEX_FILE}-wal", self.store.dir)
-        index = tuple(_stat(p) for p in watched)
+        index = (
+            _stat(self.home / INDEX_FILE),
+            _log_stat(self.home / f"{INDEX_FILE}-wal"),
+            _stat(self.store.dir),
+        )
         if index != self._index:
             self._index = index
             rows = self.store.list(ACTIVE_LIMIT)

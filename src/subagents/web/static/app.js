@@ -167,15 +167,19 @@
     });
   }
 
-  // Approve or deny an item of the approvals inbox, after a confirmation (as Stop).
+  // Approve, deny or answer an item of the approvals inbox, after a confirmation (as Stop).
+  // A question's answer: an option's label or words of one's own, a line per question.
   const decide = document.getElementById("decide-dialog");
+  const DECIDE_WORDS = { allow: "Approve", deny: "Deny", answer: "Answer" };
   function confirmDecision(button) {
-    const deny = button.dataset.choice === "deny";
+    const choice = button.dataset.choice;
     decide.dataset.item = button.dataset.item;
-    decide.dataset.choice = button.dataset.choice;
+    decide.dataset.choice = choice;
     document.getElementById("decide-what").textContent =
-      `${deny ? "Deny" : "Approve"} item ${button.dataset.item}: ${button.dataset.summary}?`;
-    document.getElementById("decide-why").hidden = !deny;
+      `${DECIDE_WORDS[choice] || choice} item ${button.dataset.item}: ${button.dataset.summary}?`;
+    document.getElementById("decide-label").textContent =
+      choice === "answer" ? "Your answer (a line per question)" : "Why (the child is told)";
+    document.getElementById("decide-why").hidden = choice === "allow";
     document.getElementById("decide-reason").value = "";
     decide.returnValue = "";
     decide.showModal();
@@ -186,14 +190,12 @@
       const out = document.getElementById("decide-result");
       say(out, "deciding…", "busy");
       const payload = { choice: decide.dataset.choice };
-      const reason = document.getElementById("decide-reason").value.trim();
-      if (reason) payload.reason = reason;
+      const text = document.getElementById("decide-reason").value.trim();
+      if (payload.choice === "answer") payload.answers = text.split("\n").map((a) => a.trim()).filter((a) => a);
+      else if (text) payload.reason = text;
       const answer = await post(`/api/approvals/${encodeURIComponent(decide.dataset.item)}/decide`, payload);
-      say(
-        out,
-        answer.ok ? `${answer.body.choice === "deny" ? "denied" : "allowed"}: item ${answer.body.item}` : answer.body.error,
-        answer.ok ? "ok" : "problem",
-      );
+      const done = { deny: "denied", answer: "answered" }[answer.body.choice] || "allowed";
+      say(out, answer.ok ? `${done}: item ${answer.body.item}` : answer.body.error, answer.ok ? "ok" : "problem");
     });
   }
 
