@@ -472,7 +472,7 @@ def test_summarize_parallel_and_chain() -> None:
     }
     assert (
         sessionlog.summarize(par)
-        == "parallel 3/4 completed; failed: [3] reviewer — timed out after 60s"
+        == "parallel 3/4 completed; failed: [3] reviewer — timed out after 1m00s"
     )
     all_ok = {"mode": "parallel", "status": "completed", "runs": [_run("a"), _run("b"), _run("a")]}
     assert sessionlog.summarize(all_ok) == "parallel 3/3 completed: a, b"
