@@ -232,10 +232,9 @@ class Job:
         # goes on, or holds a branch, that the job does not know of.
         self._record_run_id(index, spec.runId)
         try:
-            return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
+            return start_prepared(spec, run_dir, placement)
         except UsageError as exc:
-            status: RunStatus = "aborted" if self.cancelled else "failed"
-            return not_started(req, str(exc), status, spec.runId)
+            return not_started(req, str(exc), "failed", spec.runId)
 
     def _started_run(self, index: int) -> str | None:
         """The run a predecessor driver started for ``index``, to be followed again."""
@@ -525,9 +524,7 @@ class _Repairs:
             spec, run_dir = prepare(
                 req, job.plan.settings, job.env, job.store.home, placement=job.plan.placement
             )
-            handle = start_prepared(
-                spec, run_dir, job.plan.placement, stopped=lambda: job.cancelled
-            )
+            handle = start_prepared(spec, run_dir, job.plan.placement)
             with job._lock:  # stopped with the job, as the run it reviews would be
                 job._handles[self.index] = handle
             if job.cancelled:

@@ -15,8 +15,6 @@ from subagents.errors import UsageError
 from subagents.supervisor import handover
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from subagents.config import Settings
     from subagents.supervisor.spec import RunSpec
     from subagents.types import (
@@ -137,12 +135,8 @@ class Launcher(Protocol):
         """Raise ``UsageError`` (one line) when this launcher cannot be used here."""
         ...
 
-    def launch(
-        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
-    ) -> Launched:
-        """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``).
-        ``stopped``: whether the job starting it was stopped meanwhile, for a launch that
-        may wait (connecting to a Ray cluster), which then gives up."""
+    def launch(self, run_dir: Path, spec: RunSpec) -> Launched:
+        """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``)."""
         ...
 
     def reattach(self, run_dir: Path, record: JsonObject, *, follow: bool = True) -> Launched:

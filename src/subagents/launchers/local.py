@@ -14,8 +14,6 @@ from subagents.core import procs
 from subagents.core.records import process_identity
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from subagents.supervisor.spec import RunSpec
     from subagents.types import ExecutorPlace, JsonObject, LocalSupervisorRecord, RunStarted
 
@@ -86,9 +84,7 @@ class LocalLauncher:
     def check(self) -> None:
         return None
 
-    def launch(
-        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
-    ) -> LocalSupervisor:
+    def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
         raise NotImplementedError
 
     def reattach(
