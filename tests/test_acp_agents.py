@@ -229,7 +229,10 @@ def test_gemini_061_loading_its_own_session_is_said_either_way(tmp_path: Path, n
     first, second, _ = continued(tmp_path, name)
     if second["status"] == "completed":
         assert second["continuedFrom"] == first["runId"]
-        assert second["finalText"] == "first"
+        # The answer to "and again" is "first" (the mock's one answer). Gemini 0.61 may also
+        # send its replay of the old answer after its session/load response, against ACP's
+        # order (replay, then the response), so the replay can come ahead of it: "firstfirst".
+        assert second["finalText"] in ("first", "firstfirst")
         return
     assert second["status"] == "failed"
     message = second["errorMessage"]
