@@ -22,6 +22,7 @@ Standard library C modules only (``_socket``, ``_signal``): this runs before eve
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # loaded at every start; signal's enums are not
 import os
 import sys
 
@@ -36,6 +37,8 @@ PROTOCOL = b"subagents-warm/1"
 STARTED, STALE, REFUSED = b"started", b"stale", b"refused"
 # The end: b"exit N" or b"signal N".
 HEADER = 10  # the request's length, in decimal digits, before it
+# Asked instead (no fds): b"pong PID STARTED" (``subagents doctor``, the benchmarks).
+PING, PONG = b"ping".ljust(HEADER), b"pong"
 
 
 def wanted(environ: dict[str, str] | os._Environ[str]) -> bool:
@@ -108,7 +111,12 @@ def key(path: list[str] | None = None) -> bytes:
         for k, v in os.environ.items()
         if k.startswith("PYTHON") or k in ("LC_ALL", "LC_CTYPE", "LANG")
     )
-    parts = [sys.executable, _loaded_package(), repr(sys.path[1:] if path is None else path), repr(sys.flags)]
+    parts = [
+        sys.executable,
+        _loaded_package(),
+        repr(sys.path[1:] if path is None else path),
+        repr(sys.flags),
+    ]
     parts += [repr(sys.warnoptions), repr(sorted(sys._xoptions.items())), *env]
     return os.fsencode("\n".join(parts))
 
@@ -150,13 +158,13 @@ def socket_name(
     h = 0xCBF29CE484222325
     for byte in key(path):
         h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{where}/warm-{h:016x}.sock"
+    name = f"{where}/warm-{h:016x}.sock"
+    return name if len(os.fsencode(name)) < 108 else None  # sockaddr_un's limit
 
 
 def _ignored() -> list[int]:
     """The signals this process was started with ignored (SIG_IGN): a fresh interpreter
     keeps them so, and so does the worker (and what it starts)."""
-    import _signal
 
     out = []
     for n in range(1, _signal.NSIG):
@@ -173,7 +181,6 @@ def _ignored() -> list[int]:
 
 def request(args: list[str]) -> bytes:
     """What the server needs to become this command (NUL-separated: none of it holds one)."""
-    import _signal
 
     umask = os.umask(0)
     os.umask(umask)
@@ -247,15 +254,15 @@ def handed_over(args: list[str]) -> bytes | None:
         sock.close()
         return None  # a server that went away before starting anything
     _follow(sock.recv, received[0], rest)
+    return None  # not reached: _follow exits
 
 
 def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:
     """The worker runs: forward stop signals to it (through its pidfd: never another process
     that got its pid), then end as it ended."""
-    import _signal
 
     def forward(signum: int, _frame: object) -> None:
-        try:
+        try:  # noqa: SIM105 (contextlib's import is not free here)
             _signal.pidfd_send_signal(pidfd, signum)
         except OSError:
             pass  # it has just ended: its end is on its way
@@ -294,7 +301,7 @@ def start_server() -> None:
         "import sys; del sys.path[0]; from subagents.cli.warmserver import main; main()",
     ]
     null = os.devnull
-    try:
+    try:  # noqa: SIM105
         os.posix_spawn(
             sys.executable,
             argv,
@@ -307,4 +314,23 @@ def start_server() -> None:
             setsid=True,
         )
     except OSError:
-        pass  # no warm server then: every command runs in-process
+        pass  # no warm server then: commands run in-process
+
+
+def ping(path: str) -> tuple[int, float, int] | None:
+    """The pid of the server serving at ``path``, when it started (epoch) and how many
+    commands it has served, or None."""
+    import _socket
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(2.0)
+        sock.connect(path)
+        sock.sendall(PING)
+        answer, _ = _line(b"", sock.recv)
+        word, pid, started, served = answer.split(b" ")
+        return (int(pid), float(started), int(served)) if word == PONG else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()

@@ -37,6 +37,7 @@ import struct
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from subagents.cli import warmclient as wire
 
@@ -83,6 +84,13 @@ WARM_MODULES = (
     "subagents.present.roles",
     "subagents.present.progress",
     "subagents.supervisor.result",
+    "subagents.cli.entry",
+    # The standard library's, imported as first used on the way.
+    "ctypes",
+    "difflib",
+    "getpass",
+    "heapq",
+    "importlib.util",
 )
 
 
@@ -112,6 +120,9 @@ class Server:
     workers: dict[int, Worker] = field(default_factory=dict)  # by pidfd
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
     last: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.time)
+    served: int = 0  # workers started
+    wake: tuple[int, ...] = ()  # the signal wakeup pipe
 
     def changed(self) -> bool:
         """Whether any loaded module's file differs from when it was imported."""
@@ -185,6 +196,10 @@ class Server:
         conn.settimeout(REQUEST_WAIT)
         head, fds, _flags, _addr = socket.recv_fds(conn, wire.HEADER, 3)
         try:
+            if head == wire.PING and not fds:
+                pong = b"%s %d %.3f %d\n" % (wire.PONG, os.getpid(), self.started, self.served)
+                conn.sendall(pong)
+                return False
             if len(fds) != 3 or not head.isdigit():
                 conn.sendall(wire.REFUSED + b"\n")
                 return False
@@ -237,10 +252,30 @@ class Server:
             os.close(go_w)
         conn.settimeout(None)
         self.selector.register(conn, selectors.EVENT_READ, lambda: self.caller_gone(worker))
+        self.served += 1
         return True
+
+    def stop_on_signals(self) -> None:
+        """SIGTERM, SIGINT, SIGHUP: no more requests; the workers running end as they would
+        (their callers wait for them), then this process exits."""
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, lambda *_: None)  # woken through the wakeup fd instead
+
+        def woken() -> None:
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 512)
+            self.stop_listening()
+
+        self.wake = (wake_r, wake_w)
+        self.selector.register(wake_r, selectors.EVENT_READ, woken)
 
     def leave(self) -> None:
         """In a worker: nothing of the server's kept open."""
+        signal.set_wakeup_fd(-1)
+        for fd in self.wake:
+            os.close(fd)
         self.selector.close()
         if self.listener is not None:
             self.listener.close()
@@ -295,13 +330,13 @@ def _stdio(fd: int, like: io.TextIOWrapper) -> io.TextIOWrapper:
     made by the same interpreter, start-up settings and kind of file: not a terminal)."""
     mode = "rb" if fd == 0 else "wb"
     raw = io.FileIO(fd, mode, closefd=False)
-    buffer: io.RawIOBase | io.BufferedIOBase = raw
+    buffer: Any = raw  # unbuffered, as with -u
     if fd == 0:
         buffer = io.BufferedReader(raw)
     elif not like.write_through:
         buffer = io.BufferedWriter(raw)
     stream = io.TextIOWrapper(
-        buffer,  # type: ignore[arg-type]
+        buffer,
         encoding=like.encoding,
         errors=like.errors,
         newline="\n",
@@ -336,9 +371,9 @@ def _become(fields: list[bytes], fds: list[int]) -> None:
         os.close(fd)
     streams = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
     made = [_stdio(fd, like) for fd, like in enumerate(streams)]  # type: ignore[arg-type]
-    sys.stdin = sys.__stdin__ = made[0]
-    sys.stdout = sys.__stdout__ = made[1]
-    sys.stderr = sys.__stderr__ = made[2]
+    sys.stdin, sys.stdout, sys.stderr = made
+    # What the interpreter made them at its start, as in a fresh one (typeshed: Final).
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
     sys.argv = [os.fsdecode(argv0), *args]
     if sys.path:
         sys.path[0] = os.fsdecode(path0)
@@ -368,7 +403,7 @@ def _run() -> int:
         code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
     threading = sys.modules.get("threading")
     if threading is not None:
-        threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own at exit
+        threading._shutdown()  # the interpreter's own at exit
     import atexit
 
     atexit._run_exitfuncs()
@@ -402,6 +437,11 @@ def _warm() -> list[tuple[str, int, int]]:
     """Import the run path; the files of everything loaded, as they are now."""
     for name in WARM_MODULES:
         __import__(name)
+    # First-use costs that depend on nothing of a caller's: the C library's handle (inotify).
+    from subagents.core import inotify
+
+    with contextlib.suppress(OSError, AttributeError):
+        inotify._c_library()
     files = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
@@ -430,6 +470,7 @@ def main() -> None:
     server.listener = listener
     server.inode = os.stat(path).st_ino
     server.selector.register(listener, selectors.EVENT_READ, server.accept)
+    server.stop_on_signals()
     gc.collect()
     gc.freeze()  # the workers share these pages: no collection touches them
     server.serve()

@@ -1,0 +1,335 @@
+"""The warm command server (cli/warmserver.py, cli/warmclient.py): ``subagents run`` and
+``continue`` handed to a forked worker of an already-imported process behave exactly as
+when run in-process: the same output, exit codes, environment, working directory and stop
+semantics; and a server that is stale, idle or unwanted is never used or left behind.
+
+Each test has a runtime dir and servers of its own (support/warm.py), stopped at its end;
+the rest of the suite runs with ``SUBAGENTS_WARM=0`` (conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.checks import eventually
+from support.cli import CLI
+from support.pistream import shell_pi
+from support.warm import Servers, alive, warm_servers
+
+from subagents.cli import warmclient
+
+pytestmark = pytest.mark.process
+
+PI_HEAD = '#!/bin/sh\ncase "$1" in --version) echo 0.73.1; exit 0;; esac\n'
+# A pi stand-in whose answer is what it was given: an environment variable, cwd, umask.
+SAYS = (
+    """printf '{"type":"message_end","message":{"role":"assistant","content":"""
+    """[{"type":"text","text":"%s %s %s"}],"stopReason":"stop","model":"m"}}\\n' """
+    """"$WARM_TEST" "$(pwd)" "$(umask)"\n"""
+)
+
+
+@pytest.fixture
+def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Servers]:
+    with warm_servers() as found:
+        monkeypatch.setenv("SUBAGENTS_WARM", "1")
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(found.runtime))
+        yield found
+
+
+def run(
+    args: list[str], env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **env},
+        cwd=cwd,
+    )
+
+
+def warmed(servers: Servers, env: dict[str, str]) -> int:
+    """A first command run (in-process: it starts the server as it exits), and the server
+    then serving; the number of commands it has served."""
+    first = run(["run", "-q", "hi"], env)
+    assert first.returncode == 0, first.stderr
+    return servers.one()[2]
+
+
+def served(servers: Servers) -> int:
+    return servers.one()[2]
+
+
+def script(path: Path, body: str) -> dict[str, str]:
+    path.write_text(PI_HEAD + body)
+    path.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(path)}
+
+
+def ids_out(text: str) -> str:
+    return re.sub(r"[0-9a-z]{10}-[0-9a-z]{8}", "ID", text)
+
+
+CASES = {
+    "completed": (["run", "-q", "hi"], "ok"),
+    "failed": (["run", "-q", "hi"], "fail"),
+    "bad input": (["run", "--timeout", "nope", "hi"], "ok"),
+    "bad plan": (["run", "--plan", "/nonexistent/plan.yaml"], "ok"),
+    "background": (["run", "--bg", "hi"], "ok"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_same_output_and_exit_code_as_in_process(
+    servers: Servers, tmp_path: Path, case: str
+) -> None:
+    args, child = CASES[case]
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    if child == "fail":
+        env = script(tmp_path / "failing", "echo 'no such model' >&2\nexit 3\n")
+    warm = run(args, env)
+    assert served(servers) == before + 1  # this one was the server's
+    cold = run(args, {**env, "SUBAGENTS_WARM": "0"})
+    assert served(servers) == before + 1  # that one was not
+    assert (warm.returncode, ids_out(warm.stdout), ids_out(warm.stderr)) == (
+        cold.returncode,
+        ids_out(cold.stdout),
+        ids_out(cold.stderr),
+    )
+    expected = {"completed": 0, "failed": 1, "bad input": 2, "bad plan": 2, "background": 0}
+    assert warm.returncode == expected[case], warm.stderr
+    if case == "bad plan":
+        assert len(warm.stderr.strip().splitlines()) == 1, warm.stderr
+    if case == "background":
+        job = warm.stdout.split()[0]
+        shown = run(["wait", job], env)
+        assert shown.returncode == 0, shown.stderr
+
+
+def test_the_run_sees_the_callers_environment_cwd_and_umask(
+    servers: Servers, tmp_path: Path
+) -> None:
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    says = script(tmp_path / "says", SAYS)
+    here = tmp_path / "somewhere"
+    here.mkdir()
+    old = os.umask(0o027)
+    try:
+        done = run(["run", "-q", "hi"], {**says, "WARM_TEST": "from-the-caller"}, cwd=here)
+    finally:
+        os.umask(old)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["from-the-caller", str(here), "0027"]
+    assert served(servers) == before + 1
+
+
+def sleeper(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A pi stand-in that says its pid, then sleeps (a run that goes on until stopped)."""
+    pids = tmp_path / "child.pid"
+    return script(tmp_path / "sleeper", f"echo $$ > {pids}\nexec sleep 300\n"), pids
+
+
+def started(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+    )
+
+
+def child_running(pids: Path) -> int:
+    assert eventually(lambda: pids.exists() and pids.read_text().strip()), "no child started"
+    return int(pids.read_text())
+
+
+def stopped_by_sigterm(tmp_path: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    child_env, pids = sleeper(tmp_path)
+    pids.unlink(missing_ok=True)
+    proc = started(["run", "-q", "hi"], {**env, **child_env})
+    child = child_running(pids)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert eventually(lambda: not alive(child)), "the child outlived its stopped run"
+    return proc.returncode, out, err
+
+
+def test_sigterm_to_the_caller_stops_the_run_as_in_process(
+    servers: Servers, tmp_path: Path
+) -> None:
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    warm = stopped_by_sigterm(tmp_path, {})
+    assert served(servers) == before + 1
+    cold = stopped_by_sigterm(tmp_path, {"SUBAGENTS_WARM": "0"})
+    assert (warm[0], ids_out(warm[1]), ids_out(warm[2])) == (
+        cold[0],
+        ids_out(cold[1]),
+        ids_out(cold[2]),
+    )
+    assert warm[0] == 130, warm
+
+
+def workers(server: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{server}/task").iterdir():
+        out += [int(p) for p in (task / "children").read_text().split()]
+    return out
+
+
+def test_a_killed_caller_takes_its_worker_with_it(servers: Servers, tmp_path: Path) -> None:
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    server = servers.one()[0]
+    child_env, pids = sleeper(tmp_path)
+    proc = started(["run", "-q", "hi"], child_env)
+    child_running(pids)
+    assert len(workers(server)) == 1
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert eventually(lambda: not workers(server)), "the worker outlived its caller"
+    assert servers.serving(), "the server goes on"
+
+
+def test_a_stale_server_is_replaced_and_the_command_runs_in_process(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """A module file changed since the server imported it: the answer is "stale", the
+    command runs in-process, and a new server takes the old one's place."""
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    old = servers.one()[0]
+    module = Path(warmclient.__file__)
+    st = module.stat()
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
+    try:
+        done = run(["run", "-q", "hi"], env)
+        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+        assert eventually(lambda: not alive(old)), "the stale server stayed"
+    finally:
+        os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    new, _, count = servers.one()
+    assert new != old and count == 0
+    assert run(["run", "-q", "hi"], env).stdout == "ok\n"
+    assert served(servers) == 1
+
+
+def test_an_answer_of_stale_means_in_process(servers: Servers, tmp_path: Path) -> None:
+    """Whatever says "stale" at the socket (here a fake), the command runs in-process and
+    a real server is started in its place."""
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    [sock] = servers.sockets()
+    servers.stop()
+    fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    fake.bind(str(sock))
+    fake.listen(1)
+
+    def answer() -> None:
+        conn, _ = fake.accept()
+        with conn:
+            _, fds, _, _ = socket.recv_fds(conn, 16, 3)
+            for fd in fds:  # the caller's streams: held here, its output would never end
+                os.close(fd)
+            conn.sendall(b"stale\n")
+
+    answering = threading.Thread(target=answer, daemon=True)
+    answering.start()
+    try:
+        done = run(["run", "-q", "hi"], env)
+        answering.join(60)
+        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    finally:
+        fake.close()
+    assert servers.one()[2] == 0  # the real one, started by that command
+
+
+def test_an_idle_server_exits_and_removes_its_socket(
+    servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUBAGENTS_WARM_IDLE", "1")
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    pid = servers.one()[0]
+    assert eventually(lambda: not alive(pid)), "the idle server stayed"
+    assert not servers.sockets()
+
+
+def test_a_server_whose_socket_is_removed_exits(servers: Servers, tmp_path: Path) -> None:
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    pid = servers.one()[0]
+    for sock in servers.sockets():
+        sock.unlink()
+    assert eventually(lambda: not alive(pid)), "the server outlived its socket"
+
+
+def test_off_and_on_a_terminal_commands_run_in_process(servers: Servers, tmp_path: Path) -> None:
+    """``SUBAGENTS_WARM=0``, or a terminal on stdin (a person: job control as always)."""
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    assert run(["run", "-q", "hi"], {**env, "SUBAGENTS_WARM": "0"}).stdout == "ok\n"
+    line = " ".join([*CLI, "run", "-q", "hi"])
+    typed = subprocess.run(
+        ["script", "-qec", line, "/dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert typed.returncode == 0 and "ok" in typed.stdout, typed.stderr
+    assert served(servers) == before
+
+
+def test_continue_is_served_too(servers: Servers, tmp_path: Path) -> None:
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    first = run(["run", "--json", "hi"], env)
+    run_id = json.loads(first.stdout)["runId"]
+    again = run(["continue", run_id, "more", "-q"], env)
+    cold = run(["continue", run_id, "more", "-q"], {**env, "SUBAGENTS_WARM": "0"})
+    # The stand-in keeps no session: either way, the same one line and exit 2.
+    assert (again.returncode, again.stdout, again.stderr) == (
+        cold.returncode,
+        cold.stdout,
+        cold.stderr,
+    )
+    assert again.returncode == 2 and len(again.stderr.splitlines()) == 1, again.stderr
+    assert served(servers) == before + 2
+
+
+def test_the_server_waits_for_its_workers_when_told_to_stop(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """SIGTERM to the server: no new requests, but a command already running ends as it
+    would, and its caller hears how."""
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    server = servers.one()[0]
+    child_env, pids = sleeper(tmp_path)
+    proc = started(["run", "-q", "hi"], child_env)
+    child = child_running(pids)
+    os.kill(server, signal.SIGTERM)
+    assert eventually(lambda: not servers.sockets()), "still listening"
+    assert alive(server)  # its worker runs
+    os.kill(child, signal.SIGKILL)  # the run fails: the child died
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert eventually(lambda: not alive(server))
+    time.sleep(0)  # nothing left to stop: support/warm.py finds no server
