@@ -14,8 +14,8 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -329,7 +329,32 @@ def test_the_server_waits_for_its_workers_when_told_to_stop(
     assert eventually(lambda: not servers.sockets()), "still listening"
     assert alive(server)  # its worker runs
     os.kill(child, signal.SIGKILL)  # the run fails: the child died
-    out, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     assert eventually(lambda: not alive(server))
-    time.sleep(0)  # nothing left to stop: support/warm.py finds no server
+
+
+def test_the_server_has_imported_the_whole_run_path() -> None:
+    """Every module a ``run -q`` imports (test_layout.py's list) is imported by the server
+    before it serves: none is left to a worker, on every command's way."""
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from subagents.cli.warmserver import _warm; _warm();"
+            " print(' '.join(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    loaded = set(shown.stdout.split())
+    run_path = set(
+        (Path(__file__).with_name("test_layout.py").read_text())
+        .split("RUN_PATH = _words(\n", 1)[1]
+        .split('"""', 2)[1]
+        .split()
+    )
+    assert "subagents.jobs.orchestrator" in run_path  # the list was read
+    assert run_path <= loaded, sorted(run_path - loaded)

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from support.checks import eventually
-
 from subagents.cli.warmclient import ping
+from support.checks import eventually
 
 
 @dataclass

@@ -85,6 +85,7 @@ WARM_MODULES = (
     "subagents.present.progress",
     "subagents.supervisor.result",
     "subagents.cli.entry",
+    "subagents.types",
     # The standard library's, imported as first used on the way.
     "ctypes",
     "difflib",
