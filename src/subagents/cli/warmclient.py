@@ -273,12 +273,15 @@ def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:
             _signal.signal(number, forward)
     try:
         end, _ = _line(rest, recv)
-    except OSError:
-        # The server died under us: the worker is its child, and is gone or orphaned; 1
-        # as a command that failed (its own output, if any, already went to our streams).
+        kind, _, number = end.partition(b" ")
+        code = int(number)
+    except (OSError, ValueError):
+        # The server died under us (its worker goes on, orphaned): we end with the worker,
+        # as a command that failed, since how it ended is known to its parent only.
+        import select
+
+        select.select([pidfd], [], [])  # readable once the worker has exited
         os._exit(1)
-    kind, _, number = end.partition(b" ")
-    code = int(number)
     if kind == b"signal":
         _signal.signal(code, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [code])
