@@ -159,15 +159,22 @@ def child_running(pids: Path) -> int:
     return int(pids.read_text())
 
 
-def stopped_by_sigterm(tmp_path: Path, env: dict[str, str]) -> tuple[int, str, str]:
+def stopped_by_sigterm(tmp_path: Path, env: dict[str, str]) -> tuple[int, str, str, bytes]:
+    """A run stopped by SIGTERM to its command: how the command ended, and its supervisor's
+    command line."""
     child_env, pids = sleeper(tmp_path)
     pids.unlink(missing_ok=True)
     proc = started(["run", "-q", "hi"], {**env, **child_env})
     child = child_running(pids)
+    runs = tmp_path / "state" / "runs"
+    run = max(runs.iterdir(), key=lambda d: d.stat().st_mtime)
+    supervisor = json.loads((run / "supervisor.json").read_text())["pid"]
+    cmdline = Path(f"/proc/{supervisor}/cmdline").read_bytes()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert eventually(lambda: not alive(child)), "the child outlived its stopped run"
-    return proc.returncode, out, err
+    assert eventually(lambda: not alive(supervisor)), "the supervisor outlived its run"
+    return proc.returncode, out, err, cmdline
 
 
 def test_sigterm_to_the_caller_stops_the_run_as_in_process(
@@ -184,6 +191,16 @@ def test_sigterm_to_the_caller_stops_the_run_as_in_process(
         ids_out(cold[2]),
     )
     assert warm[0] == 130, warm
+    # The warm run's supervisor was forked from its worker (no interpreter started), the
+    # in-process run's started anew; both stopped the same way.
+    assert b"subagents.cli.warmserver" in warm[3], warm[3]
+    assert b"subagents.supervisor" in cold[3] and b"warmserver" not in cold[3], cold[3]
+
+
+def supervisors_gone(tmp_path: Path) -> bool:
+    """Every run under this test's state dir has its result (its supervisor is done)."""
+    runs = list((tmp_path / "state" / "runs").iterdir())
+    return all((run / "result.json").exists() for run in runs)
 
 
 def workers(server: int) -> list[int]:
@@ -199,12 +216,15 @@ def test_a_killed_caller_takes_its_worker_with_it(servers: Servers, tmp_path: Pa
     server = servers.one()[0]
     child_env, pids = sleeper(tmp_path)
     proc = started(["run", "-q", "hi"], child_env)
-    child_running(pids)
+    child = child_running(pids)
     assert len(workers(server)) == 1
     proc.kill()
     proc.communicate(timeout=60)
     assert eventually(lambda: not workers(server)), "the worker outlived its caller"
     assert servers.serving(), "the server goes on"
+    # Its run goes on, as when an in-process command is killed: ended here, by its child.
+    os.kill(child, signal.SIGKILL)
+    assert eventually(lambda: supervisors_gone(tmp_path))
 
 
 def test_a_stale_server_is_replaced_and_the_command_runs_in_process(

@@ -59,13 +59,14 @@ def wanted(args: list[str]) -> bool:
     return wanted(os.environ)
 
 
-def in_process(*, start_server: bool) -> None:
+def in_process(*, start_server: bool, warm: bool = False) -> None:
     """The command line in this process (``start_server``: then a warm server for the next
-    one, as this one exits)."""
+    one, as this one exits; ``warm``: this is a warm server's worker, whose early supervisor
+    is forked from it)."""
     if launches_here(sys.argv[1:]):
         from subagents.launchers import start_spare_early
 
-        start_spare_early()
+        start_spare_early(fork=warm)
     # The group alone: it imports the module of the command asked for (app.COMMAND_MODULES).
     from subagents.cli import app
 

@@ -28,7 +28,7 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: this runs before every import
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
 # The signals forwarded to the worker while it runs (a stop, a hang-up, a user's).
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
@@ -41,7 +41,7 @@ HEADER = 10  # the request's length, in decimal digits, before it
 PING, PONG = b"ping".ljust(HEADER), b"pong"
 
 
-def wanted(environ: dict[str, str] | os._Environ[str]) -> bool:
+def wanted(environ: Mapping[str, str]) -> bool:
     """Whether to hand this command (one a server serves: entry.py) to a warm server."""
     if environ.get("SUBAGENTS_WARM") == "0":
         return False
@@ -73,7 +73,7 @@ def sandboxed() -> bool:
     return status.get("NoNewPrivs", "0").strip() != "0" or status.get("Seccomp", "0").strip() != "0"
 
 
-def socket_dir(environ: dict[str, str] | os._Environ[str]) -> str | None:
+def socket_dir(environ: Mapping[str, str]) -> str | None:
     """The private directory of this user's warm servers, made if missing; None when it
     cannot be trusted (not ours, a link, open to others)."""
     runtime = environ.get("XDG_RUNTIME_DIR")
@@ -146,9 +146,7 @@ def fingerprint() -> bytes:
     return b"\n".join(parts)
 
 
-def socket_name(
-    environ: dict[str, str] | os._Environ[str], path: list[str] | None = None
-) -> str | None:
+def socket_name(environ: Mapping[str, str], path: list[str] | None = None) -> str | None:
     """This interpreter's server's socket (``path``: its import path, as for ``key``)."""
     where = socket_dir(environ)
     if where is None:

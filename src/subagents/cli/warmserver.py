@@ -84,6 +84,10 @@ WARM_MODULES = (
     "subagents.present.roles",
     "subagents.present.progress",
     "subagents.supervisor.result",
+    # The supervisor's, for the one a worker forks (launchers/spares.py: _ForkedPopen).
+    "subagents.supervisor.main",
+    "subagents.supervisor.handover",
+    "runpy",
     "subagents.cli.entry",
     "subagents.types",
     # The standard library's, imported as first used on the way.
@@ -390,7 +394,7 @@ def _run() -> int:
 
     code, interrupted = 0, False
     try:
-        in_process(start_server=False)
+        in_process(start_server=False, warm=True)
     except SystemExit as exc:
         if exc.code is None:
             code = 0
