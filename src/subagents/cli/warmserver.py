@@ -217,17 +217,18 @@ class Server:
                 conn.sendall(wire.STALE + b"\n")
                 self.stop_listening()
                 return False
-            try:  # the cwd still there (else in-process says so)
-                os.close(os.open(fields[3], os.O_RDONLY | os.O_DIRECTORY))
-            except OSError:
+            try:  # a request, and its cwd still there (else in-process says so)
+                request = Request.parse(fields)
+                os.close(os.open(request.cwd, os.O_RDONLY | os.O_DIRECTORY))
+            except (OSError, ValueError, IndexError):
                 conn.sendall(wire.REFUSED + b"\n")
                 return False
-            return self.start(conn, fields, fds)
+            return self.start(conn, request, fds)
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def start(self, conn: socket.socket, fields: list[bytes], fds: list[int]) -> bool:
+    def start(self, conn: socket.socket, request: Request, fds: list[int]) -> bool:
         go_r, go_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
@@ -239,7 +240,7 @@ class Server:
                 os.close(go_r)
                 if go != b"g":  # the caller was not told: it runs the command itself
                     os._exit(0)
-                _become(fields, fds)
+                _become(request, fds)
             finally:
                 os._exit(1)  # only if _become itself failed (it exits)
         os.close(go_r)
@@ -352,24 +353,53 @@ def _stdio(fd: int, like: io.TextIOWrapper) -> io.TextIOWrapper:
     return stream
 
 
-def _become(fields: list[bytes], fds: list[int]) -> None:
+@dataclass
+class Request:
+    """What a caller sent (warmclient.request), read and checked before any fork."""
+
+    cwd: bytes
+    path0: str
+    package: str | None
+    umask: int
+    ignored: list[int]
+    blocked: list[int]
+    argv: list[str]
+    environ: dict[bytes, bytes]
+
+    @classmethod
+    def parse(cls, fields: list[bytes]) -> Request:
+        """ValueError or IndexError for a request that is not one."""
+        cwd, path0, package, umask, ignored, blocked, argv0, argc = fields[3:11]
+        count = int(argc)
+        if len(fields) < 11 + count:
+            raise ValueError("a short request")
+        return cls(
+            cwd,
+            os.fsdecode(path0),
+            None if package == b"-" else package.decode(),
+            int(umask),
+            [int(n) for n in ignored.split(b",") if n],
+            [int(n) for n in blocked.split(b",") if n],
+            [os.fsdecode(a) for a in (argv0, *fields[11 : 11 + count])],
+            dict(item.split(b"=", 1) for item in fields[11 + count :] if b"=" in item),
+        )
+
+
+def _become(request: Request, fds: list[int]) -> None:
     """In the worker: become the caller's command, run it, and exit as it ended."""
-    cwd, path0, package, umask, ignored, blocked, argv0, argc = fields[3:11]
-    args = [os.fsdecode(a) for a in fields[11 : 11 + int(argc)]]
-    environ = dict(item.split(b"=", 1) for item in fields[11 + int(argc) :] if b"=" in item)
     os.setpgid(0, 0)
     # Signals as a fresh interpreter started by the caller has them.
     for name in (*wire.FORWARDED, "SIGCHLD"):
         number = getattr(signal, name)
         handler = signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL
         signal.signal(number, handler)
-    for n in filter(None, ignored.split(b",")):
-        signal.signal(int(n), signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, [int(n) for n in filter(None, blocked.split(b","))])
-    os.umask(int(umask))
-    os.chdir(cwd)
+    for n in request.ignored:
+        signal.signal(n, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, request.blocked)
+    os.umask(request.umask)
+    os.chdir(request.cwd)
     os.environb.clear()
-    os.environb.update(environ)
+    os.environb.update(request.environ)
     time.tzset()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -379,11 +409,11 @@ def _become(fields: list[bytes], fds: list[int]) -> None:
     sys.stdin, sys.stdout, sys.stderr = made
     # What the interpreter made them at its start, as in a fresh one (typeshed: Final).
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
-    sys.argv = [os.fsdecode(argv0), *args]
+    sys.argv = request.argv
     if sys.path:
-        sys.path[0] = os.fsdecode(path0)
-    main = sys.modules["__main__"]
-    main.__package__ = None if package == b"-" else package.decode()
+        sys.path[0] = request.path0
+    # click names the program from __main__'s package and argv[0]: the caller's, not ours.
+    sys.modules["__main__"].__package__ = request.package
     os._exit(_run())
 
 
