@@ -159,7 +159,7 @@ def main() -> None:
         "this one's, with the shell child",
     )
     args = ap.parse_args()
-    like_installed()
+    like_installed(warm=True)
     become_subreaper()
     subagents = [sys.executable, "-m", "subagents.cli", "run", "-q"]
     print(f"load average: {os.getloadavg()[0]:.1f}", flush=True)

@@ -280,6 +280,41 @@ def test_an_answer_of_stale_means_in_process(servers: Servers, tmp_path: Path) -
     assert servers.one()[2] == 0  # the real one, started by that command
 
 
+def test_a_server_that_does_not_answer_costs_a_bounded_wait(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """A server that takes the request and says nothing (stopped, wedged): the command gives
+    up after a bounded wait and runs in-process; it never runs twice."""
+    env = shell_pi(tmp_path / "pi")
+    warmed(servers, env)
+    [sock] = servers.sockets()
+    servers.stop()
+    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mute.bind(str(sock))
+    mute.listen(1)
+    held: list[socket.socket] = []
+
+    def take() -> None:
+        conn, _ = mute.accept()
+        _, fds, _, _ = socket.recv_fds(conn, 16, 3)
+        for fd in fds:
+            os.close(fd)
+        held.append(conn)  # kept open, never answered
+
+    taking = threading.Thread(target=take, daemon=True)
+    taking.start()
+    try:
+        done = run(["run", "-q", "hi"], env)
+        taking.join(60)
+        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+        runs = list((tmp_path / "state" / "runs").iterdir())
+        assert len(runs) == 2  # the first command's and this one's: once
+    finally:
+        for conn in held:
+            conn.close()
+        mute.close()
+
+
 def test_an_idle_server_exits_and_removes_its_socket(
     servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

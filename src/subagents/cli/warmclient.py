@@ -37,6 +37,8 @@ PROTOCOL = b"subagents-warm/1"
 STARTED, STALE, REFUSED = b"started", b"stale", b"refused"
 # The end: b"exit N" or b"signal N".
 HEADER = 10  # the request's length, in decimal digits, before it
+GO = b"go\n"  # the caller's word that it now waits for the worker (which starts then)
+HANDSHAKE_WAIT = 5.0
 # Asked instead (no fds): b"pong PID STARTED" (``subagents doctor``, the benchmarks).
 PING, PONG = b"ping".ljust(HEADER), b"pong"
 
@@ -225,6 +227,8 @@ def handed_over(args: list[str]) -> bytes | None:
         return REFUSED
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
+        # Bounded: a server that does not answer (stopped, wedged) costs this much, once.
+        sock.settimeout(HANDSHAKE_WAIT)
         try:
             sock.connect(path)
         except OSError:
@@ -243,16 +247,22 @@ def handed_over(args: list[str]) -> bytes | None:
             for level, kind, d in ancdata
             if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(d) >= 4
         ]
-        answer, rest = _line(data, sock.recv)
-        if not answer.startswith(STARTED + b" ") or not received:
+        try:
+            answer, rest = _line(data, sock.recv)
+            if answer.startswith(STARTED + b" ") and received:
+                # The worker waits for this: once sent, the command is the worker's (never
+                # run here too); unsent (a timeout, the server gone), it never runs.
+                sock.sendall(GO)
+                sock.settimeout(None)
+                _follow(sock.recv, received[0], rest)
+        finally:
             for fd in received:
                 os.close(fd)
-            return STALE if answer == STALE else REFUSED
+        return STALE if answer == STALE else REFUSED
     except OSError:
+        return None  # a server that went away, or did not answer in time
+    finally:
         sock.close()
-        return None  # a server that went away before starting anything
-    _follow(sock.recv, received[0], rest)
-    return None  # not reached: _follow exits
 
 
 def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:

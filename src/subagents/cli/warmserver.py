@@ -14,8 +14,9 @@ and this server stops taking requests (its workers still end as they would) and 
 worker (``_become``): its own process group, the caller's signal dispositions and mask, cwd,
 whole environment, umask, streams (fds 0-2, received), ``sys.argv``; then the very command
 line an in-process command runs (``entry.in_process``), ending as the interpreter would
-(its exit code, atexit handlers, flushed streams). It starts only once the caller has been
-told its pid (a pipe from here says go), so no command ever runs twice.
+(its exit code, atexit handlers, flushed streams). It starts only once the caller, told its
+pid, has said it waits for it (then a pipe from here says go): a caller that gave up first
+runs the command itself, so no command ever runs twice, or not at all.
 
 The worker's end (exit code or signal) is sent to the caller; if the caller goes away while
 its worker runs (killed), the worker is killed, as the command itself would have been.
@@ -238,7 +239,7 @@ class Server:
                 conn.close()
                 go = os.read(go_r, 1)
                 os.close(go_r)
-                if go != b"g":  # the caller was not told: it runs the command itself
+                if go != b"g":  # the caller runs the command itself
                     os._exit(0)
                 _become(request, fds)
             finally:
@@ -250,9 +251,13 @@ class Server:
         self.selector.register(pidfd, selectors.EVENT_READ, lambda: self.ended(worker))
         try:
             socket.send_fds(conn, [wire.STARTED + b" %d\n" % pid], [pidfd])
+            # Started only once the caller says it waits for it: a caller that gave up
+            # (its own timeout) runs the command itself, and it must not run twice.
+            if _read(conn, len(wire.GO)) != wire.GO:
+                raise ConnectionError("no go from the caller")
             os.write(go_w, b"g")
         except OSError:
-            worker.conn = None  # never told: the worker reads EOF, exits, and is reaped
+            worker.conn = None  # the worker reads EOF, exits, and is reaped
             return False
         finally:
             os.close(go_w)
