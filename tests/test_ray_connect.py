@@ -17,13 +17,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
 from support.checks import eventually
 from support.maps import jsonl
+from support.raycluster import marked_processes
 
 pytestmark = pytest.mark.process
 
@@ -60,17 +60,6 @@ def ray_argv(address: str, cwd: Path) -> list[str]:
     return ["--executor", "ray", "--ray-address", address, "--ray-shared-cwd", "--cwd", str(cwd)]
 
 
-def left_behind(mark: str) -> list[psutil.Process]:
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
-                found.append(p)
-        except (psutil.Error, OSError):
-            continue
-    return found
-
-
 def runs_of(home: Path) -> list[dict[str, object]]:
     return [json.loads((d / "result.json").read_text()) for d in sorted((home / "runs").iterdir())]
 
@@ -91,7 +80,7 @@ def test_a_run_gives_up_connecting_in_one_line(dead_head: str, tmp_path: Path) -
     (result,) = runs_of(Path(os.environ["SUBAGENTS_HOME"]))
     assert result["status"] == "failed"
     assert said in str(result["errorMessage"])
-    assert not left_behind(mark)
+    assert not marked_processes(mark)
 
 
 def test_sigterm_ends_a_map_that_is_connecting(dead_head: str, tmp_path: Path) -> None:
@@ -127,7 +116,7 @@ def test_sigterm_ends_a_map_that_is_connecting(dead_head: str, tmp_path: Path) -
     # No row counts as done: a resume runs every one.
     done = jsonl(out) if out.exists() else []
     assert not [r for r in done if r["status"] == "completed"], done
-    assert not left_behind(mark)
+    assert not marked_processes(mark)
 
 
 def test_ray_status_gives_up_connecting(dead_head: str) -> None:

@@ -31,7 +31,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually, fits, needs_pi  # noqa: E402
 from support.git import git, git_repo  # noqa: E402
-from support.raycluster import loopback_cluster, restarted_driver  # noqa: E402
+from support.raycluster import loopback_cluster, marked_processes, restarted_driver  # noqa: E402
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -103,18 +103,6 @@ def work(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "hello.txt").write_text("hi\n")
     return d
-
-
-def marked_processes(mark: str) -> list[psutil.Process]:
-    """This user's processes whose environment carries ``mark`` (a run's child and helpers)."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
-                found.append(p)
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 def no_unit_left(run_id: str) -> bool:

@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from support.checks import eventually
 
 LOOPBACK = "127.0.0.1"
@@ -107,3 +109,16 @@ def restarted_driver(job_dir: Path, stderr: Path) -> Iterator[Restarted]:
         if driver.proc.poll() is None:
             driver.proc.kill()
             driver.proc.wait()
+
+
+def marked_processes(mark: str) -> list[psutil.Process]:
+    """This user's processes whose environment carries ``SUBAGENTS_TEST_MARK=mark`` (a run's
+    child and helpers, wherever Ray started them)."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
+                found.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return found
