@@ -23,7 +23,7 @@ pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[
 
 from support.checks import eventually
 from support.maps import jsonl
-from support.raycluster import marked_processes
+from support.raycluster import check_loopback, marked_processes
 
 pytestmark = pytest.mark.process
 
@@ -41,6 +41,15 @@ def dead_head(request: pytest.FixtureRequest) -> Iterator[str]:
         yield f"127.0.0.1:{sock.getsockname()[1]}"
     finally:
         sock.close()
+
+
+def test_ray_takes_the_loopback_address_whichever_module_imported_it() -> None:
+    """This module imports Ray when it is collected, before the cluster's modules: the
+    suite's setting that keeps Ray on 127.0.0.1 must already hold (without it, under xdist,
+    the loopback cluster's ``ray.init`` hung)."""
+    import ray
+
+    check_loopback(ray)
 
 
 def cli_env(timeout: float, mark: str) -> dict[str, str]:

@@ -3,9 +3,9 @@
 ``subagents-pi``, running the real pi against the loopback mock model.
 
 Everything stays on 127.0.0.1: every node is started with ``node_ip_address="127.0.0.1"``
-and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray pick the loopback address for this
-driver too (otherwise it advertises the machine's other address). Usage stats and the
-dashboard are off. One cluster serves the module; the test that kills a node runs last.
+and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by tests/conftest.py) makes Ray pick the
+loopback address for this driver too (otherwise it advertises the machine's other address).
+Usage stats and the dashboard are off. One cluster serves the module; the test that kills a node runs last.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from typing import Any
 import psutil
 import pytest
 
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
 from ray.cluster_utils import Cluster  # noqa: E402
