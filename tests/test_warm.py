@@ -8,6 +8,7 @@ the rest of the suite runs with ``SUBAGENTS_WARM=0`` (conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -203,6 +204,16 @@ def supervisors_gone(tmp_path: Path) -> bool:
     return all((run / "result.json").exists() for run in runs)
 
 
+def sleeping_run(servers: Servers, tmp_path: Path) -> tuple[int, subprocess.Popen[str], int]:
+    """A server (started by a first command), and a command it serves whose run goes on
+    until stopped: the server's pid, the command, its child's pid."""
+    warmed(servers, shell_pi(tmp_path / "pi"))
+    child_env, pids = sleeper(tmp_path)
+    proc = started(["run", "-q", "hi"], child_env)
+    child = child_running(pids)
+    return servers.one()[0], proc, child
+
+
 def workers(server: int) -> list[int]:
     out = []
     for task in Path(f"/proc/{server}/task").iterdir():
@@ -211,12 +222,7 @@ def workers(server: int) -> list[int]:
 
 
 def test_a_killed_caller_takes_its_worker_with_it(servers: Servers, tmp_path: Path) -> None:
-    env = shell_pi(tmp_path / "pi")
-    warmed(servers, env)
-    server = servers.one()[0]
-    child_env, pids = sleeper(tmp_path)
-    proc = started(["run", "-q", "hi"], child_env)
-    child = child_running(pids)
+    server, proc, child = sleeping_run(servers, tmp_path)
     assert len(workers(server)) == 1
     proc.kill()
     proc.communicate(timeout=60)
@@ -250,33 +256,46 @@ def test_a_stale_server_is_replaced_and_the_command_runs_in_process(
     assert served(servers) == 1
 
 
-def test_an_answer_of_stale_means_in_process(servers: Servers, tmp_path: Path) -> None:
-    """Whatever says "stale" at the socket (here a fake), the command runs in-process and
-    a real server is started in its place."""
-    env = shell_pi(tmp_path / "pi")
+@contextlib.contextmanager
+def in_its_place(servers: Servers, env: dict[str, str], reply: bytes | None) -> Iterator[None]:
+    """The real server (started by a first command) replaced at its socket by a fake that
+    takes one request and answers ``reply``, or (None) keeps the connection and says
+    nothing."""
     warmed(servers, env)
     [sock] = servers.sockets()
     servers.stop()
     fake = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     fake.bind(str(sock))
     fake.listen(1)
+    held: list[socket.socket] = []
 
-    def answer() -> None:
+    def take() -> None:
         conn, _ = fake.accept()
-        with conn:
-            _, fds, _, _ = socket.recv_fds(conn, 16, 3)
-            for fd in fds:  # the caller's streams: held here, its output would never end
-                os.close(fd)
-            conn.sendall(b"stale\n")
+        held.append(conn)
+        _, fds, _, _ = socket.recv_fds(conn, 16, 3)
+        for fd in fds:  # the caller's streams: held here, its output would never end
+            os.close(fd)
+        if reply is not None:
+            conn.sendall(reply)
 
-    answering = threading.Thread(target=answer, daemon=True)
-    answering.start()
+    taking = threading.Thread(target=take, daemon=True)
+    taking.start()
     try:
-        done = run(["run", "-q", "hi"], env)
-        answering.join(60)
-        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+        yield
+        taking.join(60)
     finally:
+        for conn in held:
+            conn.close()
         fake.close()
+
+
+def test_an_answer_of_stale_means_in_process(servers: Servers, tmp_path: Path) -> None:
+    """Whatever says "stale" at the socket (here a fake), the command runs in-process and
+    a real server is started in its place."""
+    env = shell_pi(tmp_path / "pi")
+    with in_its_place(servers, env, b"stale\n"):
+        done = run(["run", "-q", "hi"], env)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
     assert servers.one()[2] == 0  # the real one, started by that command
 
 
@@ -286,33 +305,11 @@ def test_a_server_that_does_not_answer_costs_a_bounded_wait(
     """A server that takes the request and says nothing (stopped, wedged): the command gives
     up after a bounded wait and runs in-process; it never runs twice."""
     env = shell_pi(tmp_path / "pi")
-    warmed(servers, env)
-    [sock] = servers.sockets()
-    servers.stop()
-    mute = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    mute.bind(str(sock))
-    mute.listen(1)
-    held: list[socket.socket] = []
-
-    def take() -> None:
-        conn, _ = mute.accept()
-        _, fds, _, _ = socket.recv_fds(conn, 16, 3)
-        for fd in fds:
-            os.close(fd)
-        held.append(conn)  # kept open, never answered
-
-    taking = threading.Thread(target=take, daemon=True)
-    taking.start()
-    try:
+    with in_its_place(servers, env, None):
         done = run(["run", "-q", "hi"], env)
-        taking.join(60)
-        assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
-        runs = list((tmp_path / "state" / "runs").iterdir())
-        assert len(runs) == 2  # the first command's and this one's: once
-    finally:
-        for conn in held:
-            conn.close()
-        mute.close()
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr
+    runs = list((tmp_path / "state" / "runs").iterdir())
+    assert len(runs) == 2  # the first command's and this one's: once
 
 
 def test_an_idle_server_exits_and_removes_its_socket(
@@ -374,12 +371,7 @@ def test_the_server_waits_for_its_workers_when_told_to_stop(
 ) -> None:
     """SIGTERM to the server: no new requests, but a command already running ends as it
     would, and its caller hears how."""
-    env = shell_pi(tmp_path / "pi")
-    warmed(servers, env)
-    server = servers.one()[0]
-    child_env, pids = sleeper(tmp_path)
-    proc = started(["run", "-q", "hi"], child_env)
-    child = child_running(pids)
+    server, proc, child = sleeping_run(servers, tmp_path)
     os.kill(server, signal.SIGTERM)
     assert eventually(lambda: not servers.sockets()), "still listening"
     assert alive(server)  # its worker runs
