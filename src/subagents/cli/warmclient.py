@@ -39,7 +39,7 @@ STARTED, STALE, REFUSED = b"started", b"stale", b"refused"
 HEADER = 10  # the request's length, in decimal digits, before it
 GO = b"go\n"  # the caller's word that it now waits for the worker (which starts then)
 HANDSHAKE_WAIT = 5.0
-# Asked instead (no fds): b"pong PID STARTED" (``subagents doctor``, the benchmarks).
+# Asked instead (no fds): b"pong PID STARTED SERVED" (``subagents doctor``, tests, benchmarks).
 PING, PONG = b"ping".ljust(HEADER), b"pong"
 
 
