@@ -4,7 +4,8 @@ when run in-process: the same output, exit codes, environment, working directory
 semantics; and a server that is stale, idle or unwanted is never used or left behind.
 
 Each test has a runtime dir and servers of its own (support/warm.py), stopped at its end;
-the rest of the suite runs with ``SUBAGENTS_WARM=0`` (conftest.py)."""
+the rest of the suite runs with ``SUBAGENTS_WARM=0`` (conftest.py), so no other test's
+command ever meets a server."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ from support.warm import Servers, alive, warm_servers
 
 from subagents.cli import warmclient
 
-pytestmark = pytest.mark.process
+# One after another, on one xdist worker: the stale test changes a module file's time, which
+# every server running at that moment would take for an upgrade.
+pytestmark = [pytest.mark.process, pytest.mark.xdist_group("warm")]
 
 PI_HEAD = '#!/bin/sh\ncase "$1" in --version) echo 0.73.1; exit 0;; esac\n'
 # A pi stand-in whose answer is what it was given: an environment variable, cwd, umask.
