@@ -183,7 +183,6 @@ class Server:
             conn, _ = self.listener.accept()
         except OSError:
             return
-        self.last = time.monotonic()
         kept = False
         try:
             kept = self.handle(conn)
@@ -264,6 +263,7 @@ class Server:
         conn.settimeout(None)
         self.selector.register(conn, selectors.EVENT_READ, lambda: self.caller_gone(worker))
         self.served += 1
+        self.last = time.monotonic()  # idle from a command's end; a ping is not a command
         return True
 
     def stop_on_signals(self) -> None:
