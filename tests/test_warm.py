@@ -34,6 +34,12 @@ from subagents.cli import warmclient
 pytestmark = [pytest.mark.process, pytest.mark.xdist_group("warm")]
 
 PI_HEAD = '#!/bin/sh\ncase "$1" in --version) echo 0.73.1; exit 0;; esac\n'
+# A pi stand-in whose answer is the mask of the signals it was started with ignored.
+IGNORED = (
+    """printf '{"type":"message_end","message":{"role":"assistant","content":"""
+    """[{"type":"text","text":"%s"}],"stopReason":"stop","model":"m"}}\\n' """
+    """"$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status)"\n"""
+)
 # A pi stand-in whose answer is what it was given: an environment variable, cwd, umask.
 SAYS = (
     """printf '{"type":"message_end","message":{"role":"assistant","content":"""
@@ -139,6 +145,37 @@ def test_the_run_sees_the_callers_environment_cwd_and_umask(
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["from-the-caller", str(here), "0027"]
     assert served(servers) == before + 1
+
+
+def test_signals_ignored_by_the_caller_stay_ignored_for_the_run(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """A command started with SIGINT and SIGUSR1 ignored (``trap "" ...``, as a shell does for
+    a background job) gives its run the same dispositions warm as in-process: the child's
+    ignored signals are the same."""
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    says = script(tmp_path / "says", IGNORED)
+    line = " ".join([*CLI, "run", "-q", "hi"])
+    argv = ["sh", "-c", f'trap "" INT USR1; exec {line}']
+
+    def ignored(extra: dict[str, str]) -> str:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **says, **extra},
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    warm, cold = ignored({}), ignored({"SUBAGENTS_WARM": "0"})
+    assert served(servers) == before + 1
+    mask = int(warm, 16)
+    assert mask & (1 << (signal.SIGUSR1 - 1)), warm  # the caller's, kept
+    assert warm == cold
 
 
 def sleeper(tmp_path: Path) -> tuple[dict[str, str], Path]:

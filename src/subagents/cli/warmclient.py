@@ -311,18 +311,16 @@ def start_server() -> None:
         "-c",
         "import sys; del sys.path[0]; from subagents.cli.warmserver import main; main()",
     ]
-    null = os.devnull
+    # Popen's fork and exec, not os.posix_spawn: glibc's leaves its own internal signals
+    # (32, 33) ignored in the new process, and every run's child would inherit that.
     try:  # noqa: SIM105
-        os.posix_spawn(
-            sys.executable,
+        subprocess.Popen(
             argv,
-            os.environ,
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
-                (os.POSIX_SPAWN_DUP2, 1, 2),
-            ],
-            setsid=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
         )
     except OSError:
         pass  # no warm server then: commands run in-process

@@ -399,8 +399,10 @@ def _become(request: Request, fds: list[int]) -> None:
         handler = signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL
         signal.signal(number, handler)
     for n in request.ignored:
-        signal.signal(n, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, request.blocked)
+        with contextlib.suppress(OSError, ValueError):  # one this platform keeps as it is
+            signal.signal(n, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):
+        signal.pthread_sigmask(signal.SIG_SETMASK, request.blocked)
     os.umask(request.umask)
     os.chdir(request.cwd)
     os.environb.clear()
