@@ -178,6 +178,32 @@ def test_signals_ignored_by_the_caller_stay_ignored_for_the_run(
     assert warm == cold
 
 
+# A pi stand-in that writes down how it was started: what a process inherits.
+PROBE = """{ grep -E "^(SigIgn|SigBlk|NoNewPrivs|Seccomp|Cpus_allowed_list|Groups)" \\
+    /proc/self/status; ulimit -a; id; cat /proc/self/cgroup; cut -d' ' -f19 /proc/self/stat
+  umask; pwd; cat /proc/self/oom_score_adj; ls /proc/self/fd | sort -n | tr '\\n' ' '; echo
+  env | sort | grep -v -e '^_=' -e '^SUBAGENTS_RUN_ID=' -e '^PROBE_OUT=' -e '^SUBAGENTS_WARM='
+} > "$PROBE_OUT"
+echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text",\
+"text":"ok"}],"stopReason":"stop","model":"m"}}'
+"""
+
+
+def test_the_child_is_started_as_in_process(servers: Servers, tmp_path: Path) -> None:
+    """Everything a run's child inherits (signal dispositions and mask, limits, ids, cgroup,
+    nice, umask, cwd, open descriptors, environment) is the same warm as in-process."""
+    env = shell_pi(tmp_path / "pi")
+    before = warmed(servers, env)
+    probe = script(tmp_path / "probe", PROBE)
+    warm, cold = tmp_path / "warm.txt", tmp_path / "cold.txt"
+    done = run(["run", "-q", "hi"], {**probe, "PROBE_OUT": str(warm)})
+    assert (done.returncode, served(servers)) == (0, before + 1), done.stderr
+    done = run(["run", "-q", "hi"], {**probe, "PROBE_OUT": str(cold), "SUBAGENTS_WARM": "0"})
+    assert done.returncode == 0, done.stderr
+    assert "SigIgn" in warm.read_text()
+    assert warm.read_text() == cold.read_text()
+
+
 def sleeper(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """A pi stand-in that says its pid, then sleeps (a run that goes on until stopped)."""
     pids = tmp_path / "child.pid"
