@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,12 @@ def write(path: Path, text: str) -> Path:
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
-    return {"HOME": str(home), "SUBAGENTS_CONFIG_DIR": str(tmp_path / "conf")}
+    return {
+        "HOME": str(home),
+        "SUBAGENTS_CONFIG_DIR": str(tmp_path / "conf"),
+        # (where the agent files' checks are kept: the test's own)
+        "SUBAGENTS_HOME": os.environ["SUBAGENTS_HOME"],
+    }
 
 
 @pytest.fixture

@@ -76,3 +76,29 @@ def test_an_agent_and_a_config_file_are_still_read_and_checked(fake: Fake, tmp_p
         cwd=tmp_path,
     )
     assert p.returncode == 2 and "concurrency" in p.stderr, p.stderr
+
+
+def test_an_agent_file_read_before_is_not_checked_again(fake: Fake, tmp_path: Path) -> None:
+    first = imported(fake, ["--agent", "scout", "x"], tmp_path)
+    assert {"yaml", "pydantic", "subagents.agents.check"} <= first
+    again = imported(fake, ["--agent", "scout", "x"], tmp_path)
+    assert "subagents.agents" in again
+    assert not {"yaml", "pydantic", "subagents.agents.check"} & again
+    # A bad agent file: the same one line and exit 2, checked or kept.
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "bad.md").write_text("---\nname: bad\ndescription: d\ntimeout: soon\n---\nb\n")
+    said = set()
+    for _ in range(2):
+        p = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "run", "-q", "--agent", "bad", "x"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
+            cwd=tmp_path,
+        )
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+        said.add(p.stderr)
+    assert len(said) == 1 and "bad.md: timeout" in said.pop()
