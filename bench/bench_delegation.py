@@ -1,6 +1,7 @@
 """Benchmark: what a delegation costs beyond running the child by hand (issue 38).
 
     .venv/bin/python bench/bench_delegation.py [--pairs 15] [--skip-pi] [--against SRC]
+        [--agent NAME]
 
 Whole processes, timed in pairs, alternating which goes first:
 - **pi**: ``subagents run -q --backend pi --model mock/mock-model TASK`` against the child
@@ -20,9 +21,14 @@ Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the 
 Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
 run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
 before the run exists when it was started ahead, at the command's start) -> the run made
-(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event's
-``createTime``) -> the child's first event -> ``result.json`` written -> the command exited.
-Process start times come from procfs in clock ticks (10 ms), so those spans are ± 10 ms.
+(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event written, just
+after the spawn; the event's ``createTime``, from procfs, is off by up to a second: the boot
+time it counts from is given in whole seconds) -> the child's first event -> ``result.json``
+written (its mtime: the file system's clock, a few ms coarse) -> the command exited.
+
+With ``--agent NAME`` also: ``subagents run -q --agent NAME`` against the same command
+without it (an agent file read and checked: once per content, then kept), and with
+``--against`` the same against that checkout.
 """
 
 from __future__ import annotations
@@ -90,7 +96,7 @@ def spans(argv: list[str], env: dict[str, str], n: int) -> str:
             t0,
             json.loads((run / "supervisor.json").read_text())["createTime"],
             json.loads((run / "meta.json").read_text())["createdAt"],
-            started["createTime"],
+            started["ts"],
             first["ts"],
             (run / "result.json").stat().st_mtime,
             t_exit,
@@ -140,6 +146,11 @@ def main() -> None:
         help="also time another checkout's src (e.g. the branch point's) as 'alone' against "
         "this one's, with the shell child",
     )
+    ap.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="also time `run -q --agent NAME` against `run -q`, with the shell child",
+    )
     args = ap.parse_args()
     like_installed()
     become_subreaper()
@@ -160,6 +171,17 @@ def main() -> None:
                 f"against {args.against} (as 'alone'):",
                 pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, theirs),
             )
+        if args.agent:
+            named = [*subagents, "--agent", args.agent, "hi"]
+            print(
+                f"--agent {args.agent} (as 'ours') against none (as 'alone'):",
+                pairs(named, [*subagents, "hi"], shell_env, args.pairs),
+            )
+            if args.against:
+                print(
+                    f"--agent {args.agent}, against {args.against} (as 'alone'):",
+                    pairs(named, named, shell_env, args.pairs, theirs),
+                )
         pi = shutil.which("pi")
         if args.skip_pi:
             pass

@@ -123,7 +123,7 @@ NOT_ON_RUN_PATH = _words(
     pydantic rich yaml psutil inotify_simple mcp textual jsonschema starlette uvicorn jinja2
     markdown_it orjson platformdirs ray
     tomllib csv asyncio concurrent email http logging multiprocessing socket ssl tarfile
-    tempfile zipfile argparse decimal
+    tempfile zipfile argparse decimal shutil bz2 lzma zlib hashlib
     """
 )
 

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import selectors
-import shutil
 import subprocess
 import sys
 import threading
@@ -425,9 +424,9 @@ def desktop_notice_command(entry: Entry) -> list[str] | None:
     it is on PATH, ``osascript`` on macOS (the text passed as an argument, never as script
     source), else None."""
     text = _notice_text(entry)
-    if shutil.which("notify-send"):
+    if procs.which("notify-send"):
         return ["notify-send", "subagents", text]
-    if sys.platform == "darwin" and shutil.which("osascript"):
+    if sys.platform == "darwin" and procs.which("osascript"):
         return [
             "osascript",
             "-e",
