@@ -206,3 +206,33 @@ def test_every_exception_class_is_under_one_root() -> None:
     for name in defined:
         assert issubclass(getattr(errors, name), SubagentsError), name
     assert errors.UsageError.exit_code == 2 and errors.LaunchError.exit_code == 1
+
+
+@pytest.mark.process
+def test_a_runs_end_imports_nothing_heavy(tmp_path: Path) -> None:
+    """What the supervisor imports once handed its run, to its result (after its child
+    exited, on every delegation's critical path): no datetime, typing or dataclasses."""
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [sys.executable, "-m", "subagents.cli", "run", "-q", "hi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env={
+            **os.environ,
+            **shell_pi(tmp_path / "pi"),
+            "SUBAGENTS_HOME": str(home),
+            "PYTHONPROFILEIMPORTTIME": "1",
+        },
+    )
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
+    (run,) = (home / "runs").iterdir()
+    log = (run / "supervisor.log").read_text()
+    modules = {
+        line.split("|")[2].strip()
+        for line in log.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }
+    assert "subagents.core.clock" in modules  # (its result's times: the listing was read)
+    assert not {"datetime", "typing", "dataclasses"} & modules, sorted(modules)
