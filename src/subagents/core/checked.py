@@ -34,10 +34,9 @@ FILES_KEPT = 16
 
 class CheckedFiles:
     """The kept checks of files, in ``store`` (a file of the state dir), by the code in
-    ``checker`` (a module's file: a new version checks again),
-    read once and written once (:meth:`save`) however many files are looked up: an agent
-    discovery reads every agent file there is. At most ``kept`` files are kept, the
-    newest checked last."""
+    ``checker`` (a module's file: a new version checks again). Read once and written once
+    (:meth:`save`) however many files are looked up: an agent discovery reads every agent
+    file there is. At most ``kept`` files are kept, the newest checked last."""
 
     def __init__(
         self, store: Path, checker: str, env: Mapping[str, str] | None, kept: int = FILES_KEPT
