@@ -11,26 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.agentfiles import agent_env, agent_md, write
 
 from subagents import agents
 from subagents.agents import check, discover, get_agent
 from subagents.errors import AgentError
 
 
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "home").mkdir()
-    return {
-        "HOME": str(tmp_path / "home"),
-        "SUBAGENTS_CONFIG_DIR": str(tmp_path / "conf"),
-        "SUBAGENTS_HOME": str(tmp_path / "state"),
-    }
+    return agent_env(tmp_path, str(tmp_path / "state"))
 
 
 @pytest.fixture
@@ -48,12 +38,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def user_agent(env: dict[str, str], name: str, body: str = "Prompt.", **keys: str) -> Path:
-    lines = ["---", f"name: {name}", "description: does things"]
-    lines += [f"{key}: {value}" for key, value in keys.items()]
-    return write(
-        Path(env["SUBAGENTS_CONFIG_DIR"]) / "agents" / f"{name}.md",
-        "\n".join([*lines, "---", body, ""]),
-    )
+    path = Path(env["SUBAGENTS_CONFIG_DIR"]) / "agents" / f"{name}.md"
+    return write(path, agent_md(name, body=body, **keys))
 
 
 def kept_file(env: dict[str, str]) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import pistream as pi
+from support.cli import cli, imported_modules
 from support.fake import Fake
 
 pytestmark = pytest.mark.process
@@ -41,11 +42,7 @@ def imported(fake: Fake, args: list[str], cwd: Path, **settings: str) -> set[str
     )
     assert p.returncode == 0, p.stderr[-2000:]
     assert '"finalText": "ok"' in p.stdout
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in p.stderr.splitlines()
-        if line.startswith("import time:") and line.count("|") == 2
-    }
+    return imported_modules(p.stderr)
 
 
 def test_a_plain_run_skips_agent_files_config_parsing_and_rich(fake: Fake, tmp_path: Path) -> None:
@@ -90,15 +87,7 @@ def test_an_agent_file_read_before_is_not_checked_again(fake: Fake, tmp_path: Pa
     (agents / "bad.md").write_text("---\nname: bad\ndescription: d\ntimeout: soon\n---\nb\n")
     said = set()
     for _ in range(2):
-        p = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "run", "-q", "--agent", "bad", "x"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "SUBAGENTS_PI_BIN": str(fake.launcher)},
-            cwd=tmp_path,
-        )
+        p = cli(["run", "-q", "--agent", "bad", "x"], {"SUBAGENTS_PI_BIN": str(fake.launcher)})
         assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
         said.add(p.stderr)
     assert len(said) == 1 and "bad.md: timeout" in said.pop()
