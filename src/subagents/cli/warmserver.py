@@ -74,6 +74,12 @@ WARM_MODULES = (
     "subagents.jobs.tasks",
     "subagents.backends.acp",
     "subagents.backends.tools",
+    # Each child CLI's, imported by the worker and by the supervisor it forks for a run.
+    "subagents.backends.pi",
+    "subagents.backends.claude",
+    "subagents.backends.codex",
+    "subagents.backends.gemini",
+    "subagents.backends.opencode",
     "subagents.core.upgrade",
     "subagents.core.tail",
     "subagents.core.waker",
@@ -480,10 +486,13 @@ def _warm() -> list[tuple[str, int, int]]:
     for name in WARM_MODULES:
         __import__(name)
     # First-use costs that depend on nothing of a caller's: the C library's handle (inotify).
-    from subagents.core import inotify
+    # and the boot time (a process's identity: its start time).
+    from subagents.core import inotify, procs
 
     with contextlib.suppress(OSError, AttributeError):
         inotify._c_library()
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        procs._boot_time()
     files = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)

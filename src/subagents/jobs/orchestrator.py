@@ -391,9 +391,6 @@ class Job:
             with contextlib.suppress(OSError):
                 self.store.finish(self.job_id, result)
             return result
-        if lifecycle is not None:
-            with contextlib.suppress(Exception):
-                lifecycle.started(state)
         done = threading.Event()
         runs: list[JobRun] = []
         failure: list[BaseException] = []
@@ -408,6 +405,11 @@ class Job:
 
         self._tasks.submit(work)
         try:
+            # The start entry (an fsync, the hooks) while the first run starts, not before:
+            # its end entry is written by this thread too, so after it.
+            if lifecycle is not None:
+                with contextlib.suppress(Exception):
+                    lifecycle.started(state)
             # Waiting in slices keeps the caller's thread free to take Ctrl-C.
             while not done.wait(0.5):
                 pass

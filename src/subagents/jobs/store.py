@@ -212,7 +212,10 @@ class JobStore:
             if driverPid is not None:
                 with contextlib.suppress(Exception):
                     updated["driver"] = procs.identity(driverPid)
-            self._write(job_id, updated, durable=durable)
+            # An unfinished job's row is read again from its file at every look at the index
+            # (JobIndex._catch_up): only its creation and its end are written there, off the
+            # path from a job's start to its child's.
+            self._write(job_id, updated, durable=durable, index=updated["status"] in TERMINAL)
             return updated
 
     def finish(
@@ -231,9 +234,17 @@ class JobStore:
             return finished
 
     def _write(
-        self, job_id: str, state: JobState, *, last: bool = False, durable: Durability = "this"
+        self,
+        job_id: str,
+        state: JobState,
+        *,
+        last: bool = False,
+        durable: Durability = "this",
+        index: bool = True,
     ) -> None:
         write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
+        if not index:
+            return
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
             self._index.put(state)
