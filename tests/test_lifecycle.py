@@ -177,3 +177,35 @@ def test_a_job_stopped_at_any_moment_still_records_its_end(
     entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
     aborted = [e["jobId"] for e in entries if e["eventType"] == "subagent:aborted"]
     assert aborted == job_ids
+
+
+def test_a_job_s_start_entry_is_in_its_log_before_its_child_starts(
+    tmp_path: Path, isolated_state: Path
+) -> None:
+    # The start entry is written while the first run is prepared, but its child waits for it.
+    seen = tmp_path / "log-at-child-start"
+    log = isolated_state / "sessions" / "s3.jsonl"
+    answer = json.dumps(
+        {
+            "type": "message_end",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "ok"}],
+                "stopReason": "stop",
+            },
+        }
+    )
+    child = tmp_path / "child"
+    child.write_text(
+        '#!/bin/sh\ncase "$1" in --version) echo 0.73.1; exit 0;; esac\n'
+        f"cat '{log}' > '{seen}'\necho '{answer}'\n"
+    )
+    child.chmod(0o755)
+    p = cli(["run", "-q", "--session", "s3", "x"], {"SUBAGENTS_PI_BIN": str(child)})
+    assert p.returncode == 0, p.stderr
+    at_start = [json.loads(line) for line in seen.read_text().splitlines()]
+    assert [e["eventType"] for e in at_start] == ["subagent:start"]
+    assert [e["eventType"] for e in sessionlog.read(log)] == [
+        "subagent:start",
+        "subagent:complete",
+    ]

@@ -75,6 +75,34 @@ def test_a_settled_store_is_listed_without_reading_a_job_file(
     assert reads == []
 
 
+def test_a_job_s_unfinished_updates_are_listed_from_its_file_without_an_index_write(
+    isolated_state: Path,
+) -> None:
+    store = JobStore()
+    job_id = store.create(PLAN, agents=["pi"], background=False)  # type: ignore[arg-type]
+    assert [r["status"] for r in store.list()] == ["pending"]
+    index = indexdb.path(isolated_state)
+
+    def written() -> tuple[object, ...]:
+        return tuple(
+            (st.st_mtime_ns, st.st_size) if (st := _stat(Path(f"{index}{s}"))) else None
+            for s in ("", "-wal")
+        )
+
+    before = written()
+    store.update(job_id, status="running", runIds=["01runrunru-nrunrunr"])
+    assert written() == before  # the update wrote its file only
+    (row,) = store.list()  # the look reads an unfinished job's file again
+    assert row["status"] == "running" and row["runIds"] == ["01runrunru-nrunrunr"]
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
 def test_a_job_made_behind_the_index_is_listed_next_time(isolated_state: Path) -> None:
     store = JobStore()
     first = finished(store)

@@ -103,6 +103,11 @@ class Job:
         self.env = dict(os.environ if env is None else env)
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
+        # Cleared while the job's start entry is written: no run's child starts before it
+        # (a driver killed before then leaves no start entry and no child), while the first
+        # run is prepared meanwhile.
+        self._start_logged = threading.Event()
+        self._start_logged.set()
         # Every thread the job starts but its runs' pool: joined at its end.
         self._tasks = Tasks("subagents-job")
         self._stop_signal: int = signal.SIGTERM
@@ -231,6 +236,7 @@ class Job:
         # that whoever finds the driver dead finishes (its worktree too), never one that
         # goes on, or holds a branch, that the job does not know of.
         self._record_run_id(index, spec.runId)
+        self._start_logged.wait()
         try:
             return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
         except UsageError as exc:
@@ -403,13 +409,18 @@ class Job:
             finally:
                 done.set()
 
+        if lifecycle is not None:
+            self._start_logged.clear()
         self._tasks.submit(work)
         try:
-            # The start entry (an fsync, the hooks) while the first run starts, not before:
-            # its end entry is written by this thread too, so after it.
+            # The start entry (an fsync, the hooks) while the first run is prepared; its
+            # end entry is written by this thread too, so after it.
             if lifecycle is not None:
-                with contextlib.suppress(Exception):
-                    lifecycle.started(state)
+                try:
+                    with contextlib.suppress(Exception):
+                        lifecycle.started(state)
+                finally:
+                    self._start_logged.set()
             # Waiting in slices keeps the caller's thread free to take Ctrl-C.
             while not done.wait(0.5):
                 pass
