@@ -378,6 +378,7 @@ def test_write_configs(tmp_path: Path) -> None:
     assert provider["npm"] == "@ai-sdk/openai-compatible"
     assert provider["options"]["baseURL"] == "http://127.0.0.1:9/v1"
     assert mm.MODEL_ID in provider["models"]
+    assert json.loads(Path(env["OPENCODE_MODELS_PATH"]).read_text()) == {}  # no catalogue
     assert mm.OPENCODE_MODEL == "mock/mock-model"
 
 
