@@ -288,7 +288,10 @@ def write_opencode_config(
     ``OPENCODE_MODELS_PATH`` = ``config_dir/models.json``, an empty catalogue (the mock's
     model is the config's own; without it opencode builds its bundled catalogue of every
     provider's models on each start, about a third of a run's CPU),
-    ``OPENCODE_DISABLE_AUTOUPDATE=1``, ``OPENCODE_DISABLE_SHARE=1``.
+    ``OPENCODE_DISABLE_AUTOUPDATE=1``, ``OPENCODE_DISABLE_SHARE=1``; and
+    ``npm_config_offline=true``: opencode installs ``@opencode-ai/plugin`` into its config
+    dir from the npm registry in the background on every start (no setting turns that off),
+    and offline npm fails it at once, without a request.
     """
     config_dir = Path(config_dir)
     home = config_dir / "home"
@@ -326,4 +329,5 @@ def write_opencode_config(
         "OPENCODE_DISABLE_MODELS_FETCH": "1",
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_SHARE": "1",
+        "npm_config_offline": "true",
     }
