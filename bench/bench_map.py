@@ -18,6 +18,17 @@ Baseline, in the same process and on the same machine: ``subagents run --paralle
 such tasks at -j 8, repeated; its wall per run is what one run costs in a job, and the
 map's per-row overhead is given as a ratio to it.
 
+``--against SRC`` maps with another checkout's src too (e.g. the branch point's:
+``git worktree add /tmp/base BASE``, then ``--against /tmp/base/src``), ``--rounds`` times
+each, in turn with this checkout's, each on a cluster of its own (its nodes import that
+src), and gives the ratios of the wall and the driver's CPU per row.
+
+With ``--executor ray`` the Ray cluster's CPU per row is given too, by kind of process: the
+hosts (the actors on the nodes), the supervisors (a host's keepers, supervisors and their
+children, as it reaps them), the GCS, other workers, the rest. Wall per row times the two
+cores is near the driver's CPU plus the cluster's: the machine is the bottleneck, its
+processes the nodes'.
+
 On a busy machine the wall time measures the others' load as much as ours, so the CPU time
 is given too, which load hardly moves: the whole process tree's (the driver, and the
 supervisors and children it reaps: ``wait4``'s rusage) per row, and the driver's own (from
@@ -48,6 +59,38 @@ from bench_jobs import child_script
 from benchenv import like_installed
 
 
+def cluster_cpu() -> dict[int, tuple[str, float]]:
+    """The CPU seconds so far of each process this one started but the map's driver (the
+    Ray cluster's: its GCS, raylets and workers, the hosts among them), with what they
+    reaped (a host's supervisors and their children), by kind."""
+    out: dict[int, tuple[str, float]] = {}
+    for p in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            name, cmd = p.name(), " ".join(p.cmdline())
+            if "subagents.cli" in cmd:
+                continue
+            kind = name if name in ("gcs_server", "raylet") else "other"
+            t = p.cpu_times()
+            if "NodeHost" in cmd or "NodeHost" in name:
+                # A host: its own, and its supervisors' and their children's once reaped.
+                out[-p.pid] = ("supervisors", t.children_user + t.children_system)
+                out[p.pid] = ("hosts", t.user + t.system)
+                continue
+            if "default_worker.py" in cmd or name.startswith("ray::"):
+                kind = "workers"
+            out[p.pid] = (kind, t.user + t.system + t.children_user + t.children_system)
+    return out
+
+
+def cpu_by_kind(
+    before: dict[int, tuple[str, float]], after: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    spent: dict[str, float] = {}
+    for pid, (kind, cpu) in after.items():
+        spent[kind] = spent.get(kind, 0.0) + cpu - before.get(pid, (kind, 0.0))[1]
+    return spent
+
+
 def run_map(
     work: Path, env: dict[str, str], rows: int, concurrency: int, ray: str | None = None
 ) -> dict[str, float]:
@@ -58,6 +101,7 @@ def run_map(
     argv += ["-j", str(concurrency), "--out", str(out), "-q"]
     if ray is not None:
         argv += ["--executor", "ray", "--ray-address", ray, "--ray-shared-cwd"]
+    cluster_before = cluster_cpu() if ray is not None else {}
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     ps = psutil.Process(proc.pid)
@@ -79,6 +123,7 @@ def run_map(
             break
         time.sleep(0.05)
     wall = time.perf_counter() - t0
+    cluster = cpu_by_kind(cluster_before, cluster_cpu()) if ray is not None else {}
     proc.returncode = os.waitstatus_to_exitcode(status)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     complete = sorted(r["line"] for r in lines) == sorted(f"row{i}" for i in range(rows))
@@ -93,6 +138,7 @@ def run_map(
         "exit": float(proc.returncode),
         "cpu_row_ms": (usage.ru_utime + usage.ru_stime) / rows * 1000,
         "driver_row_ms": own / rows * 1000,
+        **{f"cluster_{kind}_row_ms": cpu / rows * 1000 for kind, cpu in cluster.items()},
     }
 
 
@@ -154,6 +200,13 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--baseline-repeat", type=int, default=5)
     ap.add_argument("--executor", choices=("local", "ray"), default="local")
+    ap.add_argument(
+        "--against",
+        metavar="SRC",
+        help="also map with another checkout's src (e.g. the branch point's), in turn with"
+        " this one's, each on a cluster of its own",
+    )
+    ap.add_argument("--rounds", type=int, default=1, help="maps per side (with --against)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-map-") as tmp:
         work = Path(tmp)
@@ -170,11 +223,39 @@ def main() -> None:
         }
         load = os.getloadavg()[0]
         base, base_cpu = run_parallel(work, env, args.baseline_repeat)
-        with ray_cluster(work, env, args.concurrency, args.executor == "ray") as address:
-            figures = run_map(work, env, args.rows, args.concurrency, address)
-        load = max(load, os.getloadavg()[0])
+        sides = {"this checkout": env}
+        if args.against:
+            sides[args.against] = {**env, "PYTHONPATH": str(Path(args.against).resolve())}
+        figures: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+        for n in range(args.rounds if args.against else 1):
+            for i, (side, side_env) in enumerate(sides.items()):
+                there = work / f"map-{n}-{i}"
+                there.mkdir()
+                side_env = {
+                    **side_env,
+                    "SUBAGENTS_HOME": str(there / "home"),
+                    "SUBAGENTS_RAY_RUNS": str(there / "node-runs"),
+                }
+                with ray_cluster(there, side_env, args.concurrency, args.executor == "ray") as at:
+                    figures[side].append(run_map(there, side_env, args.rows, args.concurrency, at))
+                load = max(load, os.getloadavg()[0])
     where = "on 3 loopback Ray nodes" if args.executor == "ray" else "local executor"
     print(f"rows {args.rows} at -j {args.concurrency}, {where}, instant child")
+    print(f"  baseline: run --parallel 8 at -j 8, per run  {base * 1000:.1f} ms")
+    for side, maps in figures.items():
+        print(f"{side} ({len(maps)} map{'s' if len(maps) > 1 else ''}, medians):")
+        report({k: statistics.median(m.get(k, 0.0) for m in maps) for k in maps[0]}, base, base_cpu)
+    if args.against:
+        ours, theirs = figures.values()
+        for key, what in (("per_row_ms", "wall"), ("driver_row_ms", "driver CPU")):
+            ratio = statistics.median(o[key] / t[key] for o, t in zip(ours, theirs, strict=True))
+            print(
+                f"  {what} per row, this checkout / {args.against}: {ratio:.2f} (median of rounds)"
+            )
+    print(f"  load average (1 min, highest seen)  {load:.1f} on {os.cpu_count()} cores")
+
+
+def report(figures: dict[str, float], base: float, base_cpu: float) -> None:
     print(f"  map wall                 {figures['wall']:.1f} s (exit {figures['exit']:.0f})")
     print(f"  overhead per row         {figures['per_row_ms']:.1f} ms (ideal wall ~0)")
     print(
@@ -182,14 +263,16 @@ def main() -> None:
         f" peak {figures['rss_peak_mib']:.1f} MiB: growth {figures['growth_mib']:.1f} MiB"
     )
     print(f"  results file complete    {bool(figures['complete'])}")
-    print(f"  baseline: run --parallel 8 at -j 8, per run  {base * 1000:.1f} ms")
     print(f"  ratio map row / parallel run  {figures['per_row_ms'] / (base * 1000):.2f}")
     print(
         f"  CPU per row               {figures['cpu_row_ms']:.1f} ms (the driver's own"
         f" {figures['driver_row_ms']:.1f} ms); per parallel run {base_cpu * 1000:.1f} ms:"
         f" ratio {figures['cpu_row_ms'] / (base_cpu * 1000):.2f}"
     )
-    print(f"  load average (1 min, highest seen)  {load:.1f} on {os.cpu_count()} cores")
+    cluster = {k[8:-7]: v for k, v in figures.items() if k.startswith("cluster_")}
+    if cluster:
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(cluster.items(), key=lambda kv: -kv[1]))
+        print(f"  the cluster's CPU per row {sum(cluster.values()):.1f} ms: {parts}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,14 @@ from support.spawns import SpawnGuard
 
 from subagents.testing.fakeagent import write_launcher
 
+# Ray stays on 127.0.0.1 in every test: Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER once, when
+# it is first imported, and without it takes this machine's other address for the address a
+# loopback head advertises, where nothing listens (the driver's ray.init then retries for
+# ever). Set here, before any test module can import Ray: an xdist worker imports every
+# module it collects, so a module setting it for itself comes too late after one that does not.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+
 FIXTURES = Path(__file__).parent / "fixtures"
 STREAMS = FIXTURES / "streams"
 

@@ -3,9 +3,9 @@
 ``subagents-pi``, running the real pi against the loopback mock model.
 
 Everything stays on 127.0.0.1: every node is started with ``node_ip_address="127.0.0.1"``
-and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` makes Ray pick the loopback address for this
-driver too (otherwise it advertises the machine's other address). Usage stats and the
-dashboard are off. One cluster serves the module; the test that kills a node runs last.
+and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by tests/conftest.py) makes Ray pick the
+loopback address for this driver too (otherwise it advertises the machine's other address).
+Usage stats and the dashboard are off. One cluster serves the module; the test that kills a node runs last.
 """
 
 from __future__ import annotations
@@ -24,14 +24,12 @@ from typing import Any
 import psutil
 import pytest
 
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually, fits, needs_pi  # noqa: E402
 from support.git import git, git_repo  # noqa: E402
-from support.raycluster import loopback_cluster, restarted_driver  # noqa: E402
+from support.raycluster import loopback_cluster, marked_processes, restarted_driver  # noqa: E402
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -103,18 +101,6 @@ def work(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "hello.txt").write_text("hi\n")
     return d
-
-
-def marked_processes(mark: str) -> list[psutil.Process]:
-    """This user's processes whose environment carries ``mark`` (a run's child and helpers)."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
-                found.append(p)
-        except (psutil.Error, OSError):
-            continue
-    return found
 
 
 def no_unit_left(run_id: str) -> bool:

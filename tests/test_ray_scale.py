@@ -10,7 +10,8 @@ then answers as pi does), so what is measured is the launcher, not a model.
 - a node killed under a ``--json`` job fails exactly its runs, with stdout still one JSON
   document and nothing of Ray's on stdout or stderr.
 
-Everything stays on 127.0.0.1 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``), usage stats off.
+Everything stays on 127.0.0.1 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, set by
+tests/conftest.py), usage stats off.
 The node-killing test runs last: it takes a node away.
 """
 
@@ -31,8 +32,6 @@ from typing import Any
 import psutil
 import pytest
 
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'subagents[ray]')")
 
 from ray.cluster_utils import Cluster  # noqa: E402

@@ -17,7 +17,7 @@ from support.webserver import TOKEN, Web
 
 from subagents import maps
 from subagents.jobs import JobStore
-from subagents.jobs.maplog import RowLog
+from subagents.jobs.maplog import LOG_FILE, RowLog
 from subagents.service import job_runs
 from subagents.web.ids import target
 from subagents.web.maprows import PAGE
@@ -143,6 +143,43 @@ def test_a_maps_row_runs_are_its_own_to_the_web(a_map: tuple[str, RowLog], tmp_p
 
     with pytest.raises(JobIdError):
         target(store, job_id, "01bbbbbbbb-00000009")
+
+
+def test_a_maps_first_look_reads_its_row_log_once(
+    a_map: tuple[str, RowLog], tmp_path: Path
+) -> None:
+    """The page's runs and its row table come from one reading of the row log (in
+    bytes read, which /proc counts: the log is made large, each row's error long)."""
+    from subagents.service import LiveJobs, job_state
+    from subagents.web.jobpage import gather, render_live
+    from subagents.web.maprows import RowsQuery
+
+    job_id, log = a_map
+    write_rows(log)
+    for i in range(3, 120):
+        log.started(i, f"01cccccccc-{i:08d}", 0)
+        log.done(i, {"status": "failed", "runId": f"01cccccccc-{i:08d}", "error": "x" * 16_000})
+    home = tmp_path / "state"
+    store = JobStore(home)
+    size = (store.dir / job_id / LOG_FILE).stat().st_size
+
+    def first_look(job: str) -> str:
+        return render_live(gather(LiveJobs(home), job_state(store, job), None), home, RowsQuery())
+
+    data = tmp_path / "other.txt"
+    data.write_text("a\n")
+    first_look(maps.prepare_map(str(data), "do {line}", cwd=str(tmp_path)).job_id)  # warm
+    before = bytes_read()
+    page = first_look(job_id)
+    read = bytes_read() - before
+    assert [r[1] for r in cells(page)][:4] == [HOSTILE, "item1", "item2", "item3"]
+    assert size <= read < 1.5 * size, (read, size)
+
+
+def bytes_read() -> int:
+    """What this process has read so far (``rchar``: every read call's bytes)."""
+    io = Path("/proc/self/io").read_text()
+    return int(next(line for line in io.splitlines() if line.startswith("rchar:")).split()[1])
 
 
 def _bearer() -> dict[str, str]:

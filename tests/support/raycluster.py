@@ -2,9 +2,9 @@
 on the loopback interface only, and a job's driver started again after it was killed.
 
 Nothing of Ray's may be reachable beyond 127.0.0.1: every node is started with
-``node_ip_address="127.0.0.1"``, and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by the test
-module before Ray is imported) makes Ray pick the loopback address for the driver too.
-Usage stats and the dashboard are off."""
+``node_ip_address="127.0.0.1"``, and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by
+tests/conftest.py before any test imports Ray) makes Ray pick the loopback address for the
+driver too. Usage stats and the dashboard are off."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from support.checks import eventually
 
@@ -38,6 +40,7 @@ def loopback_cluster(
     import ray
     from ray.cluster_utils import Cluster
 
+    check_loopback(ray)
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -62,6 +65,18 @@ def loopback_cluster(
     finally:
         ray.shutdown()
         cluster.shutdown()
+
+
+def check_loopback(ray: Any) -> None:
+    """Fail at once unless Ray takes 127.0.0.1 for this machine's address. Otherwise the head
+    advertises the machine's other address while it listens on the loopback one, and
+    ``ray.init`` retries connecting to it for ever (Ray reads RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER
+    once, when it is first imported: tests/conftest.py sets it)."""
+    taken = ray.util.get_node_ip_address()
+    assert taken == LOOPBACK, (
+        f"Ray takes {taken} for this machine's address, not {LOOPBACK}: it was imported before"
+        " RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 was set (tests/conftest.py sets it)"
+    )
 
 
 class Restarted:
@@ -107,3 +122,16 @@ def restarted_driver(job_dir: Path, stderr: Path) -> Iterator[Restarted]:
         if driver.proc.poll() is None:
             driver.proc.kill()
             driver.proc.wait()
+
+
+def marked_processes(mark: str) -> list[psutil.Process]:
+    """This user's processes whose environment carries ``SUBAGENTS_TEST_MARK=mark`` (a run's
+    child and helpers, wherever Ray started them)."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("SUBAGENTS_TEST_MARK") == mark:
+                found.append(p)
+        except (psutil.Error, OSError):
+            continue
+    return found

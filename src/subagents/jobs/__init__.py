@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from subagents.jobs.live import LiveJobs
     from subagents.jobs.mapinput import Row, parse_where, render
     from subagents.jobs.mapjob import MapJob, RowSink
-    from subagents.jobs.maplog import logged_runs, write_input
+    from subagents.jobs.maplog import logged_runs, map_input_rows, write_input
     from subagents.jobs.mapplan import plan_map, read_map_rows, read_rows
     from subagents.jobs.mapprogress import MapProgress, MapProgressRecord, progress_line, row_record
     from subagents.jobs.mapresults import write_all as write_results
@@ -80,6 +80,7 @@ _WHERE = {
     "MapJob": "mapjob",
     "RowSink": "mapjob",
     "logged_runs": "maplog",
+    "map_input_rows": "maplog",
     "write_input": "maplog",
     "plan_map": "mapplan",
     "read_map_rows": "mapplan",
@@ -147,6 +148,7 @@ __all__ = [
     "list_jobs",
     "load_plan",
     "logged_runs",
+    "map_input_rows",
     "member_step",
     "message_target",
     "parse_job",

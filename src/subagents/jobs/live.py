@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from subagents.types import FleetJob, FleetRun, JobRow, JobState, JsonObject, RunResult, Usage
 
 ACTIVITY_LEN = 200
+MAPS_FOLLOWED = 8
 
 
 class RunTail:
@@ -93,8 +95,10 @@ class LiveJobs:
         self._tails: dict[str, RunTail] = {}
         self._meta: dict[str, JsonObject] = {}
         self._results: dict[str, RunResult] = {}
-        # Each running map's row log, followed from look to look (not read whole each time).
-        self._maps: dict[str, LogFollower] = {}
+        # The maps' row logs looked at lately, each followed from look to look (not read
+        # whole each time): the most recent, as many as a look lists jobs (MAPS_FOLLOWED
+        # at least).
+        self._maps: OrderedDict[str, LogFollower] = OrderedDict()
         # What the last look passed over: a line for each damaged job.json.
         self.damaged: list[str] = []
 
@@ -271,14 +275,19 @@ class LiveJobs:
 
     def _map_in_flight(self, job: JobRow | JobState) -> list[str]:
         """A running map's rows in flight (its row log, followed); none once it ended."""
-        job_id = job["jobId"]
         if job.get("status") in TERMINAL:
-            self._maps.pop(job_id, None)
             return []
-        log = self._maps.get(job_id)
-        if log is None:
-            log = self._maps[job_id] = LogFollower(self.store.dir / job_id)
-        return started(log.poll())
+        return started(self.map_entries(job))
+
+    def map_entries(self, job: JobRow | JobState) -> dict[int, JsonObject]:
+        """Each row's last entry in a map's row log as of now (rows not started are
+        absent), read from where this view's last look stopped."""
+        job_id = job["jobId"]
+        log = self._maps.pop(job_id, None) or LogFollower(self.store.dir / job_id)
+        self._maps[job_id] = log
+        while len(self._maps) > max(MAPS_FOLLOWED, self.limit):
+            self._maps.popitem(last=False)
+        return dict(log.poll())
 
     def transcript(self, run_id: str, offset: int) -> tuple[str, int]:
         """The run's transcript from *offset* on, and the offset after it."""

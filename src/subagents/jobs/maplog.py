@@ -63,6 +63,11 @@ def read_input(job_dir: Path) -> tuple[list[Row], list[int]]:
     return rows, variants
 
 
+def map_input_rows(job_dir: Path) -> list[Row]:
+    """A map's input rows, as recorded (OSError, ValueError: unreadable)."""
+    return read_input(job_dir)[0]
+
+
 def count_input(job_dir: Path) -> int:
     with contextlib.suppress(OSError), open(job_dir / INPUT_FILE, "rb") as f:
         return sum(1 for _ in f)

@@ -232,9 +232,10 @@ class Job:
         # goes on, or holds a branch, that the job does not know of.
         self._record_run_id(index, spec.runId)
         try:
-            return start_prepared(spec, run_dir, placement)
+            return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
         except UsageError as exc:
-            return not_started(req, str(exc), "failed", spec.runId)
+            status: RunStatus = "aborted" if self.cancelled else "failed"
+            return not_started(req, str(exc), status, spec.runId)
 
     def _started_run(self, index: int) -> str | None:
         """The run a predecessor driver started for ``index``, to be followed again."""
@@ -524,7 +525,9 @@ class _Repairs:
             spec, run_dir = prepare(
                 req, job.plan.settings, job.env, job.store.home, placement=job.plan.placement
             )
-            handle = start_prepared(spec, run_dir, job.plan.placement)
+            handle = start_prepared(
+                spec, run_dir, job.plan.placement, stopped=lambda: job.cancelled
+            )
             with job._lock:  # stopped with the job, as the run it reviews would be
                 job._handles[self.index] = handle
             if job.cancelled:

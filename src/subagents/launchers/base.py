@@ -15,6 +15,8 @@ from subagents.errors import UsageError
 from subagents.supervisor import handover
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.config import Settings
     from subagents.supervisor.spec import RunSpec
     from subagents.types import (
@@ -135,8 +137,12 @@ class Launcher(Protocol):
         """Raise ``UsageError`` (one line) when this launcher cannot be used here."""
         ...
 
-    def launch(self, run_dir: Path, spec: RunSpec) -> Launched:
-        """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``)."""
+    def launch(
+        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
+    ) -> Launched:
+        """Start the supervisor of the run prepared in ``run_dir`` (``LaunchError``).
+        ``stopped``: whether the job starting it was stopped meanwhile, for a launch that
+        may wait (connecting to a Ray cluster), which then gives up."""
         ...
 
     def reattach(self, run_dir: Path, record: JsonObject, *, follow: bool = True) -> Launched:

@@ -14,6 +14,8 @@ from subagents.core import procs
 from subagents.core.records import process_identity
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.supervisor.spec import RunSpec
     from subagents.types import ExecutorPlace, JsonObject, LocalSupervisorRecord, RunStarted
 
@@ -84,7 +86,9 @@ class LocalLauncher:
     def check(self) -> None:
         return None
 
-    def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
+    def launch(
+        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
+    ) -> LocalSupervisor:
         raise NotImplementedError
 
     def reattach(

@@ -14,6 +14,8 @@ from subagents.launchers.local import LocalLauncher, LocalSupervisor
 from subagents.supervisor.handover import LOG_FILE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.supervisor.spec import RunSpec
 
 
@@ -21,7 +23,9 @@ class ProcessLauncher(LocalLauncher):
     name = "process"
     keeps_spares = True
 
-    def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
+    def launch(
+        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
+    ) -> LocalSupervisor:
         # Here, not at the top: a job is planned (and checked) by processes that never
         # launch, such as `subagents run --bg`, and the spares' module brings psutil.
         from subagents.launchers.spares import SPARES, gated_start

@@ -15,16 +15,16 @@ supervisor that waits for its run directory, supervisor/handover.py): it reads t
 from the keeper's stdin, and says it is ready by closing the keeper's stdout, which it
 shares.
 
-Standard library only, run isolated (``-I -S``): it starts in a few milliseconds.
-It prints the supervisor's pid, then waits for it and exits with its code.
+Standard library only, run isolated (``-I -S``), and no more of it than ``os`` (and
+``ctypes`` for the death signal): it starts once a run on every node, and ``subprocess``
+alone (with the ``locale``, ``re`` and ``enum`` it imports) cost more than the rest of its
+start. It prints the supervisor's pid, then waits for it and exits with its code.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import subprocess
 import sys
 
 SPARE = "-"
@@ -35,8 +35,40 @@ def die_with_parent() -> None:
     if sys.platform.startswith("linux"):
         import ctypes
 
-        with contextlib.suppress(OSError, AttributeError):
+        # (Not contextlib.suppress: importing contextlib would double the keeper's start.)
+        try:  # noqa: SIM105
             ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def spawn(command: list[str], stdio: tuple[int, int, int]) -> int:
+    """``command`` in a session of its own with ``stdio`` as its fds 0-2 and no other, set
+    to die with this process; its pid once it runs (OSError, with its errno, if it could
+    not be run: told back through a pipe that its exec closes)."""
+    ready, told = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the child: nothing but system calls until the exec
+        try:
+            os.close(ready)
+            os.setsid()
+            die_with_parent()
+            for fd, std in zip(stdio, (0, 1, 2), strict=True):
+                os.dup2(fd, std)
+            os.closerange(3, told)
+            os.closerange(told + 1, os.sysconf("SC_OPEN_MAX"))
+            os.execvp(command[0], command)
+        except OSError as exc:
+            os.write(told, str(exc.errno or 0).encode())
+        finally:
+            os._exit(127)
+    os.close(told)
+    with os.fdopen(ready, "rb") as f:
+        failed = f.read()
+    if failed:
+        os.waitpid(pid, 0)
+        raise OSError(int(failed), os.strerror(int(failed)), command[0])
+    return pid
 
 
 def main(argv: list[str]) -> int:
@@ -44,32 +76,21 @@ def main(argv: list[str]) -> int:
     die_with_parent()
     if os.getppid() != host:  # the host died before that: nobody needs this run
         return 1
+    null = os.open(os.devnull, os.O_RDWR)
     if log_path == SPARE:
         # Its stdin and stdout are ours: the run comes in on one, "ready" is the other's EOF.
-        proc = subprocess.Popen(
-            command,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
-        )
-        print(proc.pid, flush=True)
-        null = os.open(os.devnull, os.O_RDWR)
+        pid = spawn(command, (0, 1, null))
+        os.write(1, b"%d\n" % pid)
         os.dup2(null, 0)
         os.dup2(null, 1)
-        os.close(null)
-        return proc.wait()
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=die_with_parent,
-        )
-    print(proc.pid, flush=True)
-    return proc.wait()
+    else:
+        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        pid = spawn(command, (null, log, log))
+        os.close(log)
+        os.write(1, b"%d\n" % pid)
+    os.close(null)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -58,7 +59,12 @@ HOST_PATIENCE = 120.0
 # relays of the runs it aborts to collect their results first.
 KILL_PATIENCE = 10.0
 COLLECT_PATIENCE = 15.0
+# Connecting: how long it may take (SUBAGENTS_RAY_CONNECT_TIMEOUT overrides it), and how
+# often a caller waiting for it looks whether it was stopped.
+CONNECT_PATIENCE = 60.0
+CONNECT_LOOK = 0.2
 _connect_lock = threading.Lock()
+_attempt: _Attempt | None = None
 _hosts_lock = threading.Lock()
 _hosts: dict[str, HostHandle] = {}
 # ``ray.remote(NodeHost)``: Ray's actor class, made once a process (untyped: Ray's own)
@@ -83,34 +89,97 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-def connect(address: str | None) -> Ray:
+def connect(address: str | None, *, stopped: Callable[[], bool] | None = None) -> Ray:
     """This process's connection to the cluster (made once): ``address``, else
-    ``$RAY_ADDRESS``, else a cluster started on this machine with ``ray start``."""
+    ``$RAY_ADDRESS``, else a cluster started on this machine with ``ray start``.
+
+    Bounded: ``ray.init`` has no limit of its own (against an address where no head
+    answers, or a head whose advertised address this machine cannot reach, it retries for
+    many minutes, deaf to signals while it does), so it runs in a thread of its own and the
+    caller waits for it in slices, no longer than ``connect_patience()`` seconds, and gives
+    up at once when ``stopped()`` says its job was stopped (LaunchError either way)."""
     try:
         import ray
     except ImportError:
         raise LaunchError(RAY_MISSING) from None
 
+    global _attempt
     with _connect_lock:
-        if not ray.is_initialized():
+        attempt = _attempt
+        if attempt is None or not attempt.usable(ray):
+            if ray.is_initialized():  # connected by the program that embeds us
+                return cast("Ray", ray)
             target = address or os.environ.get("RAY_ADDRESS") or "auto"
-            _keep_ray_quiet(ray)
-            try:
-                ray.init(
-                    address=target,
-                    namespace=NAMESPACE,
-                    log_to_driver=False,
-                    configure_logging=False,
-                )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                raise LaunchError(
-                    f"could not connect to the Ray cluster at {target}: {first_line(exc)}"
-                ) from None
-            finally:
-                _keep_ray_quiet(ray)  # again: ray.init drops the "ray" logger's handlers
+            attempt = _attempt = _Attempt(ray, target, connect_patience())
+    attempt.wait(stopped)
     # Ray's own annotations are partial (an actor's handle is ActorHandle[Any]): the calls
     # made of it are checked against the view of it that ray_handles declares.
     return cast("Ray", ray)
+
+
+def connect_patience() -> float:
+    """How long connecting may take: $SUBAGENTS_RAY_CONNECT_TIMEOUT seconds, else
+    CONNECT_PATIENCE."""
+    given = os.environ.get("SUBAGENTS_RAY_CONNECT_TIMEOUT", "")
+    try:
+        seconds = float(given)
+    except ValueError:
+        return CONNECT_PATIENCE
+    return seconds if seconds > 0 else CONNECT_PATIENCE
+
+
+class _Attempt:
+    """One ``ray.init``, in a daemon thread: every caller that connects meanwhile waits for
+    this one (never a second beside it), each until the same deadline. One that never
+    returns stays behind, harmless: the process exits without waiting for it."""
+
+    def __init__(self, ray: ModuleType, target: str, patience: float) -> None:
+        self.target = target
+        self.patience = patience
+        self.deadline = time.monotonic() + patience
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._init, args=(ray,), name="ray-connect", daemon=True).start()
+
+    def _init(self, ray: ModuleType) -> None:
+        # In a thread, Ray also leaves the process's SIGTERM handler alone (in the main
+        # thread it would put its own in place of the job's).
+        _keep_ray_quiet(ray)
+        try:
+            ray.init(
+                address=self.target,
+                namespace=NAMESPACE,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        except BaseException as exc:  # said by each waiting caller (Ray may raise SystemExit)
+            self.error = exc
+        finally:
+            _keep_ray_quiet(ray)  # again: ray.init drops the "ray" logger's handlers
+            self.done.set()
+
+    def usable(self, ray: ModuleType) -> bool:
+        """Under way, or connected still (not failed, nor shut down since)."""
+        if not self.done.is_set():
+            return True
+        return self.error is None and bool(ray.is_initialized())
+
+    def wait(self, stopped: Callable[[], bool] | None) -> None:
+        while not self.done.wait(max(0.0, min(CONNECT_LOOK, self.deadline - time.monotonic()))):
+            if stopped is not None and stopped():
+                raise LaunchError(f"stopped while connecting to the Ray cluster at {self.target}")
+            if time.monotonic() >= self.deadline:
+                raise LaunchError(
+                    f"could not connect to the Ray cluster at {self.target} within"
+                    f" {self.patience:g} s: check that it is the head's address (host:port,"
+                    " as `ray start --head` prints it), that the head runs, and that this"
+                    " machine reaches the addresses the head and its nodes advertise"
+                    " (SUBAGENTS_RAY_CONNECT_TIMEOUT sets the wait)"
+                )
+        if self.error is not None:
+            raise LaunchError(
+                f"could not connect to the Ray cluster at {self.target}: {first_line(self.error)}"
+            )
 
 
 def _keep_ray_quiet(ray: ModuleType) -> None:
@@ -125,13 +194,16 @@ def _keep_ray_quiet(ray: ModuleType) -> None:
     except OSError:
         handler = logging.NullHandler()
     ray_logger = logging.getLogger("ray")
-    for old in list(ray_logger.handlers):
-        if isinstance(old, logging.FileHandler):
-            old.close()
-        ray_logger.removeHandler(old)
-    ray_logger.addHandler(handler)
-    ray_logger.setLevel(logging.INFO)
-    ray_logger.propagate = False
+    # ray.init clears the "ray" logger's handlers and then warns through its worker's logger
+    # (that its thread is not the main one): that logger gets the handler of its own.
+    for logger in (ray_logger, logging.getLogger("ray._private.worker")):
+        for old in list(logger.handlers):
+            if isinstance(old, logging.FileHandler):
+                old.close()
+            logger.removeHandler(old)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
     worker = getattr(getattr(ray, "_private", None), "worker", None)
     if worker is not None and hasattr(worker, "print_to_stdstream"):
         # The driver's error listener calls this (by its module-level name) with what the

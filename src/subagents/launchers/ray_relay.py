@@ -60,6 +60,8 @@ from subagents.supervisor.result import artifact_paths
 from subagents.worktree import PATCH_FILE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.launchers.ray_handles import HostHandle, Ray
     from subagents.launchers.ray_ship import Shipment
     from subagents.supervisor.spec import RunSpec
@@ -104,8 +106,10 @@ class RayLauncher:
         except ImportError:
             raise UsageError(RAY_MISSING, "executor") from None
 
-    def launch(self, run_dir: Path, spec: RunSpec) -> RayRun:
-        ray = connect(self.address)
+    def launch(
+        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
+    ) -> RayRun:
+        ray = connect(self.address, stopped=stopped)
         check_offered(ray, spec.backend)
         shipment = None
         if spec.worktree and spec.worktree.get("shipped"):

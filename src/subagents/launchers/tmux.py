@@ -23,6 +23,8 @@ from subagents.launchers.local import LocalLauncher, LocalSupervisor
 from subagents.supervisor.handover import ENVIRON_FILE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.supervisor.spec import RunSpec
 
 SESSION = "subagents"
@@ -45,7 +47,9 @@ class TmuxLauncher(LocalLauncher):
     def __init__(self, session: str = SESSION) -> None:
         self.session = session
 
-    def launch(self, run_dir: Path, spec: RunSpec) -> LocalSupervisor:
+    def launch(
+        self, run_dir: Path, spec: RunSpec, *, stopped: Callable[[], bool] | None = None
+    ) -> LocalSupervisor:
         import psutil  # here: the launcher is chosen (and checked) where a job is planned
 
         session = self.session

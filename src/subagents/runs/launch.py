@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from subagents.config import Settings
 from subagents.core import procs
@@ -19,16 +20,29 @@ from subagents.runs.request import RunRequest
 from subagents.runs.rundir import prepare
 from subagents.supervisor.spec import RunSpec
 
+if TYPE_CHECKING:
+    from subagents.types import RunStatus
 
-def start_prepared(spec: RunSpec, run_dir: Path, placement: Placement) -> RunHandle:
+
+def start_prepared(
+    spec: RunSpec,
+    run_dir: Path,
+    placement: Placement,
+    *,
+    stopped: Callable[[], bool] | None = None,
+) -> RunHandle:
+    """Start a prepared run (``stopped``: whether its job was stopped meanwhile, which a
+    launch that waits, such as connecting to a Ray cluster, gives up on: the run is
+    ``aborted``)."""
     try:
-        launched = launcher_for(placement).launch(run_dir, spec)
+        launched = launcher_for(placement).launch(run_dir, spec, stopped=stopped)
     except LaunchError as exc:
         # The run directory exists: it must not be left without a result.
         from subagents.supervisor.result import publish_ended
 
+        status: RunStatus = "aborted" if stopped is not None and stopped() else "failed"
         publish_ended(
-            run_dir, spec=spec, status="failed", error_message=str(exc), started_at=time.time()
+            run_dir, spec=spec, status=status, error_message=str(exc), started_at=time.time()
         )
         raise UsageError(str(exc)) from None
     return RunHandle(spec, run_dir, launched)

@@ -29,7 +29,7 @@ from subagents.web.templates import url
 from subagents.web.transcript import first_piece
 
 if TYPE_CHECKING:
-    from subagents.types import JobState, RunResult
+    from subagents.types import JobState, JsonObject, RunResult
 
 # What a page shows of an isolated run's patch, and of an answer or a failure's diagnostics
 # (the run directory keeps all of them; the page links to the whole, as text).
@@ -44,6 +44,9 @@ class JobData:
     state: JobState
     rows: list[RunRow]
     run_id: str | None  # the run shown
+    # A map's rows' last entries in its row log, read in the same look as its runs (None:
+    # no map).
+    map_entries: dict[int, JsonObject] | None = None
 
     @property
     def job_id(self) -> str:
@@ -67,7 +70,8 @@ def gather(live: LiveJobs, state: JobState, run: str | None) -> JobData:
     if run not in ids:
         running = [r.run_id for r in rows if r.run_id and r.status not in TERMINAL]
         run = running[-1] if running else (ids[0] if ids else None)
-    return JobData(state, rows, run)
+    entries = live.map_entries(state) if state.get("mode") == "map" else None
+    return JobData(state, rows, run, entries)
 
 
 def run_dir(home: Path, run_id: str) -> Path:
@@ -204,7 +208,7 @@ def render_live(data: JobData, home: Path, rows: RowsQuery | None = None) -> str
         models=models(data),
         timeline=_timeline(data),
         council=council_view(council) if council is not None else None,
-        map_rows=map_rows(JobStore(home), data.state, rows or RowsQuery()),
+        map_rows=map_rows(JobStore(home), data.state, data.map_entries, rows or RowsQuery()),
         label=label,
     )
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from subagents.present.figures import money
-from subagents.service import JobStore, MapWatch, Row
+from subagents.service import JobStore, Row, map_input_rows
 from subagents.web.templates import url
 
 if TYPE_CHECKING:
@@ -124,37 +124,41 @@ def _row(job_id: str, row: Row, entry: Mapping[str, object] | None, query: RowsQ
     )
 
 
-# The maps shown lately, each followed as its row log grows (MapWatch: its input read once,
-# its log from where the last look stopped), so drawing a page of a 10,000-row map again
-# as it runs costs what was appended since, not the whole map. Pages draw in threads.
-_FOLLOWED: OrderedDict[Path, MapWatch] = OrderedDict()
-_FOLLOWED_MAX = 8
+# The input rows of the maps shown lately, read once each (a map's input never changes).
+# Its row log is the page's to follow (``entries``: read in the same look as its runs), so
+# drawing a page of a 10,000-row map again as it runs reads what was appended since, and
+# its first look reads the log once. Pages draw in threads.
+_INPUTS: OrderedDict[Path, list[Row]] = OrderedDict()
+_INPUTS_MAX = 8
 _LOCK = threading.Lock()
 
 
-def _followed(job_dir: Path, job_id: str) -> tuple[list[Row], dict[int, JsonObject]]:
-    """The map's rows and each one's last log entry, as of now."""
+def _input_rows(job_dir: Path) -> list[Row]:
     with _LOCK:
-        watch = _FOLLOWED.pop(job_dir, None)
-        if watch is None:
-            watch = MapWatch(job_dir, job_id)
-        else:
-            watch.poll()
-        if watch.rows:  # (not yet written, or unreadable: looked at again next time)
-            _FOLLOWED[job_dir] = watch
-        while len(_FOLLOWED) > _FOLLOWED_MAX:
-            _FOLLOWED.popitem(last=False)
-        return watch.rows, dict(watch.state)
+        rows = _INPUTS.pop(job_dir, None)
+    if rows is None:
+        rows = map_input_rows(job_dir)
+    with _LOCK:
+        if rows:  # (not yet written: looked at again next time)
+            _INPUTS[job_dir] = rows
+        while len(_INPUTS) > _INPUTS_MAX:
+            _INPUTS.popitem(last=False)
+    return rows
 
 
-def map_rows(store: JobStore, state: JobState, query: RowsQuery) -> MapRowsView | None:
-    """The page's view of a map's rows (None: the job is no map, or its rows cannot be
-    read: the page shows the rest)."""
-    if state.get("mode") != "map":
+def map_rows(
+    store: JobStore,
+    state: JobState,
+    entries: Mapping[int, JsonObject] | None,
+    query: RowsQuery,
+) -> MapRowsView | None:
+    """The page's view of a map's rows, with ``entries``, each row's last entry in its row
+    log (None: the job is no map, or its rows cannot be read: the page shows the rest)."""
+    if state.get("mode") != "map" or entries is None:
         return None
     job_id = state["jobId"]
     try:
-        rows, entries = _followed(store.dir / job_id, job_id)
+        rows = _input_rows(store.dir / job_id)
     except (OSError, ValueError, AssertionError):
         return None
     if not rows:
