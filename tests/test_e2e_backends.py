@@ -53,6 +53,7 @@ ERROR_STATUS = {"claude": 500, "codex": 400, "gemini": 500, "opencode": 500}
 # stream, kept verbatim in raw.jsonl, is checked as test_mock_clis checks a CLI it runs
 # itself, so these runs are not made there a second time.
 RAW_CHECKED = {"claude", "gemini", "opencode"}
+EXIT_GRACE = 60.0
 
 
 def params() -> list[Any]:
@@ -76,7 +77,10 @@ def run(tmp_path: Path, name: str, script: Script) -> tuple[dict[str, Any], int]
     with MockModelServer(script) as srv:
         env = writer(tmp_path / f"{name}-config", srv.url)
         req = RunRequest(task="list files", backend=name, cwd=str(work), env=env, model=model)
-        handle = start(req, Settings(default_backend=name))
+        # A CLI whose exit code is checked (raw_of) gets the time to exit by itself after its
+        # last line, not the default quarter second, which a loaded machine may overrun.
+        grace = EXIT_GRACE if name in RAW_CHECKED else Settings().grace
+        handle = start(req, Settings(default_backend=name, grace=grace))
         result = handle.wait(timeout=120)
         n = len(srv.requests)
     assert result is not None, f"{name} run did not finish"
