@@ -1,6 +1,7 @@
 """Benchmark: what a delegation costs beyond running the child by hand (issue 38).
 
     .venv/bin/python bench/bench_delegation.py [--pairs 15] [--skip-pi] [--against SRC]
+        [--agent NAME]
 
 Whole processes, timed in pairs, alternating which goes first:
 - **pi**: ``subagents run -q --backend pi --model mock/mock-model TASK`` against the child
@@ -17,12 +18,24 @@ figure the machine's load changes least.
 Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the shell child
 ≤ 100 ms.
 
+The warm command server (cli/warmserver.py) as a user gets it: the first ``subagents run``
+finds none, runs in-process and starts one as it exits (printed apart, "first call"); the
+later ones are handed to it. The benchmark's server is its own (a private runtime dir), and
+its CPU (the forked workers' included) is counted with ours. Then the warm path against the
+in-process one (``SUBAGENTS_WARM=0``), paired the same way.
+
 Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
 run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
 before the run exists when it was started ahead, at the command's start) -> the run made
-(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event's
-``createTime``) -> the child's first event -> ``result.json`` written -> the command exited.
-Process start times come from procfs in clock ticks (10 ms), so those spans are ± 10 ms.
+(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event written, just
+after the spawn; the event's ``createTime``, from procfs, is off by up to a second: the boot
+time it counts from is given in whole seconds) -> the child's first event -> ``result.json``
+written (its mtime: the file system's clock, a few ms coarse) -> the command exited.
+
+With ``--against SRC``, that checkout's spans too, its runs and ours in alternation.
+With ``--agent NAME`` also: ``subagents run -q --agent NAME`` against the same command
+without it (an agent file read and checked: once per content, then kept), and with
+``--against`` the same against that checkout.
 """
 
 from __future__ import annotations
@@ -42,7 +55,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bench_peers import become_subreaper, reap_orphans  # noqa: E402
+from bench_peers import become_subreaper, reap_orphans, warm_servers  # noqa: E402
 from benchenv import like_installed  # noqa: E402
 
 from subagents.demo import mockmodel as mm  # noqa: E402
@@ -55,8 +68,20 @@ echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"te
 
 
 def _children_cpu() -> float:
+    """CPU seconds of every process we started, the warm server's workers included (they
+    are its children: counted in its ``cutime`` once it has reaped them, before their
+    command's caller hears of their end)."""
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+    return used.ru_utime + used.ru_stime + sum(_process_cpu(pid) for pid in warm_servers())
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime (fields 14-17, the 12th-15th after the name).
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -72,33 +97,35 @@ def newest_run(home: Path) -> Path:
     return max((home / "runs").iterdir(), key=lambda d: d.stat().st_mtime)
 
 
-def spans(argv: list[str], env: dict[str, str], n: int) -> str:
-    """Where one ``subagents run -q`` spends its time, from its run's records (see above)."""
+def spans(argv: list[str], envs: list[dict[str, str]], n: int) -> list[str]:
+    """Where one ``subagents run -q`` spends its time, from its run's records (see above):
+    for each of ``envs`` (this checkout's, another's), their runs in alternation."""
     names = ("-> supervisor", "-> run made", "-> child", "-> first event", "-> result", "-> exit")
-    got: dict[str, list[float]] = {name: [] for name in names}
-    home = Path(env["SUBAGENTS_HOME"])
-    for _ in range(n):
-        t0 = time.time()
-        subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
-        t_exit = time.time()
-        reap_orphans(argv)
-        run = newest_run(home)
-        events = [json.loads(line) for line in (run / "events.jsonl").open()]
-        started = next(e for e in events if e["type"] == "run_started")
-        first = next(e for e in events if e["type"] != "run_started")
-        marks = [
-            t0,
-            json.loads((run / "supervisor.json").read_text())["createTime"],
-            json.loads((run / "meta.json").read_text())["createdAt"],
-            started["createTime"],
-            first["ts"],
-            (run / "result.json").stat().st_mtime,
-            t_exit,
-        ]
-        for name, a, b in zip(names, marks, marks[1:], strict=False):
-            got[name].append((b - a) * 1000)
+    got: list[dict[str, list[float]]] = [{name: [] for name in names} for _ in envs]
+    for i in range(n):
+        order = list(enumerate(envs))
+        for k, env in order if i % 2 == 0 else order[::-1]:
+            t0 = time.time()
+            subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+            t_exit = time.time()
+            reap_orphans(argv)
+            run = newest_run(Path(env["SUBAGENTS_HOME"]))
+            events = [json.loads(line) for line in (run / "events.jsonl").open()]
+            started = next(e for e in events if e["type"] == "run_started")
+            first = next(e for e in events if e["type"] != "run_started")
+            marks = [
+                t0,
+                json.loads((run / "supervisor.json").read_text())["createTime"],
+                json.loads((run / "meta.json").read_text())["createdAt"],
+                started["ts"],
+                first["ts"],
+                (run / "result.json").stat().st_mtime,
+                t_exit,
+            ]
+            for name, a, b in zip(names, marks, marks[1:], strict=False):
+                got[k][name].append((b - a) * 1000)
     med = statistics.median
-    return ", ".join(f"{name} {med(values):+.0f}" for name, values in got.items())
+    return [", ".join(f"{name} {med(v):+.0f}" for name, v in each.items()) for each in got]
 
 
 def pairs(
@@ -140,8 +167,13 @@ def main() -> None:
         help="also time another checkout's src (e.g. the branch point's) as 'alone' against "
         "this one's, with the shell child",
     )
+    ap.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="also time `run -q --agent NAME` against `run -q`, with the shell child",
+    )
     args = ap.parse_args()
-    like_installed()
+    like_installed(warm=True)
     become_subreaper()
     subagents = [sys.executable, "-m", "subagents.cli", "run", "-q"]
     print(f"load average: {os.getloadavg()[0]:.1f}", flush=True)
@@ -152,14 +184,44 @@ def main() -> None:
         child.write_text(SHELL_CHILD)
         child.chmod(0o755)
         shell_env = {**env, "SUBAGENTS_PI_BIN": str(child)}
+        wall, cpu = timed([*subagents, "hi"], shell_env)
+        print(
+            f"first call (no warm server yet: in-process, starting one as it exits): "
+            f"wall {wall * 1000:.0f} ms, cpu {cpu * 1000:.0f} ms"
+        )
         print("shell child:", pairs([*subagents, "hi"], [str(child), "hi"], shell_env, args.pairs))
-        print("  spans (ms):", spans([*subagents, "hi"], shell_env, args.pairs))
-        if args.against:
-            theirs = {**shell_env, "PYTHONPATH": str(Path(args.against).resolve())}
+        if not args.against:
+            print("  spans (ms):", *spans([*subagents, "hi"], [shell_env], args.pairs))
+        else:
+            # (its own home: its runs are told from ours by where they are)
+            theirs = {
+                **shell_env,
+                "PYTHONPATH": str(Path(args.against).resolve()),
+                "SUBAGENTS_HOME": str(work / "home-against"),
+            }
+            mine, other = spans([*subagents, "hi"], [shell_env, theirs], args.pairs)
+            print("  spans (ms):", mine)
+            print(f"  spans (ms) of {args.against}, in turn:", other)
             print(
                 f"against {args.against} (as 'alone'):",
                 pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, theirs),
             )
+        in_process = {**shell_env, "SUBAGENTS_WARM": "0"}
+        print(
+            "warm against in-process (SUBAGENTS_WARM=0, as 'alone'):",
+            pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, in_process),
+        )
+        if args.agent:
+            named = [*subagents, "--agent", args.agent, "hi"]
+            print(
+                f"--agent {args.agent} (as 'ours') against none (as 'alone'):",
+                pairs(named, [*subagents, "hi"], shell_env, args.pairs),
+            )
+            if args.against:
+                print(
+                    f"--agent {args.agent}, against {args.against} (as 'alone'):",
+                    pairs(named, named, shell_env, args.pairs, theirs),
+                )
         pi = shutil.which("pi")
         if args.skip_pi:
             pass
