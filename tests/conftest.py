@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support.clienv import shared_cli_env
 from support.fake import Fake
 from support.spawns import SpawnGuard
 
@@ -62,6 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("suite")
     config.pluginmanager.register(SpawnGuard(), "subagents-spawn-guard")
+    # What every real CLI a test starts inherits (support/clienv.py): set for the session.
+    os.environ.update(shared_cli_env())
     # Each test's wall and CPU time (its processes' included), when asked: support/cputimes.py.
     # Not in xdist's controller: its workers run the tests.
     out = os.environ.get("SUBAGENTS_TEST_CPU")
