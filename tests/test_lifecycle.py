@@ -185,21 +185,9 @@ def test_a_job_s_start_entry_is_in_its_log_before_its_child_starts(
     # The start entry is written while the first run is prepared, but its child waits for it.
     seen = tmp_path / "log-at-child-start"
     log = isolated_state / "sessions" / "s3.jsonl"
-    answer = json.dumps(
-        {
-            "type": "message_end",
-            "message": {
-                "role": "assistant",
-                "content": [{"type": "text", "text": "ok"}],
-                "stopReason": "stop",
-            },
-        }
-    )
+    answer = json.dumps(pi.text_end("ok")["emit"])
     child = tmp_path / "child"
-    child.write_text(
-        '#!/bin/sh\ncase "$1" in --version) echo 0.73.1; exit 0;; esac\n'
-        f"cat '{log}' > '{seen}'\necho '{answer}'\n"
-    )
+    child.write_text(f"#!/bin/sh\ncat '{log}' > '{seen}'\necho '{answer}'\n")
     child.chmod(0o755)
     p = cli(["run", "-q", "--session", "s3", "x"], {"SUBAGENTS_PI_BIN": str(child)})
     assert p.returncode == 0, p.stderr
