@@ -19,6 +19,7 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from subagents.core import procs
@@ -41,8 +42,11 @@ def _cwd() -> str | None:
 class Template:
     """A template process this one started, and the pipe pair to it."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], environ: dict[str, str]) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], environ: dict[str, str], kept: bool = False
+    ) -> None:
         self.popen = popen
+        self.kept = kept
         self.environ = environ
         self.cwd = _cwd()
         self.ready = threading.Event()
@@ -51,13 +55,15 @@ class Template:
         self._buf = b""
 
     @classmethod
-    def start(cls) -> Template:
-        """Start a template here (OSError when it cannot be started); ``wait_ready`` next."""
+    def start(cls, keeper: Sequence[str] = ()) -> Template:
+        """Start a template here (OSError when it cannot be started); ``wait_ready`` next.
+        ``keeper``: through this command (a Ray host's keeper, in its spare mode: it says
+        the template's pid first), its supervisors bound to it."""
         # os.environ, as a fresh supervisor gets it (spares.py), not the C library's copy,
         # which a library may change (seen: COLUMNS and LINES under pytest).
         environ = dict(os.environ)
         popen = subprocess.Popen(
-            handover.template_command(),
+            [*keeper, *handover.template_command(bound=bool(keeper))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -65,7 +71,7 @@ class Template:
             start_new_session=True,
             close_fds=True,
         )
-        return cls(popen, environ)
+        return cls(popen, environ, bool(keeper))
 
     @property
     def pid(self) -> int:
@@ -73,7 +79,11 @@ class Template:
 
     def wait_ready(self, timeout: float) -> None:
         """Until the template has said it is ready, or ``timeout`` (then it is broken)."""
-        if self._line(timeout) != READY.strip():
+        deadline = time.monotonic() + timeout
+        line = self._line(timeout)
+        if self.kept and line is not None and line.isdigit():  # its keeper's line first
+            line = self._line(max(0.0, deadline - time.monotonic()))
+        if line != READY.strip():
             self.broken = True
         self.ready.set()
 
@@ -97,7 +107,7 @@ class Template:
             try:
                 self.popen.stdin.write(os.fsencode(run_dir) + b"\0")
                 self.popen.stdin.flush()
-            except OSError:  # it is gone
+            except (OSError, ValueError):  # it is gone (or was dismissed meanwhile)
                 self.broken = True
                 return None
             line = self._line(REPLY_WAIT)
@@ -133,12 +143,16 @@ class Template:
             return line.strip()
         return None
 
-    def retire(self, wait: float = RETIRE_WAIT) -> None:
-        """EOF on its stdin: it reaps its last supervisors and exits (killed if it will not
-        within ``wait``); reaped here. Its supervisors still running go on."""
-        with contextlib.suppress(OSError):
+    def dismiss(self) -> None:
+        """EOF on its stdin: it reaps its last supervisors (bound: waits for them) and exits."""
+        with contextlib.suppress(OSError, ValueError):
             if self.popen.stdin is not None:
                 self.popen.stdin.close()
+
+    def retire(self, wait: float = RETIRE_WAIT) -> None:
+        """``dismiss`` it, then reap it (killed if it has not exited within ``wait``). Its
+        supervisors still running go on (unless bound to it)."""
+        self.dismiss()
         try:
             self.popen.wait(wait)
         except subprocess.TimeoutExpired:

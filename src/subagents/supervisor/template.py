@@ -17,7 +17,8 @@ The template reaps its children (SIGCHLD through the wakeup fd; it has no thread
 forking is safe). It leaves on EOF (after its children, for a bounded time, so that they
 are reaped) or on a stop signal. Its children are not bound to it, and go on when it is
 gone, as supervisors go on without their starter; with ``--bound`` (on a Ray node, where
-it stands in for the keepers: launchers/ray_keeper.py) each gets SIGTERM when it dies.
+it stands in for the keepers: launchers/ray_keeper.py) each gets SIGTERM when it dies, and
+at EOF it stays until the last has ended.
 
 Standard library only, like the rest of the supervisor.
 """
@@ -72,7 +73,8 @@ def serve(early: list[int], *, bound: bool = False) -> Path | None:
                 continue
             chunk = os.read(0, 65536)
             if not chunk:
-                _leave(children, wake_r, early)
+                # Bound, its supervisors would end with it: it stays until they have.
+                _leave(children, wake_r, early, None if bound else LEAVE_WAIT)
                 return None
             data += chunk
             while b"\0" in data:
@@ -157,14 +159,15 @@ def _reap(children: set[int]) -> None:
             children.discard(pid)
 
 
-def _leave(children: set[int], wake_r: int, early: list[int]) -> None:
-    """At EOF: reap the supervisors still running as they end, for at most LEAVE_WAIT
-    seconds (then they go on without the template) or until a stop signal."""
-    deadline = time.monotonic() + LEAVE_WAIT
+def _leave(children: set[int], wake_r: int, early: list[int], wait: float | None) -> None:
+    """At EOF: reap the supervisors still running as they end, for at most ``wait``
+    seconds (None: until the last; then they go on without the template) or until a stop
+    signal."""
+    deadline = None if wait is None else time.monotonic() + wait
     while True:
         _reap(children)
-        left = deadline - time.monotonic()
-        if not children or early or left <= 0:
+        left = None if deadline is None else deadline - time.monotonic()
+        if not children or early or (left is not None and left <= 0):
             return
         if select.select([wake_r], [], [], left)[0]:
             _drain(wake_r)
