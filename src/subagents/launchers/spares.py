@@ -34,11 +34,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from subagents.core import procs
-from subagents.launchers.template import Template
 from subagents.supervisor import handover
+
+if TYPE_CHECKING:
+    from subagents.launchers.template import Template
 
 # A spare waits at most handover.SPARE_WAIT seconds, then exits; it is handed a
 # run only while well inside that, so it cannot time out as its run arrives.
@@ -259,6 +261,8 @@ class SparePool:
     def _start_template(self) -> None:
         """(Under the lock.) Start a template now, not through the gate: it is what saves
         the others their start. It takes a place there while it imports, if one is free."""
+        from subagents.launchers.template import Template  # (a job of several runs only)
+
         try:
             template = Template.start()
         except OSError:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from subagents.core import procs
 from subagents.supervisor import handover
-from subagents.supervisor.template import READY
 
 # How long a fork's reply may take before the template counts as stuck (and is killed).
 REPLY_WAIT = 10.0
@@ -83,7 +82,7 @@ class Template:
         line = self._line(timeout)
         if self.kept and line is not None and line.isdigit():  # its keeper's line first
             line = self._line(max(0.0, deadline - time.monotonic()))
-        if line != READY.strip():
+        if line != handover.TEMPLATE_READY.strip():
             self.broken = True
         self.ready.set()
 

@@ -21,6 +21,8 @@ SPARE_WAIT = 600.0
 # for each run directory it is handed; with BOUND_FLAG too, those die with it.
 TEMPLATE_FLAG = "--template"
 BOUND_FLAG = "--bound"
+# What a template says on its stdout once it is ready.
+TEMPLATE_READY = b"ready\n"
 # In the run directory: the supervisor's own output, and the caller's environment for a
 # supervisor that does not inherit it (tmux), read and removed as it starts.
 LOG_FILE = "supervisor.log"

@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from subagents.supervisor.handover import run_stdio
+from subagents.supervisor.handover import TEMPLATE_READY, run_stdio
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 # At EOF: how long the supervisors still running are waited for (and reaped).
 LEAVE_WAIT = 2.0
-READY = b"ready\n"
 
 
 def serve(early: list[int], *, bound: bool = False) -> Path | None:
@@ -63,7 +62,7 @@ def serve(early: list[int], *, bound: bool = False) -> Path | None:
     data = b""
     template = os.getpid()
     try:
-        os.write(1, READY)
+        os.write(1, TEMPLATE_READY)
         while not early:
             ready = select.select([0, wake_r], [], [])[0]
             if wake_r in ready:
