@@ -15,13 +15,13 @@ from pathlib import Path
 import psutil
 import pytest
 from support.checks import eventually, pid_alive
-from support.warmchild import child
+from support.warmchild import request
 
 from subagents.config import Settings
 from subagents.launchers.ray_forks import HostTemplate
 from subagents.launchers.ray_host import KEEPER
 from subagents.launchers.ray_keeper import SPARE
-from subagents.runs import RunRequest, prepare
+from subagents.runs import prepare
 
 pytestmark = pytest.mark.process
 
@@ -37,13 +37,7 @@ def host() -> Iterator[HostTemplate]:
 
 
 def run_dir(tmp_path: Path, name: str, gate: Path) -> Path:
-    req = RunRequest(
-        task=name,
-        backend="pi",
-        cwd=str(tmp_path),
-        env={"ENV_DUMP": str(tmp_path / f"{name}.env.json"), "GATE": str(gate)},
-    )
-    env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
+    req, env = request(tmp_path, name, gate)
     return prepare(req, Settings(kill_grace=1.0), env=env)[1]
 
 

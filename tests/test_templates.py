@@ -8,16 +8,19 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 from support.checks import eventually, pid_alive
-from support.warmchild import child, child_env, fd_target, start_run
+from support.warmchild import (
+    child,
+    child_env,
+    fd_target,
+    left_by_a_dead_starter,
+    parallel_job,
+    start_run,
+)
 
 from subagents.core.files import read_json
 from subagents.launchers.spares import SPARES
@@ -28,18 +31,8 @@ from subagents.supervisor.handover import template_command
 pytestmark = pytest.mark.process
 
 
-@pytest.fixture
-def owner() -> Iterator[object]:
-    """A job that wants a template; at its end, nothing of it may be left."""
-    me = object()
-    yield me
-    SPARES.want(me, 0)
-    assert SPARES.template_pid() is None
-    assert SPARES.pids() == []
-
-
-def ready_template(owner: object) -> int:
-    SPARES.want(owner, 3, template=True)
+def ready_template(warm_owner: object) -> int:
+    SPARES.want(warm_owner, 3, template=True)
     pid = SPARES.template_pid()
     assert pid is not None
     assert "--template" in psutil.Process(pid).cmdline()
@@ -59,9 +52,9 @@ def pipes(pid: int) -> set[str]:
 
 
 def test_a_template_serves_several_runs_each_as_a_fresh_supervisor(
-    owner: object, tmp_path: Path
+    warm_owner: object, tmp_path: Path
 ) -> None:
-    template = ready_template(owner)
+    template = ready_template(warm_owner)
     gate = tmp_path / "gate"
     handles = [start_run(tmp_path, f"r{i}", gate) for i in range(3)]
     template_pipes = pipes(template)
@@ -82,7 +75,7 @@ def test_a_template_serves_several_runs_each_as_a_fresh_supervisor(
         }
     assert len({h.launched.pid for h in handles}) == 3
     envs = [child_env(tmp_path, f"r{i}") for i in range(3)]
-    SPARES.want(owner, 0)
+    SPARES.want(warm_owner, 0)
     assert not pid_alive(template)
 
     # The same run from a supervisor started for it (no template): the same child env.
@@ -103,8 +96,8 @@ def test_a_template_serves_several_runs_each_as_a_fresh_supervisor(
     assert result is not None and result["status"] == "completed"
 
 
-def test_a_stop_reaches_a_forked_supervisor(owner: object, tmp_path: Path) -> None:
-    template = ready_template(owner)
+def test_a_stop_reaches_a_forked_supervisor(warm_owner: object, tmp_path: Path) -> None:
+    template = ready_template(warm_owner)
     handle = start_run(tmp_path, "stopped", tmp_path / "never")
     assert psutil.Process(handle.launched.pid).ppid() == template
     child_env(tmp_path, "stopped")  # the child runs
@@ -116,8 +109,10 @@ def test_a_stop_reaches_a_forked_supervisor(owner: object, tmp_path: Path) -> No
     assert eventually(lambda: not pid_alive(handle.launched.pid))
 
 
-def test_a_stop_signal_right_after_the_fork_aborts_the_run(owner: object, tmp_path: Path) -> None:
-    ready_template(owner)
+def test_a_stop_signal_right_after_the_fork_aborts_the_run(
+    warm_owner: object, tmp_path: Path
+) -> None:
+    ready_template(warm_owner)
     handle = start_run(tmp_path, "early", tmp_path / "never")
     os.kill(handle.launched.pid, signal.SIGTERM)  # before its child may even be spawned
     result = handle.wait(timeout=60)
@@ -127,9 +122,9 @@ def test_a_stop_signal_right_after_the_fork_aborts_the_run(owner: object, tmp_pa
 
 
 def test_a_killed_template_leaves_the_next_runs_to_start_as_before(
-    owner: object, tmp_path: Path
+    warm_owner: object, tmp_path: Path
 ) -> None:
-    template = ready_template(owner)
+    template = ready_template(warm_owner)
     gate = tmp_path / "gate"
     first = start_run(tmp_path, "first", gate)
     assert psutil.Process(first.launched.pid).ppid() == template
@@ -150,20 +145,8 @@ def test_a_job_leaves_no_template_and_no_zombie(
 ) -> None:
     """A parallel job through the API: its runs' supervisors forked from its template,
     which is gone at its end with every supervisor reaped."""
-    from subagents.api import drive, prepare_job
-
-    gate = tmp_path / "gate"
-    gate.touch()
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(child(tmp_path)))
-    spec: dict[str, Any] = {
-        "mode": "parallel",
-        "concurrency": 3,
-        "tasks": [{"task": f"t{i}"} for i in range(6)],
-    }
-    extra_env = {"GATE": str(gate), "ENV_DUMP": os.devnull}
-    result = drive(prepare_job(spec, cwd=str(tmp_path), extra_env=extra_env))
-    assert result["status"] == "completed", result
-    assert [r["finalText"] for r in result["runs"]] == [f"done t{i}" for i in range(6)]
+    parallel_job(tmp_path, 6, 3)
     assert SPARES.template_pid() is None
     assert SPARES.pids() == []
 
@@ -195,12 +178,9 @@ def test_a_template_exits_on_eof_and_on_a_stop_signal() -> None:
 
 
 def test_a_template_whose_starter_dies_exits() -> None:
-    code = (
-        "import os; from subagents.launchers.template import Template; "
-        "t = Template.start(); t.wait_ready(30); print(t.pid, flush=True); os._exit(0)"
+    pid = left_by_a_dead_starter(
+        "from subagents.launchers.template import Template; w = Template.start()"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    pid = int(out.stdout)
     assert eventually(lambda: not pid_alive(pid)), "an orphaned template kept waiting"
 
 

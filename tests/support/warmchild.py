@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from subagents.config import Settings
 from subagents.runs import RunHandle, RunRequest, start
+
+if TYPE_CHECKING:
+    from subagents.types import JobResult
 from support.checks import eventually
 
 
@@ -36,15 +41,40 @@ def child(tmp_path: Path) -> Path:
     return path
 
 
-def start_run(tmp_path: Path, name: str, gate: Path) -> RunHandle:
+def request(tmp_path: Path, name: str, gate: Path) -> tuple[RunRequest, dict[str, str]]:
+    """A run of the stand-in named ``name`` (it answers "done NAME" once ``gate`` exists),
+    and the environment to prepare it with."""
     req = RunRequest(
         task=name,
         backend="pi",
         cwd=str(tmp_path),
         env={"ENV_DUMP": str(tmp_path / f"{name}.env.json"), "GATE": str(gate)},
     )
-    env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
+    return req, {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
+
+
+def start_run(tmp_path: Path, name: str, gate: Path) -> RunHandle:
+    req, env = request(tmp_path, name, gate)
     return start(req, Settings(kill_grace=1.0), env=env)
+
+
+def parallel_job(tmp_path: Path, tasks: int, concurrency: int) -> JobResult:
+    """A parallel job of the stand-in through the API, its gate open; SUBAGENTS_PI_BIN
+    must name ``child(tmp_path)``."""
+    from subagents.api import drive, prepare_job
+
+    gate = tmp_path / "gate"
+    gate.touch()
+    spec: dict[str, Any] = {
+        "mode": "parallel",
+        "concurrency": concurrency,
+        "tasks": [{"task": f"t{i}"} for i in range(tasks)],
+    }
+    extra_env = {"GATE": str(gate), "ENV_DUMP": os.devnull}
+    result = drive(prepare_job(spec, cwd=str(tmp_path), extra_env=extra_env))
+    assert result["status"] == "completed", result
+    assert [r["finalText"] for r in result["runs"]] == [f"done t{i}" for i in range(tasks)]
+    return result
 
 
 def child_env(tmp_path: Path, name: str) -> dict[str, str]:
@@ -56,3 +86,11 @@ def child_env(tmp_path: Path, name: str) -> dict[str, str]:
 
 def fd_target(pid: int, fd: int) -> str:
     return os.readlink(f"/proc/{pid}/fd/{fd}")
+
+
+def left_by_a_dead_starter(start: str) -> int:
+    """The pid of what ``start`` (Python code that binds ``w``, something with ``pid`` and
+    ``wait_ready``) started, from a process that then exits at once."""
+    code = f"import os; {start}; w.wait_ready(30); print(w.pid, flush=True); os._exit(0)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return int(out.stdout)
