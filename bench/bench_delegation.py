@@ -1,6 +1,7 @@
 """Benchmark: what a delegation costs beyond running the child by hand (issue 38).
 
     .venv/bin/python bench/bench_delegation.py [--pairs 15] [--skip-pi] [--against SRC]
+        [--agent NAME]
 
 Whole processes, timed in pairs, alternating which goes first:
 - **pi**: ``subagents run -q --backend pi --model mock/mock-model TASK`` against the child
@@ -20,9 +21,15 @@ Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the 
 Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
 run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
 before the run exists when it was started ahead, at the command's start) -> the run made
-(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event's
-``createTime``) -> the child's first event -> ``result.json`` written -> the command exited.
-Process start times come from procfs in clock ticks (10 ms), so those spans are ± 10 ms.
+(``meta.json``'s ``createdAt``) -> the child started (its ``run_started`` event written, just
+after the spawn; the event's ``createTime``, from procfs, is off by up to a second: the boot
+time it counts from is given in whole seconds) -> the child's first event -> ``result.json``
+written (its mtime: the file system's clock, a few ms coarse) -> the command exited.
+
+With ``--against SRC``, that checkout's spans too, its runs and ours in alternation.
+With ``--agent NAME`` also: ``subagents run -q --agent NAME`` against the same command
+without it (an agent file read and checked: once per content, then kept), and with
+``--against`` the same against that checkout.
 """
 
 from __future__ import annotations
@@ -72,33 +79,35 @@ def newest_run(home: Path) -> Path:
     return max((home / "runs").iterdir(), key=lambda d: d.stat().st_mtime)
 
 
-def spans(argv: list[str], env: dict[str, str], n: int) -> str:
-    """Where one ``subagents run -q`` spends its time, from its run's records (see above)."""
+def spans(argv: list[str], envs: list[dict[str, str]], n: int) -> list[str]:
+    """Where one ``subagents run -q`` spends its time, from its run's records (see above):
+    for each of ``envs`` (this checkout's, another's), their runs in alternation."""
     names = ("-> supervisor", "-> run made", "-> child", "-> first event", "-> result", "-> exit")
-    got: dict[str, list[float]] = {name: [] for name in names}
-    home = Path(env["SUBAGENTS_HOME"])
-    for _ in range(n):
-        t0 = time.time()
-        subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
-        t_exit = time.time()
-        reap_orphans(argv)
-        run = newest_run(home)
-        events = [json.loads(line) for line in (run / "events.jsonl").open()]
-        started = next(e for e in events if e["type"] == "run_started")
-        first = next(e for e in events if e["type"] != "run_started")
-        marks = [
-            t0,
-            json.loads((run / "supervisor.json").read_text())["createTime"],
-            json.loads((run / "meta.json").read_text())["createdAt"],
-            started["createTime"],
-            first["ts"],
-            (run / "result.json").stat().st_mtime,
-            t_exit,
-        ]
-        for name, a, b in zip(names, marks, marks[1:], strict=False):
-            got[name].append((b - a) * 1000)
+    got: list[dict[str, list[float]]] = [{name: [] for name in names} for _ in envs]
+    for i in range(n):
+        order = list(enumerate(envs))
+        for k, env in order if i % 2 == 0 else order[::-1]:
+            t0 = time.time()
+            subprocess.run(argv, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True)
+            t_exit = time.time()
+            reap_orphans(argv)
+            run = newest_run(Path(env["SUBAGENTS_HOME"]))
+            events = [json.loads(line) for line in (run / "events.jsonl").open()]
+            started = next(e for e in events if e["type"] == "run_started")
+            first = next(e for e in events if e["type"] != "run_started")
+            marks = [
+                t0,
+                json.loads((run / "supervisor.json").read_text())["createTime"],
+                json.loads((run / "meta.json").read_text())["createdAt"],
+                started["ts"],
+                first["ts"],
+                (run / "result.json").stat().st_mtime,
+                t_exit,
+            ]
+            for name, a, b in zip(names, marks, marks[1:], strict=False):
+                got[k][name].append((b - a) * 1000)
     med = statistics.median
-    return ", ".join(f"{name} {med(values):+.0f}" for name, values in got.items())
+    return [", ".join(f"{name} {med(v):+.0f}" for name, v in each.items()) for each in got]
 
 
 def pairs(
@@ -140,6 +149,11 @@ def main() -> None:
         help="also time another checkout's src (e.g. the branch point's) as 'alone' against "
         "this one's, with the shell child",
     )
+    ap.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="also time `run -q --agent NAME` against `run -q`, with the shell child",
+    )
     args = ap.parse_args()
     like_installed()
     become_subreaper()
@@ -153,13 +167,33 @@ def main() -> None:
         child.chmod(0o755)
         shell_env = {**env, "SUBAGENTS_PI_BIN": str(child)}
         print("shell child:", pairs([*subagents, "hi"], [str(child), "hi"], shell_env, args.pairs))
-        print("  spans (ms):", spans([*subagents, "hi"], shell_env, args.pairs))
-        if args.against:
-            theirs = {**shell_env, "PYTHONPATH": str(Path(args.against).resolve())}
+        if not args.against:
+            print("  spans (ms):", *spans([*subagents, "hi"], [shell_env], args.pairs))
+        else:
+            # (its own home: its runs are told from ours by where they are)
+            theirs = {
+                **shell_env,
+                "PYTHONPATH": str(Path(args.against).resolve()),
+                "SUBAGENTS_HOME": str(work / "home-against"),
+            }
+            mine, other = spans([*subagents, "hi"], [shell_env, theirs], args.pairs)
+            print("  spans (ms):", mine)
+            print(f"  spans (ms) of {args.against}, in turn:", other)
             print(
                 f"against {args.against} (as 'alone'):",
                 pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, theirs),
             )
+        if args.agent:
+            named = [*subagents, "--agent", args.agent, "hi"]
+            print(
+                f"--agent {args.agent} (as 'ours') against none (as 'alone'):",
+                pairs(named, [*subagents, "hi"], shell_env, args.pairs),
+            )
+            if args.against:
+                print(
+                    f"--agent {args.agent}, against {args.against} (as 'alone'):",
+                    pairs(named, named, shell_env, args.pairs, theirs),
+                )
         pi = shutil.which("pi")
         if args.skip_pi:
             pass

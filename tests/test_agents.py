@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from support.agentfiles import agent_env, agent_md, write
 
 from subagents.agents import AgentDef, builtin_agents, discover, get_agent, parse_agent_file
 from subagents.errors import AgentError
@@ -11,25 +13,10 @@ BUILTINS = {"general", "scout", "planner", "worker", "reviewer"}
 READ_ONLY = {"read", "grep", "find", "ls", "bash"}
 
 
-def agent_md(
-    name: str, description: str = "does things", body: str = "Prompt.", **keys: str
-) -> str:
-    lines = ["---", f"name: {name}", f"description: {description}"]
-    lines += [f"{key}: {value}" for key, value in keys.items()]
-    return "\n".join([*lines, "---", body, ""])
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    home.mkdir()
-    return {"HOME": str(home), "SUBAGENTS_CONFIG_DIR": str(tmp_path / "conf")}
+    # (the agent files' checks kept in the test's own state dir)
+    return agent_env(tmp_path, os.environ["SUBAGENTS_HOME"])
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -16,6 +15,7 @@ import psutil
 import pytest
 
 from subagents.config import Hook
+from subagents.core import procs
 from subagents.lifecycle import hooks, sessionlog
 
 
@@ -297,7 +297,7 @@ def test_helper_main_reads_a_file_and_rejects_bad_input(
 
 def test_desktop_notice_notify_send(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        shutil, "which", lambda name: "/usr/bin/" + name if name == "notify-send" else None
+        procs, "which", lambda name: "/usr/bin/" + name if name == "notify-send" else None
     )
     entry = _entry(summary='failed: worker — "$(rm -rf ~)"')
     assert hooks.desktop_notice_command(entry) == [
@@ -317,7 +317,7 @@ def test_desktop_notice_osascript_passes_the_text_as_an_argument(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        shutil, "which", lambda name: "/usr/bin/osascript" if name == "osascript" else None
+        procs, "which", lambda name: "/usr/bin/osascript" if name == "osascript" else None
     )
     monkeypatch.setattr(sys, "platform", "darwin")
     text = 'done" & do shell script "touch /tmp/pwned'
@@ -329,10 +329,10 @@ def test_desktop_notice_osascript_passes_the_text_as_an_argument(
 
 
 def test_desktop_notice_none_and_leading_dash(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(procs, "which", lambda name: None)
     assert hooks.desktop_notice_command(_entry()) is None
     assert hooks.desktop_notice_hook(_entry()) is None
-    monkeypatch.setattr(shutil, "which", lambda name: "/x/" + name)
+    monkeypatch.setattr(procs, "which", lambda name: "/x/" + name)
     cmd = hooks.desktop_notice_command(_entry(summary="--help"))
     assert cmd is not None and not cmd[-1].startswith("-")
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import cli, imported_modules
 from support.pistream import shell_pi
 
 # Packages that offer names from their __init__ (imported eagerly) ...
@@ -123,7 +124,7 @@ NOT_ON_RUN_PATH = _words(
     pydantic rich yaml psutil inotify_simple mcp textual jsonschema starlette uvicorn jinja2
     markdown_it orjson platformdirs ray
     tomllib csv asyncio concurrent email http logging multiprocessing socket ssl tarfile
-    tempfile zipfile argparse decimal
+    tempfile zipfile argparse decimal shutil bz2 lzma zlib hashlib
     """
 )
 
@@ -141,11 +142,7 @@ def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
         env={**os.environ, **shell_pi(tmp_path / "pi")},
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
-    modules = {
-        line.split("|")[2].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and line.count("|") == 2
-    }
+    modules = imported_modules(done.stderr)
     loaded = {m.split(".")[0] for m in modules}
     assert "click" in loaded and "subagents.jobs.orchestrator" in modules  # the listing was read
     assert not NOT_ON_RUN_PATH & loaded, sorted(NOT_ON_RUN_PATH & loaded)
@@ -206,3 +203,17 @@ def test_every_exception_class_is_under_one_root() -> None:
     for name in defined:
         assert issubclass(getattr(errors, name), SubagentsError), name
     assert errors.UsageError.exit_code == 2 and errors.LaunchError.exit_code == 1
+
+
+@pytest.mark.process
+def test_a_runs_end_imports_nothing_heavy(tmp_path: Path) -> None:
+    """What the supervisor imports once handed its run, to its result (after its child
+    exited, on every delegation's critical path): no datetime, typing or dataclasses."""
+    home = tmp_path / "home"
+    env = {**shell_pi(tmp_path / "pi"), "SUBAGENTS_HOME": str(home), "PYTHONPROFILEIMPORTTIME": "1"}
+    done = cli(["run", "-q", "hi"], env)
+    assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
+    (run,) = (home / "runs").iterdir()
+    modules = imported_modules((run / "supervisor.log").read_text())
+    assert "subagents.core.clock" in modules  # (its result's times: the listing was read)
+    assert not {"datetime", "typing", "dataclasses"} & modules, sorted(modules)

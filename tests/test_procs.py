@@ -128,3 +128,33 @@ def test_stopping_a_run_whose_supervisor_ignores_sigterm_kills_it_and_ends_the_r
     assert not pid_alive(stubborn.pid)
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "aborted" and result["runId"] == spec.runId
+
+
+def test_which_finds_what_shutil_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """procs.which is shutil.which's POSIX rule (without importing shutil on a run's path)."""
+    first, second, empty = tmp_path / "a", tmp_path / "b", tmp_path / "e"
+    for d in (first, second, empty):
+        d.mkdir()
+    for d, name, mode in (
+        (first, "tool", 0o644),  # not executable: passed over
+        (second, "tool", 0o755),
+        (first, "both", 0o755),
+        (second, "both", 0o755),
+        (first, "dir", 0o755),
+    ):
+        if name == "dir":
+            (d / name).mkdir()
+            continue
+        (d / name).write_text("#!/bin/sh\n")
+        (d / name).chmod(mode)
+    path = os.pathsep.join([str(empty), str(first), str(first), str(second)])
+    cases = ["tool", "both", "dir", "missing", str(second / "tool"), str(first / "tool"), "a/tool"]
+    for name in cases:
+        for p in (path, "", None, str(second)):
+            assert procs.which(name, p) == shutil.which(name, path=p), (name, p)
+    monkeypatch.chdir(tmp_path)
+    assert procs.which("a/tool") == shutil.which("a/tool")
+    monkeypatch.setenv("PATH", str(second))
+    assert procs.which("both") == shutil.which("both") == str(second / "both")
+    monkeypatch.delenv("PATH")
+    assert procs.which("sh") == shutil.which("sh")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support import pistream as pi
+from support.cli import cli, imported_modules
 from support.fake import Fake
 
 pytestmark = pytest.mark.process
@@ -41,11 +42,7 @@ def imported(fake: Fake, args: list[str], cwd: Path, **settings: str) -> set[str
     )
     assert p.returncode == 0, p.stderr[-2000:]
     assert '"finalText": "ok"' in p.stdout
-    return {
-        line.rsplit("|", 1)[1].strip()
-        for line in p.stderr.splitlines()
-        if line.startswith("import time:") and line.count("|") == 2
-    }
+    return imported_modules(p.stderr)
 
 
 def test_a_plain_run_skips_agent_files_config_parsing_and_rich(fake: Fake, tmp_path: Path) -> None:
@@ -76,3 +73,21 @@ def test_an_agent_and_a_config_file_are_still_read_and_checked(fake: Fake, tmp_p
         cwd=tmp_path,
     )
     assert p.returncode == 2 and "concurrency" in p.stderr, p.stderr
+
+
+def test_an_agent_file_read_before_is_not_checked_again(fake: Fake, tmp_path: Path) -> None:
+    first = imported(fake, ["--agent", "scout", "x"], tmp_path)
+    assert {"yaml", "pydantic", "subagents.agents.check"} <= first
+    again = imported(fake, ["--agent", "scout", "x"], tmp_path)
+    assert "subagents.agents" in again
+    assert not {"yaml", "pydantic", "subagents.agents.check"} & again
+    # A bad agent file: the same one line and exit 2, checked or kept.
+    agents = Path(os.environ["SUBAGENTS_CONFIG_DIR"]) / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "bad.md").write_text("---\nname: bad\ndescription: d\ntimeout: soon\n---\nb\n")
+    said = set()
+    for _ in range(2):
+        p = cli(["run", "-q", "--agent", "bad", "x"], {"SUBAGENTS_PI_BIN": str(fake.launcher)})
+        assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+        said.add(p.stderr)
+    assert len(said) == 1 and "bad.md: timeout" in said.pop()

@@ -58,3 +58,13 @@ def invoke(
     return subprocess.CompletedProcess(
         ["subagents", *args], result.exit_code, result.stdout, result.stderr
     )
+
+
+def imported_modules(importtime: str) -> set[str]:
+    """The modules ``python -X importtime`` (or PYTHONPROFILEIMPORTTIME) says were
+    imported, from its lines in ``importtime`` (a process's stderr, a log)."""
+    return {
+        line.split("|")[2].strip()
+        for line in importtime.splitlines()
+        if line.startswith("import time:") and line.count("|") == 2
+    }

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from subagents.present import outcome
 from subagents.present.figures import money
@@ -68,15 +67,19 @@ def _is_split(result: Outcome) -> bool:
 # ---- the terminal (run, wait) ---------------------------------------------------------
 
 
-@dataclass
+# Plain classes, not dataclasses: making these three cost ~4 ms at import, paid on every
+# `run` as it printed its answer (the last thing a caller waits for).
 class TerminalAnswer:
     """What ``run``/``wait`` print, in this order: ``table`` (a council's, on stderr), the
     answers (stdout, each whole with its line ends: verbatim for a program reading them),
     then each failed run's diagnostics (stderr)."""
 
-    table: str | None = None
-    answers: list[str] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
+    __slots__ = ("answers", "failures", "table")
+
+    def __init__(self, table: str | None = None) -> None:
+        self.table = table
+        self.answers: list[str] = []
+        self.failures: list[str] = []
 
 
 def terminal(result: Outcome) -> TerminalAnswer:
@@ -245,27 +248,46 @@ def answer_of(result: Outcome) -> object:
 # ---- the parent's text (the pi package) -----------------------------------------------
 
 
-@dataclass(frozen=True)
 class ParentAnswer:
     """The text a parent model reads, and whether its call failed."""
 
-    text: str
-    is_error: bool
+    __slots__ = ("is_error", "text")
+
+    def __init__(self, text: str, is_error: bool) -> None:
+        self.text = text
+        self.is_error = is_error
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ParentAnswer):
+            return NotImplemented
+        return (self.text, self.is_error) == (other.text, other.is_error)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.is_error))
+
+    def __repr__(self) -> str:
+        return f"ParentAnswer(text={self.text!r}, is_error={self.is_error!r})"
 
 
-@dataclass(frozen=True)
 class _Part:
-    """One run as the parent's text names it: the step asked, and how it ended."""
+    """One run as the parent's text names it: the step asked, and how it ended (``text``:
+    the answer, or what went wrong; ``mark``: a budget that ended it, ``⏹ turn limit 3 ·
+    wrapped up (4 turns used)``)."""
 
-    index: int
-    task: str
-    agent: str | None
-    status: str
-    text: str  # the answer, or what went wrong
-    error: str | None
-    mark: str | None = (
-        None  # a budget that ended it: ``⏹ turn limit 3 · wrapped up (4 turns used)``
-    )
+    __slots__ = ("agent", "error", "index", "mark", "status", "task", "text")
+
+    def __init__(
+        self,
+        index: int,
+        task: str,
+        agent: str | None,
+        status: str,
+        text: str,
+        error: str | None,
+        mark: str | None = None,
+    ) -> None:
+        self.index, self.task, self.agent, self.status = index, task, agent, status
+        self.text, self.error, self.mark = text, error, mark
 
 
 def _said(run: JobRun, status: str) -> str:

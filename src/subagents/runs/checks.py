@@ -4,7 +4,6 @@ spawned, and raised as one ``UsageError`` line naming the field."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from subagents.core.inputs import (
     timeout_problem,
 )
 from subagents.core.paths import working_dir
+from subagents.core.procs import which
 from subagents.errors import UsageError
 from subagents.launchers import Placement, launcher_for
 from subagents.runs.acpcheck import acp_record
@@ -48,7 +48,7 @@ def resolve_binary(backend: Backend, settings: Settings, env: Mapping[str, str])
             f"{backend.name} executable not found or not executable: {wanted} (from {var} or config)",
             "backend",
         )
-    found = shutil.which(wanted, path=env.get("PATH"))
+    found = which(wanted, path=env.get("PATH"))
     if found is None:
         hint = f"; install it with: {backend.install_hint}" if backend.install_hint else ""
         raise UsageError(

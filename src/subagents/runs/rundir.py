@@ -5,7 +5,6 @@ Nothing is left half-written: a failure removes the directory."""
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,6 +59,8 @@ def prepare(
         return _write_run_dir(req, settings, placement, checked, run_id, run_dir, version)
     except OSError:
         # A full disk (or an unwritable home): no half-made run directory is left behind.
+        import shutil  # (only here: its import is ~3 ms of every run)
+
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
 
@@ -98,6 +99,8 @@ def _write_run_dir(
             make = wt.ship if placement.ships_cwd else wt.create
             worktree = make(cwd, run_id, run_dir)
     except Exception as exc:
+        import shutil
+
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-written
         if isinstance(exc, WorktreeError):
             raise UsageError(str(exc), "isolate") from None
