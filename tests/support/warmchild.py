@@ -79,8 +79,16 @@ def parallel_job(tmp_path: Path, tasks: int, concurrency: int) -> JobResult:
 
 def child_env(tmp_path: Path, name: str) -> dict[str, str]:
     dump = tmp_path / f"{name}.env.json"
-    assert eventually(dump.exists), "the child did not start within 30 s"
-    env: dict[str, str] = json.loads(dump.read_text())
+    env: dict[str, str] = {}
+
+    def written() -> bool:  # (the child writes it in place: whole once it parses)
+        try:
+            env.update(json.loads(dump.read_text()))
+        except (OSError, ValueError):
+            return False
+        return True
+
+    assert eventually(written), "the child did not start within 30 s"
     return {k: v for k, v in env.items() if k not in ("ENV_DUMP",)}
 
 
