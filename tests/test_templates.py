@@ -33,6 +33,7 @@ pytestmark = pytest.mark.process
 
 def ready_template(warm_owner: object) -> int:
     SPARES.want(warm_owner, 3, template=True)
+    assert eventually(lambda: SPARES.template_pid(ready=True) is not None)
     pid = SPARES.template_pid()
     assert pid is not None
     assert "--template" in psutil.Process(pid).cmdline()
@@ -138,6 +139,43 @@ def test_a_killed_template_leaves_the_next_runs_to_start_as_before(
     for handle in (first, *after):
         result = handle.wait(timeout=60)
         assert result is not None and result["status"] == "completed", result
+
+
+def test_a_template_that_does_not_answer_is_killed_and_the_run_starts_once(
+    warm_owner: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("subagents.launchers.template.REPLY_WAIT", 0.5)
+    template = ready_template(warm_owner)
+    os.kill(template, signal.SIGSTOP)  # it never reads the run handed to it
+    gate = tmp_path / "gate"
+    gate.touch()
+    handle = start_run(tmp_path, "stuck", gate)
+    assert psutil.Process(handle.launched.pid).ppid() == os.getpid()  # started, not forked
+    assert eventually(lambda: not pid_alive(template))
+    result = handle.wait(timeout=60)
+    assert result is not None and result["status"] == "completed"
+    assert SPARES.template_pid() is None
+
+
+def test_a_template_not_ready_yet_is_not_waited_for_long(
+    warm_owner: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("subagents.launchers.spares.READY_WAIT", 0.2)
+    SPARES.want(warm_owner, 3, template=True)
+    template = SPARES.template_pid()
+    assert template is not None
+    os.kill(template, signal.SIGSTOP)  # still importing, for as long as it takes
+    gate = tmp_path / "gate"
+    gate.touch()
+    first = start_run(tmp_path, "first", gate)
+    assert psutil.Process(first.launched.pid).ppid() == os.getpid()  # started, not forked
+    os.kill(template, signal.SIGCONT)
+    assert eventually(lambda: SPARES.template_pid(ready=True) == template)  # kept, and ready
+    second = start_run(tmp_path, "second", gate)
+    assert psutil.Process(second.launched.pid).ppid() == template
+    for handle in (first, second):
+        result = handle.wait(timeout=60)
+        assert result is not None and result["status"] == "completed"
 
 
 def test_a_job_leaves_no_template_and_no_zombie(

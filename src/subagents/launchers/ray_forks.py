@@ -17,13 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from subagents.launchers.template import Template
+from subagents.launchers.template import READY_WAIT, Template
 
 if TYPE_CHECKING:
     from subagents.types import ProcessIdentity
 
-# How long a template may take to be ready (its imports, on a loaded node).
-READY_WAIT = 30.0
 # How long a run's start waits for a template still getting ready.
 START_WAIT = 5.0
 # After this many templates of this host failed, its runs start as they did without one.

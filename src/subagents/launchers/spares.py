@@ -51,7 +51,7 @@ READY_WAIT = 5.0
 GATE_WAIT = 2.0
 # How long leaving spares may take to exit at a job's end before they are killed.
 RETIRE_WAIT = 5.0
-# After this many templates of this process died, its jobs keep spares instead.
+# After this many templates died while jobs wanted them, those jobs keep spares instead.
 TEMPLATE_FAILURES = 2
 
 
@@ -224,6 +224,8 @@ class SparePool:
             if self._templated() and self._template is None:
                 self._start_template()
             nobody = self._wanted() == 0
+            if nobody:  # the next job tries a template again
+                self._template_failures = 0
             retiring = self._template if nobody else None
             self._template = None if retiring is not None else self._template
             if len(self._spares) < target and (warmer is None or not warmer.is_alive()):
@@ -261,6 +263,7 @@ class SparePool:
     def _start_template(self) -> None:
         """(Under the lock.) Start a template now, not through the gate: it is what saves
         the others their start. It takes a place there while it imports, if one is free."""
+        from subagents.launchers.template import READY_WAIT as TEMPLATE_READY_WAIT
         from subagents.launchers.template import Template  # (a job of several runs only)
 
         try:
@@ -275,7 +278,7 @@ class SparePool:
         placed = _GATE.acquire(blocking=False)
 
         def ready() -> None:
-            template.wait_ready(READY_WAIT)
+            template.wait_ready(TEMPLATE_READY_WAIT)
             if placed:
                 _GATE.release()
 
@@ -289,7 +292,8 @@ class SparePool:
             template = self._template
         if template is None:
             return None
-        # One starting is waited for: it is ready sooner than a supervisor started now.
+        # One starting is waited for a while: it is ready sooner than a supervisor started
+        # now (one not ready by then is left to get ready, and this run starts otherwise).
         template.ready.wait(READY_WAIT)
         forked = template.fork(run_dir)
         if forked is None and (template.broken or template.popen.poll() is not None):
@@ -306,10 +310,13 @@ class SparePool:
         if template is not None:
             template.retire()
 
-    def template_pid(self) -> int | None:
-        """The template's pid, for tests and diagnostics."""
+    def template_pid(self, *, ready: bool = False) -> int | None:
+        """The template's pid (``ready``: once it is ready), for tests and diagnostics."""
         with self._lock:
-            return None if self._template is None else self._template.pid
+            template = self._template
+        if template is None or (ready and not template.ready.is_set()):
+            return None
+        return template.pid
 
     def start_early(self) -> None:
         """Start one spare now, before any job says what it wants: a command that is about to

@@ -27,6 +27,11 @@ from subagents.supervisor import handover
 
 # How long a fork's reply may take before the template counts as stuck (and is killed).
 REPLY_WAIT = 10.0
+# Then how long what it forked has to tell its pid (a reply after a fallback start would be
+# a second supervisor for the run; EOF comes as soon as no fork is left to reply).
+LAST_REPLY_WAIT = 60.0
+# How long a template may take to be ready (its imports, on a loaded machine).
+READY_WAIT = 30.0
 # How long a leaving template may take to exit (it reaps its last supervisors first).
 RETIRE_WAIT = 5.0
 
@@ -113,7 +118,7 @@ class Template:
             if line is None and self.popen.poll() is None:
                 # Stuck: killed, then whatever it forked still tells its pid (or nothing).
                 self.popen.kill()
-                line = self._line(RETIRE_WAIT)
+                line = self._line(LAST_REPLY_WAIT)
             if line is None:
                 self.broken = True
                 return None
