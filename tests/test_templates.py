@@ -52,6 +52,12 @@ def pipes(pid: int) -> set[str]:
     return {t for t in targets if t.startswith("pipe:")}
 
 
+def signals(pid: int) -> list[str]:
+    """Process ``pid``'s blocked, ignored and caught signals (procfs)."""
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return [ln for ln in lines if ln.startswith(("SigBlk", "SigIgn", "SigCgt"))]
+
+
 def test_a_template_serves_several_runs_each_as_a_fresh_supervisor(
     warm_owner: object, tmp_path: Path
 ) -> None:
@@ -87,6 +93,8 @@ def test_a_template_serves_several_runs_each_as_a_fresh_supervisor(
     for handle, env in zip(handles, envs, strict=True):
         assert env.pop("SUBAGENTS_RUN_ID") == handle.run_dir.name
         assert env == cold_env
+        # Both waiting for their child: the same signals blocked, ignored and caught.
+        assert signals(handle.launched.pid) == signals(cold.launched.pid)
 
     gate.touch()
     for i, handle in enumerate(handles):

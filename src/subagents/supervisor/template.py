@@ -38,6 +38,7 @@ from subagents.supervisor.handover import TEMPLATE_READY, run_stdio
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from signal import _HANDLER  # (typeshed's: what signal.signal takes and gives back)
 
     Prctl = Callable[[int, int], int]
 
@@ -57,7 +58,8 @@ def serve(early: list[int], *, bound: bool = False) -> Path | None:
     os.set_blocking(wake_r, False)
     os.set_blocking(wake_w, False)
     previous = signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # (so that it reaches the wakeup fd)
+    # (So that it reaches the wakeup fd; its children get back what it inherited.)
+    chld = signal.signal(signal.SIGCHLD, lambda *_: None)
     children: set[int] = set()
     data = b""
     template = os.getpid()
@@ -85,7 +87,7 @@ def serve(early: list[int], *, bound: bool = False) -> Path | None:
                     os.write(1, b"0\n")  # its starter starts it another way
                     continue
                 if pid == 0:
-                    _become_supervisor(run_dir, early, template, prctl)
+                    _become_supervisor(run_dir, early, (template, prctl), chld)
                     return run_dir
                 children.add(pid)
         return None  # a stop signal: the supervisors go on (bound ones get theirs)
@@ -96,22 +98,29 @@ def serve(early: list[int], *, bound: bool = False) -> Path | None:
             os.close(wake_w)
 
 
-def _become_supervisor(run_dir: Path, early: list[int], template: int, prctl: Prctl | None) -> None:
-    """In the forked child: what a supervisor started for ``run_dir`` is, first thing."""
+def _become_supervisor(
+    run_dir: Path, early: list[int], bind: tuple[int, Prctl | None], chld: _HANDLER
+) -> None:
+    """In the forked child: what a supervisor started for ``run_dir`` is, first thing.
+    ``bind``: the template's pid, and the prctl to die with it; ``chld``: SIGCHLD's
+    disposition as the template inherited it (as a started supervisor inherits it)."""
     early.clear()  # the template's stop requests are not this run's
     os.setsid()
+    template, prctl = bind
     if prctl is not None:
         _bind(prctl, template, early)
     signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL if chld is None else chld)
     # (The stop signals keep the early handlers __main__ put in, as in a fresh one.)
     reply = os.dup(1)
     run_stdio(run_dir)
-    # Set up as a fresh one is when its starter learns of it; every descriptor left of the
-    # template's (the reply's too) closed.
+    # Set up as a fresh one is (no descriptor of the template's left but the reply's) when
+    # its starter learns of it.
+    os.closerange(3, reply)
+    os.closerange(reply + 1, os.sysconf("SC_OPEN_MAX"))
     with contextlib.suppress(OSError):  # its starter is gone: the run goes on regardless
         os.write(reply, b"%d\n" % os.getpid())
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    os.close(reply)
     sys.argv[1:] = [str(run_dir)]
 
 
