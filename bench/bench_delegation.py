@@ -18,6 +18,12 @@ figure the machine's load changes least.
 Goals (issue 38): pi ≤ 50 ms of ours; the whole ``subagents run -q`` with the shell child
 ≤ 100 ms.
 
+The warm command server (cli/warmserver.py) as a user gets it: the first ``subagents run``
+finds none, runs in-process and starts one as it exits (printed apart, "first call"); the
+later ones are handed to it. The benchmark's server is its own (a private runtime dir), and
+its CPU (the forked workers' included) is counted with ours. Then the warm path against the
+in-process one (``SUBAGENTS_WARM=0``), paired the same way.
+
 Then where the time of ``subagents run -q`` with the shell child goes (medians, ms), from the
 run's own records: the command spawned -> its run's supervisor started (``supervisor.json``;
 before the run exists when it was started ahead, at the command's start) -> the run made
@@ -49,7 +55,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bench_peers import become_subreaper, reap_orphans  # noqa: E402
+from bench_peers import become_subreaper, reap_orphans, warm_servers  # noqa: E402
 from benchenv import like_installed  # noqa: E402
 
 from subagents.demo import mockmodel as mm  # noqa: E402
@@ -62,8 +68,20 @@ echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"te
 
 
 def _children_cpu() -> float:
+    """CPU seconds of every process we started, the warm server's workers included (they
+    are its children: counted in its ``cutime`` once it has reaped them, before their
+    command's caller hears of their end)."""
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+    return used.ru_utime + used.ru_stime + sum(_process_cpu(pid) for pid in warm_servers())
+
+
+def _process_cpu(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime (fields 14-17, the 12th-15th after the name).
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -155,7 +173,7 @@ def main() -> None:
         help="also time `run -q --agent NAME` against `run -q`, with the shell child",
     )
     args = ap.parse_args()
-    like_installed()
+    like_installed(warm=True)
     become_subreaper()
     subagents = [sys.executable, "-m", "subagents.cli", "run", "-q"]
     print(f"load average: {os.getloadavg()[0]:.1f}", flush=True)
@@ -166,6 +184,11 @@ def main() -> None:
         child.write_text(SHELL_CHILD)
         child.chmod(0o755)
         shell_env = {**env, "SUBAGENTS_PI_BIN": str(child)}
+        wall, cpu = timed([*subagents, "hi"], shell_env)
+        print(
+            f"first call (no warm server yet: in-process, starting one as it exits): "
+            f"wall {wall * 1000:.0f} ms, cpu {cpu * 1000:.0f} ms"
+        )
         print("shell child:", pairs([*subagents, "hi"], [str(child), "hi"], shell_env, args.pairs))
         if not args.against:
             print("  spans (ms):", *spans([*subagents, "hi"], [shell_env], args.pairs))
@@ -183,6 +206,11 @@ def main() -> None:
                 f"against {args.against} (as 'alone'):",
                 pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, theirs),
             )
+        in_process = {**shell_env, "SUBAGENTS_WARM": "0"}
+        print(
+            "warm against in-process (SUBAGENTS_WARM=0, as 'alone'):",
+            pairs([*subagents, "hi"], [*subagents, "hi"], shell_env, args.pairs, in_process),
+        )
         if args.agent:
             named = [*subagents, "--agent", args.agent, "hi"]
             print(

@@ -173,9 +173,22 @@ class Sample:
         return max(own.values(), default=0)
 
 
+def warm_servers() -> list[int]:
+    """Our children that are warm command servers (cli/warmserver.py: one started by a first
+    ``subagents run`` stays, handed to us as we are a subreaper)."""
+    return [p for p in children_of(os.getpid()) if b"subagents.cli.warmserver" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def reap_orphans(argv: list[str], timeout: float = 30) -> float:
     """Wait for the orphans handed to us (a supervisor still exiting after its caller
-    returned: we are a subreaper) and return their CPU time."""
+    returned: we are a subreaper), but warm servers (they stay), and return their CPU time."""
     cpu = 0.0
     deadline = time.monotonic() + timeout
     while True:
@@ -184,6 +197,8 @@ def reap_orphans(argv: list[str], timeout: float = 30) -> float:
         except ChildProcessError:
             return cpu
         if pid == 0:
+            if set(children_of(os.getpid())) <= set(warm_servers()):
+                return cpu
             if time.monotonic() > deadline:
                 raise RuntimeError(f"an orphan of {argv[:3]} did not exit")
             time.sleep(0.002)

@@ -13,7 +13,9 @@ one-line answer. Prints medians, in ms, of:
                   the supervisor's spawn
   launch          spawning the supervisor (the runner)
   supervisor      supervisor spawned -> child started (its interpreter, imports, spawn)
-and what is left of the whole: the CLI's imports (listed: the heaviest top-level imports of
+All of it in-process (``SUBAGENTS_WARM=0``): a scripted call handed to a warm command server
+skips the CLI's and the supervisor's interpreter starts and imports (bench_delegation.py
+measures that path). And what is left of the whole: the CLI's imports (listed: the heaviest top-level imports of
 `subagents run`, from python -X importtime), click's parsing, and what the steps cost the
 first time in a process (config and agent files found and read, pydantic's first
 validations), which the warm in-process figures leave out.

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from support.clienv import shared_cli_env
 from support.fake import Fake
 from support.spawns import SpawnGuard
 
@@ -54,11 +55,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # No warm command servers (cli/warmserver.py) for the suite: each would outlive its test.
+    # Only test_warm.py turns them on, each test with a runtime dir and a server of its own.
+    os.environ["SUBAGENTS_WARM"] = "0"
     # A property test's input generation is timed by hypothesis's too_slow health check, which
     # fails a test on a loaded machine: the suite never depends on timing.
     settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
     settings.load_profile("suite")
     config.pluginmanager.register(SpawnGuard(), "subagents-spawn-guard")
+    # What every real CLI a test starts inherits (support/clienv.py): set for the session.
+    os.environ.update(shared_cli_env())
     # Each test's wall and CPU time (its processes' included), when asked: support/cputimes.py.
     # Not in xdist's controller: its workers run the tests.
     out = os.environ.get("SUBAGENTS_TEST_CPU")
@@ -76,6 +82,7 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SUBAGENTS_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("SUBAGENTS_DEPTH", raising=False)
     monkeypatch.delenv("SUBAGENTS_CHILD", raising=False)
+    monkeypatch.setenv("SUBAGENTS_WARM", "0")  # test_warm.py's own turn it on
     return home
 
 

@@ -13,6 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.clistream import (
+    FINAL,
+    FINAL_TEXT,
+    Ran,
+    check_server_error,
+    check_success,
+    parse_stream,
+)
 
 from subagents.config import Settings
 from subagents.demo import mockmodel as mm
@@ -20,9 +28,6 @@ from subagents.demo.mockmodel import MockModelServer, Script
 from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.e2e
-
-FINAL = "Listed: {tool_output}."
-FINAL_TEXT = "Listed: a.txt, b.py."
 
 # name -> (model to pass, config writer with the fewest retries)
 BACKENDS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
@@ -43,6 +48,12 @@ SHELL_TOOL_EVENT = {
 # The error each CLI passes on with the mock's message in it: codex replaces a 5xx
 # body with a generic text, so it gets a 400.
 ERROR_STATUS = {"claude": 500, "codex": 400, "gemini": 500, "opencode": 500}
+
+# The backends whose command is the CLI's own print mode (codex's is `app-server`): their
+# stream, kept verbatim in raw.jsonl, is checked as test_mock_clis checks a CLI it runs
+# itself, so these runs are not made there a second time.
+RAW_CHECKED = {"claude", "gemini", "opencode"}
+EXIT_GRACE = 60.0
 
 
 def params() -> list[Any]:
@@ -66,11 +77,22 @@ def run(tmp_path: Path, name: str, script: Script) -> tuple[dict[str, Any], int]
     with MockModelServer(script) as srv:
         env = writer(tmp_path / f"{name}-config", srv.url)
         req = RunRequest(task="list files", backend=name, cwd=str(work), env=env, model=model)
-        handle = start(req, Settings(default_backend=name))
+        # A CLI whose exit code is checked (raw_of) gets the time to exit by itself after its
+        # last line, not the default quarter second, which a loaded machine may overrun.
+        grace = EXIT_GRACE if name in RAW_CHECKED else Settings().grace
+        handle = start(req, Settings(default_backend=name, grace=grace))
         result = handle.wait(timeout=120)
         n = len(srv.requests)
     assert result is not None, f"{name} run did not finish"
     return result, n
+
+
+def raw_of(result: dict[str, Any], n_requests: int) -> Ran:
+    """The CLI's own stream and exit code, as the supervisor kept them."""
+    paths = result["paths"]
+    stream = Path(paths["raw"]).read_text()
+    stderr = Path(paths["stderr"]).read_text()
+    return Ran(result["exitCode"], parse_stream(stream), stderr, n_requests)
 
 
 def events_of(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -94,6 +116,8 @@ def test_backend_runs_real_cli_to_completion(tmp_path: Path, name: str) -> None:
     tool_result = next(e for e in events if e["type"] == "tool_result")
     assert "a.txt" in tool_result["text"] and tool_result["isError"] is False
     assert events[-1]["type"] == "run_finished"
+    if name in RAW_CHECKED:
+        check_success(name, raw_of(result, n_requests))
 
 
 @pytest.mark.parametrize("name", params())
@@ -104,11 +128,13 @@ def test_backend_server_error_is_a_failure_with_the_message(tmp_path: Path, name
         error_message="mock model is down",
         retry_after_ms=0,  # opencode retries 5xx by itself: make that immediate
     )
-    result, _ = run(tmp_path, name, script)
+    result, n_requests = run(tmp_path, name, script)
     assert result["status"] == "failed"
     assert "mock model is down" in (result["errorMessage"] or ""), result
     assert result["diagnostics"]
     assert result["toolCalls"] == 0
+    if name in RAW_CHECKED:
+        check_server_error(name, raw_of(result, n_requests), "mock model is down")
 
 
 @pytest.mark.skipif(

@@ -93,7 +93,8 @@ RUN_PATH = _words(
     """
     subagents subagents.errors subagents.config subagents.options subagents.types
     subagents.service
-    subagents.cli subagents.cli.entry subagents.cli.app subagents.cli.background
+    subagents.cli subagents.cli.entry subagents.cli.warmclient subagents.cli.app
+    subagents.cli.background
     subagents.cli.options subagents.cli.delegate
     subagents.core subagents.core.files subagents.core.procs subagents.core.events
     subagents.core.records subagents.core.childtext subagents.core.inputs subagents.core.lazy

@@ -12,6 +12,8 @@ from subagents.core.childtext import neutralize
 from subagents.errors import SubagentsError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from subagents.types import JobResult, JobState
 
 EXIT_USAGE = 2
@@ -22,6 +24,15 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     sys.exit(code)
 
 
+# Run as the command ends, its output written (entry.py: a warm server started for the next).
+AT_EXIT: list[Callable[[], None]] = []
+
+
+def run_at_exit() -> None:
+    while AT_EXIT:
+        AT_EXIT.pop()()
+
+
 def exit_now(code: int) -> NoReturn:
     """Exit once everything is written, without the interpreter's teardown of every loaded
     module (60-100 ms with pydantic and rich loaded): a caller waiting on us sees the end sooner.
@@ -30,6 +41,7 @@ def exit_now(code: int) -> NoReturn:
 
     sys.stdout.flush()
     sys.stderr.flush()
+    run_at_exit()
     os._exit(code)
 
 

@@ -113,7 +113,12 @@ def doctor(as_json: bool, reindex: bool) -> None:
         for c in checks:
             click.echo(json.dumps(asdict(c), ensure_ascii=False, allow_nan=False))
     else:
+        import os
+
+        from subagents.cli.doctor import warm_server_line
+
         click.echo(render_text(checks), nl=False)
+        click.echo(f"\n{warm_server_line(os.environ)}")
     if not any(c.usable for c in checks):
         if not as_json:
             click.echo("subagents: no backend is usable here; install one (see above)", err=True)

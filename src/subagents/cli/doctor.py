@@ -311,3 +311,21 @@ def _support_table(checks: list[BackendCheck]) -> list[str]:
         "  ".join(cell.ljust(w) for cell, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     ]
+
+
+def warm_server_line(env: Mapping[str, str]) -> str:
+    """Whether this interpreter's warm command server runs (cli/warmserver.py)."""
+    import time
+
+    from subagents.cli import warmclient
+    from subagents.present.figures import elapsed
+
+    if env.get("SUBAGENTS_WARM") == "0":
+        return "Warm command server: off (SUBAGENTS_WARM=0)"
+    path = warmclient.socket_name(env)
+    found = warmclient.ping(path) if path is not None else None
+    if found is None:
+        return "Warm command server: none running (a scripted `subagents run` starts one)"
+    pid, started, served = found
+    age = elapsed(max(0.0, time.time() - started))
+    return f"Warm command server: pid {pid}, up {age}, {served} commands served ({path})"

@@ -12,6 +12,7 @@ having been handed nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 
 # The commands that launch a run here, in the foreground unless told otherwise (a
@@ -20,6 +21,8 @@ import sys
 # process launcher: no supervisor is started ahead for them.
 _LAUNCHING = ("run", "continue")
 _NOT_HERE = ("--bg", "--help", "-h", "--launcher", "--executor", "--runner")
+# The commands handed to a warm command server when one serves (cli/warmclient.py).
+_WARM = ("run", "continue")
 
 
 def launches_here(args: list[str]) -> bool:
@@ -36,11 +39,42 @@ def launches_here(args: list[str]) -> bool:
 
 
 def main() -> None:
+    start_server = False
+    if wanted(sys.argv[1:]):
+        from subagents.cli import warmclient
+
+        # Returns only if no worker was started: then the command runs here, as always.
+        why = warmclient.handed_over(sys.argv[1:])
+        start_server = why != warmclient.REFUSED
+    in_process(start_server=start_server)
+
+
+def wanted(args: list[str]) -> bool:
+    """Whether to try a warm server (cli/warmclient.py): a command it serves (the run path
+    it has imported), then the client's own checks."""
+    if not args or args[0] not in _WARM:
+        return False
+    from subagents.cli.warmclient import wanted
+
+    return wanted(os.environ)
+
+
+def in_process(*, start_server: bool, warm: bool = False) -> None:
+    """The command line in this process (``start_server``: then a warm server for the next
+    one, as this one exits; ``warm``: this is a warm server's worker, whose early supervisor
+    is forked from it)."""
     if launches_here(sys.argv[1:]):
         from subagents.launchers import start_spare_early
 
-        start_spare_early()
+        start_spare_early(fork=warm)
     # The group alone: it imports the module of the command asked for (app.COMMAND_MODULES).
-    from subagents.cli.app import main as commands
+    from subagents.cli import app
 
-    commands()
+    if start_server:
+        from subagents.cli.warmclient import start_server as start
+
+        app.AT_EXIT.append(start)
+    try:
+        app.main()
+    finally:
+        app.run_at_exit()

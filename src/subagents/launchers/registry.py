@@ -70,12 +70,14 @@ def want_spares(owner: object, count: int, placement: Placement) -> None:
     SPARES.want(owner, count, template=count >= TEMPLATE_FROM)
 
 
-def start_spare_early() -> None:
+def start_spare_early(fork: bool = False) -> None:
     """Start one supervisor now, ahead of the run a command is about to launch here (see
-    ``SparePool.start_early``): its start goes on beside the command's own."""
+    ``SparePool.start_early``): its start goes on beside the command's own. ``fork``: this
+    process has the supervisor's modules imported and runs no other thread (a warm command
+    server's worker): the supervisor is forked from it, with no interpreter to start."""
     from subagents.launchers.spares import SPARES
 
-    SPARES.start_early()
+    SPARES.start_early(fork)
 
 
 # `subagents ray status` and `ray down`: Ray's client side is imported only when asked.

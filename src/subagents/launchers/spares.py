@@ -133,12 +133,74 @@ class Spare:
                 self.popen.stdin.close()
 
 
-def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL) -> Spare:
+class _ForkedPopen(subprocess.Popen[bytes]):
+    """A supervisor forked from this process instead of started anew: ``Popen``'s pipes,
+    pid, polling and reaping, the child running the supervisor's ``__main__`` where ``Popen``
+    would exec it. Only from a process that has the supervisor's modules imported and runs
+    no other thread: a warm command server's worker as it starts (cli/warmserver.py). The
+    child is what a started one is: in its own session, stdin and stdout the pipes, stderr
+    as asked, no other descriptor of ours, this environment, cwd, umask and signal state."""
+
+    def _execute_child(  # Popen's own (POSIX), by its parameters
+        self,
+        args: Any,
+        executable: Any,
+        preexec_fn: Any,
+        close_fds: Any,
+        pass_fds: Any,
+        cwd: Any,
+        env: Any,
+        startupinfo: Any,
+        creationflags: Any,
+        shell: Any,
+        p2cread: int,
+        p2cwrite: int,
+        c2pread: int,
+        c2pwrite: int,
+        errread: int,
+        errwrite: int,
+        *rest: Any,
+    ) -> None:
+        import sys
+
+        for stream in (sys.stdout, sys.stderr):  # nothing of ours written twice
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _be_supervisor(p2cread, c2pwrite, errwrite)
+            finally:
+                os._exit(1)  # only if it could not even start
+        self.pid = pid
+        self._child_created = True
+        self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)  # type: ignore[attr-defined]
+
+
+def _be_supervisor(stdin: int, stdout: int, stderr: int) -> None:
+    """In the forked child: the supervisor's ``python -m subagents.supervisor --spare``."""
+    import runpy
+    import sys
+
+    os.setsid()
+    for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
+        os.dup2(fd, target)
+    for name in os.listdir("/proc/self/fd"):  # none of ours kept (a caller's pipe, a socket)
+        if int(name) > 2:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+    sys.argv = [*waiting_argv()[2:]]  # "subagents.supervisor", "--spare": as -m makes it
+    runpy.run_module("subagents.supervisor", run_name="__main__", alter_sys=True)
+
+
+def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL, fork: bool = False) -> Spare:
     """Start a supervisor that waits for its run; raises OSError if it cannot be started.
-    The caller holds a place at the gate (``gated``)."""
+    The caller holds a place at the gate (``gated``). ``fork``: from this process (see
+    ``_ForkedPopen``), not a new interpreter."""
     environ = dict(os.environ)
     cwd = _cwd()
-    popen = subprocess.Popen(
+    starter = _ForkedPopen if fork else subprocess.Popen
+    popen = starter(
         waiting_argv(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -153,12 +215,14 @@ def start_supervisor(stderr: IO[Any] | int = subprocess.DEVNULL) -> Spare:
     return Spare(popen, create_time, environ, cwd)
 
 
-def gated_start(stderr: IO[Any] | int = subprocess.DEVNULL, wait: float = GATE_WAIT) -> Spare:
+def gated_start(
+    stderr: IO[Any] | int = subprocess.DEVNULL, wait: float = GATE_WAIT, fork: bool = False
+) -> Spare:
     """``start_supervisor`` once a place at the gate is free (or ``wait`` has passed); the
     place is given back when the supervisor is ready, from a thread of its own."""
     placed = _GATE.acquire(timeout=wait)
     try:
-        spare = start_supervisor(stderr)
+        spare = start_supervisor(stderr, fork)
     except BaseException:
         if placed:
             _GATE.release()
@@ -318,14 +382,17 @@ class SparePool:
             return None
         return template.pid
 
-    def start_early(self) -> None:
+    def start_early(self, fork: bool = False) -> None:
         """Start one spare now, before any job says what it wants: a command that is about to
         launch a run (``subagents run``) calls this as it starts, so the supervisor's own start
         (its interpreter and imports) goes on beside the command's instead of after it. The
         first job's ``want`` counts it as one of its spares; one never wanted is killed when
-        this process exits (it was handed nothing, so it leaves nothing behind)."""
+        this process exits (it was handed nothing, so it leaves nothing behind). ``fork``:
+        forked from this process (a warm server's worker: ``_ForkedPopen``), if it runs no
+        other thread yet."""
+        fork = fork and threading.active_count() == 1
         try:
-            spare = gated_start()
+            spare = gated_start(fork=fork)
         except OSError:
             return  # the run's launch starts one as it always could
         with self._lock:

@@ -285,7 +285,13 @@ def write_opencode_config(
     The env: ``OPENCODE_CONFIG``; ``HOME`` and ``XDG_{CONFIG,DATA,CACHE,STATE}_HOME``
     under ``config_dir/home`` (opencode keeps its database, logs and an npm cache
     there); ``OPENCODE_DISABLE_MODELS_FETCH=1`` (no models.dev download),
-    ``OPENCODE_DISABLE_AUTOUPDATE=1``, ``OPENCODE_DISABLE_SHARE=1``.
+    ``OPENCODE_MODELS_PATH`` = ``config_dir/models.json``, an empty catalogue (the mock's
+    model is the config's own; without it opencode builds its bundled catalogue of every
+    provider's models on each start, about a third of a run's CPU),
+    ``OPENCODE_DISABLE_AUTOUPDATE=1``, ``OPENCODE_DISABLE_SHARE=1``; and
+    ``npm_config_offline=true``: opencode installs ``@opencode-ai/plugin`` into its config
+    dir from the npm registry in the background on every start (no setting turns that off),
+    and offline npm fails it at once, without a request.
     """
     config_dir = Path(config_dir)
     home = config_dir / "home"
@@ -311,8 +317,10 @@ def write_opencode_config(
         },
     }
     _write_json(config_dir / "opencode.json", config)
+    _write_json(config_dir / "models.json", {})
     return {
         "OPENCODE_CONFIG": str(config_dir / "opencode.json"),
+        "OPENCODE_MODELS_PATH": str(config_dir / "models.json"),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
@@ -321,4 +329,5 @@ def write_opencode_config(
         "OPENCODE_DISABLE_MODELS_FETCH": "1",
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_SHARE": "1",
+        "npm_config_offline": "true",
     }

@@ -1,0 +1,522 @@
+"""The warm command server: a process that has imported the run path once, and forks a
+worker that becomes each ``subagents run`` / ``continue`` handed to it (cli/warmclient.py),
+as Mercurial's chg, Gradle's daemon and Bazel's server do for theirs.
+
+Started by a command that found none (as that command exits), in its own session, with no
+streams, in /. It holds a lock beside its socket (one server per socket), imports what the
+commands need, freezes the heap for the garbage collector (so the forked workers share its
+pages), listens, and serves with one thread: its socket and one pidfd per live worker.
+
+A request is taken from this user only (the socket's peer credentials), by a server whose
+interpreter and loaded files are the caller's: every loaded module's file is re-checked
+(mtime and size) first, and one that changed (an upgrade, an edit) gets the answer "stale",
+and this server stops taking requests (its workers still end as they would) and exits. The
+worker (``_become``): its own process group, the caller's signal dispositions and mask, cwd,
+whole environment, umask, streams (fds 0-2, received), ``sys.argv``; then the very command
+line an in-process command runs (``entry.in_process``), ending as the interpreter would
+(its exit code, atexit handlers, flushed streams). It starts only once the caller, told its
+pid, has said it waits for it (then a pipe from here says go): a caller that gave up first
+runs the command itself, so no command ever runs twice, or not at all.
+
+The worker's end (exit code or signal) is sent to the caller; if the caller goes away while
+its worker runs (killed), the worker is killed, as the command itself would have been.
+The server exits after ``SUBAGENTS_WARM_IDLE`` seconds (default 600) with no request and no
+worker, or once its socket file is removed or replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gc
+import io
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from subagents.cli import warmclient as wire
+
+IDLE = 600.0
+LOCK_WAIT = 5.0  # a server that is leaving (stale) releases the lock before its workers end
+LOOK_EVERY = 5.0  # how often an idle server checks that its socket file is still its own
+REQUEST_WAIT = 5.0  # a caller sends its whole request at once, right after connecting
+# What the run path imports (tests/test_layout.py: RUN_PATH), imported before serving.
+WARM_MODULES = (
+    "subagents.cli.app",
+    "subagents.cli.delegate",
+    "subagents.cli.repos",
+    "subagents.cli.background",
+    "subagents.service",
+    "subagents.config",
+    "subagents.launchers.process",
+    "subagents.launchers.spares",
+    "subagents.launchers.local",
+    "subagents.runs.launch",
+    "subagents.runs.monitor",
+    "subagents.runs.handle",
+    "subagents.runs.control",
+    "subagents.runs.checks",
+    "subagents.runs.acpcheck",
+    "subagents.runs.approvalcheck",
+    "subagents.runs.versions",
+    "subagents.jobs.runner",
+    "subagents.jobs.orchestrator",
+    "subagents.jobs.planning",
+    "subagents.jobs.records",
+    "subagents.jobs.store",
+    "subagents.jobs.budget",
+    "subagents.jobs.tasks",
+    "subagents.backends.acp",
+    "subagents.backends.tools",
+    "subagents.core.upgrade",
+    "subagents.core.tail",
+    "subagents.core.waker",
+    "subagents.core.controlsock",
+    "subagents.lifecycle.sessionlog",
+    "subagents.lifecycle.hooks",
+    "subagents.present.answer",
+    "subagents.present.outcome",
+    "subagents.present.roles",
+    "subagents.present.progress",
+    "subagents.supervisor.result",
+    # The supervisor's, for the one a worker forks (launchers/spares.py: _ForkedPopen).
+    "subagents.supervisor.main",
+    "subagents.supervisor.handover",
+    "runpy",
+    "subagents.cli.entry",
+    "subagents.types",
+    # The standard library's, imported as first used on the way.
+    "ctypes",
+    "difflib",
+    "getpass",
+    "heapq",
+    "importlib.util",
+)
+
+
+def idle_seconds() -> float:
+    try:
+        return max(1.0, float(os.environ.get("SUBAGENTS_WARM_IDLE", "") or IDLE))
+    except ValueError:
+        return IDLE
+
+
+@dataclass
+class Worker:
+    pid: int
+    pidfd: int
+    conn: socket.socket | None  # None once its caller went away
+
+
+@dataclass
+class Server:
+    path: str
+    key: bytes
+    fingerprint: bytes
+    files: list[tuple[str, int, int]]
+    listener: socket.socket | None = None
+    lock: int | None = None
+    inode: int = 0
+    workers: dict[int, Worker] = field(default_factory=dict)  # by pidfd
+    selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
+    last: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=time.time)
+    served: int = 0  # workers started
+    wake: tuple[int, ...] = ()  # the signal wakeup pipe
+
+    def changed(self) -> bool:
+        """Whether any loaded module's file differs from when it was imported."""
+        for path, mtime, size in self.files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return True
+            if (st.st_mtime_ns, st.st_size) != (mtime, size):
+                return True
+        return False
+
+    def ours(self) -> bool:
+        try:
+            return os.stat(self.path).st_ino == self.inode
+        except OSError:
+            return False
+
+    def stop_listening(self) -> None:
+        """No more requests: the socket file removed if still ours, the lock released (a new
+        server may start while this one's workers end)."""
+        if self.listener is not None:
+            self.selector.unregister(self.listener)
+            if self.ours():
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            self.listener.close()
+            self.listener = None
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+    def serve(self) -> None:
+        idle = idle_seconds()
+        while self.listener is not None or self.workers:
+            if self.listener is not None and not self.workers:
+                left = idle - (time.monotonic() - self.last)
+                if left <= 0 or not self.ours():
+                    self.stop_listening()
+                    continue
+                timeout: float | None = min(left, LOOK_EVERY)
+            else:
+                timeout = LOOK_EVERY if self.listener is not None else None
+            for key, _ in self.selector.select(timeout):
+                key.data()
+            if self.listener is not None and not self.ours():
+                self.stop_listening()
+
+    def accept(self) -> None:
+        assert self.listener is not None
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        kept = False
+        try:
+            kept = self.handle(conn)
+        except (OSError, ValueError, IndexError):
+            pass  # a caller that went away or sent nonsense: it runs in-process
+        finally:
+            if not kept:
+                conn.close()
+
+    def handle(self, conn: socket.socket) -> bool:
+        """One request: True when a worker now runs for it (the connection is kept)."""
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        if uid != os.getuid():
+            return False
+        conn.settimeout(REQUEST_WAIT)
+        head, fds, _flags, _addr = socket.recv_fds(conn, wire.HEADER, 3)
+        try:
+            if head == wire.PING and not fds:
+                pong = b"%s %d %.3f %d\n" % (wire.PONG, os.getpid(), self.started, self.served)
+                conn.sendall(pong)
+                return False
+            if len(fds) != 3 or not head.isdigit():
+                conn.sendall(wire.REFUSED + b"\n")
+                return False
+            body = _read(conn, int(head))
+            fields = body.split(b"\0")
+            if fields[0] != wire.PROTOCOL or fields[1] != self.key or fields[2] != self.fingerprint:
+                conn.sendall(wire.REFUSED + b"\n")
+                return False
+            if self.changed():
+                conn.sendall(wire.STALE + b"\n")
+                self.stop_listening()
+                return False
+            try:  # a request, and its cwd still there (else in-process says so)
+                request = Request.parse(fields)
+                os.close(os.open(request.cwd, os.O_RDONLY | os.O_DIRECTORY))
+            except (OSError, ValueError, IndexError):
+                conn.sendall(wire.REFUSED + b"\n")
+                return False
+            return self.start(conn, request, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def start(self, conn: socket.socket, request: Request, fds: list[int]) -> bool:
+        go_r, go_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            try:
+                os.close(go_w)
+                self.leave()
+                conn.close()
+                go = os.read(go_r, 1)
+                os.close(go_r)
+                if go != b"g":  # the caller runs the command itself
+                    os._exit(0)
+                _become(request, fds)
+            finally:
+                os._exit(1)  # only if _become itself failed (it exits)
+        os.close(go_r)
+        pidfd = os.pidfd_open(pid)
+        worker = Worker(pid, pidfd, conn)
+        self.workers[pidfd] = worker
+        self.selector.register(pidfd, selectors.EVENT_READ, lambda: self.ended(worker))
+        try:
+            socket.send_fds(conn, [wire.STARTED + b" %d\n" % pid], [pidfd])
+            # Started only once the caller says it waits for it: a caller that gave up
+            # (its own timeout) runs the command itself, and it must not run twice.
+            if _read(conn, len(wire.GO)) != wire.GO:
+                raise ConnectionError("no go from the caller")
+            os.write(go_w, b"g")
+        except OSError:
+            worker.conn = None  # the worker reads EOF, exits, and is reaped
+            return False
+        finally:
+            os.close(go_w)
+        conn.settimeout(None)
+        self.selector.register(conn, selectors.EVENT_READ, lambda: self.caller_gone(worker))
+        self.served += 1
+        self.last = time.monotonic()  # idle from a command's end; a ping is not a command
+        return True
+
+    def stop_on_signals(self) -> None:
+        """SIGTERM, SIGINT, SIGHUP: no more requests; the workers running end as they would
+        (their callers wait for them), then this process exits."""
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, lambda *_: None)  # woken through the wakeup fd instead
+
+        def woken() -> None:
+            with contextlib.suppress(OSError):
+                os.read(wake_r, 512)
+            self.stop_listening()
+
+        self.wake = (wake_r, wake_w)
+        self.selector.register(wake_r, selectors.EVENT_READ, woken)
+
+    def leave(self) -> None:
+        """In a worker: nothing of the server's kept open."""
+        signal.set_wakeup_fd(-1)
+        for fd in self.wake:
+            os.close(fd)
+        self.selector.close()
+        if self.listener is not None:
+            self.listener.close()
+        if self.lock is not None:
+            os.close(self.lock)
+        for worker in self.workers.values():
+            os.close(worker.pidfd)
+            if worker.conn is not None:
+                worker.conn.close()
+
+    def caller_gone(self, worker: Worker) -> None:
+        assert worker.conn is not None
+        with contextlib.suppress(OSError):
+            if worker.conn.recv(64):
+                return  # nothing is expected; a caller that sends more still waits
+        # Killed (it never closes its end otherwise): its command dies with it.
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
+        self.selector.unregister(worker.conn)
+        worker.conn.close()
+        worker.conn = None
+
+    def ended(self, worker: Worker) -> None:
+        _, status = os.waitpid(worker.pid, 0)
+        self.selector.unregister(worker.pidfd)
+        os.close(worker.pidfd)
+        del self.workers[worker.pidfd]
+        self.last = time.monotonic()
+        if worker.conn is None:
+            return
+        code = os.waitstatus_to_exitcode(status)
+        end = b"signal %d\n" % -code if code < 0 else b"exit %d\n" % code
+        with contextlib.suppress(OSError):
+            worker.conn.sendall(end)
+        self.selector.unregister(worker.conn)
+        worker.conn.close()
+
+
+def _read(conn: socket.socket, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the caller went away mid-request")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _stdio(fd: int, like: io.TextIOWrapper) -> io.TextIOWrapper:
+    """A text stream on ``fd`` as a fresh interpreter makes it (this one's own streams were
+    made by the same interpreter, start-up settings and kind of file: not a terminal)."""
+    mode = "rb" if fd == 0 else "wb"
+    raw = io.FileIO(fd, mode, closefd=False)
+    buffer: Any = raw  # unbuffered, as with -u
+    if fd == 0:
+        buffer = io.BufferedReader(raw)
+    elif not like.write_through:
+        buffer = io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(
+        buffer,
+        encoding=like.encoding,
+        errors=like.errors,
+        newline="\n",
+        line_buffering=like.line_buffering,
+        write_through=like.write_through,
+    )
+    stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
+    return stream
+
+
+@dataclass
+class Request:
+    """What a caller sent (warmclient.request), read and checked before any fork."""
+
+    cwd: bytes
+    path0: str
+    package: str | None
+    umask: int
+    ignored: list[int]
+    blocked: list[int]
+    argv: list[str]
+    environ: dict[bytes, bytes]
+
+    @classmethod
+    def parse(cls, fields: list[bytes]) -> Request:
+        """ValueError or IndexError for a request that is not one."""
+        cwd, path0, package, umask, ignored, blocked, argv0, argc = fields[3:11]
+        count = int(argc)
+        if len(fields) < 11 + count:
+            raise ValueError("a short request")
+        return cls(
+            cwd,
+            os.fsdecode(path0),
+            None if package == b"-" else package.decode(),
+            int(umask),
+            [int(n) for n in ignored.split(b",") if n],
+            [int(n) for n in blocked.split(b",") if n],
+            [os.fsdecode(a) for a in (argv0, *fields[11 : 11 + count])],
+            dict(item.split(b"=", 1) for item in fields[11 + count :] if b"=" in item),
+        )
+
+
+def _become(request: Request, fds: list[int]) -> None:
+    """In the worker: become the caller's command, run it, and exit as it ended."""
+    os.setpgid(0, 0)
+    # Signals as a fresh interpreter started by the caller has them.
+    for name in (*wire.FORWARDED, "SIGCHLD"):
+        number = getattr(signal, name)
+        handler = signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL
+        signal.signal(number, handler)
+    for n in request.ignored:
+        with contextlib.suppress(OSError, ValueError):  # one this platform keeps as it is
+            signal.signal(n, signal.SIG_IGN)
+    with contextlib.suppress(OSError, ValueError):
+        signal.pthread_sigmask(signal.SIG_SETMASK, request.blocked)
+    os.umask(request.umask)
+    os.chdir(request.cwd)
+    os.environb.clear()
+    os.environb.update(request.environ)
+    time.tzset()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    streams = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    made = [_stdio(fd, like) for fd, like in enumerate(streams)]  # type: ignore[arg-type]
+    sys.stdin, sys.stdout, sys.stderr = made
+    # What the interpreter made them at its start, as in a fresh one (typeshed: Final).
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
+    sys.argv = request.argv
+    if sys.path:
+        sys.path[0] = request.path0
+    # click names the program from __main__'s package and argv[0]: the caller's, not ours.
+    sys.modules["__main__"].__package__ = request.package
+    os._exit(_run())
+
+
+def _run() -> int:
+    """The command, and its end as the interpreter makes it: the exit code of SystemExit (a
+    message printed), a traceback and 1, or death by SIGINT for an uncaught KeyboardInterrupt."""
+    from subagents.cli.entry import in_process
+
+    code, interrupted = 0, False
+    try:
+        in_process(start_server=False, warm=True)
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # the interpreter's own at exit
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # as the interpreter exits when its streams cannot be flushed
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return code
+
+
+def _lock(path: str) -> int | None:
+    """This socket's lock, held while serving; None if another server holds it still."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def _warm() -> list[tuple[str, int, int]]:
+    """Import the run path; the files of everything loaded, as they are now."""
+    for name in WARM_MODULES:
+        __import__(name)
+    # First-use costs that depend on nothing of a caller's: the C library's handle (inotify).
+    from subagents.core import inotify
+
+    with contextlib.suppress(OSError, AttributeError):
+        inotify._c_library()
+    files = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                files.append((path, st.st_mtime_ns, st.st_size))
+    return files
+
+
+def main() -> None:
+    os.chdir("/")
+    path = wire.socket_name(os.environ, sys.path)
+    if path is None:
+        return
+    lock = _lock(path)
+    if lock is None:
+        return  # another server is serving here
+    files = _warm()
+    server = Server(path, wire.key(sys.path), wire.fingerprint(), files, lock=lock)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # one left by a server that was killed (the lock says none serves)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    server.listener = listener
+    server.inode = os.stat(path).st_ino
+    server.selector.register(listener, selectors.EVENT_READ, server.accept)
+    server.stop_on_signals()
+    gc.collect()
+    gc.freeze()  # the workers share these pages: no collection touches them
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()
