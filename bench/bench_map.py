@@ -25,7 +25,8 @@ src), and gives the ratios of the wall and the driver's CPU per row.
 
 With ``--executor ray`` the Ray cluster's CPU per row is given too, by kind of process: the
 hosts (the actors on the nodes), the supervisors (a host's keepers, supervisors and their
-children, as it reaps them), the GCS, other workers, the rest. Wall per row times the two
+children, as it reaps them; its template, with the supervisors it forked and reaped), the
+GCS, other workers, the rest. Wall per row times the two
 cores is near the driver's CPU plus the cluster's: the machine is the bottleneck, its
 processes the nodes'.
 
@@ -78,6 +79,8 @@ def cluster_cpu() -> dict[int, tuple[str, float]]:
                 continue
             if "default_worker.py" in cmd or name.startswith("ray::"):
                 kind = "workers"
+            elif "subagents.supervisor" in cmd or "ray_keeper.py" in cmd:
+                kind = "supervisors"  # a host's template (its keeper), with what it reaped
             out[p.pid] = (kind, t.user + t.system + t.children_user + t.children_system)
     return out
 

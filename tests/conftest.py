@@ -94,6 +94,19 @@ def fake(tmp_path: Path) -> Fake:
 
 
 @pytest.fixture
+def warm_owner() -> Iterator[object]:
+    """A job that wants supervisors started ahead (launchers/spares.py: spares, a template);
+    let go at the test's end, when nothing it held may be left."""
+    from subagents.launchers.spares import SPARES
+
+    me = object()
+    yield me
+    SPARES.want(me, 0)
+    assert SPARES.pids() == []
+    assert SPARES.template_pid() is None
+
+
+@pytest.fixture
 def reap_group() -> Iterator[list[int]]:
     """Process groups a test created; any left alive fail the test and are killed."""
     from subagents.core.procs import group_alive

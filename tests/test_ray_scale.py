@@ -133,7 +133,8 @@ def leftover_runs(node_runs: Path) -> list[Path]:
 
 
 def supervisors_beyond_spares() -> list[str]:
-    """Processes under a host beyond its warm spares' keepers and supervisors."""
+    """Processes under a host beyond its warm spares' keepers and supervisors (and its
+    template's keeper)."""
     extra = []
     for host in hosts():
         try:
@@ -151,6 +152,11 @@ def supervisors_beyond_spares() -> list[str]:
                 continue
             if "ray_keeper.py" in " ".join(cmdline):
                 keepers.append(cmdline)
+        # The host's template (ray_forks.py), at most one, stays while its runs come.
+        templates = [k for k in keepers if "--template" in k]
+        if len(templates) > 1:
+            extra.append(f"{len(templates)} templates")
+        keepers = [k for k in keepers if k not in templates]
         spares = [k for k in keepers if k[4:5] == ["-"]]
         extra += [" ".join(k) for k in keepers if k not in spares]
         if len(spares) > host["spares"] + 1:  # (one may be starting)

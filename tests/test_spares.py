@@ -9,78 +9,34 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 from support.checks import eventually, pid_alive
+from support.warmchild import (
+    child,
+    child_env,
+    fd_target,
+    left_by_a_dead_starter,
+    parallel_job,
+    start_run,
+)
 
 from subagents.config import Settings
 from subagents.core.files import read_json
 from subagents.launchers.spares import SPARES, Spare, start_supervisor
-from subagents.runs import RunHandle, RunRequest, start
+from subagents.runs import RunRequest, start
 
 pytestmark = pytest.mark.process
 
 
-@pytest.fixture
-def owner() -> Iterator[object]:
-    """Someone who wants spares; whatever it still holds is let go (and must go)."""
-    me = object()
-    yield me
-    SPARES.want(me, 0)
-    assert SPARES.pids() == []
-
-
-def ready_spares(owner: object, count: int) -> list[Spare]:
-    SPARES.want(owner, count)
+def ready_spares(warm_owner: object, count: int) -> list[Spare]:
+    SPARES.want(warm_owner, count)
     assert eventually(
         lambda: len(SPARES.waiting()) == count and all(s.ready.is_set() for s in SPARES.waiting())
     ), "spares did not come up within 30 s"
     return SPARES.waiting()
-
-
-def child(tmp_path: Path) -> Path:
-    """A pi stand-in: writes its environment to $ENV_DUMP, waits for $GATE (bounded), answers."""
-    path = tmp_path / "env-child"
-    path.write_text(
-        f"#!{sys.executable}\n"
-        + textwrap.dedent(
-            """
-            import json, os, pathlib, sys, time
-            pathlib.Path(os.environ["ENV_DUMP"]).write_text(json.dumps(dict(os.environ)))
-            gate, until = pathlib.Path(os.environ["GATE"]), time.monotonic() + 60
-            while not gate.exists() and time.monotonic() < until:
-                time.sleep(0.02)
-            msg = {"role": "assistant", "content": [{"type": "text", "text": "done " + sys.argv[-1]}],
-                   "stopReason": "stop", "model": "m"}
-            print(json.dumps({"type": "message_end", "message": msg}), flush=True)
-            """
-        )
-    )
-    path.chmod(0o755)
-    return path
-
-
-def start_run(tmp_path: Path, name: str, gate: Path) -> RunHandle:
-    req = RunRequest(
-        task=name,
-        backend="pi",
-        cwd=str(tmp_path),
-        env={"ENV_DUMP": str(tmp_path / f"{name}.env.json"), "GATE": str(gate)},
-    )
-    env = {**os.environ, "SUBAGENTS_PI_BIN": str(child(tmp_path))}
-    return start(req, Settings(kill_grace=1.0), env=env)
-
-
-def child_env(tmp_path: Path, name: str) -> dict[str, str]:
-    dump = tmp_path / f"{name}.env.json"
-    assert eventually(dump.exists), "the child did not start within 30 s"
-    env: dict[str, str] = json.loads(dump.read_text())
-    return {k: v for k, v in env.items() if k not in ("ENV_DUMP",)}
 
 
 def waiting(proc: psutil.Process) -> bool:
@@ -91,26 +47,22 @@ def waiting(proc: psutil.Process) -> bool:
         return False
 
 
-def fd_target(pid: int, fd: int) -> str:
-    return os.readlink(f"/proc/{pid}/fd/{fd}")
-
-
-def test_spares_never_handed_a_run_exit_when_no_longer_wanted(owner: object) -> None:
-    spares = ready_spares(owner, 2)
+def test_spares_never_handed_a_run_exit_when_no_longer_wanted(warm_owner: object) -> None:
+    spares = ready_spares(warm_owner, 2)
     pids = [s.pid for s in spares]
     for pid in pids:
         assert "--spare" in psutil.Process(pid).cmdline()
         assert os.getsid(pid) == pid  # its own session, as every supervisor
-    SPARES.want(owner, 0)
+    SPARES.want(warm_owner, 0)
     # want(0) returns once they are gone and reaped: nothing is left behind.
     assert SPARES.pids() == []
     assert not any(psutil.pid_exists(pid) and pid_alive(pid) for pid in pids)
 
 
 def test_a_handed_over_supervisor_is_like_one_started_for_its_run(
-    owner: object, tmp_path: Path
+    warm_owner: object, tmp_path: Path
 ) -> None:
-    (spare,) = ready_spares(owner, 1)
+    (spare,) = ready_spares(warm_owner, 1)
     gate = tmp_path / "gate"
     handle = start_run(tmp_path, "warm", gate)
     assert handle.launched.pid == spare.pid  # the spare took the run
@@ -127,7 +79,7 @@ def test_a_handed_over_supervisor_is_like_one_started_for_its_run(
         "createTime": psutil.Process(pid).create_time(),
         "runner": "process",
     }
-    SPARES.want(owner, 0)
+    SPARES.want(warm_owner, 0)
 
     # The same run from a supervisor started for it (no spare left): the same child env.
     cold = start_run(tmp_path, "cold", gate)
@@ -148,8 +100,8 @@ def test_a_handed_over_supervisor_is_like_one_started_for_its_run(
     assert eventually(lambda: not pid_alive(pid))
 
 
-def test_a_killed_handed_over_supervisor_is_found_dead(owner: object, tmp_path: Path) -> None:
-    (spare,) = ready_spares(owner, 1)
+def test_a_killed_handed_over_supervisor_is_found_dead(warm_owner: object, tmp_path: Path) -> None:
+    (spare,) = ready_spares(warm_owner, 1)
     handle = start_run(tmp_path, "killed", tmp_path / "never")
     assert handle.launched.pid == spare.pid
     child_env(tmp_path, "killed")  # the child runs
@@ -169,9 +121,9 @@ def test_a_killed_handed_over_supervisor_is_found_dead(owner: object, tmp_path: 
 
 
 def test_a_stop_signal_right_after_the_handover_aborts_the_run(
-    owner: object, tmp_path: Path
+    warm_owner: object, tmp_path: Path
 ) -> None:
-    (spare,) = ready_spares(owner, 1)
+    (spare,) = ready_spares(warm_owner, 1)
     handle = start_run(tmp_path, "stopped", tmp_path / "never")
     assert handle.launched.pid == spare.pid
     os.kill(spare.pid, signal.SIGTERM)  # as `subagents stop` would, once supervisor.json is out
@@ -181,8 +133,8 @@ def test_a_stop_signal_right_after_the_handover_aborts_the_run(
     assert "SIGTERM" in (result["errorMessage"] or "")
 
 
-def test_a_run_directory_whose_path_holds_a_newline(owner: object, tmp_path: Path) -> None:
-    (spare,) = ready_spares(owner, 1)
+def test_a_run_directory_whose_path_holds_a_newline(warm_owner: object, tmp_path: Path) -> None:
+    (spare,) = ready_spares(warm_owner, 1)
     gate = tmp_path / "gate"
     gate.touch()
     req = RunRequest(
@@ -197,9 +149,9 @@ def test_a_run_directory_whose_path_holds_a_newline(owner: object, tmp_path: Pat
 
 
 def test_a_spare_from_another_environment_is_not_used(
-    owner: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    warm_owner: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (spare,) = ready_spares(owner, 1)
+    (spare,) = ready_spares(warm_owner, 1)
     monkeypatch.setenv("SUBAGENTS_TEST_SPARE", "changed")
     gate = tmp_path / "gate"
     gate.touch()
@@ -208,26 +160,15 @@ def test_a_spare_from_another_environment_is_not_used(
     assert child_env(tmp_path, "fresh")["SUBAGENTS_TEST_SPARE"] == "changed"
     result = handle.wait(timeout=60)
     assert result is not None and result["status"] == "completed"
-    SPARES.want(owner, 0)
+    SPARES.want(warm_owner, 0)
     assert not pid_alive(spare.pid)
 
 
 def test_a_job_leaves_no_spare_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A parallel job through the API: its slots' spares are handed runs or go at its end."""
-    from subagents.api import drive, prepare_job
-
-    gate = tmp_path / "gate"
-    gate.touch()
+    """A job of one slot through the API (more get a template: test_templates.py): its
+    slot's spares are handed runs or go at its end."""
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(child(tmp_path)))
-    spec: dict[str, Any] = {
-        "mode": "parallel",
-        "concurrency": 2,
-        "tasks": [{"task": f"t{i}"} for i in range(5)],
-    }
-    extra_env = {"GATE": str(gate), "ENV_DUMP": os.devnull}
-    result = drive(prepare_job(spec, cwd=str(tmp_path), extra_env=extra_env))
-    assert result["status"] == "completed", result
-    assert [r["finalText"] for r in result["runs"]] == [f"done t{i}" for i in range(5)]
+    parallel_job(tmp_path, 5, 1)
     assert SPARES.pids() == []
     # The last runs' supervisors are reaped in the background; a spare left waiting would
     # stay for its whole bound (600 s).
@@ -245,12 +186,9 @@ def test_a_waiting_spare_exits_quietly_on_eof(tmp_path: Path) -> None:
 
 
 def test_a_spare_whose_starter_dies_exits() -> None:
-    code = (
-        "import os; from subagents.launchers.spares import start_supervisor; "
-        "s = start_supervisor(); s.wait_ready(30); print(s.pid, flush=True); os._exit(0)"
+    pid = left_by_a_dead_starter(
+        "from subagents.launchers.spares import start_supervisor; w = start_supervisor()"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    pid = int(out.stdout)
     assert eventually(lambda: not pid_alive(pid)), "an orphaned spare kept waiting"
 
 

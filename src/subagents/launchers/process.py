@@ -1,6 +1,7 @@
 """The process launcher: the supervisor as a detached process (its own session), so the
 run goes on when its caller exits. It is handed its run directory on a pipe: a warm
-spare when the job keeps one ready, else one started for this run (launchers/spares.py)."""
+spare when the job keeps one ready, else forked by the job's template (several runs to
+start: launchers/template.py), else one started for this run (launchers/spares.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ class ProcessLauncher(LocalLauncher):
         if spare is not None and not spare.hand(run_dir):
             SPARES.drop(spare)
             spare = None
+        if spare is None and (forked := SPARES.fork(run_dir)) is not None:
+            launched = LocalSupervisor(self.name, *forked)
+            write_record(run_dir, launched)
+            return launched
         if spare is None:
             try:
                 # Its start-up errors (before it has its run) land in the run's log.

@@ -14,8 +14,10 @@ The supervisor owns the child's process group exactly as it does locally, so sto
 run is a signal to the supervisor. A small keeper process stands between the host and
 each supervisor (ray_keeper.py), so that when the host's process dies every supervisor
 gets SIGTERM and ends its run properly: a lost host never leaves a child running. Like
-the process launcher here, the host keeps a few supervisors started ahead (warm spares)
-while runs come, so a run starts without waiting for an interpreter.
+the process launcher here, while runs come the host forks their supervisors from a
+template (ray_forks.py: one process that did a supervisor's start-up once, behind a keeper
+too, its supervisors bound to it), and keeps a few supervisors started ahead (warm
+spares) while it has none ready, so a run starts without waiting for an interpreter.
 
 A run whose repository travels (``ship``) gets its worktree from the node's cache
 repository (``repo.git`` in the node's runs directory), which keeps every commit a caller
@@ -53,6 +55,7 @@ from subagents.core.files import dumps, make_private_dir, open_private, read_eve
 from subagents.core.records import is_run_result, object_of
 from subagents.core.tail import read_at
 from subagents.launchers.base import supervisor_argv
+from subagents.launchers.ray_forks import HostTemplate
 from subagents.launchers.ray_keeper import SPARE
 from subagents.launchers.ray_node import (
     PROTOCOL,
@@ -73,6 +76,7 @@ if TYPE_CHECKING:
         HostStartReply,
         HostStatus,
         JsonObject,
+        ProcessIdentity,
         RunResult,
         ShipmentRecord,
     )
@@ -104,13 +108,15 @@ KEEPER = (sys.executable, "-I", "-S", str(Path(__file__).with_name("ray_keeper.p
 
 @dataclass
 class HostedRun:
-    """One run on this node: its directory, its keeper (whose child is the supervisor)."""
+    """One run on this node: its directory, its keeper (whose child is the supervisor), or
+    the supervisor the node's template forked for it (``forked``)."""
 
     run_id: str
     dir: Path
     backend: str
     proc: subprocess.Popen[bytes] | None = None
     supervisor_pid: int = 0
+    forked: ProcessIdentity | None = None
     error: str | None = None
     started: float = field(default_factory=time.time)
     # When the supervisor was seen gone (monotonic), and whether its unit went with it.
@@ -122,6 +128,8 @@ class HostedRun:
     watched: bool = False
 
     def alive(self) -> bool:
+        if self.forked is not None:  # (its template reaps it)
+            return procs.is_alive(self.forked)
         return self.proc is not None and self.proc.poll() is None
 
     def result(self) -> RunResult | None:
@@ -220,6 +228,8 @@ class NodeHost:
         self.node_id: str = ray.get_runtime_context().get_node_id()
         self.runs: dict[str, HostedRun] = {}
         self.spares: list[NodeSpare] = []
+        # Forks the runs' supervisors while runs come (ray_forks.py); spares meanwhile.
+        self.forks = HostTemplate((*KEEPER, str(os.getpid()), SPARE))
         self.leaving: list[NodeSpare] = []
         # Commits being sent here: when their sender was told to send.
         self.incoming: dict[str, float] = {}
@@ -489,6 +499,8 @@ class NodeHost:
             spare = self._take_spare()
         if spare is not None:
             run.proc, run.supervisor_pid = spare.proc, spare.pid
+        elif (forked := await self.forks.fork(run.dir)) is not None:
+            run.forked, run.supervisor_pid = forked, forked["pid"]
         else:
             log = run.dir / LOG_FILE
             open_private(log, "ab").close()
@@ -524,12 +536,14 @@ class NodeHost:
         now = time.monotonic()
         if now - self.last_start > SPARE_IDLE:
             self.peaks.clear()
+            self.forks.want(False)
             return 0
         running = sum(1 for r in self.runs.values() if r.alive())
         self.peaks.append((now, running))
         while self.peaks and now - self.peaks[0][0] > SPARE_IDLE:
             self.peaks.popleft()
-        return min(SPARE_MAX, 1 + max(n for _, n in self.peaks))
+        self.forks.want(True)  # none while its template serves
+        return 0 if self.forks.serving() else min(SPARE_MAX, 1 + max(n for _, n in self.peaks))
 
     def _warm(self) -> None:
         if len(self.spares) < self._spare_target() and (self.warmer is None or self.warmer.done()):
@@ -602,5 +616,5 @@ class NodeHost:
         child = started_event(read_events(run.dir / "events.jsonl"))
         if child is not None:
             procs.end_recorded_group(child, run.dir.name)
-        code = run.proc.returncode if run.proc is not None else None
-        return f"the supervisor on Ray node {self.node_id} ended (code {code}) without a result"
+        code = f" (code {run.proc.returncode})" if run.proc is not None else ""
+        return f"the supervisor on Ray node {self.node_id} ended{code} without a result"

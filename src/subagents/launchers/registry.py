@@ -55,14 +55,19 @@ def reattach(run_dir: Path, *, follow: bool = True) -> Launched | None:
         return None
 
 
+# A job with this many runs that may start next is served by a supervisor template.
+TEMPLATE_FROM = 2
+
+
 def want_spares(owner: object, count: int, placement: Placement) -> None:
-    """Keep ``count`` supervisors started ahead for ``owner``'s next runs (0: none now).
+    """Keep ``count`` supervisors started ahead for ``owner``'s next runs (0: none now):
+    spares, or for several runs a template that forks one per run (launchers/template.py).
     Only a launcher that keeps spares has them; a tmux or a ray run starts its own."""
     if count > 0 and not launcher_for(placement).keeps_spares:
         return
     from subagents.launchers.spares import SPARES
 
-    SPARES.want(owner, count)
+    SPARES.want(owner, count, template=count >= TEMPLATE_FROM)
 
 
 def start_spare_early(fork: bool = False) -> None:

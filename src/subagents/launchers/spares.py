@@ -34,10 +34,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from subagents.core import procs
 from subagents.supervisor import handover
+
+if TYPE_CHECKING:
+    from subagents.launchers.template import Template
 
 # A spare waits at most handover.SPARE_WAIT seconds, then exits; it is handed a
 # run only while well inside that, so it cannot time out as its run arrives.
@@ -48,6 +51,8 @@ READY_WAIT = 5.0
 GATE_WAIT = 2.0
 # How long leaving spares may take to exit at a job's end before they are killed.
 RETIRE_WAIT = 5.0
+# After this many templates died while jobs wanted them, those jobs keep spares instead.
+TEMPLATE_FAILURES = 2
 
 
 def _cores() -> int:
@@ -242,29 +247,60 @@ class SparePool:
         self._warmer: threading.Thread | None = None
         # Dismissed spares not yet reaped.
         self._leaving: list[Spare] = []
+        self._template: Template | None = None
+        self._template_failures = 0
+        self._atexit = False
+        # The owners that asked for a template.
+        self._templating: set[int] = set()
 
     def _target(self) -> int:
+        """How many spares to keep: none while a template serves (or is wanted)."""
+        return 0 if self._templated() or self._template is not None else self._wanted()
+
+    def _wanted(self) -> int:
         return sum(self._wants.values())
 
-    def want(self, owner: object, count: int) -> None:
+    def _templated(self) -> bool:
+        """Whether the runs wanted are served by a template: a job asked for one, and the
+        templates of this process have not kept dying."""
+        return bool(self._templating) and self._template_failures < TEMPLATE_FAILURES
+
+    def want(self, owner: object, count: int, *, template: bool = False) -> None:
         """Keep ``count`` spares ready for ``owner``'s next runs (0: none; its spares go, and
-        once no job wants any, every spare is gone when this returns)."""
+        once no job wants any, every spare is gone when this returns). ``template``: serve
+        them from a template instead (one for the process, kept while any job wants
+        runs, gone when this returns once none does)."""
         with self._lock:
             if count > 0:
                 self._wants[id(owner)] = count
             else:
                 self._wants.pop(id(owner), None)
+            if count > 0 and template:
+                self._templating.add(id(owner))
+            else:
+                self._templating.discard(id(owner))
             target = self._target()
-            self._leaving.extend(self._spares[target:])
-            del self._spares[target:]
+            # (Spares already started are kept for a template's runs: they are paid for.)
+            kept = self._wanted() if self._template is not None or self._templated() else target
+            self._leaving.extend(self._spares[kept:])
+            del self._spares[kept:]
             warmer = self._warmer
+            if self._templated() and self._template is None:
+                self._start_template()
+            nobody = self._wanted() == 0
+            if nobody:  # the next job tries a template again
+                self._template_failures = 0
+            retiring = self._template if nobody else None
+            self._template = None if retiring is not None else self._template
             if len(self._spares) < target and (warmer is None or not warmer.is_alive()):
                 warmer = self._warmer = threading.Thread(
                     target=self._warm, name="subagents-spares", daemon=True
                 )
                 warmer.start()
         self._dismiss_leaving()
-        if target == 0:  # no job wants spares: leave no process behind
+        if retiring is not None:
+            retiring.retire()
+        if nobody:  # no job wants spares: leave no process behind
             if warmer is not None:
                 warmer.join(GATE_WAIT + READY_WAIT + RETIRE_WAIT)
             self._dismiss_leaving(wait=True)
@@ -287,6 +323,64 @@ class SparePool:
                 more = len(self._spares) < self._target()
             if more:
                 spare.ready.wait(READY_WAIT)  # one at a time
+
+    def _start_template(self) -> None:
+        """(Under the lock.) Start a template now, not through the gate: it is what saves
+        the others their start. It takes a place there while it imports, if one is free."""
+        from subagents.launchers.template import READY_WAIT as TEMPLATE_READY_WAIT
+        from subagents.launchers.template import Template  # (a job of several runs only)
+
+        try:
+            template = Template.start()
+        except OSError:
+            self._template_failures += 1
+            return  # runs start their own supervisors, as they always could
+        self._template = template
+        if not self._atexit:
+            self._atexit = True
+            atexit.register(self._retire_template)
+        placed = _GATE.acquire(blocking=False)
+
+        def ready() -> None:
+            template.wait_ready(TEMPLATE_READY_WAIT)
+            if placed:
+                _GATE.release()
+
+        threading.Thread(target=ready, name="subagents-template-start", daemon=True).start()
+
+    def fork(self, run_dir: Path) -> tuple[int, float] | None:
+        """A supervisor for ``run_dir`` forked from this process's template (its pid and
+        start time), or None: there is none, or it could not (a template that died is
+        dropped, and the runs start their supervisors as they would without it)."""
+        with self._lock:
+            template = self._template
+        if template is None:
+            return None
+        # One starting is waited for a while: it is ready sooner than a supervisor started
+        # now (one not ready by then is left to get ready, and this run starts otherwise).
+        template.ready.wait(READY_WAIT)
+        forked = template.fork(run_dir)
+        if forked is None and (template.broken or template.popen.poll() is not None):
+            with self._lock:
+                if self._template is template:
+                    self._template = None
+                    self._template_failures += 1
+            template.retire(0.0)
+        return forked
+
+    def _retire_template(self) -> None:
+        with self._lock:
+            template, self._template = self._template, None
+        if template is not None:
+            template.retire()
+
+    def template_pid(self, *, ready: bool = False) -> int | None:
+        """The template's pid (``ready``: once it is ready), for tests and diagnostics."""
+        with self._lock:
+            template = self._template
+        if template is None or (ready and not template.ready.is_set()):
+            return None
+        return template.pid
 
     def start_early(self, fork: bool = False) -> None:
         """Start one spare now, before any job says what it wants: a command that is about to

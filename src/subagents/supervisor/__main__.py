@@ -1,4 +1,5 @@
-"""``python -m subagents.supervisor RUN_DIR`` (or ``--spare``): one run's supervisor process."""
+"""``python -m subagents.supervisor RUN_DIR`` (or ``--spare``): one run's supervisor process;
+``--template [--bound]``: one that forks a supervisor for each run (supervisor/template.py)."""
 
 import signal
 
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from subagents.core.files import describe_os_error, read_json
 from subagents.core.procs import killpg
-from subagents.supervisor.handover import SPARE_FLAG, await_run
+from subagents.supervisor.handover import BOUND_FLAG, SPARE_FLAG, TEMPLATE_FLAG, await_run
 from subagents.supervisor.main import Supervisor
 from subagents.supervisor.result import publish_ended
 from subagents.supervisor.spec import RunSpec
@@ -31,12 +32,18 @@ def fail_before_start(run_dir: Path, message: str) -> None:
 
 
 def main(argv: list[str] | None = None, early_signals: list[int] | None = None) -> int:
-    """The supervisor process: ``RUN_DIR``, or ``--spare`` to wait for one on stdin.
+    """The supervisor process: ``RUN_DIR``, or ``--spare`` to wait for one on stdin, or
+    ``--template [--bound]`` to fork one for each run directory handed on stdin.
     ``early_signals`` fills with the stop signals that arrive before the run is under way."""
     args = sys.argv[1:] if argv is None else argv
     early = early_signals if early_signals is not None else []
-    if args == [SPARE_FLAG]:
-        handed = await_run(early)
+    if args in ([SPARE_FLAG], [TEMPLATE_FLAG], [TEMPLATE_FLAG, BOUND_FLAG]):
+        if args[0] == SPARE_FLAG:
+            handed = await_run(early)
+        else:
+            from subagents.supervisor.template import serve
+
+            handed = serve(early, bound=BOUND_FLAG in args)
         if handed is None:
             return 0
         args = [str(handed)]

@@ -17,6 +17,12 @@ from subagents.core.files import FILE_MODE
 # Started as a warm spare with SPARE_FLAG, it waits this long for a run.
 SPARE_FLAG = "--spare"
 SPARE_WAIT = 600.0
+# Started as a template with TEMPLATE_FLAG (supervisor/template.py), it forks a supervisor
+# for each run directory it is handed; with BOUND_FLAG too, those die with it.
+TEMPLATE_FLAG = "--template"
+BOUND_FLAG = "--bound"
+# What a template says on its stdout once it is ready.
+TEMPLATE_READY = b"ready\n"
 # In the run directory: the supervisor's own output, and the caller's environment for a
 # supervisor that does not inherit it (tmux), read and removed as it starts.
 LOG_FILE = "supervisor.log"
@@ -28,10 +34,16 @@ def command(run_dir: Path | None = None) -> list[str]:
     return [sys.executable, "-m", "subagents.supervisor", str(run_dir) if run_dir else SPARE_FLAG]
 
 
+def template_command(*, bound: bool = False) -> list[str]:
+    """A template's command line (supervisor/template.py); ``bound``: its supervisors get
+    SIGTERM when it dies (on a Ray node, as a keeper's do)."""
+    return [sys.executable, "-m", "subagents.supervisor", TEMPLATE_FLAG, *([BOUND_FLAG] * bound)]
+
+
 def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | None:
     """As a warm spare: the run directory handed over on stdin (its path, then a NUL byte,
-    which no path holds), then stdin from /dev/null and output to the run's supervisor.log,
-    as a supervisor started for the run has them. None, to exit quietly: EOF (not needed, or its starter is gone), a stop
+    which no path holds), then the stdio a supervisor started for the run has
+    (``run_stdio``). None, to exit quietly: EOF (not needed, or its starter is gone), a stop
     signal with no run handed over yet (``stop_requested``, filled by the supervisor's
     early signal handlers), or ``wait`` seconds without a run."""
     # What every run imports on its way to the child (the recorder's wording).
@@ -43,6 +55,7 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     # Ready: stdout, a pipe to whoever started us, is closed to say so.
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
+    os.close(null)
     data = b""
     try:
         deadline = time.monotonic() + wait
@@ -63,12 +76,21 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
         signal.set_wakeup_fd(previous)
         os.close(wake_r)
         os.close(wake_w)
-    os.dup2(null, 0)
-    os.close(null)
     run_dir = Path(os.fsdecode(data.split(b"\0", 1)[0]))
-    with contextlib.suppress(OSError):  # no log then (as /dev/null): the run still goes on
+    run_stdio(run_dir)
+    return run_dir
+
+
+def run_stdio(run_dir: Path) -> None:
+    """The stdio of a supervisor started for ``run_dir``: stdin from /dev/null, stdout and
+    stderr to the run's supervisor.log (if that cannot be opened, stdout to /dev/null and
+    stderr as it was: the run still goes on)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    with contextlib.suppress(OSError):
         log = os.open(run_dir / LOG_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
-    return run_dir
