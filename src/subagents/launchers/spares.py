@@ -185,10 +185,7 @@ def _be_supervisor(stdin: int, stdout: int, stderr: int) -> None:
     os.setsid()
     for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
         os.dup2(fd, target)
-    for name in os.listdir("/proc/self/fd"):  # none of ours kept (a caller's pipe, a socket)
-        if int(name) > 2:
-            with contextlib.suppress(OSError):
-                os.close(int(name))
+    handover.close_inherited()
     sys.argv = [*waiting_argv()[2:]]  # "subagents.supervisor", "--spare": as -m makes it
     runpy.run_module("subagents.supervisor", run_name="__main__", alter_sys=True)
 

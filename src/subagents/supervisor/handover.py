@@ -81,6 +81,16 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     return run_dir
 
 
+def close_inherited(*keep: int) -> None:
+    """Close every descriptor above 2 but ``keep``: a supervisor forked from another process
+    holds none of its forker's (a caller's pipe, a socket), as one started with ``close_fds``."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
+
+
 def run_stdio(run_dir: Path) -> None:
     """The stdio of a supervisor started for ``run_dir``: stdin from /dev/null, stdout and
     stderr to the run's supervisor.log (if that cannot be opened, stdout to /dev/null and

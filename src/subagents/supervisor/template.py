@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from subagents.supervisor.handover import TEMPLATE_READY, run_stdio
+from subagents.supervisor.handover import TEMPLATE_READY, close_inherited, run_stdio
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
@@ -116,8 +116,7 @@ def _become_supervisor(
     run_stdio(run_dir)
     # Set up as a fresh one is (no descriptor of the template's left but the reply's) when
     # its starter learns of it.
-    os.closerange(3, reply)
-    os.closerange(reply + 1, os.sysconf("SC_OPEN_MAX"))
+    close_inherited(reply)
     with contextlib.suppress(OSError):  # its starter is gone: the run goes on regardless
         os.write(reply, b"%d\n" % os.getpid())
     os.close(reply)
