@@ -20,6 +20,7 @@ def one_line_naming_cwd(p: subprocess.CompletedProcess[str]) -> str:
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert p.stderr.count("\n") == 1 and p.stdout == "", p.stderr
     assert p.stderr.startswith("subagents: cwd: "), p.stderr
+    assert p.stderr.count("cwd: ") == 1, p.stderr  # named once, not "cwd: cwd: ..."
     return p.stderr
 
 

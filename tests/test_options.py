@@ -23,7 +23,7 @@ from subagents import types
 from subagents.cli import main
 from subagents.cli.options import chosen, on_the_command_line
 from subagents.config import Settings
-from subagents.errors import FieldProblem, PlanError
+from subagents.errors import FieldProblem, PlanError, UsageError
 from subagents.jobs import MAP_FIELDS, JobSpec, Step, job_of
 from subagents.mcp.args import StepArg, SubagentArgs, in_the_tool
 from subagents.options import FACES, MAP_TAKES, RunOptions, job_specs, map_specs, specs, step_specs
@@ -183,6 +183,13 @@ def test_a_problem_carries_its_place_and_each_surface_names_it() -> None:
     assert in_the_tool(job, "single").startswith("job_max_cost: ")
     # A FieldProblem's place is a loc too (its dotted path parsed, indexes as numbers).
     assert FieldProblem("steps.0.task", "the task is empty").loc == ("steps", 0, "task")
+    # A message that names its place first (its str for a caller of the API) gives the
+    # problem without it, so no surface names the place twice ("cwd: cwd: ...").
+    cwd = UsageError("cwd: the working directory does not exist: /x", "cwd")
+    assert (cwd.loc, cwd.problem) == (("cwd",), "the working directory does not exist: /x")
+    assert str(cwd) == "cwd: the working directory does not exist: /x"
+    assert on_the_command_line(cwd, 1) == str(cwd)
+    assert UsageError("no such job", "job").problem == "no such job"
 
 
 @pytest.mark.parametrize(

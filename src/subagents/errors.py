@@ -48,7 +48,8 @@ class UsageError(SubagentsError):
     where the input at fault is (``("steps", 0, "max_turns")``; empty when nowhere in
     particular) and ``problem`` what is wrong there: each surface names the place its own
     way (``--max-turns``, ``chain.0.max_turns``) from these, never from the message.
-    ``field``: ``loc`` dotted, or None."""
+    ``field``: ``loc`` dotted, or None. Without ``problem``, it is the message after the
+    place it starts with (``"cwd: …"`` with ``field="cwd"``), else the whole message."""
 
     exit_code = 2
 
@@ -61,7 +62,9 @@ class UsageError(SubagentsError):
             loc = tuple(_key(part) for part in field.split(".")) if field else ()
         self.loc: Loc = loc
         self.field = dotted(loc) or None
-        self.problem = message if problem is None else problem
+        if problem is None:  # a message that names its place first says it once, not twice
+            problem = message.removeprefix(f"{self.field}: ") if self.field else message
+        self.problem = problem
 
 
 def dotted(loc: Loc) -> str:
