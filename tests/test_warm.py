@@ -447,6 +447,28 @@ def test_the_server_waits_for_its_workers_when_told_to_stop(
     assert eventually(lambda: not alive(server))
 
 
+def test_a_command_whose_server_dies_ends_with_its_own_exit_code(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """The server SIGKILLed while its worker runs a command: the command still ends as its
+    worker did (the worker tells its caller itself), with the run's answer."""
+    warmed(servers, shell_pi(tmp_path / "pi"))
+    pids, go = tmp_path / "child.pid", tmp_path / "go"
+    answer = shell_pi(tmp_path / "answer", "after the server")["SUBAGENTS_PI_BIN"]
+    env = script(
+        tmp_path / "waiter",
+        f"echo $$ > {pids}\nwhile [ ! -e {go} ]; do sleep 0.05; done\nexec {answer}\n",
+    )
+    proc = started(["run", "-q", "hi"], env)
+    child_running(pids)
+    server = servers.one()[0]
+    os.kill(server, signal.SIGKILL)
+    assert eventually(lambda: not alive(server))
+    go.touch()
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out.strip()) == (0, "after the server"), err
+
+
 def test_the_server_has_imported_the_whole_run_path() -> None:
     """Every module a ``run -q`` imports (test_layout.py's list) is imported by the server
     before it serves: none is left to a worker, on every command's way."""

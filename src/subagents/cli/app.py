@@ -26,6 +26,9 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 # Run as the command ends, its output written (entry.py: a warm server started for the next).
 AT_EXIT: list[Callable[[], None]] = []
+# Told the exit code as the command leaves by ``exit_now`` (a warm server's worker tells its
+# caller: cli/warmserver.py).
+TELL_EXIT: list[Callable[[int], None]] = []
 
 
 def run_at_exit() -> None:
@@ -42,6 +45,8 @@ def exit_now(code: int) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     run_at_exit()
+    for tell in TELL_EXIT:
+        tell(code)
     os._exit(code)
 
 

@@ -41,6 +41,8 @@ GO = b"go\n"  # the caller's word that it now waits for the worker (which starts
 HANDSHAKE_WAIT = 5.0
 # Asked instead (no fds): b"pong PID STARTED SERVED" (``subagents doctor``, tests, benchmarks).
 PING, PONG = b"ping".ljust(HEADER), b"pong"
+# Said when neither the worker nor the server could tell how the command ended.
+GONE = b"subagents: the warm server ended before this command did; how it ended is unknown\n"
 
 
 def wanted(environ: Mapping[str, str]) -> bool:
@@ -279,17 +281,21 @@ def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:
         number = getattr(_signal, name)
         if _signal.getsignal(number) != _signal.SIG_IGN:
             _signal.signal(number, forward)
+    import select
+
     try:
+        # Its exit code from the worker itself as it leaves (or from the server, which saw
+        # it end); its death by a signal from the server.
         end, _ = _line(rest, recv)
         kind, _, number = end.partition(b" ")
         code = int(number)
     except (OSError, ValueError):
-        # The server died under us (its worker goes on, orphaned): we end with the worker,
-        # as a command that failed, since how it ended is known to its parent only.
-        import select
-
+        # The server died under us and then its worker, by a signal: how is known to the
+        # worker's parent only. We end with the worker, as a command that failed.
         select.select([pidfd], [], [])  # readable once the worker has exited
+        os.write(2, GONE)
         os._exit(1)
+    select.select([pidfd], [], [])  # we end after the worker, as its own process would
     if kind == b"signal":
         _signal.signal(code, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [code])

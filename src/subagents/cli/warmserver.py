@@ -241,12 +241,11 @@ class Server:
             try:
                 os.close(go_w)
                 self.leave()
-                conn.close()
                 go = os.read(go_r, 1)
                 os.close(go_r)
                 if go != b"g":  # the caller runs the command itself
                     os._exit(0)
-                _become(request, fds)
+                _become(request, fds, conn)
             finally:
                 os._exit(1)  # only if _become itself failed (it exits)
         os.close(go_r)
@@ -304,16 +303,16 @@ class Server:
                 worker.conn.close()
 
     def caller_gone(self, worker: Worker) -> None:
-        assert worker.conn is not None
+        if worker.conn is None:
+            return  # its worker ended in this same round: told, and let go
         with contextlib.suppress(OSError):
             if worker.conn.recv(64):
                 return  # nothing is expected; a caller that sends more still waits
-        # Killed (it never closes its end otherwise): its command dies with it.
+        # Killed (it leaves by itself only once its worker has ended, and a pidfd names that
+        # process alone, ended or not): its command dies with it.
         with contextlib.suppress(OSError):
             signal.pidfd_send_signal(worker.pidfd, signal.SIGKILL)
-        self.selector.unregister(worker.conn)
-        worker.conn.close()
-        worker.conn = None
+        self.let_go(worker)
 
     def ended(self, worker: Worker) -> None:
         _, status = os.waitpid(worker.pid, 0)
@@ -325,10 +324,16 @@ class Server:
             return
         code = os.waitstatus_to_exitcode(status)
         end = b"signal %d\n" % -code if code < 0 else b"exit %d\n" % code
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # (the worker may have told it first)
             worker.conn.sendall(end)
+        self.let_go(worker)
+
+    def let_go(self, worker: Worker) -> None:
+        """Done with a worker's caller: its connection closed, heard from no more."""
+        assert worker.conn is not None
         self.selector.unregister(worker.conn)
         worker.conn.close()
+        worker.conn = None
 
 
 def _read(conn: socket.socket, size: int) -> bytes:
@@ -396,8 +401,9 @@ class Request:
         )
 
 
-def _become(request: Request, fds: list[int]) -> None:
-    """In the worker: become the caller's command, run it, and exit as it ended."""
+def _become(request: Request, fds: list[int], conn: socket.socket) -> None:
+    """In the worker: become the caller's command, run it, and exit as it ended (told to
+    the caller on ``conn`` too: it hears its exit code even if this server dies meanwhile)."""
     os.setpgid(0, 0)
     # Signals as a fresh interpreter started by the caller has them.
     for name in (*wire.FORWARDED, "SIGCHLD"):
@@ -427,7 +433,17 @@ def _become(request: Request, fds: list[int]) -> None:
         sys.path[0] = request.path0
     # click names the program from __main__'s package and argv[0]: the caller's, not ours.
     sys.modules["__main__"].__package__ = request.package
-    os._exit(_run())
+
+    def tell(code: int) -> None:
+        with contextlib.suppress(OSError):
+            conn.sendall(b"exit %d\n" % code)
+
+    from subagents.cli import app
+
+    app.TELL_EXIT.append(tell)  # a command leaving by exit_now
+    code = _run()
+    tell(code)
+    os._exit(code)
 
 
 def _run() -> int:
