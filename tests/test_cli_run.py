@@ -8,10 +8,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-import psutil
 import pytest
 from support import pistream as pi
-from support.checks import eventually, needs_pi, pid_alive
+from support.checks import eventually, live_descendants, needs_pi, pid_alive
 from support.cli import CLI, cli, invoke
 from support.fake import Fake, fake_env
 
@@ -135,8 +134,7 @@ def test_real_pi_against_the_mock_model(tmp_path: Path) -> None:
     tool_result = next(e for e in events if e["type"] == "tool_result")
     assert "hello.txt" in tool_result["text"]
     # No process of the run is left behind.
-    me = psutil.Process()
-    assert not [c for c in me.children(recursive=True) if c.name() in ("pi", "node")]
+    assert not [name for _, name, _ in live_descendants() if name in ("pi", "node")]
 
 
 @pytest.mark.e2e

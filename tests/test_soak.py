@@ -13,6 +13,7 @@ import anyio
 import psutil
 import pytest
 from mcp import Client, StdioServerParameters
+from support.checks import live_descendants
 
 pytestmark = pytest.mark.process
 
@@ -38,8 +39,8 @@ def _tiny_pi(directory: Path) -> Path:
 
 
 def _server(client_pid: int) -> psutil.Process:
-    for child in psutil.Process(client_pid).children(recursive=True):
-        if "subagents.cli" in " ".join(child.cmdline()) and "mcp" in child.cmdline():
+    for child, _, cmdline in live_descendants(client_pid):
+        if "subagents.cli" in " ".join(cmdline) and "mcp" in cmdline:
             return child
     raise AssertionError("no MCP server process found")
 

@@ -1,5 +1,5 @@
-"""Small checks the tests share: a condition that comes true, a live process, a record's
-shape, an installed CLI."""
+"""Small checks the tests share: a condition that comes true, a live process, the running
+processes below one, a record's shape, an installed CLI."""
 
 from __future__ import annotations
 
@@ -35,6 +35,19 @@ def pid_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def live_descendants(pid: int | None = None) -> list[tuple[psutil.Process, str, list[str]]]:
+    """The processes below ``pid`` (default: this one) that are running, each with its
+    name and command line: one that is a zombie (an earlier test's child not reaped yet) or ends
+    while it is looked at is left out, since the look may come at any instant."""
+    out = []
+    for proc in psutil.Process(pid).children(recursive=True):
+        try:
+            out.append((proc, proc.name(), proc.cmdline()))
+        except psutil.Error:
+            continue
+    return out
 
 
 needs_pi = pytest.mark.skipif(shutil.which("pi") is None, reason="the real pi CLI is not installed")
