@@ -339,3 +339,46 @@ def test_desktop_notice_none_and_leading_dash(monkeypatch: pytest.MonkeyPatch) -
 
 def test_hooks_log_path(tmp_path: Path) -> None:
     assert hooks.hooks_log_path(tmp_path) == tmp_path / "hooks.log.jsonl"
+
+
+def test_a_job_s_hooks_come_from_the_settings_it_was_planned_with_read_once(
+    isolated_state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The settings a job was planned with here serve its lifecycle's hooks (the config is
+    read once); a job whose first run works elsewhere, or planned with another environment,
+    reads them for its run's cwd as before. The same hooks either way."""
+    from subagents import config, jobs, service
+
+    conf = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
+    conf.mkdir(parents=True)
+    (conf / "config.toml").write_text(
+        'notify_desktop = true\n[[hooks]]\non = ["complete"]\ncommand = ["true"]\n'
+    )
+    child = tmp_path / "pi"
+    child.write_text("#!/bin/sh\necho 0.73.1\n")
+    child.chmod(0o755)
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(child))
+    reads: list[Path | None] = []
+    real = config.load_settings
+
+    def counted(cwd: Path | None = None, env: Any = None) -> config.Settings:
+        reads.append(cwd)
+        return real(cwd, env)
+
+    monkeypatch.setattr(config, "load_settings", counted)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    cases = [
+        ({"mode": "single", "tasks": [{"task": "t"}]}, {}, 1),
+        ({"mode": "single", "steps": [{"task": "t", "cwd": str(elsewhere)}]}, {}, 2),
+        ({"mode": "single", "tasks": [{"task": "t"}]}, {"env": dict(os.environ)}, 2),
+    ]
+    for spec, given, count in cases:
+        reads.clear()
+        prepared = service.prepare_job(spec, cwd=tmp_path, **given)
+        assert (prepared.settings is not None) == (count == 1)
+        recorder = jobs.lifecycle_for(
+            isolated_state, prepared.plan, background=False, settings=prepared.settings
+        )
+        assert len(reads) == count
+        assert [h.command for h in recorder.hooks] == [["true"]] and recorder.notify

@@ -100,7 +100,8 @@ def drive(
     main = threading.current_thread() is threading.main_thread()
     restore = runner.stop_on_signals((signal.SIGINT, signal.SIGTERM)) if main else None
     try:
-        return runner.run(lifecycle=lifecycle_for(job.store.home, job.plan, background=False))
+        lifecycle = lifecycle_for(job.store.home, job.plan, background=False, settings=job.settings)
+        return runner.run(lifecycle=lifecycle)
     finally:
         if restore is not None:
             restore()

@@ -84,6 +84,9 @@ class PreparedJob:
     plan: JobPlan
     driver_pid: int | None = None  # set by start_background
     started_at: str | None = None  # set by start_background and mark_started
+    # The settings it was planned with when they are those its lifecycle's hooks are read
+    # from (for its first run's cwd, with this process's environment): not read again.
+    settings: Settings | None = None
 
 
 def prepare_job(
@@ -157,7 +160,7 @@ def prepare_job(
     job_id = store.create(
         job_plan.to_record(), agents=job_plan.labels(), background=background, before=before
     )
-    return PreparedJob(store, job_id, job_plan)
+    return PreparedJob(store, job_id, job_plan, settings=_hooks_read(job_plan, base, env, settings))
 
 
 def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
@@ -173,6 +176,17 @@ def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
     if not procs.is_alive(parent):
         raise BadRequest(f"--parent-pid {pid}: the process has ended")
     return [parent, procs.identity(os.getpid())] if foreground else [parent]
+
+
+def _hooks_read(
+    plan: JobPlan, base: Path, env: Mapping[str, str], settings: Settings
+) -> Settings | None:
+    """``settings`` (read for ``base`` with ``env``) when they are what the job's lifecycle
+    reads its hooks from (``lifecycle.hooks.configured_hooks``: the first run's cwd, this
+    process's environment; the overrides change neither hooks nor notify_desktop)."""
+    if env is not os.environ or not plan.requests:
+        return None
+    return settings if Path(plan.requests[0].cwd or ".").resolve() == base.resolve() else None
 
 
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
@@ -206,12 +220,13 @@ def prepare_continuation(
 
     env = os.environ if env is None else env
     store = jobs.JobStore(paths.state_home(env))
-    settings = _job_settings(paths.working_dir(), env)
+    base = paths.working_dir()
+    settings = _job_settings(base, env)
     session = session or sessionlog.default_session_id(env)
     job_plan = jobs.continuation_plan(store, run, task, settings, session)
     job_plan.requests[0].watch = [w.copy() for w in watch or []]
     job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
-    return PreparedJob(store, job_id, job_plan)
+    return PreparedJob(store, job_id, job_plan, settings=_hooks_read(job_plan, base, env, settings))
 
 
 def run_labels(job: PreparedJob) -> list[str]:
@@ -229,7 +244,9 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     try:
         result = runner.run(
             on_event=on_event,
-            lifecycle=jobs.lifecycle_for(job.store.home, job.plan, background=False),
+            lifecycle=jobs.lifecycle_for(
+                job.store.home, job.plan, background=False, settings=job.settings
+            ),
         )
     finally:
         if restore is not None:

@@ -19,6 +19,7 @@ from subagents.lifecycle import sessionlog
 from subagents.lifecycle.hooks import configured_hooks, fire
 
 if TYPE_CHECKING:
+    from subagents.config import Settings
     from subagents.types import AgentEvent, JobResult, JobState
 
 
@@ -26,14 +27,22 @@ class SessionRecorder:
     """A job's lifecycle entries in its session log, and the hooks they trigger: what
     ``Job.run`` tells of the job's start and end (a ``LifecycleSink``)."""
 
-    def __init__(self, home: Path, plan: JobPlan, *, background: bool, session: str) -> None:
+    def __init__(
+        self,
+        home: Path,
+        plan: JobPlan,
+        *,
+        background: bool,
+        session: str,
+        settings: Settings | None = None,
+    ) -> None:
         self.home = home
         self.plan = plan
         self.background = background
         # Kept in job.json: whoever finds the job's driver gone writes the end here.
         self.session_log = sessionlog.session_path(home, session)
         self.hooks, self.notify = configured_hooks(
-            Path(plan.requests[0].cwd or ".") if plan.requests else working_dir()
+            Path(plan.requests[0].cwd or ".") if plan.requests else working_dir(), settings
         )
         self.pid = os.getpid()
         self.store = JobStore(home)
@@ -70,9 +79,15 @@ class SessionRecorder:
 
 
 def lifecycle_for(
-    home: Path, plan: JobPlan, *, background: bool, env: Mapping[str, str] | None = None
+    home: Path,
+    plan: JobPlan,
+    *,
+    background: bool,
+    env: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> SessionRecorder:
-    """The recorder of a job's life for Job.run: ``start`` and ``end`` entries, and hooks."""
+    """The recorder of a job's life for Job.run: ``start`` and ``end`` entries, and hooks
+    (``settings``: see ``configured_hooks``)."""
     env = os.environ if env is None else env
     session = plan.session or sessionlog.default_session_id(env)
-    return SessionRecorder(home, plan, background=background, session=session)
+    return SessionRecorder(home, plan, background=background, session=session, settings=settings)

@@ -39,6 +39,7 @@ from subagents.core.clock import iso
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
+    from subagents.config import Settings
     from subagents.types import HookRecord, JsonObject, JsonValue
 
 # A lifecycle entry (``types.AgentEvent``), as a hook reads it: key by key, since the detached
@@ -464,16 +465,19 @@ if __name__ == "__main__":
 # ---- a lifecycle entry's hooks, from the settings ------------------------------------
 
 
-def configured_hooks(cwd: Path) -> tuple[list[HookLike], bool]:
+def configured_hooks(cwd: Path, settings: Settings | None = None) -> tuple[list[HookLike], bool]:
     """The hooks and ``notify_desktop`` of the settings for work in ``cwd``; none when the
-    settings cannot be read (a job was planned with valid ones: never fail over hooks)."""
-    from subagents.config import load_settings
-    from subagents.errors import ConfigError
+    settings cannot be read (a job was planned with valid ones: never fail over hooks).
+    ``settings``: those just read for ``cwd`` with this process's environment (a job's
+    planning), not read again."""
+    if settings is None:
+        from subagents.config import load_settings
+        from subagents.errors import ConfigError
 
-    try:
-        settings = load_settings(cwd)
-    except ConfigError:
-        return [], False
+        try:
+            settings = load_settings(cwd)
+        except ConfigError:
+            return [], False
     return list(settings.hooks), settings.notify_desktop
 
 

@@ -64,7 +64,9 @@ class ForegroundJobs:
         from subagents.service import lifecycle_for
 
         job = Job(prepared.store, prepared.job_id, prepared.plan)
-        lifecycle = lifecycle_for(prepared.store.home, prepared.plan, background=False)
+        lifecycle = lifecycle_for(
+            prepared.store.home, prepared.plan, background=False, settings=prepared.settings
+        )
         reporter = ProgressReporter(ctx, prepared)
         token = anyio.lowlevel.current_token()
         finished = threading.Event()
