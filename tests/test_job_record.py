@@ -18,7 +18,13 @@ from support.checks import examples
 from support.cli import cli
 from support.fake import Fake
 
-from subagents.core.files import JSON_PIECE, json_pieces, publish_once, write_json_atomic
+from subagents.core.files import (
+    JSON_PIECE,
+    _dump_json,
+    json_pieces,
+    publish_once,
+    write_json_atomic,
+)
 from subagents.jobs import JobStore
 from subagents.lifecycle.sessionlog import summarize
 
@@ -166,6 +172,26 @@ def test_a_big_record_is_written_in_pieces_as_json_dumps_wrote_it(
     expected = json.dumps(record, ensure_ascii=False, indent=2).encode() + b"\n"
     assert path.read_bytes() == expected
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_record_is_encoded_and_written_at_once_a_big_one_a_piece_at_a_time() -> None:
+    """A record's JSON is gathered into one write (not one per encoder piece); one longer
+    than a piece is written a piece at most at a time (never copied whole once more)."""
+    writes: list[bytes] = []
+
+    class File:
+        def write(self, data: bytes) -> None:
+            writes.append(data)
+
+    record = {"jobId": "j", "plan": {"requests": [{"task": "t", "env": {}}] * 50}}
+    _dump_json(record, File())
+    assert writes[:-1] == [json.dumps(record, ensure_ascii=False, indent=2).encode()]
+    assert writes[-1] == b"\n"
+    writes.clear()
+    big = {"finalText": "ü" * (2 * JSON_PIECE + 5), "runs": [record]}
+    _dump_json(big, File())
+    assert b"".join(writes) == json.dumps(big, ensure_ascii=False, indent=2).encode() + b"\n"
+    assert max(len(w.decode()) for w in writes) <= JSON_PIECE
 
 
 def test_a_record_that_cannot_be_written_leaves_nothing(tmp_path: Path) -> None:

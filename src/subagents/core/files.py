@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+from itertools import islice
 from pathlib import Path
 
 # typing itself is not imported at run time: it slows the supervisor's start.
@@ -154,12 +155,16 @@ def release_space(directory: Path) -> bool:
 JSON_PIECE = 1 << 20
 
 
+def _encoder() -> json.JSONEncoder:
+    return json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False)
+
+
 def json_pieces(obj: object) -> Iterator[str]:
     """``json.dumps(obj, ensure_ascii=False, indent=2)`` in pieces of at most ``JSON_PIECE``
     characters, to be written one at a time: a big string (an answer) is held once more, as
     JSON, while it is written (json.dumps, its ``encode`` and the newline added to it held
     three more copies)."""
-    for piece in json.JSONEncoder(ensure_ascii=False, indent=2, allow_nan=False).iterencode(obj):
+    for piece in _encoder().iterencode(obj):
         if len(piece) <= JSON_PIECE:
             yield piece
         else:
@@ -167,10 +172,23 @@ def json_pieces(obj: object) -> Iterator[str]:
                 yield piece[start : start + JSON_PIECE]
 
 
+# How many of the encoder's pieces (a job's record is ~500) are gathered into one write.
+_GATHER = 4096
+
+
 def _dump_json(obj: object, f: Any) -> None:
-    """``obj`` as indented JSON and a newline, to the binary file ``f``."""
-    for piece in json_pieces(obj):
-        f.write(piece.encode())
+    """``obj`` as :func:`json_pieces` gives it, and a newline, to the binary file ``f``: the
+    encoder's small pieces joined, encoded and written a few thousand at a time (a record
+    is one write); pieces that together are longer than a piece, one (or a slice) at a
+    time, as json_pieces would."""
+    pieces = _encoder().iterencode(obj)
+    while batch := list(islice(pieces, _GATHER)):
+        if sum(map(len, batch)) <= JSON_PIECE:
+            f.write("".join(batch).encode())
+            continue
+        for piece in batch:
+            for start in range(0, len(piece), JSON_PIECE):
+                f.write(piece[start : start + JSON_PIECE].encode())
     f.write(b"\n")
 
 
