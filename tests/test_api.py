@@ -73,3 +73,38 @@ def test_a_parallel_jobs_run_ids_all_land_in_its_record(
     assert held.is_set() and result["status"] == "completed"
     state = JobStore().load(result["jobId"])
     assert state["runIds"] == [r["runId"] for r in result["runs"]]
+
+
+@pytest.mark.process
+def test_a_job_run_here_is_recorded_running_from_its_first_write(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job its caller drives at once (``run``; the CLI's foreground) is written running,
+    with its driver and session log, from its first record: never 'pending' first, and
+    job.json is written twice before its run's child starts (made, its run's id) instead
+    of three times. Its start entry and its result keep the start it was made with."""
+    import os
+    from pathlib import Path
+    from typing import Any
+
+    from subagents.jobs import JobStore
+    from subagents.lifecycle import sessionlog
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    written: list[tuple[Any, ...]] = []
+    real = JobStore._write
+
+    def spy(self: JobStore, job_id: str, state: Any, **kw: Any) -> None:
+        written.append((state["status"], state.get("startedAt"), state.get("runIds")))
+        real(self, job_id, state, **kw)
+
+    monkeypatch.setattr(JobStore, "_write", spy)
+    result = subagents.run("t", env=fake.env(pi.answer("ok")))
+    state = JobStore().load(result["jobId"])
+    assert [w[0] for w in written] == ["running", "running", "completed"]
+    assert written[0][1] == written[1][1] == state["startedAt"]
+    assert written[1][2] == [result["runId"]]
+    assert state["driver"]["pid"] == os.getpid() and state["sessionLog"]
+    entries = sessionlog.read(Path(state["sessionLog"]))
+    assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:complete"]
+    assert entries[0]["startedAt"] == state["startedAt"]

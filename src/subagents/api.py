@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 def continue_run(run: str, task: str, *, on_event: EventSink | None = None) -> JobRun:
     """Continue a finished run: its child resumes its own conversation with ``task``.
     Returns the new run's ``result.json`` (``continuedFrom`` names ``run``)."""
-    return drive(prepare_continuation(run, task), on_event)["runs"][0]
+    return drive(prepare_continuation(run, task, drive_here=True), on_event)["runs"][0]
 
 
 def apply_run(run: str, cwd: str | Path | None = None, *, partial: bool = False) -> list[str]:
@@ -233,7 +233,7 @@ def run(
     job spec holds its own. ``output_schema`` (a file, JSON text or a mapping): the answer
     must be JSON valid against it; the result's ``structured`` holds the value
     (docs/structured.md)."""
-    job = prepare_job(_spec(task, options), cwd=cwd, extra_env=env)
+    job = prepare_job(_spec(task, options), cwd=cwd, extra_env=env, drive_here=True)
     result = drive(job, on_event)
     if isinstance(task, str):
         return result["runs"][0]

@@ -11,7 +11,7 @@ the engine's job control is named here once.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,8 @@ class PreparedJob:
     # The settings it was planned with when they are those its lifecycle's hooks are read
     # from (for its first run's cwd, with this process's environment): not read again.
     settings: Settings | None = None
+    # Its record as made, when made running for this process to drive (``drive_here``).
+    state: JobState | None = None
 
 
 def prepare_job(
@@ -106,13 +108,16 @@ def prepare_job(
     watch: list[ProcessIdentity] | None = None,
     stdin_text: str | None = None,
     dry_run: list[tuple[Row, RunRequest]] | None = None,
+    drive_here: bool = False,
 ) -> PreparedJob:
     """Check and resolve a job and record it (status ``pending``); nothing runs yet.
     ``stdin_text``: a map's input when it is ``-`` (else stdin is read). ``dry_run``: a
     map is only checked, nothing recorded: each row and its request are added to it.
     ``runner``, ``executor``, ``ray_address``, ``ray_shared_cwd`` and ``agent_scope``
     override the settings. ``watch``: processes the job is bound to (:func:`bound_to`): when
-    one ends, its runs and its background driver stop (the job ends ``aborted``)."""
+    one ends, its runs and its background driver stop (the job ends ``aborted``).
+    ``drive_here``: the caller drives it at once (:func:`drive`; not a map): it is recorded
+    running from its first write (``JobStore.make``)."""
     env = os.environ if env is None else env
     base = Path(cwd).expanduser() if cwd else paths.working_dir()
     if not base.is_dir():
@@ -156,11 +161,40 @@ def prepare_job(
         if tools is not None:
             req.tools = tools
         req.watch = [w.copy() for w in watch or []]
-    store = jobs.JobStore(paths.state_home(env))
-    job_id = store.create(
-        job_plan.to_record(), agents=job_plan.labels(), background=background, before=before
+    return _made(
+        jobs.JobStore(paths.state_home(env)),
+        job_plan,
+        background=background,
+        before=before,
+        settings=_hooks_read(job_plan, base, env, settings),
+        drive_here=drive_here and job_spec.mode != "map",
     )
-    return PreparedJob(store, job_id, job_plan, settings=_hooks_read(job_plan, base, env, settings))
+
+
+def _made(
+    store: JobStore,
+    job_plan: JobPlan,
+    *,
+    background: bool,
+    settings: Settings | None,
+    drive_here: bool,
+    before: Callable[[Path], None] | None = None,
+) -> PreparedJob:
+    """The job recorded (running, for this process to drive at once: ``drive_here``)."""
+    from subagents.lifecycle import sessionlog
+
+    log = None
+    if drive_here and job_plan.session:  # the session log its lifecycle uses (lifecycle_for)
+        log = sessionlog.session_path(store.home, job_plan.session)
+    state = store.make(
+        job_plan.to_record(),
+        agents=job_plan.labels(),
+        background=background,
+        before=before,
+        driving=str(log) if log else None,
+    )
+    made = state if drive_here else None
+    return PreparedJob(store, state["jobId"], job_plan, settings=settings, state=made)
 
 
 def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
@@ -213,9 +247,10 @@ def prepare_continuation(
     session: str | None = None,
     env: Mapping[str, str] | None = None,
     watch: list[ProcessIdentity] | None = None,
+    drive_here: bool = False,
 ) -> PreparedJob:
     """Check and record a job of one run that continues ``run``'s conversation with ``task``
-    (``watch``: as for :func:`prepare_job`)."""
+    (``watch``, ``drive_here``: as for :func:`prepare_job`)."""
     from subagents.lifecycle import sessionlog
 
     env = os.environ if env is None else env
@@ -225,8 +260,13 @@ def prepare_continuation(
     session = session or sessionlog.default_session_id(env)
     job_plan = jobs.continuation_plan(store, run, task, settings, session)
     job_plan.requests[0].watch = [w.copy() for w in watch or []]
-    job_id = store.create(job_plan.to_record(), agents=job_plan.labels(), background=background)
-    return PreparedJob(store, job_id, job_plan, settings=_hooks_read(job_plan, base, env, settings))
+    return _made(
+        store,
+        job_plan,
+        background=background,
+        settings=_hooks_read(job_plan, base, env, settings),
+        drive_here=drive_here,
+    )
 
 
 def run_labels(job: PreparedJob) -> list[str]:
@@ -239,7 +279,7 @@ def drive(job: PreparedJob, on_event: EventSink | None = None) -> JobResult:
     as pi too) abort the job, which still records its end."""
     from subagents.core.procs import STOP_SIGNALS
 
-    runner = jobs.job_for(job.store, job.job_id, job.plan)
+    runner = jobs.job_for(job.store, job.job_id, job.plan, job.state)
     restore = runner.stop_on_signals(STOP_SIGNALS) if _in_main_thread() else None
     try:
         result = runner.run(
@@ -268,6 +308,10 @@ def mark_started(job: PreparedJob, *, background: bool | None = None) -> str:
 
     from subagents.core.clock import iso
 
+    made = job.state.get("startedAt") if job.state is not None else None
+    if made is not None and background is None:
+        job.started_at = made  # made running: its start is recorded (its Job keeps it)
+        return made
     job.started_at = iso(time.time())
     if background is None:
         job.store.update(job.job_id, startedAt=job.started_at)

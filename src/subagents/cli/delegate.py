@@ -143,7 +143,7 @@ def run(
     try:
         watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
         prepared = service.prepare_job(
-            spec, cwd=cwd, session=session, watch=watch, **given.settings
+            spec, cwd=cwd, session=session, watch=watch, drive_here=not bg, **given.settings
         )
     except BadRequest as exc:
         where = str(exc) if plan_file is not None else on_the_command_line(exc, len(spec.steps))

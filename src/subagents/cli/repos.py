@@ -57,7 +57,7 @@ def continue_(
     try:
         watch = None if parent_pid is None else service.bound_to(parent_pid, foreground=not bg)
         job = service.prepare_continuation(
-            run_id, task, background=bg, session=session, watch=watch
+            run_id, task, background=bg, session=session, watch=watch, drive_here=not bg
         )
     except api.BadRequest as exc:
         fail(str(exc))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from subagents.core import events as ev
-from subagents.core import paths
+from subagents.core import paths, procs
 from subagents.core.clock import epoch, iso
 from subagents.errors import UsageError
 from subagents.jobs.budget import JobBudget, refused
@@ -95,8 +95,15 @@ class Job:
     """One job's execution. Thread-safe ``cancel()``; ``run()`` blocks until the end."""
 
     def __init__(
-        self, store: JobStore, job_id: str, job_plan: JobPlan, env: Mapping[str, str] | None = None
+        self,
+        store: JobStore,
+        job_id: str,
+        job_plan: JobPlan,
+        env: Mapping[str, str] | None = None,
+        state: JobState | None = None,
     ) -> None:
+        """``state``: the job's record as this process just made it (``JobStore.make``), not
+        read again; one made running by this process stands for the driver's first update."""
         self.store = store
         self.job_id = job_id
         self.plan = job_plan
@@ -122,9 +129,10 @@ class Job:
         # What the job's runs may use together (a job spec's max_turns …).
         self.budget = JobBudget(job_plan.budget, len(job_plan.requests))
         self.refused: LimitRecord | None = None  # the budget, when it kept a run from starting
+        self._made_running = state if _running_here(state) else None
         # A restarted driver finds the runs its predecessor started, and follows them.
         with contextlib.suppress(OSError, ValueError, KeyError):
-            state = store.load(job_id)
+            state = state if state is not None else store.load(job_id)
             for i, run_id in enumerate(state.get("runIds") or []):
                 if i < len(self._run_ids) and isinstance(run_id, str):
                     self._run_ids[i] = run_id
@@ -383,14 +391,19 @@ class Job:
     def _run(self, on_event: EventSink | None, lifecycle: LifecycleSink | None) -> JobResult:
         started = self._started or time.time()
         session_log = lifecycle.session_log if lifecycle is not None else None
+        log = str(session_log) if session_log else None
+        made = self._made_running
         try:
-            state = self.store.update(
-                self.job_id,
-                status="running",
-                startedAt=iso(started),
-                driverPid=os.getpid(),
-                sessionLog=str(session_log) if session_log else None,
-            )
+            if made is not None and made.get("sessionLog") == log:
+                state = made  # made so by this process: already what the update would write
+            else:
+                state = self.store.update(
+                    self.job_id,
+                    status="running",
+                    startedAt=iso(started),
+                    driverPid=os.getpid(),
+                    sessionLog=log,
+                )
         except OSError as exc:  # a full disk: the job cannot start, and says why
             why = f"the job could not start: {_why(exc)}"
             result = job_result(self.job_id, self.plan.mode, "failed", [], started, error=why)
@@ -557,6 +570,15 @@ def _why(exc: OSError) -> str:
     from subagents.core.files import describe_os_error
 
     return describe_os_error(exc)
+
+
+def _running_here(state: JobState | None) -> bool:
+    """Whether ``state`` says its job runs with this process as its driver."""
+    if state is None or state.get("status") != "running" or "driver" not in state:
+        return False
+    with contextlib.suppress(Exception):
+        return state["driver"] == procs.identity(os.getpid())
+    return False
 
 
 def exit_code(job_result: JobResult | JobState) -> int:

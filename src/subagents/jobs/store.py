@@ -145,19 +145,45 @@ class JobStore:
         """Record a new job (``plan``: the checked job, JobPlan.to_record()); its id.
         ``before``: writes what the job needs beside its ``job.json`` (a map's rows), in
         its directory, before the job exists."""
+        return self.make(plan, agents=agents, background=background, before=before)["jobId"]
+
+    def make(
+        self,
+        plan: JobPlanRecord,
+        *,
+        agents: list[str],
+        background: bool,
+        before: Callable[[Path], None] | None = None,
+        driving: str | None = None,
+    ) -> JobState:
+        """:meth:`create`, returning the state written. ``driving``: this process drives the
+        job at once, recording its lifecycle in that session log: its first record says it
+        runs (now, this process its driver), as the driver's first update would (``Job``
+        takes it as that update: one write before its runs, not two)."""
         job_id = ids.new_id()
+        state = self._new_state(job_id, plan, agents, background)
+        if driving is not None:
+            from subagents.core.clock import iso
+
+            state["status"] = "running"
+            state["startedAt"] = iso(time.time())
+            state["sessionLog"] = driving
+            with contextlib.suppress(Exception):  # as update records a driver
+                state["driver"] = procs.identity(os.getpid())
         try:
             make_private_dir(self.dir / job_id)
             reserve_space(self.dir / job_id)
             if before is not None:
                 before(self.dir / job_id)
-            self._write(job_id, self._new_state(job_id, plan, agents, background))
+            # Not in the index: a look reads every job it does not hold as finished from its
+            # file (and notices a new job's directory), so a row written now is read over.
+            self._write(job_id, state, index=False)
         except OSError:
             import shutil  # (only here: its import is ~3 ms of every run)
 
             shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
             raise
-        return job_id
+        return state
 
     @staticmethod
     def _new_state(
