@@ -98,6 +98,7 @@ CASES = {
     "bad input": (["run", "--timeout", "nope", "hi"], "ok"),
     "bad plan": (["run", "--plan", "/nonexistent/plan.yaml"], "ok"),
     "background": (["run", "--bg", "hi"], "ok"),
+    "help": (["run", "--help"], "ok"),
 }
 
 
@@ -119,7 +120,14 @@ def test_the_same_output_and_exit_code_as_in_process(
         ids_out(cold.stdout),
         ids_out(cold.stderr),
     )
-    expected = {"completed": 0, "failed": 1, "bad input": 2, "bad plan": 2, "background": 0}
+    expected = {
+        "completed": 0,
+        "failed": 1,
+        "bad input": 2,
+        "bad plan": 2,
+        "background": 0,
+        "help": 0,
+    }
     assert warm.returncode == expected[case], warm.stderr
     if case == "bad plan":
         assert len(warm.stderr.strip().splitlines()) == 1, warm.stderr
@@ -493,3 +501,23 @@ def test_the_server_has_imported_the_whole_run_path() -> None:
     )
     assert "subagents.jobs.orchestrator" in run_path  # the list was read
     assert run_path <= loaded, sorted(run_path - loaded)
+
+
+def test_help_options_made_ahead_are_made_again_in_another_locale(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server makes each served command's help option once (its text from gettext, in
+    the server's locale); a worker whose caller's locale differs drops them, to be made as
+    in-process."""
+    from subagents.cli import app, warmserver
+
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.delenv("LANGUAGE", raising=False)
+    warmserver._click_made()
+    made = app.main.commands["run"]._help_option
+    assert made is not None and app.main._help_option is not None
+    warmserver._forget_click()  # the same locale: kept
+    assert app.main.commands["run"]._help_option is made
+    monkeypatch.setenv("LANGUAGE", "de")
+    warmserver._forget_click()
+    assert app.main.commands["run"]._help_option is None and app.main._help_option is None

@@ -22,7 +22,7 @@ import sys
 _LAUNCHING = ("run", "continue")
 _NOT_HERE = ("--bg", "--help", "-h", "--launcher", "--executor", "--runner")
 # The commands handed to a warm command server when one serves (cli/warmclient.py).
-_WARM = ("run", "continue")
+WARM_COMMANDS = ("run", "continue")
 
 
 def launches_here(args: list[str]) -> bool:
@@ -52,7 +52,7 @@ def main() -> None:
 def wanted(args: list[str]) -> bool:
     """Whether to try a warm server (cli/warmclient.py): a command it serves (the run path
     it has imported), then the client's own checks."""
-    if not args or args[0] not in _WARM:
+    if not args or args[0] not in WARM_COMMANDS:
         return False
     from subagents.cli.warmclient import wanted
 

@@ -420,6 +420,7 @@ def _become(request: Request, fds: list[int], conn: socket.socket) -> None:
     os.environb.clear()
     os.environb.update(request.environ)
     time.tzset()
+    _forget_click()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -497,10 +498,51 @@ def _lock(path: str) -> int | None:
             time.sleep(0.05)
 
 
+# What gettext reads to choose a language (the help options' text, made ahead by _click_made).
+LOCALE_VARS = (b"LANGUAGE", b"LC_ALL", b"LC_MESSAGES", b"LANG")
+# The locale the help options were made in; None: none made ahead.
+_made_in: tuple[bytes | None, ...] | None = None
+
+
+def _click_made() -> None:
+    """What click makes at a command's first parse and keeps on the command, made here once
+    for the commands served, not in every worker (~5 ms of each): each one's help option,
+    whose text comes from gettext (a dozen stat calls). Only with a click that keeps it
+    where a worker whose caller's locale differs can drop it (``_forget_click``)."""
+    global _made_in
+    import click
+
+    from subagents.cli import app
+    from subagents.cli.entry import WARM_COMMANDS
+
+    if not hasattr(app.main, "_help_option"):
+        return
+    _made_in = tuple(os.environb.get(name) for name in LOCALE_VARS)
+    group = click.Context(app.main, info_name="subagents", **app.main.context_settings)
+    app.main.get_help_option(group)
+    for name in WARM_COMMANDS:
+        command = app.main.get_command(group, name)
+        if command is not None:
+            command.get_help_option(click.Context(command, info_name=name, parent=group))
+
+
+def _forget_click() -> None:
+    """In a worker: the help options made ahead dropped (made again as in-process, in its
+    caller's locale) when that locale is not the one they were made in."""
+    if _made_in is None or _made_in == tuple(os.environb.get(n) for n in LOCALE_VARS):
+        return
+    from subagents.cli import app
+
+    for command in (app.main, *app.main.commands.values()):
+        command._help_option = None
+
+
 def _warm() -> list[tuple[str, int, int]]:
     """Import the run path; the files of everything loaded, as they are now."""
     for name in WARM_MODULES:
         __import__(name)
+    with contextlib.suppress(Exception):  # (never a reason not to serve)
+        _click_made()
     # First-use costs that depend on nothing of a caller's: the C library's handle (inotify).
     # and the boot time (a process's identity: its start time).
     from subagents.core import inotify, procs
