@@ -32,7 +32,8 @@ after the spawn; the event's ``createTime``, from procfs, is off by up to a seco
 time it counts from is given in whole seconds) -> the child's first event -> ``result.json``
 written (its mtime: the file system's clock, a few ms coarse) -> the command exited.
 
-With ``--against SRC``, that checkout's spans too, its runs and ours in alternation.
+With ``--against SRC``, that checkout's spans too, its runs and ours in alternation, and
+with pi, its whole runs paired with ours.
 With ``--agent NAME`` also: ``subagents run -q --agent NAME`` against the same command
 without it (an agent file read and checked: once per content, then kept), and with
 ``--against`` the same against that checkout.
@@ -232,6 +233,13 @@ def main() -> None:
                 pi_env = {**env, **mm.write_pi_config(work / "pi", srv.url)}
                 ours = [*subagents, "--backend", "pi", "--model", "mock/mock-model", "hi"]
                 print("pi:", pairs(ours, mm.pi_argv("hi", pi=pi), pi_env, args.pairs))
+                if args.against:
+                    their_pi = {**pi_env, "PYTHONPATH": theirs["PYTHONPATH"]}
+                    their_pi["SUBAGENTS_HOME"] = str(work / "home-against")
+                    print(
+                        f"pi, against {args.against} (as 'alone'):",
+                        pairs(ours, ours, pi_env, args.pairs, their_pi),
+                    )
     print(f"load average: {os.getloadavg()[0]:.1f}")
 
 
