@@ -188,7 +188,10 @@ def _cmdline(pid: int) -> bytes:
 
 def reap_orphans(argv: list[str], timeout: float = 30) -> float:
     """Wait for the orphans handed to us (a supervisor still exiting after its caller
-    returned: we are a subreaper), but warm servers (they stay), and return their CPU time."""
+    returned: we are a subreaper), but warm servers (they stay), and return their CPU time;
+    and for the warm servers to have reaped their workers (a warm command's caller may leave
+    as its worker ends, before its server reaped it: the worker's CPU, counted in the
+    server's, would land in the next measurement)."""
     cpu = 0.0
     deadline = time.monotonic() + timeout
     while True:
@@ -197,7 +200,10 @@ def reap_orphans(argv: list[str], timeout: float = 30) -> float:
         except ChildProcessError:
             return cpu
         if pid == 0:
-            if set(children_of(os.getpid())) <= set(warm_servers()):
+            servers = warm_servers()
+            if set(children_of(os.getpid())) <= set(servers) and not any(
+                children_of(server) for server in servers
+            ):
                 return cpu
             if time.monotonic() > deadline:
                 raise RuntimeError(f"an orphan of {argv[:3]} did not exit")
