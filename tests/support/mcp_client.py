@@ -1,11 +1,19 @@
-"""A spawned ``subagents mcp`` over stdio, through the official MCP SDK client."""
+"""Our MCP server through the official SDK client: in this process over the SDK's in-memory
+transport (``connect``), or a spawned ``subagents mcp`` over stdio (``spawn``).
+
+``connect`` is for what the server answers: its tools, results, progress, cancellation,
+notifications. The server is built as ``subagents mcp`` builds it, in an environment that is
+the test's with ``env`` over it, as the spawned server's would be; the runs it starts are
+real processes all the same. ``spawn`` is for what the process itself is about: the stdio
+transport, its exit, its children.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -19,10 +27,48 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **(extra or {})}
 
 
+@contextmanager
+def environment(extra: dict[str, str]) -> Iterator[None]:
+    """This process's environment with ``extra`` over it, restored afterwards."""
+    before = {name: os.environ.get(name) for name in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @asynccontextmanager
 async def connect(
     env: dict[str, str], *, mode: str = "auto", args: tuple[str, ...] = (), **kw: Any
 ) -> AsyncIterator[Client]:
+    """A client of a new server in this process (``args``: ``subagents mcp``'s, stdio's)."""
+    from subagents.cli.serve import claude_session_of
+    from subagents.lifecycle.notices import CLAUDE_SESSION_ENV
+    from subagents.mcp import SubagentsMCP
+
+    assert set(args) <= {"--claude-session"}, args
+    with environment(env):
+        session = None
+        if "--claude-session" in args:
+            session = claude_session_of(os.environ.get(CLAUDE_SESSION_ENV, ""))
+        server = SubagentsMCP(session=session)
+        try:
+            async with Client(server.mcp, mode=mode, **kw) as client:  # type: ignore[arg-type]
+                yield client
+        finally:
+            server.close()
+
+
+@asynccontextmanager
+async def spawn(
+    env: dict[str, str], *, mode: str = "auto", args: tuple[str, ...] = (), **kw: Any
+) -> AsyncIterator[Client]:
+    """A client of ``subagents mcp`` started as a process, over its stdio."""
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "subagents.cli", "mcp", *args], env=server_env(env)
     )
