@@ -247,7 +247,8 @@ def test_a_job_stopped_from_the_claude_session_is_not_announced_to_it(fake: Fake
     }
 
     async def main() -> None:
-        async with connect(env, args=("--claude-session",)) as client:
+        # As Claude Code starts the plugin's server: the flag, then the hook, each a process.
+        async with spawn(env, args=("--claude-session",)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             # Claude Code names a tool by its annotations' title (its permission dialog).
             assert tools["subagent"].annotations and tools["subagent"].annotations.title
