@@ -12,34 +12,21 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
+from support.environ import overlay
+
 TIMEOUT = 60  # every test's bound, seconds
 
 
 def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, **(extra or {})}
-
-
-@contextmanager
-def environment(extra: dict[str, str]) -> Iterator[None]:
-    """This process's environment with ``extra`` over it, restored afterwards."""
-    before = {name: os.environ.get(name) for name in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @asynccontextmanager
@@ -52,7 +39,7 @@ async def connect(
     from subagents.mcp import SubagentsMCP
 
     assert set(args) <= {"--claude-session"}, args
-    with environment(env):
+    with overlay(env):
         session = None
         if "--claude-session" in args:
             session = claude_session_of(os.environ.get(CLAUDE_SESSION_ENV, ""))
