@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from support.checks import eventually
+from support.checks import on_screen
 from support.pi_parent import EXTENSION, Parent
 
 COLS, ROWS = 120, 40
@@ -29,7 +29,23 @@ class PiTui:
             "-c", str(parent.work), "--", *argv, env=parent.env,
         )  # fmt: skip
         tmux("set-option", "-w", "-t", "pi", "remain-on-exit", "on")
-        assert eventually(lambda: self.shows("mock-model"), 60), self.screen
+        assert on_screen(self.drawn, 60), self.screen
+
+    def drawn(self) -> bool:
+        """pi's footer spans the window: its line ending in the model's name ends at the
+        window's edge. pi draws the whole screen top to bottom, the footer near its end, so
+        once it is there at this width, what is above it is drawn at this width too (tmux
+        rewraps what was drawn wider into shorter lines, never into one of this width)."""
+        return any(
+            len(ln) == self.cols and ln.endswith("mock-model") for ln in self.capture().splitlines()
+        )
+
+    def resize(self, cols: int) -> None:
+        """The window made ``cols`` wide, as a person drags it; back once pi has drawn
+        everything again at that width (a change of width redraws the whole session)."""
+        self.tmux("resize-window", "-t", "pi", "-x", str(cols))
+        self.cols = cols
+        assert on_screen(self.drawn, 30), self.screen
 
     def capture(self) -> str:
         self.screen = self.tmux("capture-pane", "-p", "-t", "pi", "-S", "-200")
