@@ -18,7 +18,7 @@ import pytest
 from support.checks import on_screen
 from support.pi_parent import BROKEN, COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
 from support.pi_parent import needs_pi_parent as needs_pi
-from support.pi_tui import COLS, PiTui
+from support.pi_tui import COLS, PiTui, gate
 
 from subagents.demo.mockmodel import Script
 
@@ -131,14 +131,17 @@ def test_the_widget_follows_a_background_job_and_is_gone_after_it(
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = {"task": "Tidy the imports", "model": "slow/mock-model", "background": True}
-    with delegating(tmp_path, args, slow=Script(command="sleep 6; echo tidied")) as (parent, _):
+    slow = Script(command="flock -s gate echo tidied")  # (the run waits on the gate)
+    with delegating(tmp_path, args, slow=slow) as (parent, _), gate(parent.work) as release:
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
         widget = ("subagents · 1 background job running", "1 subagent job running")
         assert on_screen(lambda: pi.shows(*widget), 60), pi.screen
         row = pi.line("Tidy the imports", " tok")
         assert re.search(r"^  [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \S{10} Tidy the imports · ", row), row
-        assert on_screen(lambda: bool(pi.line("Tidy the imports", "$ sleep 6; echo tidied")), 60)
+        doing = ("Tidy the imports", "$ flock -s gate echo tidied")
+        assert on_screen(lambda: bool(pi.line(*doing)), 60), pi.screen
+        release()
         # Its end: a notice (✓, title, stats, a preview, the transcript); the widget is gone.
         ended = ("background subagent job", "ended", "✓ Tidy the imports · completed", "tidied")
         assert on_screen(lambda: pi.shows(*ended, "transcript: "), 120), pi.screen
