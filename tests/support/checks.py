@@ -35,7 +35,7 @@ LOOK_EVERY = 0.5  # the longest pause between two looks at a screen
 def on_screen(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
     """``eventually`` for a predicate that looks at a terminal's screen (``tmux capture-pane``,
     a process per look): looked at less often as the wait goes on, up to every
-    ``LOOK_EVERY`` s, what a screen waits for taking seconds."""
+    ``LOOK_EVERY`` s, since what a screen waits for takes seconds."""
     return eventually(predicate, timeout, every=LOOK_EVERY)
 
 
