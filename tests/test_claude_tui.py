@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.checks import eventually
+from support.checks import eventually, on_screen
 from support.claude import last_user_text
 from support.claude_tui import (
     SCREEN_WAIT,
@@ -60,6 +60,7 @@ NOISY_COST = re.compile(r"\$\d+\.\d{7,}")  # float noise: 0.00020999999999999998
 def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_task(
     claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]], tmp_path: Path
 ) -> None:
+    """Then, in the same session, a parallel call's progress for every run (below)."""
     # The job's tool call waits on a pipe (`cat` of a FIFO) until the test has seen the status
     # line show it: however slow the machine, the job is running when the line ticks.
     gate = tmp_path / "go"  # (claude, and so pi, works in tmp_path / "work")
@@ -116,7 +117,7 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
     # ...with the whole answer: no call needed to read it.
     assert 'answer: "pi listed: a.txt, b.py"' in woken, woken
     assert "Start a background" not in woken  # no prompt of the user's in that turn
-    assert eventually(
+    assert on_screen(
         lambda: cc.capture().rfind("Noted.") > cc.screen.find("Monitor event:"), SCREEN_WAIT
     ), cc.screen
 
@@ -134,34 +135,46 @@ def test_a_background_job_shows_its_end_wakes_the_session_and_lists_with_its_tas
         SCREEN_WAIT,
     ), cc.capture()  # fmt: skip
     assert not NOISY_COST.search(cc.capture()), cc.screen
+    a_parallel_call_shows_progress_for_every_run(cc, server, job_id)
 
 
-def test_a_parallel_call_shows_progress_for_every_run(
-    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
+def a_parallel_call_shows_progress_for_every_run(
+    cc: ClaudeTUI, server: MockModelServer, job_id: str
 ) -> None:
+    """The model's second call of the tool in the session (its script calls it while the
+    conversation holds fewer than two tool results): two pi runs side by side, after the
+    background job ``job_id``."""
     tasks = [
         {"task": "first", "backend": "pi", "model": mm.OPENCODE_MODEL},
         {"task": "second", "backend": "pi", "model": mm.OPENCODE_MODEL},
     ]
-    script = Script(
+    server.script = Script(
         command="sleep 8; ls",  # each pi run works a while: its progress is on screen meanwhile
         final_text="pi listed: {tool_output}",
         per_api={
             mm.ANTHROPIC: Script(
-                tool_name=TOOL, tool_args={"tasks": tasks}, final_text="Both done."
+                tool_name=TOOL,
+                tool_args={"tasks": tasks},
+                final_text="Both done.",
+                loop=True,
+                loop_limit=2,
+                heed_messages=False,
             )
         },
     )
-    cc, server = claude_tui(script, f"--allowedTools={TOOL}")
     cc.type("Run two pi jobs side by side.")
+    assert cc.shows("Do you want to proceed?"), cc.screen
+    cc.answer("Do you want to proceed?")  # 1. Yes
     # One progress message says what both runs do.
     both = cc.shows_match(r"\[1\] \$ sleep 8; ls · \[2\] \$ sleep 8; ls")
     assert both, cc.screen
     assert cc.shows("Both done."), cc.screen
     # The model's view: both answers first, then the status line; costs rounded.
-    (result,) = tool_results(server)
+    # (The model is handed the first call's result again with each turn: this one is new.)
+    result = tool_results(server)[-1]
     assert not NOISY_COST.search(result), result
     view = json.loads(result.split("\n\n<system-reminder>")[0])
+    assert view["jobId"] != job_id, view
     assert view["answer"] == ["pi listed: a.txt, b.py"] * 2, view
     assert view["summary"].startswith("✓ completed · parallel · pi · "), view
 
@@ -181,7 +194,7 @@ def test_without_subagents_on_path_the_session_says_so_once(
     assert cc.shows(said, "pipx install"), cc.screen
     for n, prompt in enumerate(("hello", "and again"), 1):
         cc.type(prompt)
-        assert eventually(lambda n=n: cc.capture().count("Hello there.") == n, SCREEN_WAIT), (
+        assert on_screen(lambda n=n: cc.capture().count("Hello there.") == n, SCREEN_WAIT), (
             cc.screen
         )
     # Said once; no hook fails on each prompt, and the monitor does not end with a notice.

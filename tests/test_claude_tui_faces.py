@@ -45,9 +45,12 @@ def keep(name: str, screen: str) -> None:
         Path(SCREENS, f"{name}.txt").write_text(screen)
 
 
-def test_a_finished_foreground_call_shows_its_outcome_and_hands_its_structured_answer_parsed(
+def test_a_foreground_call_shows_its_outcome_and_jobs_stop_stops_a_background_job(
     claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
 ) -> None:
+    """One Claude Code session: a finished foreground call's outcome line and its structured
+    answer, parsed; then a background job, listed while it runs and stopped by
+    ``/subagents:jobs stop``."""
     schema = {
         "type": "object",
         "properties": {"files": {"type": "string"}},
@@ -79,27 +82,35 @@ def test_a_finished_foreground_call_shows_its_outcome_and_hands_its_structured_a
     view = json.loads(result.split("\n\n<system-reminder>")[0])
     assert view["answer"] == {"files": "a.txt, b.py"}, view
     assert view["status"] == "completed" and view["jobId"] in line.group(0)
+    assert cc.shows("Listed."), cc.screen
 
-
-def test_jobs_stop_stops_a_background_job_without_a_model_turn(
-    claude_tui: Callable[..., tuple[ClaudeTUI, MockModelServer]],
-) -> None:
-    task = {
+    # A background job that works until stopped: the model's second call of the tool (its
+    # script calls it while the conversation holds fewer than two tool results).
+    background = {
         "task": "wait a long while",
         "backend": "pi",
         "model": mm.OPENCODE_MODEL,
         "background": True,
     }
-    script = Script(
+    server.script = Script(
         command="sleep 300",
         final_text="never",
-        per_api={mm.ANTHROPIC: Script(tool_name=TOOL, tool_args=task, final_text="Started.")},
+        per_api={
+            mm.ANTHROPIC: Script(
+                tool_name=TOOL,
+                tool_args=background,
+                final_text="Started.",
+                loop=True,
+                loop_limit=2,
+                heed_messages=False,
+            )
+        },
     )
-    cc, server = claude_tui(script, f"--allowedTools={TOOL}")
     cc.type("Start a long background pi job.")
     assert cc.shows("Started."), cc.screen
-    (started,) = tool_results(server)
-    job_id = json.loads(started.split("\n\n<system-reminder>")[0])["jobId"]
+    # (The model is handed the first call's result again with each turn.)
+    views = [json.loads(r.split("\n\n<system-reminder>")[0]) for r in tool_results(server)]
+    (job_id,) = {v["jobId"] for v in views} - {view["jobId"]}
     store = JobStore()
 
     def sleeping() -> bool:  # running its tool

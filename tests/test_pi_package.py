@@ -282,15 +282,6 @@ def test_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdic
     assert done["eventType"] == "subagent:complete" and done["mode"] == "council"
 
 
-def test_a_refused_council_call_is_entered_as_a_council(tmp_path: Path) -> None:
-    args = {"task": "say hello", "council": ["pi", "nope:m"]}
-    with delegating(tmp_path, args) as (parent, _):
-        end = tool_end(parent.run("ask the council"))
-    assert end["isError"] is True and "nope" in end["result"]["content"][0]["text"]
-    (entry,) = parent.agent_events()
-    assert entry["eventType"] == "subagent:error" and entry["mode"] == "council"
-
-
 def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
     args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
     with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
@@ -302,36 +293,55 @@ def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path:
     assert [r["status"] for r in end["result"]["details"]["runs"]] == ["failed", "failed"]
 
 
-def test_a_refused_call_writes_an_error_entry_with_the_reason(tmp_path: Path) -> None:
-    args = {"task": "say hello", "backend": "nope"}
-    with delegating(tmp_path, args) as (parent, _):
-        end = tool_end(parent.run("delegate it"))
-    assert end["isError"] is True
-    reason = end["result"]["content"][0]["text"]
-    assert "nope" in reason
-    (entry,) = parent.agent_events()
-    assert entry["eventType"] == "subagent:error" and entry["status"] == "failed"
-    assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
+REFUSED = [
+    # The reason is the CLI's; a call refused before any job exists is entered as an error.
+    ({"task": "say hello", "backend": "nope"}, "", "nope"),
+    ({"task": "say hello", "council": ["pi", "nope:m"]}, "", "nope"),
+    # An option is named as the tool call wrote it, not as the command line's --acp-command.
+    ({"task": "say hello", "acpCommand": "x"}, "acpCommand: only for ACP agents", ""),
+    (
+        {"chain": [{"task": "a"}, {"task": "b", "acpCommand": "x"}]},
+        "chain.1.acpCommand: only for ACP agents",
+        "",
+    ),
+    (
+        {"continue": "0abc", "task": "more", "model": "mock/mock-model"},
+        "",
+        "continue takes a task (the follow-up) and background only, not model",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    ("args", "named"),
-    [
-        ({"task": "say hello", "acpCommand": "x"}, "acpCommand: only for ACP agents"),
-        (
-            {"chain": [{"task": "a"}, {"task": "b", "acpCommand": "x"}]},
-            "chain.1.acpCommand: only for ACP agents",
-        ),
-    ],
-)
-def test_a_refused_option_is_named_as_the_tool_call_wrote_it(
-    tmp_path: Path, args: dict[str, Any], named: str
-) -> None:
-    """Not the command line's ``--acp-command``, which the tool's caller never wrote."""
-    with delegating(tmp_path, args) as (parent, _):
-        end = tool_end(parent.run("delegate it"))
-    assert end["isError"] is True
-    assert end["result"]["content"][0]["text"].startswith(named), end["result"]
+def test_refused_calls_are_errors_naming_the_reason_each_entered_once(tmp_path: Path) -> None:
+    """One pi (RPC) session; its model makes each call of ``REFUSED`` in turn, a prompt each
+    (its script calls the tool while the conversation holds fewer results than that)."""
+    with delegating(tmp_path, {}) as (parent, server):
+        rpc = Rpc(parent)
+        ends = []
+        try:
+            for n, (args, starts, holds) in enumerate(REFUSED, 1):
+                server.script = Script(
+                    tool_name="subagent",
+                    tool_args=args,
+                    loop=True,
+                    loop_limit=n,
+                    heed_messages=False,
+                    final_text="Refused.",
+                )
+                rpc.send({"id": str(n), "type": "prompt", "message": "delegate it"})
+                end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+                rpc.wait_for(lambda e: e["type"] == "agent_end")
+                text = end["result"]["content"][0]["text"]
+                assert end["isError"] is True and text.startswith(starts) and holds in text, text
+                ends.append(text)
+        finally:
+            rpc.close()
+    entries = parent.agent_events()
+    assert len(entries) == len(REFUSED), entries  # one entry a call
+    for entry, reason in zip(entries, ends, strict=True):
+        assert entry["eventType"] == "subagent:error" and entry["status"] == "failed"
+        assert entry["jobId"] is None and entry["summary"] == f"refused: {reason}"[:300]
+    assert [e["mode"] for e in entries[:2]] == ["single", "council"]
 
 
 def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_session_resumes(
@@ -593,16 +603,6 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
     second = json.loads((runs / again / "result.json").read_text())
     assert second["continuedFrom"] == run_id
     assert second["worktree"]["branch"] == f"subagents/{run_id}"  # on in its own branch
-
-
-def test_continue_with_run_options_is_an_error(tmp_path: Path) -> None:
-    args = {"continue": "0abc", "task": "more", "model": "mock/mock-model"}
-    with delegating(tmp_path, args) as (parent, _):
-        end = tool_end(parent.run("continue it"))
-    assert end["isError"] is True
-    assert "continue takes a task (the follow-up) and background only, not model" in str(
-        end["result"]["content"][0]["text"]
-    )
 
 
 # ---- live control: budgets and subagent_send (issue 22, issue 23 item 6) -------------------

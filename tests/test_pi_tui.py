@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.checks import eventually
+from support.checks import on_screen
 from support.pi_parent import BROKEN, COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
 from support.pi_parent import needs_pi_parent as needs_pi
-from support.pi_tui import COLS, PiTui
+from support.pi_tui import COLS, PiTui, gate
 
 from subagents.demo.mockmodel import Script
 
@@ -64,11 +64,11 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
         call = (
             "subagent single Count the files in this project and report the total · slow/mock-model"
         )
-        assert eventually(lambda: pi.shows(call), 60), pi.screen
+        assert on_screen(lambda: pi.shows(call), 60), pi.screen
         assert "second line" not in pi.screen
         # A row for the run: a spinner, its label, counts, an elapsed time; then what it does.
         label = "Count the files in this project and report the total · 0 tools · 0 tok · "
-        assert eventually(lambda: bool(pi.line(label)), 60), pi.screen
+        assert on_screen(lambda: bool(pi.line(label)), 60), pi.screen
         first = pi.line(label)
         assert re.match(r"^ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", first), first
         assert "⎿ Starting" in pi.screen
@@ -79,14 +79,14 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
             now = ELAPSED.findall(pi.line(label))
             return bool(now) and float(now[-1]) >= start + 2 and "⎿ Starting" in pi.screen
 
-        assert eventually(ticked, 30), (first, pi.screen)
+        assert on_screen(ticked, 30), (first, pi.screen)
         # The end: ✓, the answer as Markdown (none of its escapes), the parent's next turn.
-        assert eventually(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
-        assert eventually(lambda: pi.shows("Counted."), 60), pi.screen
+        assert on_screen(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
+        assert on_screen(lambda: pi.shows("Counted."), 60), pi.screen
         assert all(len(ln) <= COLS for ln in pi.screen.splitlines())
         assert "PWNED" not in tmux("display-message", "-p", "-t", "pi", "#{pane_title}")
         pi.keys("C-o")  # the expanded view draws it whole: still no escape through
-        assert eventually(lambda: pi.shows("transcript: "), 30), pi.screen
+        assert on_screen(lambda: pi.shows("transcript: "), 30), pi.screen
         assert "PWNED" not in tmux("display-message", "-p", "-t", "pi", "#{pane_title}")
         assert "Count the files" in pi.capture()  # nothing cleared the screen
     (result,) = tool_results(parent)
@@ -107,15 +107,15 @@ def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_er
     ) as (parent, _):
         pi = PiTui(tmux, parent)
         pi.type("delegate both")
-        assert eventually(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
+        assert on_screen(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
         done = ("✓ Find the entry point · scout", "✗ Summarize the changelog · failer · failed")
-        assert eventually(lambda: pi.shows(*done, "1/2 completed · 1 failed"), 120), pi.screen
+        assert on_screen(lambda: pi.shows(*done, "1/2 completed · 1 failed"), 120), pi.screen
         # The answer, rendered (no literal **), and the failure's reason, side by side.
         assert "It is main.py." in pi.screen and "500 mock server error" in pi.screen, pi.screen
         assert "**" not in pi.line("It is main.py")
         # Ctrl+O: the failure's post-mortem (its headings drawn, not ##) and the transcripts.
         pi.keys("C-o")
-        assert eventually(lambda: pi.shows("transcript: ", "Error"), 30), pi.screen
+        assert on_screen(lambda: pi.shows("transcript: ", "Error"), 30), pi.screen
         assert not [ln for ln in pi.screen.splitlines() if ln.strip().startswith("## ")]
     (result,) = tool_results(parent)
     assert result["isError"] is False
@@ -131,18 +131,21 @@ def test_the_widget_follows_a_background_job_and_is_gone_after_it(
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = {"task": "Tidy the imports", "model": "slow/mock-model", "background": True}
-    with delegating(tmp_path, args, slow=Script(command="sleep 6; echo tidied")) as (parent, _):
+    slow = Script(command="flock -s gate echo tidied")  # (the run waits on the gate)
+    with delegating(tmp_path, args, slow=slow) as (parent, _), gate(parent.work) as release:
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
         widget = ("subagents · 1 background job running", "1 subagent job running")
-        assert eventually(lambda: pi.shows(*widget), 60), pi.screen
+        assert on_screen(lambda: pi.shows(*widget), 60), pi.screen
         row = pi.line("Tidy the imports", " tok")
         assert re.search(r"^  [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \S{10} Tidy the imports · ", row), row
-        assert eventually(lambda: bool(pi.line("Tidy the imports", "$ sleep 6; echo tidied")), 60)
+        doing = ("Tidy the imports", "$ flock -s gate echo tidied")
+        assert on_screen(lambda: bool(pi.line(*doing)), 60), pi.screen
+        release()
         # Its end: a notice (✓, title, stats, a preview, the transcript); the widget is gone.
         ended = ("background subagent job", "ended", "✓ Tidy the imports · completed", "tidied")
-        assert eventually(lambda: pi.shows(*ended, "transcript: "), 120), pi.screen
-        assert eventually(lambda: not pi.shows("subagents · 1 background job running"), 30)
+        assert on_screen(lambda: pi.shows(*ended, "transcript: "), 120), pi.screen
+        assert on_screen(lambda: not pi.shows("subagents · 1 background job running"), 30)
         assert "subagent job running" not in pi.screen
     entries = [
         e["data"]["eventType"]
@@ -159,13 +162,13 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
     with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, server):
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
-        assert eventually(lambda: bool(pi.line("Watch the logs", "$ sleep 300")), 90), pi.screen
-        assert eventually(lambda: pi.shows("I ran subagent"), 60)  # the parent's turn is over
+        assert on_screen(lambda: bool(pi.line("Watch the logs", "$ sleep 300")), 90), pi.screen
+        assert on_screen(lambda: pi.shows("I ran subagent"), 60)  # the parent's turn is over
         asked = len(server.requests)
 
         pi.type("/subagents")
         header = COLUMNS
-        assert eventually(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
+        assert on_screen(lambda: pi.shows("Subagent jobs of this session"), 60), pi.screen
         head = pi.line(*header)
         assert head and all(h in head for h in header), pi.screen
         row = pi.line("Watch the logs", "running")
@@ -174,20 +177,20 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
         assert row.index("Watch the logs") == head.index("TASK")
         assert row.index("running") == head.index("STATUS")
         pi.keys("Enter")
-        assert eventually(
+        assert on_screen(
             lambda: pi.shows("Show the transcript (live", "Send a message", "Stop the job"), 30
         )
         pi.keys("Down")
         pi.keys("Down")
         pi.keys("Enter")
-        assert eventually(lambda: pi.shows("Stop this subagent job?"), 30), pi.screen
+        assert on_screen(lambda: pi.shows("Stop this subagent job?"), 30), pi.screen
         pi.keys("Enter")  # Yes
-        assert eventually(lambda: pi.shows("Stopped subagent job", ": aborted"), 60), pi.screen
-        assert eventually(lambda: pi.shows("■ Watch the logs · aborted"), 60), pi.screen
-        assert eventually(lambda: not pi.shows("1 subagent job running"), 30), pi.screen
+        assert on_screen(lambda: pi.shows("Stopped subagent job", ": aborted"), 60), pi.screen
+        assert on_screen(lambda: pi.shows("■ Watch the logs · aborted"), 60), pi.screen
+        assert on_screen(lambda: not pi.shows("1 subagent job running"), 30), pi.screen
         # A turn of our own: one the notice had started would have asked the model first.
         pi.type("what now?")
-        assert eventually(lambda: roles(parent)[-2:] == ["user", "assistant"], 60), pi.screen
+        assert on_screen(lambda: roles(parent)[-2:] == ["user", "assistant"], 60), pi.screen
         assert len(server.requests) == asked + 1
     lines = session_lines(parent)
     notices = [i for i, e in enumerate(lines) if e["type"] == "custom_message"]

@@ -12,14 +12,31 @@ import psutil
 import pytest
 
 
-def eventually(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
-    """Whether ``predicate`` comes true within ``timeout`` (a generous bound, not a timing)."""
+def eventually(
+    predicate: Callable[[], object], timeout: float = 30.0, *, every: float = 0.05
+) -> bool:
+    """Whether ``predicate`` comes true within ``timeout`` (a generous bound, not a timing).
+    It is asked at once, then after 0.05 s, the pauses growing by half up to ``every``: a
+    predicate that starts a process to look (a screen's ``tmux capture-pane``) passes a
+    longer ``every``, since each look costs CPU and what it waits for takes seconds."""
     deadline = time.monotonic() + timeout
+    pause = 0.05
     while time.monotonic() < deadline:
         if predicate():
             return True
-        time.sleep(0.05)
+        time.sleep(pause)
+        pause = min(pause * 1.5, every)
     return bool(predicate())
+
+
+LOOK_EVERY = 0.5  # the longest pause between two looks at a screen
+
+
+def on_screen(predicate: Callable[[], object], timeout: float = 30.0) -> bool:
+    """``eventually`` for a predicate that looks at a terminal's screen (``tmux capture-pane``,
+    a process per look): looked at less often as the wait goes on, up to every
+    ``LOOK_EVERY`` s, since what a screen waits for takes seconds."""
+    return eventually(predicate, timeout, every=LOOK_EVERY)
 
 
 def fits(record: Mapping[str, Any], shape: Any) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
-from support.checks import eventually
+from support.checks import on_screen
 from support.claude import strings
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -96,14 +96,14 @@ class ClaudeTUI:
         self.type("/mcp")
         assert self.shows("✔ plugin:subagents:subagents"), self.screen
         self.press("Escape")
-        assert eventually(lambda: "MCP servers" not in self.capture(), SCREEN_WAIT), self.screen
+        assert on_screen(lambda: "MCP servers" not in self.capture(), SCREEN_WAIT), self.screen
 
     def capture(self) -> str:
         self.screen = self.tmux("capture-pane", "-p", "-J", "-t", "cc", "-S", "-200")
         return self.screen
 
     def shows(self, *texts: str, timeout: float = SCREEN_WAIT) -> bool:
-        return eventually(lambda: all(t in self.capture() for t in texts), timeout)
+        return on_screen(lambda: all(t in self.capture() for t in texts), timeout)
 
     def shows_match(self, pattern: str, timeout: float = SCREEN_WAIT) -> re.Match[str] | None:
         found: list[re.Match[str]] = []
@@ -114,7 +114,7 @@ class ClaudeTUI:
                 found.append(match)
             return match is not None
 
-        eventually(look, timeout)
+        on_screen(look, timeout)
         return found[0] if found else None
 
     def input_line(self) -> str:
@@ -126,10 +126,10 @@ class ClaudeTUI:
         """Type ``text`` into the prompt box and submit it. Keys typed in one burst read as a
         paste, whose Enter may be taken into it: Enter again until the box is empty."""
         self.tmux("send-keys", "-t", "cc", "-l", text)
-        assert eventually(lambda: text in self.input_line(), SCREEN_WAIT), self.screen
+        assert on_screen(lambda: text in self.input_line(), SCREEN_WAIT), self.screen
         for _ in range(10):
             self.tmux("send-keys", "-t", "cc", "Enter")
-            if eventually(lambda: text not in self.input_line(), 5):
+            if on_screen(lambda: text not in self.input_line(), 5):
                 return
         raise AssertionError(f"the prompt was not submitted:\n{self.screen}")
 
@@ -141,7 +141,7 @@ class ClaudeTUI:
         it is still being drawn may be lost)."""
         for _ in range(10):
             self.press(key)
-            if eventually(lambda: dialog not in self.capture(), 5):
+            if on_screen(lambda: dialog not in self.capture(), 5):
                 return
         raise AssertionError(f"the dialog stayed:\n{self.screen}")
 

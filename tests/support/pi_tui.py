@@ -1,11 +1,15 @@
-"""pi's TUI in a real terminal (tmux, capture-pane), as the pi package's screen tests see it."""
+"""pi's TUI in a real terminal (tmux, capture-pane), as the pi package's screen tests see it;
+and a gate that holds a child's command until the test has looked."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
-from support.checks import eventually
+from support.checks import on_screen
 from support.pi_parent import EXTENSION, Parent
 
 COLS, ROWS = 120, 40
@@ -29,7 +33,23 @@ class PiTui:
             "-c", str(parent.work), "--", *argv, env=parent.env,
         )  # fmt: skip
         tmux("set-option", "-w", "-t", "pi", "remain-on-exit", "on")
-        assert eventually(lambda: self.shows("mock-model"), 60), self.screen
+        assert on_screen(self.drawn, 60), self.screen
+
+    def drawn(self) -> bool:
+        """pi's footer spans the window: its line ending in the model's name ends at the
+        window's edge. pi draws the whole screen top to bottom, the footer near its end, so
+        once it is there at this width, what is above it is drawn at this width too (tmux
+        rewraps what was drawn wider into shorter lines, never into one of this width)."""
+        return any(
+            len(ln) == self.cols and ln.endswith("mock-model") for ln in self.capture().splitlines()
+        )
+
+    def resize(self, cols: int) -> None:
+        """The window made ``cols`` wide, as a person drags it; back once pi has drawn
+        everything again at that width (a change of width redraws the whole session)."""
+        self.tmux("resize-window", "-t", "pi", "-x", str(cols))
+        self.cols = cols
+        assert on_screen(self.drawn, 30), self.screen
 
     def capture(self) -> str:
         self.screen = self.tmux("capture-pane", "-p", "-t", "pi", "-S", "-200")
@@ -51,3 +71,13 @@ class PiTui:
         """The (last) screen line holding every text, "" if none does."""
         found = [ln for ln in self.capture().splitlines() if all(t in ln for t in texts)]
         return found[-1] if found else ""
+
+
+@contextlib.contextmanager
+def gate(work: Path) -> Iterator[Callable[[], None]]:
+    """``work/gate`` locked by the test: a run's command ``flock -s gate CMD`` (children work
+    in ``work``) waits until the yielded function lets the lock go (or the block ends). A live
+    view stays on screen as long as a test looks at it, and ends as soon as it has."""
+    with (work / "gate").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield lock.close  # closing lets the lock go; a second close does nothing
