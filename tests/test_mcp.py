@@ -1,5 +1,6 @@
-"""The MCP server, through the official SDK client: a spawned `subagents mcp` over stdio,
-whose children are the fake agent."""
+"""The MCP server, through the official SDK client: in this process over the SDK's
+in-memory transport, and a spawned `subagents mcp` over stdio (support/mcp_client.py); the
+runs it starts are the fake agent's processes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mcp_types import CallToolResult
 from support import pistream as pi
 from support.checks import pid_alive
 from support.fake import Fake, fake_env, script_launcher
-from support.mcp_client import TIMEOUT, connect, run, text_of
+from support.mcp_client import TIMEOUT, connect, run, spawn, text_of
 
 from subagents.jobs.store import JobStore
 
@@ -77,7 +78,8 @@ def test_foreground_call_streams_progress_and_returns_the_answer(
         messages.append(message or "")
 
     async def main() -> None:
-        async with connect(fake_env(fake, pi.answer("The answer.")), mode=mode) as client:
+        # Over a spawned server's stdio: the transport a client of `subagents mcp` uses.
+        async with spawn(fake_env(fake, pi.answer("The answer.")), mode=mode) as client:
             result = await client.call_tool(
                 "subagent", {"task": "do the thing"}, progress_callback=on_progress
             )
@@ -245,7 +247,8 @@ def test_a_job_stopped_from_the_claude_session_is_not_announced_to_it(fake: Fake
     }
 
     async def main() -> None:
-        async with connect(env, args=("--claude-session",)) as client:
+        # As Claude Code starts the plugin's server: the flag, then the hook, each a process.
+        async with spawn(env, args=("--claude-session",)) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             # Claude Code names a tool by its annotations' title (its permission dialog).
             assert tools["subagent"].annotations and tools["subagent"].annotations.title
@@ -302,7 +305,10 @@ def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode:
             got.set()
 
     async def main() -> None:
-        async with connect(env, mode=mode, message_handler=on_message) as client:
+        # The 2025 wire tells a subscriber by a notification; the 2026 one on the listen
+        # stream, and an in-process client hands that to the message handler too.
+        told = {"message_handler": on_message} if mode == "legacy" else {}
+        async with connect(env, mode=mode, **told) as client:
             started = await client.call_tool(
                 "subagent", {"task": "wait for the gate", "background": True}
             )

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from subagents.core.tail import LineTail
 from subagents.core.waker import DirWaker
 from subagents.errors import UsageError
 from subagents.lifecycle import history, sessionlog
@@ -221,12 +222,22 @@ def test_follow_yields_an_append_from_another_process_within_a_second(
 
 
 def test_follow_waits_for_a_file_that_does_not_exist_yet(
-    tmp_path: Path, follower: list[Follower], wait_mode: str
+    tmp_path: Path, follower: list[Follower], wait_mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = tmp_path / "later" / "s.jsonl"
+    # The file made only once follow has looked for it (its thread may start late: a file
+    # there by then is one whose entries came before it).
+    looked = threading.Event()
+    skip = LineTail.skip_to_end
+
+    def skip_and_say(tail: LineTail) -> None:
+        skip(tail)
+        looked.set()
+
+    monkeypatch.setattr(LineTail, "skip_to_end", skip_and_say)
     f = Follower(log)
     follower.append(f)
-    time.sleep(0.2)
+    assert looked.wait(30)
     sessionlog.append(log, {"n": 1})
     sessionlog.append(log, {"n": 2})
     assert f.get()[1] == {"n": 1}

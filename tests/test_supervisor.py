@@ -288,14 +288,18 @@ def test_wall_clock_timeout(fake: Fake) -> None:
     result = fake.run([*pi.start(), *pi.tool_use(), {"sleep": 60}], timeout=1.0)
     assert result["status"] == "timeout"
     assert "timed out after 1s" in result["errorMessage"]
-    assert result["toolCalls"] == 1
+    # The calls made before the timeout are counted (a loaded machine may start the child
+    # too slowly for it to make its one call within the second).
+    calls = [e for e in _events(result) if e["type"] == "tool_call"]
+    assert result["toolCalls"] == len(calls) <= 1
 
 
 def test_answer_before_timeout_wins(fake: Fake) -> None:
     # The final answer is captured, then the child lingers past the timeout: still completed.
-    fake.grace = 5.0
+    # (The answer must come before the timeout however slowly the child starts: 10 s.)
+    fake.grace = 60.0
     result = fake.run(
-        [*pi.start(), pi.text_end("In time."), *pi.end(), {"hang": True}], timeout=1.0
+        [*pi.start(), pi.text_end("In time."), *pi.end(), {"hang": True}], timeout=10.0
     )
     assert result["status"] == "completed"
     assert result["finalText"] == "In time."

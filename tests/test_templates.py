@@ -188,23 +188,37 @@ def test_a_template_not_ready_yet_is_not_waited_for_long(
         assert result is not None and result["status"] == "completed"
 
 
+def _below() -> dict[tuple[int, float], psutil.Process]:
+    """The processes below this one, zombies included, by pid and start time."""
+    out = {}
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            out[proc.pid, proc.create_time()] = proc
+    return out
+
+
 def test_a_job_leaves_no_template_and_no_zombie(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A parallel job through the API: its runs' supervisors forked from its template,
     which is gone at its end with every supervisor reaped."""
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(child(tmp_path)))
+    # An earlier test's child in this worker, even a zombie, is not this job's.
+    earlier = set(_below())
     parallel_job(tmp_path, 6, 3)
     assert SPARES.template_pid() is None
     assert SPARES.pids() == []
 
-    def left() -> list[psutil.Process]:
+    def left() -> list[tuple[int, float]]:
         out = []
-        for proc in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                cmdline = " ".join(proc.cmdline())
-                if proc.status() == psutil.STATUS_ZOMBIE or "subagents.supervisor" in cmdline:
-                    out.append(proc)
+        for key, proc in _below().items():
+            with contextlib.suppress(psutil.Error):  # (ended while looked at: not left)
+                # The status first: a zombie has no command line (psutil raises).
+                if key not in earlier and (
+                    proc.status() == psutil.STATUS_ZOMBIE
+                    or "subagents.supervisor" in " ".join(proc.cmdline())
+                ):
+                    out.append(key)
         return out
 
     # The supervisors ended with their results; the last are reaped as they exit.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -20,6 +19,7 @@ from typing import Any
 import psutil
 
 from support.checks import eventually
+from support.environ import overlay
 
 LOOPBACK = "127.0.0.1"
 
@@ -41,21 +41,13 @@ def loopback_cluster(
     from ray.cluster_utils import Cluster
 
     check_loopback(ray)
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with overlay(env):
         common: dict[str, Any] = {"node_ip_address": LOOPBACK, "num_cpus": 1}
         head = {**common, "include_dashboard": False}
         if head_resources:
             head["resources"] = head_resources
         cluster = Cluster(initialize_head=True, head_node_args=head)
         added = [cluster.add_node(**common, resources=node_resources) for _ in range(nodes)]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     try:
         ray.init(address=cluster.address, namespace="subagents", log_to_driver=False)
         found = ray.nodes()

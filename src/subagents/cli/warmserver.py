@@ -169,6 +169,7 @@ class Server:
 
     def serve(self) -> None:
         idle = idle_seconds()
+        self.last = time.monotonic()  # idle from when it serves, not from before it listened
         while self.listener is not None or self.workers:
             if self.listener is not None and not self.workers:
                 left = idle - (time.monotonic() - self.last)
