@@ -1,5 +1,9 @@
 """Continuing a run with the real pi, claude and codex CLIs against the mock model: the
-resumed child's request really carries the earlier conversation (the mock sees it)."""
+resumed child's request really carries the earlier conversation (the mock sees it).
+
+Gemini and opencode take no input while they run: their follow-up is a continuation in a
+new process, through the same backend resume as ``continue`` (``Backend.resume_point``, the
+session flags of ``build_argv``), and test_live checks it there with their real CLIs."""
 
 from __future__ import annotations
 
@@ -30,8 +34,6 @@ CONFIGS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
     "pi": ("mock/mock-model", lambda d, url: mm.write_pi_config(d, url)),
     "claude": (mm.CLAUDE_MODEL, lambda d, url: mm.write_claude_config(d, url, max_retries=0)),
     "codex": (mm.CODEX_MODEL, lambda d, url: mm.write_codex_config(d, url)),
-    "opencode": (mm.OPENCODE_MODEL, lambda d, url: mm.write_opencode_config(d, url)),
-    "gemini": (mm.GEMINI_MODEL, lambda d, url: mm.write_gemini_config(d, url)),
 }
 
 

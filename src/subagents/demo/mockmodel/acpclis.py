@@ -46,7 +46,15 @@ def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
     ``openai`` auth (no login), with no telemetry or update check; the env gives
     ``OPENAI_BASE_URL`` (``<base_url>/v1``), ``OPENAI_API_KEY=x``, ``OPENAI_MODEL``
     (``mock-model``), ``HOME`` and ``TMPDIR`` inside ``home``. Its shell tool is
-    ``run_shell_command`` (``{"command"}``)."""
+    ``run_shell_command`` (``{"command"}``).
+
+    Qwen's side requests to the model are off: its default ``auto`` approval mode asks the
+    model to classify every tool call (``default`` asks the ACP client, whose permission
+    policy is the run's), and after each turn it asks for a memory extraction and a
+    suggested next prompt. Each would be a mock request no test scripted, and each costs a
+    CPU-second. ``QWEN_CODE_NO_RELAUNCH`` keeps it from loading itself a second time, in a
+    new Node process with a larger heap limit, as it keeps the children it starts itself:
+    that process would have the same stdio and process group."""
     home = Path(home)
     (home / ".qwen").mkdir(parents=True, exist_ok=True)
     (home / "tmp").mkdir(exist_ok=True)
@@ -55,6 +63,9 @@ def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+        "tools": {"approvalMode": "default"},
+        "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
+        "ui": {"enableFollowupSuggestions": False},
     }
     (home / ".qwen" / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
     return {
@@ -63,6 +74,7 @@ def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
         "OPENAI_BASE_URL": base_url.rstrip("/") + "/v1",
         "OPENAI_API_KEY": "x",
         "OPENAI_MODEL": MODEL_ID,
+        "QWEN_CODE_NO_RELAUNCH": "true",
     }
 
 
