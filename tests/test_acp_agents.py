@@ -154,8 +154,10 @@ def test_a_turn_budget_wraps_up(tmp_path: Path, name: str) -> None:
     assert any(e["type"] == "limit" for e in live.events())
 
 
+# qwen: its preset starts it in the approval mode that asks (in its own default, `auto`, its
+# model judges each call and a write under `deny` was made).
 @pytest.mark.parametrize(("policy", "allowed"), [("allow", True), ("deny", False)])
-@pytest.mark.parametrize("name", agents("gemini"))
+@pytest.mark.parametrize("name", agents("gemini", "qwen"))
 def test_a_permission_request_under_each_policy(
     tmp_path: Path, name: str, policy: str, allowed: bool
 ) -> None:

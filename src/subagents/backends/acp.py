@@ -19,10 +19,15 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 # The agents whose ACP launch line is known: preset name -> (argv, npm package or how to
-# install it). ``acp:claude`` and ``acp:codex`` are Zed's adapters of those CLIs.
+# install it). ``acp:claude`` and ``acp:codex`` are Zed's adapters of those CLIs. Qwen Code's
+# own default approval mode (``auto``) has its model judge each tool call and never asks its
+# client: in ``default`` it asks, and the run's --permissions (or --approvals) decides.
 PRESETS: dict[str, tuple[tuple[str, ...], str]] = {
     "gemini": (("gemini", "--acp"), "npm install -g @google/gemini-cli"),
-    "qwen": (("qwen", "--acp"), "npm install -g @qwen-code/qwen-code"),
+    "qwen": (
+        ("qwen", "--acp", "--approval-mode", "default"),
+        "npm install -g @qwen-code/qwen-code",
+    ),
     "opencode": (("opencode", "acp"), "npm install -g opencode-ai"),
     "copilot": (("copilot", "--acp"), "npm install -g @github/copilot"),
     "kilo": (("kilo", "acp"), "npm install -g @kilocode/cli"),

@@ -48,10 +48,10 @@ def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
     (``mock-model``), ``HOME`` and ``TMPDIR`` inside ``home``. Its shell tool is
     ``run_shell_command`` (``{"command"}``).
 
-    Qwen's side requests to the model are off: its default ``auto`` approval mode asks the
-    model to classify every tool call (``default`` asks the ACP client, whose permission
-    policy is the run's), and after each turn it asks for a memory extraction and a
-    suggested next prompt. Each would be a mock request no test scripted, and each costs a
+    Qwen's side requests to the model are off: after each turn it asks for a memory
+    extraction and a suggested next prompt (its own ``auto`` approval mode would also have
+    the model classify each tool call: the ``acp:qwen`` preset starts it in ``default``,
+    where it asks the ACP client, whose permission policy is the run's). Each would be a mock request no test scripted, and each costs a
     CPU-second. ``QWEN_CODE_NO_RELAUNCH`` keeps it from loading itself a second time, in a
     new Node process with a larger heap limit, as it keeps the children it starts itself:
     that process would have the same stdio and process group."""
@@ -63,7 +63,6 @@ def write_qwen_config(home: Path, base_url: str) -> dict[str, str]:
         "privacy": {"usageStatisticsEnabled": False},
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-        "tools": {"approvalMode": "default"},
         "memory": {"enableManagedAutoMemory": False, "enableManagedAutoDream": False},
         "ui": {"enableFollowupSuggestions": False},
     }
