@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
-from support.gate import gate
+from support.gate import GATED, held, reached
 from support.liverun import Live
 
 import subagents
@@ -48,20 +48,6 @@ CLIS: dict[str, tuple[str, Callable[[Path, str], dict[str, str]]]] = {
         lambda d, url: mm.write_opencode_config(d, url, price=(1000, 2000)),
     ),
 }
-
-
-# The tool call of a run that must still be going while the test sends it messages: it
-# waits on a gate the test holds (a sleep would end first on a slow enough machine, and the
-# run with it, so the message would find the run over); ``reached`` once it waits there.
-GATED = "touch reached; flock -s gate echo done"
-
-
-@contextlib.contextmanager
-def held(tmp_path: Path) -> Iterator[Callable[[], None]]:
-    """The gate of ``GATED`` in the runs' directory (``live_run``'s ``work``), held shut."""
-    (tmp_path / "work").mkdir(exist_ok=True)
-    with gate(tmp_path / "work") as release:
-        yield release
 
 
 def needs(name: str) -> Any:
@@ -130,7 +116,10 @@ def test_pi_073_refuses_messages_naming_its_version(tmp_path: Path) -> None:
     if not PI_073.exists():
         pytest.skip("pi 0.73.1 is not installed (./scripts/setup --test)")
     script = Script(loop=True, loop_limit=2, command=GATED)
-    with held(tmp_path) as release, live_run(tmp_path, "pi", script, binary=str(PI_073)) as live:
+    with (
+        held(tmp_path / "work") as release,
+        live_run(tmp_path, "pi", script, binary=str(PI_073)) as live,
+    ):
         live.wait_for("run_started")
         meta = json.loads((live.handle.run_dir / "meta.json").read_text())
         assert meta["live"] is False and "--mode" in meta["argv"] and "json" in meta["argv"]
@@ -149,8 +138,8 @@ def test_a_follow_up_is_answered_after_the_answer_in_the_same_run(
     tmp_path: Path, backend: str
 ) -> None:
     script = Script(loop=True, loop_limit=2, command=GATED)
-    with held(tmp_path) as release, live_run(tmp_path, backend, script) as live:
-        live.wait_for("tool_call")
+    with held(tmp_path / "work") as release, live_run(tmp_path, backend, script) as live:
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
         receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
         assert receipt["receipt"] == "queued" and "turn ends" in receipt.get("reason", "")
         release()
@@ -171,9 +160,9 @@ def test_a_cli_without_input_refuses_a_steer_and_continues_after_a_follow_up(
     continues its conversation in a new process of the same run (the backend's resume, as
     ``subagents continue`` does: test_continue checks that path with the other CLIs)."""
     script = Script(loop=True, loop_limit=1, command=GATED, final_text="first answer")
-    with held(tmp_path) as release, live_run(tmp_path, backend, script) as live:
+    with held(tmp_path / "work") as release, live_run(tmp_path, backend, script) as live:
         # (opencode tells of a tool call once it has ended: its start is the gate's)
-        assert eventually((tmp_path / "work" / "reached").exists, 90), live.events()
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
         with pytest.raises(MessageRefused, match=f"{backend} takes no messages while it runs"):
             subagents.send(live.handle.run_id, STEER)
         receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")

@@ -9,6 +9,10 @@ import fcntl
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+# A tool call that must still be going while a test acts on its run (sends it messages):
+# it waits on the gate of its directory, and ``reached`` says once it waits there.
+GATED = "touch reached; flock -s gate echo done"
+
 
 @contextlib.contextmanager
 def gate(work: Path) -> Iterator[Callable[[], None]]:
@@ -18,3 +22,17 @@ def gate(work: Path) -> Iterator[Callable[[], None]]:
     with (work / "gate").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield lock.close  # closing lets the lock go; a second close does nothing
+
+
+@contextlib.contextmanager
+def held(work: Path) -> Iterator[Callable[[], None]]:
+    """``gate(work)``, the directory made first if need be (before the run that works in it
+    starts, so no command of it can pass the gate before the test holds it)."""
+    work.mkdir(parents=True, exist_ok=True)
+    with gate(work) as release:
+        yield release
+
+
+def reached(work: Path) -> bool:
+    """Whether a ``GATED`` command in ``work`` has come to the gate."""
+    return (work / "reached").exists()
