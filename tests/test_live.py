@@ -95,11 +95,15 @@ def sent(live: Live) -> list[dict[str, Any]]:
 def test_a_steer_reaches_the_model_in_its_next_request_and_is_answered(
     tmp_path: Path, backend: str
 ) -> None:
-    with live_run(tmp_path, backend, Script(loop=True, command="sleep 1")) as live:
-        live.wait_for("tool_call")
-        before = len(live.srv.requests)  # the tool runs: no model request is in flight
+    with (
+        held(tmp_path / "work") as release,
+        live_run(tmp_path, backend, Script(loop=True, command=GATED)) as live,
+    ):
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
+        before = len(live.srv.requests)  # the tool waits: no model request is in flight
         receipt = subagents.send(live.handle.run_id, STEER)
         assert receipt["receipt"] in ("queued", "delivered") and receipt["mode"] == "steer"
+        release()
         assert STEER in live.request(before)  # the very next request carries it
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
