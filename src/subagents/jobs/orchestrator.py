@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -444,16 +445,12 @@ class Job:
             raise failure[0]
         result = self._result(runs, started)
         # The lifecycle entry first, the job result last: whoever sees the job over
-        # (`wait`, `stop`) finds its record already written. An entry that cannot be
+        # (`wait`, `stop`) finds its record already written (the store writes the two side
+        # by side and puts the result in place after the entry). An entry that cannot be
         # written now (a full disk) is marked pending; whoever looks at the job writes it.
-        entry_pending = False
-        if lifecycle is not None:
-            try:
-                lifecycle.ended(result)
-            except Exception:
-                entry_pending = True
+        log_end = None if lifecycle is None else partial(lifecycle.ended, result)
         try:
-            self.store.finish(self.job_id, result, end_entry_pending=entry_pending)
+            self.store.finish(self.job_id, result, log_end=log_end)
         except OSError as exc:
             result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result

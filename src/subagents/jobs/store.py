@@ -17,10 +17,13 @@ from typing import TYPE_CHECKING, Literal, Unpack
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import (
+    fsync_dir,
     locked,
     make_private_dir,
+    put_staged,
     read_json,
     reserve_space,
+    stage_json,
     write_json_atomic,
 )
 from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
@@ -245,18 +248,43 @@ class JobStore:
             return updated
 
     def finish(
-        self, job_id: str, result: JobResult, *, end_entry_pending: bool = False
+        self,
+        job_id: str,
+        result: JobResult,
+        *,
+        end_entry_pending: bool = False,
+        log_end: Callable[[], object] | None = None,
     ) -> JobState:
         """Record the job result (``end_entry_pending``: its lifecycle end entry could not
-        be written; whoever looks at the job writes it); the first one recorded wins."""
+        be written; whoever looks at the job writes it); the first one recorded wins.
+        ``log_end``: writes that entry (raising when it cannot: then it is pending), on a
+        thread of its own while the result goes to disk (two fsyncs waited for at once, not
+        one after the other), the result put in place only once it returned: whoever
+        sees the job over finds its entry written."""
         with self._lock:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
+                if log_end is not None:
+                    with contextlib.suppress(Exception):  # as before a result recorded
+                        log_end()
                 return state
             finished: JobState = {**state, **result}
             if end_entry_pending:
                 finished["endEntry"] = "pending"
-            self._write(job_id, finished, last=True)
+            if log_end is None:
+                self._write(job_id, finished, last=True)
+                return finished
+            path = self.path(job_id)
+            logging = _beside(log_end)
+            try:
+                tmp = stage_json(path, on_disk(finished), last=True)
+            finally:
+                failed = logging()
+            if failed is not None:  # (the entry unwritten: the result says it is owed)
+                os.unlink(tmp)
+                finished["endEntry"] = "pending"
+                tmp = stage_json(path, on_disk(finished), last=True)
+            self._put(job_id, tmp, finished, last=True)
             return finished
 
     def _write(
@@ -268,9 +296,41 @@ class JobStore:
         durable: Durability = "this",
         index: bool = True,
     ) -> None:
-        write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
         if not index:
+            write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
             return
+        path = self.path(job_id)
+        self._put(
+            job_id,
+            stage_json(path, on_disk(state), last=last, durable=durable),
+            state,
+            last=last,
+            durable=durable,
+        )
+
+    def _put(
+        self,
+        job_id: str,
+        tmp: Path,
+        state: JobState,
+        *,
+        last: bool = False,
+        durable: Durability = "this",
+    ) -> None:
+        """``state``, staged in ``tmp``, put in place as ``job.json``, and in the index: its
+        row written while the directory is fsynced (a wait on the disk, not the CPU)."""
+        path = self.path(job_id)
+        put_staged(tmp, path, last=last, durable="whole" if durable == "this" else durable)
+        indexing = _beside(lambda: self._put_row(state))
+        try:
+            if durable == "this":
+                fsync_dir(path.parent)
+        finally:
+            failed = indexing()
+        if failed is not None:
+            raise failed
+
+    def _put_row(self, state: JobState) -> None:
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
             self._index.put(state)
@@ -487,3 +547,24 @@ class JobStore:
         """Make the index again from the job files (``doctor --reindex``); how many jobs it
         holds."""
         return self._index.rebuild()
+
+
+def _beside(work: Callable[[], object]) -> Callable[[], BaseException | None]:
+    """``work`` started on a thread of its own; what is returned waits for it to end and
+    gives what it raised (None when it returned)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to whoever waits for it
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, name="subagents-store", daemon=True)
+    thread.start()
+
+    def wait() -> BaseException | None:
+        thread.join()
+        return raised[0] if raised else None
+
+    return wait
