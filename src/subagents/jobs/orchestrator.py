@@ -24,13 +24,14 @@ from typing import TYPE_CHECKING, Protocol
 from subagents.core import events as ev
 from subagents.core import paths, procs
 from subagents.core.clock import epoch, iso
+from subagents.core.files import fsync_dir
 from subagents.errors import UsageError
 from subagents.jobs.budget import JobBudget, refused
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
 from subagents.jobs.store import JobStore
-from subagents.jobs.tasks import Tasks
+from subagents.jobs.tasks import Tasks, beside
 from subagents.runs import (
     EXIT_CODES,
     RunHandle,
@@ -235,7 +236,12 @@ class Job:
         placement = self.plan.placement
         try:
             spec, run_dir = prepare(
-                req, self.plan.settings, self.env, self.store.home, placement=placement
+                req,
+                self.plan.settings,
+                self.env,
+                self.store.home,
+                placement=placement,
+                durable="whole",  # its directory fsynced below, beside the job's write
             )
         except UsageError as exc:
             return not_started(req, str(exc), "failed")
@@ -243,8 +249,13 @@ class Job:
             return not_started(req, f"the run could not start: {_why(exc)}", "failed")
         # Recorded before its supervisor starts: a driver killed from here on leaves a run
         # that whoever finds the driver dead finishes (its worktree too), never one that
-        # goes on, or holds a branch, that the job does not know of.
-        self._record_run_id(index, spec.runId)
+        # goes on, or holds a branch, that the job does not know of. Meanwhile the run's
+        # meta.json is made durable (its rename): both are on disk before its child starts.
+        syncing = beside(partial(fsync_dir, run_dir))
+        try:
+            self._record_run_id(index, spec.runId)
+        finally:
+            syncing()
         self._start_logged.wait()
         try:
             return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)

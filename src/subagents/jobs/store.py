@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Unpack
 
@@ -24,13 +25,13 @@ from subagents.core.files import (
     read_json,
     reserve_space,
     stage_json,
-    write_json_atomic,
 )
 from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
 from subagents.core.upgrade import read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.jobindex import JobIndex
 from subagents.jobs.outcome import final_text, job_result, job_status
+from subagents.jobs.tasks import beside
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
@@ -275,7 +276,7 @@ class JobStore:
                 self._write(job_id, finished, last=True)
                 return finished
             path = self.path(job_id)
-            logging = _beside(log_end)
+            logging = beside(log_end)
             try:
                 tmp = stage_json(path, on_disk(finished), last=True)
             finally:
@@ -284,7 +285,7 @@ class JobStore:
                 os.unlink(tmp)
                 finished["endEntry"] = "pending"
                 tmp = stage_json(path, on_disk(finished), last=True)
-            self._put(job_id, tmp, finished, last=True)
+            self._write(job_id, finished, last=True, staged=tmp)
             return finished
 
     def _write(
@@ -295,38 +296,24 @@ class JobStore:
         last: bool = False,
         durable: Durability = "this",
         index: bool = True,
+        staged: Path | None = None,
     ) -> None:
-        if not index:
-            write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
+        """``state`` as the job's ``job.json`` (``staged``: already written to that temp
+        file, by ``core.files.stage_json``), and in the index: its row written while the
+        directory is fsynced (a wait on the disk, not the CPU)."""
+        path = self.path(job_id)
+        if staged is None:
+            staged = stage_json(path, on_disk(state), last=last, durable=durable)
+        put_staged(staged, path, last=last, durable="whole" if durable == "this" else durable)
+        if durable != "this":
+            if index:
+                self._put_row(state)
             return
-        path = self.path(job_id)
-        self._put(
-            job_id,
-            stage_json(path, on_disk(state), last=last, durable=durable),
-            state,
-            last=last,
-            durable=durable,
-        )
-
-    def _put(
-        self,
-        job_id: str,
-        tmp: Path,
-        state: JobState,
-        *,
-        last: bool = False,
-        durable: Durability = "this",
-    ) -> None:
-        """``state``, staged in ``tmp``, put in place as ``job.json``, and in the index: its
-        row written while the directory is fsynced (a wait on the disk, not the CPU)."""
-        path = self.path(job_id)
-        put_staged(tmp, path, last=last, durable="whole" if durable == "this" else durable)
-        indexing = _beside(lambda: self._put_row(state))
+        indexing = beside(partial(self._put_row, state)) if index else None
         try:
-            if durable == "this":
-                fsync_dir(path.parent)
+            fsync_dir(path.parent)
         finally:
-            failed = indexing()
+            failed = indexing() if indexing is not None else None
         if failed is not None:
             raise failed
 
@@ -547,24 +534,3 @@ class JobStore:
         """Make the index again from the job files (``doctor --reindex``); how many jobs it
         holds."""
         return self._index.rebuild()
-
-
-def _beside(work: Callable[[], object]) -> Callable[[], BaseException | None]:
-    """``work`` started on a thread of its own; what is returned waits for it to end and
-    gives what it raised (None when it returned)."""
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as exc:  # handed to whoever waits for it
-            raised.append(exc)
-
-    thread = threading.Thread(target=run, name="subagents-store", daemon=True)
-    thread.start()
-
-    def wait() -> BaseException | None:
-        thread.join()
-        return raised[0] if raised else None
-
-    return wait
