@@ -436,12 +436,16 @@ class Job:
 
         if lifecycle is not None:
             self._start_logged.clear()
+        else:
+            self.store.synced(self.job_id)  # the job on disk before any child starts
         self._tasks.submit(work)
         try:
-            # The start entry (an fsync, the hooks) while the first run is prepared; its
-            # end entry is written by this thread too, so after it.
+            # The start entry (an fsync, the hooks) while the first run is prepared, after
+            # the job's record is on disk (made just before, its directory fsynced
+            # meanwhile); its end entry is written by this thread too, so after it.
             if lifecycle is not None:
                 try:
+                    self.store.synced(self.job_id)
                     with contextlib.suppress(Exception):
                         lifecycle.started(state)
                 finally:

@@ -128,6 +128,8 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
+        # Jobs made here whose directory is being fsynced (make's ``driving``): their waits.
+        self._syncing: dict[str, Callable[[], BaseException | None]] = {}
         # (load looked up at each call: a test counts the reads by patching it)
         self._index = JobIndex(
             self.home, self.dir, lambda job_id, many: self.load(job_id, many=many)
@@ -181,13 +183,24 @@ class JobStore:
                 before(self.dir / job_id)
             # Not in the index: a look reads every job it does not hold as finished from its
             # file (and notices a new job's directory), so a row written now is read over.
-            self._write(job_id, state, index=False)
+            # A job driven here has its directory fsynced beside its first run's making,
+            # waited for before its start entry (see :meth:`synced`).
+            self._write(job_id, state, index=False, durable="whole" if driving else "this")
+            if driving is not None:
+                self._syncing[job_id] = beside(partial(fsync_dir, self.dir / job_id))
         except OSError:
             import shutil  # (only here: its import is ~3 ms of every run)
 
             shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
             raise
         return state
+
+    def synced(self, job_id: str) -> None:
+        """Wait until the job's ``job.json`` is on disk as :meth:`make` made it (at once for
+        a job not made by this store to be driven here)."""
+        wait = self._syncing.pop(job_id, None)
+        if wait is not None:
+            wait()
 
     @staticmethod
     def _new_state(
