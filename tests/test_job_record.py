@@ -18,6 +18,7 @@ from support import pistream as pi
 from support.checks import examples
 from support.cli import cli
 from support.fake import Fake
+from support.jobresult import job_result
 
 from subagents.core.files import (
     JSON_PIECE,
@@ -230,20 +231,6 @@ def test_a_record_waits_for_the_disk_as_far_as_its_durability_says(
     assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # no temp file left
 
 
-def _result(job_id: str) -> Any:
-    return {
-        "jobId": job_id,
-        "mode": "single",
-        "status": "completed",
-        "startedAt": None,
-        "completedAt": None,
-        "durationMs": 1,
-        "usage": None,
-        "runs": [],
-        "finalText": None,
-    }
-
-
 def _running_job(home: Path) -> tuple[JobStore, str]:
     store = JobStore(home)
     plan: Any = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}]}
@@ -274,7 +261,7 @@ def test_a_job_s_end_entry_and_its_result_go_to_disk_at_once_the_entry_first_in_
         seen.append(synced.wait(30))
         seen.append(json.loads(job_file.read_text())["status"])
 
-    store.finish(job_id, _result(job_id), log_end=log_end)
+    store.finish(job_id, job_result(job_id), log_end=log_end)
     assert seen == [True, "running"]
     state = json.loads(job_file.read_text())
     assert state["status"] == "completed" and "endEntry" not in state
@@ -290,7 +277,7 @@ def test_an_end_entry_that_cannot_be_written_leaves_the_result_saying_it_is_owed
     def log_end() -> None:
         raise OSError("no space left on device")
 
-    finished = store.finish(job_id, _result(job_id), log_end=log_end)
+    finished = store.finish(job_id, job_result(job_id), log_end=log_end)
     state = json.loads(store.path(job_id).read_text())
     assert finished["endEntry"] == state["endEntry"] == "pending"
     assert state["status"] == "completed"
@@ -301,10 +288,10 @@ def test_a_job_finished_before_still_has_its_end_entry_tried_and_keeps_its_resul
     tmp_path: Path,
 ) -> None:
     store, job_id = _running_job(tmp_path)
-    first = store.finish(job_id, _result(job_id))
+    first = store.finish(job_id, job_result(job_id))
     tried: list[bool] = []
     again = store.finish(
-        job_id, {**_result(job_id), "status": "failed"}, log_end=lambda: tried.append(True)
+        job_id, {**job_result(job_id), "status": "failed"}, log_end=lambda: tried.append(True)
     )
     assert tried == [True] and again["status"] == first["status"] == "completed"
 
@@ -323,6 +310,6 @@ def test_a_finished_job_s_row_is_indexed_once_its_file_is_in_place(
         real(state)
 
     monkeypatch.setattr(store._index, "put", put)
-    store.finish(job_id, _result(job_id), log_end=lambda: None)
+    store.finish(job_id, job_result(job_id), log_end=lambda: None)
     assert on_disk == ["completed"]
     assert [row["status"] for row in store.list()] == ["completed"]
