@@ -692,23 +692,26 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
     ):
         parent = Parent(tmp_path, server)
         add_provider(parent.agent_dir, "child", child.url)
-        end = tool_end(parent.run("delegate it"))
-        assert end["isError"] is False, end["result"]["content"][0]["text"]
-        run_id = end["result"]["details"]["runIds"][0]
-        runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
-        result = json.loads((runs / run_id / "result.json").read_text())
-        # The child worked in its own worktree and branch; the user's tree is untouched.
-        assert result["worktree"]["branch"] == f"subagents/{run_id}"
-        assert result["worktree"]["filesChanged"] == 1
-        assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
-        assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
+        # One pi (RPC) session makes both calls.
+        session = Session(parent, server)
+        try:
+            end = tool_end(session.call(first).events)
+            assert end["isError"] is False, end["result"]["content"][0]["text"]
+            run_id = end["result"]["details"]["runIds"][0]
+            runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
+            result = json.loads((runs / run_id / "result.json").read_text())
+            # The child worked in its own worktree and branch; the user's tree is untouched.
+            assert result["worktree"]["branch"] == f"subagents/{run_id}"
+            assert result["worktree"]["filesChanged"] == 1
+            assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
+            assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
 
-        server.script = Script(
-            tool_name="subagent", tool_args={"continue": run_id, "task": "and one more thing"}
-        )
-        end = tool_end(parent.run("continue it"))
-        assert end["isError"] is False, end["result"]["content"][0]["text"]
-        again = end["result"]["details"]["runIds"][0]
+            more = {"continue": run_id, "task": "and one more thing"}
+            end = tool_end(session.call(more).events)
+            assert end["isError"] is False, end["result"]["content"][0]["text"]
+            again = end["result"]["details"]["runIds"][0]
+        finally:
+            session.close()
         # The continued child saw its earlier conversation, then the follow-up.
         last = json.dumps(child.requests[-1]["messages"])
         assert "make a file" in last and "and one more thing" in last and "made.txt" in last
