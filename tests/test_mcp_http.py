@@ -28,7 +28,6 @@ from support.fake import Fake, fake_env
 from support.mcp_client import TIMEOUT, run, server_env
 
 from subagents.jobs.store import JobStore
-from subagents.testing.fakeagent import SCRIPT_ENV
 
 
 @dataclass
@@ -80,28 +79,24 @@ def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
         reader.join(5)
 
 
-@pytest.mark.process
-def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
-    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
-    with http_server(env) as server:
+def requires_the_bearer_token(server: HttpServer) -> None:
+    """No token or a wrong one: 401; the right one: the tools."""
 
-        async def main() -> None:
-            async with httpx2.AsyncClient() as http:
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-                denied = await http.post(server.url, json=body)
-                assert denied.status_code == 401
-                wrong = await http.post(
-                    server.url, json=body, headers={"Authorization": "Bearer nope"}
-                )
-                assert wrong.status_code == 401
-            async with (
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
-                Client(streamable_http_client(server.url, http_client=http)) as client,
-            ):
-                names = {t.name for t in (await client.list_tools()).tools}
-                assert "subagent" in names
+    async def main() -> None:
+        async with httpx2.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+            denied = await http.post(server.url, json=body)
+            assert denied.status_code == 401
+            wrong = await http.post(server.url, json=body, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
+            Client(streamable_http_client(server.url, http_client=http)) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "subagent" in names
 
-        run(main)
+    run(main)
 
 
 # A real MCP client in a process of its own, so the test can make it vanish mid-call (SIGKILL:
@@ -125,12 +120,15 @@ anyio.run(main)
 
 
 @pytest.mark.process
-def test_http_client_that_disconnects_mid_call_aborts_its_job(fake: Fake, tmp_path: Path) -> None:
-    """One server for both client modes, one after the other: the second client's call is
-    served after the first client vanished."""
+def test_http_requires_the_token_and_a_client_that_disconnects_mid_call_aborts_its_job(
+    fake: Fake, tmp_path: Path
+) -> None:
+    """One server: the bearer token checked, then a client in each mode, one after the
+    other (the second client's call is served after the first client vanished)."""
     pidfile = tmp_path / "child.pid"
     steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
     with http_server(fake_env(fake, steps)) as server:
+        requires_the_bearer_token(server)
         for mode in ("legacy", "auto"):
             pidfile.unlink(missing_ok=True)
             vanish_mid_call(server, mode, pidfile)
