@@ -185,20 +185,20 @@ def check_a_failed_sibling_hides_nothing_and_the_call_is_no_error(call: Call) ->
     assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
 
 
-def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> None:
+MEMBERS = ["pi:child/mock-model", "pi:child/mock-model"]
+BACKGROUND_COUNCIL = {"task": "say hello", "council": MEMBERS, "background": True}
+
+
+def check_a_background_council_is_a_council_from_its_start(
+    call: Call, waited: subprocess.CompletedProcess[str]
+) -> None:
     """Before the engine says a job's mode (a background call's answer and start entry),
-    the tool says it from its arguments: a council, not single."""
-    members = ["pi:child/mock-model", "pi:child/mock-model"]
-    args = {"task": "say hello", "council": members, "background": True}
-    with delegating(tmp_path, args, child=Script(use_tool=False)) as (parent, _):
-        end = tool_end(parent.run("ask the council"))
-        assert end["isError"] is False
-        details = end["result"]["details"]
-        assert details["mode"] == "council"
-        waited = subprocess.run(
-            [str(SUBAGENTS), "wait", "--json", "--progress", "jsonl", "--timeout", "60", details["jobId"]],
-            capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+    the tool says it from its arguments: a council, not single. ``waited``: `subagents
+    wait` on its job, while pi still ran."""
+    end = tool_end(call.events)
+    assert end["isError"] is False
+    details = end["result"]["details"]
+    assert details["mode"] == "council"
     assert waited.returncode == 0, waited.stderr
     # The feed ends with the table, then the answer the tool (and the end's message) shows,
     # which holds it.
@@ -210,11 +210,20 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
     job = json.loads(waited.stdout)
     assert job["mode"] == "council" and job["council"]["answered"] == 2
     # The end entry too, if the job ended while pi still ran (its watcher wrote it).
-    entries = parent.agent_events()
+    entries = call.entries
     assert entries[0]["eventType"] == "subagent:start"
     assert [e["mode"] for e in entries] == ["council"] * len(entries)
     # The members' model as the engine planned them, from the start (not as the call gave them).
     assert entries[0]["model"] == "child/mock-model"
+
+
+def wait_for(call: Call) -> subprocess.CompletedProcess[str]:
+    """`subagents wait` on the call's job, with its progress feed."""
+    job_id = tool_end(call.events)["result"]["details"]["jobId"]
+    return subprocess.run(
+        [str(SUBAGENTS), "wait", "--json", "--progress", "jsonl", "--timeout", "60", job_id],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
 
 
 def council_rows(text: str) -> dict[str, str]:
@@ -223,7 +232,6 @@ def council_rows(text: str) -> dict[str, str]:
 
 
 VERDICT = {"best": "B", "agreement": "full", "reasons": ["both greet"], "merged": "Hello, merged."}
-MEMBERS = ["pi:child/mock-model", "pi:child/mock-model"]
 
 
 def check_a_council_answers_with_the_judges_merged_answer_and_the_table(call: Call) -> None:
@@ -305,9 +313,10 @@ EVERY_OPTION = {
 }
 
 
-def test_foreground_calls_in_one_session(tmp_path: Path) -> None:
-    """Foreground calls of the tool, one after another in one pi (RPC) session (a pi start
-    costs ~1 CPU-s): each call's result, rows and lifecycle entries, checked apart. Children
+def test_the_tools_calls_in_one_session(tmp_path: Path) -> None:
+    """Calls of the tool, one after another in one pi (RPC) session (a pi start costs
+    ~1 CPU-s): each call's result, rows and lifecycle entries, checked apart; the
+    foreground ones, then a background council. Children
     on ``mock/`` answer from the parent's own mock; ``child/`` answer plainly, ``tooler/``
     run a tool first, ``judge/`` give a verdict, ``broken/`` fail every request."""
     children = {
@@ -351,11 +360,15 @@ def test_foreground_calls_in_one_session(tmp_path: Path) -> None:
         session = Session(parent, server)
         try:
             made = [session.call(args) for args, _ in calls]
+            # Last: a background call, its job waited for while pi runs.
+            council = session.call(BACKGROUND_COUNCIL)
+            waited = wait_for(council)
         finally:
             session.close()
-    session.add_entries(made)
+    session.add_entries([*made, council])
     for call, (_, check) in zip(made, calls, strict=True):
         check(call)
+    check_a_background_council_is_a_council_from_its_start(council, waited)
 
 
 REFUSED = [
