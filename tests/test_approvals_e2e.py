@@ -18,7 +18,7 @@ import anyio
 import pytest
 from support.approvals import write_item
 from support.checks import eventually
-from support.cli import cli, no_traceback
+from support.cli import cli, invoke, no_traceback
 from support.liverun import Live
 from support.mcp_client import connect, run, text_of
 
@@ -106,7 +106,7 @@ def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(
         assert f"allowed: item {item['id']}" in approved.stdout
         result = live.result()
         # The same item again: decided already, one line, exit 2.
-        again = cli(["deny", item["id"]])
+        again = invoke(["deny", item["id"]])  # refused before anything starts: in-process
     assert result["status"] == "completed", result.get("diagnostics")
     assert "made-it" in result["finalText"]
     assert (tmp_path / "work" / "made.txt").exists()
@@ -138,7 +138,7 @@ def test_deny_gives_the_child_the_refusal(tmp_path: Path, backend: str) -> None:
     (record,) = result["approvals"]
     assert record["choice"] == "deny" and record["reason"] == "not in this repo"
     # A decision for a run that ended: one line, exit 2, nothing changed.
-    late = cli(["approve", item["id"]])
+    late = invoke(["approve", item["id"]])
     assert late.returncode == 2 and "decided already: denied by" in late.stderr
 
 
@@ -285,7 +285,7 @@ def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
             (["answer", item["id"]], "give the answer as TEXT or as --choice N"),
             (["answer", item["id"], "Red", "Blue"], "give one answer for each"),
         ):
-            refused = cli(argv)
+            refused = invoke(argv)  # bad input: in this process, as the command gives it
             no_traceback(refused)
             assert refused.returncode == 2 and refused.stderr.count("\n") == 1, argv
             assert says in refused.stderr, (argv, refused.stderr)

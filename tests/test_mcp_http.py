@@ -23,11 +23,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from support import pistream as pi
 from support.checks import pid_alive
+from support.cli import invoke
 from support.fake import Fake, fake_env
 from support.mcp_client import TIMEOUT, run, server_env
 
 from subagents.jobs.store import JobStore
-from subagents.testing.fakeagent import SCRIPT_ENV
 
 
 @dataclass
@@ -79,28 +79,24 @@ def http_server(env: dict[str, str]) -> Iterator[HttpServer]:
         reader.join(5)
 
 
-@pytest.mark.process
-def test_http_mode_requires_the_bearer_token(fake: Fake) -> None:
-    env = {"SUBAGENTS_PI_BIN": str(fake.launcher), SCRIPT_ENV: str(fake.dir / "none.json")}
-    with http_server(env) as server:
+def requires_the_bearer_token(server: HttpServer) -> None:
+    """No token or a wrong one: 401; the right one: the tools."""
 
-        async def main() -> None:
-            async with httpx2.AsyncClient() as http:
-                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-                denied = await http.post(server.url, json=body)
-                assert denied.status_code == 401
-                wrong = await http.post(
-                    server.url, json=body, headers={"Authorization": "Bearer nope"}
-                )
-                assert wrong.status_code == 401
-            async with (
-                httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
-                Client(streamable_http_client(server.url, http_client=http)) as client,
-            ):
-                names = {t.name for t in (await client.list_tools()).tools}
-                assert "subagent" in names
+    async def main() -> None:
+        async with httpx2.AsyncClient() as http:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+            denied = await http.post(server.url, json=body)
+            assert denied.status_code == 401
+            wrong = await http.post(server.url, json=body, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {server.token}"}) as http,
+            Client(streamable_http_client(server.url, http_client=http)) as client,
+        ):
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "subagent" in names
 
-        run(main)
+    run(main)
 
 
 # A real MCP client in a process of its own, so the test can make it vanish mid-call (SIGKILL:
@@ -124,44 +120,54 @@ anyio.run(main)
 
 
 @pytest.mark.process
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_http_client_that_disconnects_mid_call_aborts_its_job(
-    fake: Fake, tmp_path: Path, mode: str
+def test_http_requires_the_token_and_a_client_that_disconnects_mid_call_aborts_its_job(
+    fake: Fake, tmp_path: Path
 ) -> None:
+    """One server: the bearer token checked, then a client in each mode, one after the
+    other (the second client's call is served after the first client vanished)."""
     pidfile = tmp_path / "child.pid"
     steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 120}]
     with http_server(fake_env(fake, steps)) as server:
-        client = subprocess.Popen(
-            [sys.executable, "-c", HTTP_CLIENT, server.url, server.token, mode],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        try:
-            assert client.stdout is not None
-            first = client.stdout.readline()  # "job <id> started: …", bounded by the fake's start
-            match = re.match(r"job (\S+) started", first)
-            assert match, first
-            job_id = match.group(1)
-            deadline = time.monotonic() + 30
-            while not pidfile.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert pidfile.exists(), "the child never started"
-            pid = int(pidfile.read_text())
-            assert JobStore().load(job_id)["status"] == "running"
-        finally:
-            client.kill()  # the client vanishes: its connection closes, nothing else is sent
-            client.wait(5)
-        store = JobStore()
+        requires_the_bearer_token(server)
+        for mode in ("legacy", "auto"):
+            pidfile.unlink(missing_ok=True)
+            vanish_mid_call(server, mode, pidfile)
+
+
+def vanish_mid_call(server: HttpServer, mode: str, pidfile: Path) -> None:
+    """A client in ``mode`` calls ``subagent`` and is SIGKILLed once the job's child runs:
+    the child goes, the job is aborted, the server stays up."""
+    client = subprocess.Popen(
+        [sys.executable, "-c", HTTP_CLIENT, server.url, server.token, mode],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert client.stdout is not None
+        first = client.stdout.readline()  # "job <id> started: …", bounded by the fake's start
+        match = re.match(r"job (\S+) started", first)
+        assert match, (mode, first)
+        job_id = match.group(1)
         deadline = time.monotonic() + 30
-        while (
-            pid_alive(pid) or store.load(job_id).get("status") != "aborted"
-        ) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not pid_alive(pid), "the child outlived its disconnected client"
-        assert store.load(job_id)["status"] == "aborted"
-        assert server.proc.poll() is None, "the server went down with the client"
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pidfile.exists(), f"the child never started ({mode})"
+        pid = int(pidfile.read_text())
+        assert JobStore().load(job_id)["status"] == "running"
+    finally:
+        client.kill()  # the client vanishes: its connection closes, nothing else is sent
+        client.wait(5)
+    store = JobStore()
+    deadline = time.monotonic() + 30
+    while (
+        pid_alive(pid) or store.load(job_id).get("status") != "aborted"
+    ) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(pid), f"the child outlived its disconnected client ({mode})"
+    assert store.load(job_id)["status"] == "aborted"
+    assert server.proc.poll() is None, f"the server went down with the client ({mode})"
 
 
 @pytest.mark.process
@@ -239,24 +245,18 @@ def test_http_token_from_config_or_env(tmp_path: Path, monkeypatch: pytest.Monke
     assert generated and len(token) >= 32
 
 
-@pytest.mark.process
 @pytest.mark.parametrize("where", ["env", "config"])
-def test_http_refuses_a_short_bearer_token(where: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "SUBAGENTS_MCP_TOKEN"}
+def test_http_refuses_a_short_bearer_token(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused before the server starts: in this process (support.cli.invoke), as the
+    command line gives it."""
+    monkeypatch.delenv("SUBAGENTS_MCP_TOKEN", raising=False)
     if where == "env":
-        env["SUBAGENTS_MCP_TOKEN"] = "x" * 15
+        monkeypatch.setenv("SUBAGENTS_MCP_TOKEN", "x" * 15)
     else:
         config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
         config_dir.mkdir(parents=True, exist_ok=True)
         (config_dir / "config.toml").write_text('mcp_token = "short"\n')
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "mcp", "--http", "--port", "0"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    p = invoke(["mcp", "--http", "--port", "0"])
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "use at least 16" in lines[0], p.stderr

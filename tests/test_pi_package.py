@@ -65,13 +65,8 @@ END_FIELDS = START_FIELDS | {
 PI_USAGE = {"input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"}
 
 
-def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
-    tmp_path: Path,
-) -> None:
-    args = {"task": "say hello", "model": "mock/mock-model"}
-    with delegating(tmp_path, args) as (parent, _):
-        events = parent.run("delegate it")
-
+def check_delegates_with_live_progress_result_and_lifecycle_entries(call: Call) -> None:
+    events = call.events
     # Live progress: the engine's humanized lines, the same words as the run's transcript.
     updates = [e for e in events if e["type"] == "tool_execution_update"]
     texts = [u["partialResult"]["content"][0]["text"] for u in updates]
@@ -111,7 +106,7 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     assert ran["text"] == CHILD_ANSWER and ran["durationMs"] > 0 and ran["error"] is None
 
     # Lifecycle entries in pi's own session file, written by pi's writer.
-    start, done = parent.agent_events()
+    start, done = call.entries
     assert set(start) >= START_FIELDS and start["eventType"] == "subagent:start"
     assert set(done) >= END_FIELDS and done["eventType"] == "subagent:complete"
     assert start["jobId"] == done["jobId"] == details["jobId"]
@@ -126,12 +121,9 @@ def test_parent_pi_delegates_with_live_progress_result_and_lifecycle_entries(
     assert Path(done["runDir"], "result.json").exists()
 
 
-def test_a_childs_warning_about_its_model_reaches_its_row(tmp_path: Path) -> None:
+def check_a_childs_warning_about_its_model_reaches_its_row(call: Call) -> None:
     # pi says an unknown model only on stderr, then runs on with it: the row says so.
-    args = {"task": "say hello", "model": "mock/mock-modle"}
-    with delegating(tmp_path, args) as (parent, _):
-        events = parent.run("delegate it")
-    end = tool_end(events)
+    end = tool_end(call.events)
     assert end["isError"] is False
     (run,) = end["result"]["details"]["runs"]
     assert (
@@ -157,28 +149,22 @@ def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
     assert end["isError"] is False and end["result"]["content"][0]["text"] == "Thought."
 
 
-def test_failing_child_makes_the_call_an_error_with_the_diagnostics(tmp_path: Path) -> None:
-    args = {"task": "say hello", "model": "broken/mock-model"}
-    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
-        events = parent.run("delegate it")
-    end = tool_end(events)
+def check_failing_child_makes_the_call_an_error_with_the_diagnostics(call: Call) -> None:
+    end = tool_end(call.events)
     assert end["isError"] is True
     text = end["result"]["content"][0]["text"]
     assert "## Error" in text and "500 mock server error" in text
     # The call threw, and still its row (and its end) are on the result, to be drawn.
     (run,) = end["result"]["details"]["runs"]
     assert run["status"] == "failed" and "500 mock server error" in run["error"]
-    entries = parent.agent_events()
+    entries = call.entries
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:error"]
     assert entries[1]["status"] == "failed" and "500 mock server error" in entries[1]["summary"]
     assert entries[1]["model"] == "broken/mock-model"
 
 
-def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path) -> None:
-    args = mixed_tasks("say hello", "summarize the changelog")
-    with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
-        events = parent.run("delegate both")
-    end = tool_end(events)
+def check_a_failed_sibling_hides_nothing_and_the_call_is_no_error(call: Call) -> None:
+    end = tool_end(call.events)
     assert end["isError"] is False
     text = end["result"]["content"][0]["text"]
     # Every run's answer or diagnostics, and which task failed.
@@ -191,7 +177,7 @@ def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path)
     assert [r["agent"] for r in details["runs"]] == ["scout", "failer"]
     # Every run's usage counts: in the details and on the result pi sums.
     assert details["usage"]["totalTokens"] == 15 == end["result"]["usage"]["totalTokens"]
-    start, done = parent.agent_events()
+    start, done = call.entries
     assert done["eventType"] == "subagent:error" and done["status"] == "failed"
     assert start["agentName"] == done["agentName"] == "scout, failer"
     assert done["models"] == ["child/mock-model", "broken/mock-model"]
@@ -199,20 +185,20 @@ def test_a_failed_sibling_hides_nothing_and_the_call_is_no_error(tmp_path: Path)
     assert done["summary"].startswith('parallel 1/2 completed; "summarize the changelog" failed')
 
 
-def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> None:
+MEMBERS = ["pi:child/mock-model", "pi:child/mock-model"]
+BACKGROUND_COUNCIL = {"task": "say hello", "council": MEMBERS, "background": True}
+
+
+def check_a_background_council_is_a_council_from_its_start(
+    call: Call, waited: subprocess.CompletedProcess[str]
+) -> None:
     """Before the engine says a job's mode (a background call's answer and start entry),
-    the tool says it from its arguments: a council, not single."""
-    members = ["pi:child/mock-model", "pi:child/mock-model"]
-    args = {"task": "say hello", "council": members, "background": True}
-    with delegating(tmp_path, args, child=Script(use_tool=False)) as (parent, _):
-        end = tool_end(parent.run("ask the council"))
-        assert end["isError"] is False
-        details = end["result"]["details"]
-        assert details["mode"] == "council"
-        waited = subprocess.run(
-            [str(SUBAGENTS), "wait", "--json", "--progress", "jsonl", "--timeout", "60", details["jobId"]],
-            capture_output=True, text=True, timeout=90,
-        )  # fmt: skip
+    the tool says it from its arguments: a council, not single. ``waited``: `subagents
+    wait` on its job, while pi still ran."""
+    end = tool_end(call.events)
+    assert end["isError"] is False
+    details = end["result"]["details"]
+    assert details["mode"] == "council"
     assert waited.returncode == 0, waited.stderr
     # The feed ends with the table, then the answer the tool (and the end's message) shows,
     # which holds it.
@@ -224,11 +210,20 @@ def test_a_background_council_is_a_council_from_its_start(tmp_path: Path) -> Non
     job = json.loads(waited.stdout)
     assert job["mode"] == "council" and job["council"]["answered"] == 2
     # The end entry too, if the job ended while pi still ran (its watcher wrote it).
-    entries = parent.agent_events()
+    entries = call.entries
     assert entries[0]["eventType"] == "subagent:start"
     assert [e["mode"] for e in entries] == ["council"] * len(entries)
     # The members' model as the engine planned them, from the start (not as the call gave them).
     assert entries[0]["model"] == "child/mock-model"
+
+
+def wait_for(call: Call) -> subprocess.CompletedProcess[str]:
+    """`subagents wait` on the call's job, with its progress feed."""
+    job_id = tool_end(call.events)["result"]["details"]["jobId"]
+    return subprocess.run(
+        [str(SUBAGENTS), "wait", "--json", "--progress", "jsonl", "--timeout", "60", job_id],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
 
 
 def council_rows(text: str) -> dict[str, str]:
@@ -236,18 +231,11 @@ def council_rows(text: str) -> dict[str, str]:
     return {line.split()[0]: line for line in text.splitlines() if line[:2] in ("A ", "B ")}
 
 
-def test_a_council_answers_with_the_judges_merged_answer_and_the_table(tmp_path: Path) -> None:
-    verdict = {
-        "best": "B",
-        "agreement": "full",
-        "reasons": ["both greet"],
-        "merged": "Hello, merged.",
-    }
-    members = ["pi:child/mock-model", "pi:child/mock-model"]
-    args = {"task": "say hello", "council": members, "judge": "pi:judge/mock-model"}
-    child, judge = Script(use_tool=False), Script(use_tool=False, final_text=json.dumps(verdict))
-    with delegating(tmp_path, args, child=child, judge=judge) as (parent, _):
-        end = tool_end(parent.run("ask the council"))
+VERDICT = {"best": "B", "agreement": "full", "reasons": ["both greet"], "merged": "Hello, merged."}
+
+
+def check_a_council_answers_with_the_judges_merged_answer_and_the_table(call: Call) -> None:
+    end = tool_end(call.events)
     assert end["isError"] is False
     text = end["result"]["content"][0]["text"]
     assert text.startswith("Hello, merged.\n\n")  # the judge's merged answer leads
@@ -261,13 +249,10 @@ def test_a_council_answers_with_the_judges_merged_answer_and_the_table(tmp_path:
     assert [r["status"] for r in details["runs"]] == ["completed"] * 3  # the judge's run too
 
 
-def test_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdict(
-    tmp_path: Path,
+def check_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdict(
+    call: Call,
 ) -> None:
-    members = ["pi:child/mock-model", "pi:child/mock-model"]
-    args = {"task": "say hello", "council": members, "judge": "pi:broken/mock-model"}
-    with delegating(tmp_path, args, child=Script(use_tool=False), broken=BROKEN) as (parent, _):
-        end = tool_end(parent.run("ask the council"))
+    end = tool_end(call.events)
     # The members answered: not an error; the verdict is said to be missing.
     assert end["isError"] is False
     text = end["result"]["content"][0]["text"]
@@ -278,19 +263,112 @@ def test_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdic
     assert set(rows) == {"A", "B"} and all(CHILD_ANSWER in r for r in rows.values())
     assert "2 answered (quorum 1)" in text and "\nverdict: " not in text
     assert text.endswith("\njudge: no verdict: 500 mock server error")
-    _, done = parent.agent_events()
+    _, done = call.entries
     assert done["eventType"] == "subagent:complete" and done["mode"] == "council"
 
 
-def test_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(tmp_path: Path) -> None:
-    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"}
-    with delegating(tmp_path, args, broken=BROKEN) as (parent, _):
-        end = tool_end(parent.run("delegate both"))
+def check_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows(call: Call) -> None:
+    end = tool_end(call.events)
     assert end["isError"] is True
     assert '2 of 2 tasks did not complete: "one" (failed), "two" (failed).' in str(
         end["result"]["content"][0]["text"]
     )
     assert [r["status"] for r in end["result"]["details"]["runs"]] == ["failed", "failed"]
+
+
+def check_the_tool_offers_every_option_on_the_call_and_on_each_step(call: Call) -> None:
+    """The tool's parameters are the engine's options (options.ts, generated): a step's own,
+    the call's for every step without its own, and the job's, all reach the job's record."""
+    end = tool_end(call.events)
+    assert end["isError"] is False, end["result"]
+    # A chain's rows say where each step stands.
+    first_run, second_run = end["result"]["details"]["runs"]
+    assert [first_run["role"], second_run["role"]] == ["step 1/2", "step 2/2"]
+    # The second step's row names its task with the first's answer in it, not `{previous}`.
+    assert second_run["task"] == f"then {first_run['text'].strip().splitlines()[0]}"
+    plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
+    first, second = plan["requests"]
+    assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)
+    for request in (first, second):
+        assert (request["timeout"], request["on_stall"], request["tool_timeout"]) == (
+            300,
+            "abort",
+            60,
+        )
+    assert plan["budget"] == {"max_turns": 20}
+
+
+EVERY_OPTION_STEP = {
+    "task": "first",
+    "model": "tooler/mock-model",
+    "stallTimeout": 120,
+    "maxTurns": 5,
+}
+EVERY_OPTION = {
+    "chain": [EVERY_OPTION_STEP, {"task": "then {previous}", "model": "tooler/mock-model"}],
+    "timeout": 300,
+    "onStall": "abort",
+    "toolTimeout": 60,
+    "jobMaxTurns": 20,
+}
+
+
+def test_the_tools_calls_in_one_session(tmp_path: Path) -> None:
+    """Calls of the tool, one after another in one pi (RPC) session (a pi start costs
+    ~1 CPU-s): each call's result, rows and lifecycle entries, checked apart; the
+    foreground ones, then a background council. Children
+    on ``mock/`` answer from the parent's own mock; ``child/`` answer plainly, ``tooler/``
+    run a tool first, ``judge/`` give a verdict, ``broken/`` fail every request."""
+    children = {
+        "child": Script(use_tool=False),
+        "tooler": Script(),
+        "judge": Script(use_tool=False, final_text=json.dumps(VERDICT)),
+        "broken": BROKEN,
+    }
+    calls: list[tuple[dict[str, Any], Callable[[Call], None]]] = [
+        (
+            {"task": "say hello", "model": "mock/mock-model"},
+            check_delegates_with_live_progress_result_and_lifecycle_entries,
+        ),
+        (
+            {"task": "say hello", "model": "mock/mock-modle"},
+            check_a_childs_warning_about_its_model_reaches_its_row,
+        ),
+        (
+            {"task": "say hello", "model": "broken/mock-model"},
+            check_failing_child_makes_the_call_an_error_with_the_diagnostics,
+        ),
+        (
+            mixed_tasks("say hello", "summarize the changelog"),
+            check_a_failed_sibling_hides_nothing_and_the_call_is_no_error,
+        ),
+        (
+            {"task": "say hello", "council": MEMBERS, "judge": "pi:judge/mock-model"},
+            check_a_council_answers_with_the_judges_merged_answer_and_the_table,
+        ),
+        (
+            {"task": "say hello", "council": MEMBERS, "judge": "pi:broken/mock-model"},
+            check_a_council_whose_judge_failed_gives_its_members_answers_without_a_verdict,
+        ),
+        (
+            {"tasks": [{"task": "one"}, {"task": "two"}], "model": "broken/mock-model"},
+            check_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows,
+        ),
+        (EVERY_OPTION, check_the_tool_offers_every_option_on_the_call_and_on_each_step),
+    ]
+    with delegating(tmp_path, {}, **children) as (parent, server):
+        session = Session(parent, server)
+        try:
+            made = [session.call(args) for args, _ in calls]
+            # Last: a background call, its job waited for while pi runs.
+            council = session.call(BACKGROUND_COUNCIL)
+            waited = wait_for(council)
+        finally:
+            session.close()
+    session.add_entries([*made, council])
+    for call, (_, check) in zip(made, calls, strict=True):
+        check(call)
+    check_a_background_council_is_a_council_from_its_start(council, waited)
 
 
 REFUSED = [
@@ -427,6 +505,53 @@ class Rpc:
         self.proc.stdin.close()
         self.proc.terminate()
         self.proc.wait(30)
+
+
+@dataclass
+class Call:
+    """One prompt's tool call in a shared session: its events (to its ``agent_end``) and the
+    lifecycle entries of its job."""
+
+    events: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
+
+
+class Session:
+    """A pi (RPC) session whose model makes one ``subagent`` call a prompt (its script
+    calls the tool while the conversation holds fewer results than the calls so far),
+    then answers quoting the result."""
+
+    def __init__(self, parent: Parent, server: MockModelServer) -> None:
+        self.parent, self.server = parent, server
+        self.rpc = Rpc(parent)
+        self.calls = 0
+
+    def call(self, args: dict[str, Any]) -> Call:
+        self.calls += 1
+        self.server.script = Script(
+            tool_name="subagent",
+            tool_args=args,
+            loop=True,
+            loop_limit=self.calls,
+            heed_messages=False,
+        )
+        before = len(self.rpc.seen)
+        self.rpc.send({"id": str(self.calls), "type": "prompt", "message": "delegate it"})
+        self.rpc.wait_for(lambda e: e["type"] == "agent_end")
+        return Call(self.rpc.seen[before:], [])
+
+    def close(self) -> None:
+        self.rpc.close()
+
+    def add_entries(self, calls: list[Call]) -> None:
+        """Once pi is gone: each call's entries, by its job; the session holds those of
+        the calls' jobs in the calls' order, and nothing else."""
+        entries = self.parent.agent_events()
+        for call in calls:
+            job_id = tool_end(call.events)["result"]["details"]["jobId"]
+            assert job_id, call.events
+            call.entries = [e for e in entries if e["jobId"] == job_id]
+        assert entries == [e for call in calls for e in call.entries], entries
 
 
 def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
@@ -580,23 +705,26 @@ def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
     ):
         parent = Parent(tmp_path, server)
         add_provider(parent.agent_dir, "child", child.url)
-        end = tool_end(parent.run("delegate it"))
-        assert end["isError"] is False, end["result"]["content"][0]["text"]
-        run_id = end["result"]["details"]["runIds"][0]
-        runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
-        result = json.loads((runs / run_id / "result.json").read_text())
-        # The child worked in its own worktree and branch; the user's tree is untouched.
-        assert result["worktree"]["branch"] == f"subagents/{run_id}"
-        assert result["worktree"]["filesChanged"] == 1
-        assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
-        assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
+        # One pi (RPC) session makes both calls.
+        session = Session(parent, server)
+        try:
+            end = tool_end(session.call(first).events)
+            assert end["isError"] is False, end["result"]["content"][0]["text"]
+            run_id = end["result"]["details"]["runIds"][0]
+            runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
+            result = json.loads((runs / run_id / "result.json").read_text())
+            # The child worked in its own worktree and branch; the user's tree is untouched.
+            assert result["worktree"]["branch"] == f"subagents/{run_id}"
+            assert result["worktree"]["filesChanged"] == 1
+            assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
+            assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
 
-        server.script = Script(
-            tool_name="subagent", tool_args={"continue": run_id, "task": "and one more thing"}
-        )
-        end = tool_end(parent.run("continue it"))
-        assert end["isError"] is False, end["result"]["content"][0]["text"]
-        again = end["result"]["details"]["runIds"][0]
+            more = {"continue": run_id, "task": "and one more thing"}
+            end = tool_end(session.call(more).events)
+            assert end["isError"] is False, end["result"]["content"][0]["text"]
+            again = end["result"]["details"]["runIds"][0]
+        finally:
+            session.close()
         # The continued child saw its earlier conversation, then the follow-up.
         last = json.dumps(child.requests[-1]["messages"])
         assert "make a file" in last and "and one more thing" in last and "made.txt" in last
@@ -625,37 +753,6 @@ def test_budgets_from_the_tool_wrap_a_looping_child_up(tmp_path: Path) -> None:
     (record,) = json.loads(show(end["result"]["details"]["jobId"]))["runs"]
     assert record["limit"]["kind"] == "turns" and record["limit"]["limit"] == 2
     assert record["limit"]["action"] == "wrap-up"
-
-
-def test_the_tool_offers_every_option_on_the_call_and_on_each_step(tmp_path: Path) -> None:
-    """The tool's parameters are the engine's options (options.ts, generated): a step's own,
-    the call's for every step without its own, and the job's, all reach the job's record."""
-    step = {"task": "first", "model": "child/mock-model", "stallTimeout": 120, "maxTurns": 5}
-    args = {
-        "chain": [step, {"task": "then {previous}", "model": "child/mock-model"}],
-        "timeout": 300,
-        "onStall": "abort",
-        "toolTimeout": 60,
-        "jobMaxTurns": 20,
-    }
-    with delegating(tmp_path, args, answer="done", child=Script()) as (parent, _):
-        end = tool_end(parent.run("delegate it"))
-    assert end["isError"] is False, end["result"]
-    # A chain's rows say where each step stands.
-    first_run, second_run = end["result"]["details"]["runs"]
-    assert [first_run["role"], second_run["role"]] == ["step 1/2", "step 2/2"]
-    # The second step's row names its task with the first's answer in it, not `{previous}`.
-    assert second_run["task"] == f"then {first_run['text'].strip().splitlines()[0]}"
-    plan = json.loads(show(end["result"]["details"]["jobId"]))["plan"]
-    first, second = plan["requests"]
-    assert (first["stall_timeout"], first["max_turns"], second["max_turns"]) == (120, 5, None)
-    for request in (first, second):
-        assert (request["timeout"], request["on_stall"], request["tool_timeout"]) == (
-            300,
-            "abort",
-            60,
-        )
-    assert plan["budget"] == {"max_turns": 20}
 
 
 @dataclass
