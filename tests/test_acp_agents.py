@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
+from support.gate import GATED, held, reached
 from support.liverun import Live
 
 import subagents
@@ -116,11 +117,15 @@ def test_a_model_error_fails_the_run(tmp_path: Path, name: str) -> None:
 
 @pytest.mark.parametrize("name", agents("gemini", "qwen", "claude", "codex"))
 def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name: str) -> None:
-    script = shell(name, loop=True, loop_limit=2, command="sleep 0.5")
-    with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
-        live.wait_for("tool_call")
+    script = shell(name, loop=True, loop_limit=2, command=GATED)  # (going till let go)
+    with (
+        held(tmp_path / "work") as release,
+        acp_run(tmp_path, name, script, task="loop until told otherwise") as live,
+    ):
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
         receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
         assert receipt["receipt"] == "queued"
+        release()
         result = live.result()
     assert result["status"] == "completed", result["errorMessage"]
     assert result["finalText"] == f'You said: "{FOLLOW}"'

@@ -108,3 +108,86 @@ def test_a_job_run_here_is_recorded_running_from_its_first_write(
     entries = sessionlog.read(Path(state["sessionLog"]))
     assert [e["eventType"] for e in entries] == ["subagent:start", "subagent:complete"]
     assert entries[0]["startedAt"] == state["startedAt"]
+
+
+@pytest.mark.process
+def test_a_run_s_record_is_on_disk_before_its_child_starts_synced_beside_the_job_s(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's directory (its meta.json's rename) is fsynced while the job's record of
+    the run's id goes to disk, two waits on the disk at once, and both are done before the
+    run is handed to its supervisor."""
+    import os
+    import threading
+    from typing import Any
+
+    from subagents.jobs import orchestrator
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    real_fsync = os.fsync
+    meta_synced = threading.Event()  # the run's meta.json, whole, fsynced
+    job_synced = threading.Event()  # the job's record after that (its run's id)
+    dirs: list[str] = []
+    waited: list[bool] = []
+
+    def fsync(fd: int) -> None:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        if "/runs/" in where and ".meta.json." in where:
+            meta_synced.set()
+        elif "/jobs/" in where and where.endswith(".tmp") and meta_synced.is_set():
+            job_synced.set()
+        elif os.path.isdir(where) and "/runs/" in where:
+            # One after the other, the job's record would be written after this returned.
+            waited.append(job_synced.wait(30))
+        real_fsync(fd)
+        if os.path.isdir(where):
+            dirs.append(where)
+
+    handed: list[list[str]] = []
+    start_prepared = orchestrator.start_prepared
+
+    def start(spec: Any, run_dir: Any, *args: Any, **kw: Any) -> Any:
+        handed.append([d for d in dirs if d == str(run_dir)])
+        return start_prepared(spec, run_dir, *args, **kw)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(orchestrator, "start_prepared", start)
+    result = subagents.run("t", env=fake.env(pi.answer("ok")))
+    assert result["status"] == "completed"
+    assert waited[:1] == [True]
+    assert len(handed) == 1 and len(handed[0]) == 1  # its directory synced before the handover
+
+
+@pytest.mark.process
+def test_a_job_driven_here_is_on_disk_before_its_start_entry_synced_beside_its_run_s_making(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job made to be driven at once has its directory (job.json's rename) fsynced while
+    its first run is made, and that is done before its start entry is written (so before its
+    child starts: the child waits for the entry)."""
+    import os
+    import threading
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    real_fsync = os.fsync
+    meta_synced = threading.Event()  # the first run's meta.json, whole, fsynced
+    order: list[str] = []
+    waited: list[bool] = []
+
+    def fsync(fd: int) -> None:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+        if "/runs/" in where and ".meta.json." in where:
+            meta_synced.set()
+        elif os.path.isdir(where) and "/jobs/" in where:
+            # One after the other, the job's directory would be synced before the run began.
+            waited.append(meta_synced.wait(30))
+            order.append("job")
+        elif "/sessions/" in where:
+            order.append("entry")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    result = subagents.run("t", env=fake.env(pi.answer("ok")))
+    assert result["status"] == "completed"
+    assert waited[:1] == [True]
+    assert order[:2] == ["job", "entry"]

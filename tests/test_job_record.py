@@ -18,6 +18,7 @@ from support import pistream as pi
 from support.checks import examples
 from support.cli import cli
 from support.fake import Fake
+from support.jobresult import job_result
 
 from subagents.core.files import (
     JSON_PIECE,
@@ -228,3 +229,87 @@ def test_a_record_waits_for_the_disk_as_far_as_its_durability_says(
     assert seen == waits * 2
     assert json.loads(path.read_text()) == {"n": 2}
     assert [p.name for p in tmp_path.iterdir()] == ["job.json"]  # no temp file left
+
+
+def _running_job(home: Path) -> tuple[JobStore, str]:
+    store = JobStore(home)
+    plan: Any = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}]}
+    return store, store.make(plan, agents=["pi"], background=False, driving="log")["jobId"]
+
+
+def test_a_job_s_end_entry_and_its_result_go_to_disk_at_once_the_entry_first_in_sight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end entry is written while the result's file is fsynced (two waits on the disk
+    at once, not one after the other), and the result is put in place only once the entry
+    is written: whoever sees the job over finds its entry."""
+    store, job_id = _running_job(tmp_path)
+    job_file = store.path(job_id)
+    synced = threading.Event()  # the result's temp file fsynced
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            synced.set()
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    seen: list[object] = []
+
+    def log_end() -> None:
+        # Written one after the other, the result's fsync would come after this returned.
+        seen.append(synced.wait(30))
+        seen.append(json.loads(job_file.read_text())["status"])
+
+    store.finish(job_id, job_result(job_id), log_end=log_end)
+    assert seen == [True, "running"]
+    state = json.loads(job_file.read_text())
+    assert state["status"] == "completed" and "endEntry" not in state
+    assert [p.name for p in job_file.parent.iterdir() if p.name.endswith(".tmp")] == []
+    assert [row["status"] for row in store.list()] == ["completed"]
+
+
+def test_an_end_entry_that_cannot_be_written_leaves_the_result_saying_it_is_owed(
+    tmp_path: Path,
+) -> None:
+    store, job_id = _running_job(tmp_path)
+
+    def log_end() -> None:
+        raise OSError("no space left on device")
+
+    finished = store.finish(job_id, job_result(job_id), log_end=log_end)
+    state = json.loads(store.path(job_id).read_text())
+    assert finished["endEntry"] == state["endEntry"] == "pending"
+    assert state["status"] == "completed"
+    assert [p.name for p in store.path(job_id).parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_a_job_finished_before_still_has_its_end_entry_tried_and_keeps_its_result(
+    tmp_path: Path,
+) -> None:
+    store, job_id = _running_job(tmp_path)
+    first = store.finish(job_id, job_result(job_id))
+    tried: list[bool] = []
+    again = store.finish(
+        job_id, {**job_result(job_id), "status": "failed"}, log_end=lambda: tried.append(True)
+    )
+    assert tried == [True] and again["status"] == first["status"] == "completed"
+
+
+def test_a_finished_job_s_row_is_indexed_once_its_file_is_in_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index row is written while the job's directory is fsynced, never before the
+    file it caches is in place (a look at the index reads no file for a finished row)."""
+    store, job_id = _running_job(tmp_path)
+    real = store._index.put
+    on_disk: list[str] = []
+
+    def put(state: Any) -> None:
+        on_disk.append(json.loads(store.path(job_id).read_text())["status"])
+        real(state)
+
+    monkeypatch.setattr(store._index, "put", put)
+    store.finish(job_id, job_result(job_id), log_end=lambda: None)
+    assert on_disk == ["completed"]
+    assert [row["status"] for row in store.list()] == ["completed"]

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.checks import eventually
+from support.gate import GATED, held, reached
 from support.liverun import Live
 
 import subagents
@@ -93,11 +95,15 @@ def sent(live: Live) -> list[dict[str, Any]]:
 def test_a_steer_reaches_the_model_in_its_next_request_and_is_answered(
     tmp_path: Path, backend: str
 ) -> None:
-    with live_run(tmp_path, backend, Script(loop=True, command="sleep 1")) as live:
-        live.wait_for("tool_call")
-        before = len(live.srv.requests)  # the tool runs: no model request is in flight
+    with (
+        held(tmp_path / "work") as release,
+        live_run(tmp_path, backend, Script(loop=True, command=GATED)) as live,
+    ):
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
+        before = len(live.srv.requests)  # the tool waits: no model request is in flight
         receipt = subagents.send(live.handle.run_id, STEER)
         assert receipt["receipt"] in ("queued", "delivered") and receipt["mode"] == "steer"
+        release()
         assert STEER in live.request(before)  # the very next request carries it
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
@@ -113,14 +119,18 @@ def test_a_steer_reaches_the_model_in_its_next_request_and_is_answered(
 def test_pi_073_refuses_messages_naming_its_version(tmp_path: Path) -> None:
     if not PI_073.exists():
         pytest.skip("pi 0.73.1 is not installed (./scripts/setup --test)")
-    script = Script(loop=True, loop_limit=2, command="sleep 1")
-    with live_run(tmp_path, "pi", script, binary=str(PI_073)) as live:
+    script = Script(loop=True, loop_limit=2, command=GATED)
+    with (
+        held(tmp_path / "work") as release,
+        live_run(tmp_path, "pi", script, binary=str(PI_073)) as live,
+    ):
         live.wait_for("run_started")
         meta = json.loads((live.handle.run_dir / "meta.json").read_text())
         assert meta["live"] is False and "--mode" in meta["argv"] and "json" in meta["argv"]
         for mode in ("steer", "follow-up"):
             with pytest.raises(MessageRefused, match=r"pi 0\.73\.1 takes no messages"):
                 subagents.send(live.handle.run_id, STEER, mode)  # type: ignore[arg-type]
+        release()
         assert live.result()["status"] == "completed"
 
 
@@ -131,10 +141,12 @@ def test_pi_073_refuses_messages_naming_its_version(tmp_path: Path) -> None:
 def test_a_follow_up_is_answered_after_the_answer_in_the_same_run(
     tmp_path: Path, backend: str
 ) -> None:
-    with live_run(tmp_path, backend, Script(loop=True, loop_limit=2, command="sleep 0.5")) as live:
-        live.wait_for("tool_call")
+    script = Script(loop=True, loop_limit=2, command=GATED)
+    with held(tmp_path / "work") as release, live_run(tmp_path, backend, script) as live:
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
         receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
         assert receipt["receipt"] == "queued" and "turn ends" in receipt.get("reason", "")
+        release()
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     answers = [e["text"] for e in live.events() if e["type"] == "assistant_text" and e["text"]]
@@ -151,13 +163,15 @@ def test_a_cli_without_input_refuses_a_steer_and_continues_after_a_follow_up(
     """A CLI that takes no input while it runs refuses a steer in one line; a follow-up
     continues its conversation in a new process of the same run (the backend's resume, as
     ``subagents continue`` does: test_continue checks that path with the other CLIs)."""
-    script = Script(loop=True, loop_limit=1, command="sleep 1", final_text="first answer")
-    with live_run(tmp_path, backend, script) as live:
-        live.wait_for("tool_call")
+    script = Script(loop=True, loop_limit=1, command=GATED, final_text="first answer")
+    with held(tmp_path / "work") as release, live_run(tmp_path, backend, script) as live:
+        # (opencode tells of a tool call once it has ended: its start is the gate's)
+        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
         with pytest.raises(MessageRefused, match=f"{backend} takes no messages while it runs"):
             subagents.send(live.handle.run_id, STEER)
         receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
         assert receipt["receipt"] == "queued"
+        release()
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
     assert result["finalText"] == f'You said: "{FOLLOW}"'

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 from support.checks import on_screen
+from support.gate import gate
 from support.pi_parent import BROKEN, Parent, delegating
 from support.pi_parent import needs_pi_parent as needs_pi
-from support.pi_tui import PiTui, gate
+from support.pi_tui import PiTui
 
 from subagents.demo.mockmodel import Script
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 from support.checks import on_screen
+from support.gate import gate
 from support.pi_parent import BROKEN, COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
 from support.pi_parent import needs_pi_parent as needs_pi
-from support.pi_tui import COLS, PiTui, gate
+from support.pi_tui import COLS, PiTui
 
 from subagents.demo.mockmodel import Script
 

@@ -49,6 +49,7 @@ def result(path: Path) -> dict[str, object]:
 
 def test_a_host_template_forks_bound_supervisors(host: HostTemplate, tmp_path: Path) -> None:
     async def go() -> None:
+        assert host.state() is None  # `ray status`: no template
         host.want(True)
         assert host.serving()
         gate = tmp_path / "gate"
@@ -56,6 +57,7 @@ def test_a_host_template_forks_bound_supervisors(host: HostTemplate, tmp_path: P
         forked = [await host.fork(d) for d in dirs]
         template = host.template
         assert template is not None and template.ready.is_set() and not template.broken
+        assert host.state() == "ready"
         keeper = psutil.Process(template.pid)
         (server,) = keeper.children()  # the template, behind its keeper
         assert "--bound" in server.cmdline()
@@ -79,6 +81,7 @@ def test_a_host_template_forks_bound_supervisors(host: HostTemplate, tmp_path: P
         done = result(late)
         assert done["status"] == "aborted" and "SIGTERM" in str(done["errorMessage"])
         assert eventually(lambda: not pid_alive(server.pid))
+        assert eventually(lambda: host.state() is None)  # gone: not said to be there
         # The next run finds it gone: started another way (None here), never twice.
         assert await host.fork(run_dir(tmp_path, "next", gate)) is None
         assert not host.serving()

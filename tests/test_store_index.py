@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.checks import examples
+from support.jobresult import job_result
 
 from subagents.core import indexdb
 from subagents.core.clock import epoch
@@ -31,21 +32,7 @@ PLAN = {"mode": "single", "requests": [{"task": "t", "backend": "pi"}], "session
 def finished(store: JobStore, task: str = "t", **result: Any) -> str:
     """A finished job's id (``result``: what its result holds instead)."""
     job_id = store.create({**PLAN, "requests": [{"task": task}]}, agents=["pi"], background=False)  # type: ignore[typeddict-item]
-    store.finish(
-        job_id,
-        {  # type: ignore[typeddict-item]
-            "jobId": job_id,
-            "mode": "single",
-            "status": "completed",
-            "startedAt": None,
-            "completedAt": None,
-            "durationMs": 1,
-            "usage": None,
-            "runs": [],
-            "finalText": None,
-            **result,
-        },
-    )
+    store.finish(job_id, job_result(job_id, **result))
     return job_id
 
 

@@ -1026,13 +1026,19 @@ class HostRun(TypedDict):
     error: str | None
 
 
+# A host's supervisor template (launchers/ray_forks.py), when it has one.
+TemplateState: TypeAlias = Literal["starting", "ready"]
+
+
 class HostStatus(TypedDict):
-    """``NodeHost.status``: its process, its warm spares, the packs it was sent, its runs."""
+    """``NodeHost.status``: its process, its warm spares or its supervisor template, the packs
+    it was sent, its runs."""
 
     node: str
     pid: int
     protocol: int
     spares: int
+    template: TemplateState | None
     packsReceived: int
     runs: list[HostRun]
 

@@ -1,13 +1,9 @@
-"""pi's TUI in a real terminal (tmux, capture-pane), as the pi package's screen tests see it;
-and a gate that holds a child's command until the test has looked."""
+"""pi's TUI in a real terminal (tmux, capture-pane), as the pi package's screen tests see it."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 from support.checks import on_screen
 from support.pi_parent import EXTENSION, Parent
@@ -71,13 +67,3 @@ class PiTui:
         """The (last) screen line holding every text, "" if none does."""
         found = [ln for ln in self.capture().splitlines() if all(t in ln for t in texts)]
         return found[-1] if found else ""
-
-
-@contextlib.contextmanager
-def gate(work: Path) -> Iterator[Callable[[], None]]:
-    """``work/gate`` locked by the test: a run's command ``flock -s gate CMD`` (children work
-    in ``work``) waits until the yielded function lets the lock go (or the block ends). A live
-    view stays on screen as long as a test looks at it, and ends as soon as it has."""
-    with (work / "gate").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield lock.close  # closing lets the lock go; a second close does nothing

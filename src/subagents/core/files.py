@@ -218,7 +218,8 @@ def _write_temp_or_reserve(path: Path, obj: object, use_reserve: bool, sync: boo
         raise
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """The directory's entries on disk (a rename in it made durable); best-effort."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -248,10 +249,24 @@ def write_json_atomic(
     """Replace ``path`` with ``obj`` as JSON: temp file in the same dir, fsync, rename, the
     directory fsynced, as ``durable`` says (see ``Durability``). ``last``: the directory's
     final record, which may use its reserved space."""
-    tmp = _write_temp_or_reserve(path, obj, last, sync=durable != "none")
+    put_staged(stage_json(path, obj, last=last, durable=durable), path, last=last, durable=durable)
+
+
+def stage_json(
+    path: Path, obj: object, *, last: bool = False, durable: Durability = "this"
+) -> Path:
+    """The first half of :func:`write_json_atomic`: ``obj`` in a temp file beside ``path``
+    (fsynced unless ``durable`` is "none"), for :func:`put_staged` to put in place, or to be
+    removed. Lets a writer do something else while the file goes to disk."""
+    return _write_temp_or_reserve(path, obj, last, sync=durable != "none")
+
+
+def put_staged(tmp: Path, path: Path, *, last: bool = False, durable: Durability = "this") -> None:
+    """The second half of :func:`write_json_atomic`: ``tmp`` (from :func:`stage_json`)
+    renamed to ``path``; the directory fsynced when ``durable`` is "this"."""
     os.replace(tmp, path)
     if durable == "this":
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     if last:
         release_space(path.parent)
 
@@ -273,7 +288,7 @@ def publish_once(path: Path, obj: object) -> bool:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         release_space(path.parent)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return True
 
 

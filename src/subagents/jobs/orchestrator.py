@@ -17,19 +17,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from subagents.core import events as ev
 from subagents.core import paths, procs
 from subagents.core.clock import epoch, iso
+from subagents.core.files import fsync_dir
 from subagents.errors import UsageError
 from subagents.jobs.budget import JobBudget, refused
 from subagents.jobs.outcome import job_result, job_status
 from subagents.jobs.planning import JobPlan
 from subagents.jobs.spec import PREVIOUS
 from subagents.jobs.store import JobStore
-from subagents.jobs.tasks import Tasks
+from subagents.jobs.tasks import Tasks, beside
 from subagents.runs import (
     EXIT_CODES,
     RunHandle,
@@ -234,7 +236,12 @@ class Job:
         placement = self.plan.placement
         try:
             spec, run_dir = prepare(
-                req, self.plan.settings, self.env, self.store.home, placement=placement
+                req,
+                self.plan.settings,
+                self.env,
+                self.store.home,
+                placement=placement,
+                durable="whole",  # its directory fsynced below, beside the job's write
             )
         except UsageError as exc:
             return not_started(req, str(exc), "failed")
@@ -242,8 +249,13 @@ class Job:
             return not_started(req, f"the run could not start: {_why(exc)}", "failed")
         # Recorded before its supervisor starts: a driver killed from here on leaves a run
         # that whoever finds the driver dead finishes (its worktree too), never one that
-        # goes on, or holds a branch, that the job does not know of.
-        self._record_run_id(index, spec.runId)
+        # goes on, or holds a branch, that the job does not know of. Meanwhile the run's
+        # meta.json is made durable (its rename): both are on disk before its child starts.
+        syncing = beside(partial(fsync_dir, run_dir))
+        try:
+            self._record_run_id(index, spec.runId)
+        finally:
+            syncing()
         self._start_logged.wait()
         try:
             return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
@@ -424,12 +436,16 @@ class Job:
 
         if lifecycle is not None:
             self._start_logged.clear()
+        else:
+            self.store.synced(self.job_id)  # the job on disk before any child starts
         self._tasks.submit(work)
         try:
-            # The start entry (an fsync, the hooks) while the first run is prepared; its
-            # end entry is written by this thread too, so after it.
+            # The start entry (an fsync, the hooks) while the first run is prepared, after
+            # the job's record is on disk (made just before, its directory fsynced
+            # meanwhile); its end entry is written by this thread too, so after it.
             if lifecycle is not None:
                 try:
+                    self.store.synced(self.job_id)
                     with contextlib.suppress(Exception):
                         lifecycle.started(state)
                 finally:
@@ -444,16 +460,12 @@ class Job:
             raise failure[0]
         result = self._result(runs, started)
         # The lifecycle entry first, the job result last: whoever sees the job over
-        # (`wait`, `stop`) finds its record already written. An entry that cannot be
+        # (`wait`, `stop`) finds its record already written (the store writes the two side
+        # by side and puts the result in place after the entry). An entry that cannot be
         # written now (a full disk) is marked pending; whoever looks at the job writes it.
-        entry_pending = False
-        if lifecycle is not None:
-            try:
-                lifecycle.ended(result)
-            except Exception:
-                entry_pending = True
+        log_end = None if lifecycle is None else partial(lifecycle.ended, result)
         try:
-            self.store.finish(self.job_id, result, end_entry_pending=entry_pending)
+            self.store.finish(self.job_id, result, log_end=log_end)
         except OSError as exc:
             result["errorMessage"] = f"the job result could not be recorded: {_why(exc)}"
         return result

@@ -12,22 +12,26 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Unpack
 
 from subagents.core import ids, paths, procs
 from subagents.core.files import (
+    fsync_dir,
     locked,
     make_private_dir,
+    put_staged,
     read_json,
     reserve_space,
-    write_json_atomic,
+    stage_json,
 )
 from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
 from subagents.core.upgrade import read_meta, upgrade_job
 from subagents.errors import DamagedRecord, JobIdError
 from subagents.jobs.jobindex import JobIndex
 from subagents.jobs.outcome import final_text, job_result, job_status
+from subagents.jobs.tasks import beside
 from subagents.lifecycle import sessionlog
 
 if TYPE_CHECKING:
@@ -124,6 +128,8 @@ class JobStore:
         self.home = home or paths.state_home()
         self.dir = paths.jobs_dir(self.home)
         self._lock = threading.Lock()
+        # Jobs made here whose directory is being fsynced (make's ``driving``): their waits.
+        self._syncing: dict[str, Callable[[], BaseException | None]] = {}
         # (load looked up at each call: a test counts the reads by patching it)
         self._index = JobIndex(
             self.home, self.dir, lambda job_id, many: self.load(job_id, many=many)
@@ -177,13 +183,24 @@ class JobStore:
                 before(self.dir / job_id)
             # Not in the index: a look reads every job it does not hold as finished from its
             # file (and notices a new job's directory), so a row written now is read over.
-            self._write(job_id, state, index=False)
+            # A job driven here has its directory fsynced beside its first run's making,
+            # waited for before its start entry (see :meth:`synced`).
+            self._write(job_id, state, index=False, durable="whole" if driving else "this")
+            if driving is not None:
+                self._syncing[job_id] = beside(partial(fsync_dir, self.dir / job_id))
         except OSError:
             import shutil  # (only here: its import is ~3 ms of every run)
 
             shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
             raise
         return state
+
+    def synced(self, job_id: str) -> None:
+        """Wait until the job's ``job.json`` is on disk as :meth:`make` made it (at once for
+        a job not made by this store to be driven here)."""
+        wait = self._syncing.pop(job_id, None)
+        if wait is not None:
+            wait()
 
     @staticmethod
     def _new_state(
@@ -245,18 +262,43 @@ class JobStore:
             return updated
 
     def finish(
-        self, job_id: str, result: JobResult, *, end_entry_pending: bool = False
+        self,
+        job_id: str,
+        result: JobResult,
+        *,
+        end_entry_pending: bool = False,
+        log_end: Callable[[], object] | None = None,
     ) -> JobState:
         """Record the job result (``end_entry_pending``: its lifecycle end entry could not
-        be written; whoever looks at the job writes it); the first one recorded wins."""
+        be written; whoever looks at the job writes it); the first one recorded wins.
+        ``log_end``: writes that entry (raising when it cannot: then it is pending), on a
+        thread of its own while the result goes to disk (two fsyncs waited for at once, not
+        one after the other), the result put in place only once it returned: whoever
+        sees the job over finds its entry written."""
         with self._lock:
             state = self.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:
+                if log_end is not None:
+                    with contextlib.suppress(Exception):  # as before a result recorded
+                        log_end()
                 return state
             finished: JobState = {**state, **result}
             if end_entry_pending:
                 finished["endEntry"] = "pending"
-            self._write(job_id, finished, last=True)
+            if log_end is None:
+                self._write(job_id, finished, last=True)
+                return finished
+            path = self.path(job_id)
+            logging = beside(log_end)
+            try:
+                tmp = stage_json(path, on_disk(finished), last=True)
+            finally:
+                failed = logging()
+            if failed is not None:  # (the entry unwritten: the result says it is owed)
+                os.unlink(tmp)
+                finished["endEntry"] = "pending"
+                tmp = stage_json(path, on_disk(finished), last=True)
+            self._write(job_id, finished, last=True, staged=tmp)
             return finished
 
     def _write(
@@ -267,10 +309,28 @@ class JobStore:
         last: bool = False,
         durable: Durability = "this",
         index: bool = True,
+        staged: Path | None = None,
     ) -> None:
-        write_json_atomic(self.path(job_id), on_disk(state), last=last, durable=durable)
-        if not index:
+        """``state`` as the job's ``job.json`` (``staged``: already written to that temp
+        file, by ``core.files.stage_json``), and in the index: its row written while the
+        directory is fsynced (a wait on the disk, not the CPU)."""
+        path = self.path(job_id)
+        if staged is None:
+            staged = stage_json(path, on_disk(state), last=last, durable=durable)
+        put_staged(staged, path, last=last, durable="whole" if durable == "this" else durable)
+        if durable != "this":
+            if index:
+                self._put_row(state)
             return
+        indexing = beside(partial(self._put_row, state)) if index else None
+        try:
+            fsync_dir(path.parent)
+        finally:
+            failed = indexing() if indexing is not None else None
+        if failed is not None:
+            raise failed
+
+    def _put_row(self, state: JobState) -> None:
         # The index is a cache: one that cannot be written (a full disk) is caught up later.
         with contextlib.suppress(sqlite3.Error, OSError):
             self._index.put(state)

@@ -5,6 +5,9 @@ them all at its end, so none outlives it unseen.
 A thread each, not a bounded pool: a stop must never wait behind the runs it stops. They
 are daemon threads still, so that a job interrupted for good (a second Ctrl-C) never holds
 the process open; the join at the end is bounded for the same reason.
+
+``beside``: a short piece of work on a thread of its own, waited for by whoever started it
+(one wait on the disk while another goes on).
 """
 
 from __future__ import annotations
@@ -53,3 +56,24 @@ class Tasks:
             if thread is not current:
                 thread.join(max(0.0, deadline - time.monotonic()))
         return [t for t in self._threads if t.is_alive() and t is not current]
+
+
+def beside(work: Callable[[], object]) -> Callable[[], BaseException | None]:
+    """``work`` started on a thread of its own; what is returned waits for it to end and
+    gives what it raised (None when it returned)."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to whoever waits for it
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, name="subagents-beside", daemon=True)
+    thread.start()
+
+    def wait() -> BaseException | None:
+        thread.join()
+        return raised[0] if raised else None
+
+    return wait

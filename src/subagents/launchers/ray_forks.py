@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from subagents.launchers.template import READY_WAIT, Template
 
 if TYPE_CHECKING:
-    from subagents.types import ProcessIdentity
+    from subagents.types import ProcessIdentity, TemplateState
 
 # How long a run's start waits for a template still getting ready.
 START_WAIT = 5.0
@@ -41,6 +41,14 @@ class HostTemplate:
     def serving(self) -> bool:
         """Whether it serves the runs (or is getting ready to): no spares meanwhile."""
         return self.template is not None
+
+    def state(self) -> TemplateState | None:
+        """What ``ray status`` says of it: None when the host has none (or one that failed,
+        which the next run finds and drops)."""
+        template = self.template
+        if template is None or template.broken or template.popen.poll() is not None:
+            return None
+        return "ready" if template.ready.is_set() else "starting"
 
     def want(self, wanted: bool) -> None:
         """(On the loop's thread, which the keeper's death signal follows: see ray_host.)

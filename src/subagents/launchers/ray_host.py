@@ -445,6 +445,7 @@ class NodeHost:
             "pid": os.getpid(),
             "protocol": PROTOCOL,
             "spares": sum(1 for s in self.spares if s.usable()),
+            "template": self.forks.state(),
             "packsReceived": self.packs,
             "runs": [
                 {

@@ -489,9 +489,11 @@ def describe_status(status: RayClusterStatus) -> str:
             continue
         runs = host.get("runs") or []
         running = sum(1 for r in runs if r.get("running"))
+        template = host.get("template")
         lines.append(
             f"  host on node {host['node']} (pid {host['pid']}): {running} running,"
             f" {len(runs) - running} ended not yet collected, {host.get('spares', 0)} spare"
+            + (f", a supervisor template ({template})" if template else "")
         )
         for run in runs:
             since = datetime.datetime.fromtimestamp(float(run.get("startedAt") or 0))

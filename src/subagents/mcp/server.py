@@ -95,8 +95,9 @@ def version() -> str:
 class SubagentsMCP:
     """One MCP server (one process): its tools, its job resource and its running jobs."""
 
-    def __init__(self, home: Any = None, session: str | None = None) -> None:
-        self.home = home or paths.state_home()
+    def __init__(self, session: str | None = None) -> None:
+        # The environment's state home: what the jobs it prepares and describes read too.
+        self.home = paths.state_home()
         self.store = JobStore(self.home)
         # One lifecycle session per server process / connection, unless the caller names it
         # (the Claude Code plugin: the Claude session's, so its hook finds the jobs' ends).

@@ -24,6 +24,7 @@ from subagents.runs.versions import installed_version
 from subagents.supervisor.spec import RunSpec
 
 if TYPE_CHECKING:
+    from subagents.core.files import Durability
     from subagents.types import ApprovalPolicy, JsonObject, Limits, SchemaMode, WorktreeSpec
 
 
@@ -40,9 +41,12 @@ def prepare(
     home: Path | None = None,
     *,
     placement: Placement | None = None,
+    durable: Durability = "this",
 ) -> tuple[RunSpec, Path]:
     """Validate ``req`` and write its run directory with ``meta.json``. ``placement``:
-    where it will start (else as the settings say)."""
+    where it will start (else as the settings say). ``durable``: how far ``meta.json`` is
+    on disk when this returns (``core.files.Durability``; "whole" for a caller that fsyncs
+    the run directory itself before the run starts, while it does something else)."""
     settings = settings or Settings()
     placement = placement or Placement.of(settings)
     env = os.environ if env is None else env
@@ -56,7 +60,7 @@ def prepare(
         else None
     )
     try:
-        return _write_run_dir(req, settings, placement, checked, run_id, run_dir, version)
+        return _write_run_dir(req, settings, placement, checked, run_id, run_dir, version, durable)
     except OSError:
         # A full disk (or an unwritable home): no half-made run directory is left behind.
         import shutil  # (only here: its import is ~3 ms of every run)
@@ -73,6 +77,7 @@ def _write_run_dir(
     run_id: str,
     run_dir: Path,
     version: str | None,
+    durable: Durability,
 ) -> tuple[RunSpec, Path]:
     backend, binary, cwd, depth = checked.backend, checked.binary, checked.cwd, checked.depth
     live = backend.live_input(version)
@@ -179,7 +184,8 @@ def _write_run_dir(
         taskSuffix=schema.suffix,
         approvals=command.approvals,
     )
-    write_json_atomic(run_dir / "meta.json", {"version": META_VERSION, **spec.to_dict()})
+    record = {"version": META_VERSION, **spec.to_dict()}
+    write_json_atomic(run_dir / "meta.json", record, durable=durable)
     return spec, run_dir
 
 
