@@ -1,6 +1,9 @@
 """The fault matrix: each fault runs through the real CLI with scripted fake children, and
 must end in a true record — the real cause in one line (never a traceback), `ps`/`show`/
-`wait` still working, no temp file left, and exactly one lifecycle end entry per job."""
+`wait` still working, no temp file left, and exactly one lifecycle end entry per job.
+The runs are processes; the looks at them afterwards (`ps`, `show`, `wait`, `rm`, ...) run
+in this process (``invoke``, the same code), except where the fault is injected in every
+process started."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
-from support.cli import CLI, cli, no_traceback
+from support.cli import CLI, cli, invoke, no_traceback
 from support.fake import Fake, fake_env
 from support.sessionlog import end_entries
 
@@ -54,12 +57,16 @@ def test_disk_full_on_a_real_small_filesystem(fake: Fake, small_disk: Path) -> N
     assert "no space left on device" in p.stderr
     assert "The answer." in p.stderr  # kept, shown as the partial output
     job_id = only_job(home)
-    ps, show, wait = cli(["ps"], env), cli(["show", job_id], env), cli(["wait", job_id], env)
+    ps, show, wait = (
+        invoke(["ps"], env),
+        invoke(["show", job_id], env),
+        invoke(["wait", job_id], env),
+    )
     no_traceback(ps, show, wait)
     assert job_id in ps.stdout and "failed" in ps.stdout
     assert "no space left on device" in show.stdout
     assert wait.returncode == 1
-    run = json.loads(cli(["show", "--json", job_id], env).stdout)["runs"][0]
+    run = json.loads(invoke(["show", "--json", job_id], env).stdout)["runs"][0]
     assert run["status"] == "failed" and run["finalText"] == "The answer."
     assert "no space left on device" in run["errorMessage"]
     assert leftovers(home) == []
@@ -73,7 +80,7 @@ def test_disk_full_on_a_real_small_filesystem(fake: Fake, small_disk: Path) -> N
     assert again.returncode == 1 and "no space left on device" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
     assert only_job(home) == job_id and len(list((home / "runs").iterdir())) == 1
-    ps = cli(["ps"], env)
+    ps = invoke(["ps"], env)
     no_traceback(ps)
     assert ps.returncode == 0 and job_id in ps.stdout
     assert leftovers(home) == []
@@ -121,10 +128,10 @@ def test_end_entry_that_cannot_be_written_is_written_once_later(
     no_traceback(p)
     assert p.returncode == 0 and p.stdout == "Yes.\n"
     job_id = only_job(isolated_state)
-    assert json.loads(cli(["show", "--json", job_id]).stdout).get("endEntry") == "pending"
+    assert json.loads(invoke(["show", "--json", job_id]).stdout).get("endEntry") == "pending"
     log.rmdir()
     for _ in range(3):  # whoever looks next writes it; nobody writes it twice
-        no_traceback(cli(["ps"]), cli(["show", job_id]), cli(["wait", job_id]))
+        no_traceback(invoke(["ps"]), invoke(["show", job_id]), invoke(["wait", job_id]))
     assert [e["eventType"] for e in end_entries(isolated_state, job_id)] == ["subagent:complete"]
 
 
@@ -134,7 +141,7 @@ def test_unwritable_index_is_passed_by(fake: Fake, isolated_state: Path) -> None
     no_traceback(p)
     assert p.returncode == 0 and p.stdout == "Indexed or not.\n"
     job_id = only_job(isolated_state)
-    ps, show, wait = cli(["ps"]), cli(["show", job_id]), cli(["wait", job_id])
+    ps, show, wait = invoke(["ps"]), invoke(["show", job_id]), invoke(["wait", job_id])
     no_traceback(ps, show, wait)
     assert job_id in ps.stdout and "completed" in ps.stdout
     assert wait.returncode == 0 and "Indexed or not." in show.stdout
@@ -167,17 +174,17 @@ def _background_job_whose_driver_dies(fake: Fake, home: Path, answer: str) -> st
 
 def test_job_driver_killed_after_starting_its_run(fake: Fake, isolated_state: Path) -> None:
     job_id = _background_job_whose_driver_dies(fake, isolated_state, "Late but true.")
-    wait = cli(["wait", job_id, "--json"])
+    wait = invoke(["wait", job_id, "--json"])
     no_traceback(wait)
     result = json.loads(wait.stdout)
     # The only run completed: so did the job, with its answer; the driver's death is noted.
     assert wait.returncode == 0 and result["status"] == "completed"
     assert result["finalText"] == "Late but true."
-    show = cli(["show", job_id])
+    show = invoke(["show", job_id])
     assert "the job driver died" in show.stdout
-    history = cli(["history", "--json"])
+    history = invoke(["history", "--json"])
     assert any(json.loads(x)["jobId"] == job_id for x in history.stdout.splitlines())
-    no_traceback(cli(["ps"]), cli(["ps"]))
+    no_traceback(invoke(["ps"]), invoke(["ps"]))
     assert [e["eventType"] for e in end_entries(isolated_state, job_id)] == ["subagent:complete"]
 
 
@@ -194,9 +201,11 @@ def test_a_dead_drivers_late_end_entry_still_runs_its_hooks(
         f'[[hooks]]\non = ["complete"]\ncommand = [{json.dumps(sys.executable)}, "-c", {json.dumps(hook)}]\n'
     )
     job_id = _background_job_whose_driver_dies(fake, isolated_state, "Late.")
-    wait = cli(["wait", job_id, "--json"])
+    wait = invoke(["wait", job_id, "--json"])
     assert wait.returncode == 0 and json.loads(wait.stdout)["status"] == "completed"
-    no_traceback(cli(["ps"]), cli(["wait", job_id]))  # later looks write and fire nothing more
+    no_traceback(
+        invoke(["ps"]), invoke(["wait", job_id])
+    )  # later looks write and fire nothing more
     assert eventually(lambda: fired.exists() and fired.read_text().strip() != "", 30)
     time.sleep(1)  # a second firing, if there were one, would have landed by now
     entries = [json.loads(line) for line in fired.read_text().splitlines() if line]
@@ -335,6 +344,12 @@ def _bg_job(fake: Fake, steps: list[dict[str, Any]]) -> str:
     return job_id
 
 
+def _fg_job(fake: Fake, steps: list[dict[str, Any]]) -> str:
+    p = cli(["run", "--json", "x"], fake_env(fake, steps))
+    assert p.returncode == 0, p.stderr
+    return str(json.loads(p.stdout)["jobId"])
+
+
 def _runs_of(home: Path, job_id: str) -> list[str]:
     return [r for r in json.loads((home / "jobs" / job_id / "job.json").read_text())["runIds"] if r]
 
@@ -342,9 +357,7 @@ def _runs_of(home: Path, job_id: str) -> list[str]:
 def test_rm_and_prune_remove_finished_jobs_whole(
     fake: Fake, tmp_path: Path, isolated_state: Path
 ) -> None:
-    done = [_bg_job(fake, pi.answer(f"job {i}")) for i in range(3)]
-    for job_id in done:
-        assert cli(["wait", job_id]).returncode == 0
+    done = [_fg_job(fake, pi.answer(f"job {i}")) for i in range(3)]
     started = fake.dir / "started"
     running = _bg_job(fake, [*pi.start(), {"pidfile": str(started)}, {"sleep": 60}])
     assert eventually(started.exists)  # its driver runs it: the job is running, not pending
@@ -377,35 +390,35 @@ def test_rm_and_prune_remove_finished_jobs_whole(
     (first_run / "result.json").write_text(json.dumps({**result, "worktree": recorded}))
 
     # A running job is refused, and then nothing is removed, not even the finished one.
-    refused = cli(["rm", done[0], running])
+    refused = invoke(["rm", done[0], running])
     assert refused.returncode == 2 and f"job {running} is running" in refused.stderr
     assert (isolated_state / "jobs" / done[0]).is_dir() and first_run.is_dir()
 
-    removed = cli(["rm", done[0][:12]])
+    removed = invoke(["rm", done[0][:12]])
     assert removed.returncode == 0, removed.stderr
     assert "removed 1 job (1 run(s), 1 worktree(s))" in removed.stdout
     assert not (isolated_state / "jobs" / done[0]).exists() and not first_run.exists()
     assert not tree.exists()
-    assert done[0] not in cli(["ps", "--json"]).stdout
-    again = cli(["show", done[0]])
+    assert done[0] not in invoke(["ps", "--json"]).stdout
+    again = invoke(["show", done[0]])
     assert again.returncode == 2 and f"no job or run with id '{done[0]}'" in again.stderr
 
-    assert cli(["prune", "--older-than", "0s", "--keep", "1", "--dry-run"]).stdout.split() == [
+    assert invoke(["prune", "--older-than", "0s", "--keep", "1", "--dry-run"]).stdout.split() == [
         done[1]
     ]
-    pruned = cli(["prune", "--older-than", "0s", "--keep", "1"])
+    pruned = invoke(["prune", "--older-than", "0s", "--keep", "1"])
     assert pruned.returncode == 0 and "removed 1 job" in pruned.stdout
     left = {p.name for p in (isolated_state / "jobs").iterdir()}
     assert left == {done[2], running}
     assert {r.name for r in (isolated_state / "runs").iterdir()} == set(
         _runs_of(isolated_state, done[2]) + _runs_of(isolated_state, running)
     )
-    cli(["stop", running])
+    invoke(["stop", running])
 
 
 def test_unknown_ids_are_worded_one_way(fake: Fake) -> None:
     bogus = "0" * 10 + "-" + uuid.uuid4().hex[:8].replace("u", "0")
     for cmd in (["show", bogus], ["wait", bogus], ["rm", bogus], ["show", "../x"], ["stop", "!!"]):
-        p = cli(cmd)
+        p = invoke(cmd)
         assert p.returncode == 2, (cmd, p.stderr)
         assert p.stderr.startswith("subagents: no job or run with id "), (cmd, p.stderr)

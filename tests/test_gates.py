@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from support.cli import cli, invoke
 from support.maps import jsonl
 
 pytestmark = pytest.mark.process
@@ -121,7 +121,7 @@ def test_bad_gates_are_one_line_and_exit_2(tmp_path: Path, child: dict[str, str]
         ),
         (["--verify", "true", "--verify-attempts", "0"], "--verify-attempts: must be 1 or more"),
     ]:
-        p = cli(["run", "--cwd", str(tmp_path), *args, "hello"], child)
+        p = invoke(["run", "--cwd", str(tmp_path), *args, "hello"], child)
         assert p.returncode == 2, (args, p.stderr)
         assert p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert not Path(child["MAP_LOG"]).exists()

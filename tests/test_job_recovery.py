@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
+from support.cli import invoke
 from support.fake import Fake
 from support.sessionlog import end_entries
 
@@ -187,19 +188,15 @@ def test_a_job_killed_before_its_first_run_has_a_start_and_an_end_entry(
     state = json.loads(path.read_text())
     state["createdAt"] = time.time() - 30
     path.write_text(json.dumps(state))
-    shown = subprocess.run(
-        [*CLI, "show", "--json", job.job_id], capture_output=True, text=True, timeout=60
-    )
+    shown = invoke(["show", "--json", job.job_id])
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["status"] == "failed"
     kinds = [e["eventType"] for e in entries(isolated_state, job.job_id)]
     assert kinds == ["subagent:start", "subagent:error"]
     # Another look writes nothing more.
-    subprocess.run([*CLI, "ps"], capture_output=True, timeout=60, check=True)
+    assert invoke(["ps"]).returncode == 0
     assert len(entries(isolated_state, job.job_id)) == 2
-    history = subprocess.run(
-        [*CLI, "history", "--json"], capture_output=True, text=True, timeout=60
-    )
+    history = invoke(["history", "--json"])
     assert job.job_id in history.stdout
 
 
@@ -232,14 +229,15 @@ def kill_the_command_at(delay: float, home: Path, fake: Fake) -> None:
         assert not (home / "runs").exists()
         return
     # A look from time to time (as ps / show would be) until the job has ended.
-    killed = time.monotonic()
-    state: Any = None
-    while time.monotonic() - killed < 2.0 + ENDS_WITHIN + 20:
-        subprocess.run([*CLI, "show", "--json", job_id], env=env, capture_output=True, timeout=60)
+    looks_env = {k: v for k, v in env.items() if os.environ.get(k) != v}
+
+    def ended() -> bool:
+        invoke(["show", "--json", job_id], looks_env)
         state = read_json(home / "jobs" / job_id / "job.json")
-        if isinstance(state, dict) and state.get("status") in TERMINAL:
-            break
-        time.sleep(0.5)
+        return isinstance(state, dict) and state.get("status") in TERMINAL
+
+    eventually(ended, 2.0 + ENDS_WITHIN + 20, every=0.5)
+    state: Any = read_json(home / "jobs" / job_id / "job.json")
     what = f"killed {delay:.2f} s in"
     assert isinstance(state, dict) and state.get("status") in TERMINAL, f"{what}: {state}"
     assert len(end_entries(home, job_id)) == 1, what

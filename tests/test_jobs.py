@@ -13,7 +13,7 @@ import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
 from support.cli import CLI as CLI_ARGS
-from support.cli import cli
+from support.cli import cli, invoke
 from support.fake import Fake, bin_env
 
 from subagents.testing.fakeagent import SCRIPT_ENV
@@ -102,18 +102,18 @@ def test_background_job_survives_the_caller_and_wait_returns_its_status(fake: Fa
     job_id = _job_id(p)
     assert time.monotonic() - t0 < 1.5 + 5  # returned without waiting for the job... (bounded)
     # The caller has exited; the job goes on.
-    state = json.loads(cli(["show", "--json", job_id[:12]]).stdout)
+    state = json.loads(invoke(["show", "--json", job_id[:12]]).stdout)
     assert state["jobId"] == job_id
-    w = cli(["wait", job_id, "--json"])
+    w = invoke(["wait", job_id, "--json"])
     assert w.returncode == 0, w.stderr
     result = json.loads(w.stdout)
     assert result["status"] == "completed" and result["finalText"] == "Background done."
-    ps = cli(["ps", "--json"])
+    ps = invoke(["ps", "--json"])
     rows = [json.loads(x) for x in ps.stdout.splitlines()]
     assert any(r["jobId"] == job_id and r["status"] == "completed" for r in rows)
-    logs = cli(["logs", job_id])
+    logs = invoke(["logs", job_id])
     assert "Background done." in logs.stdout
-    shown = cli(["show", job_id])
+    shown = invoke(["show", job_id])
     assert "completed" in shown.stdout and "Background done." in shown.stdout
 
 
@@ -121,7 +121,7 @@ def test_wait_exit_code_is_the_job_status(fake: Fake) -> None:
     job_id = _job_id(
         cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env([{"exit": 5}])})
     )
-    w = cli(["wait", job_id])
+    w = invoke(["wait", job_id])
     assert w.returncode == 1
     assert "exited with code 5" in w.stderr
 
@@ -133,10 +133,10 @@ def test_wait_timeout_leaves_the_job_running(fake: Fake) -> None:
             {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 30}])},
         )
     )
-    w = cli(["wait", job_id, "--timeout", "0.5"])
+    w = invoke(["wait", job_id, "--timeout", "0.5"])
     assert w.returncode == 124
     assert "still running" in w.stderr
-    s = cli(["stop", job_id])
+    s = invoke(["stop", job_id])
     assert s.returncode == 0 and "aborted" in s.stdout
 
 
@@ -175,11 +175,11 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
         (Path(os.environ["SUBAGENTS_HOME"]) / "jobs" / job_id / "job.json").read_text()
     )
     driver = state["driver"]["pid"]
-    s = cli(["stop", job_id])
+    s = invoke(["stop", job_id])
     assert s.returncode == 0, s.stderr
     assert f"{job_id}: aborted" in s.stdout
     assert eventually(lambda: not any(pid_alive(p) for p in [*pids, driver]), 10)
-    result = json.loads(cli(["show", "--json", job_id]).stdout)
+    result = json.loads(invoke(["show", "--json", job_id]).stdout)
     assert result["status"] == "aborted"
     assert [r["status"] for r in result["runs"]] == ["aborted", "aborted"]
 
@@ -188,15 +188,14 @@ def test_unknown_and_ambiguous_ids(fake: Fake) -> None:
     for cmd in (["show", "zzzz"], ["wait", "zzzz"], ["stop", "zzzz"], ["logs", "zzzz"]):
         p = cli(cmd)
         assert p.returncode == 2 and "no job or run with id 'zzzz'" in p.stderr, (cmd, p.stderr)
-    a = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
-    b = _job_id(cli(["run", "--bg", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
+    # Two jobs, run in the foreground: whether in the background is not what is looked at.
+    a = _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
+    b = _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
     common = next(a[:i] for i in range(len(a), 0, -1) if b.startswith(a[:i]))
-    p = cli(["show", common])
+    p = invoke(["show", common])
     assert p.returncode == 2 and "ambiguous job id" in p.stderr
-    p = cli(["show", "../etc"])
+    p = invoke(["show", "../etc"])
     assert p.returncode == 2 and "no job or run with id '../etc'" in p.stderr
-    cli(["wait", a])
-    cli(["wait", b])
 
 
 def test_bad_plans_are_rejected_before_anything_starts(
@@ -226,7 +225,7 @@ def test_bad_plans_are_rejected_before_anything_starts(
     for name, (text, needle) in cases.items():
         plan = tmp_path / name
         plan.write_text(text)
-        p = cli(["run", "-f", str(plan)], bin_env(fake))
+        p = invoke(["run", "-f", str(plan)], bin_env(fake))
         assert p.returncode == 2, (name, p.stderr)
         lines = p.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (name, p.stderr)
@@ -234,23 +233,23 @@ def test_bad_plans_are_rejected_before_anything_starts(
     too_many.write_text(
         json.dumps({"mode": "parallel", "tasks": [{"task": str(i)} for i in range(9)]})
     )
-    p = cli(["run", "-f", str(too_many)], bin_env(fake))
+    p = invoke(["run", "-f", str(too_many)], bin_env(fake))
     assert p.returncode == 2 and "exceed the limit of 8" in p.stderr
     assert not (isolated_state / "jobs").exists() and not (isolated_state / "runs").exists()
 
 
 def test_agents_list_show_and_run(fake: Fake, tmp_path: Path) -> None:
-    p = cli(["agents"])
+    p = invoke(["agents"])
     assert p.returncode == 0
     names = [line.split()[0] for line in p.stdout.splitlines()]
     assert {"general", "scout", "planner", "worker", "reviewer"} <= set(names)
-    shown = cli(["agents", "show", "scout"])
+    shown = invoke(["agents", "show", "scout"])
     assert (
         shown.returncode == 0
         and "name: scout" in shown.stdout
         and "source: builtin" in shown.stdout
     )
-    assert cli(["agents", "show", "nobody"]).returncode == 2
+    assert invoke(["agents", "show", "nobody"]).returncode == 2
     # A run with an agent: its system prompt and tools reach pi's command line.
     r = cli(
         ["run", "--json", "--agent", "scout", "look"],
@@ -273,7 +272,7 @@ def test_project_agents_need_opt_in(fake: Fake, tmp_path: Path) -> None:
         "---\nname: local\ndescription: from the repo\n---\nBe local.\n"
     )
     env = {**bin_env(fake), **fake.env(pi.answer("ok"))}
-    refused = cli(["run", "--agent", "local", "--cwd", str(project), "x"], env, cwd=project)
+    refused = invoke(["run", "--agent", "local", "--cwd", str(project), "x"], env, cwd=project)
     assert refused.returncode == 2 and "--agent-scope both" in refused.stderr
     allowed = cli(
         ["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project
@@ -290,7 +289,7 @@ def test_config_default_agent_and_env_override(fake: Fake, tmp_path: Path) -> No
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["agent"] == "reviewer"
     (config_dir / "config.toml").write_text("concurrency = 'many'\n")
-    bad = cli(["run", "x"], bin_env(fake))
+    bad = invoke(["run", "x"], bin_env(fake))
     assert bad.returncode == 2 and "concurrency" in bad.stderr and "config.toml" in bad.stderr
 
 
@@ -310,8 +309,8 @@ def test_stop_after_the_driver_died_still_stops_the_runs(fake: Fake, tmp_path: P
     os.kill(driver, sig.SIGKILL)  # the driver is gone; its run goes on
     # Someone looking meanwhile does not declare the job over while its run lives.
     time.sleep(0.5)
-    assert json.loads(cli(["show", "--json", job_id]).stdout)["status"] == "running"
-    s = cli(["stop", job_id])
+    assert json.loads(invoke(["show", "--json", job_id]).stdout)["status"] == "running"
+    s = invoke(["stop", job_id])
     assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
     child = int(pidfile.read_text())
     assert eventually(lambda: not pid_alive(child), 10)
@@ -338,7 +337,7 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
     assert eventually(pidfile.exists)
     jobs = Path(os.environ["SUBAGENTS_HOME"]) / "jobs"
     (job_id,) = [p.name for p in jobs.iterdir()]
-    s = cli(["stop", job_id])
+    s = invoke(["stop", job_id])
     assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
     out, err = fg.communicate(timeout=30)
     assert fg.returncode == 130, err
@@ -350,19 +349,15 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
 
 
 def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) -> None:
-    ids = [
-        _job_id(
-            cli(["run", "--json", "--bg", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))})
-        )
+    ids = [  # in the foreground: the index is what is looked at, not the background
+        _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))}))
         for i in range(3)
     ]
-    for job_id in ids:
-        assert cli(["wait", job_id]).returncode == 0
 
     def listed() -> dict[str, str]:
         return {
             r["jobId"]: r["status"]
-            for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())
+            for r in map(json.loads, invoke(["ps", "--json"]).stdout.splitlines())
         }
 
     assert listed() == dict.fromkeys(ids, "completed")
@@ -398,18 +393,14 @@ def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake, tmp_path: P
         env=os.environ.copy(),
     )
     try:
-        activity = None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            rows = {
-                r["jobId"]: r for r in map(json.loads, cli(["ps", "--json"]).stdout.splitlines())
-            }
-            activity = rows[job_id].get("activity")
-            if activity and "make test" in activity:
-                break
-            time.sleep(0.1)
-        assert activity == "$ make test"
-        table = cli(["ps"]).stdout
+
+        def activity() -> str | None:
+            rows = map(json.loads, invoke(["ps", "--json"]).stdout.splitlines())
+            return next(r.get("activity") for r in rows if r["jobId"] == job_id)
+
+        assert eventually(lambda: "make test" in (activity() or ""), 20)
+        assert activity() == "$ make test"
+        table = invoke(["ps"]).stdout
         assert job_id in table and "running" in table
     finally:
         gate.touch()  # let the tool end, whatever happened above
@@ -421,7 +412,7 @@ def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake, tmp_path: P
 def test_a_run_id_finds_its_job(fake: Fake) -> None:
     r = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("by run id"))})
     result = json.loads(r.stdout)
-    shown = cli(["show", "--json", result["runId"]])
+    shown = invoke(["show", "--json", result["runId"]])
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout)["jobId"] == result["jobId"]
 
@@ -432,7 +423,7 @@ def test_ps_and_history_stay_readable_at_80_columns(fake: Fake) -> None:
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
     for args in (["ps"], ["history", "--session", "narrow"]):
-        out = cli(args, {"COLUMNS": "80"})
+        out = invoke(args, {"COLUMNS": "80"})
         assert out.returncode == 0, out.stderr
         lines = out.stdout.splitlines()
         assert lines and all(len(line) <= 80 for line in lines), out.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import CLI, cli
+from support.cli import CLI, cli, invoke
 from support.fake import Fake, bin_env
 
 from subagents.lifecycle import sessionlog
@@ -92,16 +92,16 @@ def test_failed_and_aborted_jobs_are_recorded(fake: Fake, isolated_state: Path) 
             {**bin_env(fake), **fake.env([*pi.start(), {"sleep": 60}])},
         ).stdout
     )["jobId"]
-    assert cli(["stop", job_id]).returncode == 0
+    assert invoke(["stop", job_id]).returncode == 0
     entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
     ends = [e for e in entries if e["eventType"] != "subagent:start"]
     assert [e["eventType"] for e in ends] == ["subagent:error", "subagent:aborted"]
     assert "exited with code 7" in ends[0]["summary"]
-    h = cli(["history", "--json", "--status", "aborted"])
+    h = invoke(["history", "--json", "--status", "aborted"])
     rows = [json.loads(x) for x in h.stdout.splitlines()]
     assert [r["jobId"] for r in rows] == [job_id]
-    assert cli(["history", "--since", "1h"]).returncode == 0
-    bad = cli(["history", "--since", "yesterday-ish"])
+    assert invoke(["history", "--since", "1h"]).returncode == 0
+    bad = invoke(["history", "--since", "yesterday-ish"])
     assert bad.returncode == 2 and "yesterday-ish" in bad.stderr
 
 
@@ -158,7 +158,7 @@ def test_watch_shows_an_entry_within_a_second(fake: Fake, isolated_state: Path) 
 
 
 def test_bad_session_name_is_rejected(fake: Fake) -> None:
-    p = cli(["run", "--session", "../escape", "x"], bin_env(fake))
+    p = invoke(["run", "--session", "../escape", "x"], bin_env(fake))
     assert p.returncode == 2 and "session" in p.stderr
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from support.cli import cli, invoke
 from support.maps import jsonl
 
 pytestmark = pytest.mark.process
@@ -77,7 +77,7 @@ def test_csv_map_with_a_schema_writes_every_row_to_the_results_file(
     ]
     assert all(r["team"] and r["runId"] and r["cost"] == "0.01" for r in rows)
     # show --rows says the same, in input order.
-    shown = cli(["show", "--rows", result["jobId"]], child)
+    shown = invoke(["show", "--rows", result["jobId"]], child)
     lines = [json.loads(line) for line in shown.stdout.splitlines()]
     assert [r["key"] for r in lines] == ["alpha", "beta", "gamma"]
     assert lines[1]["word"] == "beta" and lines[1]["length"] == 4
@@ -85,7 +85,7 @@ def test_csv_map_with_a_schema_writes_every_row_to_the_results_file(
 
 def test_where_limit_and_dry_run(tmp_path: Path, child: dict[str, str]) -> None:
     data = csv_input(tmp_path / "words.csv", WORDS)
-    dry = cli(["map", str(data), "--task", "say {name}", "--dry-run"], child)
+    dry = invoke(["map", str(data), "--task", "say {name}", "--dry-run"], child)
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout.splitlines() == [
         "row 1 (key 1): say alpha",
@@ -203,17 +203,10 @@ def test_bad_input_is_one_line_exit_2_and_nothing_started(
     (tmp_path / "ok.csv").write_text("a,b\n1,2\n")
     (tmp_path / "dup.csv").write_text("a,b\n1,2\n1,3\n")
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n[1]\n')
-    import subprocess
-
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "map", *args],
-        input=stdin or "",
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, **child},
-        timeout=60,
-    )
+    if stdin is None:  # refused before anything starts: in this process
+        p = invoke(["map", *args], child, cwd=tmp_path)
+    else:
+        p = cli(["map", *args], child, input=stdin, stdin=None, cwd=tmp_path, timeout=60)
     if message is None:  # stdin of lines: "[1, 2]" is a line, and runs
         assert p.returncode == 0, p.stderr
         return
@@ -227,10 +220,10 @@ def test_resume_refuses_a_job_that_is_not_a_map(child: dict[str, str]) -> None:
     p = cli(["run", "--json", "hello there"], child)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
-    p = cli(["map", "--resume", job_id], child)
+    p = invoke(["map", "--resume", job_id], child)
     assert p.returncode == 2
     assert p.stderr.strip() == f"subagents: job {job_id} is not a map (it is a single job)"
-    shown = cli(["show", "--rows", job_id], child)
+    shown = invoke(["show", "--rows", job_id], child)
     assert shown.returncode == 2 and "is not a map" in shown.stderr
 
 
@@ -248,11 +241,11 @@ def test_background_map_stop_then_resume_finishes_the_rest(
     from support.checks import eventually
 
     assert eventually(lambda: out.exists() and len(out.read_text().splitlines()) >= 2)
-    ps = cli(["ps"], env)
-    assert job_id in ps.stdout and "map" in cli(["show", job_id], env).stdout
-    stopped = cli(["stop", job_id], env)
+    ps = invoke(["ps"], env)
+    assert job_id in ps.stdout and "map" in invoke(["show", job_id], env).stdout
+    stopped = invoke(["stop", job_id], env)
     assert stopped.returncode == 0, stopped.stderr
-    state = json.loads(cli(["show", "--json", job_id], env).stdout)
+    state = json.loads(invoke(["show", "--json", job_id], env).stdout)
     assert state["status"] == "aborted"
     done_before = {r["line"] for r in jsonl(out) if r["status"] == "completed"}
     assert done_before == {"w0", "w1"}
@@ -353,10 +346,10 @@ def test_wait_and_show_follow_a_background_map(tmp_path: Path, child: dict[str, 
     job_id = p.stdout.strip()
     from support.checks import eventually
 
-    assert eventually(lambda: "now: rows 0/4 · 2 running" in cli(["show", job_id], env).stdout)
+    assert eventually(lambda: "now: rows 0/4 · 2 running" in invoke(["show", job_id], env).stdout)
 
     def top_shows_rows_in_flight() -> bool:
-        snapshot = json.loads(cli(["top", "--json"], env).stdout)
+        snapshot = json.loads(invoke(["top", "--json"], env).stdout)
         jobs = snapshot["jobs"] if isinstance(snapshot, dict) else snapshot
         job = next(j for j in jobs if j["jobId"] == job_id)
         return job["status"] == "running" and any(r["runId"] for r in job["runs"])

@@ -1,5 +1,6 @@
 """``subagents notices`` (the Claude Code hook's logic: each background job's end told once)
-and ``subagents cost`` (totals from the session logs), through the real command line."""
+and ``subagents cost`` (totals from the session logs), through the command line: as
+processes where that is the point (racing hooks, the monitor, runs), else in this process."""
 
 from __future__ import annotations
 
@@ -45,10 +46,10 @@ def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     fg = store.create(plan, agents=["scout"], background=False)
     log = sessionlog.session_path(isolated_state, f"claude-{CLAUDE_ID}")
 
-    assert hook(isolated_state).stdout == ""  # nothing ended yet: no output at all
+    assert hook(isolated_state, here=True).stdout == ""  # nothing ended yet: no output at all
     ended(store, log, fg, "foreground answer")
     ended(store, log, bg, "Found 3 retries.\nDetails follow")
-    first = hook(isolated_state)
+    first = hook(isolated_state, here=True)
     assert first.returncode == 0, first.stderr
     out = json.loads(first.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "UserPromptSubmit"
@@ -58,11 +59,13 @@ def test_the_hook_tells_each_background_end_once_and_skips_foreground_jobs(
     # ...with the whole answer (one line: a JSON string), so the model need not fetch it.
     assert 'answer: "Found 3 retries.\\nDetails follow"' in context, context
     assert fg not in context and "foreground answer" not in context
-    assert hook(isolated_state).stdout == ""  # told once
+    assert hook(isolated_state, here=True).stdout == ""  # told once
 
     later = store.create(plan, agents=["scout"], background=True)
     ended(store, log, later, "second", cost=None)
-    context = json.loads(hook(isolated_state).stdout)["hookSpecificOutput"]["additionalContext"]
+    context = json.loads(hook(isolated_state, here=True).stdout)["hookSpecificOutput"][
+        "additionalContext"
+    ]
     assert f'✓ job {later} · scout · 3.4s · 30 tokens · "second"' in context
     assert bg not in context
 
@@ -73,7 +76,9 @@ def test_an_end_whose_job_is_gone_is_told_from_its_entry(isolated_state: Path) -
     sessionlog.append(
         log, end_entry("01m84t0m9p-8m6spb63", "the answer", cost=0.000039999999999999996)
     )
-    context = json.loads(hook(isolated_state).stdout)["hookSpecificOutput"]["additionalContext"]
+    context = json.loads(hook(isolated_state, here=True).stdout)["hookSpecificOutput"][
+        "additionalContext"
+    ]
     assert (
         '✓ job 01m84t0m9p-8m6spb63 · scout · 3.4s · 30 tokens · $0.00004 · "the answer"' in context
     )
@@ -107,7 +112,7 @@ def test_a_job_stopped_in_the_session_is_not_news(isolated_state: Path) -> None:
     notices.mark_told(isolated_state, session, stopped, notices.CLAUDE_READER)
     log = sessionlog.session_path(isolated_state, session)
     ended(store, log, stopped, "cut short")
-    assert hook(isolated_state).stdout == ""
+    assert hook(isolated_state, here=True).stdout == ""
 
 
 @pytest.mark.process
@@ -125,7 +130,7 @@ def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_stat
         {**plan, "session": "claude-someone-else"}, agents=["pi"], background=False
     )
 
-    said = json.loads(hook(isolated_state, "/subagents:jobs").stdout)
+    said = json.loads(hook(isolated_state, "/subagents:jobs", here=True).stdout)
     # Shown to the user as the reason the prompt is blocked: it goes no further.
     assert said["decision"] == "block" and said["hookSpecificOutput"]["suppressOriginalPrompt"]
     listed = said["reason"]
@@ -135,29 +140,37 @@ def test_the_jobs_command_is_done_by_the_hook_without_a_model_turn(isolated_stat
     assert "$0.00004" in row and " 30 " in row, row
     assert other not in listed
 
-    shown = json.loads(hook(isolated_state, f"/subagents:jobs show {job[:12]}").stdout)
+    shown = json.loads(hook(isolated_state, f"/subagents:jobs show {job[:12]}", here=True).stdout)
     assert shown["reason"].startswith(f"job {job} · single · completed"), shown
     assert "$0.00004" in shown["reason"] and "Looked." in shown["reason"]
-    cost = json.loads(hook(isolated_state, "/subagents:jobs cost").stdout)["reason"]
+    cost = json.loads(hook(isolated_state, "/subagents:jobs cost", here=True).stdout)["reason"]
     assert cost.startswith("Subagents cost of this session: "), cost
-    stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}").stdout)["reason"]
+    stop = json.loads(hook(isolated_state, f"/subagents:jobs stop {job}", here=True).stdout)[
+        "reason"
+    ]
     assert stop.startswith(f"Job {job} had already ended: ✓ job {job} · scout · "), stop
-    wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate").stdout)["reason"]
+    wrong = json.loads(hook(isolated_state, "/subagents:jobs frobnicate", here=True).stdout)[
+        "reason"
+    ]
     assert wrong.startswith("usage: /subagents:jobs [show JOB | stop JOB | cost | inbox")
     for prompt in ("/subagents:jobsx", "list my /subagents:jobs"):  # not the command
-        assert hook(isolated_state, prompt).stdout == "", prompt
+        assert hook(isolated_state, prompt, here=True).stdout == "", prompt
 
 
 @pytest.mark.process
 def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "SessionStart"})
-    fine = sub("claude-code", "session-start", stdin=payload)
+    fine = sub("claude-code", "session-start", stdin=payload, here=True)
     assert fine.returncode == 0 and fine.stdout == "", fine  # all is well: nothing said
     config = tmp_path / "config"
     config.mkdir(exist_ok=True)
     (config / "config.toml").write_text('timeout = "never\n')
     bad = sub(
-        "claude-code", "session-start", stdin=payload, env={"SUBAGENTS_CONFIG_DIR": str(config)}
+        "claude-code",
+        "session-start",
+        stdin=payload,
+        env={"SUBAGENTS_CONFIG_DIR": str(config)},
+        here=True,
     )
     assert bad.returncode == 0, bad.stderr
     out = json.loads(bad.stdout)
@@ -178,12 +191,14 @@ def test_the_stop_hook_shows_each_foreground_call_s_outcome_once(isolated_state:
     ended(store, log, bg, "background")  # its notice says it: not this hook
     payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "Stop"})
 
-    said = json.loads(sub("claude-code", "stop-hook", stdin=payload).stdout)
+    said = json.loads(sub("claude-code", "stop-hook", stdin=payload, here=True).stdout)
     assert said == {
         "systemMessage": f"subagents: ✓ completed · scout · 3.4s · 30 tokens · $0.013 · job {fg}"
     }
-    assert sub("claude-code", "stop-hook", stdin=payload).stdout == ""  # shown once
-    assert json.loads(hook(isolated_state).stdout)  # the notices' own record is untouched
+    assert sub("claude-code", "stop-hook", stdin=payload, here=True).stdout == ""  # shown once
+    assert json.loads(
+        hook(isolated_state, here=True).stdout
+    )  # the notices' own record is untouched
 
 
 @pytest.mark.process
@@ -209,7 +224,9 @@ def test_the_monitor_prints_each_background_end_once_until_claude_is_gone(
         line = monitor.stdout.readline()  # the foreground job is skipped
         end = f'✓ job {bg} · scout · 3.4s · 30 tokens · $0.013 · "Found it."'
         assert line == f'{end} · answer: "Found it."\n', line
-        assert hook(isolated_state).stdout == ""  # told by the monitor: not again by the hook
+        assert (
+            hook(isolated_state, here=True).stdout == ""
+        )  # told by the monitor: not again by the hook
     finally:
         claude.kill()
         claude.wait()
@@ -242,7 +259,7 @@ def test_a_monitor_turned_off_says_what_is_lost(isolated_state: Path) -> None:
 @pytest.mark.process
 def test_a_bad_hook_input_never_blocks_the_prompt() -> None:
     for stdin in ("not json", "{}", json.dumps({"session_id": "../etc"})):
-        proc = sub("notices", "--claude-hook", stdin=stdin)
+        proc = sub("notices", "--claude-hook", stdin=stdin, here=True)
         assert proc.returncode == 1, (stdin, proc)  # 2 would make Claude Code block the prompt
         assert proc.stdout == "" and proc.stderr.startswith("subagents claude-code: ")
 
@@ -262,7 +279,7 @@ def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
     assert all(u["cost"] > 0 and u["totalTokens"] > 0 for u in usage)
 
     def report(*args: str) -> dict[str, Any]:
-        proc = sub("cost", "--json", *args)
+        proc = sub("cost", "--json", *args, here=True)
         assert proc.returncode == 0, proc.stderr
         out: dict[str, Any] = json.loads(proc.stdout)
         return out
@@ -285,10 +302,10 @@ def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
     assert report("--since", "2000-01-01")["total"]["jobs"] == 3
     assert report("--since", "2999-01-01")["total"]["jobs"] == 0
 
-    table = sub("cost", "--by", "model").stdout
+    table = sub("cost", "--by", "model", here=True).stdout
     assert "MODEL" in table and "total" in table and money(every["cost"]) in table
 
-    bad = sub("cost", "--since", "yesterday-ish")
+    bad = sub("cost", "--since", "yesterday-ish", here=True)
     assert bad.returncode == 2 and bad.stderr.startswith("subagents: invalid time")
 
 

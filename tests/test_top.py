@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import cli
+from support.cli import cli, invoke
 from support.fake import Fake, fake_env
 
 from subagents.demo import mockmodel as mm
@@ -111,18 +111,14 @@ def test_top_shows_follows_and_stops_a_running_job(
     assert run["status"] == "aborted"
 
 
-def test_top_off_a_terminal_prints_ps(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [SUBAGENTS, "top"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-    )
+def test_top_off_a_terminal_prints_ps(fake: Fake) -> None:
+    # (click's runner: stdout is no terminal; a job of the fake pi, since pi is not the point)
+    proc = invoke(["top"])
     assert proc.returncode == 0
     assert "no jobs yet" in proc.stderr  # what ps says for an empty home
-    with MockModelServer(Script(use_tool=False, final_text="all done")) as srv:
-        job_id, env = start_sleeping_job(tmp_path, srv.url)
-        subprocess.run([SUBAGENTS, "wait", job_id], env=env, timeout=120, check=True)
-    out = subprocess.run(
-        [SUBAGENTS, "top"], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60
-    ).stdout
+    done = cli(["run", "--json", "x"], fake_env(fake, pi.answer("all done")))
+    job_id = json.loads(done.stdout)["jobId"]
+    out = invoke(["top"]).stdout
     assert "JOB" in out and job_id in out and "completed" in out
 
 
@@ -154,9 +150,8 @@ def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str
         assert eventually(lambda: top.shows(job_id[:10], "stalled for ") and row_stalled(), 60), (
             top.screen
         )
-        ps = subprocess.run([SUBAGENTS, "ps"], capture_output=True, text=True, timeout=60)
-        assert "stalled for " in ps.stdout
-        subprocess.run([SUBAGENTS, "stop", job_id], capture_output=True, timeout=60, check=True)
+        assert "stalled for " in invoke(["ps"]).stdout
+        assert invoke(["stop", job_id]).returncode == 0
         assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
         tmux("send-keys", "-t", "top", "q")
 
@@ -167,7 +162,7 @@ def test_top_json_is_one_snapshot_of_the_view_per_job(fake: Fake, tmp_path: Path
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
     cli(["run", "--json", "--session", "other", "elsewhere"], env)
-    shown = cli(["top", "--json", "-s", "s1"])
+    shown = invoke(["top", "--json", "-s", "s1"])
     assert shown.returncode == 0, shown.stderr
     (row,) = json.loads(shown.stdout)["jobs"]  # this session's job only
     assert row["jobId"] == job["jobId"] and row["status"] == "completed"

@@ -3,9 +3,11 @@
 when run in-process: the same output, exit codes, environment, working directory and stop
 semantics; and a server that is stale, idle or unwanted is never used or left behind.
 
-Each test has a runtime dir and servers of its own (support/warm.py), stopped at its end;
-the rest of the suite runs with ``SUBAGENTS_WARM=0`` (conftest.py), so no other test's
-command ever meets a server."""
+A test that stops, kills, replaces or idles a server has a runtime dir and servers of its
+own (support/warm.py), stopped at its end; one that only needs a server serving (counting
+what it served from where it starts) shares the module's, started once. The rest of the
+suite runs with ``SUBAGENTS_WARM=0`` (conftest.py), so no other test's command ever meets
+a server."""
 
 from __future__ import annotations
 
@@ -56,6 +58,20 @@ def servers(monkeypatch: pytest.MonkeyPatch) -> Iterator[Servers]:
         yield found
 
 
+@pytest.fixture(scope="module")
+def module_servers() -> Iterator[Servers]:
+    with warm_servers() as found:
+        yield found
+
+
+@pytest.fixture
+def shared(module_servers: Servers, monkeypatch: pytest.MonkeyPatch) -> Servers:
+    """The module's servers: for a test that leaves its server as it found it (serving)."""
+    monkeypatch.setenv("SUBAGENTS_WARM", "1")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(module_servers.runtime))
+    return module_servers
+
+
 def run(
     args: list[str], env: dict[str, str], cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -71,8 +87,8 @@ def run(
 
 
 def warmed(servers: Servers, env: dict[str, str]) -> int:
-    """A first command run (in-process: it starts the server as it exits), and the server
-    then serving; the number of commands it has served."""
+    """A first command run (in-process, starting the server as it exits, unless one serves
+    already), and the server then serving; the number of commands it has served."""
     first = run(["run", "-q", "hi"], env)
     assert first.returncode == 0, first.stderr
     return servers.one()[2]
@@ -104,17 +120,17 @@ CASES = {
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_same_output_and_exit_code_as_in_process(
-    servers: Servers, tmp_path: Path, case: str
+    shared: Servers, tmp_path: Path, case: str
 ) -> None:
     args, child = CASES[case]
     env = shell_pi(tmp_path / "pi")
-    before = warmed(servers, env)
+    before = warmed(shared, env)
     if child == "fail":
         env = script(tmp_path / "failing", "echo 'no such model' >&2\nexit 3\n")
     warm = run(args, env)
-    assert served(servers) == before + 1  # this one was the server's
+    assert served(shared) == before + 1  # this one was the server's
     cold = run(args, {**env, "SUBAGENTS_WARM": "0"})
-    assert served(servers) == before + 1  # that one was not
+    assert served(shared) == before + 1  # that one was not
     assert (warm.returncode, ids_out(warm.stdout), ids_out(warm.stderr)) == (
         cold.returncode,
         ids_out(cold.stdout),
@@ -138,10 +154,10 @@ def test_the_same_output_and_exit_code_as_in_process(
 
 
 def test_the_run_sees_the_callers_environment_cwd_and_umask(
-    servers: Servers, tmp_path: Path
+    shared: Servers, tmp_path: Path
 ) -> None:
     env = shell_pi(tmp_path / "pi")
-    before = warmed(servers, env)
+    before = warmed(shared, env)
     says = script(tmp_path / "says", SAYS)
     here = tmp_path / "somewhere"
     here.mkdir()
@@ -152,17 +168,17 @@ def test_the_run_sees_the_callers_environment_cwd_and_umask(
         os.umask(old)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["from-the-caller", str(here), "0027"]
-    assert served(servers) == before + 1
+    assert served(shared) == before + 1
 
 
 def test_signals_ignored_by_the_caller_stay_ignored_for_the_run(
-    servers: Servers, tmp_path: Path
+    shared: Servers, tmp_path: Path
 ) -> None:
     """A command started with SIGINT and SIGUSR1 ignored (``trap "" ...``, as a shell does for
     a background job) gives its run the same dispositions warm as in-process: the child's
     ignored signals are the same."""
     env = shell_pi(tmp_path / "pi")
-    before = warmed(servers, env)
+    before = warmed(shared, env)
     says = script(tmp_path / "says", IGNORED)
     line = " ".join([*CLI, "run", "-q", "hi"])
     argv = ["sh", "-c", f'trap "" INT USR1; exec {line}']
@@ -180,7 +196,7 @@ def test_signals_ignored_by_the_caller_stay_ignored_for_the_run(
         return done.stdout.strip()
 
     warm, cold = ignored({}), ignored({"SUBAGENTS_WARM": "0"})
-    assert served(servers) == before + 1
+    assert served(shared) == before + 1
     mask = int(warm, 16)
     assert mask & (1 << (signal.SIGUSR1 - 1)), warm  # the caller's, kept
     assert warm == cold
@@ -197,15 +213,15 @@ echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"te
 """
 
 
-def test_the_child_is_started_as_in_process(servers: Servers, tmp_path: Path) -> None:
+def test_the_child_is_started_as_in_process(shared: Servers, tmp_path: Path) -> None:
     """Everything a run's child inherits (signal dispositions and mask, limits, ids, cgroup,
     nice, umask, cwd, open descriptors, environment) is the same warm as in-process."""
     env = shell_pi(tmp_path / "pi")
-    before = warmed(servers, env)
+    before = warmed(shared, env)
     probe = script(tmp_path / "probe", PROBE)
     warm, cold = tmp_path / "warm.txt", tmp_path / "cold.txt"
     done = run(["run", "-q", "hi"], {**probe, "PROBE_OUT": str(warm)})
-    assert (done.returncode, served(servers)) == (0, before + 1), done.stderr
+    assert (done.returncode, served(shared)) == (0, before + 1), done.stderr
     done = run(["run", "-q", "hi"], {**probe, "PROBE_OUT": str(cold), "SUBAGENTS_WARM": "0"})
     assert done.returncode == 0, done.stderr
     assert "SigIgn" in warm.read_text()

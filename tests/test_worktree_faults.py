@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
-from support.cli import CLI, cli, no_traceback
+from support.cli import CLI, cli, invoke, no_traceback
 from support.fake import Fake, fake_env
 from support.git import git, git_repo
 
@@ -90,7 +90,7 @@ def test_racing_readers_of_a_dead_isolated_run_commit_its_changes_once(
             assert tree["commit"] != tree["base"] and tree["filesChanged"] == 1
         assert git(repo, "show", f"{tree['branch']}:made{trial}.txt") == "work\n"
         assert not pid_alive(int(pidfile.read_text()))
-        applied = cli(["apply", "--partial", run["runId"], "--cwd", str(repo)])
+        applied = invoke(["apply", "--partial", run["runId"], "--cwd", str(repo)])
         assert applied.returncode == 0, applied.stderr
         assert (repo / f"made{trial}.txt").read_text() == "work\n"
 
@@ -120,7 +120,7 @@ def test_a_worktree_in_use_by_a_continuation_is_refused_to_another(
     run_b = json.loads(state.read_text())["runIds"][0]
     assert eventually((isolated_state / "runs" / run_b / "events.jsonl").exists)
     jobs_before = sorted(p.name for p in (isolated_state / "jobs").iterdir())
-    second = cli(["continue", "--json", first["runId"], "and another"], env)
+    second = invoke(["continue", "--json", first["runId"], "and another"], env)
     assert second.returncode == 2, second.stderr
     assert second.stderr.strip() == (
         f"subagents: the worktree of branch subagents/{first['runId']} is in use by run "
@@ -129,7 +129,7 @@ def test_a_worktree_in_use_by_a_continuation_is_refused_to_another(
     )
     assert sorted(p.name for p in (isolated_state / "jobs").iterdir()) == jobs_before
     gate.touch()
-    waited = cli(["wait", "--json", job_b])
+    waited = invoke(["wait", "--json", job_b])
     run = json.loads(waited.stdout)["runs"][0]
     assert run["status"] == "completed", run["errorMessage"]
     branch = run["worktree"]["branch"]
@@ -212,7 +212,7 @@ def test_edits_inside_a_submodule_are_kept_and_said(
     # The commit holds what it can; the submodule's edit is still there, in the worktree.
     assert git(with_submodule, "show", f"{tree['branch']}:app.py") == "two\n"
     assert (Path(tree["path"]) / "lib" / "lib.txt").read_text() == "changed in the submodule\n"
-    show = cli(["show", result["jobId"]])
+    show = invoke(["show", result["jobId"]])
     assert (
         f"lib: changes a commit cannot hold (a submodule's, a nested repository's), kept in {tree['path']}"
         in show.stdout
@@ -258,11 +258,11 @@ def test_apply_says_what_it_did_with_names_as_they_are(fake: Fake, repo: Path) -
     result = run_isolated(fake, repo, [{"write": name, "text": "x\n"}, *pi.answer("ok")])
     # An empty repository inside the working tree is none of apply's business.
     subprocess.run(["git", "init", "-q", str(repo / "scratch")], check=True)
-    first = cli(["apply", result["runId"], "--cwd", str(repo)])
+    first = invoke(["apply", result["runId"], "--cwd", str(repo)])
     assert first.returncode == 0, first.stderr
     assert first.stderr.strip() == f"applied 1 file(s): {name}"
     assert (repo / name).read_text() == "x\n"
-    again = cli(["apply", result["runId"], "--cwd", str(repo)])
+    again = invoke(["apply", result["runId"], "--cwd", str(repo)])
     assert again.returncode == 0, again.stderr
     assert (
         again.stderr.strip() == "nothing to apply: the working tree already has the run's changes"
@@ -276,14 +276,14 @@ def test_apply_of_a_run_that_did_not_complete_needs_partial(fake: Fake, repo: Pa
     )
     result = json.loads(p.stdout)
     assert result["status"] == "failed"
-    refused = cli(["apply", result["runId"], "--cwd", str(repo)])
+    refused = invoke(["apply", result["runId"], "--cwd", str(repo)])
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
         f"subagents: run {result['runId']} ended failed, so its changes may be half done; "
         "apply them anyway with --partial"
     )
     assert not (repo / "half.txt").exists()
-    asked = cli(["apply", "--partial", result["runId"], "--cwd", str(repo)])
+    asked = invoke(["apply", "--partial", result["runId"], "--cwd", str(repo)])
     assert asked.returncode == 0, asked.stderr
     assert (repo / "half.txt").read_text() == "half\n"
 
@@ -308,7 +308,7 @@ def test_isolation_that_cannot_be_is_refused_before_anything_exists(
     }
     for cwd, message in cases.items():
         for bg in ([], ["--bg"]):
-            p = cli(["run", *bg, "--isolate", "worktree", "--cwd", str(cwd), "T"], env)
+            p = invoke(["run", *bg, "--isolate", "worktree", "--cwd", str(cwd), "T"], env)
             assert p.returncode == 2, p.stderr
             assert p.stderr.strip() == f"subagents: {message}"
     assert not (isolated_state / "jobs").exists() or not list((isolated_state / "jobs").iterdir())
@@ -339,7 +339,7 @@ def test_rm_branches_of_a_chains_first_job_keeps_the_branch_its_continuation_use
     assert second.returncode == 0, second.stderr
     later = json.loads(second.stdout)
     branch = first["worktree"]["branch"]
-    removed = cli(["rm", "--branches", first["jobId"]])
+    removed = invoke(["rm", "--branches", first["jobId"]])
     no_traceback(removed)
     assert removed.returncode == 0, removed.stderr
     assert f"branch {branch} kept: run {later['runId']} (another job) works on it" in removed.stderr
@@ -377,7 +377,7 @@ def test_rm_of_a_kept_worktree_leaves_no_stale_worktree_nor_branch(
     (config / "config.toml").write_text("keep_worktree = true\n")
     result = run_isolated(fake, repo, [{"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
     assert Path(result["worktree"]["path"]).is_dir()
-    removed = cli(["rm", result["jobId"]])
+    removed = invoke(["rm", result["jobId"]])
     assert removed.returncode == 0, removed.stderr
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     branch = result["worktree"]["branch"]
@@ -390,7 +390,7 @@ def test_rm_branches_after_the_repository_moved_says_so_and_removes_the_job(
 ) -> None:
     result = run_isolated(fake, repo, [{"write": "a.txt", "text": "a\n"}, *pi.answer("A")])
     repo.rename(tmp_path / "moved")
-    removed = cli(["rm", "--branches", result["jobId"]])
+    removed = invoke(["rm", "--branches", result["jobId"]])
     no_traceback(removed)
     assert removed.returncode == 0, removed.stderr
     assert f"the repository {repo} is gone (moved or deleted?)" in removed.stderr

@@ -31,12 +31,16 @@ def no_traceback(*procs: subprocess.CompletedProcess[str]) -> None:
 
 
 def invoke(
-    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
+    args: list[str],
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``cli(args, env)`` in this process, through click's runner: for what ends before
-    anything starts (bad input, --help, wording), at a fraction of a process's cost. The
-    same exit code, stdout and stderr; a command that would start a process fails the test
-    unless it is marked ``process`` (tests/support/spawns.py)."""
+    anything starts (bad input, --help, wording) and for looks at what is on disk (ps,
+    show, wait), at a fraction of a process's cost. The same exit code, stdout and stderr
+    (``input`` is its stdin); a command that would start a process fails the test unless it
+    is marked ``process`` (tests/support/spawns.py)."""
     from click.testing import CliRunner
 
     from subagents.cli import main
@@ -49,7 +53,7 @@ def invoke(
     try:
         if cwd is not None:
             os.chdir(cwd)
-        result = CliRunner().invoke(main, args, env=env, prog_name="subagents")
+        result = CliRunner().invoke(main, args, input=input, env=env, prog_name="subagents")
     finally:
         os._exit = saved
         os.chdir(here)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from subagents.lifecycle import sessionlog
+from support.cli import invoke
 
 
 def end_entries(home: Path, job_id: str) -> list[dict[str, Any]]:
@@ -32,8 +33,12 @@ CLAUDE_ID = "6a0ecfc5-d5f9-4431-b6aa-bcd88b65e383"
 
 
 def sub(
-    *args: str, stdin: str = "", env: dict[str, str] | None = None
+    *args: str, stdin: str = "", env: dict[str, str] | None = None, here: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """``subagents ARGS`` as Claude Code runs it (the console script), or ``here``: the same
+    command in this process (``support.cli.invoke``), where the process is not the point."""
+    if here:
+        return invoke(list(args), env, input=stdin)
     return subprocess.run(
         [SUBAGENTS, *args],
         input=stdin,
@@ -59,9 +64,9 @@ def end_entry(job_id: str, answer: str, cost: float | None = 0.0125) -> dict[str
     return sessionlog.entry_for_job(job_result(job_id, answer, cost))
 
 
-def hook(home: Path, prompt: str = "hi") -> subprocess.CompletedProcess[str]:
+def hook(home: Path, prompt: str = "hi", *, here: bool = False) -> subprocess.CompletedProcess[str]:
     payload = {"session_id": CLAUDE_ID, "hook_event_name": "UserPromptSubmit", "prompt": prompt}
-    return sub("notices", "--claude-hook", stdin=json.dumps(payload))
+    return sub("notices", "--claude-hook", stdin=json.dumps(payload), here=here)
 
 
 def claude_monitor(claude_pid: int) -> subprocess.Popen[str]:
