@@ -1,7 +1,11 @@
 """What the engine knows, shown where a pi user looks: a council as members and a judge, a
 budget's stop as its own mark, a background job's runs each in the widget and its usage in
-the footer, `/subagents` at 80 columns. The real pi TUI in tmux, its children real pi runs
-through the real ``subagents`` CLI, every model a mock on 127.0.0.1.
+the footer, `/subagents` at 80 columns. The real pi TUI in tmux, every model a mock on
+127.0.0.1, its calls run through the real ``subagents`` CLI. Where the subject is only what
+pi shows of its children (a council, a background parallel job, a map, `/subagents`, Esc), the
+children are a stand-in playing pi's stream (``Parent.stand_in``: a real pi's start is ~0.9
+CPU-s); a budget's stop and the live transcript steer real pi children (they take input), as
+do test_pi_tui's foreground row and widget and test_pi_package's calls.
 
 Each screen is looked at 80 and 200 columns wide in one session, as a person who resizes the
 window sees it (a change of width makes pi draw the whole session again); a run whose command
@@ -22,9 +26,10 @@ from typing import Any
 import pytest
 from support.checks import on_screen
 from support.gate import gate
-from support.pi_parent import BROKEN, Parent, delegating
+from support.pi_parent import Parent, delegating
 from support.pi_parent import needs_pi_parent as needs_pi
 from support.pi_tui import PiTui
+from support.pistream import Played, fails, replies
 
 from subagents.demo.mockmodel import Script
 
@@ -58,6 +63,13 @@ def bg_ended(pi: PiTui) -> bool:
     return bool(re.search(r"background subagent job \S+ ended", pi.capture()))
 
 
+def gated(word: str) -> list[Played]:
+    """A child's run whose bash call ``flock -s gate echo WORD`` waits on the test's gate, then
+    answers as the mock model does after a tool call."""
+    command = ["flock", "-s", "gate", "echo", word]
+    return replies(f"I ran bash and it printed: {word}", command, f"{word}\n")
+
+
 def fits(pi: PiTui, *texts: str) -> str:
     """The one screen line holding every text (so none of them wrapped onto the next)."""
     return pi.line(*texts)
@@ -68,12 +80,12 @@ def test_a_council_is_its_members_a_judge_and_a_verdict_in_words(
 ) -> None:
     members = ["pi:child/mock-model", "pi:other/mock-model"]
     args = {"task": "say hello", "council": members, "judge": "pi:judge/mock-model"}
-    child, other = Script(use_tool=False), Script(use_tool=False, final_text="Hello from B.")
-    judge = Script(use_tool=False, final_text=json.dumps(VERDICT))
-    with delegating(tmp_path, args, answer="Judged.", child=child, other=other, judge=judge) as (
-        parent,
-        _,
-    ):
+    with delegating(tmp_path, args, answer="Judged.") as (parent, _):
+        parent.stand_in(
+            child=replies("Hello from the mock model."),
+            other=replies("Hello from B."),
+            judge=replies(json.dumps(VERDICT)),
+        )
         pi = PiTui(tmux, parent, cols=NARROW)
         pi.type("ask the council")
         assert on_screen(lambda: pi.shows("subagent council \u00d72 + judge say hello"), 60)
@@ -136,8 +148,8 @@ def test_a_background_parallel_job_has_a_widget_row_per_run_and_its_usage_in_the
         {"task": "Sort the tests", "model": "slow/mock-model"},
     ]
     args = {"tasks": tasks, "background": True}
-    slow = Script(command="flock -s gate echo tidied")
-    with delegating(tmp_path, args, slow=slow) as (parent, _), gate(parent.work) as release:
+    with delegating(tmp_path, args) as (parent, _), gate(parent.work) as release:
+        parent.stand_in(slow=gated("tidied"))
         pi = PiTui(tmux, parent, cols=NARROW)
         pi.type("start it in the background")
         head = "subagents · 1 background job running, 2 runs"
@@ -171,8 +183,8 @@ def test_subagents_fits_the_width_and_keeps_up_with_the_job_while_open(
 ) -> None:
     task = "Keep polling the service for a healthy answer"
     args = {"task": task, "model": "slow/mock-model", "background": True}
-    slow = Script(command="flock -s gate echo healthy")
-    with delegating(tmp_path, args, slow=slow) as (parent, _), gate(parent.work) as release:
+    with delegating(tmp_path, args) as (parent, _), gate(parent.work) as release:
+        parent.stand_in(slow=gated("healthy"))
         pi = PiTui(tmux, parent, cols=NARROW)
         pi.type("start it in the background")
         assert on_screen(lambda: bool(pi.line("Keep polling", "$ flock -s gate")), 90), pi.screen
@@ -214,7 +226,8 @@ def test_subagents_fits_the_width_and_keeps_up_with_the_job_while_open(
 
 def test_esc_stops_a_run_said_as_stopped_by_you(tmp_path: Path, tmux: Callable[..., str]) -> None:
     args = {"task": "Watch the logs", "model": "slow/mock-model"}
-    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        parent.stand_in(slow=replies("never", ["sleep", "300"]))
         pi = PiTui(tmux, parent, cols=NARROW)
         pi.type("delegate it")
         running = ("Watch the logs", "⎿ $ sleep 300")
@@ -244,11 +257,11 @@ def test_a_map_is_one_progress_row_with_its_failures_grouped(
         "jobMaxCost": 5,
         "map": {"input": "words.csv", "key": "name"},
     }
-    slow = Script(command="flock -s gate echo said")
     with (
-        delegating(tmp_path, args, answer="Mapped.", slow=slow, broken=BROKEN) as (parent, _),
+        delegating(tmp_path, args, answer="Mapped.") as (parent, _),
         gate(parent.work) as release,
     ):
+        parent.stand_in(slow=gated("said"), broken=fails())
         (parent.work / "words.csv").write_text(MAP_ROWS)
         pi = PiTui(tmux, parent, cols=NARROW)
         pi.type("map it")
@@ -294,17 +307,16 @@ def test_a_background_map_is_one_row_in_the_widget(
         "background": True,
         "map": {"input": "words.csv"},
     }
-    slow = Script(command="flock -s gate echo said")
-    with (
-        delegating(tmp_path, args, slow=slow, broken=BROKEN) as (parent, _),
-        gate(parent.work) as release,
-    ):
+    with delegating(tmp_path, args) as (parent, _), gate(parent.work) as release:
+        parent.stand_in(slow=gated("said"), broken=fails())
         (parent.work / "words.csv").write_text(MAP_ROWS)
         pi = PiTui(tmux, parent, cols=80)
         pi.type("map it in the background")
         # (its first row waits on the gate meanwhile)
         row = re.compile(rf"^  {SPINNER} \w{{10}} map rows [0-3]/4 · 1 running · [01] failed")
-        assert on_screen(lambda: any(row.match(ln) for ln in pi.capture().splitlines()), 90)
+        assert on_screen(lambda: any(row.match(ln) for ln in pi.capture().splitlines()), 90), (
+            pi.screen
+        )
         print(f"\n--- a background map in the widget at 80 columns ---\n{pi.screen}")
         release()
         assert on_screen(lambda: bg_ended(pi), 180), pi.screen

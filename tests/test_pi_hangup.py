@@ -19,9 +19,8 @@ import pytest
 from support.checks import eventually
 from support.pi_parent import delegating, needs_pi_parent
 from support.pi_tui import PiTui
+from support.pistream import replies
 from support.sessionlog import end_entries
-
-from subagents.demo.mockmodel import Script
 
 pytestmark = [
     pytest.mark.e2e,
@@ -47,8 +46,9 @@ def test_closing_pi_s_terminal_ends_its_foreground_job_within_10_s(
     tmp_path: Path, tmux: Callable[..., str], isolated_state: Path
 ) -> None:
     args = {"task": "Count the files slowly", "model": "slow/mock-model"}
-    slow = Script(delay_s=120, use_tool=False, final_text="never")
-    with delegating(tmp_path, args, slow=slow) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        # The child only waits (a stand-in: what is hung up is the parent and the command).
+        parent.stand_in(slow=replies("never", ["sleep", "120"]))
         pi = PiTui(tmux, parent)
         pi.type("delegate it")
 
@@ -57,7 +57,7 @@ def test_closing_pi_s_terminal_ends_its_foreground_job_within_10_s(
             return bool(state and state.get("status") == "running" and state.get("runIds"))
 
         assert eventually(running, 90), pi.screen
-        # The child is waiting on its (slow) model: close the terminal.
+        # The child is running (its command sleeps): close the terminal.
         tmux("kill-session", "-t", "pi")
         closed = time.monotonic()
         # Read the record only (a look such as `ps` would finish a dead driver's job itself).

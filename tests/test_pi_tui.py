@@ -1,7 +1,9 @@
 """The pi package as a person sees it: the real pi TUI (1.6, as scripts/setup pins it) in a real terminal (tmux,
-120x40, capture-pane), the package loaded, its children real pi runs through the real
-``subagents`` CLI, every model the mock on 127.0.0.1. The parent's mock calls ``subagent``
-once; each child's provider is a mock of its own (slow, broken or running a command).
+120x40, capture-pane), the package loaded, its calls run through the real ``subagents`` CLI,
+every model the mock on 127.0.0.1. The parent's mock calls ``subagent`` once. The foreground
+row and the widget have real pi children, each child's provider a mock of its own (slow, or
+running a command); a mixed parallel call and the fleet view have a stand-in playing pi's
+stream as their children (``Parent.stand_in``), whose rows are the subject there.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 import pytest
 from support.checks import on_screen
 from support.gate import gate
-from support.pi_parent import BROKEN, COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
+from support.pi_parent import COLUMNS, SUBAGENTS, Parent, delegating, mixed_tasks
 from support.pi_parent import needs_pi_parent as needs_pi
 from support.pi_tui import COLS, PiTui
+from support.pistream import fails, replies
 
 from subagents.demo.mockmodel import Script
 
@@ -100,12 +103,8 @@ def test_a_mixed_parallel_call_shows_the_answer_and_the_failure_and_is_not_an_er
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = mixed_tasks("Find the entry point", "Summarize the changelog")
-    with delegating(
-        tmp_path,
-        args,
-        child=Script(use_tool=False, final_text="It is **main.py**."),
-        broken=BROKEN,
-    ) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        parent.stand_in(child=replies("It is **main.py**."), broken=fails())
         pi = PiTui(tmux, parent)
         pi.type("delegate both")
         assert on_screen(lambda: pi.shows("subagent parallel \u00d72 Find the entry point"), 60)
@@ -160,7 +159,8 @@ def test_fleet_view_lists_labelled_columns_and_stops_a_job_without_starting_a_tu
     tmp_path: Path, tmux: Callable[..., str]
 ) -> None:
     args = {"task": "Watch the logs", "model": "slow/mock-model", "background": True}
-    with delegating(tmp_path, args, slow=Script(command="sleep 300")) as (parent, server):
+    with delegating(tmp_path, args) as (parent, server):
+        parent.stand_in(slow=replies("never", ["sleep", "300"]))
         pi = PiTui(tmux, parent)
         pi.type("start it in the background")
         assert on_screen(lambda: bool(pi.line("Watch the logs", "$ sleep 300")), 90), pi.screen

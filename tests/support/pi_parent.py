@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
+from support.pistream import Played, stand_in
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,6 +73,11 @@ class Parent:
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
         self.stderr = ""  # the last print-mode run's
+
+    def stand_in(self, **providers: list[Played]) -> None:
+        """Children played by a stand-in (``support.pistream.stand_in``), each by the steps
+        of its provider, where the test's subject is what the parent makes of them."""
+        self.env.update(stand_in(self.tmp / "pi-stand-in", **providers))
 
     def run(self, prompt: str, *extra: str, load: bool = True) -> list[dict[str, Any]]:
         argv = pi_argv(prompt)

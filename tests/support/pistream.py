@@ -105,3 +105,64 @@ def shell_pi(path: Path, text: str = "ok") -> dict[str, str]:
     path.write_text(f"#!/bin/sh\necho {shlex.quote(line)}\n")
     path.chmod(0o755)
     return {"SUBAGENTS_PI_BIN": str(path)}
+
+
+MOCK_500 = '500: {"message":"mock server error","type":"server_error","code":null}'
+"""pi's words for the mock's failed request (``Script(error_status=500)``)."""
+
+
+def error_end(message: str = MOCK_500) -> dict[str, Any]:
+    """A failed model request, as pi ends a run with it once its retries are over."""
+    msg = assistant([], "error", errorMessage=message, usage=usage(0, 0, 0))
+    return {"emit": {"type": "message_end", "message": msg}}
+
+
+Played = dict[str, Any] | list[str]
+"""A stand-in's step: an event (an ``{"emit": ...}`` of the builders above) or a command."""
+
+
+def replies(text: str, command: list[str] | None = None, output: str = "") -> list[Played]:
+    """A child's whole run as the mock model scripts it: ``text`` at once; or first
+    ``command`` as its bash tool call (run for real, where the child works, and waited for;
+    it printed ``output``), then ``text``."""
+    if command is None:
+        return [*start(), text_end(text), *end()]
+    shown = shlex.join(command)
+    tool = [*tool_use(command=shown), command, *tool_end(output=output)]
+    return [*start(), *tool, text_end(text), *end()]
+
+
+def fails(message: str = MOCK_500) -> list[Played]:
+    """A child's run whose every model request fails."""
+    return [*start(), error_end(message), *end()]
+
+
+def stand_in(path: Path, **providers: list[Played]) -> dict[str, str]:
+    """A pi stand-in at ``path`` for children that are not a test's subject (a real pi's
+    start is ~0.9 CPU-s): a shell script that plays the steps of the provider its
+    ``--provider`` names, its messages from that provider. ``--version`` alone is answered
+    with no version, so the engine runs it as a pi without live input (json mode). The
+    environment that makes it the CLI's pi."""
+    cases = []
+    for provider, steps in providers.items():
+        lines = []
+        for step in steps:
+            if isinstance(step, list):
+                lines.append(f"  {shlex.join(step)} >/dev/null")
+                continue
+            event = json.loads(json.dumps(step["emit"]))
+            if event.get("message", {}).get("role") == "assistant":
+                event["message"]["provider"] = provider
+            lines.append(f"  echo {shlex.quote(json.dumps(event))}")
+        cases.append(f"{shlex.quote(provider)})\n" + "\n".join(lines) + "\n  ;;")
+    path.write_text(
+        "#!/bin/sh\n"
+        'if [ "$#" = 1 ] && [ "$1" = "--version" ]; then echo "pi stand-in"; exit 0; fi\n'
+        'provider=""; last=""\n'
+        'for arg in "$@"; do [ "$last" = "--provider" ] && provider=$arg; last=$arg; done\n'
+        'case "$provider" in\n' + "\n".join(cases) + "\n"
+        '*) echo "pi stand-in: no steps for provider $provider" >&2; exit 2 ;;\n'
+        "esac\n"
+    )
+    path.chmod(0o755)
+    return {"SUBAGENTS_PI_BIN": str(path)}
