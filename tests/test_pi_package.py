@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import pistream
 from support.git import git, git_repo
 from support.pi_parent import (
     BROKEN,
@@ -37,6 +38,9 @@ from support.pi_parent import (
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv
 
 CHILD_ANSWER = "Hello from the mock model."
+# A child that runs until stopped: where what is tested is what the parent does about a
+# running job, a stand-in (Parent.stand_in), not a real pi, plays it.
+WAITS = pistream.replies("never", ["sleep", "120"])
 pytestmark = [pytest.mark.e2e, needs_pi_parent]
 
 
@@ -133,8 +137,10 @@ def check_a_childs_warning_about_its_model_reaches_its_row(call: Call) -> None:
 
 def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
     args = {"task": "think hard", "model": "slow/mock-model"}
-    slow = Script(use_tool=False, delay_s=8, final_text="Thought.")
-    with delegating(tmp_path, args, slow=slow) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        # The child says nothing for 8 s, then answers (a stand-in: the watchdog is the subject).
+        silent = [*pistream.start(), ["sleep", "8"], pistream.text_end("Thought.")]
+        parent.stand_in(slow=[*silent, *pistream.end()])
         parent.env["SUBAGENTS_STALL_TIMEOUT"] = "1"  # the watchdog: 1 s without an event
         events = parent.run("delegate it")
     runs = [
@@ -427,7 +433,8 @@ def test_background_ends_are_recorded_once_and_told_in_one_notice_when_the_sessi
 ) -> None:
     args = {"task": "take your time", "model": "slow/mock-model", "background": True}
     # The parent calls the tool twice: two background jobs; the children wait until stopped.
-    with delegating(tmp_path, args, calls=2, slow=Script(delay_s=120)) as (parent, _):
+    with delegating(tmp_path, args, calls=2) as (parent, _):
+        parent.stand_in(slow=WAITS)
         events = parent.run("start them in the background")
         ends = [e for e in events if e["type"] == "tool_execution_end"]
         assert [e["isError"] for e in ends] == [False, False]
@@ -556,8 +563,8 @@ class Session:
 
 def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
     args = {"task": "take your time", "model": "slow/mock-model"}
-    # the child waits until stopped
-    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        parent.stand_in(slow=WAITS)
         rpc = Rpc(parent)
         try:
             rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
@@ -617,7 +624,8 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
 def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
     # pi -p dies on SIGINT without telling its extensions: the CLI's --parent-pid stops the job.
     args = {"task": "take your time", "model": "slow/mock-model"}
-    with delegating(tmp_path, args, slow=Script(delay_s=120)) as (parent, _):
+    with delegating(tmp_path, args) as (parent, _):
+        parent.stand_in(slow=WAITS)
         argv = pi_argv("delegate it")
         argv[-1:-1] = ["-e", str(EXTENSION)]
         proc = parent.spawn(argv, subprocess.DEVNULL)
@@ -643,6 +651,7 @@ def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) 
 def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
     args = {"task": "say hello", "model": "mock/mock-model"}
     with delegating(tmp_path, args) as (parent, _):
+        parent.stand_in(mock=pistream.replies(CHILD_ANSWER))  # the child is not the subject here
         p = subprocess.run(
             ["pi", "install", str(EXTENSION.parent)],
             env=parent.env,
