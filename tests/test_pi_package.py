@@ -304,6 +304,63 @@ def check_the_tool_offers_every_option_on_the_call_and_on_each_step(call: Call) 
     assert plan["budget"] == {"max_turns": 20}
 
 
+WRAP_UP = "stop here and give your final answer now"
+
+
+def check_budgets_from_the_tool_wrap_a_looping_child_up(call: Call) -> None:
+    """maxTurns reaches the engine: the looping child is asked to wrap up at its limit and
+    answers; the call is no error and the run's record names the limit."""
+    end = tool_end(call.events)
+    assert end["isError"] is False, end["result"]
+    (run,) = end["result"]["details"]["runs"]
+    assert run["status"] == "completed" and run["text"] == f'You said: "{WRAP_UP}"'
+    (record,) = json.loads(show(end["result"]["details"]["jobId"]))["runs"]
+    assert record["limit"]["kind"] == "turns" and record["limit"]["limit"] == 2
+    assert record["limit"]["action"] == "wrap-up"
+
+
+def isolated_run(repo: Path) -> dict[str, Any]:
+    return {
+        "task": "make a file",
+        "model": "maker/mock-model",
+        "isolate": "worktree",
+        "cwd": str(repo),
+    }
+
+
+def check_an_isolated_run_works_in_its_own_worktree(call: Call, repo: Path) -> str:
+    """The child worked in its own worktree and branch; the user's tree is untouched. Its
+    run's id."""
+    end = tool_end(call.events)
+    assert end["isError"] is False, end["result"]["content"][0]["text"]
+    run_id: str = end["result"]["details"]["runIds"][0]
+    result = json.loads((runs_dir() / run_id / "result.json").read_text())
+    assert result["worktree"]["branch"] == f"subagents/{run_id}"
+    assert result["worktree"]["filesChanged"] == 1
+    assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
+    assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
+    return run_id
+
+
+def check_a_continued_run_goes_on_in_its_branch(
+    call: Call, run_id: str, maker: MockModelServer
+) -> None:
+    """The continued child saw its earlier conversation, then the follow-up, and went on in
+    the earlier run's branch."""
+    end = tool_end(call.events)
+    assert end["isError"] is False, end["result"]["content"][0]["text"]
+    again = end["result"]["details"]["runIds"][0]
+    last = json.dumps(maker.requests[-1]["messages"])
+    assert "make a file" in last and "and one more thing" in last and "made.txt" in last
+    second = json.loads((runs_dir() / again / "result.json").read_text())
+    assert second["continuedFrom"] == run_id
+    assert second["worktree"]["branch"] == f"subagents/{run_id}"  # on in its own branch
+
+
+def runs_dir() -> Path:
+    return Path(os.environ["SUBAGENTS_HOME"]) / "runs"
+
+
 EVERY_OPTION_STEP = {
     "task": "first",
     "model": "tooler/mock-model",
@@ -324,10 +381,14 @@ def test_the_tools_calls_in_one_session(tmp_path: Path) -> None:
     ~1 CPU-s): each call's result, rows and lifecycle entries, checked apart; the
     foreground ones, then a background council. Children
     on ``mock/`` answer from the parent's own mock; ``child/`` answer plainly, ``tooler/``
-    run a tool first, ``judge/`` give a verdict, ``broken/`` fail every request."""
+    run a tool first, ``judge/`` give a verdict, ``broken/`` fail every request,
+    ``looper/`` call a tool a turn until told otherwise, ``maker/`` make a file (an isolated
+    run, continued by the next call)."""
     children = {
         "child": Script(use_tool=False),
         "tooler": Script(),
+        "looper": Script(loop=True, command="sleep 0.2"),
+        "maker": Script(command="echo new > made.txt", final_text="made it"),
         "judge": Script(use_tool=False, final_text=json.dumps(VERDICT)),
         "broken": BROKEN,
     }
@@ -361,17 +422,27 @@ def test_the_tools_calls_in_one_session(tmp_path: Path) -> None:
             check_a_call_every_run_of_which_failed_is_an_error_keeping_its_rows,
         ),
         (EVERY_OPTION, check_the_tool_offers_every_option_on_the_call_and_on_each_step),
+        (
+            {"task": "loop until told otherwise", "model": "looper/mock-model", "maxTurns": 2},
+            check_budgets_from_the_tool_wrap_a_looping_child_up,
+        ),
     ]
+    repo = git_repo(tmp_path / "repo", {"app.py": "print('hi')\n"})
     with delegating(tmp_path, {}, **children) as (parent, server):
         session = Session(parent, server)
         try:
             made = [session.call(args) for args, _ in calls]
+            # An isolated run, then its continuation through the tool.
+            isolated = session.call(isolated_run(repo))
+            run_id = check_an_isolated_run_works_in_its_own_worktree(isolated, repo)
+            more = session.call({"continue": run_id, "task": "and one more thing"})
             # Last: a background call, its job waited for while pi runs.
             council = session.call(BACKGROUND_COUNCIL)
             waited = wait_for(council)
         finally:
             session.close()
-    session.add_entries([*made, council])
+        check_a_continued_run_goes_on_in_its_branch(more, run_id, parent.children["maker"])
+    session.add_entries([*made, isolated, more, council])
     for call, (_, check) in zip(made, calls, strict=True):
         check(call)
     check_a_background_council_is_a_council_from_its_start(council, waited)
@@ -699,69 +770,9 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
     assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 
 
-def test_isolated_run_then_continue_it_through_the_tool(tmp_path: Path) -> None:
-    repo = git_repo(tmp_path / "repo", {"app.py": "print('hi')\n"})
-    first = {
-        "task": "make a file",
-        "model": "child/mock-model",
-        "isolate": "worktree",
-        "cwd": str(repo),
-    }
-    with (
-        MockModelServer(Script(tool_name="subagent", tool_args=first)) as server,
-        # The children's own mock: the first turn runs bash in the child's directory.
-        MockModelServer(Script(command="echo new > made.txt", final_text="made it")) as child,
-    ):
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "child", child.url)
-        # One pi (RPC) session makes both calls.
-        session = Session(parent, server)
-        try:
-            end = tool_end(session.call(first).events)
-            assert end["isError"] is False, end["result"]["content"][0]["text"]
-            run_id = end["result"]["details"]["runIds"][0]
-            runs = Path(os.environ["SUBAGENTS_HOME"]) / "runs"
-            result = json.loads((runs / run_id / "result.json").read_text())
-            # The child worked in its own worktree and branch; the user's tree is untouched.
-            assert result["worktree"]["branch"] == f"subagents/{run_id}"
-            assert result["worktree"]["filesChanged"] == 1
-            assert not (repo / "made.txt").exists() and git(repo, "status", "--porcelain") == ""
-            assert "made.txt" in git(repo, "show", "--stat", result["worktree"]["branch"])
-
-            more = {"continue": run_id, "task": "and one more thing"}
-            end = tool_end(session.call(more).events)
-            assert end["isError"] is False, end["result"]["content"][0]["text"]
-            again = end["result"]["details"]["runIds"][0]
-        finally:
-            session.close()
-        # The continued child saw its earlier conversation, then the follow-up.
-        last = json.dumps(child.requests[-1]["messages"])
-        assert "make a file" in last and "and one more thing" in last and "made.txt" in last
-    second = json.loads((runs / again / "result.json").read_text())
-    assert second["continuedFrom"] == run_id
-    assert second["worktree"]["branch"] == f"subagents/{run_id}"  # on in its own branch
-
-
-# ---- live control: budgets and subagent_send (issue 22, issue 23 item 6) -------------------
+# ---- live control: subagent_send (issue 22, issue 23 item 6) ----------------------------
 
 STEER = "stop looping and say banana"
-WRAP_UP = "stop here and give your final answer now"
-
-
-def test_budgets_from_the_tool_wrap_a_looping_child_up(tmp_path: Path) -> None:
-    """maxTurns reaches the engine: the looping child is asked to wrap up at its limit and
-    answers; the call is no error and the run's record names the limit."""
-    args = {"task": "loop until told otherwise", "model": "child/mock-model", "maxTurns": 2}
-    child = Script(loop=True, command="sleep 0.2")
-    with delegating(tmp_path, args, answer="done", child=child) as (parent, _):
-        events = parent.run("delegate it")
-    end = tool_end(events)
-    assert end["isError"] is False, end["result"]
-    (run,) = end["result"]["details"]["runs"]
-    assert run["status"] == "completed" and run["text"] == f'You said: "{WRAP_UP}"'
-    (record,) = json.loads(show(end["result"]["details"]["jobId"]))["runs"]
-    assert record["limit"]["kind"] == "turns" and record["limit"]["limit"] == 2
-    assert record["limit"]["action"] == "wrap-up"
 
 
 @dataclass

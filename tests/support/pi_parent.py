@@ -73,6 +73,7 @@ class Parent:
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
         self.stderr = ""  # the last print-mode run's
+        self.children: dict[str, MockModelServer] = {}  # the children's providers' mocks
 
     def stand_in(self, **providers: list[Played]) -> None:
         """Children played by a stand-in (``support.pistream.stand_in``), each by the steps
@@ -143,7 +144,8 @@ def delegating(
         server = stack.enter_context(MockModelServer(script))
         parent = Parent(tmp_path, server)
         for name, child in children.items():
-            add_provider(parent.agent_dir, name, stack.enter_context(MockModelServer(child)).url)
+            parent.children[name] = stack.enter_context(MockModelServer(child))
+            add_provider(parent.agent_dir, name, parent.children[name].url)
         yield parent, server
 
 
