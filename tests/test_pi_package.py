@@ -6,7 +6,6 @@ mock (or a second, broken or slow, mock as their own provider).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
@@ -15,13 +14,14 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import pistream
+from support.checks import eventually
 from support.git import git, git_repo
 from support.pi_parent import (
     BROKEN,
@@ -29,7 +29,6 @@ from support.pi_parent import (
     EXTENSION,
     SUBAGENTS,
     Parent,
-    add_provider,
     delegating,
     mixed_tasks,
     needs_pi_parent,
@@ -775,81 +774,127 @@ def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path)
 STEER = "stop looping and say banana"
 
 
-@dataclass
-class Looping:
-    rpc: Rpc
-    parent_model: MockModelServer
-    child: MockModelServer
-    job_id: str
+LOOPING = Script(loop=True, command="sleep 1")
 
 
-@contextlib.contextmanager
-def looping_in_the_background(tmp_path: Path) -> Iterator[Looping]:
-    """A pi parent (RPC) whose model started a child in the background that loops (a tool
-    call a turn) until a message comes; yielded once the child has looped once."""
-    args = {"task": "loop until told otherwise", "model": "child/mock-model", "background": True}
-    with contextlib.ExitStack() as stack:
-        server = stack.enter_context(
-            MockModelServer(Script(tool_name="subagent", tool_args=args, final_text="started"))
-        )
-        child = stack.enter_context(MockModelServer(Script(loop=True, command="sleep 1")))
-        parent = Parent(tmp_path, server)
-        add_provider(parent.agent_dir, "child", child.url)
-        rpc = Rpc(parent)
-        try:
-            rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
-            started = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
-            job_id = started["result"]["details"]["jobId"]
-            assert f"subagent_send with id {job_id}" in started["result"]["content"][0]["text"]
-            rpc.wait_for(lambda e: e["type"] == "agent_end")
-            deadline = time.monotonic() + 60
-            while len(child.requests) < 2:  # a tool call answered: it is looping
-                assert time.monotonic() < deadline, "the child made no second model request"
-                time.sleep(0.1)
-            yield Looping(rpc, server, child, job_id)
-        finally:
-            rpc.close()
+def start_looping(rpc: Rpc, parent: Parent, provider: str, calls: int) -> str:
+    """The parent's model starts in the background a child (on ``provider``) that loops (a
+    tool call a turn) until a message comes: its job's id, once the child has looped once.
+    ``calls``: the parent's tool calls so far, this one included."""
+    args = {
+        "task": "loop until told otherwise",
+        "model": f"{provider}/mock-model",
+        "background": True,
+    }
+    parent.model.script = Script(
+        tool_name="subagent",
+        tool_args=args,
+        loop=True,
+        loop_limit=calls,
+        heed_messages=False,
+        final_text="started",
+    )
+    rpc.send({"id": f"start {provider}", "type": "prompt", "message": "start it in the background"})
+    started = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+    job_id: str = started["result"]["details"]["jobId"]
+    assert f"subagent_send with id {job_id}" in started["result"]["content"][0]["text"]
+    rpc.wait_for(lambda e: e["type"] == "agent_end")
+    child = parent.children[provider]
+    # a tool call answered: it is looping
+    assert eventually(lambda: len(child.requests) >= 2, 60), "the child made no second request"
+    return job_id
 
 
 def end_notice(rpc: Rpc) -> dict[str, Any]:
-    return rpc.wait_for(
+    """A background job's end notice, and the end of the turn it starts."""
+    notice = rpc.wait_for(
         lambda e: e["type"] == "message_end" and e["message"].get("customType") == "subagent_result"
     )
+    rpc.wait_for(lambda e: e["type"] == "agent_end")
+    return notice
 
 
-def assert_steered(live: Looping, notice: dict[str, Any]) -> None:
+def assert_steered(child: MockModelServer, job_id: str, notice: dict[str, Any]) -> None:
     """Every child request before the steer lacks it; the first that carries it is the
     last, answered; the end notice and the run's record say so."""
-    carrying = [STEER in json.dumps(r) for r in live.child.requests]
+    carrying = [STEER in json.dumps(r) for r in child.requests]
     assert carrying.count(True) == 1 and carrying[-1], carrying
     (job,) = notice["message"]["details"]["jobs"]
+    assert job["jobId"] == job_id
     assert job["status"] == "completed" and job["runs"][0]["text"] == f'You said: "{STEER}"'
-    record = json.loads(show(live.job_id))["runs"][0]
+    record = json.loads(show(job_id))["runs"][0]
     assert record["messages"] == {"sent": 1, "delivered": 1}
 
 
-def test_the_parent_model_steers_its_background_job_with_subagent_send(tmp_path: Path) -> None:
-    """The parent's model, its next turn, calls subagent_send with the job id: the receipt
-    is its tool result and the child's next model request carries the text."""
-    with looping_in_the_background(tmp_path) as live:
-        send_args = {"id": live.job_id, "text": STEER}
-        # One subagent_send call (its second tool result ends the loop), then an answer.
-        live.parent_model.script = Script(
-            tool_name="subagent_send",
-            tool_args=send_args,
-            loop=True,
-            loop_limit=2,
-            heed_messages=False,
-            final_text="sent",
-        )
-        live.rpc.send({"id": "2", "type": "prompt", "message": "tell it to stop"})
-        call = live.rpc.wait_for(
-            lambda e: e["type"] == "tool_execution_start" and e["toolName"] == "subagent_send"
-        )
-        sent = live.rpc.wait_for(
-            lambda e: e["type"] == "tool_execution_end" and e["toolName"] == "subagent_send"
-        )
-        notice = end_notice(live.rpc)
+def test_a_background_job_is_steered_from_subagents_and_by_the_parent_model(
+    tmp_path: Path,
+) -> None:
+    """One pi (RPC) session, two background jobs whose children loop until a message comes.
+    The first is steered from `/subagents`: the running job, "Send a message", the text,
+    how; the receipt as a notice, no model turn; the child takes it. The second by the
+    parent's model, its next turn, calling subagent_send with the job id: the receipt is
+    its tool result and the child's next model request carries the text."""
+    with delegating(tmp_path, {}, first=LOOPING, second=LOOPING) as (parent, _):
+        rpc = Rpc(parent)
+        try:
+            first = start_looping(rpc, parent, "first", calls=1)
+
+            def ui(method: str) -> dict[str, Any]:
+                return rpc.wait_for(
+                    lambda e: e["type"] == "extension_ui_request" and e.get("method") == method
+                )
+
+            def answer(request: dict[str, Any], value: str) -> None:
+                rpc.send({"type": "extension_ui_response", "id": request["id"], "value": value})
+
+            before = len(rpc.seen)
+            rpc.send({"id": "fleet", "type": "prompt", "message": "/subagents"})
+            fleet = ui("select")
+            (row,) = fleet["options"]
+            assert row.startswith(first[:10]) and "running" in row
+            answer(fleet, row)
+            actions = ui("select")
+            assert actions["options"] == [
+                "Show the transcript tail",
+                "Send a message",
+                "Stop the job",
+                "Back",
+            ]
+            answer(actions, "Send a message")
+            answer(ui("input"), STEER)
+            how = ui("select")
+            assert [o.split(":")[0] for o in how["options"]] == ["steer", "follow-up"]
+            answer(how, how["options"][0])
+            told = ui("notify")
+            during = [e["type"] for e in rpc.seen[before:]]
+            first_notice = end_notice(rpc)
+
+            second = start_looping(rpc, parent, "second", calls=2)
+            send_args = {"id": second, "text": STEER}
+            # One subagent_send call (the call's third tool result ends the loop), then an answer.
+            parent.model.script = Script(
+                tool_name="subagent_send",
+                tool_args=send_args,
+                loop=True,
+                loop_limit=3,
+                heed_messages=False,
+                final_text="sent",
+            )
+            rpc.send({"id": "send", "type": "prompt", "message": "tell it to stop"})
+            call = rpc.wait_for(
+                lambda e: e["type"] == "tool_execution_start" and e["toolName"] == "subagent_send"
+            )
+            sent = rpc.wait_for(
+                lambda e: e["type"] == "tool_execution_end" and e["toolName"] == "subagent_send"
+            )
+            second_notice = end_notice(rpc)
+        finally:
+            rpc.close()
+    # From /subagents: no turn of the parent's model started.
+    assert re.match(r"(queued|delivered): steer m1 to run \S+$", told["message"]), told
+    assert "agent_start" not in during
+    assert_steered(parent.children["first"], first, first_notice)
+    # By the parent's model.
     assert call["args"] == send_args
     assert sent["isError"] is False, sent["result"]
     receipt = sent["result"]["details"]
@@ -857,44 +902,4 @@ def test_the_parent_model_steers_its_background_job_with_subagent_send(tmp_path:
     assert sent["result"]["content"][0]["text"].startswith(
         f"{receipt['receipt']}: steer m1 to run {receipt['runId']}"
     )
-    assert_steered(live, notice)
-
-
-def test_subagents_fleet_sends_a_message_to_a_running_job(tmp_path: Path) -> None:
-    """/subagents: the running job, "Send a message", the text, how: the receipt as a
-    notice, no model turn; the child takes it."""
-    with looping_in_the_background(tmp_path) as live:
-        rpc = live.rpc
-
-        def ui(method: str) -> dict[str, Any]:
-            return rpc.wait_for(
-                lambda e: e["type"] == "extension_ui_request" and e.get("method") == method
-            )
-
-        def answer(request: dict[str, Any], value: str) -> None:
-            rpc.send({"type": "extension_ui_response", "id": request["id"], "value": value})
-
-        before = len(rpc.seen)
-        rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
-        fleet = ui("select")
-        (row,) = fleet["options"]
-        assert row.startswith(live.job_id[:10]) and "running" in row
-        answer(fleet, row)
-        actions = ui("select")
-        assert actions["options"] == [
-            "Show the transcript tail",
-            "Send a message",
-            "Stop the job",
-            "Back",
-        ]
-        answer(actions, "Send a message")
-        answer(ui("input"), STEER)
-        how = ui("select")
-        assert [o.split(":")[0] for o in how["options"]] == ["steer", "follow-up"]
-        answer(how, how["options"][0])
-        told = ui("notify")
-        during = [e["type"] for e in rpc.seen[before:]]
-        notice = end_notice(rpc)
-    assert re.match(r"(queued|delivered): steer m1 to run \S+$", told["message"]), told
-    assert_steered(live, notice)
-    assert "agent_start" not in during  # the command started no turn of the parent's model
+    assert_steered(parent.children["second"], second, second_notice)

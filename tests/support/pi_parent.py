@@ -72,6 +72,7 @@ class Parent:
             "SUBAGENTS_BIN": str(SUBAGENTS),
         }
         self.env.pop("PI_SUBAGENTS_CHILD", None)
+        self.model = server  # the parent's own mock
         self.stderr = ""  # the last print-mode run's
         self.children: dict[str, MockModelServer] = {}  # the children's providers' mocks
 
