@@ -604,6 +604,13 @@ class Session:
         self.calls = 0
 
     def call(self, args: dict[str, Any]) -> Call:
+        before = len(self.rpc.seen)
+        self.prompt(args)
+        self.rpc.wait_for(lambda e: e["type"] == "agent_end")
+        return Call(self.rpc.seen[before:], [])
+
+    def prompt(self, args: dict[str, Any]) -> None:
+        """The prompt whose turn makes the call, not waited for."""
         self.calls += 1
         self.server.script = Script(
             tool_name="subagent",
@@ -612,10 +619,7 @@ class Session:
             loop_limit=self.calls,
             heed_messages=False,
         )
-        before = len(self.rpc.seen)
         self.rpc.send({"id": str(self.calls), "type": "prompt", "message": "delegate it"})
-        self.rpc.wait_for(lambda e: e["type"] == "agent_end")
-        return Call(self.rpc.seen[before:], [])
 
     def close(self) -> None:
         self.rpc.close()
@@ -631,36 +635,19 @@ class Session:
         assert entries == [e for call in calls for e in call.entries], entries
 
 
-def test_abort_stops_the_job_and_ends_the_call_aborted(tmp_path: Path) -> None:
-    args = {"task": "take your time", "model": "slow/mock-model"}
-    with delegating(tmp_path, args) as (parent, _):
-        parent.stand_in(slow=WAITS)
-        rpc = Rpc(parent)
+def test_a_sessions_jobs_in_subagents_a_background_end_and_an_abort(tmp_path: Path) -> None:
+    """One pi (RPC) session whose children are the stand-in (what is tested is what the
+    parent makes of their jobs): a foreground job, then `/subagents` and `/subagents cost`;
+    a background job, whose end is a follow-up that starts a turn; a foreground job stopped
+    by pi's abort. Each child answers in one model turn of 10 in + 5 out tokens."""
+    with delegating(tmp_path, {}) as (parent, server):
+        parent.stand_in(mock=pistream.replies(CHILD_ANSWER), slow=WAITS)
+        session = Session(parent, server)
+        rpc = session.rpc
         try:
-            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
-            update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
-            job_id = update["partialResult"]["details"]["jobId"]
-            rpc.send({"id": "2", "type": "abort"})
-            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
-            rpc.wait_for(lambda e: e["type"] == "agent_end")
-        finally:
-            rpc.close()
-    assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"]
-    shown = subprocess.run(
-        [str(SUBAGENTS), "show", job_id, "--json"], capture_output=True, text=True, timeout=60
-    )
-    job = json.loads(shown.stdout)
-    assert job["status"] == "aborted" and job["runs"][0]["status"] == "aborted"
-    assert [e["eventType"] for e in parent.agent_events()] == ["subagent:start", "subagent:aborted"]
-
-
-def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_path: Path) -> None:
-    args = {"task": "say hello", "model": "mock/mock-model", "background": True}
-    with delegating(tmp_path, args) as (parent, _):
-        rpc = Rpc(parent)
-        try:
-            rpc.send({"id": "1", "type": "prompt", "message": "start it in the background"})
-            rpc.wait_for(lambda e: e["type"] == "agent_end")
+            fleet, shown, listed = the_fleet_and_the_totals(session)
+            before = len(rpc.seen)
+            session.call({"task": "say hello", "model": "mock/mock-model", "background": True})
             rpc.wait_for(lambda e: e["type"] == "agent_start")  # the notice starts a turn
             notice = rpc.wait_for(
                 lambda e: (
@@ -669,8 +656,68 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
                 )
             )
             rpc.wait_for(lambda e: e["type"] == "agent_end")
+            background = rpc.seen[before:]
+            session.prompt({"task": "take your time", "model": "slow/mock-model"})
+            update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
+            aborted = update["partialResult"]["details"]["jobId"]
+            rpc.send({"id": "abort", "type": "abort"})
+            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
+            rpc.wait_for(lambda e: e["type"] == "agent_end")
         finally:
-            rpc.close()
+            session.close()
+    entries = parent.agent_events()
+
+    def events_of(job_id: str) -> list[str]:
+        return [e["eventType"] for e in entries if e["jobId"] == job_id]
+
+    check_the_fleet_and_the_totals(fleet, shown, listed)
+    check_a_background_end_is_a_follow_up_that_starts_a_turn(notice, background)
+    (job_id,) = [j["jobId"] for j in notice["message"]["details"]["jobs"]]
+    assert events_of(job_id) == ["subagent:start", "subagent:complete"]
+    # pi's abort stops the job; the call ends aborted.
+    assert end["isError"] is True and "aborted" in end["result"]["content"][0]["text"]
+    job = json.loads(show(aborted))
+    assert job["status"] == "aborted" and job["runs"][0]["status"] == "aborted"
+    assert events_of(aborted) == ["subagent:start", "subagent:aborted"]
+    assert events_of(listed) == ["subagent:start", "subagent:complete"]
+    assert len(entries) == 6, entries  # the three jobs' entries, and nothing else
+
+
+def the_fleet_and_the_totals(session: Session) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A parallel job of two, then `/subagents` (closed at once) and `/subagents cost`: the
+    fleet's select, the cost notice, and the job's id."""
+    rpc = session.rpc
+    call = session.call({"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"})
+    rpc.send({"id": "fleet", "type": "prompt", "message": "/subagents"})
+    fleet = rpc.wait_for(
+        lambda e: e["type"] == "extension_ui_request" and e.get("method") == "select"
+    )
+    rpc.send({"type": "extension_ui_response", "id": fleet["id"], "cancelled": True})
+    rpc.send({"id": "cost", "type": "prompt", "message": "/subagents cost"})
+    shown = rpc.wait_for(
+        lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
+    )
+    return fleet, shown, tool_end(call.events)["result"]["details"]["jobId"]
+
+
+def check_the_fleet_and_the_totals(
+    fleet: dict[str, Any], shown: dict[str, Any], job_id: str
+) -> None:
+    # The fleet: labelled columns, a row per job of this session.
+    title, (row,) = fleet["title"].splitlines(), fleet["options"]
+    assert title[0] == "Subagent jobs of this session"
+    assert title[1].split() == [*COLUMNS]
+    assert row.startswith(job_id[:10]) and "parallel \u00d72: one · two" in row
+    assert row.split()[-5:-2] == ["pi", "completed", row.split()[-3]] and row.split()[-2] == "30"
+    lines = shown["message"].splitlines()
+    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0"
+    # The engine's words for the engine's numbers: the same line `subagents cost` gives.
+    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
+
+
+def check_a_background_end_is_a_follow_up_that_starts_a_turn(
+    notice: dict[str, Any], seen: list[dict[str, Any]]
+) -> None:
     message = notice["message"]
     assert message["customType"] == "subagent_result"
     assert "(completed)" in message["content"] and CHILD_ANSWER in message["content"]
@@ -678,17 +725,15 @@ def test_background_end_in_a_running_pi_is_a_follow_up_that_starts_a_turn(tmp_pa
     assert job["status"] == "completed" and job["runs"][0]["text"] == CHILD_ANSWER
     assert job["runs"][0]["task"] == "say hello" and job["usage"]["totalTokens"] == 15
     # While it ran: a widget of this session's background jobs and a count; both gone after.
-    ui = [e for e in rpc.seen if e["type"] == "extension_ui_request"]
+    ui = [e for e in seen if e["type"] == "extension_ui_request"]
     widgets = [e.get("widgetLines") for e in ui if e.get("widgetKey") == "subagents"]
-    shown = [lines for lines in widgets if lines]
-    assert shown and shown[0][0].strip() == "subagents · 1 background job running"
-    assert any("say hello" in line and line.endswith(" tok") for line in shown[-1])
+    drawn = [lines for lines in widgets if lines]
+    assert drawn and drawn[0][0].strip() == "subagents · 1 background job running"
+    assert any("say hello" in line and line.endswith(" tok") for line in drawn[-1])
     assert widgets[-1] is None
     # The footer: how many run, then what the session's background runs used.
     counts = [e.get("statusText") for e in ui if e.get("statusKey") == "subagents"]
     assert "1 subagent job running" in counts and counts[-1] == "bg 15 tok"
-    events = [e["eventType"] for e in parent.agent_events()]
-    assert events == ["subagent:start", "subagent:complete"]
 
 
 def test_sigint_to_a_print_mode_parent_stops_its_foreground_job(tmp_path: Path) -> None:
@@ -734,39 +779,6 @@ def test_pi_install_makes_the_tool_available(tmp_path: Path) -> None:
         events = parent.run("delegate it", load=False)
     end = tool_end(events)
     assert end["isError"] is False and end["result"]["content"][0]["text"] == CHILD_ANSWER
-
-
-def test_subagents_command_lists_the_jobs_and_the_session_totals(tmp_path: Path) -> None:
-    # Each child answers in one model turn of 10 in + 5 out tokens (the mock's usage).
-    args = {"tasks": [{"task": "one"}, {"task": "two"}], "model": "mock/mock-model"}
-    with delegating(tmp_path, args) as (parent, _):
-        rpc = Rpc(parent)
-        try:
-            rpc.send({"id": "1", "type": "prompt", "message": "delegate it"})
-            end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
-            rpc.wait_for(lambda e: e["type"] == "agent_end")
-            rpc.send({"id": "2", "type": "prompt", "message": "/subagents"})
-            fleet = rpc.wait_for(
-                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "select"
-            )
-            rpc.send({"type": "extension_ui_response", "id": fleet["id"], "cancelled": True})
-            rpc.send({"id": "3", "type": "prompt", "message": "/subagents cost"})
-            shown = rpc.wait_for(
-                lambda e: e["type"] == "extension_ui_request" and e.get("method") == "notify"
-            )
-        finally:
-            rpc.close()
-    job_id = end["result"]["details"]["jobId"]
-    # The fleet: labelled columns, a row per job of this session.
-    title, (row,) = fleet["title"].splitlines(), fleet["options"]
-    assert title[0] == "Subagent jobs of this session"
-    assert title[1].split() == [*COLUMNS]
-    assert row.startswith(job_id[:10]) and "parallel \u00d72: one · two" in row
-    assert row.split()[-5:-2] == ["pi", "completed", row.split()[-3]] and row.split()[-2] == "30"
-    lines = shown["message"].splitlines()
-    assert lines[0] == "pi: 2 runs, 30 tokens (20 in, 10 out), $0"
-    # The engine's words for the engine's numbers: the same line `subagents cost` gives.
-    assert lines[-1] == "session total: 1 job: 30 tokens (20 in, 10 out, cache 0/0), $0"
 
 
 # ---- live control: subagent_send (issue 22, issue 23 item 6) ----------------------------

@@ -140,9 +140,9 @@ def fails(message: str = MOCK_500) -> list[Played]:
 def stand_in(path: Path, **providers: list[Played]) -> dict[str, str]:
     """A pi stand-in at ``path`` for children that are not a test's subject (a real pi's
     start is ~0.9 CPU-s): a shell script that plays the steps of the provider its
-    ``--provider`` names, its messages from that provider. ``--version`` alone is answered
-    with no version, so the engine runs it as a pi without live input (json mode). The
-    environment that makes it the CLI's pi."""
+    ``--provider`` names, its messages from that provider and free (the mock has no
+    prices). ``--version`` alone is answered with no version, so the engine runs it as a pi
+    without live input (json mode). The environment that makes it the CLI's pi."""
     cases = []
     for provider, steps in providers.items():
         lines = []
@@ -151,8 +151,10 @@ def stand_in(path: Path, **providers: list[Played]) -> dict[str, str]:
                 lines.append(f"  {shlex.join(step)} >/dev/null")
                 continue
             event = json.loads(json.dumps(step["emit"]))
-            if event.get("message", {}).get("role") == "assistant":
-                event["message"]["provider"] = provider
+            message = event.get("message", {})
+            if message.get("role") == "assistant":  # from its provider, priced as the mock is
+                message["provider"] = provider
+                message["usage"]["cost"]["total"] = 0
             lines.append(f"  echo {shlex.quote(json.dumps(event))}")
         cases.append(f"{shlex.quote(provider)})\n" + "\n".join(lines) + "\n  ;;")
     path.write_text(
