@@ -466,31 +466,16 @@ REFUSED = [
 ]
 
 
-def test_refused_calls_are_errors_naming_the_reason_each_entered_once(tmp_path: Path) -> None:
-    """One pi (RPC) session; its model makes each call of ``REFUSED`` in turn, a prompt each
-    (its script calls the tool while the conversation holds fewer results than that)."""
-    with delegating(tmp_path, {}) as (parent, server):
-        rpc = Rpc(parent)
-        ends = []
-        try:
-            for n, (args, starts, holds) in enumerate(REFUSED, 1):
-                server.script = Script(
-                    tool_name="subagent",
-                    tool_args=args,
-                    loop=True,
-                    loop_limit=n,
-                    heed_messages=False,
-                    final_text="Refused.",
-                )
-                rpc.send({"id": str(n), "type": "prompt", "message": "delegate it"})
-                end = rpc.wait_for(lambda e: e["type"] == "tool_execution_end")
-                rpc.wait_for(lambda e: e["type"] == "agent_end")
-                text = end["result"]["content"][0]["text"]
-                assert end["isError"] is True and text.startswith(starts) and holds in text, text
-                ends.append(text)
-        finally:
-            rpc.close()
-    entries = parent.agent_events()
+def check_refused_calls_are_errors_naming_the_reason_each_entered_once(
+    calls: list[Call], entries: list[dict[str, Any]]
+) -> None:
+    """Each call of ``REFUSED`` (``entries``: the session's entries of no job)."""
+    ends = []
+    for call, (_, starts, holds) in zip(calls, REFUSED, strict=True):
+        end = tool_end(call.events)
+        text = end["result"]["content"][0]["text"]
+        assert end["isError"] is True and text.startswith(starts) and holds in text, text
+        ends.append(text)
     assert len(entries) == len(REFUSED), entries  # one entry a call
     for entry, reason in zip(entries, ends, strict=True):
         assert entry["eventType"] == "subagent:error" and entry["status"] == "failed"
@@ -635,11 +620,14 @@ class Session:
         assert entries == [e for call in calls for e in call.entries], entries
 
 
-def test_a_sessions_jobs_in_subagents_a_background_end_and_an_abort(tmp_path: Path) -> None:
+def test_the_fleet_a_background_end_refused_calls_and_an_abort_in_one_session(
+    tmp_path: Path,
+) -> None:
     """One pi (RPC) session whose children are the stand-in (what is tested is what the
     parent makes of their jobs): a foreground job, then `/subagents` and `/subagents cost`;
-    a background job, whose end is a follow-up that starts a turn; a foreground job stopped
-    by pi's abort. Each child answers in one model turn of 10 in + 5 out tokens."""
+    a background job, whose end is a follow-up that starts a turn; calls refused before any
+    job exists; a foreground job stopped by pi's abort. Each child answers in one model
+    turn of 10 in + 5 out tokens."""
     with delegating(tmp_path, {}) as (parent, server):
         parent.stand_in(mock=pistream.replies(CHILD_ANSWER), slow=WAITS)
         session = Session(parent, server)
@@ -657,6 +645,7 @@ def test_a_sessions_jobs_in_subagents_a_background_end_and_an_abort(tmp_path: Pa
             )
             rpc.wait_for(lambda e: e["type"] == "agent_end")
             background = rpc.seen[before:]
+            refused = [session.call(args) for args, _, _ in REFUSED]
             session.prompt({"task": "take your time", "model": "slow/mock-model"})
             update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
             aborted = update["partialResult"]["details"]["jobId"]
@@ -680,7 +669,10 @@ def test_a_sessions_jobs_in_subagents_a_background_end_and_an_abort(tmp_path: Pa
     assert job["status"] == "aborted" and job["runs"][0]["status"] == "aborted"
     assert events_of(aborted) == ["subagent:start", "subagent:aborted"]
     assert events_of(listed) == ["subagent:start", "subagent:complete"]
-    assert len(entries) == 6, entries  # the three jobs' entries, and nothing else
+    check_refused_calls_are_errors_naming_the_reason_each_entered_once(
+        refused, [e for e in entries if e["jobId"] is None]
+    )
+    assert len(entries) == 6 + len(REFUSED), entries  # the jobs' and the refusals', no other
 
 
 def the_fleet_and_the_totals(session: Session) -> tuple[dict[str, Any], dict[str, Any], str]:
