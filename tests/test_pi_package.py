@@ -1,7 +1,10 @@
 """The pi package (integrations/pi) end to end: the real pi (1.6, as pinned) as the parent,
 loading the package with ``-e``, scripted by the mock model to call the ``subagent`` tool;
 the tool runs the real ``subagents`` CLI, whose children are real pi runs against the same
-mock (or a second, broken or slow, mock as their own provider).
+mock (or a second, broken or slow, mock as their own provider) in the tool's calls and the
+steering tests. Where the subject is what the parent does with a job (the fleet and its
+totals, a background end, a refusal, the stall watchdog, pi's abort, SIGINT, a resumed
+session, `pi install`), the children are a stand-in playing pi's stream (``Parent.stand_in``).
 """
 
 from __future__ import annotations
@@ -134,14 +137,13 @@ def check_a_childs_warning_about_its_model_reaches_its_row(call: Call) -> None:
     )
 
 
-def test_a_silent_child_is_marked_stalled_in_its_row(tmp_path: Path) -> None:
-    args = {"task": "think hard", "model": "slow/mock-model"}
-    with delegating(tmp_path, args) as (parent, _):
-        # The child says nothing for 8 s, then answers (a stand-in: the watchdog is the subject).
-        silent = [*pistream.start(), ["sleep", "8"], pistream.text_end("Thought.")]
-        parent.stand_in(slow=[*silent, *pistream.end()])
-        parent.env["SUBAGENTS_STALL_TIMEOUT"] = "1"  # the watchdog: 1 s without an event
-        events = parent.run("delegate it")
+# A child that says nothing for 8 s, then answers; the watchdog: 1 s without an event.
+SILENT = [*pistream.start(), ["sleep", "8"], pistream.text_end("Thought."), *pistream.end()]
+SILENT_CALL = {"task": "think hard", "model": "silent/mock-model", "stallTimeout": 1}
+
+
+def check_a_silent_child_is_marked_stalled_in_its_row(call: Call) -> None:
+    events = call.events
     runs = [
         e["partialResult"]["details"]["runs"][0]
         for e in events
@@ -626,10 +628,11 @@ def test_the_fleet_a_background_end_refused_calls_and_an_abort_in_one_session(
     """One pi (RPC) session whose children are the stand-in (what is tested is what the
     parent makes of their jobs): a foreground job, then `/subagents` and `/subagents cost`;
     a background job, whose end is a follow-up that starts a turn; calls refused before any
-    job exists; a foreground job stopped by pi's abort. Each child answers in one model
+    job exists; a child silent long enough to be stalled; a foreground job stopped by pi's
+    abort. Each child answers in one model
     turn of 10 in + 5 out tokens."""
     with delegating(tmp_path, {}) as (parent, server):
-        parent.stand_in(mock=pistream.replies(CHILD_ANSWER), slow=WAITS)
+        parent.stand_in(mock=pistream.replies(CHILD_ANSWER), slow=WAITS, silent=SILENT)
         session = Session(parent, server)
         rpc = session.rpc
         try:
@@ -646,6 +649,7 @@ def test_the_fleet_a_background_end_refused_calls_and_an_abort_in_one_session(
             rpc.wait_for(lambda e: e["type"] == "agent_end")
             background = rpc.seen[before:]
             refused = [session.call(args) for args, _, _ in REFUSED]
+            silent = session.call(SILENT_CALL)
             session.prompt({"task": "take your time", "model": "slow/mock-model"})
             update = rpc.wait_for(lambda e: e["type"] == "tool_execution_update")
             aborted = update["partialResult"]["details"]["jobId"]
@@ -672,7 +676,10 @@ def test_the_fleet_a_background_end_refused_calls_and_an_abort_in_one_session(
     check_refused_calls_are_errors_naming_the_reason_each_entered_once(
         refused, [e for e in entries if e["jobId"] is None]
     )
-    assert len(entries) == 6 + len(REFUSED), entries  # the jobs' and the refusals', no other
+    check_a_silent_child_is_marked_stalled_in_its_row(silent)
+    silent_job = tool_end(silent.events)["result"]["details"]["jobId"]
+    assert events_of(silent_job) == ["subagent:start", "subagent:complete"]
+    assert len(entries) == 8 + len(REFUSED), entries  # the jobs' and the refusals', no other
 
 
 def the_fleet_and_the_totals(session: Session) -> tuple[dict[str, Any], dict[str, Any], str]:
