@@ -4,12 +4,19 @@ on the loopback interface only, and a job's driver started again after it was ki
 Nothing of Ray's may be reachable beyond 127.0.0.1: every node is started with
 ``node_ip_address="127.0.0.1"``, and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by
 tests/conftest.py before any test imports Ray) makes Ray pick the loopback address for the
-driver too. Usage stats and the dashboard are off."""
+driver too. Usage stats and the dashboard are off.
+
+The nodes are started lean, for the suite's CPU (two cores, the rest of the suite beside them):
+no autoscaler monitor (no autoscaling here), no log monitor (the driver does not take the
+workers' output: ``log_to_driver=False``) and no idle worker prestarted for the driver (it runs
+no task: the hosts are actors, started when a run needs one). What the launcher uses is all
+there: the GCS, each node's raylet and agents, the placement groups and named actors."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -22,6 +29,9 @@ from support.checks import eventually
 from support.environ import overlay
 
 LOOPBACK = "127.0.0.1"
+# Read by each raylet as it starts (Ray's RAY_<system config> variables): no Python worker
+# started ahead for the first driver, which would sit idle (about a CPU-second per cluster).
+LEAN = {"RAY_prestart_worker_first_driver": "0"}
 
 
 @contextlib.contextmanager
@@ -41,9 +51,13 @@ def loopback_cluster(
     from ray.cluster_utils import Cluster
 
     check_loopback(ray)
-    with overlay(env):
-        common: dict[str, Any] = {"node_ip_address": LOOPBACK, "num_cpus": 1}
-        head = {**common, "include_dashboard": False}
+    with overlay({**env, **LEAN}):
+        common: dict[str, Any] = {
+            "node_ip_address": LOOPBACK,
+            "num_cpus": 1,
+            "include_log_monitor": False,
+        }
+        head = {**common, "include_dashboard": False, "no_monitor": True}
         if head_resources:
             head["resources"] = head_resources
         cluster = Cluster(initialize_head=True, head_node_args=head)
@@ -127,3 +141,46 @@ def marked_processes(mark: str) -> list[psutil.Process]:
         except (psutil.Error, OSError):
             continue
     return found
+
+
+def pi_stand_in(
+    path: Path,
+    *,
+    sleep: float = 0,
+    count: Path | None = None,
+    gate: Path | None = None,
+    text: str = "done",
+) -> Path:
+    """A shell script that stands for pi where pi's own behaviour is not what a test is about
+    (what it does is in the script: the caller's environment does not reach a node). It notes
+    its pid in ``count`` (if given), waits while the test holds ``gate`` (support.gate's lock,
+    if given; a run that must still be going when the test acts), sleeps ``sleep`` seconds, and
+    answers ``text`` as pi does. Asked its version (once per binary, to choose pi's mode), it
+    gives one before pi's rpc mode."""
+    final = json.dumps(
+        {
+            "type": "message_end",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+                "stopReason": "stop",
+                "model": "m",
+            },
+        }
+    )
+    lines = ["#!/bin/sh", 'case "$1" in --version) echo 0.73.1; exit 0;; esac']
+    if count is not None:
+        lines.append(f"echo $$ >> {shlex.quote(str(count))}")
+    if gate is not None:
+        lines.append(f"flock -s {shlex.quote(str(gate))} true")
+    if sleep:
+        lines.append(f"sleep {sleep}")
+    lines.append(f"echo {shlex.quote(final)}")
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def started_count(count: Path) -> int:
+    """How many stand-ins noted their start in ``count``."""
+    return len(count.read_text().splitlines()) if count.exists() else 0
