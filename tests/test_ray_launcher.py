@@ -33,14 +33,13 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually, fits, needs_pi  # noqa: E402
-from support.gate import gate  # noqa: E402
 from support.git import git, git_repo  # noqa: E402
 from support.raycluster import (  # noqa: E402
+    StandIn,
     loopback_cluster,
     marked_processes,
-    pi_stand_in,
     restarted_driver,
-    started_count,
+    wait_for_job,
 )
 
 from subagents import api  # noqa: E402
@@ -121,16 +120,10 @@ def work(tmp_path: Path) -> Path:
     return d
 
 
-def use_stand_in(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, held: bool = False) -> Path:
-    """The runs' pi is a stand-in answering ANSWER (support.raycluster.pi_stand_in), held
-    at ``tmp_path/gate`` if ``held`` (until the test lets support.gate's lock go);
-    returns the file where each of its starts is noted."""
-    count = tmp_path / "starts"
-    hold = tmp_path / "gate" if held else None
-    script = tmp_path / ("pi-held" if held else "pi")  # (a running script is not rewritten)
-    pi_stand_in(script, count=count, gate=hold, text=ANSWER)
-    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(script))
-    return count
+@pytest.fixture
+def pi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    """The runs' pi is a stand-in (support.raycluster.StandIn) answering ANSWER."""
+    return StandIn(tmp_path, monkeypatch, ANSWER)
 
 
 def no_unit_left(run_id: str) -> bool:
@@ -292,12 +285,9 @@ def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> No
     assert "ray start" in result["errorMessage"]
 
 
-def test_a_new_driver_reattaches_to_a_running_run(
-    rc: RayCluster, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_new_driver_reattaches_to_a_running_run(rc: RayCluster, work: Path, pi: StandIn) -> None:
     mark = uuid.uuid4().hex
-    with gate(tmp_path) as release:
-        use_stand_in(monkeypatch, tmp_path, held=True)
+    with pi.held() as release:
         first = start_ray_run(rc, work, rc.pi_env, mark)
         assert eventually(lambda: started(first), 120)
         # The driver that started it goes away; the run goes on in its detached actor.
@@ -318,11 +308,10 @@ def test_a_new_driver_reattaches_to_a_running_run(
 
 
 def bg_ray_job_whose_driver_died(
-    rc: RayCluster, work: Path, home: Path, starts: Path
+    rc: RayCluster, work: Path, home: Path, pi: StandIn
 ) -> tuple[str, str, int]:
     """A background ray job whose driver was SIGKILLed mid-run (its relay died with it):
-    (job id, run id, the child's pid, alive on its node). Its child is a held stand-in
-    (``use_stand_in``) noting its starts in ``starts``."""
+    (job id, run id, the child's pid, alive on its node). Its child is ``pi``, held."""
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
     argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
     argv += ["--cwd", str(work), "--model", "mock/mock-model", "List the files."]
@@ -336,7 +325,7 @@ def bg_ray_job_whose_driver_died(
         return child_of(home / "runs" / str(ids[0] if ids else "-"))
 
     assert eventually(lambda: child_pid() is not None, 120), "the run did not start"
-    assert eventually(lambda: started_count(starts) == 1, 60), "the child did not start"
+    assert eventually(lambda: pi.started() == 1, 60), "the child did not start"
     child = child_pid()
     assert child is not None
     state = json.loads(job_file.read_text())
@@ -351,14 +340,12 @@ def test_stop_after_the_driver_died_brings_the_run_back(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     """`subagents stop` (another process) finds the detached actor by name, aborts the run
     on its node, and relays its result home."""
-    with gate(tmp_path):
-        starts = use_stand_in(monkeypatch, tmp_path, held=True)
-        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, starts)
+    with pi.held():
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
         s = subprocess.run(
             [sys.executable, "-m", "subagents.cli", "stop", job_id],
             capture_output=True,
@@ -378,14 +365,12 @@ def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     """Whoever finds the job's driver dead (`subagents wait`) records the job's end, as for
     a local run, and ends the run on its node: no actor keeps its unit, no child lingers."""
-    with gate(tmp_path):
-        starts = use_stand_in(monkeypatch, tmp_path, held=True)
-        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, starts)
+    with pi.held():
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
         w = subprocess.run(
             [sys.executable, "-m", "subagents.cli", "wait", "--json", job_id],
             capture_output=True,
@@ -406,25 +391,17 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     """The job's driver dies and is started again: it follows the run its predecessor
     started (found by the actor's name) instead of starting it anew, and the job completes.
     The run goes on until the new driver is the job's (the test's gate)."""
-    with gate(tmp_path) as release:
-        starts = use_stand_in(monkeypatch, tmp_path, held=True)
-        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, starts)
+    with pi.held() as release:
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
         job_dir = isolated_state / "jobs" / job_id
         with restarted_driver(job_dir, work.parent / "driver.stderr") as driver:
             release()
-            wait = ["wait", "--json", "--timeout", "180", job_id]
-            w = subprocess.run(
-                [sys.executable, "-m", "subagents.cli", *wait],
-                capture_output=True,
-                text=True,
-                timeout=240,
-            )
+            w = wait_for_job(job_id, 180)
             assert driver.proc.wait(timeout=60) == 0, f"{w.stdout}{w.stderr}\n{driver.says()}"
     assert w.returncode == 0, w.stdout + w.stderr
     job = json.loads(w.stdout)
@@ -432,7 +409,7 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     (result,) = job["runs"]
     assert result["status"] == "completed" and result["finalText"] == ANSWER
     assert result["executor"]["node"] in rc.pi_node_ids()
-    assert started_count(starts) == 1, "the run was started again"
+    assert pi.started() == 1, "the run was started again"
     run_dir = isolated_state / "runs" / run_id
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -451,14 +428,12 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
     argv += ["--ray-address", rc.address, "--ray-shared-cwd", "--cwd", str(work)]
     argv += ["--model", "mock/mock-model", "x"]
-    with gate(tmp_path):
-        starts = use_stand_in(monkeypatch, tmp_path, held=True)
+    with pi.held():
         proc = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,
@@ -467,7 +442,7 @@ def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
             stdin=subprocess.DEVNULL,
         )
         try:
-            assert eventually(lambda: started_count(starts) == 1, 120), "the child never started"
+            assert eventually(lambda: pi.started() == 1, 120), "the child never started"
             (run_dir,) = list((isolated_state / "runs").iterdir())
             assert eventually(lambda: child_of(run_dir) is not None, 60), "no run_started"
             child = child_of(run_dir)
@@ -503,22 +478,20 @@ def test_hosts_are_pooled_and_reused_across_jobs(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     """Each node has one host actor, made on first use: two jobs of four runs each run
     on the same hosts (the same processes), and leave them holding nothing. Each job's runs
     are held (the test's gate) until all four run: more than a node's three units, so both
     nodes take some."""
-    starts = use_stand_in(monkeypatch, tmp_path, held=True)
     tasks = [{"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(4)]
 
     def held_job(running: int) -> Any:
         """The job, its runs let go once ``running`` stand-ins have started in all. (The
         gate is let go before the pool waits for the job, should the test fail.)"""
-        with ThreadPoolExecutor(1) as pool, gate(tmp_path) as release:
+        with ThreadPoolExecutor(1) as pool, pi.held() as release:
             job = pool.submit(pi_job, rc, work, tasks, ray_shared_cwd=True)
-            assert eventually(lambda: started_count(starts) == running or job.done(), 120)
+            assert eventually(lambda: pi.started() == running or job.done(), 120)
             release()
             return job.result(timeout=180)
 
@@ -546,12 +519,10 @@ def test_ray_status_and_down(
     rc: RayCluster,
     work: Path,
     isolated_state: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    pi: StandIn,
 ) -> None:
     """Another caller (a new process) finds the hosts by name; `ray down` refuses while a
     run runs, then removes them; the next run makes its node's host again."""
-    use_stand_in(monkeypatch, tmp_path)
     assert (
         pi_job(rc, work, [{"task": "x", "model": "mock/mock-model"}], ray_shared_cwd=True)["status"]
         == "completed"
@@ -569,8 +540,7 @@ def test_ray_status_and_down(
     words = ray_cli(rc, "status")
     assert words.returncode == 0 and "host on node" in words.stdout, words.stdout
     # A run holds a unit while it runs: `down` refuses, then aborts it with --force.
-    with gate(tmp_path):
-        use_stand_in(monkeypatch, tmp_path, held=True)
+    with pi.held():
         handle = start_ray_run(rc, work, rc.pi_env, uuid.uuid4().hex)
         assert eventually(lambda: started(handle), 120)
         busy = json.loads(ray_cli(rc, "status", "--json").stdout)
@@ -600,7 +570,6 @@ def test_ray_status_and_down(
         assert "aborted by `subagents ray down --force`" in result["errorMessage"], result
         assert eventually(lambda: hosts_status() == [], 30)
         assert eventually(lambda: no_unit_left(handle.run_id), 30)
-    use_stand_in(monkeypatch, tmp_path)
     again = pi_job(rc, work, [{"task": "y", "model": "mock/mock-model"}], ray_shared_cwd=True)
     assert again["status"] == "completed", again
     assert len(hosts_status()) == 1
@@ -733,10 +702,9 @@ def test_what_is_too_big_to_travel_is_refused_in_one_line(
 
 
 def test_a_map_on_the_loopback_cluster(
-    rc: RayCluster, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rc: RayCluster, work: Path, tmp_path: Path, pi: StandIn
 ) -> None:
     """A map's rows run as Ray runs on the pi nodes (by a stand-in for pi)."""
-    use_stand_in(monkeypatch, tmp_path)
     data = tmp_path / "rows.txt"
     data.write_text("alpha\nbeta\ngamma\ndelta\n")
     out = tmp_path / "results.jsonl"
@@ -757,14 +725,11 @@ def test_a_map_on_the_loopback_cluster(
         assert result["executor"]["node"] in rc.pi_node_ids()
 
 
-def test_a_dead_node_fails_exactly_its_runs(
-    rc: RayCluster, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, pi: StandIn) -> None:
     """Runs last: it takes one of the module's pi nodes away. The runs are
     held (the test's gate) until the test has looked at them all."""
     marks = [uuid.uuid4().hex for _ in range(3)]
-    with gate(tmp_path):
-        use_stand_in(monkeypatch, tmp_path, held=True)
+    with pi.held():
         handles = [start_ray_run(rc, work, rc.pi_env, m) for m in marks]
         assert eventually(lambda: all(started(h) for h in handles), 120)
         assert eventually(lambda: all(marked_processes(m) for m in marks), 60)

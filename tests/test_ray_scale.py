@@ -43,6 +43,7 @@ from support.raycluster import (  # noqa: E402
     pi_stand_in,
     restarted_driver,
     started_count,
+    wait_for_job,
 )
 
 from subagents import api, service  # noqa: E402
@@ -262,13 +263,7 @@ def test_a_restarted_driver_takes_its_runs_up(
         os.kill(driver, signal.SIGKILL)
         with restarted_driver(job_dir, tmp_path / "driver.stderr") as again:
             release()  # the first wave ends under the new driver; the rest pass at once
-            wait = ["wait", "--json", "--timeout", "240", job.job_id]
-            w = subprocess.run(
-                [sys.executable, "-m", "subagents.cli", *wait],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
+            w = wait_for_job(job.job_id, 240)
             assert again.proc.wait(timeout=60) == 0, f"{w.stdout[-2000:]}{w.stderr}\n{again.says()}"
     assert w.returncode == 0, w.stdout[-2000:] + w.stderr
     state = json.loads(w.stdout)

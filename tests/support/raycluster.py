@@ -19,14 +19,16 @@ import json
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
 from support.checks import eventually
 from support.environ import overlay
+from support.gate import gate
 
 LOOPBACK = "127.0.0.1"
 # Read by each raylet as it starts (Ray's RAY_<system config> variables): no Python worker
@@ -130,6 +132,12 @@ def restarted_driver(job_dir: Path, stderr: Path) -> Iterator[Restarted]:
             driver.proc.wait()
 
 
+def wait_for_job(job_id: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``subagents wait --json --timeout TIMEOUT JOB_ID``, another process."""
+    argv = [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", str(timeout)]
+    return subprocess.run([*argv, job_id], capture_output=True, text=True, timeout=timeout + 60)
+
+
 def marked_processes(mark: str) -> list[psutil.Process]:
     """This user's processes whose environment carries ``SUBAGENTS_TEST_MARK=mark`` (a run's
     child and helpers, wherever Ray started them)."""
@@ -184,3 +192,37 @@ def pi_stand_in(
 def started_count(count: Path) -> int:
     """How many stand-ins noted their start in ``count``."""
     return len(count.read_text().splitlines()) if count.exists() else 0
+
+
+class StandIn:
+    """The runs' pi (``SUBAGENTS_PI_BIN``, as the caller resolves it) is ``pi_stand_in``
+    answering ``text``, each start noted in ``starts``; in the ``held`` block it waits on
+    the test's gate."""
+
+    def __init__(self, where: Path, monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+        self.where = where
+        self.monkeypatch = monkeypatch
+        self.text = text
+        self.starts = where / "starts"
+        self._use(held=False)
+
+    def _use(self, *, held: bool) -> None:
+        # One script each way: a running script is not rewritten under it.
+        script = self.where / ("pi-held" if held else "pi")
+        hold = self.where / "gate" if held else None
+        pi_stand_in(script, count=self.starts, gate=hold, text=self.text)
+        self.monkeypatch.setenv("SUBAGENTS_PI_BIN", str(script))
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[Callable[[], None]]:
+        """Runs started in the block wait on the test's gate until the yielded function lets
+        it go (or the block ends: a run still waiting then answers)."""
+        with gate(self.where) as release:
+            self._use(held=True)
+            try:
+                yield release
+            finally:
+                self._use(held=False)
+
+    def started(self) -> int:
+        return started_count(self.starts)
