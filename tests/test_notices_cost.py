@@ -179,6 +179,37 @@ def test_session_start_says_why_the_server_cannot_serve(tmp_path: Path) -> None:
     assert "not available" in out["hookSpecificOutput"]["additionalContext"]
 
 
+def test_session_start_makes_the_server_once_per_installation(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Making the server costs ~1.5 s of CPU (the MCP SDK's types) at every Claude session's
+    start: a check that passed is trusted until what it depends on changes."""
+    import subagents.mcp
+    from subagents.cli.claudecode import SERVER_CHECKED
+
+    payload = json.dumps({"session_id": CLAUDE_ID, "hook_event_name": "SessionStart"})
+    made = subagents.mcp.SubagentsMCP
+
+    def broken(**_: object) -> None:
+        raise RuntimeError("the SDK is broken")
+
+    def said() -> str:
+        done = sub("claude-code", "session-start", stdin=payload, here=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout and json.loads(done.stdout)["systemMessage"]
+
+    stamp = isolated_state / SERVER_CHECKED
+    monkeypatch.setattr(subagents.mcp, "SubagentsMCP", broken)
+    assert said().endswith("cannot serve: the SDK is broken")
+    assert not stamp.exists()  # a failed check is made again next time
+    monkeypatch.setattr(subagents.mcp, "SubagentsMCP", made)
+    assert said() == "" and stamp.exists()
+    monkeypatch.setattr(subagents.mcp, "SubagentsMCP", broken)
+    assert said() == ""  # trusted: not made again
+    stamp.write_text('["another interpreter"]')  # what it depends on changed
+    assert said().endswith("cannot serve: the SDK is broken")
+
+
 @pytest.mark.process
 def test_the_stop_hook_shows_each_foreground_call_s_outcome_once(isolated_state: Path) -> None:
     store = JobStore(isolated_state)

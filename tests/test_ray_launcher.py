@@ -1,6 +1,10 @@
 """The ray executor against a real Ray cluster of three nodes on this machine
 (``ray.cluster_utils.Cluster``): a head without agent CLIs and two nodes that offer
-``subagents-pi``, running the real pi against the loopback mock model.
+``subagents-pi``. The real pi runs there against the loopback mock model where pi on a node
+is the point (a parallel job's events, transcript and tool calls relayed home; a stop that
+leaves no process; a repository that travels and its branch that comes back: the tests marked
+``e2e``); elsewhere a shell script stands for it (support.raycluster.pi_stand_in), held by
+the test's gate where a run must still be going when the test acts.
 
 Everything stays on 127.0.0.1: every node is started with ``node_ip_address="127.0.0.1"``
 and ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` (set by tests/conftest.py) makes Ray pick the
@@ -18,6 +22,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +34,13 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually, fits, needs_pi  # noqa: E402
 from support.git import git, git_repo  # noqa: E402
-from support.raycluster import loopback_cluster, marked_processes, restarted_driver  # noqa: E402
+from support.raycluster import (  # noqa: E402
+    StandIn,
+    loopback_cluster,
+    marked_processes,
+    restarted_driver,
+    wait_for_job,
+)
 
 from subagents import api  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -50,9 +61,15 @@ from subagents.types import (  # noqa: E402
     RayUnit,
 )
 
-pytestmark = [pytest.mark.ray, pytest.mark.e2e, pytest.mark.xdist_group("ray"), needs_pi]
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 PI_UNITS = 3
 FINAL = "Found: {tool_output}"
+ANSWER = "Found: hello.txt"  # what the real pi answers in `work` (FINAL), and the stand-in
+
+
+def real_pi(test: Any) -> Any:
+    """The real pi runs on the nodes in this test: pi's own behaviour there is its subject."""
+    return pytest.mark.e2e(needs_pi(test))
 
 
 class RayCluster:
@@ -101,6 +118,12 @@ def work(tmp_path: Path) -> Path:
     d.mkdir()
     (d / "hello.txt").write_text("hi\n")
     return d
+
+
+@pytest.fixture
+def pi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> StandIn:
+    """The runs' pi is a stand-in (support.raycluster.StandIn) answering ANSWER."""
+    return StandIn(tmp_path, monkeypatch, ANSWER)
 
 
 def no_unit_left(run_id: str) -> bool:
@@ -154,6 +177,7 @@ def node_of(handle: RunHandle) -> str | None:
     return None if where is None else where.get("node")
 
 
+@real_pi
 def test_parallel_job_spreads_over_the_pi_nodes(
     rc: RayCluster, work: Path, tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -188,7 +212,7 @@ def test_parallel_job_spreads_over_the_pi_nodes(
     result = api.drive(job, on_event=on_event)
     assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
     runs = result["runs"]
-    assert [r["finalText"] for r in runs] == ["Found: hello.txt"] * n
+    assert [r["finalText"] for r in runs] == [ANSWER] * n
     nodes = [r["executor"]["node"] for r in runs]
     assert all(r["executor"]["kind"] == "ray" for r in runs)
     # SPREAD over two nodes of three units each: both take runs, the head none.
@@ -215,6 +239,7 @@ def test_parallel_job_spreads_over_the_pi_nodes(
     assert eventually(lambda: not leftover_runs(rc.node_runs), 30)
 
 
+@real_pi
 def test_stop_mid_run_leaves_no_process_on_any_node(
     rc: RayCluster, work: Path, tmp_path: Path
 ) -> None:
@@ -260,23 +285,21 @@ def test_no_node_offers_the_backend_fails_fast(rc: RayCluster, work: Path) -> No
     assert "ray start" in result["errorMessage"]
 
 
-def test_a_new_driver_reattaches_to_a_running_run(
-    rc: RayCluster, work: Path, tmp_path: Path
-) -> None:
+def test_a_new_driver_reattaches_to_a_running_run(rc: RayCluster, work: Path, pi: StandIn) -> None:
     mark = uuid.uuid4().hex
-    rc.server.script = Script(final_text=FINAL, delay_s=2.0)
-    env = rc.pi_env
-    first = start_ray_run(rc, work, env, mark)
-    assert eventually(lambda: started(first), 120)
-    # The driver that started it goes away; the run goes on in its detached actor.
-    first.launched.detach()  # type: ignore[attr-defined]
-    assert not first.launched.alive()
-    assert not (first.run_dir / "result.json").exists()
-    again = reattach(first.run_dir)
-    assert again is not None
-    result = RunMonitor(first.run_dir, again).wait(timeout=180)
+    with pi.held() as release:
+        first = start_ray_run(rc, work, rc.pi_env, mark)
+        assert eventually(lambda: started(first), 120)
+        # The driver that started it goes away; the run goes on in its detached actor.
+        first.launched.detach()  # type: ignore[attr-defined]
+        assert not first.launched.alive()
+        assert not (first.run_dir / "result.json").exists()
+        again = reattach(first.run_dir)
+        assert again is not None
+        release()  # the run ends under its new relay
+        result = RunMonitor(first.run_dir, again).wait(timeout=180)
     assert result is not None and result["status"] == "completed", result
-    assert result["finalText"] == "Found: hello.txt"
+    assert result["finalText"] == ANSWER
     events = [json.loads(x) for x in (first.run_dir / "events.jsonl").read_text().splitlines()]
     # Taken up exactly where the first relay stopped: no event lost, none twice.
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -285,12 +308,10 @@ def test_a_new_driver_reattaches_to_a_running_run(
 
 
 def bg_ray_job_whose_driver_died(
-    rc: RayCluster, work: Path, home: Path, delay: float = 120
+    rc: RayCluster, work: Path, home: Path, pi: StandIn
 ) -> tuple[str, str, int]:
     """A background ray job whose driver was SIGKILLed mid-run (its relay died with it):
-    (job id, run id, the child's pid, alive on its node)."""
-    rc.server.script = Script(final_text=FINAL, delay_s=delay)
-    asked = len(rc.server.requests)
+    (job id, run id, the child's pid, alive on its node). Its child is ``pi``, held."""
     argv = [sys.executable, "-m", "subagents.cli", "run", "--bg", "--json"]
     argv += ["--executor", "ray", "--ray-address", rc.address, "--ray-shared-cwd"]
     argv += ["--cwd", str(work), "--model", "mock/mock-model", "List the files."]
@@ -301,14 +322,10 @@ def bg_ray_job_whose_driver_died(
 
     def child_pid() -> int | None:
         ids = json.loads(job_file.read_text()).get("runIds") or []
-        events = home / "runs" / str(ids[0] if ids else "-") / "events.jsonl"
-        if not events.exists():
-            return None
-        lines = [json.loads(x) for x in events.read_text().splitlines()]
-        return next((e["pid"] for e in lines if e["type"] == "run_started"), None)
+        return child_of(home / "runs" / str(ids[0] if ids else "-"))
 
     assert eventually(lambda: child_pid() is not None, 120), "the run did not start"
-    assert eventually(lambda: len(rc.server.requests) > asked, 60)
+    assert eventually(lambda: pi.started() == 1, 60), "the child did not start"
     child = child_pid()
     assert child is not None
     state = json.loads(job_file.read_text())
@@ -320,72 +337,79 @@ def bg_ray_job_whose_driver_died(
 
 
 def test_stop_after_the_driver_died_brings_the_run_back(
-    rc: RayCluster, work: Path, isolated_state: Path
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
 ) -> None:
     """`subagents stop` (another process) finds the detached actor by name, aborts the run
     on its node, and relays its result home."""
-    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
-    s = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "stop", job_id],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
-    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
-    assert result["status"] == "aborted", result
-    assert result["executor"]["kind"] == "ray"
-    assert result["executor"]["node"] in rc.pi_node_ids()
-    assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_unit_left(run_id), 60)
+    with pi.held():
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
+        s = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "stop", job_id],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert s.returncode == 0 and f"{job_id}: aborted" in s.stdout, s.stdout + s.stderr
+        result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+        assert result["status"] == "aborted", result
+        assert result["executor"]["kind"] == "ray"
+        assert result["executor"]["node"] in rc.pi_node_ids()
+        assert eventually(lambda: not procs.killpg(child, 0), 30)
+        assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_run_orphaned_by_its_driver_is_ended_on_its_node(
-    rc: RayCluster, work: Path, isolated_state: Path
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
 ) -> None:
     """Whoever finds the job's driver dead (`subagents wait`) records the job's end, as for
     a local run, and ends the run on its node: no actor keeps its unit, no child lingers."""
-    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state)
-    w = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "wait", "--json", job_id],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert w.returncode == 1, w.stdout + w.stderr
-    result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
-    assert result["status"] == "failed", result
-    assert (
-        f"its run on Ray node {result['executor']['node']} was ended" in result["errorMessage"]
-    ), result
-    assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_unit_left(run_id), 60)
+    with pi.held():
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
+        w = subprocess.run(
+            [sys.executable, "-m", "subagents.cli", "wait", "--json", job_id],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert w.returncode == 1, w.stdout + w.stderr
+        result = json.loads((isolated_state / "runs" / run_id / "result.json").read_text())
+        assert result["status"] == "failed", result
+        assert (
+            f"its run on Ray node {result['executor']['node']} was ended" in result["errorMessage"]
+        ), result
+        assert eventually(lambda: not procs.killpg(child, 0), 30)
+        assert eventually(lambda: no_unit_left(run_id), 60)
 
 
 def test_a_restarted_driver_reattaches_to_its_runs(
-    rc: RayCluster, work: Path, isolated_state: Path
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
 ) -> None:
     """The job's driver dies and is started again: it follows the run its predecessor
-    started (found by the actor's name) instead of starting it anew, and the job completes."""
-    asked = len(rc.server.requests)
-    job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, delay=4.0)
-    job_dir = isolated_state / "jobs" / job_id
-    with restarted_driver(job_dir, work.parent / "driver.stderr") as driver:
-        w = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", "180", job_id],
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        assert driver.proc.wait(timeout=60) == 0, f"{w.stdout}{w.stderr}\n{driver.says()}"
+    started (found by the actor's name) instead of starting it anew, and the job completes.
+    The run goes on until the new driver is the job's (the test's gate)."""
+    with pi.held() as release:
+        job_id, run_id, child = bg_ray_job_whose_driver_died(rc, work, isolated_state, pi)
+        job_dir = isolated_state / "jobs" / job_id
+        with restarted_driver(job_dir, work.parent / "driver.stderr") as driver:
+            release()
+            w = wait_for_job(job_id, 180)
+            assert driver.proc.wait(timeout=60) == 0, f"{w.stdout}{w.stderr}\n{driver.says()}"
     assert w.returncode == 0, w.stdout + w.stderr
     job = json.loads(w.stdout)
     assert [r["runId"] for r in job["runs"]] == [run_id]
     (result,) = job["runs"]
-    assert result["status"] == "completed" and result["finalText"] == "Found: hello.txt"
+    assert result["status"] == "completed" and result["finalText"] == ANSWER
     assert result["executor"]["node"] in rc.pi_node_ids()
-    # One run, asked the model twice (the tool call, the answer): nothing was run again.
-    assert len(rc.server.requests) - asked == 2
+    assert pi.started() == 1, "the run was started again"
     run_dir = isolated_state / "runs" / run_id
     events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
@@ -393,33 +417,47 @@ def test_a_restarted_driver_reattaches_to_its_runs(
     assert eventually(lambda: no_unit_left(run_id), 60)
 
 
+def child_of(run_dir: Path) -> int | None:
+    """The run's child's pid, once its ``run_started`` event has come home."""
+    events = run_dir / "events.jsonl"
+    lines = [json.loads(x) for x in events.read_text().splitlines()] if events.exists() else []
+    return next((e["pid"] for e in lines if e["type"] == "run_started"), None)
+
+
 def test_ctrl_c_aborts_a_foreground_ray_run_on_its_node(
-    rc: RayCluster, work: Path, isolated_state: Path
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
 ) -> None:
-    rc.server.script = Script(final_text=FINAL, delay_s=120)
-    asked = len(rc.server.requests)
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--executor", "ray"]
     argv += ["--ray-address", rc.address, "--ray-shared-cwd", "--cwd", str(work)]
     argv += ["--model", "mock/mock-model", "x"]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
-    )
-    try:
-        assert eventually(lambda: len(rc.server.requests) > asked, 120), "pi never asked"
-        (run_dir,) = list((isolated_state / "runs").iterdir())
-        events = [json.loads(x) for x in (run_dir / "events.jsonl").read_text().splitlines()]
-        child = next(e["pid"] for e in events if e["type"] == "run_started")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
-    result = json.loads(out)
-    assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
-    assert eventually(lambda: not procs.killpg(child, 0), 30)
-    assert eventually(lambda: no_unit_left(run_dir.name), 60)
+    with pi.held():
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            assert eventually(lambda: pi.started() == 1, 120), "the child never started"
+            (run_dir,) = list((isolated_state / "runs").iterdir())
+            assert eventually(lambda: child_of(run_dir) is not None, 60), "no run_started"
+            child = child_of(run_dir)
+            assert child is not None
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 130, err
+        result = json.loads(out)
+        assert result["status"] == "aborted" and result["executor"]["kind"] == "ray", result
+        assert eventually(lambda: not procs.killpg(child, 0), 30)
+        assert eventually(lambda: no_unit_left(run_dir.name), 60)
 
 
 def pi_job(rc: RayCluster, cwd: Path, tasks: list[dict[str, Any]], **options: Any) -> Any:
@@ -437,15 +475,29 @@ def pi_job(rc: RayCluster, cwd: Path, tasks: list[dict[str, Any]], **options: An
 
 
 def test_hosts_are_pooled_and_reused_across_jobs(
-    rc: RayCluster, work: Path, isolated_state: Path
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
 ) -> None:
     """Each node has one host actor, made on first use: two jobs of four runs each run
-    on the same hosts (the same processes), and leave them holding nothing."""
-    rc.server.script = Script(final_text=FINAL)
+    on the same hosts (the same processes), and leave them holding nothing. Each job's runs
+    are held (the test's gate) until all four run: more than a node's three units, so both
+    nodes take some."""
     tasks = [{"task": f"List the files ({i}).", "model": "mock/mock-model"} for i in range(4)]
+
+    def held_job(running: int) -> Any:
+        """The job, its runs let go once ``running`` stand-ins have started in all. (The
+        gate is let go before the pool waits for the job, should the test fail.)"""
+        with ThreadPoolExecutor(1) as pool, pi.held() as release:
+            job = pool.submit(pi_job, rc, work, tasks, ray_shared_cwd=True)
+            assert eventually(lambda: pi.started() == running or job.done(), 120)
+            release()
+            return job.result(timeout=180)
+
     pids: list[dict[str, int]] = []
-    for _ in range(2):
-        result = pi_job(rc, work, tasks, ray_shared_cwd=True)
+    for k in range(1, 3):
+        result = held_job(4 * k)
         assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
         assert {r["executor"]["node"] for r in result["runs"]} <= rc.pi_node_ids()
         for r in result["runs"]:
@@ -463,10 +515,14 @@ def ray_cli(rc: RayCluster, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)
 
 
-def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -> None:
+def test_ray_status_and_down(
+    rc: RayCluster,
+    work: Path,
+    isolated_state: Path,
+    pi: StandIn,
+) -> None:
     """Another caller (a new process) finds the hosts by name; `ray down` refuses while a
     run runs, then removes them; the next run makes its node's host again."""
-    rc.server.script = Script(final_text=FINAL)
     assert (
         pi_job(rc, work, [{"task": "x", "model": "mock/mock-model"}], ray_shared_cwd=True)["status"]
         == "completed"
@@ -484,37 +540,36 @@ def test_ray_status_and_down(rc: RayCluster, work: Path, isolated_state: Path) -
     words = ray_cli(rc, "status")
     assert words.returncode == 0 and "host on node" in words.stdout, words.stdout
     # A run holds a unit while it runs: `down` refuses, then aborts it with --force.
-    rc.server.script = Script(final_text=FINAL, delay_s=120)
-    handle = start_ray_run(rc, work, rc.pi_env, uuid.uuid4().hex)
-    assert eventually(lambda: started(handle), 120)
-    busy = json.loads(ray_cli(rc, "status", "--json").stdout)
-    fit_status(busy)
-    assert handle.run_id in [u["runId"] for u in busy["units"]]
-    assert handle.run_id in [r["runId"] for h in busy["hosts"] for r in h["runs"]]
-    # What its relay pulls (read only: the relay's offsets are its own), and for a run the
-    # host does not have.
-    host = ray.get_actor(f"subagents-host-{node_of(handle)}", namespace="subagents")
-    pulled = ray.get(host.pull.remote(handle.run_id, {}, 0))
-    fits(pulled, HostPullReply)
-    assert pulled["known"] and pulled["alive"] and pulled["result"] is None, pulled
-    assert pulled["chunks"]["events.jsonl"].startswith(b"{"), pulled
-    unknown = ray.get(host.pull.remote("nope", {}, 0))
-    fits(unknown, HostPullReply)
-    assert not unknown["known"] and "no longer has this run" in unknown["error"], unknown
-    node = next(n for n in busy["nodes"] if n["node"] == node_of(handle))
-    assert node["free"] == {"subagents-pi": PI_UNITS - 1}
-    refused = ray_cli(rc, "down")
-    assert refused.returncode == 1, refused.stdout + refused.stderr
-    assert refused.stderr.count("\n") == 1 and "1 run still running" in refused.stderr
-    gone = ray_cli(rc, "down", "--force")
-    assert gone.returncode == 0 and gone.stdout.startswith("removed "), gone.stderr
-    result = handle.wait(timeout=120)
-    assert result is not None and result["status"] == "aborted", result
-    assert result["executor"]["node"] == node_of(handle)
-    assert "aborted by `subagents ray down --force`" in result["errorMessage"], result
-    assert eventually(lambda: hosts_status() == [], 30)
-    assert eventually(lambda: no_unit_left(handle.run_id), 30)
-    rc.server.script = Script(final_text=FINAL)
+    with pi.held():
+        handle = start_ray_run(rc, work, rc.pi_env, uuid.uuid4().hex)
+        assert eventually(lambda: started(handle), 120)
+        busy = json.loads(ray_cli(rc, "status", "--json").stdout)
+        fit_status(busy)
+        assert handle.run_id in [u["runId"] for u in busy["units"]]
+        assert handle.run_id in [r["runId"] for h in busy["hosts"] for r in h["runs"]]
+        # What its relay pulls (read only: the relay's offsets are its own), and for a run the
+        # host does not have.
+        host = ray.get_actor(f"subagents-host-{node_of(handle)}", namespace="subagents")
+        pulled = ray.get(host.pull.remote(handle.run_id, {}, 0))
+        fits(pulled, HostPullReply)
+        assert pulled["known"] and pulled["alive"] and pulled["result"] is None, pulled
+        assert pulled["chunks"]["events.jsonl"].startswith(b"{"), pulled
+        unknown = ray.get(host.pull.remote("nope", {}, 0))
+        fits(unknown, HostPullReply)
+        assert not unknown["known"] and "no longer has this run" in unknown["error"], unknown
+        node = next(n for n in busy["nodes"] if n["node"] == node_of(handle))
+        assert node["free"] == {"subagents-pi": PI_UNITS - 1}
+        refused = ray_cli(rc, "down")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert refused.stderr.count("\n") == 1 and "1 run still running" in refused.stderr
+        gone = ray_cli(rc, "down", "--force")
+        assert gone.returncode == 0 and gone.stdout.startswith("removed "), gone.stderr
+        result = handle.wait(timeout=120)
+        assert result is not None and result["status"] == "aborted", result
+        assert result["executor"]["node"] == node_of(handle)
+        assert "aborted by `subagents ray down --force`" in result["errorMessage"], result
+        assert eventually(lambda: hosts_status() == [], 30)
+        assert eventually(lambda: no_unit_left(handle.run_id), 30)
     again = pi_job(rc, work, [{"task": "y", "model": "mock/mock-model"}], ray_shared_cwd=True)
     assert again["status"] == "completed", again
     assert len(hosts_status()) == 1
@@ -542,6 +597,7 @@ def fit_status(status: dict[str, Any]) -> None:
         fits(unit, RayUnit)
 
 
+@real_pi
 def test_a_repository_travels_and_its_changes_come_back_as_a_branch(
     rc: RayCluster, tmp_path: Path, isolated_state: Path
 ) -> None:
@@ -645,44 +701,10 @@ def test_what_is_too_big_to_travel_is_refused_in_one_line(
     assert git(repo, "branch", "--list").strip() == "* main"
 
 
-def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, tmp_path: Path) -> None:
-    """Runs last: it takes one of the module's pi nodes away."""
-    marks = [uuid.uuid4().hex for _ in range(3)]
-    rc.server.script = Script(final_text=FINAL, delay_s=120)
-    env = rc.pi_env
-    handles = [start_ray_run(rc, work, env, m) for m in marks]
-    assert eventually(lambda: all(started(h) for h in handles), 120)
-    assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
-    victim_id = node_of(handles[0])
-    victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
-    on_victim = [node_of(h) == victim_id for h in handles]
-    rc.cluster.remove_node(victim, allow_graceful=False)
-    rc.pi_nodes.remove(victim)
-    results: dict[int, dict[str, Any]] = {}
-    for i, h in enumerate(handles):
-        if on_victim[i]:
-            got = h.wait(timeout=180)
-            assert got is not None, f"run {i} on the dead node never ended"
-            results[i] = got
-    # The others are untouched by it: still running, until stopped here.
-    for i, h in enumerate(handles):
-        if not on_victim[i]:
-            assert h.result() is None
-            results[i] = h.stop()
-    for i, r in results.items():
-        if on_victim[i]:
-            assert r["status"] == "failed", r
-            assert f"the Ray node {victim_id}" in r["errorMessage"], r["errorMessage"]
-            assert r["executor"]["node"] == victim_id
-        else:
-            assert r["status"] == "aborted", r
-    # The children on the dead node went with it (their supervisors saw their host die).
-    assert eventually(lambda: not any(marked_processes(m) for m in marks), 60)
-
-
-def test_a_map_on_the_loopback_cluster(rc: RayCluster, work: Path, tmp_path: Path) -> None:
-    """A map's rows run as Ray runs on the pi nodes, by the real pi against the mock."""
-    rc.server.script = Script(final_text=FINAL)
+def test_a_map_on_the_loopback_cluster(
+    rc: RayCluster, work: Path, tmp_path: Path, pi: StandIn
+) -> None:
+    """A map's rows run as Ray runs on the pi nodes (by a stand-in for pi)."""
     data = tmp_path / "rows.txt"
     data.write_text("alpha\nbeta\ngamma\ndelta\n")
     out = tmp_path / "results.jsonl"
@@ -701,3 +723,38 @@ def test_a_map_on_the_loopback_cluster(rc: RayCluster, work: Path, tmp_path: Pat
         result = json.loads((runs / row["runId"] / "result.json").read_text())
         assert result["executor"]["kind"] == "ray"
         assert result["executor"]["node"] in rc.pi_node_ids()
+
+
+def test_a_dead_node_fails_exactly_its_runs(rc: RayCluster, work: Path, pi: StandIn) -> None:
+    """Runs last: it takes one of the module's pi nodes away. The runs are
+    held (the test's gate) until the test has looked at them all."""
+    marks = [uuid.uuid4().hex for _ in range(3)]
+    with pi.held():
+        handles = [start_ray_run(rc, work, rc.pi_env, m) for m in marks]
+        assert eventually(lambda: all(started(h) for h in handles), 120)
+        assert eventually(lambda: all(marked_processes(m) for m in marks), 60)
+        victim_id = node_of(handles[0])
+        victim = next(n for n in rc.pi_nodes if n.node_id == victim_id)
+        on_victim = [node_of(h) == victim_id for h in handles]
+        rc.cluster.remove_node(victim, allow_graceful=False)
+        rc.pi_nodes.remove(victim)
+        results: dict[int, dict[str, Any]] = {}
+        for i, h in enumerate(handles):
+            if on_victim[i]:
+                got = h.wait(timeout=180)
+                assert got is not None, f"run {i} on the dead node never ended"
+                results[i] = got
+        # The others are untouched by it: still running, until stopped here.
+        for i, h in enumerate(handles):
+            if not on_victim[i]:
+                assert h.result() is None
+                results[i] = h.stop()
+        for i, r in results.items():
+            if on_victim[i]:
+                assert r["status"] == "failed", r
+                assert f"the Ray node {victim_id}" in r["errorMessage"], r["errorMessage"]
+                assert r["executor"]["node"] == victim_id
+            else:
+                assert r["status"] == "aborted", r
+        # The children on the dead node went with it (their supervisors saw their host die).
+        assert eventually(lambda: not any(marked_processes(m) for m in marks), 60)

@@ -1,6 +1,7 @@
 """The ray launcher at scale and under faults, on a real Ray cluster of three nodes on this
-machine, each offering ``subagents-pi`` (8 units): a shell script stands for pi (it sleeps,
-then answers as pi does), so what is measured is the launcher, not a model.
+machine, each offering ``subagents-pi`` (8 units): a shell script stands for pi (it waits on
+the test's gate or sleeps, then answers as pi does), so what is measured is the launcher, not a
+model.
 
 - many runs at concurrency 24 complete, each naming its node, and leave nothing behind
   (no unit held, no run on a host, no run directory on a node, no process but the pool's
@@ -36,7 +37,14 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'suba
 
 from ray.cluster_utils import Cluster  # noqa: E402
 from support.checks import eventually  # noqa: E402
-from support.raycluster import loopback_cluster, restarted_driver  # noqa: E402
+from support.gate import gate  # noqa: E402
+from support.raycluster import (  # noqa: E402
+    loopback_cluster,
+    pi_stand_in,
+    restarted_driver,
+    started_count,
+    wait_for_job,
+)
 
 from subagents import api, service  # noqa: E402
 from subagents.config import Settings  # noqa: E402
@@ -49,28 +57,6 @@ LOOPBACK = "127.0.0.1"
 UNITS = 8
 SCALE_RUNS = int(os.environ.get("SUBAGENTS_RAY_SCALE_RUNS", "120"))
 SCALE_CONCURRENCY = 24
-
-
-def child_script(path: Path, sleep: float, count: Path | None = None) -> Path:
-    """A pi stand-in that notes its start in ``count`` (if given), sleeps, and answers.
-    (What it does is in the script: the caller's environment does not reach a node.)"""
-    final = json.dumps(
-        {
-            "type": "message_end",
-            "message": {
-                "role": "assistant",
-                "content": [{"type": "text", "text": "done"}],
-                "stopReason": "stop",
-                "model": "m",
-            },
-        }
-    )
-    note = f"echo $$ >> '{count}'\n" if count is not None else ""
-    # Asked its version (once per binary, to choose pi's mode): one before rpc mode.
-    version = 'case "$1" in --version) echo 0.73.1; exit 0;; esac\n'
-    path.write_text(f"#!/bin/sh\n{version}{note}sleep {sleep}\necho '{final}'\n")
-    path.chmod(0o755)
-    return path
 
 
 class Scale:
@@ -103,9 +89,15 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def use_child(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sleep: float, count: Path | None = None
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    sleep: float = 0,
+    count: Path | None = None,
+    gate: Path | None = None,
 ) -> None:
-    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(child_script(tmp_path / "pi", sleep, count)))
+    """The runs' pi is a stand-in (support.raycluster.pi_stand_in)."""
+    script = pi_stand_in(tmp_path / "pi", sleep=sleep, count=count, gate=gate)
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(script))
 
 
 def units_held() -> list[str]:
@@ -241,44 +233,38 @@ def test_a_restarted_driver_takes_its_runs_up(
     """A background job's driver is killed with its first runs running on the nodes and
     the rest still to start; a new driver follows the running ones where they are (found
     by name on their hosts) and starts the rest: every run ran exactly once, and the job
-    completes."""
+    completes. The first runs go on until the new driver is the job's (the test's gate)."""
     work = tmp_path / "work"
     work.mkdir()
     count = tmp_path / "starts"
-    use_child(monkeypatch, tmp_path, 8, count)
     runs, width = 12, 6
-    job = api.prepare_job(
-        spec(runs, width),
-        cwd=work,
-        executor="ray",
-        ray_address=sc.address,
-        ray_shared_cwd=True,
-        background=True,
-    )
-    service.start_background(job)
-    job_dir = job.store.dir / job.job_id
-
-    def started() -> int:
-        return len(count.read_text().splitlines()) if count.exists() else 0
-
-    def recorded() -> list[str]:
-        return [r for r in json.loads((job_dir / "job.json").read_text()).get("runIds") or [] if r]
-
-    # The first wave runs on the nodes and the job has recorded it (a run the driver
-    # launched but had not yet recorded when it died is the job's business: issue 27).
-    assert eventually(lambda: started() == width and len(recorded()) == width, 120)
-    first = recorded()
-    driver = json.loads((job_dir / "job.json").read_text())["driver"]["pid"]
-    os.kill(driver, signal.SIGKILL)
-    with restarted_driver(job_dir, tmp_path / "driver.stderr") as again:
-        wait = ["wait", "--json", "--timeout", "240", job.job_id]
-        w = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", *wait],
-            capture_output=True,
-            text=True,
-            timeout=300,
+    with gate(tmp_path) as release:
+        use_child(monkeypatch, tmp_path, count=count, gate=tmp_path / "gate")
+        job = api.prepare_job(
+            spec(runs, width),
+            cwd=work,
+            executor="ray",
+            ray_address=sc.address,
+            ray_shared_cwd=True,
+            background=True,
         )
-        assert again.proc.wait(timeout=60) == 0, f"{w.stdout[-2000:]}{w.stderr}\n{again.says()}"
+        service.start_background(job)
+        job_dir = job.store.dir / job.job_id
+
+        def recorded() -> list[str]:
+            state = json.loads((job_dir / "job.json").read_text())
+            return [r for r in state.get("runIds") or [] if r]
+
+        # The first wave runs on the nodes and the job has recorded it (a run the driver
+        # launched but had not yet recorded when it died is the job's business: issue 27).
+        assert eventually(lambda: started_count(count) == width and len(recorded()) == width, 120)
+        first = recorded()
+        driver = json.loads((job_dir / "job.json").read_text())["driver"]["pid"]
+        os.kill(driver, signal.SIGKILL)
+        with restarted_driver(job_dir, tmp_path / "driver.stderr") as again:
+            release()  # the first wave ends under the new driver; the rest pass at once
+            w = wait_for_job(job.job_id, 240)
+            assert again.proc.wait(timeout=60) == 0, f"{w.stdout[-2000:]}{w.stderr}\n{again.says()}"
     assert w.returncode == 0, w.stdout[-2000:] + w.stderr
     state = json.loads(w.stdout)
     assert [r["status"] for r in state["runs"]] == ["completed"] * runs
@@ -286,7 +272,7 @@ def test_a_restarted_driver_takes_its_runs_up(
     for run_id in first:
         events = (isolated_state / "runs" / run_id / "events.jsonl").read_text()
         assert events.count('"run_started"') == 1
-    assert started() == runs, "a run was started twice"
+    assert started_count(count) == runs, "a run was started twice"
     assert eventually(lambda: units_held() == [], 30), units_held()
 
 
@@ -326,20 +312,25 @@ def test_a_dead_host_fails_only_its_runs_naming_its_node(
 ) -> None:
     """A host's process killed under its runs: they fail naming the node (their children
     go: their supervisors saw the host die), the other nodes' runs complete, and the next
-    run there makes a new host, which clears what the dead one left."""
-    use_child(monkeypatch, tmp_path, 6)
+    run there makes a new host, which clears what the dead one left. The test's gate holds
+    the runs until that node's have ended, so none of those can end otherwise."""
     work = tmp_path / "work"
     work.mkdir()
     settings = Settings(executor="ray", ray_address=sc.address, ray_shared_cwd=True)
-    handles = [start(RunRequest(task=f"t{i}", cwd=str(work)), settings) for i in range(6)]
-    assert eventually(lambda: all(h.launched.where()["node"] for h in handles), 120)
-    node = handles[0].launched.where()["node"]
-    host = next(h for h in hosts() if h["node"] == node)
-    os.kill(host["pid"], signal.SIGKILL)
-    results = [h.wait(timeout=120) for h in handles]
-    for h, r in zip(handles, results, strict=True):
+    with gate(tmp_path) as release:
+        use_child(monkeypatch, tmp_path, gate=tmp_path / "gate")
+        handles = [start(RunRequest(task=f"t{i}", cwd=str(work)), settings) for i in range(6)]
+        assert eventually(lambda: all(h.launched.where()["node"] for h in handles), 120)
+        node = handles[0].launched.where()["node"]
+        host = next(h for h in hosts() if h["node"] == node)
+        os.kill(host["pid"], signal.SIGKILL)
+        on_node = [i for i, h in enumerate(handles) if h.launched.where()["node"] == node]
+        results = {i: handles[i].wait(timeout=120) for i in on_node}
+        release()
+        results |= {i: h.wait(timeout=120) for i, h in enumerate(handles) if i not in results}
+    for i, r in sorted(results.items()):
         assert r is not None
-        if h.launched.where()["node"] == node:
+        if i in on_node:
             assert r["status"] == "failed", r
             assert f"Ray node {node}" in r["errorMessage"], r["errorMessage"]
         else:
@@ -361,14 +352,14 @@ def test_a_dead_node_fails_only_its_runs_and_json_stdout_stays_json(
 ) -> None:
     """Runs last: it takes a node away. Six runs over the three nodes, one node killed
     while they run: its runs fail naming it, the others complete, and the command's
-    stdout is the job result alone; Ray's own messages are in $SUBAGENTS_HOME/ray.log."""
-    use_child(monkeypatch, tmp_path, 20)
+    stdout is the job result alone; Ray's own messages are in $SUBAGENTS_HOME/ray.log.
+    The test's gate holds the runs until the node's have ended, so none of those can end
+    otherwise."""
     work = tmp_path / "work"
     work.mkdir()
     argv = [sys.executable, "-m", "subagents.cli", "run", "--json", "--parallel", "-j", "6"]
     argv += ["--executor", "ray", "--ray-address", sc.address, "--ray-shared-cwd"]
     argv += ["--cwd", str(work), *[f"task {i}" for i in range(6)]]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs_dir = isolated_state / "runs"
 
     def placed() -> dict[str, str]:
@@ -384,20 +375,28 @@ def test_a_dead_node_fails_only_its_runs_and_json_stdout_stays_json(
                 out[run.parent.name] = node
         return out
 
-    try:
-        assert eventually(lambda: len(placed()) == 6, 120), placed()
-        where = placed()
-        victim = next(n for n in sc.nodes if n.node_id in where.values() and n is not sc.nodes[0])
-        sc.cluster.remove_node(victim, allow_graceful=False)
-        sc.nodes.remove(victim)
-        out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    with gate(tmp_path) as release:
+        use_child(monkeypatch, tmp_path, gate=tmp_path / "gate")
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert eventually(lambda: len(placed()) == 6, 120), placed()
+            where = placed()
+            victim = next(
+                n for n in sc.nodes if n.node_id in where.values() and n is not sc.nodes[0]
+            )
+            sc.cluster.remove_node(victim, allow_graceful=False)
+            sc.nodes.remove(victim)
+            on_victim = {rid for rid, node in where.items() if node == victim.node_id}
+            ended = [runs_dir / rid / "result.json" for rid in on_victim]
+            assert eventually(lambda: all(r.exists() for r in ended), 120), ended
+            release()
+            out, err = proc.communicate(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     assert proc.returncode == 1, err
     job = json.loads(out)  # stdout is the job result, and only it
-    on_victim = {rid for rid, node in where.items() if node == victim.node_id}
     assert on_victim
     for r in job["runs"]:
         if r["runId"] in on_victim:

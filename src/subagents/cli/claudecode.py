@@ -43,6 +43,8 @@ import click
 from subagents.cli.app import main
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from subagents.service import JobStore
     from subagents.types import AgentEvent, JobState, JsonObject, JsonValue
 
@@ -437,20 +439,57 @@ def server_problem(claude_id: object) -> str | None:
     from subagents.cli.serve import claude_session_of
     from subagents.config import load_settings
     from subagents.core import paths
-    from subagents.core.files import describe_os_error, make_private_dir
+    from subagents.core.files import describe_os_error, make_private_dir, write_json_atomic
 
     try:
         session = claude_session_of(claude_id if isinstance(claude_id, str) else "")
-        from subagents.mcp import SubagentsMCP
-
-        SubagentsMCP(session=session).close()
-        load_settings(paths.working_dir(), os.environ)
         home = paths.state_home()
+        stamp = home / SERVER_CHECKED
+        installed = _installed()
+        if installed is None or _read_stamp(stamp) != installed:
+            from subagents.mcp import SubagentsMCP
+
+            SubagentsMCP(session=session).close()
+        load_settings(paths.working_dir(), os.environ)
         make_private_dir(home)
         if not os.access(home, os.W_OK):
             return f"{home}: not writable"
+        if installed is not None:
+            write_json_atomic(stamp, installed)
     except OSError as exc:
         return describe_os_error(exc)
     except Exception as exc:  # whatever stops the server stops it here too: say it
         return str(exc) or type(exc).__name__
     return None
+
+
+# The server's import and making cost ~1.5 s of CPU (the MCP SDK's types), at every Claude
+# session's start, while Claude starts the server itself: done once per installation. The
+# stamp names what the outcome depends on; a change to any of it checks again.
+SERVER_CHECKED = "mcp-server-checked.json"
+
+
+def _installed() -> list[object] | None:
+    """This interpreter, the MCP SDK's install directory (pip adds or removes a dist-info in
+    it with every install or upgrade there) and our MCP modules, with their times; None
+    when the SDK cannot be found (the full check then says why)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("mcp")  # found, not imported
+    ours = importlib.util.find_spec("subagents.mcp")
+    if spec is None or spec.origin is None or ours is None or ours.origin is None:
+        return None
+    site = Path(spec.origin).parent.parent
+    modules = Path(ours.origin).parent
+    newest = max((f.stat().st_mtime_ns for f in modules.glob("*.py")), default=0)
+    return [sys.executable, str(site), site.stat().st_mtime_ns, str(modules), newest]
+
+
+def _read_stamp(path: Path) -> object:
+    from subagents.core.files import read_json
+
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return None
