@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from subagents.backends import get_backend
+from subagents.cli.nodecheck import node_too_old
 from subagents.config import Settings
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 from subagents.runs import RunRequest, start
+from subagents.runs.versions import package_version
 from subagents.supervisor.lines import Lines
 from subagents.testing.conformance import Case, check_backend
 
@@ -151,15 +153,13 @@ _PI_BINARIES = {"0.87": PI_087, "0.73": PI_073}
 @functools.cache
 def _pi_found(want: str) -> tuple[str | None, str]:
     """The pi ``want`` names (1.6: the pinned one on PATH, from scripts/setup's .tools, run by
-    Node 22; 0.87.1: .tools/pi087, the same Node; 0.73.1: .tools/pi073) and the version it
-    reports ("" when it is not there)."""
+    Node 22; 0.87.1: .tools/pi087, the same Node; 0.73.1: .tools/pi073) and its version, read
+    from its npm package as the engine reads it (no pi started for it); "" when it is not
+    there or the Node on PATH cannot run it."""
     binary = shutil.which("pi") if want == "1.6" else str(_PI_BINARIES[want])
     version = ""
-    if binary and Path(binary).exists():
-        p = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-        version = (p.stdout or p.stderr).strip()  # 0.73 prints it on stderr
+    if binary and Path(binary).exists() and node_too_old(binary, os.environ) is None:
+        version = package_version(os.path.realpath(binary)) or ""
     return binary, version
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from subagents.cli.nodecheck import node_too_old
 from subagents.demo.mockmodel import MockModelServer, Script, pi_argv, write_pi_config
+from subagents.runs.versions import package_version
 from support.pistream import Played, stand_in
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,16 +30,14 @@ SUBAGENTS = Path(sys.executable).with_name("subagents")
 
 
 def _pi_version() -> tuple[int, ...] | None:
-    try:
-        out = subprocess.run(
-            ["pi", "--version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    """The version of the pi on PATH, read from its npm package (no pi started: a start is
+    ~0.5 CPU-s, paid by every process that imports this), None if it is not there or the
+    Node on PATH is too old to run it."""
+    pi = shutil.which("pi")
+    if pi is None or node_too_old(pi, os.environ) is not None:
         return None
-    try:
-        return tuple(int(x) for x in out.stdout.strip().split("."))
-    except ValueError:
-        return None
+    found = package_version(os.path.realpath(pi))
+    return tuple(int(x) for x in found.split(".")) if found else None
 
 
 _VERSION = _pi_version()
