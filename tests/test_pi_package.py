@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from support import pistream
 from support.checks import eventually
+from support.gate import gate
 from support.git import git, git_repo
 from support.pi_parent import (
     BROKEN,
@@ -629,16 +630,19 @@ def test_the_fleet_a_background_end_refused_calls_and_an_abort_in_one_session(
     parent makes of their jobs): a foreground job, then `/subagents` and `/subagents cost`;
     a background job, whose end is a follow-up that starts a turn; calls refused before any
     job exists; a child silent long enough to be stalled; a foreground job stopped by pi's
-    abort. Each child answers in one model
-    turn of 10 in + 5 out tokens."""
+    abort. Each child answers in one model turn of 10 in + 5 out tokens."""
     with delegating(tmp_path, {}) as (parent, server):
-        parent.stand_in(mock=pistream.replies(CHILD_ANSWER), slow=WAITS, silent=SILENT)
+        # ``later/``: answers once the test lets it (its job ends after the call's turn).
+        waited = [["flock", "-s", "gate", "true"], pistream.text_end(CHILD_ANSWER)]
+        later = [*pistream.start(), *waited, *pistream.end()]
+        parent.stand_in(mock=pistream.replies(CHILD_ANSWER), later=later, slow=WAITS, silent=SILENT)
         session = Session(parent, server)
         rpc = session.rpc
         try:
             fleet, shown, listed = the_fleet_and_the_totals(session)
             before = len(rpc.seen)
-            session.call({"task": "say hello", "model": "mock/mock-model", "background": True})
+            with gate(parent.work):
+                session.call({"task": "say hello", "model": "later/mock-model", "background": True})
             rpc.wait_for(lambda e: e["type"] == "agent_start")  # the notice starts a turn
             notice = rpc.wait_for(
                 lambda e: (
