@@ -34,7 +34,7 @@ def invoke(
     args: list[str],
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
-    input: str | None = None,
+    input: str | bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``cli(args, env)`` in this process, through click's runner: for what ends before
     anything starts (bad input, --help, wording) and for looks at what is on disk (ps,
