@@ -37,10 +37,12 @@ def invoke(
     input: str | bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``cli(args, env)`` in this process, through click's runner: for what ends before
-    anything starts (bad input, --help, wording) and for looks at what is on disk (ps,
-    show, wait), at a fraction of a process's cost. The same exit code, stdout and stderr
-    (``input`` is its stdin); a command that would start a process fails the test unless it
-    is marked ``process`` (tests/support/spawns.py)."""
+    anything starts (bad input, --help, wording), for looks at what is on disk (ps,
+    show, wait) and for foreground runs whose command's own process is not the subject
+    (its supervisor and child are processes all the same), at a fraction of a process's
+    cost. The same exit code, stdout and stderr (``input`` is its stdin); a command that
+    would start a process fails the test unless it is marked ``process``
+    (tests/support/spawns.py)."""
     from click.testing import CliRunner
 
     from subagents.cli import main
