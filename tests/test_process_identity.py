@@ -199,7 +199,7 @@ def test_a_background_job_bound_to_its_parent_stops_when_the_parent_ends(
     assert eventually(pidfile.exists)
     parent.kill()
     parent.wait()
-    waited = invoke(["wait", "--json", job_id], env)
+    waited = invoke(["wait", "--json", "--timeout", "120", job_id], env)
     assert waited.returncode == 130, waited.stderr
     job = json.loads(waited.stdout)
     assert job["status"] == "aborted"
@@ -231,7 +231,7 @@ def test_a_foreground_job_bound_to_its_parent_stops_when_its_command_is_killed(
         child = int(pidfile.read_text())
         assert eventually(lambda: not pid_alive(child), 15), "the child ran on"
         job_id = next(p.name for p in (isolated_state / "jobs").iterdir())
-        waited = invoke(["wait", "--json", job_id], env)
+        waited = invoke(["wait", "--json", "--timeout", "120", job_id], env)
         run = json.loads(waited.stdout)["runs"][0]
         assert run["status"] == "aborted"
         assert f"process {proc.pid}, which the run was bound to, ended" in run["errorMessage"]

@@ -178,7 +178,7 @@ def test_bg_json_names_the_job_and_its_driver(fake: Fake) -> None:
     assert p.returncode == 0, p.stderr
     started = json.loads(p.stdout)
     assert isinstance(started["pid"], int)
-    waited = invoke(["wait", started["jobId"], "--json"])
+    waited = invoke(["wait", "--timeout", "60", started["jobId"], "--json"])
     assert json.loads(waited.stdout)["status"] == "completed"
     shown = invoke(["show", started["jobId"], "--json"])
     assert json.loads(shown.stdout)["driver"]["pid"] == started["pid"]

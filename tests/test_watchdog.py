@@ -81,8 +81,9 @@ def test_a_long_tool_call_is_not_a_stall(fake: Fake) -> None:
 
 
 def test_abort_policy_fails_a_stalled_run_with_a_diagnosis(fake: Fake) -> None:
+    # In this process no subprocess timeout ends a hang: the run's own --timeout bounds it.
     p = invoke(
-        ["run", "--json", "--stall-timeout", "0.5", "--on-stall", "abort", "x"],
+        ["run", "--json", "--timeout", "120", "--stall-timeout", "0.5", "--on-stall", "abort", "x"],
         fake_env(fake, [*pi.start(), {"hang": True}]),
     )
     assert p.returncode == 1
