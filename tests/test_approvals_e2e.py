@@ -18,7 +18,7 @@ import anyio
 import pytest
 from support.approvals import write_item
 from support.checks import eventually
-from support.cli import cli, invoke, no_traceback
+from support.cli import invoke, no_traceback
 from support.liverun import Live
 from support.mcp_client import connect, run, text_of
 
@@ -97,16 +97,16 @@ def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(
         assert item["runId"] == live.handle.run_id and item["backend"] == backend
         assert not (tmp_path / "work" / "made.txt").exists()  # it waits
 
-        shown = cli(["inbox"])
+        shown = invoke(["inbox"])
         no_traceback(shown)
         assert shown.returncode == 0 and item["id"] in shown.stdout and COMMAND in shown.stdout
 
-        approved = cli(["approve", item["id"][:12]])
+        approved = invoke(["approve", item["id"][:12]])
         assert approved.returncode == 0, approved.stderr
         assert f"allowed: item {item['id']}" in approved.stdout
         result = live.result()
         # The same item again: decided already, one line, exit 2.
-        again = invoke(["deny", item["id"]])  # refused before anything starts: in-process
+        again = invoke(["deny", item["id"]])
     assert result["status"] == "completed", result.get("diagnostics")
     assert "made-it" in result["finalText"]
     assert (tmp_path / "work" / "made.txt").exists()
@@ -126,7 +126,7 @@ def test_ask_waits_in_the_inbox_and_approve_lets_the_command_run(
 def test_deny_gives_the_child_the_refusal(tmp_path: Path, backend: str) -> None:
     with agent_run(tmp_path, backend, approvals="ask") as live:
         item = waiting_item(live)
-        denied = cli(["deny", item["id"], "--reason", "not in this repo"])
+        denied = invoke(["deny", item["id"], "--reason", "not in this repo"])
         assert denied.returncode == 0, denied.stderr
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
@@ -211,7 +211,7 @@ def test_the_parent_decides_through_mcp(tmp_path: Path) -> None:
             (item,) = (listed.structured_content or {})["items"]
             assert f"{item['id']} (run {item['runId']}, claude, decided by you)" in text_of(listed)
             # ps and top (the fleet's rows too) mark the run as waiting.
-            ps = cli(["ps"])
+            ps = invoke(["ps"])
             assert ps.returncode == 0 and job_id in ps.stdout and "waiting" in ps.stdout
             ((_, rows),) = LiveJobs().jobs()
             assert [r.status for r in rows] == ["waiting"]
@@ -274,7 +274,7 @@ def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
         (asked,) = item["questions"]
         assert [o["label"] for o in asked["options"]] == ["Red", "Blue"]
 
-        shown = cli(["inbox"])
+        shown = invoke(["inbox"])
         assert shown.returncode == 0, shown.stderr
         assert "Which colour should the button be?" in shown.stdout
         assert "1. Red — warm" in shown.stdout and "2. Blue — cool" in shown.stdout
@@ -291,7 +291,7 @@ def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
             assert says in refused.stderr, (argv, refused.stderr)
         assert [i["id"] for i in subagents.inbox()] == [item["id"]]  # nothing changed
 
-        answered = cli(["answer", item["id"], "--choice", "2"])
+        answered = invoke(["answer", item["id"], "--choice", "2"])
         assert answered.returncode == 0, answered.stderr
         assert f"answered: item {item['id']}" in answered.stdout
         result = live.result()
@@ -313,7 +313,7 @@ def test_a_question_waits_in_the_inbox_and_its_answer_is_the_tools_result(
 def test_a_question_denied_or_under_the_deny_policy_is_not_answered(tmp_path: Path) -> None:
     with asking_run(tmp_path / "ask", approvals="ask") as live:
         item = waiting_item(live)
-        denied = cli(["deny", item["id"], "--reason", "decide it yourself"])
+        denied = invoke(["deny", item["id"], "--reason", "decide it yourself"])
         assert denied.returncode == 0, denied.stderr
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")

@@ -11,7 +11,6 @@ import os
 import selectors
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,16 +29,6 @@ from subagents.errors import JobIdError, MessageRefused, UsageError
 from subagents.runs import send
 from subagents.supervisor.budget import Budget
 from subagents.supervisor.stdin import InputWriter
-
-
-def cli(args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-    )
-    return subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(), p.stderr.decode())
 
 
 def one_line(p: subprocess.CompletedProcess[str], *words: str) -> None:
@@ -147,20 +136,20 @@ def test_a_run_on_a_ray_node_is_refused_before_asking(tmp_path: Path, isolated_s
 
 @pytest.mark.process
 def test_bad_messages_are_one_line_and_exit_2(fake: Fake) -> None:
-    one_line(cli(["send", "01zzzzzzzz", ""]), "text: the message is empty")
-    one_line(cli(["send", "01zzzzzzzz", "-"], stdin=b"\xffoops"), "not valid UTF-8")
+    one_line(invoke(["send", "01zzzzzzzz", ""]), "text: the message is empty")
+    one_line(invoke(["send", "01zzzzzzzz", "-"], input=b"\xffoops"), "not valid UTF-8")
     big = "x" * ((1 << 20) + 1)
     one_line(
-        cli(["send", "01zzzzzzzz", "-"], stdin=big.encode()), "over the limit of 1048576 bytes"
+        invoke(["send", "01zzzzzzzz", "-"], input=big.encode()), "over the limit of 1048576 bytes"
     )
-    one_line(cli(["send", "01zzzzzzzz", "hi"]), "no job or run with id '01zzzzzzzz'")
-    one_line(cli(["send", "not/an/id", "hi"]), "no job or run")
-    bad_mode = cli(["send", "01zzzzzzzz", "hi", "--mode", "later"])  # (click's own words)
+    one_line(invoke(["send", "01zzzzzzzz", "hi"]), "no job or run with id '01zzzzzzzz'")
+    one_line(invoke(["send", "not/an/id", "hi"]), "no job or run")
+    bad_mode = invoke(["send", "01zzzzzzzz", "hi", "--mode", "later"])  # (click's own words)
     assert (
         bad_mode.returncode == 2 and "'later' is not one of 'steer', 'follow-up'" in bad_mode.stderr
     )
     done = fake.run(pi.answer("ok"))
-    one_line(cli(["send", done["runId"], "hi"]), f"run {done['runId']} has ended (completed)")
+    one_line(invoke(["send", done["runId"], "hi"]), f"run {done['runId']} has ended (completed)")
 
 
 @pytest.mark.parametrize(

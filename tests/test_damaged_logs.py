@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cli import cli
+from support.cli import invoke
 from support.sessionlog import CLAUDE_ID, end_entry, hook
 
 from subagents.lifecycle import notices, sessionlog
-
-pytestmark = pytest.mark.process
 
 CLI = [sys.executable, "-m", "subagents.cli"]
 WIDE = {"COLUMNS": "120"}
@@ -50,10 +48,10 @@ def test_history_shows_damaged_entries_without_a_traceback(isolated_state: Path)
         ],
     )
     for args in (["history"], ["history", "--json"], ["history", "--status", "completed"]):
-        p = cli(args, WIDE)
+        p = invoke(args, WIDE)
         assert p.returncode == 0, (args, p.stderr)
         assert "Traceback" not in p.stderr
-    shown = cli(["history"], WIDE).stdout
+    shown = invoke(["history"], WIDE).stdout
     assert "the last one" in shown and shown.count("01m84t0m9p-8m6spb63") == 8
 
 
@@ -61,14 +59,14 @@ def test_history_lists_the_newest_first_up_to_its_limit(isolated_state: Path) ->
     write_log(isolated_state, [entry(summary=f"job {i}") for i in range(60)])
 
     def summaries(*args: str) -> list[str]:
-        p = cli(["history", "--json", *args])
+        p = invoke(["history", "--json", *args])
         assert p.returncode == 0, p.stderr
         return [json.loads(line)["summary"] for line in p.stdout.splitlines()]
 
     assert summaries() == [f"job {i}" for i in range(59, 9, -1)]  # 50 by default
     assert summaries("-n", "2") == ["job 59", "job 58"]
     assert len(summaries("--limit", "0")) == 60
-    bad = cli(["history", "-n", "-1"])
+    bad = invoke(["history", "-n", "-1"])
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
@@ -82,13 +80,13 @@ def test_a_log_holding_nan_or_infinity_reads_as_null_and_every_output_stays_json
         f.write(damaged.replace("0.4242", "Infinity").replace("777", "NaN") + "\n")
     assert "NaN" in log.read_text() and "Infinity" in log.read_text()
     for args in (["history", "--json"], ["cost", "--json"], ["history"], ["cost"]):
-        p = cli(args, WIDE)
+        p = invoke(args, WIDE)
         assert p.returncode == 0, (args, p.stderr)
         assert "Traceback" not in p.stderr, p.stderr
         if "--json" in args:
             for line in p.stdout.splitlines():
                 json.loads(line, parse_constant=_refuse)
-    shown = [json.loads(line) for line in cli(["history", "--json"]).stdout.splitlines()]
+    shown = [json.loads(line) for line in invoke(["history", "--json"]).stdout.splitlines()]
     assert [e["summary"] for e in shown] == ["damaged", "whole"]  # newest first
     assert shown[0]["durationMs"] is None and shown[0]["usage"]["cost"] is None
 
@@ -119,6 +117,7 @@ def measured(args: list[str]) -> tuple[subprocess.CompletedProcess[str], float, 
     return subprocess.CompletedProcess(args, rc, out, err), took, peak
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("shape", ["many entries", "one huge line"])
 def test_history_of_a_20_mib_log_takes_seconds_not_minutes(
     isolated_state: Path, shape: str
@@ -138,6 +137,7 @@ def test_history_of_a_20_mib_log_takes_seconds_not_minutes(
     assert max(len(line) for line in p.stdout.splitlines()) <= 200
 
 
+@pytest.mark.process
 def test_a_damaged_notice_state_neither_floods_nor_blocks_the_prompt(
     isolated_state: Path,
 ) -> None:

@@ -1,5 +1,6 @@
 """Issue 13, input side: no input crashes the tool, no child bytes poison a run. Each case
-runs through the real CLI (``python -m subagents.cli``) with a scripted fake child."""
+runs the CLI with a scripted fake child: in this process (``invoke``, the same code), except
+where what a terminal or a program reading the CLI's streams gets is the subject."""
 
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ def answer_line(text_json: bytes) -> bytes:
 @pytest.mark.process
 def test_invalid_utf8_in_the_answer_keeps_the_answer(fake: Fake) -> None:
     steps = [*pi.start(), raw(answer_line(b'"caf\xc3 ok \xff done"'))]
-    p = cli(["run", "--json", "x"], fake_env(fake, steps))
+    p = invoke(["run", "--json", "x"], fake_env(fake, steps))
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     assert result["finalText"] == "caf\ufffd ok \ufffd done"
@@ -131,7 +132,7 @@ def test_invalid_utf8_in_the_answer_keeps_the_answer(fake: Fake) -> None:
 @pytest.mark.process
 def test_lone_surrogate_escape_does_not_kill_the_run(fake: Fake) -> None:
     steps = [*pi.start(), raw(answer_line(b'"half an emoji: \\ud83d end"')), *pi.end()]
-    p = cli(["run", "--json", "x"], fake_env(fake, steps))
+    p = invoke(["run", "--json", "x"], fake_env(fake, steps))
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     assert result["status"] == "completed"
@@ -165,7 +166,7 @@ def test_escape_sequences_never_reach_the_terminal_or_transcript(fake: Fake) -> 
     assert "\x1b" not in transcript and "answer done" in transcript
     job = next((Path(os.environ["SUBAGENTS_HOME"]) / "jobs").iterdir()).name
     for args in (["logs", job], ["show", job]):
-        shown = cli(args)
+        shown = invoke(args)
         assert shown.returncode == 0, shown.stderr
         assert "\x1b" not in shown.stdout and "answer" in shown.stdout
 
@@ -180,15 +181,7 @@ def test_a_task_over_the_argv_limit_reaches_the_child_on_stdin(fake: Fake, tmp_p
     task_file.write_text(task)
     seen = tmp_path / "seen"
     steps = [{"copy_stdin": str(seen)}, *pi.answer("read it")]
-    with task_file.open("rb") as stdin:
-        p = subprocess.run(
-            [*CLI, "run", "-"],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, **fake_env(fake, steps)},
-        )
+    p = invoke(["run", "-"], fake_env(fake, steps), input=task_file.read_bytes())
     assert p.returncode == 0, p.stderr[-2000:]
     assert seen.read_text() == task
 
@@ -199,15 +192,7 @@ def test_a_task_over_10_mib_is_refused_up_front(
 ) -> None:
     task_file = tmp_path / "task.txt"
     task_file.write_text("z" * (10 * 1024 * 1024 + 1))
-    with task_file.open("rb") as stdin:
-        p = subprocess.run(
-            [*CLI, "run", "-"],
-            stdin=stdin,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, **fake_env(fake, pi.answer("x"))},
-        )
+    p = invoke(["run", "-"], fake_env(fake, pi.answer("x")), input=task_file.read_bytes())
     one_line_exit_2(p, "10485760 bytes")
     no_jobs(isolated_state)
 
@@ -220,7 +205,7 @@ def test_stderr_log_keeps_head_and_tail(fake: Fake) -> None:
         {"stderr": "\nTAIL\n"},
         *pi.answer("ok"),
     ]
-    p = cli(["run", "--json", "x"], fake_env(fake, steps))
+    p = invoke(["run", "--json", "x"], fake_env(fake, steps))
     assert p.returncode == 0, p.stderr
     log = Path(json.loads(p.stdout)["paths"]["events"]).with_name("stderr.log").read_bytes()
     assert log.startswith(b"HEAD\n") and log.endswith(b"\nTAIL\n")

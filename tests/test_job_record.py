@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import pistream as pi
 from support.checks import examples
-from support.cli import cli
+from support.cli import invoke
 from support.fake import Fake
 from support.jobresult import job_result
 
@@ -45,7 +45,7 @@ def _only_job() -> tuple[str, str]:
 @pytest.mark.process
 def test_a_single_run_job_holds_its_answer_once_and_shows_it_as_before(fake: Fake) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer(ANSWER))}
-    p = cli(["run", "--json", "x"], env)
+    p = invoke(["run", "--json", "x"], env)
     assert p.returncode == 0, p.stderr
     job_id, on_disk = _only_job()
     # On disk: the answer once, in the run's record; no job-level copy.
@@ -63,11 +63,11 @@ def test_a_single_run_job_holds_its_answer_once_and_shows_it_as_before(fake: Fak
     assert state["finalText"] == ANSWER
     keys = list(state)
     assert keys[keys.index("runs") + 1] == "finalText"
-    shown = cli(["show", "--json", job_id[:8]])
+    shown = invoke(["show", "--json", job_id[:8]])
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout) == state
     assert shown.stdout == json.dumps(state, indent=2, ensure_ascii=False) + "\n"
-    described = cli(["show", job_id])
+    described = invoke(["show", job_id])
     assert described.returncode == 0 and ANSWER.rstrip() in described.stdout
 
 
@@ -76,7 +76,7 @@ def test_a_chain_keeps_its_last_answer_once_and_a_parallel_job_its_null(
     fake: Fake, tmp_path: Path
 ) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer(ANSWER))}
-    p = cli(["run", "--chain", "--json", "one", "two"], env)
+    p = invoke(["run", "--chain", "--json", "one", "two"], env)
     assert p.returncode == 0, p.stderr
     job_id, on_disk = _only_job()
     assert on_disk.count("line of the answer") == 2 * 20_000  # each step's answer, once
@@ -87,7 +87,7 @@ def test_a_chain_keeps_its_last_answer_once_and_a_parallel_job_its_null(
 
     for path in (_home() / "jobs").iterdir():
         path.rename(tmp_path / path.name)  # out of the way
-    p = cli(["run", "--parallel", "--json", "a", "b"], env)
+    p = invoke(["run", "--parallel", "--json", "a", "b"], env)
     assert p.returncode == 0, p.stderr
     _, on_disk = _only_job()
     assert json.loads(on_disk)["finalText"] is None  # null costs nothing: written as before

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
-from support.cli import CLI, cli
+from support.cli import CLI, cli, invoke
 from support.fake import Fake, fake_env
 
 from subagents.core import procs
@@ -170,7 +170,7 @@ def dead_pid() -> int:
 @pytest.mark.parametrize("bg", [False, True])
 def test_a_dead_parent_pid_creates_nothing(fake: Fake, isolated_state: Path, bg: bool) -> None:
     env = fake_env(fake, [{"session": True}, *pi.answer("ok")])  # a run that can continue
-    first = cli(["run", "--json", "first"], env)
+    first = invoke(["run", "--json", "first"], env)
     assert first.returncode == 0, first.stderr
     run_id = json.loads(first.stdout)["runId"]
     before = sorted((isolated_state / "jobs").iterdir())
@@ -180,7 +180,7 @@ def test_a_dead_parent_pid_creates_nothing(fake: Fake, isolated_state: Path, bg:
         ["run", *extra, "--parent-pid", str(gone), "x"],
         ["continue", *extra, "--parent-pid", str(gone), run_id, "more"],
     ):
-        p = cli(args, env)
+        p = invoke(args, env)
         assert p.returncode == 2, p.stderr
         assert p.stderr.strip() == f"subagents: --parent-pid {gone}: no such process"
     assert sorted((isolated_state / "jobs").iterdir()) == before
@@ -199,7 +199,7 @@ def test_a_background_job_bound_to_its_parent_stops_when_the_parent_ends(
     assert eventually(pidfile.exists)
     parent.kill()
     parent.wait()
-    waited = cli(["wait", "--json", job_id], env)
+    waited = invoke(["wait", "--json", "--timeout", "120", job_id], env)
     assert waited.returncode == 130, waited.stderr
     job = json.loads(waited.stdout)
     assert job["status"] == "aborted"
@@ -231,7 +231,7 @@ def test_a_foreground_job_bound_to_its_parent_stops_when_its_command_is_killed(
         child = int(pidfile.read_text())
         assert eventually(lambda: not pid_alive(child), 15), "the child ran on"
         job_id = next(p.name for p in (isolated_state / "jobs").iterdir())
-        waited = cli(["wait", "--json", job_id], env)
+        waited = invoke(["wait", "--json", "--timeout", "120", job_id], env)
         run = json.loads(waited.stdout)["runs"][0]
         assert run["status"] == "aborted"
         assert f"process {proc.pid}, which the run was bound to, ended" in run["errorMessage"]
@@ -245,12 +245,12 @@ def test_a_foreground_job_bound_to_its_parent_stops_when_its_command_is_killed(
 
 def test_continue_takes_the_id_of_a_job_of_one_run(fake: Fake, isolated_state: Path) -> None:
     env = fake_env(fake, [{"session": True}, *pi.answer("first")])
-    first = json.loads(cli(["run", "--json", "x"], env).stdout)
-    p = cli(["continue", "--json", first["jobId"], "more"], env)
+    first = json.loads(invoke(["run", "--json", "x"], env).stdout)
+    p = invoke(["continue", "--json", first["jobId"], "more"], env)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["continuedFrom"] == first["runId"]
-    both = json.loads(cli(["run", "--json", "--parallel", "a", "b"], env).stdout)
-    p = cli(["continue", both["jobId"], "more"], env)
+    both = json.loads(invoke(["run", "--json", "--parallel", "a", "b"], env).stdout)
+    p = invoke(["continue", both["jobId"], "more"], env)
     assert p.returncode == 2
     ids = ", ".join(r["runId"] for r in both["runs"])
     assert p.stderr.strip() == (
@@ -264,6 +264,6 @@ def test_tops_footer_says_how_many_jobs_of_how_many(fake: Fake, isolated_state: 
 
     env = fake_env(fake, pi.answer("ok"))
     for task in ("a", "b", "c"):
-        assert cli(["run", "-q", task], env).returncode == 0
+        assert invoke(["run", "-q", task], env).returncode == 0
     assert LiveJobs(isolated_state, limit=2).snapshot().footer().startswith("2 of 3 jobs · ")
     assert LiveJobs(isolated_state, limit=50).snapshot().footer().startswith("3 jobs · ")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support import pistream as pi
 from support.checks import eventually, pid_alive
-from support.cli import CLI, cli
+from support.cli import CLI, cli, invoke
 from support.fake import Fake, fake_env
 
 pytestmark = pytest.mark.process
@@ -29,7 +29,7 @@ def test_jsonl_progress_is_records_in_the_transcripts_words(fake: Fake) -> None:
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     recs = records(p.stderr)  # every stderr line is a JSON record
-    job = json.loads(cli(["show", result["jobId"], "--json"]).stdout)
+    job = json.loads(invoke(["show", result["jobId"], "--json"]).stdout)
     assert recs[0] == {
         "type": "job",
         "jobId": result["jobId"],
@@ -76,7 +76,7 @@ def test_a_childs_warnings_on_stderr_reach_its_progress_records(fake: Fake) -> N
     # pi says an unknown model only on stderr, and goes on: the run "works".
     warning = '\x1b[33mWarning:\x1b[0m Model "nope" not found for provider "mock".\x07\n'
     steps = [{"stderr": "some noise\n"}, {"stderr": warning}, *pi.answer("Done.")]
-    p = cli(["run", "--json", "--progress", "jsonl", "x"], fake_env(fake, steps))
+    p = invoke(["run", "--json", "--progress", "jsonl", "x"], fake_env(fake, steps))
     assert p.returncode == 0, p.stderr
     progress = [r for r in records(p.stderr) if r["type"] == "progress"]
     said = [r["warning"] for r in progress if "warning" in r]  # said once, when it came
@@ -115,7 +115,7 @@ def test_wait_follows_a_background_job_with_the_same_records(fake: Fake, tmp_pat
 
 
 def test_jsonl_progress_names_each_run_of_a_parallel_job(fake: Fake) -> None:
-    p = cli(
+    p = invoke(
         ["run", "--json", "--progress", "jsonl", "--parallel", "a", "b"],
         fake_env(fake, pi.answer("ok")),
     )
@@ -128,7 +128,7 @@ def test_jsonl_progress_names_each_run_of_a_parallel_job(fake: Fake) -> None:
 
 def test_a_chain_steps_task_is_its_template_until_it_starts_then_filled(fake: Fake) -> None:
     tasks = ["find the TODOs", "pick the most important:\n{previous}", "fix: {previous}"]
-    p = cli(
+    p = invoke(
         ["run", "--json", "--progress", "jsonl", "--chain", *tasks],
         fake_env(fake, pi.answer("TODO in main.py")),
     )
@@ -169,7 +169,7 @@ def test_job_stops_when_its_parent_process_dies(fake: Fake, tmp_path: Path) -> N
 
 
 def test_parent_pid_that_does_not_exist_is_bad_input(fake: Fake) -> None:
-    p = cli(["run", "--parent-pid", "999999999", "x"], fake_env(fake, pi.answer("ok")))
+    p = invoke(["run", "--parent-pid", "999999999", "x"], fake_env(fake, pi.answer("ok")))
     assert p.returncode == 2 and "--parent-pid 999999999: no such process" in p.stderr
 
 
@@ -178,7 +178,7 @@ def test_bg_json_names_the_job_and_its_driver(fake: Fake) -> None:
     assert p.returncode == 0, p.stderr
     started = json.loads(p.stdout)
     assert isinstance(started["pid"], int)
-    waited = cli(["wait", started["jobId"], "--json"], timeout=60)
+    waited = invoke(["wait", "--timeout", "60", started["jobId"], "--json"])
     assert json.loads(waited.stdout)["status"] == "completed"
-    shown = cli(["show", started["jobId"], "--json"])
+    shown = invoke(["show", started["jobId"], "--json"])
     assert json.loads(shown.stdout)["driver"]["pid"] == started["pid"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from support import pistream as pi
-from support.cli import cli, no_traceback
+from support.cli import invoke, no_traceback
 from support.fake import Fake, fake_env
 
 pytestmark = pytest.mark.process
@@ -44,14 +44,14 @@ def test_a_cost_sum_past_a_float_is_unpriced_and_every_record_stays_json(
     fake: Fake, isolated_state: Path
 ) -> None:
     env = fake_env(fake, huge_cost_answer("Expensive."))
-    one = cli(["run", "--json", "x"], env)
+    one = invoke(["run", "--json", "x"], env)
     assert one.returncode == 0, one.stderr
     assert strict(one.stdout)["usage"]["cost"] is None
-    both = cli(["run", "--json", "--parallel", "a", "b"], env)
+    both = invoke(["run", "--json", "--parallel", "a", "b"], env)
     assert both.returncode == 0, both.stderr
     job = strict(both.stdout)
     assert job["usage"]["cost"] is None and job["runs"][0]["usage"]["cost"] is None
-    cost = cli(["cost", "--json"], env)
+    cost = invoke(["cost", "--json"], env)
     assert cost.returncode == 0, cost.stderr
     report = strict(cost.stdout)
     assert report["total"]["cost"] is None
@@ -62,17 +62,17 @@ def test_a_cost_sum_past_a_float_is_unpriced_and_every_record_stays_json(
         strict_lines(run / "events.jsonl")
         strict((run / "result.json").read_text())
     for args in (["ps", "--json"], ["history", "--json"]):
-        p = cli(args, env)
+        p = invoke(args, env)
         assert p.returncode == 0, (args, p.stderr)
         for line in p.stdout.splitlines():
             strict(line)
-    top = cli(["top", "--json"], env)
+    top = invoke(["top", "--json"], env)
     assert top.returncode == 0, top.stderr
     assert all(job["cost"] is None for job in strict(top.stdout)["jobs"])
 
 
 def test_progress_records_carry_usage_not_the_events_stamps(fake: Fake) -> None:
-    p = cli(["run", "--progress", "jsonl", "x"], fake_env(fake, pi.answer("ok")))
+    p = invoke(["run", "--progress", "jsonl", "x"], fake_env(fake, pi.answer("ok")))
     assert p.returncode == 0, p.stderr
     records = [json.loads(line) for line in p.stderr.splitlines() if line.startswith("{")]
     usages = [r["usage"] for r in records if r.get("type") == "progress" and r.get("usage")]
@@ -90,7 +90,7 @@ def damaged(fake: Fake, isolated_state: Path) -> dict[str, str]:
     env = fake_env(fake, pi.answer("ok"))
     made = {}
     for name in ("whole", "object", "truncated"):
-        p = cli(["run", "--json", name], env)
+        p = invoke(["run", "--json", name], env)
         assert p.returncode == 0, p.stderr
         made[name] = json.loads(p.stdout)["jobId"]
     jobs = isolated_state / "jobs"
@@ -110,14 +110,14 @@ def test_every_reader_names_a_damaged_job_file_in_one_line(
         job_id = damaged[name]
         path = isolated_state / "jobs" / job_id / "job.json"
         for args in (["show", job_id], ["wait", job_id], ["stop", job_id], ["logs", job_id]):
-            p = cli(args)
+            p = invoke(args)
             no_traceback(p)
             assert p.returncode == 1, (args, p.stdout, p.stderr)
             (line,) = p.stderr.strip().splitlines()
             assert line.startswith(f"subagents: {path} is damaged ("), line
             assert line.endswith(f"remove the job with: subagents rm {job_id}"), line
     for args in (["ps"], ["ps", "--json"], ["top"], ["top", "--json"]):
-        p = cli(args)
+        p = invoke(args)
         no_traceback(p)
         assert p.returncode == 0, (args, p.stderr)
         assert damaged["whole"] in p.stdout
@@ -130,11 +130,11 @@ def test_rm_removes_a_damaged_job_with_its_runs(
     damaged: dict[str, str], isolated_state: Path
 ) -> None:
     runs_before = len(list((isolated_state / "runs").iterdir()))
-    p = cli(["rm", damaged["object"], damaged["truncated"]])
+    p = invoke(["rm", damaged["object"], damaged["truncated"]])
     no_traceback(p)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "removed 2 jobs (2 run(s))"
     assert sorted(x.name for x in (isolated_state / "jobs").iterdir()) == [damaged["whole"]]
     assert len(list((isolated_state / "runs").iterdir())) == runs_before - 2
-    ps = cli(["ps"])
+    ps = invoke(["ps"])
     assert ps.returncode == 0 and ps.stderr == ""

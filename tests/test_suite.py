@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,20 @@ def test_an_unmarked_test_that_starts_a_process_fails_naming_the_marker(tmp_path
         guard.pytest_sessionfinish()
     assert not (tmp_path / "ran").exists()  # refused before it started
     assert guard.spawned == ["touch " + str(tmp_path / "ran")]
+
+
+@pytest.mark.process
+def test_an_in_process_command_that_hangs_ends_its_process_with_the_stacks() -> None:
+    # support.cli.invoke has no subprocess timeout: its bound ends the process instead.
+    code = (
+        "import sys, time, click, subagents.cli\n"
+        f"sys.path.insert(0, {str(TESTS)!r})\n"
+        "from support.cli import invoke\n"
+        "subagents.cli.main = click.command()(lambda: time.sleep(120))\n"
+        "invoke([], bound=1)\n"
+        "print('returned')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100)
+    assert done.returncode != 0 and "returned" not in done.stdout
+    assert done.stderr.startswith("Timeout (0:00:01)!"), done.stderr
+    assert "support/cli.py" in done.stderr and "in invoke" in done.stderr  # where it hung

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import cli
+from support.cli import cli, invoke
 from support.fake import Fake, fake_env
 
 from subagents.core.files import read_events
@@ -53,11 +53,11 @@ def test_ps_and_show_say_stalled_for_n_s(fake: Fake) -> None:
     assert started.returncode == 0, started.stderr
     job_id = json.loads(started.stdout)["jobId"]
     try:
-        assert eventually(lambda: "stalled for" in cli(["ps"]).stdout, timeout=30)
-        shown = cli(["show", job_id]).stdout
+        assert eventually(lambda: "stalled for" in invoke(["ps"]).stdout, timeout=30)
+        shown = invoke(["show", job_id]).stdout
         assert "now: stalled for " in shown and " s" in shown
     finally:
-        cli(["stop", job_id])
+        invoke(["stop", job_id])
 
 
 def test_a_long_tool_call_is_not_a_stall(fake: Fake) -> None:
@@ -81,8 +81,9 @@ def test_a_long_tool_call_is_not_a_stall(fake: Fake) -> None:
 
 
 def test_abort_policy_fails_a_stalled_run_with_a_diagnosis(fake: Fake) -> None:
-    p = cli(
-        ["run", "--json", "--stall-timeout", "0.5", "--on-stall", "abort", "x"],
+    # In this process no subprocess timeout ends a hang: the run's own --timeout bounds it.
+    p = invoke(
+        ["run", "--json", "--timeout", "120", "--stall-timeout", "0.5", "--on-stall", "abort", "x"],
         fake_env(fake, [*pi.start(), {"hang": True}]),
     )
     assert p.returncode == 1
@@ -103,15 +104,15 @@ def test_tool_timeout_bounds_one_tool_call(fake: Fake) -> None:
 def test_config_default_and_zero_turns_it_off(fake: Fake) -> None:
     steps = [*pi.start(), {"sleep": 2}, pi.text_end("ok"), *pi.end()]
     env = {**fake_env(fake, steps), "SUBAGENTS_STALL_TIMEOUT": "0.5", "SUBAGENTS_ON_STALL": "abort"}
-    from_config = json.loads(cli(["run", "--json", "x"], env).stdout)
+    from_config = json.loads(invoke(["run", "--json", "x"], env).stdout)
     assert from_config["status"] == "failed" and "stalled" in from_config["errorMessage"]
-    off = cli(["run", "--json", "--stall-timeout", "0", "x"], env)
+    off = invoke(["run", "--json", "--stall-timeout", "0", "x"], env)
     assert off.returncode == 0, off.stderr
     assert stalls(_events(json.loads(off.stdout))) == []
 
 
 def test_bad_watchdog_options_are_bad_input(fake: Fake) -> None:
-    p = cli(["run", "--stall-timeout", "-1", "x"], fake_env(fake, pi.answer("x")))
+    p = invoke(["run", "--stall-timeout", "-1", "x"], fake_env(fake, pi.answer("x")))
     assert p.returncode == 2
     # The option as it is typed (not the field's name, --stall_timeout).
     assert p.stderr.startswith("subagents: --stall-timeout: ") and "stall_timeout" not in p.stderr

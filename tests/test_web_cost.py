@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import cli
+from support.cli import invoke
 from support.fake import Fake
 from support.webserver import Web, cost_rows, cost_tables
 
@@ -61,10 +61,10 @@ def test_the_cost_counts_agree_over_parallel_stopped_and_failed_jobs(
         page = client.get("/cost").text
     tables = cost_tables(page)
     assert set(tables) == {"day", "backend", "model", "agent", "repo"}
-    total = json.loads(cli(["cost", "--json"]).stdout)
+    total = json.loads(invoke(["cost", "--json"]).stdout)
     assert total["total"]["jobs"] == 3 and total["summary"] in unescape(page)
     for by, rows in tables.items():
-        report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
+        report = json.loads(invoke(["cost", "--json", "--by", by]).stdout)
         assert rows == cost_rows(report), by  # the page is the report
         # Each run that started is in one row; the total is the report's without grouping.
         assert sum(r["runs"] for r in report["rows"]) == report["total"]["runs"] == started, by
@@ -73,7 +73,7 @@ def test_the_cost_counts_agree_over_parallel_stopped_and_failed_jobs(
         for field in ("input", "output", "totalTokens"):
             assert sum(r[field] for r in report["rows"]) == report["total"][field], (by, field)
         assert all(0 < r["jobs"] <= 3 for r in report["rows"]), by
-    days = json.loads(cli(["cost", "--json", "--by", "day"]).stdout)
+    days = json.loads(invoke(["cost", "--json", "--by", "day"]).stdout)
     assert sum(r["jobs"] for r in days["rows"]) == 3  # a job ends on one day
-    backends = json.loads(cli(["cost", "--json", "--by", "backend"]).stdout)
+    backends = json.loads(invoke(["cost", "--json", "--by", "backend"]).stdout)
     assert [(r["key"], r["jobs"], r["runs"]) for r in backends["rows"]] == [("pi", 3, started)]

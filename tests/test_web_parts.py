@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import cli
+from support.cli import invoke
 from support.fake import Fake, script_launcher
 from support.git import git_repo
 from support.webserver import TOKEN, Web, cost_rows, cost_tables, web_command
@@ -126,9 +126,8 @@ def test_the_command_prints_its_address_once_and_stops_on_a_signal(isolated_stat
         assert proc.stderr is not None and proc.stderr.read() == ""
 
 
-@pytest.mark.process
 def test_a_short_token_is_refused(isolated_state: Path) -> None:
-    p = cli(["web", "--port", "0"], {"SUBAGENTS_WEB_TOKEN": "x" * 15})
+    p = invoke(["web", "--port", "0"], {"SUBAGENTS_WEB_TOKEN": "x" * 15})
     assert p.returncode == 2
     assert p.stderr.strip().count("\n") == 0 and "$SUBAGENTS_WEB_TOKEN" in p.stderr
     assert "use at least 16" in p.stderr
@@ -149,12 +148,12 @@ def test_the_cost_page_shows_the_numbers_of_cost_json(
     assert set(tables) == {"day", "backend", "model", "agent", "repo"}
     assert page.count("<svg") == 5
     for by, rows in tables.items():
-        report = json.loads(cli(["cost", "--json", "--by", by]).stdout)
+        report = json.loads(invoke(["cost", "--json", "--by", by]).stdout)
         expected = cost_rows(report)
         assert rows == expected, by
-    repos = json.loads(cli(["cost", "--json", "--by", "repo"]).stdout)
+    repos = json.loads(invoke(["cost", "--json", "--by", "repo"]).stdout)
     assert {r["key"] for r in repos["rows"]} == {str(repo), "unknown"}  # tmp_path is no repository
-    assert json.loads(cli(["cost", "--json"]).stdout)["summary"] in unescape(page)
+    assert json.loads(invoke(["cost", "--json"]).stdout)["summary"] in unescape(page)
 
 
 @pytest.mark.process

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from support import pistream as pi
-from support.cli import cli
+from support.cli import invoke
 from support.fake import Fake, fake_env
 from support.git import git, git_repo
 
@@ -102,7 +102,7 @@ def test_parallel_isolated_runs_never_collide(
 
 
 def test_a_run_that_changes_nothing_leaves_no_branch(fake: Fake, repo: Path) -> None:
-    p = cli(
+    p = invoke(
         ["run", "--json", "--isolate", "worktree", "--cwd", str(repo / "src"), "look"],
         env_for(fake, pi.answer("nothing to do")),
     )
@@ -116,13 +116,13 @@ def test_a_run_that_changes_nothing_leaves_no_branch(fake: Fake, repo: Path) -> 
 
 
 def test_apply_merges_into_the_users_uncommitted_work(fake: Fake, repo: Path) -> None:
-    p = cli(
+    p = invoke(
         ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"], env_for(fake, edits())
     )
     assert p.returncode == 0, p.stderr
     run_id = json.loads(p.stdout)["runId"]
     index_before = git(repo, "ls-files", "--stage")
-    applied = cli(["apply", run_id[:12]], cwd=repo)
+    applied = invoke(["apply", run_id[:12]], cwd=repo)
     assert applied.returncode == 0, applied.stderr
     assert "applied 2 file(s)" in applied.stderr
     # 3-way: the user's unstaged line 1 and the run's line 5 are both there.
@@ -135,13 +135,13 @@ def test_apply_merges_into_the_users_uncommitted_work(fake: Fake, repo: Path) ->
 def test_apply_conflict_changes_nothing(fake: Fake, repo: Path) -> None:
     # The run rewrites line 1, which the user changed too.
     steps = edits("line 1 (theirs)\nline 2\nline 3\nline 4\nline 5\n")
-    p = cli(
+    p = invoke(
         ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"], env_for(fake, steps)
     )
     assert p.returncode == 0, p.stderr
     run_id = json.loads(p.stdout)["runId"]
     before = snapshot(repo)
-    applied = cli(["apply", run_id], cwd=repo)
+    applied = invoke(["apply", run_id], cwd=repo)
     assert applied.returncode == 1
     assert (
         applied.stderr.count("\n") == 1
@@ -157,7 +157,7 @@ def test_isolate_outside_a_repository_is_bad_input(
 ) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
-    p = cli(
+    p = invoke(
         ["run", "--isolate", "worktree", "--cwd", str(plain), "T"], env_for(fake, pi.answer("x"))
     )
     assert p.returncode == 2
@@ -168,9 +168,9 @@ def test_isolate_outside_a_repository_is_bad_input(
 
 
 def test_apply_of_a_run_without_a_worktree_is_bad_input(fake: Fake, repo: Path) -> None:
-    p = cli(["run", "--json", "--cwd", str(repo), "T"], env_for(fake, pi.answer("x")))
+    p = invoke(["run", "--json", "--cwd", str(repo), "T"], env_for(fake, pi.answer("x")))
     run_id = json.loads(p.stdout)["runId"]
-    applied = cli(["apply", run_id], cwd=repo)
+    applied = invoke(["apply", run_id], cwd=repo)
     assert applied.returncode == 2 and "own worktree" in applied.stderr
 
 
@@ -180,7 +180,7 @@ def test_agent_frontmatter_isolation(fake: Fake, repo: Path, tmp_path: Path) -> 
     (agents / "iso.md").write_text(
         "---\nname: iso\ndescription: isolated\nisolation: worktree\n---\nWork.\n"
     )
-    p = cli(["run", "--json", "--agent", "iso", "--cwd", str(repo), "T"], env_for(fake, edits()))
+    p = invoke(["run", "--json", "--agent", "iso", "--cwd", str(repo), "T"], env_for(fake, edits()))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["worktree"]["filesChanged"] == 2
     assert os.path.isdir(repo)
@@ -189,7 +189,7 @@ def test_agent_frontmatter_isolation(fake: Fake, repo: Path, tmp_path: Path) -> 
 def test_rm_keeps_a_runs_branch_unless_asked_to_remove_it(fake: Fake, repo: Path) -> None:
     branches = []
     for _ in range(2):
-        p = cli(
+        p = invoke(
             ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "T"],
             env_for(fake, edits()),
         )
@@ -198,10 +198,10 @@ def test_rm_keeps_a_runs_branch_unless_asked_to_remove_it(fake: Fake, repo: Path
         assert result["worktree"]["kept"] is True
         branches.append((result["jobId"], result["worktree"]["branch"]))
     (kept_job, kept_branch), (gone_job, gone_branch) = branches
-    plain = cli(["rm", kept_job])
+    plain = invoke(["rm", kept_job])
     assert plain.returncode == 0, plain.stderr
     assert kept_branch in git(repo, "branch", "--list")  # the work is still there to apply
-    asked = cli(["rm", "--branches", gone_job])
+    asked = invoke(["rm", "--branches", gone_job])
     assert asked.returncode == 0, asked.stderr
     assert "1 branch(es)" in asked.stdout
     listed = git(repo, "branch", "--list")
