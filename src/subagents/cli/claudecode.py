@@ -446,7 +446,8 @@ def server_problem(claude_id: object) -> str | None:
         home = paths.state_home()
         stamp = home / SERVER_CHECKED
         installed = _installed()
-        if installed is None or _read_stamp(stamp) != installed:
+        trusted = installed is not None and _read_stamp(stamp) == installed
+        if not trusted:
             from subagents.mcp import SubagentsMCP
 
             SubagentsMCP(session=session).close()
@@ -454,7 +455,7 @@ def server_problem(claude_id: object) -> str | None:
         make_private_dir(home)
         if not os.access(home, os.W_OK):
             return f"{home}: not writable"
-        if installed is not None:
+        if installed is not None and not trusted:
             write_json_atomic(stamp, installed)
     except OSError as exc:
         return describe_os_error(exc)
