@@ -27,8 +27,10 @@ import psutil
 import pytest
 
 from support.checks import eventually
+from support.cli import cli
 from support.environ import overlay
 from support.gate import gate
+from support.pistream import text_end
 
 LOOPBACK = "127.0.0.1"
 # Read by each raylet as it starts (Ray's RAY_<system config> variables): no Python worker
@@ -134,8 +136,7 @@ def restarted_driver(job_dir: Path, stderr: Path) -> Iterator[Restarted]:
 
 def wait_for_job(job_id: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """``subagents wait --json --timeout TIMEOUT JOB_ID``, another process."""
-    argv = [sys.executable, "-m", "subagents.cli", "wait", "--json", "--timeout", str(timeout)]
-    return subprocess.run([*argv, job_id], capture_output=True, text=True, timeout=timeout + 60)
+    return cli(["wait", "--json", "--timeout", str(timeout), job_id], timeout=timeout + 60)
 
 
 def marked_processes(mark: str) -> list[psutil.Process]:
@@ -165,17 +166,7 @@ def pi_stand_in(
     if given; a run that must still be going when the test acts), sleeps ``sleep`` seconds, and
     answers ``text`` as pi does. Asked its version (once per binary, to choose pi's mode), it
     gives one before pi's rpc mode."""
-    final = json.dumps(
-        {
-            "type": "message_end",
-            "message": {
-                "role": "assistant",
-                "content": [{"type": "text", "text": text}],
-                "stopReason": "stop",
-                "model": "m",
-            },
-        }
-    )
+    final = json.dumps(text_end(text)["emit"])  # pi's final answer, as the fakes give it
     lines = ["#!/bin/sh", 'case "$1" in --version) echo 0.73.1; exit 0;; esac']
     if count is not None:
         lines.append(f"echo $$ >> {shlex.quote(str(count))}")
