@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.pi_parent import pi_version_of
 
 from subagents.backends import get_backend
-from subagents.cli.nodecheck import node_too_old
 from subagents.config import Settings
 from subagents.demo.mockmodel import MockModelServer, Script, write_pi_config
 from subagents.runs import RunRequest, start
-from subagents.runs.versions import package_version
 from subagents.supervisor.lines import Lines
 from subagents.testing.conformance import Case, check_backend
 
@@ -157,10 +155,7 @@ def _pi_found(want: str) -> tuple[str | None, str]:
     from its npm package as the engine reads it (no pi started for it); "" when it is not
     there or the Node on PATH cannot run it."""
     binary = shutil.which("pi") if want == "1.6" else str(_PI_BINARIES[want])
-    version = ""
-    if binary and Path(binary).exists() and node_too_old(binary, os.environ) is None:
-        version = package_version(os.path.realpath(binary)) or ""
-    return binary, version
+    return binary, pi_version_of(binary) if binary else ""
 
 
 def pi_binary(want: str) -> str:

@@ -29,14 +29,19 @@ EXTENSION = REPO / "integrations" / "pi" / "index.ts"
 SUBAGENTS = Path(sys.executable).with_name("subagents")
 
 
+def pi_version_of(binary: str) -> str:
+    """The version of the pi at ``binary``, read from its npm package as the engine reads it
+    (no pi started: a start is ~0.5 CPU-s); "" when it is not there or the Node on PATH is
+    too old to run it."""
+    if not Path(binary).exists() or node_too_old(binary, os.environ) is not None:
+        return ""
+    return package_version(os.path.realpath(binary)) or ""
+
+
 def _pi_version() -> tuple[int, ...] | None:
-    """The version of the pi on PATH, read from its npm package (no pi started: a start is
-    ~0.5 CPU-s, paid by every process that imports this), None if it is not there or the
-    Node on PATH is too old to run it."""
+    """The version of the pi on PATH (``pi_version_of``), None if there is none to run."""
     pi = shutil.which("pi")
-    if pi is None or node_too_old(pi, os.environ) is not None:
-        return None
-    found = package_version(os.path.realpath(pi))
+    found = pi_version_of(pi) if pi else ""
     return tuple(int(x) for x in found.split(".")) if found else None
 
 
