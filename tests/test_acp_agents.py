@@ -1,9 +1,9 @@
 """Real ACP agents, end to end through our run path: ``runs.start`` -> supervisor -> the
 agent in ACP mode (``acp:gemini``, ``acp:qwen``, ``acp:claude`` and ``acp:codex``: Zed's
 adapters, ``acp:opencode``) -> the loopback mock model. A task with a tool call, a model
-error, a follow-up, a steer, a budget, a schema answer, permissions under each policy, a
-continuation (opencode: a tool call, a steer, a continuation; codex: a tool call, a
-follow-up).
+error, a steer and then a follow-up, a budget, a schema answer, permissions under each policy,
+a continuation (opencode: a tool call, a steer and a follow-up, a continuation; codex: a tool
+call, a follow-up).
 
 Each test is skipped, with its reason, when that agent is not installed
 (``scripts/setup --test`` installs them).
@@ -115,7 +115,8 @@ def test_a_model_error_fails_the_run(tmp_path: Path, name: str) -> None:
     assert "mock model is down" in said or "400" in said, result["errorMessage"]
 
 
-@pytest.mark.parametrize("name", agents("gemini", "qwen", "claude", "codex"))
+# (gemini's, qwen's and opencode's follow-up is the steered run's next prompt, below)
+@pytest.mark.parametrize("name", agents("claude", "codex"))
 def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name: str) -> None:
     script = shell(name, loop=True, loop_limit=2, command=GATED)  # (going till let go)
     with (
@@ -134,18 +135,34 @@ def test_a_follow_up_is_the_next_prompt_of_the_same_session(tmp_path: Path, name
     assert len(starts) == 1  # one agent process, one session
 
 
+def answers(events: list[dict[str, Any]]) -> list[str]:
+    """The texts of the turns' answers (a turn that goes on with tool calls has none)."""
+    return [e["text"] for e in events if e["type"] == "assistant_text" and e["text"]]
+
+
+# One agent process for both: the steered turn's answer, then a follow-up as the session's
+# next prompt (sent while the steered turn runs: it waits for that turn's end).
 @pytest.mark.parametrize("name", agents("gemini", "qwen", "opencode"))
-def test_a_steer_cancels_the_turn_and_is_answered(tmp_path: Path, name: str) -> None:
+def test_a_steer_cancels_the_turn_and_is_answered_then_a_follow_up_is_the_next_prompt(
+    tmp_path: Path, name: str
+) -> None:
     script = shell(name, loop=True, loop_limit=30, command="sleep 1")
     with acp_run(tmp_path, name, script, task="loop until told otherwise") as live:
         live.wait_for("tool_call")
         receipt = subagents.send(live.handle.run_id, STEER)
         assert receipt["receipt"] in ("queued", "delivered")
+        receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
+        assert receipt["receipt"] == "queued"
         result = live.result()
     assert result["status"] == "completed", result["errorMessage"]
-    assert result["finalText"] == f'You said: "{STEER}"'
-    assert result["messages"] == {"sent": 1, "delivered": 1}
+    events = live.events()
+    # the steer answered in its own turn, then the follow-up in the next
+    assert answers(events)[-2:] == [f'You said: "{STEER}"', f'You said: "{FOLLOW}"']
+    assert result["finalText"] == f'You said: "{FOLLOW}"'
+    assert result["messages"] == {"sent": 2, "delivered": 2}
     assert len(live.srv.requests) < 30  # it stopped looping
+    starts = [e for e in events if e["type"] == "run_started"]
+    assert len(starts) == 1  # one agent process, one session
 
 
 @pytest.mark.parametrize("name", agents("gemini"))
@@ -177,24 +194,34 @@ def test_a_permission_request_under_each_policy(
     assert target.exists() == allowed
 
 
-@pytest.mark.parametrize("choice", ["allow", "deny"])
 @pytest.mark.parametrize("name", agents("gemini"))
-def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str, choice: str) -> None:
+def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str) -> None:
     """--approvals ask (docs/approvals.md): the agent's permission request waits in the
-    inbox, with the options it offered, until decided."""
+    inbox, with the options it offered, until decided. Both choices in one run: the model
+    asks for the same write twice, denied, then allowed."""
     target = tmp_path / "work" / "new.txt"
-    script = Script(tool_name="write_file", tool_args={"file_path": str(target), "content": "hi\n"})
+    args = {"file_path": str(target), "content": "hi\n"}
+    script = Script(tool_name="write_file", tool_args=args, loop=True, loop_limit=2)
     with acp_run(tmp_path, name, script, task="write it", approvals="ask") as live:
-        assert eventually(lambda: subagents.inbox(), timeout=120), live.events()
-        (item,) = subagents.inbox()
-        assert item["tool"] == "Edit" and item["input"]["options"]
-        assert not target.exists()
-        subagents.decide(item["id"], choice)  # type: ignore[arg-type]
+        decided: list[str] = []
+        for choice in ("deny", "allow"):
+            assert eventually(lambda: fresh(subagents.inbox(), decided), timeout=120), (
+                live.events()
+            )
+            (item,) = subagents.inbox()
+            assert item["tool"] == "Edit" and item["input"]["options"]
+            assert not target.exists()  # nothing written while it waits, nor once denied
+            subagents.decide(item["id"], choice)  # type: ignore[arg-type]
+            decided.append(item["id"])
         result = live.result()
     assert result["status"] == "completed", result["errorMessage"]
-    assert target.exists() == (choice == "allow")
-    (record,) = result["approvals"]
-    assert record["choice"] == choice
+    assert target.exists()  # allowed
+    assert [record["choice"] for record in result["approvals"]] == ["deny", "allow"]
+
+
+def fresh(items: list[Any], decided: list[str]) -> bool:
+    """An inbox item not decided yet is waiting."""
+    return any(item["id"] not in decided for item in items)
 
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
