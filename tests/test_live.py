@@ -91,8 +91,9 @@ def sent(live: Live) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- steer
 
 
+# One run for both: a steer while a tool runs, then a follow-up once its answer is given.
 @pytest.mark.parametrize("backend", cli("pi", "claude", "codex"))
-def test_a_steer_reaches_the_model_in_its_next_request_and_is_answered(
+def test_a_steer_reaches_the_model_in_its_next_request_then_a_follow_up_is_answered_after(
     tmp_path: Path, backend: str
 ) -> None:
     with (
@@ -103,13 +104,19 @@ def test_a_steer_reaches_the_model_in_its_next_request_and_is_answered(
         before = len(live.srv.requests)  # the tool waits: no model request is in flight
         receipt = subagents.send(live.handle.run_id, STEER)
         assert receipt["receipt"] in ("queued", "delivered") and receipt["mode"] == "steer"
+        receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
+        assert receipt["receipt"] == "queued" and "turn ends" in receipt.get("reason", "")
         release()
         assert STEER in live.request(before)  # the very next request carries it
         result = live.result()
     assert result["status"] == "completed", result.get("diagnostics")
-    assert result["finalText"] == f'You said: "{STEER}"'
-    assert result["messages"] == {"sent": 1, "delivered": 1}
-    assert [e["receipt"] for e in sent(live)] == ["queued", "delivered"]
+    answers = [e["text"] for e in live.events() if e["type"] == "assistant_text" and e["text"]]
+    # the steer's answer, then the follow-up's, in one run
+    assert answers[-2:] == [f'You said: "{STEER}"', f'You said: "{FOLLOW}"']
+    assert result["finalText"] == f'You said: "{FOLLOW}"'
+    assert result["messages"] == {"sent": 2, "delivered": 2}
+    for mode in ("steer", "follow-up"):
+        assert [e["receipt"] for e in sent(live) if e["mode"] == mode] == ["queued", "delivered"]
     transcript = Path(result["paths"]["transcript"]).read_text()
     assert f"> you → child (steer): {STEER}" in transcript
     assert "- ✓ the child took your steer" in transcript
@@ -135,25 +142,6 @@ def test_pi_073_refuses_messages_naming_its_version(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- follow-up
-
-
-@pytest.mark.parametrize("backend", cli("pi", "claude", "codex"))
-def test_a_follow_up_is_answered_after_the_answer_in_the_same_run(
-    tmp_path: Path, backend: str
-) -> None:
-    script = Script(loop=True, loop_limit=2, command=GATED)
-    with held(tmp_path / "work") as release, live_run(tmp_path, backend, script) as live:
-        assert eventually(lambda: reached(tmp_path / "work"), 90), live.events()
-        receipt = subagents.send(live.handle.run_id, FOLLOW, "follow-up")
-        assert receipt["receipt"] == "queued" and "turn ends" in receipt.get("reason", "")
-        release()
-        result = live.result()
-    assert result["status"] == "completed", result.get("diagnostics")
-    answers = [e["text"] for e in live.events() if e["type"] == "assistant_text" and e["text"]]
-    # the run's own answer first, then the follow-up's, in one run
-    assert answers[-1] == f'You said: "{FOLLOW}"' and len(answers) >= 2
-    assert result["finalText"] == f'You said: "{FOLLOW}"'
-    assert result["messages"] == {"sent": 1, "delivered": 1}
 
 
 @pytest.mark.parametrize("backend", cli("gemini", "opencode"))
