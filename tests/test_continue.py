@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from support import pistream as pi
-from support.cli import cli
+from support.cli import cli, invoke
 from support.fake import Fake, fake_env
 from support.git import git_repo
 
@@ -86,44 +86,45 @@ def test_continue_from_the_cli_and_show_lists_the_chain(tmp_path: Path) -> None:
     work = work_dir(tmp_path)
     with MockModelServer(Script(final_text="Listed: {tool_output}.")) as srv:
         env = mm.write_pi_config(tmp_path / "pi", srv.url)
-        p = cli(
+        p = invoke(
             ["run", "--json", "-q", "-b", "pi", "-m", "mock/mock-model", "--cwd", str(work), FIRST],
             env,
+            bound=120,
         )
         assert p.returncode == 0, p.stderr
         r1 = json.loads(p.stdout)
-        p = cli(["continue", "--json", "-q", r1["runId"], "second"], env)
+        p = invoke(["continue", "--json", "-q", r1["runId"], "second"], env, bound=120)
         assert p.returncode == 0, p.stderr
         r2 = json.loads(p.stdout)
         p = cli(["continue", "--bg", "--json", r2["runId"], FOLLOW_UP], env)
         assert p.returncode == 0, p.stderr
         job_id = json.loads(p.stdout)["jobId"]
-        waited = cli(["wait", "--json", job_id], timeout=120)
+        waited = invoke(["wait", "--json", "--timeout", "120", job_id])
         assert waited.returncode == 0, waited.stderr
         r3 = json.loads(waited.stdout)["runs"][0]
         # pi's session forks from run to run: the third request holds all three turns.
         assert any(FIRST in json.dumps(b) and FOLLOW_UP in json.dumps(b) for b in srv.requests)
     assert (r2["continuedFrom"], r3["continuedFrom"]) == (r1["runId"], r2["runId"])
-    shown = cli(["show", job_id]).stdout
+    shown = invoke(["show", job_id]).stdout
     assert f"continues: {r1['runId']} → {r2['runId']} → {r3['runId']}" in shown
 
 
 def test_a_run_that_left_no_session_cannot_be_continued(fake: Fake) -> None:
     # The fake speaks pi's stream to a gemini run: no gemini session id, nothing to resume.
     env = {**fake_env(fake, pi.answer("x")), "SUBAGENTS_GEMINI_BIN": str(fake.launcher)}
-    p = cli(["run", "--json", "-b", "gemini", "x"], env)
+    p = invoke(["run", "--json", "-b", "gemini", "x"], env)
     run_id = json.loads(p.stdout)["runId"]
-    cont = cli(["continue", run_id, "more"], env)
+    cont = invoke(["continue", run_id, "more"], env)
     assert cont.returncode == 2
     assert cont.stderr.strip() == f"subagents: run {run_id} left no gemini session to continue"
 
 
 def test_continue_checks_its_input(fake: Fake) -> None:
-    assert cli(["continue", "zzzz", "more"]).returncode == 2
-    assert "no job or run with id" in cli(["continue", "0000", "more"]).stderr
-    p = cli(["run", "--json", "x"], fake_env(fake, pi.answer("x")))
+    assert invoke(["continue", "zzzz", "more"]).returncode == 2
+    assert "no job or run with id" in invoke(["continue", "0000", "more"]).stderr
+    p = invoke(["run", "--json", "x"], fake_env(fake, pi.answer("x")))
     run_id = json.loads(p.stdout)["runId"]
-    empty = cli(["continue", run_id, "  "])
+    empty = invoke(["continue", run_id, "  "])
     assert empty.returncode == 2 and "empty" in empty.stderr
 
 
@@ -133,12 +134,12 @@ def test_an_isolated_run_continues_in_its_own_branch(fake: Fake, tmp_path: Path)
     env = fake_env(
         fake, [{"session": True}, {"write": "one.txt", "text": "1\n"}, *pi.answer("one")]
     )
-    p = cli(["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "first"], env)
+    p = invoke(["run", "--json", "--isolate", "worktree", "--cwd", str(repo), "first"], env)
     r1 = json.loads(p.stdout)
     env = fake_env(
         fake, [{"session": True}, {"write": "two.txt", "text": "2\n"}, *pi.answer("two")]
     )
-    p = cli(["continue", "--json", r1["runId"], "second"], env)
+    p = invoke(["continue", "--json", r1["runId"], "second"], env)
     assert p.returncode == 0, p.stderr
     r2 = json.loads(p.stdout)
     assert r2["worktree"]["branch"] == r1["worktree"]["branch"]
