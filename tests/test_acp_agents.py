@@ -205,9 +205,7 @@ def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str) -> Non
     with acp_run(tmp_path, name, script, task="write it", approvals="ask") as live:
         decided: list[str] = []
         for choice in ("deny", "allow"):
-            assert eventually(lambda: fresh(subagents.inbox(), decided), timeout=120), (
-                live.events()
-            )
+            assert eventually(lambda: fresh(subagents.inbox(), decided), timeout=120), live.events()
             (item,) = subagents.inbox()
             assert item["tool"] == "Edit" and item["input"]["options"]
             assert not target.exists()  # nothing written while it waits, nor once denied

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import invoke
 from support.clistream import (
     FINAL,
     FINAL_TEXT,
@@ -142,10 +143,6 @@ def test_backend_server_error_is_a_failure_with_the_message(tmp_path: Path, name
     reason="needs the pi and claude CLIs",
 )
 def test_parallel_job_mixing_pi_and_claude(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     work = tmp_path / "work"
     work.mkdir()
     (work / "a.txt").write_text("a\n")
@@ -175,18 +172,11 @@ def test_parallel_job_mixing_pi_and_claude(tmp_path: Path) -> None:
     with MockModelServer(Script(final_text=FINAL)) as srv:
         # pi reads its config from PI_CODING_AGENT_DIR; claude from HOME: one env serves both.
         env = {
-            **os.environ,
             **mm.write_pi_config(tmp_path / "pi", srv.url),
             **mm.write_claude_config(tmp_path / "claude", srv.url, max_retries=0),
         }
-        p = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "run", "--json", "-f", str(plan)],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
+        # (a foreground run in-process: its runs' processes are what is looked at)
+        p = invoke(["run", "--json", "-f", str(plan)], env, bound=180)
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
     assert job["status"] == "completed"

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from support.checks import eventually
+from support.cli import invoke
 from support.gate import GATED, held, reached
 from support.liverun import Live
 
@@ -286,27 +287,14 @@ def test_a_job_budget_spans_its_runs(tmp_path: Path) -> None:
 
 @needs("pi")
 def test_send_from_the_command_line_to_a_job_with_one_running_run(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
     with live_run(tmp_path, "pi", Script(loop=True, command="sleep 1")) as live:
         live.wait_for("tool_call")
         job_id = json.loads((live.handle.run_dir / "meta.json").read_text())["jobId"]
         target = job_id or live.handle.run_id  # a bare run has no job: its own id
-        p = subprocess.run(
-            [sys.executable, "-m", "subagents.cli", "send", target, STEER],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        p = invoke(["send", target, STEER], bound=60)
         assert p.returncode == 0, p.stderr
         assert p.stdout.startswith(("queued: steer m1 to run", "delivered: steer m1 to run"))
         assert live.result()["finalText"] == f'You said: "{STEER}"'
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "send", live.handle.run_id, "more"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = invoke(["send", live.handle.run_id, "more"], bound=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1
     assert p.stderr.startswith(f"subagents: run {live.handle.run_id} has ended (completed)")

@@ -241,9 +241,6 @@ VERDICT = {"best": "B", "agreement": "partial", "reasons": ["B fixed it"], "merg
 def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdict(
     tmp_path: Path,
 ) -> None:
-    import subprocess
-    import sys
-
     for name in ("pi", "claude", "codex", "gemini"):
         if shutil.which(name) is None:
             pytest.skip(f"{name} is not installed")
@@ -266,12 +263,12 @@ def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdic
             **mm.write_gemini_config(clis, srv.url, max_attempts=1),
         }
         members = f"pi:mock/mock-model,claude:{mm.CLAUDE_MODEL},codex:{mm.CODEX_MODEL}"
-        proc = subprocess.run(
-            [str(Path(sys.executable).parent / "subagents"), "run", "--json", "-q",
+        # (a foreground run in-process: its runs' processes are what is looked at)
+        proc = invoke(
+            ["run", "--json", "-q",
              "--council", members, "--judge", f"gemini:{mm.GEMINI_MODEL}",
              "--output-schema", json.dumps(SCHEMA), "--cwd", str(tmp_path), "review it"],
-            capture_output=True, text=True, timeout=300,
-            env={**__import__("os").environ, **env},
+            env, bound=300,
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         job = json.loads(proc.stdout)
@@ -300,10 +297,7 @@ def test_a_council_of_three_clis_with_a_judge_answers_side_by_side_with_a_verdic
     for text in ("Answer A (pi)", "Answer B (claude)", "Answer C (codex)", "fixed"):
         assert text in judge_request
     # show: the answers side by side, a row a member
-    shown = subprocess.run(
-        [str(Path(sys.executable).parent / "subagents"), "show", job["jobId"]],
-        capture_output=True, text=True, timeout=60, env={**__import__("os").environ, "COLUMNS": "160"},
-    ).stdout  # fmt: skip
+    shown = invoke(["show", job["jobId"]], {"COLUMNS": "160"}).stdout
     rows = {line.split()[0]: line for line in shown.splitlines() if line[:2] in ("A ", "B ", "C ")}
     assert set(rows) == {"A", "B", "C"}
     assert "pi (mock-model)" in rows["A"] and "completed" in rows["A"]
