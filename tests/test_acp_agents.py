@@ -205,8 +205,8 @@ def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str) -> Non
     with acp_run(tmp_path, name, script, task="write it", approvals="ask") as live:
         decided: list[str] = []
         for choice in ("deny", "allow"):
-            assert eventually(lambda: fresh(subagents.inbox(), decided), timeout=120), live.events()
-            (item,) = subagents.inbox()
+            assert eventually(lambda: waiting(decided), timeout=120), live.events()
+            (item,) = waiting(decided)
             assert item["tool"] == "Edit" and item["input"]["options"]
             assert not target.exists()  # nothing written while it waits, nor once denied
             subagents.decide(item["id"], choice)  # type: ignore[arg-type]
@@ -217,9 +217,9 @@ def test_ask_waits_in_the_inbox_for_a_decision(tmp_path: Path, name: str) -> Non
     assert [record["choice"] for record in result["approvals"]] == ["deny", "allow"]
 
 
-def fresh(items: list[Any], decided: list[str]) -> bool:
-    """An inbox item not decided yet is waiting."""
-    return any(item["id"] not in decided for item in items)
+def waiting(decided: list[str]) -> list[Any]:
+    """The inbox's items not decided yet (a decided one may still be listed a moment)."""
+    return [item for item in subagents.inbox() if item["id"] not in decided]
 
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
