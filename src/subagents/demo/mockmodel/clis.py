@@ -169,11 +169,15 @@ def write_codex_config(
     ``request_max_retries`` / ``stream_max_retries`` = ``retries`` (default 0: an HTTP
     error fails the turn at once); plus no update check and no analytics.
 
-    The env: ``CODEX_HOME``, ``MOCK_API_KEY=x``, and ``OPENAI_API_KEY`` /
-    ``OPENAI_BASE_URL`` / ``CODEX_API_KEY`` emptied (a parent's must not leak in).
+    The env: ``CODEX_HOME``, ``MOCK_API_KEY=x``, ``OPENAI_API_KEY`` /
+    ``OPENAI_BASE_URL`` / ``CODEX_API_KEY`` emptied (a parent's must not leak in), and
+    ``HOME=codex_home/home``: codex captures its user's shell (a login shell, which reads
+    ``~/.profile`` and ``~/.bashrc``) at the start of a session and runs commands through
+    it, so a machine's own start-up files (a ``pyenv init`` that rehashes in the background,
+    ~2 CPU-s each time) would run, more than once a run.
     """
     codex_home = Path(codex_home)
-    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "home").mkdir(parents=True, exist_ok=True)
     url = base_url.rstrip("/") + "/v1"
     (codex_home / "config.toml").write_text(
         f"model = {json.dumps(model)}\n"
@@ -193,6 +197,7 @@ def write_codex_config(
     )
     return {
         "CODEX_HOME": str(codex_home),
+        "HOME": str(codex_home / "home"),
         "MOCK_API_KEY": "x",
         "OPENAI_API_KEY": "",
         "OPENAI_BASE_URL": "",
