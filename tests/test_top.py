@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import pistream as pi
 from support.checks import eventually
-from support.cli import cli, invoke
+from support.cli import invoke
 from support.fake import Fake, fake_env
 
 from subagents.demo import mockmodel as mm
@@ -116,7 +116,7 @@ def test_top_off_a_terminal_prints_ps(fake: Fake) -> None:
     proc = invoke(["top"])
     assert proc.returncode == 0
     assert "no jobs yet" in proc.stderr  # what ps says for an empty home
-    done = cli(["run", "--json", "x"], fake_env(fake, pi.answer("all done")))
+    done = invoke(["run", "--json", "x"], fake_env(fake, pi.answer("all done")))
     job_id = json.loads(done.stdout)["jobId"]
     out = invoke(["top"]).stdout
     assert "JOB" in out and job_id in out and "completed" in out
@@ -158,10 +158,12 @@ def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str
 
 def test_top_json_is_one_snapshot_of_the_view_per_job(fake: Fake, tmp_path: Path) -> None:
     env = fake_env(fake, pi.answer("Done."))
-    p = cli(["run", "--json", "--parallel", "--session", "s1", "count files", "read me\nmore"], env)
+    p = invoke(
+        ["run", "--json", "--parallel", "--session", "s1", "count files", "read me\nmore"], env
+    )
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
-    cli(["run", "--json", "--session", "other", "elsewhere"], env)
+    invoke(["run", "--json", "--session", "other", "elsewhere"], env)
     shown = invoke(["top", "--json", "-s", "s1"])
     assert shown.returncode == 0, shown.stderr
     (row,) = json.loads(shown.stdout)["jobs"]  # this session's job only
