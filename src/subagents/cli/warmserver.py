@@ -437,6 +437,14 @@ def _become(request: Request, fds: list[int], conn: socket.socket) -> None:
     sys.modules["__main__"].__package__ = request.package
 
     def tell(code: int) -> None:
+        # Everything is written and flushed: the caller's streams are let go (/dev/null in
+        # their place, so that no thread left writes into a file opened meanwhile), then the
+        # caller is told and ends at once, its caller's reads of our output ended too; this
+        # process's own teardown (unmapping its heap: a few ms) goes on by itself.
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
         with contextlib.suppress(OSError):
             conn.sendall(b"exit %d\n" % code)
 
