@@ -164,6 +164,9 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
             "PATH": subagents_on_path(),
             "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
             "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
+            # ... however long its start takes on a loaded machine (claude waits 5 s by
+            # default, then lists the server as still pending).
+            "MCP_CONNECT_TIMEOUT_MS": "120000",
         }
         argv = [
             "claude",
