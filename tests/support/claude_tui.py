@@ -138,10 +138,12 @@ class ClaudeTUI:
 
     def answer(self, dialog: str, key: str = "Enter") -> None:
         """Press ``key`` until the dialog holding ``dialog`` is gone (a key pressed while
-        it is still being drawn may be lost)."""
-        for _ in range(10):
+        it is still being drawn may be lost). Pressed again after 1 s, then less often, up to
+        every 5 s: a lost key costs a second, not five; a key pressed again after one that
+        was taken lands in the empty prompt box, where Enter does nothing."""
+        for wait in (1, 2, 3, 5, 5, 5, 5, 5, 5, 5, 5, 5):
             self.press(key)
-            if on_screen(lambda: dialog not in self.capture(), 5):
+            if on_screen(lambda: dialog not in self.capture(), wait):
                 return
         raise AssertionError(f"the dialog stayed:\n{self.screen}")
 
