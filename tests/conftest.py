@@ -5,6 +5,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from support.clienv import shared_cli_env
 from support.fake import Fake
 from support.spawns import SpawnGuard
+from support.warm import Servers
 
 from subagents.testing.fakeagent import write_launcher
 
@@ -32,6 +34,7 @@ STREAMS = FIXTURES / "streams"
 # (`process`, or `e2e`/`browser`/`ray`, which imply it), and the guard fails one that does not,
 # so `-m "not process"` stays the fast tier.
 IMPLY_PROCESS = ("e2e", "browser", "ray")
+SUITE_RUNTIME = pytest.StashKey[Path]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,9 +58,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # No warm command servers (cli/warmserver.py) for the suite: each would outlive its test.
-    # Only test_warm.py turns them on, each test with a runtime dir and a server of its own.
-    os.environ["SUBAGENTS_WARM"] = "0"
+    # A scripted `subagents run` or `continue` goes through a warm command server
+    # (cli/warmserver.py), as a parent agent's does; the suite's servers are its own: a runtime
+    # dir made here, in the one process that is not an xdist worker (the workers inherit it),
+    # and stopped at its end (pytest_unconfigure). test_warm.py's tests each make their own.
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("SUBAGENTS_WARM", None)
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="sa-suite-")  # (short: a socket)
+        os.environ["SUBAGENTS_WARM_IDLE"] = "120"  # (a suite killed leaves none for long)
+        config.stash[SUITE_RUNTIME] = Path(os.environ["XDG_RUNTIME_DIR"])
     # A property test's input generation is timed by hypothesis's too_slow health check, which
     # fails a test on a loaded machine: the suite never depends on timing.
     settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
@@ -74,6 +83,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(CpuTimes(Path(out)), "subagents-cputimes")
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    runtime = config.stash.get(SUITE_RUNTIME, None)
+    if runtime is not None:
+        try:
+            Servers(runtime).stop()
+        finally:
+            shutil.rmtree(runtime, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets its own SUBAGENTS_HOME and config dir; nothing leaks between tests."""
@@ -82,7 +100,6 @@ def isolated_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SUBAGENTS_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.delenv("SUBAGENTS_DEPTH", raising=False)
     monkeypatch.delenv("SUBAGENTS_CHILD", raising=False)
-    monkeypatch.setenv("SUBAGENTS_WARM", "0")  # test_warm.py's own turn it on
     return home
 
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import invoke
 
 import subagents
 from subagents.demo import mockmodel as mm
@@ -93,12 +92,7 @@ def test_a_job_budget_stops_each_run_within_one_turn_and_the_job_records_it(
         after = max([t for s, t in at.items() if s < stopped] or [0])
         assert after - before <= grace, (before, after, turns, bool(taken))
     # and `show` says so in its words
-    shown = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "show", result["jobId"]],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    shown = invoke(["show", result["jobId"]])
     assert "the job's cost limit of $0.10 was reached" in shown.stdout + shown.stderr
 
 
@@ -114,15 +108,9 @@ def test_plan_and_api_budgets_are_as_strict_as_config(value: Any, where: str, na
     assert "\n" not in message and name in message and "must be a number" in message
 
 
-@pytest.mark.process
 def test_a_plan_file_with_a_boolean_budget_is_one_line_and_exit_2(tmp_path: Path) -> None:
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: single\nmax_turns: true\nsteps:\n  - task: x\n    max_cost: '3'\n")
-    p = subprocess.run(
-        [sys.executable, "-m", "subagents.cli", "run", "-f", str(plan)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = invoke(["run", "-f", str(plan)])
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert "must be a number" in p.stderr

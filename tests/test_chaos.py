@@ -126,6 +126,9 @@ def run_trial(trial: Trial, fake: Fake, repo: Path) -> None:
         "SUBAGENTS_HOME": str(trial.home),
         "SUBAGENTS_PI_BIN": str(fake.launcher),
         **fake.env(steps),
+        # In-process: what is left is found by its environment, which a warm server's
+        # forked worker and supervisor do not show (theirs is the server's, in /proc).
+        "SUBAGENTS_WARM": "0",
     }
     args = ["run", "--json", "--isolate", "worktree", "--cwd", str(repo), f"task {trial.index}"]
     out = subprocess.DEVNULL

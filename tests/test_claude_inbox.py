@@ -1,9 +1,10 @@
 """The approvals inbox in Claude Code (docs/claude-code.md): the plugin's monitor says when
 a run of the session starts waiting on a decision (the line wakes an idle session, as a
 job's end does), and ``/subagents:jobs inbox | approve | deny | answer`` is done by the
-prompt hook, without a model turn. The hook and the monitor run as Claude Code runs them
-(the ``subagents`` command, the hook's JSON on stdin); the Claude Code TUI itself is not
-driven here."""
+prompt hook, without a model turn. The monitor runs as Claude Code runs it (the
+``subagents`` command, until Claude Code is gone); the hook's wording and decisions go through
+the command in this process with the hook's JSON on stdin (the console script as Claude Code
+runs the hook: test_notices_cost); the Claude Code TUI itself is not driven here."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def waiting(home: Path, job_id: str | None, item_id: str, **extra: object) -> Pa
 
 
 def said(home: Path, prompt: str) -> str:
-    out = json.loads(hook(home, prompt).stdout)
+    out = json.loads(hook(home, prompt, here=True).stdout)
     # Shown to the user as the reason the prompt is blocked: no model turn.
     assert out["decision"] == "block" and out["hookSpecificOutput"]["suppressOriginalPrompt"]
     return str(out["reason"])

@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.cli import invoke
 from support.fake import Fake
-
-CLI = [sys.executable, "-m", "subagents.cli"]
 
 pytestmark = pytest.mark.process
 
@@ -57,10 +56,5 @@ def test_a_deleted_current_directory_is_exit_2_naming_cwd(
 
 
 def test_a_missing_cwd_option_is_exit_2_naming_cwd(tmp_path: Path, fake: Fake) -> None:
-    p = subprocess.run(
-        [*CLI, "run", "--backend", "pi", "--cwd", str(tmp_path / "nowhere"), "hi"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = invoke(["run", "--backend", "pi", "--cwd", str(tmp_path / "nowhere"), "hi"])
     assert str(tmp_path / "nowhere") in one_line_naming_cwd(p)

@@ -137,7 +137,6 @@ def test_history_of_a_20_mib_log_takes_seconds_not_minutes(
     assert max(len(line) for line in p.stdout.splitlines()) <= 200
 
 
-@pytest.mark.process
 def test_a_damaged_notice_state_neither_floods_nor_blocks_the_prompt(
     isolated_state: Path,
 ) -> None:
@@ -145,7 +144,7 @@ def test_a_damaged_notice_state_neither_floods_nor_blocks_the_prompt(
     log = sessionlog.session_path(isolated_state, session)
     for i in range(30):
         sessionlog.append(log, end_entry(f"01m84t0m9p-{i:08d}", f"answer {i}"))
-    first = hook(isolated_state)
+    first = hook(isolated_state, here=True)
     assert first.returncode == 0 and first.stdout, first.stderr
     state = isolated_state / "notices" / notices.CLAUDE_READER / f"{session}.json"
     # Even 30 news at once make a short notice: the newest, and a count of the rest.
@@ -153,10 +152,10 @@ def test_a_damaged_notice_state_neither_floods_nor_blocks_the_prompt(
     assert context.count("✓ job") == 10 and "and 20 earlier" in context
     for damage in ('{"offset": 12', '{"offset": -40, "announced": []}', "[]"):
         state.write_text(damage)
-        p = hook(isolated_state)
+        p = hook(isolated_state, here=True)
         assert p.returncode == 0, p.stderr
         assert p.stdout == "", p.stdout  # nothing told twice
     sessionlog.append(log, end_entry("01m84t0m9p-zzzzzzzz", "news"))
-    p = hook(isolated_state)
+    p = hook(isolated_state, here=True)
     told = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "01m84t0m9p-zzzzzzzz" in told and told.count("✓ job") == 1

@@ -22,6 +22,14 @@ from subagents.cli.entry import launches_here
 from subagents.launchers.spares import SPARES
 
 
+@pytest.fixture(autouse=True)
+def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands here run in-process: the early supervisor they start is the subject (a
+    warm server's worker forks its own: test_warm.py), found by its command line and
+    environment, which a forked one does not show."""
+    monkeypatch.setenv("SUBAGENTS_WARM", "0")
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -3,37 +3,27 @@ answer is quoted by its first line, cut (as activity lines are), never as one 20
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support import pistream as pi
+from support.cli import invoke
 from support.fake import Fake
 
 from subagents.lifecycle.notices import describe_end
 from subagents.lifecycle.sessionlog import entry_for_job
 from subagents.present import outcome
 
-CLI = [sys.executable, "-m", "subagents.cli"]
 ANSWER = "word " * 4000  # 20 kB, one line
 
 
 def run_cli(fake: Fake, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {
-        **os.environ,
         "SUBAGENTS_PI_BIN": str(fake.launcher),
         **fake.env([*pi.start(), pi.text_end(answer), *pi.end()]),
     }
-    return subprocess.run(
-        [*CLI, "run", "--backend", "pi", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=fake.dir,
-    )
+    return invoke(["run", "--backend", "pi", *args], env, cwd=fake.dir)
 
 
 @pytest.mark.process

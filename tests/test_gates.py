@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.cli import cli, invoke
+from support.cli import invoke
 from support.maps import jsonl
 
 pytestmark = pytest.mark.process
@@ -33,7 +33,7 @@ def test_a_gate_that_fails_once_passes_after_the_repair_turn(
     tmp_path: Path, child: dict[str, str]
 ) -> None:
     command = checker(tmp_path) + " alpha"
-    p = cli(["run", "--json", "--cwd", str(tmp_path), "--verify", command, "write alpha"], child)
+    p = invoke(["run", "--json", "--cwd", str(tmp_path), "--verify", command, "write alpha"], child)
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     assert result["status"] == "completed"
@@ -54,7 +54,7 @@ def test_a_gate_that_never_passes_fails_the_run_and_keeps_its_output(
     tmp_path: Path, child: dict[str, str]
 ) -> None:
     command = f"{sys.executable} -c \"print('nope'); raise SystemExit(3)\""
-    p = cli(
+    p = invoke(
         [
             "run",
             "--json",
@@ -86,7 +86,7 @@ def test_a_map_whose_rows_verify_their_own_files(tmp_path: Path, child: dict[str
     data = tmp_path / "words.txt"
     data.write_text("alpha\nbeta\ngamma\n")
     out = tmp_path / "r.jsonl"
-    p = cli(
+    p = invoke(
         [
             "map",
             str(data),
@@ -128,7 +128,7 @@ def test_bad_gates_are_one_line_and_exit_2(tmp_path: Path, child: dict[str, str]
 
 
 def test_a_reviewer_that_rejects_then_approves(tmp_path: Path, child: dict[str, str]) -> None:
-    p = cli(["run", "--json", "--cwd", str(tmp_path), "--review", "pi", "write alpha"], child)
+    p = invoke(["run", "--json", "--cwd", str(tmp_path), "--review", "pi", "write alpha"], child)
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     assert result["status"] == "completed" and result["continuedFrom"]
@@ -147,7 +147,7 @@ def test_a_reviewer_that_rejects_then_approves(tmp_path: Path, child: dict[str, 
 def test_a_reviewer_that_never_approves_fails_the_run(
     tmp_path: Path, child: dict[str, str]
 ) -> None:
-    p = cli(
+    p = invoke(
         [
             "run",
             "--json",
@@ -179,7 +179,9 @@ def test_an_agents_frontmatter_gives_its_runs_a_gate(tmp_path: Path, child: dict
         f"---\nname: checked\ndescription: a worker whose work is checked\nbackend: pi\n"
         f"verify: {command}\n---\nYou work.\n"
     )
-    p = cli(["run", "--json", "--agent", "checked", "--cwd", str(tmp_path), "write alpha"], child)
+    p = invoke(
+        ["run", "--json", "--agent", "checked", "--cwd", str(tmp_path), "write alpha"], child
+    )
     assert p.returncode == 0, p.stderr
     verification = json.loads(p.stdout)["verification"]
     assert verification["command"] == command and verification["passed"] is True
@@ -194,14 +196,14 @@ def test_the_user_configs_gate_checks_a_run_that_names_none(
     config = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
     config.mkdir(parents=True, exist_ok=True)
     (config / "config.toml").write_text(f"verify = {json.dumps(command)}\nverify_attempts = 3\n")
-    p = cli(["run", "--json", "--cwd", str(tmp_path), "write alpha"], child)
+    p = invoke(["run", "--json", "--cwd", str(tmp_path), "write alpha"], child)
     assert p.returncode == 0, p.stderr
     verification = json.loads(p.stdout)["verification"]
     assert verification["command"] == command and verification["passed"] is True
     assert [a["exitCode"] for a in verification["attempts"]] == [1, 0]
     # A step's attempts alone tune the config's gate: one check, no repair turn.
     (tmp_path / "alpha.ok").unlink()
-    p = cli(["run", "--json", "--cwd", str(tmp_path), "--verify-attempts", "1", "x"], child)
+    p = invoke(["run", "--json", "--cwd", str(tmp_path), "--verify-attempts", "1", "x"], child)
     assert p.returncode == 1, p.stderr
     result = json.loads(p.stdout)
     assert [a["exitCode"] for a in result["verification"]["attempts"]] == [1]

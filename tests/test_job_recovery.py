@@ -212,6 +212,9 @@ def kill_the_command_at(delay: float, home: Path, fake: Fake) -> None:
         "SUBAGENTS_HOME": str(home),
         "SUBAGENTS_PI_BIN": str(fake.launcher),
         **fake.env(steps),
+        # In-process: what is left is found by its environment, which a warm server's
+        # forked worker and supervisor do not show (theirs is the server's, in /proc).
+        "SUBAGENTS_WARM": "0",
     }
     args = ["run", "--parallel", "-j", "2", "--backend", "pi", "a", "b", "c"]
     cli = subprocess.Popen(

@@ -46,7 +46,9 @@ def test_parallel_six_tasks_at_concurrency_two(fake: Fake, tmp_path: Path) -> No
     log = tmp_path / "lifetimes.log"
     launcher = timed_child(fake, log, 0.5, "answer to")
     tasks = [f"task-{i}" for i in range(6)]
-    p = cli(["run", "--parallel", "-j", "2", "--json", *tasks], {"SUBAGENTS_PI_BIN": str(launcher)})
+    p = invoke(
+        ["run", "--parallel", "-j", "2", "--json", *tasks], {"SUBAGENTS_PI_BIN": str(launcher)}
+    )
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
     assert job["mode"] == "parallel" and job["status"] == "completed"
@@ -70,7 +72,7 @@ def test_chain_passes_previous_and_stops_at_a_failure(fake: Fake, tmp_path: Path
     launcher = timed_child(fake, tmp_path / "chain.log", 0, "got")
     plan = tmp_path / "plan.yaml"
     plan.write_text("mode: chain\nsteps:\n  - task: first\n  - task: 'then use {previous}'\n")
-    p = cli(["run", "-f", str(plan), "--json"], {"SUBAGENTS_PI_BIN": str(launcher)})
+    p = invoke(["run", "-f", str(plan), "--json"], {"SUBAGENTS_PI_BIN": str(launcher)})
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
     assert job["runs"][0]["finalText"] == "got first"
@@ -83,7 +85,7 @@ def test_chain_passes_previous_and_stops_at_a_failure(fake: Fake, tmp_path: Path
     plan.write_text(
         json.dumps({"mode": "chain", "steps": [{"task": "a"}, {"task": "b {previous}"}]})
     )
-    p = cli(["run", "-f", str(plan), "--json"], {**bin_env(fake), **fake.env(steps)})
+    p = invoke(["run", "-f", str(plan), "--json"], {**bin_env(fake), **fake.env(steps)})
     assert p.returncode == 1
     job = json.loads(p.stdout)
     assert job["status"] == "failed" and len(job["runs"]) == 1
@@ -186,11 +188,11 @@ def test_stop_leaves_no_process_of_the_job_alive(fake: Fake, tmp_path: Path) -> 
 
 def test_unknown_and_ambiguous_ids(fake: Fake) -> None:
     for cmd in (["show", "zzzz"], ["wait", "zzzz"], ["stop", "zzzz"], ["logs", "zzzz"]):
-        p = cli(cmd)
+        p = invoke(cmd)
         assert p.returncode == 2 and "no job or run with id 'zzzz'" in p.stderr, (cmd, p.stderr)
     # Two jobs, run in the foreground: whether in the background is not what is looked at.
-    a = _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
-    b = _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
+    a = _job_id(invoke(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("a"))}))
+    b = _job_id(invoke(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("b"))}))
     common = next(a[:i] for i in range(len(a), 0, -1) if b.startswith(a[:i]))
     p = invoke(["show", common])
     assert p.returncode == 2 and "ambiguous job id" in p.stderr
@@ -251,7 +253,7 @@ def test_agents_list_show_and_run(fake: Fake, tmp_path: Path) -> None:
     )
     assert invoke(["agents", "show", "nobody"]).returncode == 2
     # A run with an agent: its system prompt and tools reach pi's command line.
-    r = cli(
+    r = invoke(
         ["run", "--json", "--agent", "scout", "look"],
         {**bin_env(fake), **fake.env(pi.answer("seen"))},
     )
@@ -274,7 +276,7 @@ def test_project_agents_need_opt_in(fake: Fake, tmp_path: Path) -> None:
     env = {**bin_env(fake), **fake.env(pi.answer("ok"))}
     refused = invoke(["run", "--agent", "local", "--cwd", str(project), "x"], env, cwd=project)
     assert refused.returncode == 2 and "--agent-scope both" in refused.stderr
-    allowed = cli(
+    allowed = invoke(
         ["run", "--json", "--agent-scope", "both", "--agent", "local", "x"], env, cwd=project
     )
     assert allowed.returncode == 0, allowed.stderr
@@ -285,7 +287,7 @@ def test_config_default_agent_and_env_override(fake: Fake, tmp_path: Path) -> No
     config_dir = Path(os.environ["SUBAGENTS_CONFIG_DIR"])
     config_dir.mkdir(parents=True, exist_ok=True)
     (config_dir / "config.toml").write_text('default_agent = "reviewer"\nconcurrency = 3\n')
-    r = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("ok"))})
+    r = invoke(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("ok"))})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["agent"] == "reviewer"
     (config_dir / "config.toml").write_text("concurrency = 'many'\n")
@@ -350,7 +352,7 @@ def test_stop_a_foreground_job_from_another_terminal(fake: Fake, tmp_path: Path)
 
 def test_ps_index_is_rebuilt_from_the_files(fake: Fake, isolated_state: Path) -> None:
     ids = [  # in the foreground: the index is what is looked at, not the background
-        _job_id(cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))}))
+        _job_id(invoke(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer(str(i)))}))
         for i in range(3)
     ]
 
@@ -410,7 +412,7 @@ def test_ps_shows_current_activity_and_logs_follows_live(fake: Fake, tmp_path: P
 
 
 def test_a_run_id_finds_its_job(fake: Fake) -> None:
-    r = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("by run id"))})
+    r = invoke(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("by run id"))})
     result = json.loads(r.stdout)
     shown = invoke(["show", "--json", result["runId"]])
     assert shown.returncode == 0, shown.stderr
@@ -419,7 +421,7 @@ def test_a_run_id_finds_its_job(fake: Fake) -> None:
 
 def test_ps_and_history_stay_readable_at_80_columns(fake: Fake) -> None:
     env = {**bin_env(fake), **fake.env(pi.answer("Narrow enough."))}
-    p = cli(["run", "--json", "--session", "narrow", "x"], env)
+    p = invoke(["run", "--json", "--session", "narrow", "x"], env)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
     for args in (["ps"], ["history", "--session", "narrow"]):

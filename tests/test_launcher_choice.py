@@ -1,8 +1,8 @@
 """Choosing the executor: every way of asking for ``ray`` reaches the run's checks, and
 without Ray installed that is one clear line and exit 2, before anything starts.
 
-Ray's absence is shown with a stand-in ``ray`` package that fails to import (Ray is
-installed for the tests of the ray executor itself, tests/test_ray_executor.py).
+Ray's absence is shown by making its import fail in this process, where the commands run
+(Ray is installed for the tests of the ray executor itself, tests/test_ray_launcher.py).
 """
 
 from __future__ import annotations
@@ -16,27 +16,26 @@ from pathlib import Path
 
 import pytest
 from support.checks import eventually
+from support.cli import invoke
 from support.fake import Fake
 
 from subagents.launchers import RAY_MISSING
 
-pytestmark = pytest.mark.process
-
 CLI = [sys.executable, "-m", "subagents.cli"]
 
 
-def without_ray(tmp_path: Path) -> dict[str, str]:
-    shadow = tmp_path / "no-ray"
-    (shadow / "ray").mkdir(parents=True)
-    (shadow / "ray" / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
-    return {"PYTHONPATH": str(shadow)}
+@pytest.fixture
+def without_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ray as if not installed, for a command in this process: its import fails."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "config", "plan"])
+@pytest.mark.usefixtures("without_ray")
 def test_ray_without_ray_is_one_line_and_exit_2(
     how: str, tmp_path: Path, fake: Fake, isolated_state: Path
 ) -> None:
-    env = {**os.environ, **without_ray(tmp_path), "SUBAGENTS_PI_BIN": str(fake.launcher)}
+    env = {"SUBAGENTS_PI_BIN": str(fake.launcher)}
     args = ["run", "hi"]
     if how == "flag":
         args = ["run", "--executor", "ray", "hi"]
@@ -52,9 +51,7 @@ def test_ray_without_ray_is_one_line_and_exit_2(
             json.dumps({"mode": "single", "executor": "ray", "tasks": [{"task": "hi"}]})
         )
         args = ["run", "--plan", str(plan)]
-    p = subprocess.run(
-        [*CLI, *args], env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
+    p = invoke(args, env)
     assert p.returncode == 2, p.stderr
     assert p.stdout == ""
     assert p.stderr.strip().splitlines()[-1].endswith(RAY_MISSING), p.stderr
@@ -63,15 +60,14 @@ def test_ray_without_ray_is_one_line_and_exit_2(
 
 
 @pytest.mark.parametrize("command", [["ray", "status"], ["ray", "down"]])
-def test_ray_commands_without_ray_are_one_line_and_exit_2(
-    command: list[str], tmp_path: Path
-) -> None:
-    env = {**os.environ, **without_ray(tmp_path)}
-    p = subprocess.run([*CLI, *command], env=env, capture_output=True, text=True, timeout=60)
+@pytest.mark.usefixtures("without_ray")
+def test_ray_commands_without_ray_are_one_line_and_exit_2(command: list[str]) -> None:
+    p = invoke(command)
     assert p.returncode == 2, p.stderr
     assert p.stdout == "" and p.stderr == f"subagents: {RAY_MISSING}\n"
 
 
+@pytest.mark.process
 def test_nothing_imports_ray_until_a_ray_run_is_asked_for() -> None:
     code = (
         "import sys, subagents.cli, subagents.api, subagents.launchers;"
@@ -82,20 +78,13 @@ def test_nothing_imports_ray_until_a_ray_run_is_asked_for() -> None:
     assert p.stdout.strip() == "False"
 
 
-def test_an_unknown_executor_is_refused(tmp_path: Path) -> None:
-    env = {**os.environ, "SUBAGENTS_EXECUTOR": "kubernetes"}
-    p = subprocess.run(
-        [*CLI, "run", "hi"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+def test_an_unknown_executor_is_refused() -> None:
+    p = invoke(["run", "hi"], {"SUBAGENTS_EXECUTOR": "kubernetes"})
     assert p.returncode == 2
     assert "SUBAGENTS_EXECUTOR" in p.stderr and "'local' or 'ray'" in p.stderr, p.stderr
 
 
+@pytest.mark.process
 def test_the_local_executor_is_the_default_and_records_nothing_extra(fake: Fake) -> None:
     from support import pistream as pi
 
@@ -104,6 +93,7 @@ def test_the_local_executor_is_the_default_and_records_nothing_extra(fake: Fake)
     assert "executor" not in result  # absent means: ran here
 
 
+@pytest.mark.process
 def test_a_restarted_driver_follows_its_local_runs(fake: Fake, tmp_path: Path) -> None:
     """The job driver dies mid-run and is started again: it takes up the run its
     predecessor started (its supervisor went on alone) instead of starting it anew."""

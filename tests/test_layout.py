@@ -140,7 +140,8 @@ def test_a_delegation_imports_only_what_it_needs(tmp_path: Path) -> None:
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, **shell_pi(tmp_path / "pi")},
+        # The command's own imports: in-process (a warm server's worker imports nothing).
+        env={**os.environ, **shell_pi(tmp_path / "pi"), "SUBAGENTS_WARM": "0"},
     )
     assert (done.returncode, done.stdout) == (0, "ok\n"), done.stderr[-2000:]
     modules = imported_modules(done.stderr)

@@ -73,6 +73,7 @@ def test_a_hanging_hook_never_changes_or_delays_the_result(
 ) -> None:
     _config('[[hooks]]\non = ["complete"]\ncommand = ["sleep", "60"]\ntimeout = 1\n')
     t0 = time.monotonic()
+    # A process: a hook holding the command's pipes would hold up whoever reads them.
     p = cli(["run", "--json", "x"], {**bin_env(fake), **fake.env(pi.answer("Unaffected."))})
     elapsed = time.monotonic() - t0
     assert p.returncode == 0, p.stderr
@@ -85,7 +86,7 @@ def test_a_hanging_hook_never_changes_or_delays_the_result(
 
 
 def test_failed_and_aborted_jobs_are_recorded(fake: Fake, isolated_state: Path) -> None:
-    cli(["run", "x"], {**bin_env(fake), **fake.env([{"exit": 7}])})
+    invoke(["run", "x"], {**bin_env(fake), **fake.env([{"exit": 7}])})
     job_id = json.loads(
         cli(
             ["run", "--bg", "--json", "x"],
@@ -172,7 +173,7 @@ def test_a_job_stopped_at_any_moment_still_records_its_end(
     for delay in (0.0, 0.1, 0.3, 0.6):
         job_id = json.loads(cli(["run", "--bg", "--json", "x"], env).stdout)["jobId"]
         time.sleep(delay)
-        assert cli(["stop", job_id]).returncode == 0
+        assert invoke(["stop", job_id]).returncode == 0
         job_ids.append(job_id)
     entries = sessionlog.read(isolated_state / "sessions" / "default.jsonl")
     aborted = [e["jobId"] for e in entries if e["eventType"] == "subagent:aborted"]
@@ -189,7 +190,7 @@ def test_a_job_s_start_entry_is_in_its_log_before_its_child_starts(
     child = tmp_path / "child"
     child.write_text(f"#!/bin/sh\ncat '{log}' > '{seen}'\necho '{answer}'\n")
     child.chmod(0o755)
-    p = cli(["run", "-q", "--session", "s3", "x"], {"SUBAGENTS_PI_BIN": str(child)})
+    p = invoke(["run", "-q", "--session", "s3", "x"], {"SUBAGENTS_PI_BIN": str(child)})
     assert p.returncode == 0, p.stderr
     at_start = [json.loads(line) for line in seen.read_text().splitlines()]
     assert [e["eventType"] for e in at_start] == ["subagent:start"]

@@ -43,7 +43,7 @@ def test_csv_map_with_a_schema_writes_every_row_to_the_results_file(
         "required": ["word", "length"],
     }
     out = tmp_path / "results.csv"
-    p = cli(
+    p = invoke(
         [
             "map",
             str(data),
@@ -96,7 +96,7 @@ def test_where_limit_and_dry_run(tmp_path: Path, child: dict[str, str]) -> None:
     home = Path(os.environ["SUBAGENTS_HOME"])
     assert job_ids(home) == [] and not Path(child["MAP_LOG"]).exists()
     out = tmp_path / "a.jsonl"
-    p = cli(
+    p = invoke(
         [
             "map",
             str(data),
@@ -122,14 +122,16 @@ def test_a_failed_row_is_retried_with_its_reason_and_failures_are_grouped(
     data = tmp_path / "items.txt"
     data.write_text("one\nFAIL two\nthree\n")
     out = tmp_path / "r.jsonl"
-    p = cli(["map", str(data), "--task", "do {line}", "--retries", "1", "--out", str(out)], child)
+    p = invoke(
+        ["map", str(data), "--task", "do {line}", "--retries", "1", "--out", str(out)], child
+    )
     assert p.returncode == 0, p.stderr
     rows = {r["line"]: r for r in jsonl(out)}
     assert rows["FAIL two"]["status"] == "completed"
     assert "previous attempt at this task failed" in rows["FAIL two"]["answer"]
     assert "exit" in rows["FAIL two"]["answer"] or "3" in rows["FAIL two"]["answer"]
     # Without retries the row fails, and the failure is grouped by its reason.
-    p = cli(["map", str(data), "--task", "do {line}", "--json", "--progress", "jsonl"], child)
+    p = invoke(["map", str(data), "--task", "do {line}", "--json", "--progress", "jsonl"], child)
     assert p.returncode == 1
     result = json.loads(p.stdout)
     record = result["map"]
@@ -152,7 +154,7 @@ def test_the_maps_budget_stops_new_rows(tmp_path: Path, child: dict[str, str]) -
     data = tmp_path / "items.txt"
     data.write_text("".join(f"w{i}\n" for i in range(6)))
     out = tmp_path / "r.jsonl"
-    p = cli(
+    p = invoke(
         [
             "map",
             str(data),
@@ -203,10 +205,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_started(
     (tmp_path / "ok.csv").write_text("a,b\n1,2\n")
     (tmp_path / "dup.csv").write_text("a,b\n1,2\n1,3\n")
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n[1]\n')
-    if stdin is None:  # refused before anything starts: in this process
-        p = invoke(["map", *args], child, cwd=tmp_path)
-    else:
-        p = cli(["map", *args], child, input=stdin, stdin=None, cwd=tmp_path, timeout=60)
+    p = invoke(["map", *args], child, cwd=tmp_path, input=stdin)
     if message is None:  # stdin of lines: "[1, 2]" is a line, and runs
         assert p.returncode == 0, p.stderr
         return
@@ -217,7 +216,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_started(
 
 
 def test_resume_refuses_a_job_that_is_not_a_map(child: dict[str, str]) -> None:
-    p = cli(["run", "--json", "hello there"], child)
+    p = invoke(["run", "--json", "hello there"], child)
     assert p.returncode == 0, p.stderr
     job_id = json.loads(p.stdout)["jobId"]
     p = invoke(["map", "--resume", job_id], child)
@@ -250,7 +249,7 @@ def test_background_map_stop_then_resume_finishes_the_rest(
     done_before = {r["line"] for r in jsonl(out) if r["status"] == "completed"}
     assert done_before == {"w0", "w1"}
     go.touch()
-    p = cli(["map", "--resume", job_id, "--json"], env)
+    p = invoke(["map", "--resume", job_id, "--json"], env)
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
     assert result["status"] == "completed" and result["map"]["completed"] == 6
@@ -327,7 +326,7 @@ def test_kill_9_of_the_driver_then_resume_completes_every_row_exactly_once(
     else:
         assert isinstance(kill_after, int)
         kill_driver_at(job_id, kill_after)
-    p = cli(["map", "--resume", job_id, "--json"], env)
+    p = invoke(["map", "--resume", job_id, "--json"], env)  # in the foreground
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["map"]["completed"] == 10
     assert _completed_runs_by_row(home, job_id) == Counter(dict.fromkeys(words, 1))

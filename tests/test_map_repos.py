@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.cli import cli
+from support.cli import invoke
 from support.git import git, git_repo
 from support.maps import jsonl
 
@@ -24,7 +24,7 @@ def test_a_worktree_map_gives_one_branch_per_row_that_apply_merges(
     data = tmp_path / "words.txt"
     data.write_text("alpha\nbeta\ngamma\n")
     out = tmp_path / "r.jsonl"
-    p = cli(
+    p = invoke(
         [
             "map",
             str(data),
@@ -48,7 +48,7 @@ def test_a_worktree_map_gives_one_branch_per_row_that_apply_merges(
     assert branches == {r["line"]: f"subagents/{r['runId']}" for r in rows}
     assert git(repo, "status", "--porcelain") == ""  # the user's tree untouched
     for r in rows:
-        applied = cli(["apply", r["runId"], "--cwd", str(repo)], child)
+        applied = invoke(["apply", r["runId"], "--cwd", str(repo)], child)
         assert applied.returncode == 0, applied.stderr
     assert sorted(p.name for p in repo.glob("*.txt")) == ["alpha.txt", "beta.txt", "gamma.txt"]
     assert (repo / "beta.txt").read_text() == "beta\n"
@@ -64,7 +64,7 @@ def test_a_map_of_real_pi_children_against_the_mock_model(tmp_path: Path) -> Non
     out = tmp_path / "r.csv"
     with MockModelServer(Script(final_text="Listed: {tool_output}.")) as server:
         env = write_pi_config(tmp_path / "pi-agent", server.url)
-        p = cli(
+        p = invoke(
             [
                 "map",
                 str(data),

@@ -301,7 +301,13 @@ def test_cost_totals_match_the_runs(fake: Fake, isolated_state: Path) -> None:
     job_ids = []
     for session, answer in (("alpha", "one"), ("alpha", "two"), ("beta", "three")):
         proc = sub(
-            "run", "--json", "--session", session, "x", env={**env, **fake.env(pi.answer(answer))}
+            "run",
+            "--json",
+            "--session",
+            session,
+            "x",
+            env={**env, **fake.env(pi.answer(answer))},
+            here=True,
         )
         assert proc.returncode == 0, proc.stderr
         job_ids.append(json.loads(proc.stdout)["jobId"])

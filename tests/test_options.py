@@ -17,6 +17,7 @@ from typing import Any, get_type_hints
 import pytest
 from click.testing import CliRunner
 from support import pistream as pi
+from support.cli import invoke
 from support.fake import Fake
 
 from subagents import types
@@ -256,19 +257,10 @@ def test_the_launcher_and_its_aliases_choose_the_same_settings() -> None:
 @pytest.mark.process
 def test_a_run_through_the_launcher_flag_records_that_launcher(fake: Fake) -> None:
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer("fine"))}
-    cli = [sys.executable, "-m", "subagents.cli"]
-    p = subprocess.run(
-        [*cli, "run", "--json", "--launcher", "process", "--stall-timeout", "60", "x"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**__import__("os").environ, **env},
-    )
+    p = invoke(["run", "--json", "--launcher", "process", "--stall-timeout", "60", "x"], env)
     assert p.returncode == 0, p.stderr
     result = json.loads(p.stdout)
-    shown = subprocess.run(
-        [*cli, "show", "--json", result["jobId"]], capture_output=True, text=True, timeout=60
-    )
+    shown = invoke(["show", "--json", result["jobId"]])
     plan = json.loads(shown.stdout)["plan"]
     assert plan["placement"]["launcher"] == "process"
     assert plan["requests"][0]["stall_timeout"] == 60
@@ -284,14 +276,7 @@ def test_thinking_is_a_step_option_on_every_face(fake: Fake, isolated_state: Pat
     """``thinking`` (before: an agent's only) is given on the command line and reaches the
     child's argv; a backend without thinking levels refuses it in one line."""
     env = {"SUBAGENTS_PI_BIN": str(fake.launcher), **fake.env(pi.answer("fine"))}
-    cli = [sys.executable, "-m", "subagents.cli", "run", "--json"]
-    p = subprocess.run(
-        [*cli, "--thinking", "high", "x"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**__import__("os").environ, **env},
-    )
+    p = invoke(["run", "--json", "--thinking", "high", "x"], env)
     assert p.returncode == 0, p.stderr
     meta = json.loads(
         Path(json.loads(p.stdout)["paths"]["events"]).with_name("meta.json").read_text()

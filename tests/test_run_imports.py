@@ -30,6 +30,7 @@ def imported(fake: Fake, args: list[str], cwd: Path, **settings: str) -> set[str
         "SUBAGENTS_PI_BIN": str(fake.launcher),
         **fake.env(pi.answer("ok")),
         **settings,
+        "SUBAGENTS_WARM": "0",  # the command's own imports: in-process (test_warm.py: served)
     }
     p = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "subagents.cli", "run", "-q", "--json", *args],

@@ -18,12 +18,11 @@ from typing import Any
 
 import pytest
 from support import pistream as pi
+from support.cli import invoke
 from support.fake import Fake
 
 from subagents.errors import UsageError
 from subagents.structured import MAX_SCHEMA_BYTES, load_schema
-
-CLI = [sys.executable, "-m", "subagents.cli"]
 
 pytestmark = pytest.mark.process
 
@@ -196,13 +195,7 @@ def test_the_command_refuses_a_remote_reference_in_one_line_and_connects_nowhere
     listener: Listener, tmp_path: Path
 ) -> None:
     schema = '{"type":"object","properties":{"v":{"$ref":"' + listener.url + '"}}}'
-    done = subprocess.run(
-        [*CLI, "run", "--backend", "pi", "--output-schema", schema, "hi"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    done = invoke(["run", "--backend", "pi", "--output-schema", schema, "hi"], cwd=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert listener.url in done.stderr

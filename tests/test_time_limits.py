@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from support import pistream as pi
-from support.cli import cli, invoke
+from support.cli import invoke
 from support.fake import Fake, fake_env
 
 from subagents import api
@@ -28,7 +28,7 @@ def nothing_made(home: Path) -> bool:
 def test_the_longest_watchdog_limit_accepted_never_crashes_the_supervisor(
     fake: Fake, name: str
 ) -> None:
-    p = cli(["run", "--json", f"--{name}", "2592000", "x"], fake_env(fake, pi.answer("fine")))
+    p = invoke(["run", "--json", f"--{name}", "2592000", "x"], fake_env(fake, pi.answer("fine")))
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["finalText"] == "fine"
 
@@ -127,10 +127,9 @@ def test_mcp_arguments_get_the_same_check(fake: Fake, isolated_state: Path) -> N
     assert nothing_made(isolated_state)
 
 
-@pytest.mark.process
 @pytest.mark.parametrize("command", ["run", "continue", "apply", "ps", "cost", "send"])
 def test_help_shows_an_example(command: str) -> None:
-    p = cli([command, "--help"])
+    p = invoke([command, "--help"])
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() in ("Example:", "Examples:"))

@@ -136,16 +136,16 @@ def test_a_continued_run_starts_where_its_run_did(fake: Fake, tmux_server: Path)
     job.json), here in tmux, whatever the config says now."""
     import json
 
-    from support.cli import cli
+    from support.cli import invoke
     from support.fake import fake_env
 
-    p = cli(
+    p = invoke(
         ["run", "--json", "--runner", "tmux", "first"],
         fake_env(fake, [{"session": True}, *pi.answer("one")]),
     )
     assert p.returncode == 0, p.stderr
     first = json.loads(p.stdout)
-    p = cli(
+    p = invoke(
         ["continue", "--json", first["runId"], "second"],
         fake_env(fake, [{"session": True}, *pi.answer("two")]),
     )

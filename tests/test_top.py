@@ -1,17 +1,17 @@
 """``subagents top`` driven in a real tmux pane (80x24, private tmux server): a background
-job of the real pi CLI, whose mock model has it run ``sleep 300``, shows as a row with its
-activity; Enter shows the run's transcript; ``s`` then ``y`` stops the job; ``q`` quits.
-Off a terminal, ``top`` prints what ``ps`` prints."""
+job whose pi (the fake agent: top is the subject, not pi) runs ``sleep 300`` shows as a row
+with its activity; Enter shows the run's transcript; ``s`` then ``y`` stops the job; ``q``
+quits. Off a terminal, ``top`` prints what ``ps`` prints."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import pistream as pi
@@ -19,31 +19,17 @@ from support.checks import eventually
 from support.cli import cli, invoke
 from support.fake import Fake, fake_env
 
-from subagents.demo import mockmodel as mm
-from subagents.demo.mockmodel import MockModelServer, Script
-
-pytestmark = pytest.mark.e2e
+pytestmark = pytest.mark.process
 
 SUBAGENTS = str(Path(sys.executable).parent / "subagents")
-needs_tmux_pi = pytest.mark.skipif(
-    shutil.which("tmux") is None or shutil.which("pi") is None, reason="needs tmux and pi"
-)
+needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 
-def start_sleeping_job(tmp_path: Path, url: str) -> tuple[str, dict[str, str]]:
-    work = tmp_path / "work"
-    work.mkdir()
-    env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", url)}
-    argv = [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
-    proc = subprocess.run(
-        [*argv, "--cwd", str(work), "wait a while"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+def start_job(fake: Fake, steps: list[dict[str, Any]], *args: str) -> str:
+    """A background job (top looks at it while it runs) of the fake pi playing ``steps``."""
+    proc = cli(["run", "--bg", "--json", *args, "wait a while"], fake_env(fake, steps))
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)["jobId"], env
+    return str(json.loads(proc.stdout)["jobId"])
 
 
 class Top:
@@ -63,49 +49,46 @@ class Top:
         return all(t in self.screen for t in texts)
 
 
-@needs_tmux_pi
-def test_top_shows_follows_and_stops_a_running_job(
-    tmp_path: Path, tmux: Callable[..., str]
-) -> None:
+@needs_tmux
+def test_top_shows_follows_and_stops_a_running_job(fake: Fake, tmux: Callable[..., str]) -> None:
     home = Path(os.environ["SUBAGENTS_HOME"])
-    with MockModelServer(Script(command="sleep 300")) as srv:
-        job_id, _ = start_sleeping_job(tmp_path, srv.url)
-        job_file = home / "jobs" / job_id / "job.json"
+    job_id = start_job(fake, [*pi.start(), *pi.tool_use(command="sleep 300"), {"sleep": 300}])
+    job_file = home / "jobs" / job_id / "job.json"
 
-        def sleeping() -> bool:  # pi has started the mock's `sleep 300`
-            run_ids = json.loads(job_file.read_text()).get("runIds") or []
-            events = home / "runs" / str(run_ids[0]) / "events.jsonl" if run_ids else None
-            return events is not None and events.exists() and "sleep 300" in events.read_text()
+    def sleeping() -> bool:  # the run's `sleep 300` has started
+        run_ids = json.loads(job_file.read_text()).get("runIds") or []
+        events = home / "runs" / str(run_ids[0]) / "events.jsonl" if run_ids else None
+        return events is not None and events.exists() and "sleep 300" in events.read_text()
 
-        assert eventually(sleeping, timeout=60)
-        top = Top(tmux, home)
+    assert eventually(sleeping, timeout=60)
+    top = Top(tmux, home)
 
-        # The job's row (id, agent, status) and, for the selected row, its activity.
-        assert eventually(lambda: top.shows(job_id[:10], "running", "$ sleep 300"), 30), top.screen
-        assert all(len(line) <= 80 for line in top.screen.splitlines())
-        assert "1 jobs · 1 running" in top.screen, top.screen
+    # The job's row (id, agent, status) and, for the selected row, its activity.
+    assert eventually(lambda: top.shows(job_id[:10], "running", "$ sleep 300"), 30), top.screen
+    assert all(len(line) <= 80 for line in top.screen.splitlines())
+    assert "1 jobs · 1 running" in top.screen, top.screen
 
-        # Enter: the run's transcript, live.
-        tmux("send-keys", "-t", "top", "Enter")
-        assert eventually(
-            lambda: top.shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
-        ), top.screen
-        tmux("send-keys", "-t", "top", "Escape")
-        assert eventually(lambda: top.shows("JOB", "ELAPSED"), 30), top.screen
+    # Enter: the run's transcript, live.
+    tmux("send-keys", "-t", "top", "Enter")
+    assert eventually(
+        lambda: top.shows("transcript · job", "## Started pi", "- $ sleep 300"), 30
+    ), top.screen
+    tmux("send-keys", "-t", "top", "Escape")
+    assert eventually(lambda: top.shows("JOB", "ELAPSED"), 30), top.screen
 
-        # s, then y: the job is stopped.
-        tmux("send-keys", "-t", "top", "s")
-        assert eventually(lambda: top.shows(f"Stop job {job_id}?"), 30), top.screen
-        tmux("send-keys", "-t", "top", "y")
+    # s, then y: the job is stopped.
+    tmux("send-keys", "-t", "top", "s")
+    assert eventually(lambda: top.shows(f"Stop job {job_id}?"), 30), top.screen
+    tmux("send-keys", "-t", "top", "y")
 
-        def stopped() -> bool:
-            return json.loads(job_file.read_text()).get("status") == "aborted"
+    def stopped() -> bool:
+        return json.loads(job_file.read_text()).get("status") == "aborted"
 
-        assert eventually(stopped, timeout=60), job_file.read_text()
-        assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
+    assert eventually(stopped, timeout=60), job_file.read_text()
+    assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
 
-        tmux("send-keys", "-t", "top", "q")
-        assert eventually(lambda: "top" not in tmux("list-sessions", "-F", "#S").split(), 30)
+    tmux("send-keys", "-t", "top", "q")
+    assert eventually(lambda: "top" not in tmux("list-sessions", "-F", "#S").split(), 30)
     job = json.loads(job_file.read_text())
     (run,) = job["runs"]
     assert run["status"] == "aborted"
@@ -116,52 +99,41 @@ def test_top_off_a_terminal_prints_ps(fake: Fake) -> None:
     proc = invoke(["top"])
     assert proc.returncode == 0
     assert "no jobs yet" in proc.stderr  # what ps says for an empty home
-    done = cli(["run", "--json", "x"], fake_env(fake, pi.answer("all done")))
+    done = invoke(["run", "--json", "x"], fake_env(fake, pi.answer("all done")))
     job_id = json.loads(done.stdout)["jobId"]
     out = invoke(["top"]).stdout
     assert "JOB" in out and job_id in out and "completed" in out
 
 
-@needs_tmux_pi
-def test_top_says_a_quiet_run_is_stalled(tmp_path: Path, tmux: Callable[..., str]) -> None:
-    """The mock holds its answer: pi waits on the model with no tool call in flight, so the
-    watchdog (--stall-timeout 1) writes its stall notice, and top says so as ps does."""
+@needs_tmux
+def test_top_says_a_quiet_run_is_stalled(fake: Fake, tmux: Callable[..., str]) -> None:
+    """pi waits on its model with no tool call in flight (the fake, silent after its start),
+    so the watchdog (--stall-timeout 1) writes its stall notice, and top says so as ps does."""
     home = Path(os.environ["SUBAGENTS_HOME"])
-    with MockModelServer(Script(use_tool=False, delay_s=60)) as srv:
-        work = tmp_path / "work"
-        work.mkdir()
-        env = {**os.environ, **mm.write_pi_config(tmp_path / "pi", srv.url)}
-        argv = [SUBAGENTS, "run", "--bg", "--json", "-b", "pi", "-m", mm.OPENCODE_MODEL]
-        proc = subprocess.run(
-            [*argv, "--stall-timeout", "1", "--cwd", str(work), "wait a while"],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert proc.returncode == 0, proc.stderr
-        job_id = json.loads(proc.stdout)["jobId"]
-        top = Top(tmux, home)
+    job_id = start_job(fake, [*pi.start(), {"sleep": 300}], "--stall-timeout", "1")
+    top = Top(tmux, home)
 
-        def row_stalled() -> bool:  # STATUS in the job's row, activity where it is shown
-            rows = [line for line in top.screen.splitlines() if job_id[:10] in line]
-            return bool(rows) and " stalled " in rows[0]
+    def row_stalled() -> bool:  # STATUS in the job's row, activity where it is shown
+        rows = [line for line in top.screen.splitlines() if job_id[:10] in line]
+        return bool(rows) and " stalled " in rows[0]
 
-        assert eventually(lambda: top.shows(job_id[:10], "stalled for ") and row_stalled(), 60), (
-            top.screen
-        )
-        assert "stalled for " in invoke(["ps"]).stdout
-        assert invoke(["stop", job_id]).returncode == 0
-        assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
-        tmux("send-keys", "-t", "top", "q")
+    assert eventually(lambda: top.shows(job_id[:10], "stalled for ") and row_stalled(), 60), (
+        top.screen
+    )
+    assert "stalled for " in invoke(["ps"]).stdout
+    assert invoke(["stop", job_id]).returncode == 0
+    assert eventually(lambda: top.shows("aborted", "0 running"), 30), top.screen
+    tmux("send-keys", "-t", "top", "q")
 
 
 def test_top_json_is_one_snapshot_of_the_view_per_job(fake: Fake, tmp_path: Path) -> None:
     env = fake_env(fake, pi.answer("Done."))
-    p = cli(["run", "--json", "--parallel", "--session", "s1", "count files", "read me\nmore"], env)
+    p = invoke(
+        ["run", "--json", "--parallel", "--session", "s1", "count files", "read me\nmore"], env
+    )
     assert p.returncode == 0, p.stderr
     job = json.loads(p.stdout)
-    cli(["run", "--json", "--session", "other", "elsewhere"], env)
+    invoke(["run", "--json", "--session", "other", "elsewhere"], env)
     shown = invoke(["top", "--json", "-s", "s1"])
     assert shown.returncode == 0, shown.stderr
     (row,) = json.loads(shown.stdout)["jobs"]  # this session's job only

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 from support import pistream as pi
-from support.cli import cli
+from support.cli import invoke
 from support.fake import Fake
 from support.webserver import TOKEN, web_server
 
@@ -162,11 +162,11 @@ def test_a_map_resumed_with_its_budget_spent_starts_nothing_and_is_over_budget(
 ) -> None:
     data = tmp_path / "items.txt"
     data.write_text("".join(f"w{i}\n" for i in range(4)))
-    first = cli(["map", str(data), "--task", "do {line}", "-j", "1", "--max-cost", "0.02", "--json"], child)  # fmt: skip
+    first = invoke(["map", str(data), "--task", "do {line}", "-j", "1", "--max-cost", "0.02", "--json"], child)  # fmt: skip
     job_id = json.loads(first.stdout)["jobId"]
     started = len(Path(child["MAP_LOG"]).read_text().split())
     # Resumed, the rows done before have spent the budget: no row starts.
-    again = cli(["map", "--resume", job_id, "--json"], child)
+    again = invoke(["map", "--resume", job_id, "--json"], child)
     assert again.returncode == 1, again.stderr
     assert len(Path(child["MAP_LOG"]).read_text().split()) == started
     limit = json.loads(again.stdout)["limit"]

@@ -199,7 +199,8 @@ def _made(
 
 def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
     """What a job started for process ``pid`` (``--parent-pid``) watches: that process, and
-    in the foreground this one too (its driver: killed outright, it can stop nothing).
+    in the foreground this command's own too (its driver, or a warm worker's caller, which
+    ends with it: killed outright, it can stop nothing).
     ``BadRequest`` when ``pid`` is not running, before anything is created."""
     from subagents.core import procs
 
@@ -209,7 +210,7 @@ def bound_to(pid: int, *, foreground: bool) -> list[ProcessIdentity]:
         raise BadRequest(f"--parent-pid {pid}: no such process") from None
     if not procs.is_alive(parent):
         raise BadRequest(f"--parent-pid {pid}: the process has ended")
-    return [parent, procs.identity(os.getpid())] if foreground else [parent]
+    return [parent, procs.identity(procs.command_pid())] if foreground else [parent]
 
 
 def _hooks_read(

@@ -205,7 +205,7 @@ def run_in_foreground(
 
     from subagents.core import procs
 
-    watched = [w for w in job.plan.requests[0].watch if w["pid"] != os.getpid()]
+    watched = [w for w in job.plan.requests[0].watch if w["pid"] != procs.command_pid()]
     procs.when_gone(watched, lambda _gone: os.kill(os.getpid(), signal.SIGTERM))
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 

@@ -295,8 +295,8 @@ def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:
         select.select([pidfd], [], [])  # readable once the worker has exited
         os.write(2, GONE)
         os._exit(1)
-    select.select([pidfd], [], [])  # we end after the worker, as its own process would
     if kind == b"signal":
+        select.select([pidfd], [], [])  # (told by the server, once the worker is gone)
         _signal.signal(code, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [code])
         os.kill(os.getpid(), code)

@@ -204,7 +204,7 @@ class Server:
     def handle(self, conn: socket.socket) -> bool:
         """One request: True when a worker now runs for it (the connection is kept)."""
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        _pid, uid, _gid = struct.unpack("3i", creds)
+        caller, uid, _gid = struct.unpack("3i", creds)
         if uid != os.getuid():
             return False
         conn.settimeout(REQUEST_WAIT)
@@ -232,12 +232,12 @@ class Server:
             except (OSError, ValueError, IndexError):
                 conn.sendall(wire.REFUSED + b"\n")
                 return False
-            return self.start(conn, request, fds)
+            return self.start(conn, request, fds, caller)
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def start(self, conn: socket.socket, request: Request, fds: list[int]) -> bool:
+    def start(self, conn: socket.socket, request: Request, fds: list[int], caller: int) -> bool:
         go_r, go_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the worker
@@ -248,7 +248,7 @@ class Server:
                 os.close(go_r)
                 if go != b"g":  # the caller runs the command itself
                     os._exit(0)
-                _become(request, fds, conn)
+                _become(request, fds, conn, caller)
             finally:
                 os._exit(1)  # only if _become itself failed (it exits)
         os.close(go_r)
@@ -404,10 +404,14 @@ class Request:
         )
 
 
-def _become(request: Request, fds: list[int], conn: socket.socket) -> None:
+def _become(request: Request, fds: list[int], conn: socket.socket, caller: int) -> None:
     """In the worker: become the caller's command, run it, and exit as it ended (told to
-    the caller on ``conn`` too: it hears its exit code even if this server dies meanwhile)."""
+    the caller on ``conn`` too: it hears its exit code even if this server dies meanwhile).
+    The caller (its pid: ``caller``) is the command's process as its user knows it."""
     os.setpgid(0, 0)
+    from subagents.core import procs
+
+    procs.set_command_pid(caller)
     # Signals as a fresh interpreter started by the caller has them.
     for name in (*wire.FORWARDED, "SIGCHLD"):
         number = getattr(signal, name)
@@ -439,6 +443,14 @@ def _become(request: Request, fds: list[int], conn: socket.socket) -> None:
     sys.modules["__main__"].__package__ = request.package
 
     def tell(code: int) -> None:
+        # Everything is written and flushed: the caller's streams are let go (/dev/null in
+        # their place, so that no thread left writes into a file opened meanwhile), then the
+        # caller is told and ends at once, its caller's reads of our output ended too; this
+        # process's own teardown (unmapping its heap: a few ms) goes on by itself.
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
         with contextlib.suppress(OSError):
             conn.sendall(b"exit %d\n" % code)
 

@@ -32,6 +32,23 @@ _LOOK_EVERY = 0.05
 # The variable naming the run in its child's environment, which every process the child
 # starts inherits: what tells the run's leftovers from strangers once its child is gone.
 RUN_ENV = "SUBAGENTS_RUN_ID"
+# The process its user started for this command when that is not this one: a warm command
+# server's worker (cli/warmserver.py) runs the command of its caller, the process the user
+# sees, waits for and may kill (see :func:`command_pid`).
+_command_pid: int | None = None
+
+
+def command_pid() -> int:
+    """The pid of this command's process as its user knows it: this process's, or in a warm
+    server's worker its caller's (what a foreground job is bound to, and what its runs say
+    they were bound to once it is gone)."""
+    return _command_pid if _command_pid is not None else os.getpid()
+
+
+def set_command_pid(pid: int) -> None:
+    """In a warm server's worker: the caller is this command's process (``command_pid``)."""
+    global _command_pid
+    _command_pid = pid
 
 
 def _proc_stat(pid: int) -> list[bytes] | None:
