@@ -26,6 +26,7 @@ from support.claude_tui import (
     tool_results,
     tui_session,
 )
+from support.gate import gate
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -148,8 +149,10 @@ def a_parallel_call_shows_progress_for_every_run(
         {"task": "first", "backend": "pi", "model": mm.OPENCODE_MODEL},
         {"task": "second", "backend": "pi", "model": mm.OPENCODE_MODEL},
     ]
+    # Each pi run's command waits on the test's gate (beside the work directory: `ls` lists
+    # the work alone) until the screen has shown both at work.
     server.script = Script(
-        command="sleep 8; ls",  # each pi run works a while: its progress is on screen meanwhile
+        command="flock -s ../gate ls",
         final_text="pi listed: {tool_output}",
         per_api={
             mm.ANTHROPIC: Script(
@@ -162,12 +165,14 @@ def a_parallel_call_shows_progress_for_every_run(
             )
         },
     )
-    cc.type("Run two pi jobs side by side.")
-    assert cc.shows("Do you want to proceed?"), cc.screen
-    cc.answer("Do you want to proceed?")  # 1. Yes
-    # One progress message says what both runs do.
-    both = cc.shows_match(r"\[1\] \$ sleep 8; ls · \[2\] \$ sleep 8; ls")
-    assert both, cc.screen
+    with gate(cc.work.parent):
+        cc.type("Run two pi jobs side by side.")
+        assert cc.shows("Do you want to proceed?"), cc.screen
+        cc.answer("Do you want to proceed?")  # 1. Yes
+        # One progress message says what both runs do.
+        gated = r"\$ flock -s \.\./gate ls"
+        both = cc.shows_match(rf"\[1\] {gated} · \[2\] {gated}")
+        assert both, cc.screen
     assert cc.shows("Both done."), cc.screen
     # The model's view: both answers first, then the status line; costs rounded.
     # (The model is handed the first call's result again with each turn: this one is new.)

@@ -159,9 +159,9 @@ def _driver_pid(home: Path, job_id: str) -> int | None:
 
 def _background_job_whose_driver_dies(fake: Fake, home: Path, answer: str) -> str:
     """A background job's id, its driver SIGKILLed once its run has started (the run goes
-    on and answers ``answer`` 1.5 s later)."""
-    started = fake.dir / "started"
-    steps = [*pi.start(), {"pidfile": str(started)}, {"sleep": 1.5}, *pi.answer(answer)]
+    on, and answers ``answer`` once the driver is gone)."""
+    started, go = fake.dir / "started", fake.dir / "go"
+    steps = [*pi.start(), {"pidfile": str(started)}, {"wait_for": str(go)}, *pi.answer(answer)]
     job_id = str(
         json.loads(cli(["run", "--bg", "--json", "x"], fake_env(fake, steps)).stdout)["jobId"]
     )
@@ -169,6 +169,8 @@ def _background_job_whose_driver_dies(fake: Fake, home: Path, answer: str) -> st
     driver = _driver_pid(home, job_id)
     assert driver is not None
     os.kill(driver, signal.SIGKILL)
+    assert eventually(lambda: not pid_alive(driver))
+    go.touch()
     return job_id
 
 

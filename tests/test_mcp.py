@@ -21,6 +21,7 @@ from support.fake import Fake, fake_env, script_launcher
 from support.mcp_client import TIMEOUT, connect, run, spawn, text_of
 
 from subagents.jobs.store import JobStore
+from subagents.mcp import progress as mcp_progress
 
 pytestmark = [
     pytest.mark.process,
@@ -329,8 +330,12 @@ def test_job_end_notifies_resource_subscribers(fake: Fake, tmp_path: Path, mode:
 
 
 def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(
-    fake: Fake, tmp_path: Path
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A quiet run reports within an MCP client's usual 10 s; here every second, so the
+    # test does not sit through the 8 s for its first heartbeat.
+    assert mcp_progress.HEARTBEAT_SECONDS < 10
+    monkeypatch.setattr(mcp_progress, "HEARTBEAT_SECONDS", 1.0)
     pidfile = tmp_path / "child.pid"
     steps: list[dict[str, Any]] = [*pi.start(), {"pidfile": str(pidfile)}, {"sleep": 60}]
     messages: list[str] = []
@@ -353,8 +358,9 @@ def test_cancelling_a_foreground_call_kills_the_child_and_aborts_the_job(
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(call)
-                await heartbeat.wait()  # a quiet run still reports (at least every 10 s)
-                assert pidfile.exists()
+                await heartbeat.wait()  # a quiet run still reports
+                while not pidfile.exists():  # (a heartbeat may come before the child is up)
+                    await anyio.sleep(0.05)
                 scope.cancel()
             pid = int(pidfile.read_text())
             job_id = re.match(r"job (\S+) started", messages[0]).group(1)  # type: ignore[union-attr]

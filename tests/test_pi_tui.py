@@ -8,10 +8,12 @@ stream as their children (``Parent.stand_in``), whose rows are the subject there
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,8 +62,14 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
     args = {"task": task, "model": "slow/mock-model"}
     # The child's answer tries to color its text, set the window's title and clear the screen.
     answer = "There are \x1b[31m3\x1b[0m.\x1b]2;PWNED\x07\x1b[2J"
-    slow = Script(delay_s=12, use_tool=False, final_text=answer)
-    with delegating(tmp_path, args, answer="Counted.", slow=slow) as (parent, _):
+    # The child's model answers once the test has seen the row tick (not after a fixed time).
+    answered = threading.Event()
+    slow = Script(hold=answered, use_tool=False, final_text=answer)
+    with (
+        delegating(tmp_path, args, answer="Counted.", slow=slow) as (parent, _),
+        contextlib.ExitStack() as stack,
+    ):
+        stack.callback(answered.set)  # however the test ends, the mock's handler lets go
         pi = PiTui(tmux, parent)
         pi.type("delegate it")
         # The call line: the tool, the mode, the task's first line, the model.
@@ -76,7 +84,7 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
         first = pi.line(label)
         assert re.match(r"^ [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] ", first), first
         assert "⎿ Starting" in pi.screen
-        # The child waits on its model (12 s): no event comes, and the elapsed time goes on.
+        # The child waits on its model: no event comes, and the elapsed time goes on.
         start = float(ELAPSED.findall(first)[-1])
 
         def ticked() -> bool:
@@ -84,6 +92,7 @@ def test_call_line_and_a_live_row_whose_elapsed_ticks_while_nothing_happens(
             return bool(now) and float(now[-1]) >= start + 2 and "⎿ Starting" in pi.screen
 
         assert on_screen(ticked, 30), (first, pi.screen)
+        answered.set()
         # The end: ✓, the answer as Markdown (none of its escapes), the parent's next turn.
         assert on_screen(lambda: pi.shows("✓ Count the files", "There are 3."), 90), pi.screen
         assert on_screen(lambda: pi.shows("Counted."), 60), pi.screen

@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -183,13 +184,19 @@ def test_parallel_job_spreads_over_the_pi_nodes(
 ) -> None:
     n = 6
     seen: list[tuple[int, str, int]] = []  # (run index, event type, results on disk then)
+    lock = threading.Lock()
+    # The model answers once every run has started (its answers wait on this), so the runs
+    # overlap and their progress shows while they run, however slowly the nodes start them.
+    all_started = threading.Event()
 
     def on_event(index: int, event: dict[str, Any]) -> None:
         done = len(list((isolated_state / "runs").glob("*/result.json")))
-        seen.append((index, str(event.get("type")), done))
+        with lock:
+            seen.append((index, str(event.get("type")), done))
+            if sum(t == "run_started" for _, t, _ in seen) == n:
+                all_started.set()
 
-    # Each model answer takes a second, so the runs overlap and progress has time to show.
-    rc.server.script = Script(final_text=FINAL, delay_s=1.0)
+    rc.server.script = Script(final_text=FINAL, hold=all_started)
     env = rc.pi_env
     spec = parse_job(
         {
@@ -209,7 +216,10 @@ def test_parallel_job_spreads_over_the_pi_nodes(
         ray_address=rc.address,
         ray_shared_cwd=True,
     )
-    result = api.drive(job, on_event=on_event)
+    try:
+        result = api.drive(job, on_event=on_event)
+    finally:
+        all_started.set()  # (however the job ended, the mock's handlers let go)
     assert result["status"] == "completed", json.dumps(result, indent=1)[:3000]
     runs = result["runs"]
     assert [r["finalText"] for r in runs] == [ANSWER] * n

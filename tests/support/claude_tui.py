@@ -26,6 +26,10 @@ PI_PRICE = (3.0, 15.0)  # dollars per million tokens: pi reports a cost with flo
 SCREEN_WAIT = 120.0
 PROMPT_MARK = "\u276f"  # the prompt box's mark
 STATUS_EVERY = 5  # seconds between the status line's ticks
+# How long a key's effect is waited for before the key is pressed again: a lost key costs a
+# second, not five; one pressed again after a key that was taken (the screen slow to show
+# it) lands in the empty prompt box, where Enter does nothing.
+AGAIN = (1, 2, 3, *[5] * 9)
 # A test module's marks: end to end, and skipped without the real CLIs.
 TUI_MARKS = [
     pytest.mark.e2e,
@@ -127,9 +131,9 @@ class ClaudeTUI:
         paste, whose Enter may be taken into it: Enter again until the box is empty."""
         self.tmux("send-keys", "-t", "cc", "-l", text)
         assert on_screen(lambda: text in self.input_line(), SCREEN_WAIT), self.screen
-        for _ in range(10):
+        for wait in AGAIN:
             self.tmux("send-keys", "-t", "cc", "Enter")
-            if on_screen(lambda: text not in self.input_line(), 5):
+            if on_screen(lambda: text not in self.input_line(), wait):
                 return
         raise AssertionError(f"the prompt was not submitted:\n{self.screen}")
 
@@ -139,9 +143,9 @@ class ClaudeTUI:
     def answer(self, dialog: str, key: str = "Enter") -> None:
         """Press ``key`` until the dialog holding ``dialog`` is gone (a key pressed while
         it is still being drawn may be lost)."""
-        for _ in range(10):
+        for wait in AGAIN:
             self.press(key)
-            if on_screen(lambda: dialog not in self.capture(), 5):
+            if on_screen(lambda: dialog not in self.capture(), wait):
                 return
         raise AssertionError(f"the dialog stayed:\n{self.screen}")
 

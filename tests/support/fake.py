@@ -57,10 +57,16 @@ def fake_env(fake: Fake, steps: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def script_launcher(fake: Fake, name: str, body: str) -> dict[str, str]:
-    """A fake pi from a Python body; ``task`` is the task text (the last argument)."""
+    """A fake pi from a Python body; ``task`` is the task text (the last argument).
+    ``--version`` alone is answered at once, as ``write_launcher``'s is (no version in it):
+    a body that waits (a slow pi, a gate) would hold up every run's version check, which
+    gives up only after ``runs.versions.VERSION_TIMEOUT`` (10 s)."""
     script = fake.dir / f"{name}.py"
     script.write_text(
         "import json, os, sys, time\n"
+        "if sys.argv[1:] == ['--version']:\n"
+        "    print('fake-agent')\n"
+        "    sys.exit(0)\n"
         "task = sys.argv[-1]\n"
         "def answer(text):\n"
         "    msg = {'role': 'assistant', 'content': [{'type': 'text', 'text': text}], 'stopReason': 'stop', 'model': 'm'}\n"

@@ -44,7 +44,9 @@ from subagents.cli import warmclient as wire
 
 IDLE = 600.0
 LOCK_WAIT = 5.0  # a server that is leaving (stale) releases the lock before its workers end
-LOOK_EVERY = 5.0  # how often an idle server checks that its socket file is still its own
+# How often a server checks that its socket file is still its own (a stat): one whose file
+# was removed or replaced leaves within a second, not five, its memory with it.
+LOOK_EVERY = 1.0
 REQUEST_WAIT = 5.0  # a caller sends its whole request at once, right after connecting
 # What the run path imports (tests/test_layout.py: RUN_PATH), imported before serving.
 WARM_MODULES = (

@@ -69,7 +69,7 @@ def wait_job(
     waker = DirWaker(store.dir / job_id)
     waker.arm()  # before the first look, so no write in between is missed
     try:
-        next_check = time.monotonic() + 1.0
+        next_check = time.monotonic()  # a dead driver found at the first look, then each 1 s
         while True:
             state = store.load(job_id)
             if state.get("status") in TERMINAL and "runs" in state:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ SHELL_TOOLS: dict[str, str] = {
 
 _CODEX_SHELLS = ("exec_command", "shell_command", "shell", "local_shell")
 RESPONSE_ID = "chatcmpl-mock"
+HOLD_AT_MOST = 120.0  # a ``hold`` never set (a test that failed first) lets go after this
 TOOL_CALL_ID = "call_mock_1"
 
 
@@ -77,7 +79,9 @@ class Script:
     ``retry-after`` in whole seconds), which clients that retry on their own (opencode,
     the OpenAI and Anthropic SDKs) honour: 0 makes their retries immediate.
 
-    ``delay_s`` is slept before answering (errors too); ``chunk_delay_s`` between SSE
+    ``delay_s`` is slept before answering (errors too); ``hold``, an event, is waited on
+    before that (at most ``HOLD_AT_MOST`` s): a child kept waiting on its model for as long
+    as a test needs it to, instead of for a fixed delay; ``chunk_delay_s`` between SSE
     events; the final text is streamed as ``text_chunks`` deltas.  ``usage`` is
     (input tokens, output tokens) reported for every answer.
 
@@ -119,6 +123,7 @@ class Script:
     error_message: str = "mock server error"
     retry_after_ms: int | None = None
     delay_s: float = 0.0
+    hold: threading.Event | None = field(default=None, compare=False, repr=False)
     chunk_delay_s: float = 0.0
     text_chunks: int = 1
     usage: tuple[int, int] = (10, 5)

@@ -30,6 +30,7 @@ from subagents.demo.mockmodel.script import (
     CHAT,
     GEMINI,
     GEMINI_MODEL,
+    HOLD_AT_MOST,
     MODEL_ID,
     PROVIDER,
     RESPONSES,
@@ -164,6 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         script = owner.script.for_api(api)
         owner._record(body, {k.lower(): v for k, v in self.headers.items()})
+        if script.hold is not None:
+            script.hold.wait(HOLD_AT_MOST)
         if script.delay_s > 0:
             time.sleep(script.delay_s)
         if owner._take_error(script):
