@@ -65,6 +65,7 @@ class ClaudeTUI:
             "SUBAGENTS_HOME": os.environ["SUBAGENTS_HOME"],
             "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
             "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
+            "MCP_CONNECT_TIMEOUT_MS": "120000",  # ... however long its start takes (5 s default)
         }
         settings = claude_home / ".claude" / "settings.json"
         status_line = {"type": "command", "command": "subagents claude-code statusline"}
