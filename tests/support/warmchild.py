@@ -20,8 +20,13 @@ from support.checks import eventually
 
 
 def child(tmp_path: Path) -> Path:
-    """A pi stand-in: writes its environment to $ENV_DUMP, waits for $GATE (bounded), answers."""
+    """A pi stand-in: writes its environment to $ENV_DUMP, waits for $GATE (bounded), answers.
+    Written once per directory: rewritten while another run's supervisor forks (a template's,
+    a spare's), the forked copy holds it open for writing until it execs, and an exec of it
+    meanwhile fails "Text file busy"."""
     path = tmp_path / "env-child"
+    if path.exists():
+        return path
     path.write_text(
         f"#!{sys.executable}\n"
         + textwrap.dedent(
