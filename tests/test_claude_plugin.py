@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import pytest
 from support.checks import eventually
-from support.claude import block_text, blocks, last_user_text, strings
+from support.claude import PLUGIN_SERVER_ENV, block_text, blocks, last_user_text, strings
 
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
@@ -162,11 +162,7 @@ def test_plugin_delegates_and_tells_the_next_prompt_once_a_background_job_ended(
             **mm.write_pi_config(tmp_path / "pi", srv.url),
             **mm.write_claude_config(tmp_path / "claude", srv.url, max_retries=0),
             "PATH": subagents_on_path(),
-            "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
-            "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
-            # ... however long its start takes on a loaded machine (claude waits 5 s by
-            # default, then lists the server as still pending).
-            "MCP_CONNECT_TIMEOUT_MS": "120000",
+            **PLUGIN_SERVER_ENV,
         }
         argv = [
             "claude",

@@ -1,5 +1,6 @@
 """Claude Code's stream-json and requests as tests build and read them: a fake claude's
-steps, the content blocks of its lines, the text of a request's last user message."""
+steps, the content blocks of its lines, the text of a request's last user message; the
+environment a real claude runs the plugin's MCP server with."""
 
 from __future__ import annotations
 
@@ -11,6 +12,15 @@ from typing import Any
 from subagents.config import Settings
 from subagents.runs import RunHandle, RunRequest, start
 from support.fake import Fake
+
+# A real claude with the plugin (its MCP server, `subagents mcp`): the tool offered at once (a
+# mock model cannot search for it), the server up before the first prompt, however long its
+# start takes on a loaded machine (claude waits 5 s by default, then lists it as pending).
+PLUGIN_SERVER_ENV = {
+    "ENABLE_TOOL_SEARCH": "false",
+    "MCP_CONNECTION_NONBLOCKING": "false",
+    "MCP_CONNECT_TIMEOUT_MS": "120000",
+}
 
 
 def claude_steps(gate: Path, echo: str | None = None) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ import pytest
 from subagents.demo import mockmodel as mm
 from subagents.demo.mockmodel import MockModelServer, Script
 from support.checks import on_screen
-from support.claude import strings
+from support.claude import PLUGIN_SERVER_ENV, strings
 
 REPO = Path(__file__).resolve().parent.parent.parent
 PLUGIN = REPO / "integrations" / "claude-code"
@@ -63,9 +63,7 @@ class ClaudeTUI:
             **mm.write_claude_config(claude_home, url, max_retries=0),
             "PATH": path or f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
             "SUBAGENTS_HOME": os.environ["SUBAGENTS_HOME"],
-            "ENABLE_TOOL_SEARCH": "false",  # offer MCP tools at once (a mock cannot search)
-            "MCP_CONNECTION_NONBLOCKING": "false",  # the plugin's server is up before prompt 1
-            "MCP_CONNECT_TIMEOUT_MS": "120000",  # ... however long its start takes (5 s default)
+            **PLUGIN_SERVER_ENV,
         }
         settings = claude_home / ".claude" / "settings.json"
         status_line = {"type": "command", "command": "subagents claude-code statusline"}
