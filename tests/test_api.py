@@ -81,8 +81,9 @@ def test_a_job_run_here_is_recorded_running_from_its_first_write(
 ) -> None:
     """A job its caller drives at once (``run``; the CLI's foreground) is written running,
     with its driver and session log, from its first record: never 'pending' first, and
-    job.json is written twice before its run's child starts (made, its run's id) instead
-    of three times. Its start entry and its result keep the start it was made with."""
+    job.json is written once before its run's child starts (made; its run's id is written
+    as the child starts), not three times. Its start entry and its result keep the start it
+    was made with."""
     import os
     from pathlib import Path
     from typing import Any
@@ -111,51 +112,48 @@ def test_a_job_run_here_is_recorded_running_from_its_first_write(
 
 
 @pytest.mark.process
-def test_a_run_s_record_is_on_disk_before_its_child_starts_synced_beside_the_job_s(
+def test_a_run_s_record_is_on_disk_before_its_child_starts_and_the_job_lists_it_after(
     fake: Fake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The run's directory (its meta.json's rename) is fsynced while the job's record of
-    the run's id goes to disk, two waits on the disk at once, and both are done before the
-    run is handed to its supervisor."""
+    """The run's directory (its meta.json's rename, which names the job) is fsynced before
+    the run is handed to its supervisor; the job's list of its runs is written after the
+    handover, while the child starts (a driver killed between the two leaves a run found by
+    its meta.json: test_job_recovery, test_control)."""
     import os
-    import threading
     from typing import Any
 
-    from subagents.jobs import orchestrator
+    from subagents.jobs import JobStore, orchestrator
 
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
     real_fsync = os.fsync
-    meta_synced = threading.Event()  # the run's meta.json, whole, fsynced
-    job_synced = threading.Event()  # the job's record after that (its run's id)
-    dirs: list[str] = []
-    waited: list[bool] = []
+    order: list[str] = []
 
     def fsync(fd: int) -> None:
         where = os.readlink(f"/proc/self/fd/{fd}")
-        if "/runs/" in where and ".meta.json." in where:
-            meta_synced.set()
-        elif "/jobs/" in where and where.endswith(".tmp") and meta_synced.is_set():
-            job_synced.set()
-        elif os.path.isdir(where) and "/runs/" in where:
-            # One after the other, the job's record would be written after this returned.
-            waited.append(job_synced.wait(30))
         real_fsync(fd)
-        if os.path.isdir(where):
-            dirs.append(where)
+        if os.path.isdir(where) and "/runs/" in where:
+            order.append("run dir synced")
 
-    handed: list[list[str]] = []
+    update = JobStore.update
+
+    def spy_update(self: JobStore, job_id: str, **fields: Any) -> Any:
+        if fields.get("runIds"):
+            order.append("run listed")
+        return update(self, job_id, **fields)
+
     start_prepared = orchestrator.start_prepared
 
     def start(spec: Any, run_dir: Any, *args: Any, **kw: Any) -> Any:
-        handed.append([d for d in dirs if d == str(run_dir)])
+        order.append("handed over")
         return start_prepared(spec, run_dir, *args, **kw)
 
     monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(JobStore, "update", spy_update)
     monkeypatch.setattr(orchestrator, "start_prepared", start)
     result = subagents.run("t", env=fake.env(pi.answer("ok")))
     assert result["status"] == "completed"
-    assert waited[:1] == [True]
-    assert len(handed) == 1 and len(handed[0]) == 1  # its directory synced before the handover
+    assert order[:3] == ["run dir synced", "handed over", "run listed"]
+    assert JobStore().load(result["jobId"])["runIds"] == [result["runId"]]
 
 
 @pytest.mark.process

@@ -326,6 +326,39 @@ def test_a_run_its_dead_driver_made_but_never_recorded_is_the_job_s(
     assert (run_dir / "result.json").exists()
 
 
+def test_stop_stops_a_run_its_dead_driver_started_but_never_listed(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
+) -> None:
+    """The driver was killed after handing a run to its supervisor and before listing it in
+    job.json (it lists a run as its child starts): `stop` finds the run by its meta.json,
+    stops it, and ends the job."""
+    from subagents.config import Settings
+    from subagents.runs import RunMonitor, RunRequest, prepare, start_prepared
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    for key, value in fake.env([*pi.start(), {"sleep": 60}]).items():
+        monkeypatch.setenv(key, value)
+    job = api.prepare_job({"mode": "single", "tasks": [{"task": "a"}]})
+    store = JobStore(isolated_state)
+    req = RunRequest(task="a", backend="pi", cwd=str(fake.dir), job_id=job.job_id)
+    spec, run_dir = prepare(req, Settings())
+    handle = start_prepared(spec, run_dir, job.plan.placement)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    state = json.loads(store.path(job.job_id).read_text())
+    state.update(status="running", driver={"pid": dead.pid, "createTime": 1.0}, runIds=[])
+    store.path(job.job_id).write_text(json.dumps(state))
+    assert eventually(lambda: (run_dir / "events.jsonl").exists())
+    stopped = invoke(["stop", job.job_id])
+    assert stopped.returncode == 0 and f"{job.job_id}: aborted" in stopped.stdout, stopped.stderr
+    result = handle.wait(timeout=30)
+    assert result is not None and result["status"] == "aborted"
+    assert not RunMonitor(run_dir).supervisor_alive()
+    finished = store.load(job.job_id)
+    assert finished["status"] == "aborted"
+    assert [r["runId"] for r in finished.get("runs", [])] == [spec.runId]
+
+
 def test_a_run_names_its_job_before_its_worktree_is_made(
     fake: Fake, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, isolated_state: Path
 ) -> None:

@@ -1,6 +1,6 @@
 """The local index (index.sqlite): the job files and session logs stay the truth; the index
 answers ps/history/cost without reading every record, and is made again when lost or damaged.
-In-process: no process is started."""
+In-process: no process is started (but by the one foreground run, marked)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.checks import examples
+from support.fake import Fake
 from support.jobresult import job_result
 
 from subagents.core import indexdb
@@ -81,6 +82,45 @@ def test_a_job_s_unfinished_updates_are_listed_from_its_file_without_an_index_wr
     assert written() == before  # the update wrote its file only
     (row,) = store.list()  # the look reads an unfinished job's file again
     assert row["status"] == "running" and row["runIds"] == ["01runrunru-nrunrunr"]
+
+
+def _row_status(home: Path, job_id: str) -> str | None:
+    """The job's status as its index row says (none: no row), read without a look's
+    catch-up."""
+    if not indexdb.path(home).exists():
+        return None
+    with sqlite3.connect(indexdb.path(home)) as db:
+        row = db.execute("select status from jobs where job_id = ?", (job_id,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_a_job_whose_row_is_held_is_listed_finished_from_its_file_until_it_is_written(
+    isolated_state: Path,
+) -> None:
+    """A foreground command holds its job's index row until its caller was told how it
+    ended (JobStore.hold_rows): a look meanwhile reads the finished job from its file."""
+    store = JobStore()
+    store.hold_rows()
+    job_id = finished(store)
+    assert _row_status(isolated_state, job_id) is None  # held: not written
+    assert [(r["jobId"], r["status"]) for r in JobStore().list()] == [(job_id, "completed")]
+    store.put_held_rows()
+    assert _row_status(isolated_state, job_id) == "completed"
+    assert listed(JobStore()) == [job_id]
+
+
+@pytest.mark.process
+def test_a_foreground_run_s_job_is_in_the_index_finished_once_its_command_ended(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch, isolated_state: Path
+) -> None:
+    from support import pistream as pi
+    from support.cli import invoke
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    done = invoke(["run", "-q", "x"], env=fake.env(pi.answer("ok")))
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
+    (job_id,) = [p.name for p in (isolated_state / "jobs").iterdir()]
+    assert _row_status(isolated_state, job_id) == "completed"
 
 
 def _stat(path: Path) -> os.stat_result | None:

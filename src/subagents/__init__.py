@@ -13,24 +13,21 @@ imported on first use, so that the supervisor process (``python -m subagents.sup
 which imports this package first) starts fast; the errors are standard library only.
 """
 
-from __future__ import annotations
-
-from subagents.errors import (
-    BadRequest,
-    ConfigError,
-    LaunchError,
-    MessageRefused,
-    PlanError,
-    SubagentsError,
-    UsageError,
-    WorktreeError,
-)
-
 __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the supervisor start-up time
 if TYPE_CHECKING:
     from subagents.api import JobHandle, continue_run, decide, inbox, run, send, start
+    from subagents.errors import (
+        BadRequest,
+        ConfigError,
+        LaunchError,
+        MessageRefused,
+        PlanError,
+        SubagentsError,
+        UsageError,
+        WorktreeError,
+    )
     from subagents.maps import map_rows as map
 
 __all__ = [
@@ -55,8 +52,19 @@ __all__ = [
 _API = frozenset({"run", "start", "continue_run", "send", "inbox", "decide", "JobHandle"})
 
 
+_ERRORS = frozenset(n for n in __all__ if n[0].isupper() and n != "JobHandle")
+
+
 def __getattr__(name: str) -> object:
-    # PEP 562: the API's functions come with their imports only when first used.
+    # PEP 562: the API's functions come with their imports only when first used; the errors
+    # too (the `subagents` program, a warm server's client, imports this package and
+    # nothing else of it: each module it loads is part of every delegation's start).
+    if name in _ERRORS:
+        from subagents import errors
+
+        value: object = getattr(errors, name)
+        globals()[name] = value
+        return value
     if name == "map":
         from subagents.maps import map_rows
 

@@ -8,8 +8,6 @@ so the program can start a run's supervisor before the commands' imports (``entr
 ``subagents.cli.main`` is the command group with every command, imported on first use.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False  # not typing's: this package imports nothing before the program starts
 if TYPE_CHECKING:
     from subagents.cli.commands import main

@@ -31,6 +31,11 @@ AT_EXIT: list[Callable[[], None]] = []
 TELL_EXIT: list[Callable[[int], None]] = []
 
 
+# Done once the caller knows how the command ended (after TELL_EXIT), before the exit:
+# what no reader waits for (a finished job's index row).
+WHEN_TOLD: list[Callable[[], None]] = []
+
+
 def run_at_exit() -> None:
     while AT_EXIT:
         AT_EXIT.pop()()
@@ -47,6 +52,8 @@ def exit_now(code: int) -> NoReturn:
     run_at_exit()
     for tell in TELL_EXIT:
         tell(code)
+    while WHEN_TOLD:
+        WHEN_TOLD.pop()()
     os._exit(code)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from subagents.cli.app import emit_answer, exit_now, fail, main, print_json
+from subagents.cli.app import WHEN_TOLD, emit_answer, exit_now, fail, main, print_json
 from subagents.cli.background import parent_pid_option, run_in_background
 from subagents.cli.options import run_options
 
@@ -207,6 +207,8 @@ def run_in_foreground(
 
     watched = [w for w in job.plan.requests[0].watch if w["pid"] != procs.command_pid()]
     procs.when_gone(watched, lambda _gone: os.kill(os.getpid(), signal.SIGTERM))
+    job.store.hold_rows()
+    WHEN_TOLD.append(job.store.put_held_rows)
     exit_now(drive_and_report(job, as_json=as_json, quiet=quiet, progress=progress))
 
 

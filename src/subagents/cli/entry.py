@@ -10,8 +10,6 @@ input, a launcher named in the config) lets it go: at its job's end, or killed a
 having been handed nothing.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 

@@ -20,8 +20,6 @@ runs in-process as it always did, then starts a server for the next call as it e
 Standard library C modules only (``_socket``, ``_signal``): this runs before everything.
 """
 
-from __future__ import annotations
-
 import _signal  # type: ignore[import-not-found]  # loaded at every start; signal's enums are not
 import os
 import sys
@@ -45,7 +43,7 @@ PING, PONG = b"ping".ljust(HEADER), b"pong"
 GONE = b"subagents: the warm server ended before this command did; how it ended is unknown\n"
 
 
-def wanted(environ: Mapping[str, str]) -> bool:
+def wanted(environ: "Mapping[str, str]") -> bool:
     """Whether to hand this command (one a server serves: entry.py) to a warm server."""
     if environ.get("SUBAGENTS_WARM") == "0":
         return False
@@ -77,7 +75,7 @@ def sandboxed() -> bool:
     return status.get("NoNewPrivs", "0").strip() != "0" or status.get("Seccomp", "0").strip() != "0"
 
 
-def socket_dir(environ: Mapping[str, str]) -> str | None:
+def socket_dir(environ: "Mapping[str, str]") -> str | None:
     """The private directory of this user's warm servers, made if missing; None when it
     cannot be trusted (not ours, a link, open to others)."""
     runtime = environ.get("XDG_RUNTIME_DIR")
@@ -150,7 +148,7 @@ def fingerprint() -> bytes:
     return b"\n".join(parts)
 
 
-def socket_name(environ: Mapping[str, str], path: list[str] | None = None) -> str | None:
+def socket_name(environ: "Mapping[str, str]", path: list[str] | None = None) -> str | None:
     """This interpreter's server's socket (``path``: its import path, as for ``key``)."""
     where = socket_dir(environ)
     if where is None:
@@ -207,7 +205,7 @@ def request(args: list[str]) -> bytes:
     return b"\0".join(fields)
 
 
-def _line(data: bytes, recv: Callable[[int], bytes]) -> tuple[bytes, bytes]:
+def _line(data: bytes, recv: "Callable[[int], bytes]") -> tuple[bytes, bytes]:
     """The first line of what the server sent (``data``, then read on), and what follows."""
     while b"\n" not in data:
         chunk = recv(256)
@@ -267,7 +265,7 @@ def handed_over(args: list[str]) -> bytes | None:
         sock.close()
 
 
-def _follow(recv: Callable[[int], bytes], pidfd: int, rest: bytes) -> None:
+def _follow(recv: "Callable[[int], bytes]", pidfd: int, rest: bytes) -> None:
     """The worker runs: forward stop signals to it (through its pidfd: never another process
     that got its pid), then end as it ended."""
 

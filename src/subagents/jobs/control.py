@@ -106,7 +106,7 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
         os.kill(driver["pid"], signal.SIGTERM)
         if wait_job(store, job_id, timeout=grace) is not None:
             return store.load(job_id)
-    _stop_runs(store, store.run_ids(store.load(job_id)), grace)
+    _stop_runs(store, _runs_of(store, job_id), grace)
     # The driver (one that is alive, or one still starting) records the end itself once
     # it sees the request and its runs are over; a gone driver's job is ended here.
     done = wait_job(store, job_id, timeout=grace, orphaned_as=STOPPED_ORPHAN)
@@ -115,8 +115,21 @@ def stop_job(store: JobStore, job_id: str, grace: float = 15.0) -> JobState:
     if state.get("background") and driver is not None and procs.is_alive(driver):
         with contextlib.suppress(OSError):
             os.kill(driver["pid"], signal.SIGKILL)
-    _stop_runs(store, store.run_ids(store.load(job_id)), grace)
+    _stop_runs(store, _runs_of(store, job_id), grace)
     return store.recover_if_orphaned(job_id, status=STOPPED_ORPHAN[0], message=STOPPED_ORPHAN[1])
+
+
+def _runs_of(store: JobStore, job_id: str) -> list[str]:
+    """The job's runs that may still be going: those its record lists, and (not a map) any
+    whose meta.json names it that the list lacks yet (the driver writes it while the run's
+    child starts)."""
+    state = store.load(job_id)
+    known = store.run_ids(state)
+    if state.get("mode") == "map":
+        return known
+    from subagents.runs import runs_naming
+
+    return known + [r for r in runs_naming(store.home, job_id) if r not in known]
 
 
 def _stop_runs(store: JobStore, run_ids: Sequence[str | None], grace: float) -> None:

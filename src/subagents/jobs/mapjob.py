@@ -39,6 +39,10 @@ RETRY_NOTE = "\n\nA previous attempt at this task failed: {reason}\nTry again, a
 
 
 class MapJob(Job):
+    # A row is in the row log as started before its child starts: a resumed map follows
+    # it again instead of starting it twice.
+    runs_recorded_first = True
+
     def __init__(
         self,
         store: JobStore,

@@ -96,6 +96,9 @@ def not_started(
 class Job:
     """One job's execution. Thread-safe ``cancel()``; ``run()`` blocks until the end."""
 
+    # Whether a run's id is recorded (_record_run_id) before its child starts, not beside.
+    runs_recorded_first = False
+
     def __init__(
         self,
         store: JobStore,
@@ -204,7 +207,6 @@ class Job:
                 return handle
             with self._lock:
                 self._handles[index] = handle
-            self._record_run_id(index, handle.run_id)
         finally:
             # After the launch, so warming the next runs' supervisors never delays this one.
             self._warm()
@@ -241,27 +243,34 @@ class Job:
                 self.env,
                 self.store.home,
                 placement=placement,
-                durable="whole",  # its directory fsynced below, beside the job's write
+                durable="whole",  # its directory fsynced below
             )
         except UsageError as exc:
             return not_started(req, str(exc), "failed")
         except OSError as exc:  # a full disk: the run never started, and says why
             return not_started(req, f"the run could not start: {_why(exc)}", "failed")
-        # Recorded before its supervisor starts: a driver killed from here on leaves a run
-        # that whoever finds the driver dead finishes (its worktree too), never one that
-        # goes on, or holds a branch, that the job does not know of. Meanwhile the run's
-        # meta.json is made durable (its rename): both are on disk before its child starts.
-        syncing = beside(partial(fsync_dir, run_dir))
-        try:
-            self._record_run_id(index, spec.runId)
-        finally:
-            syncing()
+        # The run's meta.json, which names the job, is on disk (its rename made durable)
+        # before its child starts: a driver killed from here on leaves a run that whoever
+        # finds the driver dead finds by it (runs_naming) and finishes, its worktree too;
+        # `stop` finds it so as well. The job's list of its runs is written while the child
+        # starts, not before (a write of job.json off a delegation's path). A map records
+        # its rows first (runs_recorded_first): its resume follows its row log alone.
+        if self.runs_recorded_first:
+            syncing = beside(partial(fsync_dir, run_dir))
+            try:
+                self._record_run_id(index, spec.runId)
+            finally:
+                syncing()
+        else:
+            fsync_dir(run_dir)
         self._start_logged.wait()
         try:
-            return start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
+            handle = start_prepared(spec, run_dir, placement, stopped=lambda: self.cancelled)
         except UsageError as exc:
             status: RunStatus = "aborted" if self.cancelled else "failed"
             return not_started(req, str(exc), status, spec.runId)
+        self._record_run_id(index, spec.runId)
+        return handle
 
     def _started_run(self, index: int) -> str | None:
         """The run a predecessor driver started for ``index``, to be followed again."""

@@ -130,6 +130,9 @@ class JobStore:
         self._lock = threading.Lock()
         # Jobs made here whose directory is being fsynced (make's ``driving``): their waits.
         self._syncing: dict[str, Callable[[], BaseException | None]] = {}
+        # Index rows held back (hold_rows) until put_held_rows: a row is the index's cache
+        # of job.json, which every look reads for a job the index does not hold finished.
+        self._held_rows: list[JobState] | None = None
         # (load looked up at each call: a test counts the reads by patching it)
         self._index = JobIndex(
             self.home, self.dir, lambda job_id, many: self.load(job_id, many=many)
@@ -315,6 +318,9 @@ class JobStore:
         file, by ``core.files.stage_json``), and in the index: its row written while the
         directory is fsynced (a wait on the disk, not the CPU)."""
         path = self.path(job_id)
+        if index and self._held_rows is not None:
+            self._held_rows.append(state)
+            index = False
         if staged is None:
             staged = stage_json(path, on_disk(state), last=last, durable=durable)
         put_staged(staged, path, last=last, durable="whole" if durable == "this" else durable)
@@ -329,6 +335,16 @@ class JobStore:
             failed = indexing() if indexing is not None else None
         if failed is not None:
             raise failed
+
+    def hold_rows(self) -> None:
+        """Write no index row until :meth:`put_held_rows`: a foreground command's job's end
+        goes to the index once its caller was told how it ended (~2 ms off a delegation)."""
+        self._held_rows = []
+
+    def put_held_rows(self) -> None:
+        rows, self._held_rows = self._held_rows or [], None
+        for state in rows:
+            self._put_row(state)
 
     def _put_row(self, state: JobState) -> None:
         # The index is a cache: one that cannot be written (a full disk) is caught up later.

@@ -369,6 +369,7 @@ class Supervisor:
         self.proc = child.proc
         self.out_fd = child.out_fd
         self.pgid = child.proc.pid
+        self.rec.open()  # the run's files: made once its first child is on its way
         self.norm = self.backend.live_normalizer() if self.spec.live else self.backend.normalizer()
         self.lines = Lines(self.norm.wants, self.handle_line, self.handle_skipped)
         if child.stdin_fd >= 0:
@@ -395,10 +396,12 @@ class Supervisor:
             else:
                 when_gone(self.spec.watch, self.process_gone)
             if self.early_signals:  # asked to stop before the child was even spawned
+                self.rec.open()
                 self.on_signal(self.early_signals[0])
                 return self.finish()
             spawn_error = self.spawn(self.spec.argv)
             if spawn_error is not None:
+                self.rec.open()
                 self.emit(ev.error(spawn_error, fatal=True))
                 return self.finish(spawn_error=spawn_error)
             self.phase.to("running")

@@ -31,9 +31,14 @@ _JOIN_BELOW = 1 << 16
 
 
 class Recorder:
+    """Made before the child is spawned; its files opened (:meth:`open`) just after, so the
+    child starts without waiting for five files to be made."""
+
     def __init__(self, run_dir: Path) -> None:
         from subagents.present.progress import ProgressFormatter, transcript_entry
 
+        self.run_dir = run_dir
+        self.opened = False
         self.seq = 0
         self._ts = b""
         self._now = 0.0
@@ -45,6 +50,14 @@ class Recorder:
         self.dirty = False
         self._fmt = ProgressFormatter()
         self._transcript_entry = transcript_entry
+
+    def open(self) -> None:
+        """Make the run's artifact files (once; before anything is recorded). Raises
+        OSError: the supervisor's caller ends the run with it as the cause."""
+        if self.opened:
+            return
+        self.opened = True
+        run_dir = self.run_dir
         # Big buffers: the supervisor flushes after each read anyway, and a write system call
         # every 8 KiB (the default) cost a tenth of a long run's time per event.
         self.events_f: IO[bytes] = open_private(run_dir / "events.jsonl", "wb", _BUFFER)
