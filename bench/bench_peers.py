@@ -179,6 +179,17 @@ def warm_servers() -> list[int]:
     return [p for p in children_of(os.getpid()) if b"subagents.cli.warmserver" in _cmdline(p)]
 
 
+def workers_of(server: int) -> list[int]:
+    """A warm server's workers: its children in a process group of their own (a command's;
+    the standby kept for the next command is in the server's)."""
+    out = []
+    for pid in children_of(server):
+        with contextlib.suppress(OSError):
+            if os.getpgid(pid) == pid:
+                out.append(pid)
+    return out
+
+
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -202,7 +213,7 @@ def reap_orphans(argv: list[str], timeout: float = 30) -> float:
         if pid == 0:
             servers = warm_servers()
             if set(children_of(os.getpid())) <= set(servers) and not any(
-                children_of(server) for server in servers
+                workers_of(server) for server in servers
             ):
                 return cpu
             if time.monotonic() > deadline:

@@ -88,18 +88,18 @@ def test_a_job_run_here_is_recorded_running_from_its_first_write(
     from pathlib import Path
     from typing import Any
 
-    from subagents.jobs import JobStore
+    from subagents.jobs import JobStore, store
     from subagents.lifecycle import sessionlog
 
     monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
     written: list[tuple[Any, ...]] = []
-    real = JobStore._write
+    real = store.on_disk  # what every write of a job.json writes
 
-    def spy(self: JobStore, job_id: str, state: Any, **kw: Any) -> None:
+    def spy(state: Any) -> Any:
         written.append((state["status"], state.get("startedAt"), state.get("runIds")))
-        real(self, job_id, state, **kw)
+        return real(state)
 
-    monkeypatch.setattr(JobStore, "_write", spy)
+    monkeypatch.setattr(store, "on_disk", spy)
     result = subagents.run("t", env=fake.env(pi.answer("ok")))
     state = JobStore().load(result["jobId"])
     assert [w[0] for w in written] == ["running", "running", "completed"]

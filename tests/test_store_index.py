@@ -84,6 +84,47 @@ def test_a_job_s_unfinished_updates_are_listed_from_its_file_without_an_index_wr
     assert row["status"] == "running" and row["runIds"] == ["01runrunru-nrunrunr"]
 
 
+def test_a_job_takes_its_id_only_with_its_record_whole(
+    isolated_state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job's directory is made under a name no look lists and renamed with its job.json in
+    it: a process killed while making it leaves no job that a look would wait on for ever
+    (its record never to come)."""
+    from subagents.jobs import store as store_module
+
+    seen: list[tuple[list[str], list[str]]] = []
+    real = store_module.write_json_atomic
+
+    def spy(path: Path, obj: object, **kw: Any) -> None:
+        seen.append((listed(JobStore()), sorted(p.name for p in path.parent.parent.iterdir())))
+        real(path, obj, **kw)
+
+    monkeypatch.setattr(store_module, "write_json_atomic", spy)
+    store = JobStore()
+    job_id = store.create(PLAN, agents=["pi"], background=False)  # type: ignore[arg-type]
+    assert seen == [([], [f"{store_module.MAKING_PREFIX}{job_id}"])]
+    assert listed(JobStore()) == [job_id]
+    assert sorted(p.name for p in store.dir.iterdir()) == [job_id]
+
+
+def test_a_job_left_half_made_by_a_killed_process_goes_at_the_next_removal(
+    isolated_state: Path,
+) -> None:
+    from subagents.jobs import housekeeping
+    from subagents.jobs.store import MAKING_PREFIX
+
+    store = JobStore()
+    store.dir.mkdir(parents=True, exist_ok=True)
+    left, making = store.dir / f"{MAKING_PREFIX}old", store.dir / f"{MAKING_PREFIX}new"
+    for d in (left, making):
+        d.mkdir()
+        (d / ".reserve").write_bytes(b"x")
+    past = time.time() - 2 * housekeeping.MAKING_LEFT
+    os.utime(left, (past, past))
+    housekeeping.finish_interrupted(store)
+    assert not left.exists() and making.exists()  # (one still being made is left be)
+
+
 def _row_status(home: Path, job_id: str) -> str | None:
     """The job's status as its index row says (none: no row), read without a look's
     catch-up."""

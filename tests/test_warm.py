@@ -304,11 +304,51 @@ def sleeping_run(servers: Servers, tmp_path: Path) -> tuple[int, subprocess.Pope
     return servers.one()[0], proc, child
 
 
-def workers(server: int) -> list[int]:
+def children(pid: int) -> list[int]:
     out = []
-    for task in Path(f"/proc/{server}/task").iterdir():
-        out += [int(p) for p in (task / "children").read_text().split()]
+    with contextlib.suppress(FileNotFoundError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):
+                out += [int(p) for p in (task / "children").read_text().split()]
     return out
+
+
+def leads_its_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
+def workers(server: int) -> list[int]:
+    """The server's workers: its children that lead their own process group (a command's
+    worker; not the standby forked ahead for the next request, in the server's group)."""
+    return [pid for pid in children(server) if leads_its_group(pid)]
+
+
+def test_a_run_is_handed_to_the_supervisor_its_standby_worker_forked_ahead(
+    shared: Servers, tmp_path: Path
+) -> None:
+    """Between commands the server keeps a standby worker, which has forked the supervisor
+    its run will need before any command came: a command costs neither fork. (That the
+    supervisor then has the command's environment, cwd, umask and signals, as one forked for
+    it would: the tests above and test_the_child_is_started_as_in_process.)"""
+    env = shell_pi(tmp_path / "pi")
+    warmed(shared, env)
+    server = shared.one()[0]
+
+    def forked_ahead() -> int | None:
+        standbys = [pid for pid in children(server) if not leads_its_group(pid)]
+        spares = [pid for standby in standbys for pid in children(standby)]
+        return spares[0] if len(standbys) == 1 and len(spares) == 1 else None
+
+    assert eventually(lambda: forked_ahead() is not None), "no standby with its supervisor"
+    ahead = forked_ahead()
+    done = run(["run", "-q", "hi"], env)
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
+    runs = tmp_path / "state" / "runs"
+    newest = max(runs.iterdir(), key=lambda d: d.name)
+    assert json.loads((newest / "supervisor.json").read_text())["pid"] == ahead
 
 
 def test_a_killed_caller_takes_its_worker_with_it(servers: Servers, tmp_path: Path) -> None:

@@ -64,7 +64,11 @@ def in_process(*, start_server: bool, warm: bool = False) -> None:
     if launches_here(sys.argv[1:]):
         from subagents.launchers import start_spare_early
 
-        start_spare_early(fork=warm)
+        start_spare_early(fork=warm)  # (a warm worker's, forked ahead, takes its state)
+    elif warm:
+        from subagents.launchers import let_go_spares_ahead
+
+        let_go_spares_ahead()
     # The group alone: it imports the module of the command asked for (app.COMMAND_MODULES).
     from subagents.cli import app
 

@@ -48,6 +48,8 @@ LOCK_WAIT = 5.0  # a server that is leaving (stale) releases the lock before its
 # was removed or replaced leaves within a second, not five, its memory with it.
 LOOK_EVERY = 1.0
 REQUEST_WAIT = 5.0  # a caller sends its whole request at once, right after connecting
+# A standby worker is replaced after this long, well inside its supervisor's MAX_AGE.
+STANDBY_AGE = 240.0
 # What the run path imports (tests/test_layout.py: RUN_PATH), imported before serving.
 WARM_MODULES = (
     "subagents.cli.app",
@@ -99,6 +101,8 @@ WARM_MODULES = (
     "runpy",
     "subagents.cli.entry",
     "subagents.types",
+    # The records' JSON (core.files: _dump_json), ~1 ms once the rest is imported.
+    "orjson",
     # The standard library's, imported as first used on the way.
     "ctypes",
     "difflib",
@@ -123,6 +127,17 @@ class Worker:
 
 
 @dataclass
+class Standby:
+    """A worker forked ahead of the next request, with the supervisor its run will need
+    forked ahead too (``_stand_by``): a request then waits for neither fork."""
+
+    pid: int
+    pidfd: int
+    sock: socket.socket  # the request (with its streams and connection), then the go
+    made: float = field(default_factory=time.monotonic)
+
+
+@dataclass
 class Server:
     path: str
     key: bytes
@@ -137,6 +152,7 @@ class Server:
     started: float = field(default_factory=time.time)
     served: int = 0  # workers started
     wake: tuple[int, ...] = ()  # the signal wakeup pipe
+    standby: Standby | None = None
 
     def changed(self) -> bool:
         """Whether any loaded module's file differs from when it was imported."""
@@ -168,11 +184,59 @@ class Server:
         if self.lock is not None:
             os.close(self.lock)
             self.lock = None
+        self.drop_standby()
+
+    def stand_by(self) -> Standby:
+        """Fork a worker for the next request, ahead of it (``_stand_by``)."""
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the standby
+            try:
+                ours.close()
+                self.leave()
+                _stand_by(theirs)
+            finally:
+                os._exit(1)  # only if _stand_by itself failed (it exits)
+        theirs.close()
+        standby = Standby(pid, os.pidfd_open(pid), ours)
+        self.selector.register(standby.pidfd, selectors.EVENT_READ, lambda: self.reap(standby))
+        return standby
+
+    def drop_standby(self) -> None:
+        """The standby leaves (EOF on its socket; its supervisor forked ahead with it); its
+        end is reaped as it comes."""
+        if self.standby is not None:
+            self.standby.sock.close()
+            self.standby = None
+
+    def reap(self, standby: Standby) -> None:
+        """A standby that ended before a request was handed to it."""
+        self.selector.unregister(standby.pidfd)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(standby.pid, 0)
+        os.close(standby.pidfd)
+        standby.sock.close()
+        if self.standby is standby:
+            self.standby = None
+
+    def keep_standby(self) -> None:
+        """One standby while listening, none older than a spare may be (launchers/spares.py:
+        MAX_AGE): a supervisor forked ahead too long ago is not handed a run. Made once no
+        worker runs (a caller's next command comes after its last one ended): its forks
+        would take a core from the commands running."""
+        if self.listener is None or self.workers:
+            return
+        if self.standby is not None and time.monotonic() - self.standby.made > STANDBY_AGE:
+            self.drop_standby()
+        if self.standby is None:
+            with contextlib.suppress(OSError):
+                self.standby = self.stand_by()
 
     def serve(self) -> None:
         idle = idle_seconds()
         self.last = time.monotonic()  # idle from when it serves, not from before it listened
         while self.listener is not None or self.workers:
+            self.keep_standby()
             if self.listener is not None and not self.workers:
                 left = idle - (time.monotonic() - self.last)
                 if left <= 0 or not self.ours():
@@ -232,42 +296,39 @@ class Server:
             except (OSError, ValueError, IndexError):
                 conn.sendall(wire.REFUSED + b"\n")
                 return False
-            return self.start(conn, request, fds, caller)
+            return self.start(conn, request, body, fds, caller)
         finally:
             for fd in fds:
                 os.close(fd)
 
-    def start(self, conn: socket.socket, request: Request, fds: list[int], caller: int) -> bool:
-        go_r, go_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the worker
-            try:
-                os.close(go_w)
-                self.leave()
-                go = os.read(go_r, 1)
-                os.close(go_r)
-                if go != b"g":  # the caller runs the command itself
-                    os._exit(0)
-                _become(request, fds, conn, caller)
-            finally:
-                os._exit(1)  # only if _become itself failed (it exits)
-        os.close(go_r)
-        pidfd = os.pidfd_open(pid)
-        worker = Worker(pid, pidfd, conn)
-        self.workers[pidfd] = worker
-        self.selector.register(pidfd, selectors.EVENT_READ, lambda: self.ended(worker))
+    def start(
+        self, conn: socket.socket, request: Request, body: bytes, fds: list[int], caller: int
+    ) -> bool:
+        """The standby (one forked now if none was ready) becomes the request's worker."""
+        standby, self.standby = self.standby, None
+        if standby is None:
+            standby = self.stand_by()
+        self.selector.unregister(standby.pidfd)
+        worker = Worker(standby.pid, standby.pidfd, conn)
+        self.workers[worker.pidfd] = worker
+        self.selector.register(worker.pidfd, selectors.EVENT_READ, lambda: self.ended(worker))
         try:
-            socket.send_fds(conn, [wire.STARTED + b" %d\n" % pid], [pidfd])
+            sent = b"%d\0%b" % (caller, body)
+            socket.send_fds(
+                standby.sock, [b"%0*d" % (wire.HEADER, len(sent))], [conn.fileno(), *fds]
+            )
+            standby.sock.sendall(sent)
+            socket.send_fds(conn, [wire.STARTED + b" %d\n" % worker.pid], [worker.pidfd])
             # Started only once the caller says it waits for it: a caller that gave up
             # (its own timeout) runs the command itself, and it must not run twice.
             if _read(conn, len(wire.GO)) != wire.GO:
                 raise ConnectionError("no go from the caller")
-            os.write(go_w, b"g")
+            standby.sock.sendall(b"g")
         except OSError:
             worker.conn = None  # the worker reads EOF, exits, and is reaped
             return False
         finally:
-            os.close(go_w)
+            standby.sock.close()
         conn.settimeout(None)
         self.selector.register(conn, selectors.EVENT_READ, lambda: self.caller_gone(worker))
         self.served += 1
@@ -304,6 +365,9 @@ class Server:
             os.close(worker.pidfd)
             if worker.conn is not None:
                 worker.conn.close()
+        if self.standby is not None:
+            os.close(self.standby.pidfd)
+            self.standby.sock.close()
 
     def caller_gone(self, worker: Worker) -> None:
         if worker.conn is None:
@@ -402,6 +466,29 @@ class Request:
             [os.fsdecode(a) for a in (argv0, *fields[11 : 11 + count])],
             dict(item.split(b"=", 1) for item in fields[11 + count :] if b"=" in item),
         )
+
+
+def _stand_by(sock: socket.socket) -> None:
+    """In a standby worker: fork the supervisor a run will need, before the command is
+    known (it takes the command's state once it is: ``Spare.adopt``); wait for a request (its
+    caller's pid and request, its connection and streams) and for the go; then become the
+    command. EOF or anything else first, and it exits (its supervisor with it: EOF)."""
+    from subagents.launchers import start_spare_early
+
+    start_spare_early(fork=True, ahead=True)
+    try:
+        head, fds, _flags, _addr = socket.recv_fds(sock, wire.HEADER, 4)
+        if len(fds) != 4 or not head.isdigit():
+            os._exit(0)
+        caller, body = _read(sock, int(head)).split(b"\0", 1)
+        request = Request.parse(body.split(b"\0"))
+        conn = socket.socket(fileno=fds[0])
+        if sock.recv(1) != b"g":  # the caller runs the command itself
+            os._exit(0)
+    except (OSError, ValueError, IndexError):
+        os._exit(0)
+    sock.close()
+    _become(request, fds[1:], conn, int(caller))
 
 
 def _become(request: Request, fds: list[int], conn: socket.socket, caller: int) -> None:

@@ -25,7 +25,7 @@ from subagents.core.files import read_json
 from subagents.core.records import list_of, object_of
 from subagents.core.upgrade import read_meta
 from subagents.errors import DamagedRecord, JobBusyError
-from subagents.jobs.store import JOB_FILE, TERMINAL, JobStore
+from subagents.jobs.store import JOB_FILE, MAKING_PREFIX, TERMINAL, JobStore
 
 if TYPE_CHECKING:
     from subagents.types import JobState
@@ -144,14 +144,25 @@ def _epoch(iso_time: str) -> float:
     return time.time() if when is None else when
 
 
+# A job directory still being made after this long was left by a process killed making it.
+MAKING_LEFT = 60.0
+
+
 def finish_interrupted(store: JobStore, done: Removed | None = None) -> None:
-    """Complete removals a crash left half-way (a set-aside job directory)."""
+    """Complete removals a crash left half-way (a set-aside job directory), and remove the
+    job directories a killed process left half-made (never a job: no run started from one)."""
     done = done or Removed()
     with contextlib.suppress(FileNotFoundError):
         for entry in os.scandir(store.dir):
             if entry.name.startswith(TRASH_PREFIX) and entry.is_dir():
                 _empty_trash(store, Path(entry.path), done)
                 _forget(store, [entry.name.removeprefix(TRASH_PREFIX)])
+            elif entry.name.startswith(MAKING_PREFIX) and entry.is_dir():
+                with contextlib.suppress(OSError):
+                    if time.time() - entry.stat().st_mtime > MAKING_LEFT:
+                        import shutil
+
+                        shutil.rmtree(entry.path, ignore_errors=True)
 
 
 def _empty_trash(store: JobStore, trash: Path, done: Removed, branches: bool = False) -> None:

@@ -25,6 +25,7 @@ from subagents.core.files import (
     read_json,
     reserve_space,
     stage_json,
+    write_json_atomic,
 )
 from subagents.core.records import JOB_VERSION, RUN_STATUSES, is_job_state
 from subagents.core.upgrade import read_meta, upgrade_job
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     )
 
 JOB_FILE = "job.json"
+# A job's directory while it is made (JobStore.make), before it takes the job's id as name.
+MAKING_PREFIX = ".making-"
 # Made (under a lock on the job directory) just before the job's lifecycle end entry is
 # appended: whoever records the end — the driver, or whoever finds it dead — writes it once.
 END_MARK = "end-logged"
@@ -179,22 +182,31 @@ class JobStore:
             state["sessionLog"] = driving
             with contextlib.suppress(Exception):  # as update records a driver
                 state["driver"] = procs.identity(os.getpid())
+        # Made under a name no look lists (MAKING_PREFIX), then renamed: a process killed
+        # while making it leaves no job without its job.json (a look would wait for ever
+        # for a job that can never end).
+        making = self.dir / f"{MAKING_PREFIX}{job_id}"
         try:
-            make_private_dir(self.dir / job_id)
-            reserve_space(self.dir / job_id)
+            make_private_dir(making)
+            reserve_space(making)
             if before is not None:
-                before(self.dir / job_id)
+                before(making)
             # Not in the index: a look reads every job it does not hold as finished from its
             # file (and notices a new job's directory), so a row written now is read over.
-            # A job driven here has its directory fsynced beside its first run's making,
+            # A job driven here has its directories fsynced beside its first run's making,
             # waited for before its start entry (see :meth:`synced`).
-            self._write(job_id, state, index=False, durable="whole" if driving else "this")
-            if driving is not None:
-                self._syncing[job_id] = beside(partial(fsync_dir, self.dir / job_id))
+            write_json_atomic(making / JOB_FILE, on_disk(state), durable="whole")
+            os.rename(making, self.dir / job_id)
+            syncing = partial(_fsync_dirs, making.parent / job_id, self.dir)
+            if driving is None:
+                syncing()
+            else:
+                self._syncing[job_id] = beside(syncing)
         except OSError:
             import shutil  # (only here: its import is ~3 ms of every run)
 
-            shutil.rmtree(self.dir / job_id, ignore_errors=True)  # nothing half-made
+            for made in (making, self.dir / job_id):  # nothing half-made
+                shutil.rmtree(made, ignore_errors=True)
             raise
         return state
 
@@ -563,3 +575,8 @@ class JobStore:
         """Make the index again from the job files (``doctor --reindex``); how many jobs it
         holds."""
         return self._index.rebuild()
+
+
+def _fsync_dirs(*directories: Path) -> None:
+    for directory in directories:
+        fsync_dir(directory)

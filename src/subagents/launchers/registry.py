@@ -70,14 +70,23 @@ def want_spares(owner: object, count: int, placement: Placement) -> None:
     SPARES.want(owner, count, template=count >= TEMPLATE_FROM)
 
 
-def start_spare_early(fork: bool = False) -> None:
+def start_spare_early(fork: bool = False, ahead: bool = False) -> None:
     """Start one supervisor now, ahead of the run a command is about to launch here (see
     ``SparePool.start_early``): its start goes on beside the command's own. ``fork``: this
     process has the supervisor's modules imported and runs no other thread (a warm command
-    server's worker): the supervisor is forked from it, with no interpreter to start."""
+    server's worker): the supervisor is forked from it, with no interpreter to start.
+    ``ahead``: before this process knows its command (a warm server's standby worker)."""
     from subagents.launchers.spares import SPARES
 
-    SPARES.start_early(fork)
+    SPARES.start_early(fork, ahead)
+
+
+def let_go_spares_ahead() -> None:
+    """A command that launches nothing here: the spare its standby worker forked ahead
+    leaves (``SparePool.let_go_ahead``)."""
+    from subagents.launchers.spares import SPARES
+
+    SPARES.let_go_ahead()
 
 
 # `subagents ray status` and `ray down`: Ray's client side is imported only when asked.

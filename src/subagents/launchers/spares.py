@@ -87,6 +87,9 @@ class Spare:
     cwd: str | None
     started: float = field(default_factory=time.monotonic)
     ready: threading.Event = field(default_factory=threading.Event)
+    # Forked before this process became the command it serves (start_early's ``ahead``):
+    # it takes this process's state (adopt) before it can serve.
+    ahead: bool = False
 
     @property
     def pid(self) -> int:
@@ -124,6 +127,20 @@ class Spare:
             self.popen.stdin.close()
         except OSError:  # a broken pipe
             return False
+        return True
+
+    def adopt(self) -> bool:
+        """Give a spare forked ahead this process's state now (environment, cwd, umask,
+        signals: supervisor/handover.py's ``adopt``), as one forked now would have it. False
+        if it cannot take it (it is gone)."""
+        if self.popen.stdin is None or self.popen.poll() is not None:
+            return False
+        try:
+            self.popen.stdin.write(handover.state_message())
+            self.popen.stdin.flush()
+        except OSError:  # a broken pipe
+            return False
+        self.environ, self.cwd, self.ahead = dict(os.environ), _cwd(), False
         return True
 
     def dismiss(self) -> None:
@@ -385,22 +402,39 @@ class SparePool:
             return None
         return template.pid
 
-    def start_early(self, fork: bool = False) -> None:
+    def start_early(self, fork: bool = False, ahead: bool = False) -> None:
         """Start one spare now, before any job says what it wants: a command that is about to
         launch a run (``subagents run``) calls this as it starts, so the supervisor's own start
         (its interpreter and imports) goes on beside the command's instead of after it. The
         first job's ``want`` counts it as one of its spares; one never wanted is killed when
         this process exits (it was handed nothing, so it leaves nothing behind). ``fork``:
         forked from this process (a warm server's worker: ``_ForkedPopen``), if it runs no
-        other thread yet."""
+        other thread yet. ``ahead``: forked before this process knows the command it will
+        serve (a warm server's standby worker); the command's own call then only gives it
+        the command's state (``Spare.adopt``), and starts one if it cannot take it."""
+        with self._lock:
+            waiting = [s for s in self._spares if s.ahead]
+        if not ahead and waiting:
+            if any([s.adopt() for s in waiting]):
+                return
+            self.let_go_ahead()
         fork = fork and threading.active_count() == 1
         try:
             spare = gated_start(fork=fork)
         except OSError:
             return  # the run's launch starts one as it always could
+        spare.ahead = ahead
         with self._lock:
             self._spares.append(spare)
         atexit.register(self._kill_unhanded)
+
+    def let_go_ahead(self) -> None:
+        """The spares forked ahead and not given a command's state: not needed (the command
+        launches nothing here), or gone. They leave (EOF on their stdin) and are reaped."""
+        with self._lock:
+            self._leaving.extend(s for s in self._spares if s.ahead)
+            self._spares = [s for s in self._spares if not s.ahead]
+        self._dismiss_leaving()
 
     def _kill_unhanded(self) -> None:
         """At exit: the spares still waiting (never handed a run) killed and reaped, not

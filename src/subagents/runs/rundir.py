@@ -83,17 +83,24 @@ def _write_run_dir(
     live = backend.live_input(version)
     limits = _limits(req, settings, backend)
     schema = _schema(req, backend)  # codex's strict form refused before anything is made
-    # Whose run it is, as soon as the directory is (before the space is reserved, before
-    # anything slow such as a worktree): a driver killed from here on leaves a run its job's
-    # finisher finds by its meta.json (runs_naming), rewritten whole below.
-    first = RunSpec(
-        runId=run_id, jobId=req.job_id, backend=backend.name, task=req.task, cwd=str(cwd), argv=[]
-    )
-    first.createdAt = time.time()
     make_private_dir(run_dir)
-    # For a killed driver: a power loss that loses it stopped the run before it started.
-    record = {"version": META_VERSION, **first.to_dict()}
-    write_json_atomic(run_dir / "meta.json", record, durable="none")
+    if req.isolate == "worktree" or req.continue_from is not None:
+        # Whose run it is before anything slow (a worktree made, an earlier run's files
+        # read): a driver killed from here on leaves a run its job's finisher finds by its
+        # meta.json (runs_naming), rewritten whole below. (Without either, the whole one
+        # follows within a millisecond.) A power loss that loses it stopped the run before
+        # it started.
+        first = RunSpec(
+            runId=run_id,
+            jobId=req.job_id,
+            backend=backend.name,
+            task=req.task,
+            cwd=str(cwd),
+            argv=[],
+        )
+        first.createdAt = time.time()
+        record = {"version": META_VERSION, **first.to_dict()}
+        write_json_atomic(run_dir / "meta.json", record, durable="none")
     reserve_space(run_dir)
     try:
         resume, worktree = _continuation(req, backend, run_dir)

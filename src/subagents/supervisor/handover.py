@@ -23,6 +23,11 @@ TEMPLATE_FLAG = "--template"
 BOUND_FLAG = "--bound"
 # What a template says on its stdout once it is ready.
 TEMPLATE_READY = b"ready\n"
+# Before its run, a spare forked ahead of the command it serves (a warm server's standby
+# worker forks one before it knows its caller) is sent that command's process state, to
+# take as its own (``adopt``): ADOPT, the length in 8 digits, then the state (marshal).
+ADOPT = b"\x01"
+_ADOPT_HEAD = 1 + 8
 # In the run directory: the supervisor's own output, and the caller's environment for a
 # supervisor that does not inherit it (tmux), read and removed as it starts.
 LOG_FILE = "supervisor.log"
@@ -59,7 +64,7 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     data = b""
     try:
         deadline = time.monotonic() + wait
-        while b"\0" not in data:
+        while b"\0" not in (data := _adopted(data)) or data.startswith(ADOPT):
             left = deadline - time.monotonic()
             # Asked to stop: take a run already handed over (the signal then aborts it, as
             # it would a supervisor started for it), else go.
@@ -79,6 +84,60 @@ def await_run(stop_requested: list[int], wait: float = SPARE_WAIT) -> Path | Non
     run_dir = Path(os.fsdecode(data.split(b"\0", 1)[0]))
     run_stdio(run_dir)
     return run_dir
+
+
+def state_message() -> bytes:
+    """This process's environment, working directory, umask and signal state (those
+    ignored, those blocked), for a spare forked before this process took them on."""
+    import marshal
+
+    umask = os.umask(0)
+    os.umask(umask)
+    ignored = []
+    for number in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            if signal.getsignal(number) == signal.SIG_IGN:
+                ignored.append(int(number))
+    blocked = [int(n) for n in signal.pthread_sigmask(signal.SIG_BLOCK, [])]
+    body = marshal.dumps((dict(os.environb), os.getcwdb(), umask, ignored, blocked))
+    return ADOPT + b"%08d" % len(body) + body
+
+
+def _adopted(data: bytes) -> bytes:
+    """Take on each whole state message at the front of ``data``; what is left of it."""
+    while data.startswith(ADOPT) and len(data) >= _ADOPT_HEAD:
+        size = int(data[1:_ADOPT_HEAD])
+        if len(data) < _ADOPT_HEAD + size:
+            break
+        _adopt(data[_ADOPT_HEAD : _ADOPT_HEAD + size])
+        data = data[_ADOPT_HEAD + size :]
+    return data
+
+
+def _adopt(body: bytes) -> None:
+    """Become what a supervisor forked from the sender now would be: its environment,
+    working directory, umask, ignored and blocked signals (but the stop signals, which the
+    supervisor handles itself, as one forked then would have set them)."""
+    import marshal
+
+    from subagents.core.procs import STOP_SIGNALS
+
+    environ, cwd, umask, ignored, blocked = marshal.loads(body)
+    os.environb.clear()
+    os.environb.update(environ)
+    time.tzset()
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
+    os.umask(umask)
+    for number in signal.valid_signals():
+        if number in STOP_SIGNALS:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            if number in ignored:
+                signal.signal(number, signal.SIG_IGN)
+            elif signal.getsignal(number) == signal.SIG_IGN:
+                signal.signal(number, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def close_inherited(*keep: int) -> None:
