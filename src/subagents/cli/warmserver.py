@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from subagents.cli import warmclient as wire
+from subagents.core import inotify
 
 IDLE = 600.0
 LOCK_WAIT = 5.0  # a server that is leaving (stale) releases the lock before its workers end
@@ -153,9 +154,16 @@ class Server:
     served: int = 0  # workers started
     wake: tuple[int, ...] = ()  # the signal wakeup pipe
     standby: Standby | None = None
+    # The loaded files' directories, watched: nothing there since the last look, no file
+    # to look at (a tenth of a request's time otherwise: ~200 stat calls).
+    watch: inotify.Inotify | None = None
 
     def changed(self) -> bool:
         """Whether any loaded module's file differs from when it was imported."""
+        if self.watch is not None:
+            with contextlib.suppress(OSError, ValueError):
+                if not self.watch.read(0):
+                    return False
         for path, mtime, size in self.files:
             try:
                 st = os.stat(path)
@@ -368,6 +376,8 @@ class Server:
         if self.standby is not None:
             os.close(self.standby.pidfd)
             self.standby.sock.close()
+        if self.watch is not None:
+            self.watch.close()
 
     def caller_gone(self, worker: Worker) -> None:
         if worker.conn is None:
@@ -476,6 +486,7 @@ def _stand_by(sock: socket.socket) -> None:
     from subagents.launchers import start_spare_early
 
     start_spare_early(fork=True, ahead=True)
+    _rehearse()
     try:
         head, fds, _flags, _addr = socket.recv_fds(sock, wire.HEADER, 4)
         if len(fds) != 4 or not head.isdigit():
@@ -489,6 +500,44 @@ def _stand_by(sock: socket.socket) -> None:
         os._exit(0)
     sock.close()
     _become(request, fds[1:], conn, int(caller))
+
+
+def _rehearse() -> None:
+    """In a standby worker: what every command does first, once ahead and nothing acted
+    on (click's parse of a ``run``, a thread, a plan and its record's JSON for a task in the
+    server's own environment): the pages it touches become this process's own and its
+    caches are made before the command comes, not while it waits (a fork's first parse
+    costs several times its second: ~4 ms of each command in all)."""
+    import threading
+
+    from subagents.cli import app
+    from subagents.cli.entry import WARM_COMMANDS
+    from subagents.supervisor import handover
+
+    with contextlib.suppress(Exception):
+        for name in WARM_COMMANDS:
+            group = app.main.make_context("subagents", [name, "-q", "x"])
+            command = app.main.get_command(group, name)
+            if command is not None:
+                command.make_context(name, ["-q", "x"], parent=group)
+    with contextlib.suppress(Exception):  # (what its spare will be sent: handover.py)
+        handover.state_message()
+    # A thread started and ended: the C library keeps its stack for the next (a fork's first
+    # thread costs ~0.5 ms more than its second).
+    thread = threading.Thread(target=int, name="subagents-rehearsal")
+    thread.start()
+    thread.join()
+    with contextlib.suppress(Exception):  # a plan made, and its record as JSON: not kept
+        import io
+        from pathlib import Path
+
+        from subagents import jobs, service
+        from subagents.core.files import _dump_json
+
+        spec = service.job_of("single", [{"task": "x"}], None, "arguments")
+        base = Path(os.getcwd())
+        plan = jobs.plan(spec, service._job_settings(base, os.environ), cwd=base)
+        _dump_json(plan.to_record(), io.BytesIO())
 
 
 def _become(request: Request, fds: list[int], conn: socket.socket, caller: int) -> None:
@@ -639,8 +688,50 @@ def _forget_click() -> None:
         command._help_option = None
 
 
-def _warm() -> list[tuple[str, int, int]]:
-    """Import the run path; the files of everything loaded, as they are now."""
+# What changes a loaded file (or its directory entry) as ``Server.changed`` compares it.
+_CHANGES = (
+    inotify.MODIFY
+    | inotify.ATTRIB
+    | inotify.CLOSE_WRITE
+    | inotify.MOVED_FROM
+    | inotify.MOVED_TO
+    | inotify.CREATE
+    | inotify.DELETE
+    | inotify.DELETE_SELF
+    | inotify.MOVE_SELF
+)
+
+
+def _watch(files: list[tuple[str, int, int]]) -> inotify.Inotify | None:
+    """The directories of ``files`` watched for changes (made before their files are read:
+    a change from then on is seen); None where that cannot be (every look reads them all)."""
+    try:
+        watch = inotify.Inotify()
+    except OSError:
+        return None
+    try:
+        for directory in sorted({os.path.dirname(path) for path, _, _ in files}):
+            watch.add_watch(directory, _CHANGES)
+    except OSError:
+        watch.close()
+        return None
+    return watch
+
+
+def _loaded() -> list[tuple[str, int, int]]:
+    """The file of every loaded module, as it is now (path, mtime, size)."""
+    files = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            with contextlib.suppress(OSError):
+                st = os.stat(path)
+                files.append((path, st.st_mtime_ns, st.st_size))
+    return files
+
+
+def _warm() -> None:
+    """Import the run path."""
     for name in WARM_MODULES:
         __import__(name)
     with contextlib.suppress(Exception):  # (never a reason not to serve)
@@ -653,14 +744,6 @@ def _warm() -> list[tuple[str, int, int]]:
         inotify._c_library()
     with contextlib.suppress(OSError, ValueError, StopIteration):
         procs._boot_time()
-    files = []
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if isinstance(path, str):
-            with contextlib.suppress(OSError):
-                st = os.stat(path)
-                files.append((path, st.st_mtime_ns, st.st_size))
-    return files
 
 
 def main() -> None:
@@ -671,8 +754,10 @@ def main() -> None:
     lock = _lock(path)
     if lock is None:
         return  # another server is serving here
-    files = _warm()
-    server = Server(path, wire.key(sys.path), wire.fingerprint(), files, lock=lock)
+    _warm()
+    watch = _watch(_loaded())
+    server = Server(path, wire.key(sys.path), wire.fingerprint(), _loaded(), lock=lock)
+    server.watch = watch
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # one left by a server that was killed (the lock says none serves)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
