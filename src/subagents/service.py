@@ -224,6 +224,12 @@ def _hooks_read(
     return settings if Path(plan.requests[0].cwd or ".").resolve() == base.resolve() else None
 
 
+def planned(spec: JobSpec, base: Path, env: Mapping[str, str]) -> JobPlan:
+    """``spec`` planned in ``base`` as :func:`prepare_job` plans it, nothing recorded (a warm
+    server's standby worker rehearses it: cli/warmserver.py)."""
+    return jobs.plan(spec, _job_settings(base, env), cwd=base, env=env)
+
+
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:
     """The settings for a job in ``base``, with the caller's overrides (each checked as the
     setting is: a bad one is a ``BadRequest`` naming it)."""

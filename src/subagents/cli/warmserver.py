@@ -9,14 +9,20 @@ pages), listens, and serves with one thread: its socket and one pidfd per live w
 
 A request is taken from this user only (the socket's peer credentials), by a server whose
 interpreter and loaded files are the caller's: every loaded module's file is re-checked
-(mtime and size) first, and one that changed (an upgrade, an edit) gets the answer "stale",
-and this server stops taking requests (its workers still end as they would) and exits. The
-worker (``_become``): its own process group, the caller's signal dispositions and mask, cwd,
-whole environment, umask, streams (fds 0-2, received), ``sys.argv``; then the very command
-line an in-process command runs (``entry.in_process``), ending as the interpreter would
-(its exit code, atexit handlers, flushed streams). It starts only once the caller, told its
-pid, has said it waits for it (then a pipe from here says go): a caller that gave up first
-runs the command itself, so no command ever runs twice, or not at all.
+(mtime and size) first, when their directories' inotify queue says something there
+changed, and one that changed (an upgrade, an edit) gets the answer "stale",
+and this server stops taking requests (its workers still end as they would) and exits.
+
+The worker is forked ahead of its request while no command runs (a standby: ``_stand_by``),
+with the supervisor its run will need forked ahead by it (launchers/spares.py), and has
+rehearsed a command's first steps (``_rehearse``); a request that finds none has one forked
+for it. The worker (``_become``): its own process group, the caller's signal dispositions
+and mask, cwd, whole environment, umask, streams (fds 0-2, received), ``sys.argv``; then
+the very command line an in-process command runs (``entry.in_process``), ending as the
+interpreter would (its exit code, atexit handlers, flushed streams). It starts only once the caller, told its
+pid, has said it waits for it (then the server says go, on the socket pair the request, its
+streams and its connection came by): a caller that gave up first runs the command itself,
+so no command ever runs twice, or not at all.
 
 The worker's end (exit code or signal) is sent to the caller; if the caller goes away while
 its worker runs (killed), the worker is killed, as the command itself would have been.
@@ -31,6 +37,7 @@ import fcntl
 import gc
 import io
 import os
+import select
 import selectors
 import signal
 import socket
@@ -486,7 +493,8 @@ def _stand_by(sock: socket.socket) -> None:
     from subagents.launchers import start_spare_early
 
     start_spare_early(fork=True, ahead=True)
-    _rehearse()
+    if not select.select([sock], [], [], 0)[0]:  # (one forked for a request waiting: none)
+        _rehearse()
     try:
         head, fds, _flags, _addr = socket.recv_fds(sock, wire.HEADER, 4)
         if len(fds) != 4 or not head.isdigit():
@@ -531,12 +539,11 @@ def _rehearse() -> None:
         import io
         from pathlib import Path
 
-        from subagents import jobs, service
+        from subagents import service
         from subagents.core.files import _dump_json
 
         spec = service.job_of("single", [{"task": "x"}], None, "arguments")
-        base = Path(os.getcwd())
-        plan = jobs.plan(spec, service._job_settings(base, os.environ), cwd=base)
+        plan = service.planned(spec, Path(os.getcwd()), os.environ)
         _dump_json(plan.to_record(), io.BytesIO())
 
 
