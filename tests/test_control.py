@@ -359,6 +359,20 @@ def test_an_npm_clis_version_is_read_from_its_package(tmp_path: Path) -> None:
     assert not (tmp_path / "ran").exists()  # read, not run
 
 
+def test_a_version_looked_up_without_a_probe_never_runs_the_cli(tmp_path: Path) -> None:
+    """What a warm worker's rehearsal asks (``probe=False``): a version known (kept, or in
+    its npm package) or none; the CLI itself is never run for it."""
+    from subagents.backends import get_backend
+    from subagents.runs import installed_version
+
+    ran = tmp_path / "ran"
+    wrapper = tmp_path / "pi-wrapper"
+    wrapper.write_text(f"#!/bin/sh\necho x >> {ran}\necho 'pi 0.90.2'\n")
+    wrapper.chmod(0o755)
+    got = installed_version(get_backend("pi"), str(wrapper), os.environ, tmp_path, probe=False)
+    assert got is None and not ran.exists()
+
+
 @pytest.mark.process
 def test_a_version_is_asked_once_and_a_failure_again(tmp_path: Path) -> None:
     from subagents.backends import get_backend

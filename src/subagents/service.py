@@ -224,10 +224,27 @@ def _hooks_read(
     return settings if Path(plan.requests[0].cwd or ".").resolve() == base.resolve() else None
 
 
-def planned(spec: JobSpec, base: Path, env: Mapping[str, str]) -> JobPlan:
-    """``spec`` planned in ``base`` as :func:`prepare_job` plans it, nothing recorded (a warm
-    server's standby worker rehearses it: cli/warmserver.py)."""
-    return jobs.plan(spec, _job_settings(base, env), cwd=base, env=env)
+def rehearse_delegation(base: Path, env: Mapping[str, str]) -> None:
+    """A one-task job planned in ``base`` as :func:`prepare_job` plans it, its record put
+    as JSON, its run checked as it is made, and its CLI's version looked up (kept in memory
+    as a run keeps it; never by running the CLI): nothing recorded, nothing started. A warm
+    server's standby worker does this before its command comes (cli/warmserver.py:
+    ``_rehearse``). Raises what those raise."""
+    import io
+
+    from subagents.core.files import _dump_json
+    from subagents.runs import check, installed_version
+
+    plan = jobs.plan(
+        jobs.job_of("single", [{"task": "x"}], None, "arguments"),
+        _job_settings(base, env),
+        cwd=base,
+        env=env,
+    )
+    _dump_json(plan.to_record(), io.BytesIO())
+    checked = check(plan.requests[0], plan.settings, env, plan.placement)
+    if checked.backend.needs_version:
+        installed_version(checked.backend, checked.binary, env, paths.state_home(env), probe=False)
 
 
 def _job_settings(base: Path, env: Mapping[str, str], **overrides: str | bool | None) -> Settings:

@@ -512,10 +512,10 @@ def _stand_by(sock: socket.socket) -> None:
 
 def _rehearse() -> None:
     """In a standby worker: what every command does first, once ahead and nothing acted
-    on (click's parse of a ``run``, a thread, a plan and its record's JSON for a task in the
-    server's own environment): the pages it touches become this process's own and its
-    caches are made before the command comes, not while it waits (a fork's first parse
-    costs several times its second: ~4 ms of each command in all)."""
+    on (click's parse of a ``run``, a thread, a one-task job planned and checked and its
+    CLI's version read, in the server's own environment): the pages it touches become this
+    process's own and its caches are made before the command comes, not while it waits (a
+    fork's first parse costs several times its second: ~4 ms of each command in all)."""
     import threading
 
     from subagents.cli import app
@@ -535,16 +535,12 @@ def _rehearse() -> None:
     thread = threading.Thread(target=int, name="subagents-rehearsal")
     thread.start()
     thread.join()
-    with contextlib.suppress(Exception):  # a plan made, and its record as JSON: not kept
-        import io
+    with contextlib.suppress(Exception):  # a job planned and checked: nothing recorded
         from pathlib import Path
 
         from subagents import service
-        from subagents.core.files import _dump_json
 
-        spec = service.job_of("single", [{"task": "x"}], None, "arguments")
-        plan = service.planned(spec, Path(os.getcwd()), os.environ)
-        _dump_json(plan.to_record(), io.BytesIO())
+        service.rehearse_delegation(Path(os.getcwd()), os.environ)
 
 
 def _become(request: Request, fds: list[int], conn: socket.socket, caller: int) -> None:

@@ -127,9 +127,10 @@ def package_version(real: str) -> str | None:
 
 
 def installed_version(
-    backend: Backend, binary: str, env: Mapping[str, str], home: Path
+    backend: Backend, binary: str, env: Mapping[str, str], home: Path, *, probe: bool = True
 ) -> str | None:
-    """The version of ``binary`` (``X.Y.Z``), or None when it cannot be told."""
+    """The version of ``binary`` (``X.Y.Z``), or None when it cannot be told (``probe``
+    False: nor without running it)."""
     try:
         real = os.path.realpath(binary)
         st = os.stat(real)
@@ -150,6 +151,8 @@ def installed_version(
             cache = {k: v for k, v in loaded.items() if isinstance(v, str)}
         known = cache.get(key)
         problem = None
+        if known is None and not probe:
+            return None
         if known is None:
             line, problem = read_version(backend.version_argv(binary), env)
             known = parse_version(line or "") or ""
