@@ -394,17 +394,30 @@ def test_entry_rejects_a_bad_status_and_mode_and_maps_timeout() -> None:
 
 
 def test_requested_by_is_the_login_else_assistant(monkeypatch: pytest.MonkeyPatch) -> None:
-    import getpass
+    """The login as getpass.getuser finds it (LOGNAME, USER, LNAME, USERNAME, then the password
+    database's name for this uid), else "assistant"."""
+    import pwd
 
-    monkeypatch.setattr(getpass, "getuser", lambda: "alice")
+    from subagents.lifecycle import sessionlog
+
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("USER", "alice")
     assert _entry()["requestedBy"] == "alice"
     assert _entry(requested_by="bob")["requestedBy"] == "bob"
+    monkeypatch.delenv("USER")
+    sessionlog.passwd_name.cache_clear()
+    assert _entry()["requestedBy"] == pwd.getpwuid(os.getuid()).pw_name
 
-    def boom() -> str:
-        raise OSError("no user")
+    def nobody(uid: int) -> object:
+        raise KeyError(uid)
 
-    monkeypatch.setattr(getpass, "getuser", boom)
-    assert _entry()["requestedBy"] == "assistant"
+    sessionlog.passwd_name.cache_clear()
+    monkeypatch.setattr(pwd, "getpwuid", nobody)
+    try:
+        assert _entry()["requestedBy"] == "assistant"
+    finally:
+        sessionlog.passwd_name.cache_clear()
 
 
 @pytest.mark.parametrize(

@@ -747,6 +747,10 @@ def _warm() -> None:
         inotify._c_library()
     with contextlib.suppress(OSError, ValueError, StopIteration):
         procs._boot_time()
+    # (and this uid's login, where no LOGNAME or USER says it: the password database's)
+    from subagents.lifecycle import sessionlog
+
+    sessionlog.passwd_name(os.getuid())
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ Standard library only, and cheap to import.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -158,13 +159,23 @@ def event_type_for(status: str) -> LifecycleEventType:
 
 
 def _login() -> str | None:
-    try:
-        import getpass
+    """The user's login as ``getpass.getuser`` finds it: the environment's, else the
+    password database's for this uid (looked up once per process: ~0.6 ms each time)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if user := os.environ.get(name):
+            return user
+    return passwd_name(os.getuid())
 
-        name = getpass.getuser()
-    except Exception:  # no USER/LOGNAME and no passwd entry, etc.
+
+@functools.cache
+def passwd_name(uid: int) -> str | None:
+    """``uid``'s name in the password database (None: no entry, or none to read)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name or None
+    except (ImportError, KeyError):
         return None
-    return name or None
 
 
 def _clip(text: str, limit: int = SUMMARY_MAX) -> str:
