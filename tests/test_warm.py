@@ -579,3 +579,20 @@ def test_help_options_made_ahead_are_made_again_in_another_locale(
     monkeypatch.setenv("LANGUAGE", "de")
     warmserver._forget_click()
     assert app.main.commands["run"]._help_option is None and app.main._help_option is None
+
+
+def test_a_spare_s_rehearsal_leaves_nothing_and_never_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spare forked from a warm worker rehearses its run's steps on a run of its own in a
+    private temporary directory (supervisor/rehearsal.py): it is gone after, and a place it
+    cannot write to only means no rehearsal."""
+    from subagents.supervisor import rehearsal
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    rehearsal._rehearse()
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    rehearsal.rehearse()
+    with pytest.raises(FileNotFoundError):
+        rehearsal._rehearse()

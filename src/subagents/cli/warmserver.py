@@ -106,6 +106,7 @@ WARM_MODULES = (
     # The supervisor's, for the one a worker forks (launchers/spares.py: _ForkedPopen).
     "subagents.supervisor.main",
     "subagents.supervisor.handover",
+    "subagents.supervisor.rehearsal",
     "runpy",
     "subagents.cli.entry",
     "subagents.types",

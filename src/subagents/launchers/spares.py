@@ -203,7 +203,9 @@ def _be_supervisor(stdin: int, stdout: int, stderr: int) -> None:
     for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
         os.dup2(fd, target)
     handover.close_inherited()
-    sys.argv = [*waiting_argv()[2:]]  # "subagents.supervisor", "--spare": as -m makes it
+    # "subagents.supervisor", "--spare", "--rehearse": as -m makes it (rehearsed: its
+    # steps' pages are then its own before its run comes)
+    sys.argv = [*waiting_argv()[2:], handover.REHEARSE_FLAG]
     runpy.run_module("subagents.supervisor", run_name="__main__", alter_sys=True)
 
 

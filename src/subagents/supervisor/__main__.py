@@ -20,7 +20,13 @@ from pathlib import Path
 
 from subagents.core.files import describe_os_error, read_json
 from subagents.core.procs import killpg
-from subagents.supervisor.handover import BOUND_FLAG, SPARE_FLAG, TEMPLATE_FLAG, await_run
+from subagents.supervisor.handover import (
+    BOUND_FLAG,
+    REHEARSE_FLAG,
+    SPARE_FLAG,
+    TEMPLATE_FLAG,
+    await_run,
+)
 from subagents.supervisor.main import Supervisor
 from subagents.supervisor.result import publish_ended
 from subagents.supervisor.spec import RunSpec
@@ -37,8 +43,17 @@ def main(argv: list[str] | None = None, early_signals: list[int] | None = None) 
     ``early_signals`` fills with the stop signals that arrive before the run is under way."""
     args = sys.argv[1:] if argv is None else argv
     early = early_signals if early_signals is not None else []
-    if args in ([SPARE_FLAG], [TEMPLATE_FLAG], [TEMPLATE_FLAG, BOUND_FLAG]):
+    if args in (
+        [SPARE_FLAG],
+        [SPARE_FLAG, REHEARSE_FLAG],
+        [TEMPLATE_FLAG],
+        [TEMPLATE_FLAG, BOUND_FLAG],
+    ):
         if args[0] == SPARE_FLAG:
+            if REHEARSE_FLAG in args:  # (a spare forked from a warm worker: rehearsal.py)
+                from subagents.supervisor.rehearsal import rehearse
+
+                rehearse()
             handed = await_run(early)
         else:
             from subagents.supervisor.template import serve

@@ -17,6 +17,8 @@ from subagents.core.files import FILE_MODE
 
 # Started as a warm spare with SPARE_FLAG, it waits this long for a run.
 SPARE_FLAG = "--spare"
+# A spare forked from a warm worker rehearses its run's steps while it waits (rehearsal.py).
+REHEARSE_FLAG = "--rehearse"
 SPARE_WAIT = 600.0
 # Started as a template with TEMPLATE_FLAG (supervisor/template.py), it forks a supervisor
 # for each run directory it is handed; with BOUND_FLAG too, those die with it.
