@@ -445,7 +445,10 @@ def test_a_run_waiting_on_a_person_is_a_notice_and_decided_from_subagents(
         pi.type("/subagents")
         assert on_screen(lambda: pi.shows("Inbox: 1 request waits for you"), 30), pi.screen
         pi.keys("Enter")
-        assert on_screen(lambda: pi.shows("b.txt"), 30), pi.screen
+        # The inbox's own list (its title: "wait", where the menu's entry says "waits"; at
+        # this width the status widget shows b.txt's path too, so that alone says nothing).
+        assert on_screen(lambda: pi.shows("1 request wait for you"), 30), pi.screen
+        assert pi.shows("b.txt"), pi.screen
         pi.keys("Enter")
         assert on_screen(lambda: pi.shows("Deny (with a reason"), 30), pi.screen
         print(f"\n--- an item's choices at {WIDE} columns ---\n{pi.screen}")

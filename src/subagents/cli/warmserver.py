@@ -19,10 +19,10 @@ rehearsed a command's first steps (``_rehearse``); a request that finds none has
 for it. The worker (``_become``): its own process group, the caller's signal dispositions
 and mask, cwd, whole environment, umask, streams (fds 0-2, received), ``sys.argv``; then
 the very command line an in-process command runs (``entry.in_process``), ending as the
-interpreter would (its exit code, atexit handlers, flushed streams). It starts only once the caller, told its
-pid, has said it waits for it (then the server says go, on the socket pair the request, its
-streams and its connection came by): a caller that gave up first runs the command itself,
-so no command ever runs twice, or not at all.
+interpreter would (its exit code, atexit handlers, flushed streams). It starts only once
+the caller, told its pid, has said it waits for it (then the server says go, on the socket
+pair the request, its streams and its connection came by): a caller that gave up first
+runs the command itself, so no command ever runs twice, or not at all.
 
 The worker's end (exit code or signal) is sent to the caller; if the caller goes away while
 its worker runs (killed), the worker is killed, as the command itself would have been.
