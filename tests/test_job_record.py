@@ -172,11 +172,32 @@ def test_a_record_through_orjson_is_the_bytes_json_writes(value: Any) -> None:
     it: the bytes json writes (floats aside: 1e-5, not 1e-05), json's for what it refuses."""
     import io
 
-    import orjson  # noqa: F401  (loaded: _dump_json takes it)
+    from subagents.core import files
 
+    files.orjson_module()  # (imported: _dump_json takes it)
     out = io.BytesIO()
     _dump_json(value, out)
     assert out.getvalue() == json.dumps(value, ensure_ascii=False, indent=2).encode() + b"\n"
+
+
+def test_a_record_is_json_s_while_another_thread_imports_orjson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module being imported is in sys.modules before it has its names: a record written
+    meanwhile (a parallel job's other run) is json's, never an AttributeError."""
+    import io
+    import sys
+    import types
+
+    from subagents.core import files
+
+    monkeypatch.setattr(files, "_orjson", None)
+    monkeypatch.setitem(sys.modules, "orjson", types.ModuleType("orjson"))  # half made
+    out = io.BytesIO()
+    _dump_json({"a": [1, "ü"]}, out)
+    assert (
+        out.getvalue() == json.dumps({"a": [1, "ü"]}, ensure_ascii=False, indent=2).encode() + b"\n"
+    )
 
 
 @pytest.mark.parametrize("writer", ["atomic", "once"])

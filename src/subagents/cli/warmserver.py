@@ -110,8 +110,6 @@ WARM_MODULES = (
     "runpy",
     "subagents.cli.entry",
     "subagents.types",
-    # The records' JSON (core.files: _dump_json), ~1 ms once the rest is imported.
-    "orjson",
     # The standard library's, imported as first used on the way.
     "ctypes",
     "difflib",
@@ -752,6 +750,11 @@ def _warm() -> None:
     from subagents.lifecycle import sessionlog
 
     sessionlog.passwd_name(os.getuid())
+    # orjson for the records' JSON (core.files: _dump_json), ~1 ms once the rest is imported.
+    from subagents.core import files
+
+    with contextlib.suppress(ImportError):
+        files.orjson_module()
 
 
 def main() -> None:

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import json
 import os
-import sys
 from itertools import islice
 from pathlib import Path
 
@@ -181,11 +180,12 @@ def _dump_json(obj: object, f: Any) -> None:
     """``obj`` as :func:`json_pieces` gives it, and a newline, to the binary file ``f``: the
     encoder's small pieces joined, encoded and written a few thousand at a time (a record
     is one write); pieces that together are longer than a piece, one (or a slice) at a
-    time, as json_pieces would. Through orjson when it is loaded (a warm server's worker
-    and the supervisors it forks: the same bytes at a fiftieth of the cost, ~1 ms of a
-    delegation's records), but for a float it writes as 1e-5 where json writes 1e-05, and
-    a NaN as null (records' numbers are made finite before)."""
-    fast = _orjson or sys.modules.get("orjson")  # (imported for this alone, it costs more)
+    time, as json_pieces would. Through orjson once :func:`orjson_module` has imported it (a
+    warm server does: its workers and the supervisors they fork write the same bytes at a
+    fiftieth of the cost, ~1 ms of a delegation's records), but for a float it writes as
+    1e-5 where json writes 1e-05, and a NaN as null (records' numbers are made finite
+    before). Never through ``sys.modules``' orjson: another thread may be importing it."""
+    fast = _orjson  # (imported for this alone, it costs more than it saves)
     if fast is not None and _text_below(obj, JSON_PIECE):  # (a big answer: in pieces)
         try:
             data = fast.dumps(obj, option=fast.OPT_INDENT_2)
