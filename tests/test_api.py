@@ -157,6 +157,33 @@ def test_a_run_s_record_is_on_disk_before_its_child_starts_and_the_job_lists_it_
 
 
 @pytest.mark.process
+def test_a_run_whose_launch_may_wait_is_listed_before_it(
+    fake: Fake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launch that may wait (tmux; Ray, for a unit) is not a hand-over: the job lists its
+    run before it, so its views show the run meanwhile."""
+    from typing import Any
+
+    from subagents import service
+    from subagents.errors import UsageError
+    from subagents.jobs import JobStore, orchestrator
+
+    monkeypatch.setenv("SUBAGENTS_PI_BIN", str(fake.launcher))
+    listed: list[object] = []
+
+    def start(spec: Any, run_dir: Any, placement: Any, **kw: Any) -> Any:
+        listed.append((placement.launcher, JobStore().load(spec.jobId).get("runIds")))
+        raise UsageError("not started here")
+
+    monkeypatch.setattr(orchestrator, "start_prepared", start)
+    job = service.prepare_job({"mode": "single", "tasks": [{"task": "t"}]}, runner="tmux")
+    result = service.drive(job)
+    assert result["status"] == "failed"
+    (run,) = result["runs"]
+    assert listed == [("tmux", [run["runId"]])]
+
+
+@pytest.mark.process
 def test_a_job_driven_here_is_on_disk_before_its_start_entry_synced_beside_its_run_s_making(
     fake: Fake, monkeypatch: pytest.MonkeyPatch
 ) -> None:

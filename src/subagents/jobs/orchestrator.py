@@ -253,9 +253,11 @@ class Job:
         # before its child starts: a driver killed from here on leaves a run that whoever
         # finds the driver dead finds by it (runs_naming) and finishes, its worktree too;
         # `stop` finds it so as well. The job's list of its runs is written while the child
-        # starts, not before (a write of job.json off a delegation's path). A map records
-        # its rows first (runs_recorded_first): its resume follows its row log alone.
-        if self.runs_recorded_first:
+        # starts, not before (a write of job.json off a delegation's path), where the start
+        # is a hand-over (the process launcher). A map records its rows first
+        # (runs_recorded_first): its resume follows its row log alone; so does a launch that
+        # may wait (tmux, Ray: for a unit): the job's views list the run meanwhile.
+        if self.runs_recorded_first or placement.launcher != "process":
             syncing = beside(partial(fsync_dir, run_dir))
             try:
                 self._record_run_id(index, spec.runId)
