@@ -50,9 +50,7 @@ __all__ = [
 ]
 
 _API = frozenset({"run", "start", "continue_run", "send", "inbox", "decide", "JobHandle"})
-
-
-_ERRORS = frozenset(n for n in __all__ if n[0].isupper() and n != "JobHandle")
+_ERRORS = frozenset(n for n in __all__ if n[0].isupper()) - _API  # (subagents.errors')
 
 
 def __getattr__(name: str) -> object:

@@ -185,7 +185,7 @@ class JobStore:
         # Made under a name no look lists (MAKING_PREFIX), then renamed: a process killed
         # while making it leaves no job without its job.json (a look would wait for ever
         # for a job that can never end).
-        making = self.dir / f"{MAKING_PREFIX}{job_id}"
+        making, made = self.dir / f"{MAKING_PREFIX}{job_id}", self.dir / job_id
         try:
             make_private_dir(making)
             reserve_space(making)
@@ -196,8 +196,8 @@ class JobStore:
             # A job driven here has its directories fsynced beside its first run's making,
             # waited for before its start entry (see :meth:`synced`).
             write_json_atomic(making / JOB_FILE, on_disk(state), durable="whole")
-            os.rename(making, self.dir / job_id)
-            syncing = partial(_fsync_dirs, making.parent / job_id, self.dir)
+            os.rename(making, made)
+            syncing = partial(_fsync_dirs, made, self.dir)
             if driving is None:
                 syncing()
             else:
@@ -205,8 +205,8 @@ class JobStore:
         except OSError:
             import shutil  # (only here: its import is ~3 ms of every run)
 
-            for made in (making, self.dir / job_id):  # nothing half-made
-                shutil.rmtree(made, ignore_errors=True)
+            for directory in (making, made):  # nothing half-made
+                shutil.rmtree(directory, ignore_errors=True)
             raise
         return state
 
